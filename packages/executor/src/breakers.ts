@@ -1,0 +1,128 @@
+import CircuitBreaker from 'opossum';
+import type { Redis } from 'ioredis';
+import {
+  BREAKER_FAILURE_KINDS,
+  BREAKER_STATE_VALUE,
+  type Keys,
+  type Logger,
+  type Metrics,
+  type ToolErrorKind,
+} from '@agent-reach/shared';
+
+export type BreakerState = keyof typeof BREAKER_STATE_VALUE;
+
+/** What Redis holds per tool: the last transition seen anywhere in the fleet. */
+export interface BreakerSnapshot {
+  tool: string;
+  state: BreakerState;
+  /** Epoch ms when an open breaker will let a probe through. */
+  openUntil?: number;
+  executorId: string;
+  at: number;
+}
+
+export interface BreakerOptions {
+  /** Consecutive failures that open a tool's breaker. */
+  failureThreshold: number;
+  /** How long an open breaker stays open before it lets one probe through, in ms. */
+  resetTimeoutMs: number;
+}
+
+/** An attempt's failure, carried through opossum so its filter can tell which failures count. */
+export class AttemptFailure extends Error {
+  constructor(
+    readonly kind: ToolErrorKind,
+    message: string,
+    readonly type?: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
+}
+
+type Attempt = () => Promise<unknown>;
+
+/**
+ * One opossum breaker per tool in this process. opossum opens on an error percentage over a rolling
+ * window; the platform wants *consecutive* failures, so its own threshold is disabled and the breaker is
+ * opened here when the count is reached. Transitions go to Redis (hash + pub/sub) for schedulers.
+ */
+export class BreakerBoard {
+  readonly #breakers = new Map<
+    string,
+    { breaker: CircuitBreaker<[Attempt], unknown>; consecutive: number }
+  >();
+
+  constructor(
+    private readonly options: BreakerOptions,
+    private readonly deps: { redis: Redis; keys: Keys; executorId: string; logger: Logger; metrics: Metrics },
+  ) {}
+
+  /** Runs an attempt through the tool's breaker; rejects with `EOPENBREAKER` code when open. */
+  fire(tool: string, attempt: Attempt): Promise<unknown> {
+    return this.#get(tool).breaker.fire(attempt);
+  }
+
+  state(tool: string): BreakerState {
+    const entry = this.#breakers.get(tool);
+    if (!entry) return 'closed';
+    return entry.breaker.opened ? 'open' : entry.breaker.halfOpen ? 'half_open' : 'closed';
+  }
+
+  shutdown(): void {
+    for (const { breaker } of this.#breakers.values()) breaker.shutdown();
+  }
+
+  #get(tool: string) {
+    let entry = this.#breakers.get(tool);
+    if (entry) return entry;
+    const breaker = new CircuitBreaker<[Attempt], unknown>((attempt: Attempt) => attempt(), {
+      name: tool,
+      timeout: false, // the executor owns timeouts (it needs an AbortSignal per attempt)
+      resetTimeout: this.options.resetTimeoutMs,
+      volumeThreshold: Number.MAX_SAFE_INTEGER, // disables opossum's percentage rule; see class doc
+      errorThresholdPercentage: 100,
+      // Only failures of the tool or its upstream count; anything else is not the tool's fault.
+      errorFilter: (err: unknown) => !(err instanceof AttemptFailure && BREAKER_FAILURE_KINDS.has(err.kind)),
+    });
+    const created = { breaker, consecutive: 0 };
+    entry = created;
+    breaker.on('success', () => {
+      created.consecutive = 0;
+    });
+    breaker.on('failure', () => {
+      created.consecutive += 1;
+      if (created.consecutive >= this.options.failureThreshold && !breaker.opened) breaker.open();
+    });
+    breaker.on('open', () => this.#transition(tool, 'open'));
+    breaker.on('halfOpen', () => this.#transition(tool, 'half_open'));
+    breaker.on('close', () => {
+      created.consecutive = 0;
+      this.#transition(tool, 'closed');
+    });
+    this.deps.metrics.breakerState.set({ tool }, BREAKER_STATE_VALUE.closed);
+    this.#breakers.set(tool, created);
+    return created;
+  }
+
+  #transition(tool: string, state: BreakerState): void {
+    const { redis, keys, executorId, logger, metrics } = this.deps;
+    metrics.breakerState.set({ tool }, BREAKER_STATE_VALUE[state]);
+    metrics.breakerTransitions.inc({ tool, to: state });
+    const snapshot: BreakerSnapshot = {
+      tool,
+      state,
+      executorId,
+      at: Date.now(),
+      ...(state === 'open' ? { openUntil: Date.now() + this.options.resetTimeoutMs } : {}),
+    };
+    (state === 'open' ? logger.warn : logger.info).call(logger, { tool, state }, 'breaker state changed');
+    const json = JSON.stringify(snapshot);
+    redis
+      .multi()
+      .hset(keys.breakers, tool, json)
+      .publish(keys.breakerChannel, json)
+      .exec()
+      .catch((err: unknown) => logger.error({ err, tool }, 'could not publish breaker state'));
+  }
+}

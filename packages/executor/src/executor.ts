@@ -1,0 +1,94 @@
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import {
+  createKeys,
+  createLogger,
+  createMetrics,
+  createRedis,
+  loadAgents,
+  ToolRegistry,
+  waitReady,
+  type AgentReachConfig,
+  type Logger,
+  type ToolDefinition,
+} from '@agent-reach/shared';
+import { startMetricsServer } from './metrics-server.js';
+import { createToolWorker, type ToolWorker } from './tool-worker.js';
+import { createDemoTools } from './tools/index.js';
+
+/** What a tool module's factory receives. */
+export interface ToolModuleDeps {
+  redis: import('ioredis').Redis;
+  keys: import('@agent-reach/shared').Keys;
+}
+
+export interface ExecutorProcess {
+  readonly worker: ToolWorker;
+  readonly registry: ToolRegistry;
+  readonly metricsPort: number;
+  readonly logger: Logger;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a complete executor from a config: Redis, the registry (demo tools plus `extraTools`), the agents
+ * file (checked against the registry), the tool workers for the configured groups and `/metrics`.
+ */
+export async function startExecutor(
+  config: AgentReachConfig,
+  options: {
+    extraTools?: ToolDefinition[] | ((deps: ToolModuleDeps) => ToolDefinition[]);
+    logger?: Logger;
+    lockDurationMs?: number;
+    stalledIntervalMs?: number;
+  } = {},
+): Promise<ExecutorProcess> {
+  const logger = options.logger ?? createLogger('executor', { level: config.logLevel });
+  const redis = createRedis(config.redisUrl, 'worker');
+  await waitReady(redis, config.redisUrl);
+  const keys = createKeys(config.keyPrefix);
+  const registry = new ToolRegistry().register(
+    ...createDemoTools({ redis, keys, outputsDir: config.outputsDir }),
+    ...(typeof options.extraTools === 'function'
+      ? options.extraTools({ redis, keys })
+      : (options.extraTools ?? [])),
+  );
+  const agents = loadAgents(config.agentsFile, registry.names());
+  const metricsRegistry = new Registry();
+  collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_executor_' });
+  const metrics = createMetrics(metricsRegistry);
+  const worker = createToolWorker({
+    connection: redis,
+    registry,
+    agents,
+    keys,
+    logger,
+    metrics,
+    groups: config.executor.groups,
+    concurrency: config.executor.concurrency,
+    shutdownGraceMs: config.executor.shutdownGraceMs,
+    breaker: {
+      failureThreshold: config.executor.breakerFailureThreshold,
+      resetTimeoutMs: config.executor.breakerResetTimeoutMs,
+    },
+    ...(options.lockDurationMs === undefined ? {} : { lockDurationMs: options.lockDurationMs }),
+    ...(options.stalledIntervalMs === undefined ? {} : { stalledIntervalMs: options.stalledIntervalMs }),
+  });
+  await worker.publishCatalog();
+  const server = await startMetricsServer(metricsRegistry, config.executor.metricsPort);
+  logger.info(
+    { groups: worker.groups, tools: registry.names(), metricsPort: server.port },
+    'executor started',
+  );
+  return {
+    worker,
+    registry,
+    metricsPort: server.port,
+    logger,
+    async close() {
+      await worker.close();
+      await server.close();
+      await redis.quit().catch(() => undefined);
+      logger.info('executor stopped');
+    },
+  };
+}

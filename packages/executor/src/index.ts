@@ -1,0 +1,18 @@
+export { startExecutor } from './executor.js';
+export type { ExecutorProcess, ToolModuleDeps } from './executor.js';
+export { createToolWorker } from './tool-worker.js';
+export type { ToolWorker, ToolWorkerOptions } from './tool-worker.js';
+export { runTool } from './run-tool.js';
+export type { RunToolDeps, ToolOutcome } from './run-tool.js';
+export { BreakerBoard } from './breakers.js';
+export type { BreakerSnapshot, BreakerState, BreakerOptions } from './breakers.js';
+export { shapeResult } from './result-shaping.js';
+export { startMetricsServer } from './metrics-server.js';
+export {
+  createDemoTools,
+  queryWeather,
+  queryOrderStatus,
+  createWriteMarkdownFile,
+  createGetFullResult,
+} from './tools/index.js';
+export { resolveInside } from './tools/write-markdown-file.js';

@@ -1,0 +1,76 @@
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { loadConfig, type ToolDefinition } from '@agent-reach/shared';
+import { startExecutor, type ToolModuleDeps } from './executor.js';
+
+const HELP = `agent-reach executor: runs tool calls from the tool queues.
+
+Usage: executor [--groups a,b] [--tools ./my-tools.ts,...] [--concurrency N]
+
+  --groups       tool groups whose queues to serve (env EXECUTOR_GROUPS, default "default")
+  --tools        extra tool modules; each default-exports ToolDefinition[] or (deps) => ToolDefinition[]
+                 (env TOOL_MODULES)
+  --concurrency  calls run at once per group (env EXECUTOR_CONCURRENCY, default 50)
+
+Environment: REDIS_URL, AR_KEY_PREFIX, AGENTS_FILE, OUTPUTS_DIR, EXECUTOR_METRICS_PORT, SHUTDOWN_GRACE_MS,
+BREAKER_FAILURE_THRESHOLD, BREAKER_RESET_TIMEOUT_MS, LOCK_DURATION_MS, STALLED_INTERVAL_MS, LOG_LEVEL.
+Exit codes: 0 after a clean shutdown, 1 on bad configuration or a failed start.`;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      groups: { type: 'string' },
+      tools: { type: 'string' },
+      concurrency: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  const env = { ...process.env };
+  if (values.groups) env.EXECUTOR_GROUPS = values.groups;
+  if (values.concurrency) env.EXECUTOR_CONCURRENCY = values.concurrency;
+  const config = loadConfig(env);
+  const modules = (values.tools ?? env.TOOL_MODULES ?? '').split(',').filter(Boolean);
+  const factories: Array<(deps: ToolModuleDeps) => ToolDefinition[]> = [];
+  for (const file of modules) {
+    const mod = (await import(pathToFileURL(path.resolve(file)).href)) as { default?: unknown };
+    const exported = mod.default;
+    if (typeof exported === 'function')
+      factories.push(exported as (deps: ToolModuleDeps) => ToolDefinition[]);
+    else if (Array.isArray(exported)) factories.push(() => exported as ToolDefinition[]);
+    else throw new Error(`${file}: default export must be ToolDefinition[] or a function returning them`);
+  }
+  const num = (name: string) => (env[name] ? Number(env[name]) : undefined);
+  const executor = await startExecutor(config, {
+    extraTools: (deps) => factories.flatMap((f) => f(deps)),
+    ...(num('LOCK_DURATION_MS') === undefined ? {} : { lockDurationMs: num('LOCK_DURATION_MS') as number }),
+    ...(num('STALLED_INTERVAL_MS') === undefined
+      ? {}
+      : { stalledIntervalMs: num('STALLED_INTERVAL_MS') as number }),
+  });
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    executor.logger.info({ signal }, 'shutting down');
+    executor.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        executor.logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.send?.({ type: 'ready', metricsPort: executor.metricsPort });
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,42 @@
+import { createServer, type Server } from 'node:http';
+import type { Registry } from 'prom-client';
+
+/** Serves `/metrics` (Prometheus text) and `/healthz` on the given port; 0 picks a free port. */
+export async function startMetricsServer(
+  registry: Registry,
+  port: number,
+  host = '0.0.0.0',
+): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+  const server = createServer((req, res) => {
+    if (req.url === '/metrics') {
+      registry
+        .metrics()
+        .then((body) => {
+          res.writeHead(200, { 'content-type': registry.contentType });
+          res.end(body);
+        })
+        .catch((err: unknown) => {
+          res.writeHead(500, { 'content-type': 'text/plain' });
+          res.end(String(err));
+        });
+      return;
+    }
+    if (req.url === '/healthz') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"status":"ok"}');
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'application/json' });
+    res.end('{"error":{"code":"NOT_FOUND","message":"only /metrics and /healthz are served here"}}');
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address();
+  return {
+    server,
+    port: typeof address === 'object' && address !== null ? address.port : port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,229 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  checkArguments,
+  errorResult,
+  isNoResult,
+  RETRYABLE_KINDS,
+  type AgentsFile,
+  type Logger,
+  type RegisteredTool,
+  type ToolCallJob,
+  type ToolErrorInfo,
+  type ToolErrorKind,
+  type ToolRegistry,
+  type ToolResult,
+} from '@agent-reach/shared';
+import { AttemptFailure, type BreakerBoard } from './breakers.js';
+import { shapeResult } from './result-shaping.js';
+
+export interface RunToolDeps {
+  registry: ToolRegistry;
+  agents: AgentsFile;
+  breakers: BreakerBoard;
+  logger: Logger;
+}
+
+/** A finished call: the result for the model, and the full content when the result was truncated. */
+export interface ToolOutcome {
+  result: ToolResult;
+  /** Serialized full content, to be stored under `result.ref`. */
+  full?: string;
+}
+
+const HANDLER_KINDS = new Set(['transient', 'execution_error', 'timeout', 'invalid_arguments']);
+const TRANSIENT_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+]);
+
+/**
+ * The executor's pipeline for one call: parse → known name → schema → scope → confirmation → breaker →
+ * handler under a timeout, retried (linear backoff, same arguments) on `timeout`/`transient` → shaping.
+ */
+export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<ToolOutcome> {
+  const { registry, agents, logger } = deps;
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const fail = (error: ToolErrorInfo, attempts = 0): ToolOutcome => ({
+    result: errorResult(job, error, { duration_ms: elapsed(), attempts }),
+  });
+
+  if (Date.now() > job.deadline) {
+    return fail({
+      kind: 'timeout',
+      message: 'the call waited in the queue past its deadline and was not run',
+      retryable: true,
+    });
+  }
+  const reachable = agents.reachable(job.agent);
+  const tool = registry.get(job.name);
+  if (!tool) {
+    const available = [...reachable].filter((name) => registry.has(name));
+    const guess = registry.closest(job.name, available);
+    return fail({
+      kind: 'unknown_tool',
+      message: `there is no tool named "${job.name}"${guess ? `; did you mean "${guess}"?` : ''}`,
+      ...(guess ? { did_you_mean: guess } : {}),
+      available_tools: available,
+      retryable: false,
+    });
+  }
+  const check = checkArguments(tool.name, job.arguments, tool.validate, tool.parameters);
+  if (!check.ok) return fail(check.error);
+  if (!reachable.has(tool.name)) {
+    logger.warn(
+      { security: true, agent: job.agent, tool: tool.name, runId: job.runId },
+      'refused a call outside the agent scope',
+    );
+    return fail({
+      kind: 'forbidden',
+      message: `agent "${job.agent}" may not call "${tool.name}"`,
+      available_tools: [...reachable],
+      retryable: false,
+    });
+  }
+  if (tool.requiresConfirmation && !job.approval) {
+    return fail({
+      kind: 'awaiting_confirmation',
+      message: `"${tool.name}" runs only after a person approves the call`,
+      retryable: false,
+    });
+  }
+
+  const maxAttempts = tool.retry.maxAttempts;
+  let lastError: ToolErrorInfo | undefined;
+  for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
+    if (attempt > 1) {
+      const wait = tool.retry.backoffMs * (attempt - 1);
+      if (Date.now() + wait > job.deadline) break;
+      await sleep(wait);
+    }
+    try {
+      const value = await deps.breakers.fire(tool.name, () =>
+        runAttempt(tool, check.args, job, attempt, logger),
+      );
+      return succeed(tool, job, value, attempt, elapsed());
+    } catch (err) {
+      if ((err as { code?: string }).code === 'EOPENBREAKER') {
+        return fail(
+          {
+            kind: 'circuit_open',
+            message: `"${tool.name}" is failing and its circuit breaker is open; it is unavailable for now`,
+            retryable: false,
+          },
+          attempt - 1,
+        );
+      }
+      const failure =
+        err instanceof AttemptFailure ? err : new AttemptFailure('execution_error', String(err));
+      lastError = {
+        kind: failure.kind,
+        message: failure.message,
+        ...(failure.type ? { type: failure.type } : {}),
+        ...(failure.field ? { field: failure.field } : {}),
+        retryable: RETRYABLE_KINDS.has(failure.kind),
+      };
+      logger.info({ tool: tool.name, attempt, kind: failure.kind }, 'tool attempt failed');
+      if (!RETRYABLE_KINDS.has(failure.kind)) return fail(lastError, attempt);
+      if (attempt === maxAttempts) return fail(lastError, attempt);
+    }
+  }
+  return fail(
+    lastError ?? { kind: 'timeout', message: 'no time left for another attempt', retryable: true },
+    maxAttempts,
+  );
+}
+
+/** One attempt: the handler under an AbortSignal; a handler that ignores the signal still loses the race. */
+async function runAttempt(
+  tool: RegisteredTool,
+  args: Record<string, unknown>,
+  job: ToolCallJob,
+  attempt: number,
+  logger: Logger,
+): Promise<unknown> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      controller.abort(new Error('tool timeout'));
+      reject(new AttemptFailure('timeout', `"${tool.name}" did not finish within ${tool.timeoutMs} ms`));
+    }, tool.timeoutMs);
+  });
+  const ctx = {
+    signal: controller.signal,
+    runId: job.runId,
+    traceId: job.traceId,
+    agent: job.agent,
+    toolCallId: job.toolCallId,
+    idempotencyKey: `${job.runId}.${job.toolCallId}`,
+    attempt,
+    logger: logger.child({ tool: tool.name, toolCallId: job.toolCallId, runId: job.runId, attempt }),
+  };
+  try {
+    return await Promise.race([Promise.resolve().then(() => tool.handler(args, ctx)), timedOut]);
+  } catch (err) {
+    throw classify(err, tool);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function classify(err: unknown, tool: RegisteredTool): AttemptFailure {
+  if (err instanceof AttemptFailure) return err;
+  const e = err as {
+    name?: string;
+    message?: string;
+    kind?: string;
+    code?: string;
+    status?: number;
+    statusCode?: number;
+  };
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  if (e?.name === 'ToolError' && typeof e.kind === 'string' && HANDLER_KINDS.has(e.kind)) {
+    return new AttemptFailure(e.kind as ToolErrorKind, message, undefined, (err as { field?: string }).field);
+  }
+  if (e?.name === 'AbortError' || e?.name === 'TimeoutError') {
+    return new AttemptFailure('timeout', `"${tool.name}" was aborted: ${message}`);
+  }
+  const status = e?.status ?? e?.statusCode;
+  if (
+    (typeof e?.code === 'string' && (TRANSIENT_CODES.has(e.code) || e.code.startsWith('UND_ERR'))) ||
+    (status !== undefined && (status >= 500 || status === 429))
+  ) {
+    return new AttemptFailure('transient', message, e?.name);
+  }
+  return new AttemptFailure('execution_error', message, e?.name ?? 'Error');
+}
+
+function succeed(
+  tool: RegisteredTool,
+  job: ToolCallJob,
+  value: unknown,
+  attempts: number,
+  durationMs: number,
+): ToolOutcome {
+  const base = {
+    tool_call_id: job.toolCallId,
+    name: tool.name,
+    ok: true,
+    status: 'ok' as const,
+    duration_ms: durationMs,
+    attempts,
+  };
+  if (isNoResult(value)) {
+    return { result: { ...base, content: { hint: value.hint }, no_result: true } };
+  }
+  const shaped = shapeResult(value, tool.resultBudgetChars);
+  if (!shaped.truncated) return { result: { ...base, content: value } };
+  return {
+    result: { ...base, content: shaped.content, truncated: true, ref: `ref_${randomUUID()}` },
+    ...(shaped.full === undefined ? {} : { full: shaped.full }),
+  };
+}

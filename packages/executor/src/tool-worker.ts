@@ -1,0 +1,165 @@
+import { Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import {
+  constants,
+  type AgentsFile,
+  type Keys,
+  type Logger,
+  type Metrics,
+  type ToolCallJob,
+  type ToolRegistry,
+  type ToolResult,
+} from '@agent-reach/shared';
+import { BreakerBoard, type BreakerOptions } from './breakers.js';
+import { runTool } from './run-tool.js';
+
+export interface ToolWorkerOptions {
+  /** Connection for commands (results, breakers); BullMQ makes its own blocking connections from it. */
+  connection: Redis;
+  registry: ToolRegistry;
+  agents: AgentsFile;
+  keys: Keys;
+  logger: Logger;
+  metrics: Metrics;
+  /** Groups whose queues this process serves. Default: every group of the registry. */
+  groups?: readonly string[];
+  /** Jobs run at once per group. Default 50. */
+  concurrency?: number;
+  breaker?: Partial<BreakerOptions>;
+  /** How long `close()` lets in-flight calls finish before it stops waiting, in ms. Default 10 000. */
+  shutdownGraceMs?: number;
+  /** Identifies this process in breaker snapshots. */
+  executorId?: string;
+  /** How long a run's recorded results stay in Redis, in seconds. */
+  resultsTtlS?: number;
+  /** How long a truncated result's full content stays fetchable, in seconds. */
+  refTtlS?: number;
+  /** BullMQ lock settings, exposed so chaos tests can use short ones. */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+}
+
+export interface ToolWorker {
+  readonly groups: readonly string[];
+  readonly breakers: BreakerBoard;
+  /** Publishes this process's tool catalog to Redis so schedulers can offer the tools. */
+  publishCatalog(): Promise<void>;
+  /** Stops taking jobs, lets in-flight ones finish within the grace period, then closes. */
+  close(): Promise<void>;
+}
+
+/** Starts one BullMQ worker per served group on the tool-call queues. */
+export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
+  const { connection, registry, agents, keys, logger, metrics } = options;
+  const groups = options.groups ?? registry.groups();
+  const executorId = options.executorId ?? `executor-${process.pid}`;
+  const resultsTtlS = options.resultsTtlS ?? constants.DEFAULT_RESULTS_TTL_S;
+  const refTtlS = options.refTtlS ?? constants.DEFAULT_RESULT_REF_TTL_S;
+  const breakers = new BreakerBoard(
+    {
+      failureThreshold: options.breaker?.failureThreshold ?? constants.DEFAULT_BREAKER_FAILURE_THRESHOLD,
+      resetTimeoutMs: options.breaker?.resetTimeoutMs ?? constants.DEFAULT_BREAKER_RESET_TIMEOUT_MS,
+    },
+    { redis: connection, keys, executorId, logger, metrics },
+  );
+
+  const processJob = async (job: Job<ToolCallJob>): Promise<void> => {
+    const data = job.data;
+    const log = logger.child({
+      runId: data.runId,
+      traceId: data.traceId,
+      toolCallId: data.toolCallId,
+      tool: data.name,
+    });
+    const resultsKey = keys.results(data.runId);
+    // A redelivered job (crashed executor) may already have a result: hand that back, never run twice.
+    if (job.attemptsStarted > 1 || job.stalledCounter > 0) {
+      const recorded = await connection.hget(resultsKey, data.toolCallId);
+      if (recorded !== null) {
+        await connection.lpush(data.replyTo, replyOf(data.runId, recorded));
+        log.info('redelivered call already had a result; not run again');
+        return;
+      }
+    }
+    metrics.queueWait.observe(
+      { group: job.queueName.replace(/^tools-/, '') },
+      Math.max(0, Date.now() - data.enqueuedAt) / 1000,
+    );
+    metrics.toolCallsInFlight.inc();
+    let outcome;
+    try {
+      outcome = await runTool(data, { registry, agents, breakers, logger: log });
+    } finally {
+      metrics.toolCallsInFlight.dec();
+    }
+    const { result, full } = outcome;
+    record(metrics, result);
+    const json = JSON.stringify(result);
+    // One round trip: the run's record, the reply to the waiting dispatcher, and the full result if cut.
+    const tx = connection.multi().hset(resultsKey, data.toolCallId, json).expire(resultsKey, resultsTtlS);
+    if (result.ref && full !== undefined) tx.set(keys.ref(result.ref), full, 'EX', refTtlS);
+    tx.lpush(data.replyTo, replyOf(data.runId, json)).expire(data.replyTo, resultsTtlS);
+    await tx.exec();
+  };
+
+  const workers = groups.map(
+    (group) =>
+      new Worker<ToolCallJob>(keys.toolQueue(group), processJob, {
+        connection,
+        prefix: keys.prefix,
+        concurrency: options.concurrency ?? constants.DEFAULT_EXECUTOR_CONCURRENCY,
+        removeOnComplete: { count: 0 },
+        removeOnFail: { age: constants.TOOL_JOB_KEEP_FAILED_S },
+        ...(options.lockDurationMs === undefined ? {} : { lockDuration: options.lockDurationMs }),
+        ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
+      }),
+  );
+  for (const worker of workers) {
+    worker.on('error', (err) => logger.error({ err, queue: worker.name }, 'tool worker error'));
+    worker.on('failed', (job, err) =>
+      logger.error({ err, jobId: job?.id }, 'tool job failed inside the executor'),
+    );
+  }
+
+  return {
+    groups,
+    breakers,
+    async publishCatalog() {
+      const entries = registry.catalog().filter((t) => groups.includes(t.group));
+      if (entries.length === 0) return;
+      await connection.hset(
+        keys.catalog,
+        Object.fromEntries(entries.map((e) => [e.name, JSON.stringify(e)])),
+      );
+    },
+    async close() {
+      const grace = options.shutdownGraceMs ?? constants.DEFAULT_SHUTDOWN_GRACE_MS;
+      const graceful = Promise.all(workers.map((w) => w.close()));
+      let timer: NodeJS.Timeout | undefined;
+      const expired = new Promise<'expired'>((resolve) => {
+        timer = setTimeout(() => resolve('expired'), grace);
+      });
+      const how = await Promise.race([graceful.then(() => 'done' as const), expired]);
+      clearTimeout(timer);
+      if (how === 'expired') {
+        // Calls still running keep their jobs active; their locks lapse and another executor takes them.
+        logger.warn({ graceMs: grace }, 'grace period over; closing with calls in flight');
+        await Promise.all(workers.map((w) => w.close(true)));
+      }
+      breakers.shutdown();
+    },
+  };
+}
+
+/** A reply names its run: tool call ids are unique only within a run. */
+function replyOf(runId: string, resultJson: string): string {
+  return `{"runId":${JSON.stringify(runId)},"result":${resultJson}}`;
+}
+
+function record(metrics: Metrics, result: ToolResult): void {
+  const kind = result.error?.kind ?? (result.no_result ? 'no_result' : 'none');
+  metrics.toolCalls.inc({ tool: result.name, status: result.status, error_kind: kind });
+  metrics.toolCallDuration.observe({ tool: result.name, status: result.status }, result.duration_ms / 1000);
+  if (result.attempts > 0) metrics.toolCallAttempts.observe({ tool: result.name }, result.attempts);
+  if (result.attempts > 1) metrics.toolRetries.inc({ tool: result.name }, result.attempts - 1);
+}

@@ -1,0 +1,159 @@
+import AjvModule from 'ajv';
+import {
+  DEFAULT_BREAKER_FAILURE_THRESHOLD,
+  DEFAULT_BREAKER_RESET_TIMEOUT_MS,
+  DEFAULT_EXECUTOR_CONCURRENCY,
+  DEFAULT_EXECUTOR_METRICS_PORT,
+  DEFAULT_KEY_PREFIX,
+  DEFAULT_LOG_LEVEL,
+  DEFAULT_OUTPUTS_DIR,
+  DEFAULT_REDIS_URL,
+  DEFAULT_SHUTDOWN_GRACE_MS,
+  DEFAULT_TOOL_GROUP,
+} from './constants.js';
+import { AgentReachError } from './errors.js';
+
+const Ajv = AjvModule.default;
+
+/** Process configuration, resolved from the environment once and frozen. */
+export interface AgentReachConfig {
+  readonly redisUrl: string;
+  readonly keyPrefix: string;
+  readonly logLevel: string;
+  readonly agentsFile: string;
+  readonly outputsDir: string;
+  readonly executor: {
+    readonly concurrency: number;
+    readonly groups: readonly string[];
+    /** Port of `/metrics`; 0 picks a free port (logged at start). */
+    readonly metricsPort: number;
+    readonly shutdownGraceMs: number;
+    readonly breakerFailureThreshold: number;
+    readonly breakerResetTimeoutMs: number;
+  };
+  readonly llm: {
+    readonly apiKey: string | undefined;
+    readonly baseUrl: string | undefined;
+    readonly model: string | undefined;
+  };
+}
+
+/** Which environment variable feeds which config path. */
+const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
+  ['REDIS_URL', 'redisUrl'],
+  ['AR_KEY_PREFIX', 'keyPrefix'],
+  ['LOG_LEVEL', 'logLevel'],
+  ['AGENTS_FILE', 'agentsFile'],
+  ['OUTPUTS_DIR', 'outputsDir'],
+  ['EXECUTOR_CONCURRENCY', 'executor.concurrency'],
+  ['EXECUTOR_GROUPS', 'executor.groups'],
+  ['EXECUTOR_METRICS_PORT', 'executor.metricsPort'],
+  ['SHUTDOWN_GRACE_MS', 'executor.shutdownGraceMs'],
+  ['BREAKER_FAILURE_THRESHOLD', 'executor.breakerFailureThreshold'],
+  ['BREAKER_RESET_TIMEOUT_MS', 'executor.breakerResetTimeoutMs'],
+  ['OPENAI_API_KEY', 'llm.apiKey'],
+  ['OPENAI_BASE_URL', 'llm.baseUrl'],
+  ['OPENAI_MODEL', 'llm.model'],
+];
+
+const schema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    redisUrl: { type: 'string', pattern: '^rediss?://', default: DEFAULT_REDIS_URL },
+    keyPrefix: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,32}$', default: DEFAULT_KEY_PREFIX },
+    logLevel: {
+      type: 'string',
+      enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      default: DEFAULT_LOG_LEVEL,
+    },
+    agentsFile: { type: 'string', minLength: 1, default: 'config/agents.yaml' },
+    outputsDir: { type: 'string', minLength: 1, default: DEFAULT_OUTPUTS_DIR },
+    executor: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        concurrency: { type: 'integer', minimum: 1, maximum: 10000, default: DEFAULT_EXECUTOR_CONCURRENCY },
+        groups: {
+          type: 'array',
+          items: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,39}$' },
+          minItems: 1,
+          default: [DEFAULT_TOOL_GROUP],
+        },
+        metricsPort: { type: 'integer', minimum: 0, maximum: 65535, default: DEFAULT_EXECUTOR_METRICS_PORT },
+        shutdownGraceMs: { type: 'integer', minimum: 0, default: DEFAULT_SHUTDOWN_GRACE_MS },
+        breakerFailureThreshold: { type: 'integer', minimum: 1, default: DEFAULT_BREAKER_FAILURE_THRESHOLD },
+        breakerResetTimeoutMs: { type: 'integer', minimum: 1, default: DEFAULT_BREAKER_RESET_TIMEOUT_MS },
+      },
+    },
+    llm: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        apiKey: { type: 'string', minLength: 1 },
+        baseUrl: { type: 'string', pattern: '^https?://' },
+        model: { type: 'string', minLength: 1 },
+      },
+    },
+  },
+} as const;
+
+// Environment values are strings: coercing them to the schema's types is the point here (never for tool args).
+const validateConfig = new Ajv({
+  allErrors: true,
+  useDefaults: true,
+  coerceTypes: 'array',
+  strict: true,
+}).compile(schema);
+
+/**
+ * Reads the configuration from an environment (only `main.ts` files pass `process.env`), applies defaults,
+ * reports every problem at once with the variable's name, and returns a frozen object.
+ */
+export function loadConfig(env: Record<string, string | undefined>): AgentReachConfig {
+  const raw: Record<string, unknown> = {};
+  for (const [name, path] of ENV_MAP) {
+    const value = env[name];
+    if (value === undefined || value === '') continue;
+    setPath(
+      raw,
+      path,
+      path === 'executor.groups'
+        ? value
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : value,
+    );
+  }
+  if (!validateConfig(raw)) {
+    const byPath = new Map(ENV_MAP.map(([name, path]) => [`/${path.replace('.', '/')}`, name]));
+    const details = (validateConfig.errors ?? []).map((e) => {
+      const path = e.instancePath.replace(/\/\d+$/, '');
+      const name = byPath.get(path) ?? path;
+      return `${name} ${e.message ?? 'is invalid'}`;
+    });
+    throw new AgentReachError('CONFIG_INVALID', `invalid configuration: ${details.join('; ')}`, { details });
+  }
+  return deepFreeze(raw) as unknown as AgentReachConfig;
+}
+
+function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let node = target;
+  for (const part of parts.slice(0, -1)) {
+    node[part] ??= {};
+    node = node[part] as Record<string, unknown>;
+  }
+  node[parts.at(-1) as string] = value;
+}
+
+export function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const child of Object.values(value)) deepFreeze(child);
+    Object.freeze(value);
+  }
+  return value;
+}

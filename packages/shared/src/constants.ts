@@ -1,0 +1,50 @@
+/**
+ * Every behaviour-changing default of Agent-Reach, with its unit in the name.
+ * Options and config resolve against these; nothing else hard-codes a default.
+ */
+
+/** Version of the tool-call job and result wire format. */
+export const WIRE_VERSION = 1;
+
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+/** Prefix of every Redis key and BullMQ queue the platform owns. */
+export const DEFAULT_KEY_PREFIX = 'ar';
+export const DEFAULT_TOOL_GROUP = 'default';
+export const DEFAULT_LOG_LEVEL = 'info';
+
+// Tool contract
+export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+export const GROUP_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,39}$/;
+export const DEFAULT_TOOL_TIMEOUT_MS = 5000;
+export const DEFAULT_RETRY_MAX_ATTEMPTS = 3;
+export const DEFAULT_RETRY_BACKOFF_MS = 500;
+/** Upper bound on a tool's attempts, so a typo cannot make a call retry for hours. */
+export const MAX_RETRY_ATTEMPTS = 10;
+/** Model-facing budget for one result's serialized content, in characters. */
+export const DEFAULT_RESULT_BUDGET_CHARS = 4000;
+/** How long the full version of a truncated result stays fetchable by its `ref`. */
+export const DEFAULT_RESULT_REF_TTL_S = 3600;
+/** How long a run's recorded tool results stay in Redis. */
+export const DEFAULT_RESULTS_TTL_S = 24 * 3600;
+export const DEFAULT_GET_FULL_RESULT_PAGE_CHARS = 4000;
+
+// Circuit breakers
+export const DEFAULT_BREAKER_FAILURE_THRESHOLD = 3;
+export const DEFAULT_BREAKER_RESET_TIMEOUT_MS = 30_000;
+
+// Executor
+export const DEFAULT_EXECUTOR_CONCURRENCY = 50;
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+export const DEFAULT_EXECUTOR_METRICS_PORT = 9464;
+export const DEFAULT_OUTPUTS_DIR = 'outputs';
+/** BullMQ attempts for a tool-call job: covers a crashed executor, not a failing tool (the executor retries those). */
+export const TOOL_JOB_ATTEMPTS = 3;
+export const TOOL_JOB_KEEP_FAILED_S = 24 * 3600;
+
+// Dispatcher
+/** Slack added to a call's worst-case running time before the dispatcher gives up on its result. */
+export const DEFAULT_DISPATCH_SLACK_MS = 5000;
+/** Largest number of replies taken from the reply list per round trip. */
+export const REPLY_BATCH_SIZE = 256;
+/** How long one blocking read of the reply list waits before it re-checks for shutdown, in seconds. */
+export const REPLY_BLOCK_S = 1;

@@ -1,0 +1,35 @@
+export * as constants from './constants.js';
+export {
+  AgentReachError,
+  ToolError,
+  transientError,
+  noResult,
+  isNoResult,
+  TOOL_ERROR_KINDS,
+  RETRYABLE_KINDS,
+  BREAKER_FAILURE_KINDS,
+  ERROR_CODES,
+} from './errors.js';
+export type { ToolErrorKind, ToolErrorInfo, ErrorCode, NoResult, HandlerErrorKind } from './errors.js';
+export { defineTool, StringEnum } from './tool.js';
+export { Type } from '@sinclair/typebox';
+export type { Static, TSchema } from '@sinclair/typebox';
+export type { ToolContext, ToolOptions, ToolDefinition, RetryOptions } from './tool.js';
+export { ToolRegistry, toOpenAiSpec, createAjv } from './registry.js';
+export type { RegisteredTool, ToolCatalogEntry, OpenAiToolSpec } from './registry.js';
+export { checkArguments, exampleFor } from './arguments.js';
+export type { ArgumentsCheck } from './arguments.js';
+export { closestName } from './suggest.js';
+export { toolJobId, errorResult } from './job.js';
+export type { ToolCallJob, ToolResult } from './job.js';
+export { createKeys } from './keys.js';
+export type { Keys } from './keys.js';
+export { createRedis, waitReady } from './redis.js';
+export { createLogger } from './logger.js';
+export type { Logger } from './logger.js';
+export { createMetrics, METRIC_PREFIX, DURATION_BUCKETS_S, BREAKER_STATE_VALUE } from './metrics.js';
+export type { Metrics } from './metrics.js';
+export { loadConfig, deepFreeze } from './config.js';
+export type { AgentReachConfig } from './config.js';
+export { loadAgents, parseAgents } from './agents.js';
+export type { AgentSpec, AgentsFile } from './agents.js';

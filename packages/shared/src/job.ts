@@ -1,0 +1,63 @@
+import type { ToolErrorInfo } from './errors.js';
+
+/** Data of one tool-call job on a tool queue. Plain JSON: it crosses Redis. */
+export interface ToolCallJob {
+  v: number;
+  runId: string;
+  traceId: string;
+  agent: string;
+  toolCallId: string;
+  name: string;
+  /** The model's raw argument string, parsed and validated only by the executor. */
+  arguments: string;
+  /** Epoch ms after which the dispatcher no longer waits; a job picked up later is answered `timeout` unrun. */
+  deadline: number;
+  /** Redis list the result is pushed to (the publishing dispatcher's own). */
+  replyTo: string;
+  /** Epoch ms of publication, for queue-wait metrics. */
+  enqueuedAt: number;
+  /** A person's approval, required for tools with `requiresConfirmation`. */
+  approval?: { by?: string; reason?: string; at: number };
+}
+
+/** The outcome of one tool call, as the model sees it (serialized as the `tool` message content). */
+export interface ToolResult {
+  tool_call_id: string;
+  name: string;
+  ok: boolean;
+  status: 'ok' | 'error';
+  content?: unknown;
+  /** Present when the handler succeeded but found nothing; `content.hint` says what to try. */
+  no_result?: true;
+  truncated?: true;
+  /** Id under which the full result is kept for `get_full_result`. */
+  ref?: string;
+  error?: ToolErrorInfo;
+  duration_ms: number;
+  attempts: number;
+}
+
+/**
+ * BullMQ job id of a tool call: derived from the run and the call so that publishing the same call twice
+ * never enqueues it twice. BullMQ ids may not contain `:`, so it is replaced.
+ */
+export function toolJobId(runId: string, toolCallId: string): string {
+  return `${runId}.${toolCallId}`.replace(/:/g, '_');
+}
+
+/** A failed result built without running anything (unknown tool, timeout in the dispatcher, …). */
+export function errorResult(
+  call: { toolCallId: string; name: string },
+  error: ToolErrorInfo,
+  extra: { duration_ms?: number; attempts?: number } = {},
+): ToolResult {
+  return {
+    tool_call_id: call.toolCallId,
+    name: call.name,
+    ok: false,
+    status: 'error',
+    error,
+    duration_ms: extra.duration_ms ?? 0,
+    attempts: extra.attempts ?? 0,
+  };
+}

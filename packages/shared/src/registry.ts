@@ -1,0 +1,188 @@
+import AjvModule, { type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import {
+  DEFAULT_RESULT_BUDGET_CHARS,
+  DEFAULT_RETRY_BACKOFF_MS,
+  DEFAULT_RETRY_MAX_ATTEMPTS,
+  DEFAULT_TOOL_GROUP,
+  DEFAULT_TOOL_TIMEOUT_MS,
+  GROUP_NAME_PATTERN,
+  MAX_RETRY_ATTEMPTS,
+  TOOL_NAME_PATTERN,
+} from './constants.js';
+import { AgentReachError } from './errors.js';
+import { closestName } from './suggest.js';
+import type { ToolContext, ToolDefinition } from './tool.js';
+
+// ajv and ajv-formats are CommonJS with a default export; under NodeNext the class sits on `.default`.
+const Ajv = AjvModule.default;
+const addFormats = addFormatsModule.default;
+
+/** A tool after registration: defaults resolved, schema compiled once. */
+export interface RegisteredTool {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: Record<string, unknown>;
+  readonly timeoutMs: number;
+  readonly retry: { readonly maxAttempts: number; readonly backoff: 'linear'; readonly backoffMs: number };
+  readonly accessScope: string | undefined;
+  readonly group: string;
+  readonly requiresConfirmation: boolean;
+  readonly resultBudgetChars: number;
+  readonly validate: ValidateFunction;
+  readonly handler: (args: Record<string, unknown>, ctx: ToolContext) => unknown;
+}
+
+/** What a scheduler needs to know of a tool without loading its code; published to Redis by executors. */
+export interface ToolCatalogEntry {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  group: string;
+  timeoutMs: number;
+  maxAttempts: number;
+  backoffMs: number;
+  requiresConfirmation: boolean;
+  accessScope?: string;
+}
+
+/** The OpenAI function-calling spec of one tool. */
+export interface OpenAiToolSpec {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+export function createAjv() {
+  const ajv = new Ajv({ allErrors: false, strict: true, useDefaults: true, coerceTypes: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+export class ToolRegistry {
+  readonly #tools = new Map<string, RegisteredTool>();
+  readonly #ajv = createAjv();
+
+  /** Registers tools; throws TOOL_DEFINITION_INVALID naming the tool and field on the first bad one. */
+  register(...definitions: ToolDefinition[]): this {
+    for (const def of definitions) {
+      const tool = this.#resolve(def);
+      if (this.#tools.has(tool.name)) {
+        throw new AgentReachError('TOOL_DUPLICATE', `tool "${tool.name}" is registered twice`);
+      }
+      this.#tools.set(tool.name, tool);
+    }
+    return this;
+  }
+
+  get(name: string): RegisteredTool | undefined {
+    return this.#tools.get(name);
+  }
+
+  has(name: string): boolean {
+    return this.#tools.has(name);
+  }
+
+  names(): string[] {
+    return [...this.#tools.keys()];
+  }
+
+  /** Distinct queue groups of the registered tools. */
+  groups(): string[] {
+    return [...new Set([...this.#tools.values()].map((t) => t.group))];
+  }
+
+  closest(name: string, among: Iterable<string> = this.#tools.keys()): string | undefined {
+    return closestName(name, among);
+  }
+
+  /** OpenAI function-calling specs for the given tool names, in the given order; unknown names are skipped. */
+  openAiTools(names: Iterable<string>): OpenAiToolSpec[] {
+    const out: OpenAiToolSpec[] = [];
+    for (const name of names) {
+      const tool = this.#tools.get(name);
+      if (tool) out.push(toOpenAiSpec(tool));
+    }
+    return out;
+  }
+
+  catalog(): ToolCatalogEntry[] {
+    return [...this.#tools.values()].map((t) => ({
+      name: t.name,
+      description: t.description,
+      parameters: t.parameters,
+      group: t.group,
+      timeoutMs: t.timeoutMs,
+      maxAttempts: t.retry.maxAttempts,
+      backoffMs: t.retry.backoffMs,
+      requiresConfirmation: t.requiresConfirmation,
+      ...(t.accessScope === undefined ? {} : { accessScope: t.accessScope }),
+    }));
+  }
+
+  #resolve(def: ToolDefinition): RegisteredTool {
+    const label = typeof def?.name === 'string' ? `tool "${def.name}"` : 'a tool';
+    const fail = (field: string, problem: string): never => {
+      throw new AgentReachError('TOOL_DEFINITION_INVALID', `${label}: ${field} ${problem}`);
+    };
+    if (typeof def.name !== 'string' || !TOOL_NAME_PATTERN.test(def.name)) {
+      fail('name', `must match ${TOOL_NAME_PATTERN} (got ${JSON.stringify(def.name)})`);
+    }
+    if (typeof def.description !== 'string' || def.description.trim().length === 0) {
+      fail('description', 'must be a non-empty string saying when to use the tool');
+    }
+    if (typeof def.handler !== 'function') fail('handler', 'must be a function');
+    const timeoutMs = def.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+      fail('timeoutMs', `must be a number > 0 (got ${timeoutMs})`);
+    const maxAttempts = def.retry?.maxAttempts ?? DEFAULT_RETRY_MAX_ATTEMPTS;
+    if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > MAX_RETRY_ATTEMPTS) {
+      fail('retry.maxAttempts', `must be an integer from 1 to ${MAX_RETRY_ATTEMPTS} (got ${maxAttempts})`);
+    }
+    const backoffMs = def.retry?.backoffMs ?? DEFAULT_RETRY_BACKOFF_MS;
+    if (!Number.isFinite(backoffMs) || backoffMs < 0)
+      fail('retry.backoffMs', `must be a number >= 0 (got ${backoffMs})`);
+    if (def.retry?.backoff !== undefined && def.retry.backoff !== 'linear') {
+      fail('retry.backoff', `must be "linear" (got ${JSON.stringify(def.retry.backoff)})`);
+    }
+    const group = def.group ?? DEFAULT_TOOL_GROUP;
+    if (!GROUP_NAME_PATTERN.test(group))
+      fail('group', `must match ${GROUP_NAME_PATTERN} (got ${JSON.stringify(group)})`);
+    const budget = def.resultBudgetChars ?? DEFAULT_RESULT_BUDGET_CHARS;
+    if (!Number.isInteger(budget) || budget < 200)
+      fail('resultBudgetChars', `must be an integer >= 200 (got ${budget})`);
+    const parameters = def.parameters as Record<string, unknown>;
+    if (typeof parameters !== 'object' || parameters === null || parameters.type !== 'object') {
+      fail('parameters', 'must be a JSON Schema with type "object"');
+    }
+    let validate: ValidateFunction;
+    try {
+      validate = this.#ajv.compile(parameters);
+    } catch (err) {
+      return fail('parameters', `is not a valid JSON Schema: ${(err as Error).message}`);
+    }
+    return Object.freeze({
+      name: def.name,
+      description: def.description,
+      parameters,
+      timeoutMs,
+      retry: Object.freeze({ maxAttempts, backoff: 'linear' as const, backoffMs }),
+      accessScope: def.accessScope,
+      group,
+      requiresConfirmation: def.requiresConfirmation ?? false,
+      resultBudgetChars: budget,
+      validate,
+      handler: def.handler as unknown as RegisteredTool['handler'],
+    });
+  }
+}
+
+export function toOpenAiSpec(tool: {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}): OpenAiToolSpec {
+  return {
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  };
+}

@@ -1,0 +1,81 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import type { Logger } from 'pino';
+
+/** What a handler receives besides its arguments. */
+export interface ToolContext {
+  /** Fires when the attempt's `timeoutMs` is reached (or the executor shuts down hard). */
+  signal: AbortSignal;
+  runId: string;
+  traceId: string;
+  agent: string;
+  toolCallId: string;
+  /** Stable across redeliveries and retries of one call (`runId` + `toolCallId`): pass it to systems you change. */
+  idempotencyKey: string;
+  /** 1-based attempt number. */
+  attempt: number;
+  logger: Logger;
+}
+
+export interface RetryOptions {
+  /** Total attempts including the first. Default 3. */
+  maxAttempts?: number;
+  /** Only linear backoff is offered: attempt n waits `backoffMs * n` before it runs. */
+  backoff?: 'linear';
+  /** Base delay, in milliseconds. Default 500. */
+  backoffMs?: number;
+}
+
+/** A tool's declaration: the single source of the model-facing spec, the validator and the policy. */
+export interface ToolOptions<S extends TSchema, R = unknown> {
+  /** `^[a-zA-Z0-9_-]{1,64}$`. */
+  name: string;
+  /** When to use it, what the arguments mean, what it does not do. */
+  description: string;
+  /**
+   * JSON Schema of the arguments (`type: 'object'`), built with TypeBox so that the handler's argument type
+   * is inferred from the very same object ajv compiles.
+   */
+  parameters: S;
+  /** Per-attempt deadline, in milliseconds. Default 5000. */
+  timeoutMs?: number;
+  retry?: RetryOptions;
+  /** Which resource the tool touches, e.g. `order_service`. Informational, shown in catalogs. */
+  accessScope?: string;
+  /** Queue group; a group gets its own queue and may get its own executors. Default `default`. */
+  group?: string;
+  /** A person approves each call before it runs. Default false. */
+  requiresConfirmation?: boolean;
+  /** Model-facing size budget of one result, in characters. Default 4000. */
+  resultBudgetChars?: number;
+  handler: (args: Static<S>, ctx: ToolContext) => Promise<R> | R;
+}
+
+/** A declared tool, its handler arguments erased so definitions of any schema fit one registry. */
+export interface ToolDefinition {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: TSchema;
+  readonly timeoutMs?: number;
+  readonly retry?: RetryOptions;
+  readonly accessScope?: string;
+  readonly group?: string;
+  readonly requiresConfirmation?: boolean;
+  readonly resultBudgetChars?: number;
+  readonly handler: (args: never, ctx: ToolContext) => unknown;
+}
+
+/**
+ * Declares a tool. The handler's `args` are typed from `parameters` (TypeBox `Static`), so the schema
+ * and the types cannot disagree. Checks happen when the tool is registered.
+ */
+export function defineTool<S extends TSchema, R = unknown>(options: ToolOptions<S, R>): ToolDefinition {
+  return options as unknown as ToolDefinition;
+}
+
+/** A string enum as JSON Schema `enum` (what models read best), typed as the union of its values. */
+export function StringEnum<const T extends readonly string[]>(
+  values: T,
+  options: { description?: string } = {},
+) {
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+}

@@ -1,0 +1,49 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const TEST_TOOLS = path.join(ROOT, 'test/helpers/test-tools.ts');
+export const TEST_AGENTS = path.join(ROOT, 'test/fixtures/agents.yaml');
+
+export interface Child {
+  proc: ChildProcess;
+  ready: Promise<Record<string, unknown>>;
+  exited: Promise<number | null>;
+  output(): string;
+  kill(signal?: NodeJS.Signals): void;
+}
+
+/** Forks a package's main.ts under tsx; `ready` resolves on the child's `{ type: 'ready' }` IPC message. */
+export function startChild(script: string, env: Record<string, string>, args: string[] = []): Child {
+  const proc = fork(path.join(ROOT, script), args, {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  let out = '';
+  proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
+  const ready = new Promise<Record<string, unknown>>((resolve, reject) => {
+    proc.on('message', (m: Record<string, unknown>) => {
+      if (m?.type === 'ready') resolve(m);
+    });
+    void exited.then((code) => reject(new Error(`${script} exited (${code}) before it was ready:\n${out}`)));
+  });
+  ready.catch(() => undefined);
+  return { proc, ready, exited, output: () => out, kill: (signal = 'SIGTERM') => proc.kill(signal) };
+}
+
+/** Starts an executor process serving the test tools under the given key prefix. */
+export function startExecutorChild(prefix: string, env: Record<string, string> = {}): Child {
+  return startChild('packages/executor/src/main.ts', {
+    AR_KEY_PREFIX: prefix,
+    AGENTS_FILE: TEST_AGENTS,
+    TOOL_MODULES: TEST_TOOLS,
+    EXECUTOR_METRICS_PORT: '0',
+    OUTPUTS_DIR: path.join(ROOT, 'outputs', 'test'),
+    ...env,
+  });
+}
