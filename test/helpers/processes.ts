@@ -10,6 +10,8 @@ export interface Child {
   proc: ChildProcess;
   ready: Promise<Record<string, unknown>>;
   exited: Promise<number | null>;
+  /** Resolves when the child reports an IPC message of this type. */
+  message(type: string): Promise<Record<string, unknown>>;
   output(): string;
   kill(signal?: NodeJS.Signals): void;
 }
@@ -33,7 +35,13 @@ export function startChild(script: string, env: Record<string, string>, args: st
     void exited.then((code) => reject(new Error(`${script} exited (${code}) before it was ready:\n${out}`)));
   });
   ready.catch(() => undefined);
-  return { proc, ready, exited, output: () => out, kill: (signal = 'SIGTERM') => proc.kill(signal) };
+  const message = (type: string) =>
+    new Promise<Record<string, unknown>>((resolve) => {
+      proc.on('message', (m: Record<string, unknown>) => {
+        if (m?.type === type) resolve(m);
+      });
+    });
+  return { proc, ready, exited, message, output: () => out, kill: (signal = 'SIGTERM') => proc.kill(signal) };
 }
 
 /** Starts an executor process serving the test tools under the given key prefix. */

@@ -99,8 +99,17 @@ export default function testTools({ redis, keys }: { redis: Redis; keys: Keys })
       handler: async ({ ms }, ctx) => {
         if (ms) await new Promise((r) => setTimeout(r, ms));
         const n = await redis.hincrby(k('effects'), ctx.idempotencyKey, 1);
-        return { executions: n };
+        return { executions: n, pid: process.pid };
       },
+    }),
+    defineTool({
+      name: 'isolated_echo',
+      description: 'Echoes its input from the "isolated" group queue. Test tool.',
+      parameters: Type.Object({ value: Type.String() }, { additionalProperties: false }),
+      group: 'isolated',
+      timeoutMs: 300,
+      retry: { maxAttempts: 1 },
+      handler: ({ value }) => ({ echo: value, pid: process.pid }),
     }),
     defineTool({
       name: 'needs_approval',

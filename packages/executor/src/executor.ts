@@ -63,7 +63,7 @@ export async function startExecutor(
     keys,
     logger,
     metrics,
-    groups: config.executor.groups,
+    ...(config.executor.groups ? { groups: config.executor.groups } : {}),
     concurrency: config.executor.concurrency,
     shutdownGraceMs: config.executor.shutdownGraceMs,
     breaker: {

@@ -57,6 +57,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     executor.logger.info({ signal }, 'shutting down');
+    process.send?.({ type: 'stopping', signal });
     executor.close().then(
       () => process.exit(0),
       (err: unknown) => {

@@ -125,7 +125,8 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     groups,
     breakers,
     async publishCatalog() {
-      const entries = registry.catalog().filter((t) => groups.includes(t.group));
+      // Every registered tool, not only this process's groups: the catalog says where each tool's queue is.
+      const entries = registry.catalog();
       if (entries.length === 0) return;
       await connection.hset(
         keys.catalog,

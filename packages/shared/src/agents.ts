@@ -73,13 +73,13 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
   if (!validateAgents(doc)) {
     for (const e of validateAgents.errors ?? []) {
       const m = /^\/agents\/(\d+)(\/.*)?$/.exec(e.instancePath);
-      const field = m?.[2]?.slice(1).replace(/\//g, '.') ?? (e.instancePath.slice(1) || '(top level)');
+      const field = m ? (m[2]?.slice(1).replace(/\//g, '.') ?? '') : e.instancePath.slice(1) || '(top level)';
       const extra =
         e.keyword === 'additionalProperties'
           ? ` "${String((e.params as { additionalProperty: string }).additionalProperty)}"`
           : '';
       const who = m ? `${agentName(m[1])}: ` : '';
-      problems.push(`${file}: ${who}${field || 'entry'} ${e.message ?? 'is invalid'}${extra}`);
+      problems.push(`${file}: ${who}${field ? `${field} ` : ''}${e.message ?? 'is invalid'}${extra}`);
     }
     throw new AgentReachError('AGENTS_INVALID', problems.join('\n'), { details: problems });
   }

@@ -9,7 +9,6 @@ import {
   DEFAULT_OUTPUTS_DIR,
   DEFAULT_REDIS_URL,
   DEFAULT_SHUTDOWN_GRACE_MS,
-  DEFAULT_TOOL_GROUP,
 } from './constants.js';
 import { AgentReachError } from './errors.js';
 
@@ -24,7 +23,8 @@ export interface AgentReachConfig {
   readonly outputsDir: string;
   readonly executor: {
     readonly concurrency: number;
-    readonly groups: readonly string[];
+    /** Tool groups whose queues to serve; unset means every group of the registry. */
+    readonly groups: readonly string[] | undefined;
     /** Port of `/metrics`; 0 picks a free port (logged at start). */
     readonly metricsPort: number;
     readonly shutdownGraceMs: number;
@@ -79,7 +79,6 @@ const schema = {
           type: 'array',
           items: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,39}$' },
           minItems: 1,
-          default: [DEFAULT_TOOL_GROUP],
         },
         metricsPort: { type: 'integer', minimum: 0, maximum: 65535, default: DEFAULT_EXECUTOR_METRICS_PORT },
         shutdownGraceMs: { type: 'integer', minimum: 0, default: DEFAULT_SHUTDOWN_GRACE_MS },

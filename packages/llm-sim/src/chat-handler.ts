@@ -1,0 +1,181 @@
+import { modelNotFound, rateLimited, serverError, type ErrorReply } from './api-errors.js';
+import { buildCompletion, type Answer } from './completion.js';
+import {
+  CONVERSATION_HEADER,
+  DEFAULT_RETRY_AFTER_S,
+  DEFAULT_SERVER_ERROR_STATUS,
+  FINAL_CONTENT,
+  SCENARIO_HEADER,
+} from './constants.js';
+import {
+  conversationKey,
+  isPlanRequest,
+  toolCallId,
+  templateContext,
+  turnIndex,
+  type TemplateContext,
+} from './conversation.js';
+import {
+  corruptJson,
+  FaultCounters,
+  nearMissName,
+  padContent,
+  planFaults,
+  type FaultPlan,
+} from './faults.js';
+import { validateChatRequest, type ChatRequest, type ChatToolCall } from './request-validation.js';
+import { resolveTemplates, resolveText } from './templates.js';
+import type { AppliedFault, Scenario, ScenarioTurn } from './types.js';
+
+/** What the server must do with a request. */
+export type ChatAction =
+  | { kind: 'reply'; status: number; body: unknown; headers?: Record<string, string> }
+  | { kind: 'connection_reset' }
+  | { kind: 'hang' };
+
+/** The decision for one chat-completions request, plus what to record about it. */
+export interface ChatResult {
+  action: ChatAction;
+  /** Wait this long before acting, in milliseconds. */
+  delayMs: number;
+  scenario: string | null;
+  turn: number | null;
+  faults: AppliedFault[];
+  warnings: string[];
+}
+
+/** Scenarios and fault counters shared by all requests of one simulator. */
+export interface SimState {
+  scenarios: Map<string, Scenario>;
+  counters: FaultCounters;
+}
+
+type Headers = Record<string, string | string[] | undefined>;
+
+function header(headers: Headers, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** A result that answers with the given error and records no scenario or turn. */
+export function rejected(error: ErrorReply, scenario: string | null = null): ChatResult {
+  const action: ChatAction = { kind: 'reply', status: error.status, body: error.body };
+  return { action, delayMs: 0, scenario, turn: null, faults: [], warnings: [] };
+}
+
+function selectScenario(state: SimState, request: ChatRequest, headers: Headers): Scenario | ErrorReply {
+  const known = [...state.scenarios.keys()].join(', ');
+  const named = header(headers, SCENARIO_HEADER);
+  if (named !== undefined) {
+    return (
+      state.scenarios.get(named) ??
+      modelNotFound(
+        `The scenario '${named}' named by the ${SCENARIO_HEADER} header does not exist (known: ${known}).`,
+      )
+    );
+  }
+  return (
+    state.scenarios.get(request.model) ??
+    modelNotFound(
+      `The model '${request.model}' does not exist or you do not have access to it (known: ${known}).`,
+    )
+  );
+}
+
+function transportAction(plan: FaultPlan, model: string): ChatAction | undefined {
+  const fault = plan.transport;
+  if (fault === undefined) return undefined;
+  if (fault.type === 'connection_reset' || fault.type === 'hang') return { kind: fault.type };
+  const error =
+    fault.type === 'rate_limit'
+      ? rateLimited(model, fault.retry_after_s ?? DEFAULT_RETRY_AFTER_S)
+      : serverError(fault.status ?? DEFAULT_SERVER_ERROR_STATUS);
+  return { kind: 'reply', status: error.status, body: error.body, headers: error.headers ?? {} };
+}
+
+interface TurnInput {
+  turn: ScenarioTurn | undefined;
+  /** Index of the turn in the script, for warnings. */
+  scriptIndex: number;
+  turnIndex: number;
+  conversation: string;
+  ctx: TemplateContext;
+  plan: FaultPlan;
+  warnings: string[];
+}
+
+function playTurn({ turn, scriptIndex, turnIndex, conversation, ctx, plan, warnings }: TurnInput): Answer {
+  if (turn === undefined) {
+    const content =
+      plan.oversizedChars === undefined ? FINAL_CONTENT : padContent(FINAL_CONTENT, plan.oversizedChars);
+    return { content, toolCalls: [] };
+  }
+  const at = `turns[${scriptIndex}]`;
+  const toolCalls = (turn.tool_calls ?? []).map((call, i): ChatToolCall => {
+    let name = resolveText(call.name, ctx, `${at}.tool_calls[${i}].name`, warnings);
+    if (plan.hallucinatedCalls.includes(i)) name = nearMissName(name);
+    const args = resolveTemplates(call.arguments ?? {}, ctx, `${at}.tool_calls[${i}].arguments`, warnings);
+    let text = typeof args === 'string' ? args : JSON.stringify(args);
+    if (plan.malformedCalls.includes(i)) text = corruptJson(text);
+    return {
+      id: toolCallId(conversation, turnIndex, i),
+      type: 'function',
+      function: { name, arguments: text },
+    };
+  });
+  let content = turn.content === undefined ? null : resolveText(turn.content, ctx, `${at}.content`, warnings);
+  if (plan.oversizedChars !== undefined) content = padContent(content ?? '', plan.oversizedChars);
+  return { content, toolCalls };
+}
+
+/**
+ * Decides the answer to one chat-completions request: validates it, picks the scenario and the
+ * turn from the request alone, applies faults and plays the turn.
+ */
+export function handleChat(state: SimState, headers: Headers, body: unknown): ChatResult {
+  const validated = validateChatRequest(body);
+  if (!validated.ok) return rejected(validated.error);
+  const request = validated.request;
+  const scenario = selectScenario(state, request, headers);
+  if (!('turns' in scenario)) return rejected(scenario);
+
+  const conversation = conversationKey(scenario.name, request.messages, header(headers, CONVERSATION_HEADER));
+  const planning = isPlanRequest(request);
+  const index = planning ? null : turnIndex(request.messages);
+  const last = scenario.turns.length - 1;
+  const scriptIndex = index === null ? -1 : index <= last ? index : scenario.turns[last]?.repeat ? last : -1;
+  const turn = scenario.turns[scriptIndex];
+  const slot = `${scenario.name}\0${conversation}\0${index ?? 'plan'}`;
+  const plan = planFaults({
+    scenario,
+    turn,
+    slot: String(index ?? 'plan'),
+    conversation,
+    attempt: state.counters.arrive(slot),
+    answered: state.counters.answeredCount(slot),
+    toolCallCount: turn?.tool_calls?.length ?? 0,
+  });
+  const result = { delayMs: plan.latencyMs, scenario: scenario.name, turn: index, faults: plan.applied };
+
+  const failure = transportAction(plan, request.model);
+  if (failure !== undefined) return { ...result, action: failure, warnings: [] };
+
+  const warnings: string[] = [];
+  const answer: Answer = planning
+    ? { content: JSON.stringify({ steps: scenario.plan ?? [] }), toolCalls: [] }
+    : playTurn({
+        turn,
+        scriptIndex,
+        turnIndex: index ?? 0,
+        conversation,
+        ctx: templateContext(request.messages),
+        plan,
+        warnings,
+      });
+  state.counters.markAnswered(slot);
+  return {
+    ...result,
+    action: { kind: 'reply', status: 200, body: buildCompletion(request, answer) },
+    warnings,
+  };
+}

@@ -1,0 +1,30 @@
+/** Host the simulator binds to when none is given. */
+export const DEFAULT_HOST = '127.0.0.1';
+/** Port the CLI listens on when none is given (the library default is 0: a random free port). */
+export const DEFAULT_CLI_PORT = 4010;
+/** Largest request body accepted, in bytes (prompts with big tool outputs are large). */
+export const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+/** Header that selects a scenario by name, taking precedence over the request's `model`. */
+export const SCENARIO_HEADER = 'x-llm-sim-scenario';
+/** Header that names the conversation, instead of the hash of its first user message. */
+export const CONVERSATION_HEADER = 'x-llm-sim-conversation';
+/** Request headers never recorded. */
+export const UNRECORDED_HEADERS: readonly string[] = ['authorization', 'api-key'];
+
+/** Content answered once a scenario has run out of turns (and its last turn does not repeat). */
+export const FINAL_CONTENT = 'Done.';
+/** Characters counted as one token when approximating usage and `max_tokens`. */
+export const CHARS_PER_TOKEN = 4;
+
+/** `retry-after` of a rate-limit fault when the script gives none, in seconds. */
+export const DEFAULT_RETRY_AFTER_S = 1;
+/** How many requests a rate_limit / server_error / connection_reset / hang fault fails by default. */
+export const DEFAULT_TRANSPORT_FAULT_TIMES = 1;
+/** HTTP status of a server_error fault when the script gives none. */
+export const DEFAULT_SERVER_ERROR_STATUS = 500;
+
+/** Matches the count the platform's context compaction writes when it folds early turns away. */
+export const FOLDED_TURNS_PATTERN = /"folded_turns"\s*:\s*(\d+)/g;
+/** Valid function-tool names, as the real API checks them. */
+export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;

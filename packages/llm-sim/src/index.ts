@@ -1,0 +1,23 @@
+export { startLlmSim } from './server.js';
+export type { LlmSim, LlmSimOptions } from './server.js';
+export { loadScenarios, loadScenarioFile } from './load-scenarios.js';
+export { validateScenario, ScenarioValidationError } from './scenario-validation.js';
+export type { ScenarioProblem } from './scenario-validation.js';
+export { SCENARIO_HEADER, CONVERSATION_HEADER, FINAL_CONTENT } from './constants.js';
+export type {
+  Scenario,
+  ScenarioTurn,
+  ScriptedToolCall,
+  Fault,
+  FaultType,
+  RateLimitFault,
+  ServerErrorFault,
+  ConnectionResetFault,
+  HangFault,
+  LatencyFault,
+  MalformedArgumentsFault,
+  OversizedContentFault,
+  Noise,
+  AppliedFault,
+  RecordedRequest,
+} from './types.js';

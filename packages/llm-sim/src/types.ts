@@ -1,0 +1,151 @@
+/** A scripted tool call; `name` and string values inside `arguments` may hold `{{…}}` templates. */
+export interface ScriptedToolCall {
+  /** Tool name the model "calls" (may be wrong on purpose: hallucinated tools are just scripts). */
+  name: string;
+  /**
+   * Arguments. An object (or a template that resolves to one) is sent as its JSON text;
+   * a string is sent verbatim, so a script can send broken JSON on purpose. Default `{}`.
+   */
+  arguments?: Record<string, unknown> | string;
+}
+
+/** Answer with HTTP 429 and a `retry-after` header. */
+export interface RateLimitFault {
+  type: 'rate_limit';
+  /** Value of the `retry-after` header, in seconds. Default 1. */
+  retry_after_s?: number;
+  /** Fail only the first N requests at this turn of a conversation. Default 1. */
+  times?: number;
+}
+
+/** Answer with an HTTP 5xx `server_error`. */
+export interface ServerErrorFault {
+  type: 'server_error';
+  /** HTTP status, 500–599. Default 500. */
+  status?: number;
+  /** Fail only the first N requests at this turn of a conversation. Default 1. */
+  times?: number;
+}
+
+/** Destroy the socket without answering. */
+export interface ConnectionResetFault {
+  type: 'connection_reset';
+  /** Fail only the first N requests at this turn of a conversation. Default 1. */
+  times?: number;
+}
+
+/** Never answer (until the client gives up or the simulator closes). */
+export interface HangFault {
+  type: 'hang';
+  /** Fail only the first N requests at this turn of a conversation. Default 1. */
+  times?: number;
+}
+
+/** Delay the answer. */
+export interface LatencyFault {
+  type: 'latency';
+  /** Added delay in milliseconds. */
+  ms: number;
+  /** Delay only the first N answers at this turn of a conversation. Default: every answer. */
+  times?: number;
+}
+
+/** Send one tool call's arguments as truncated, unparseable JSON. */
+export interface MalformedArgumentsFault {
+  type: 'malformed_arguments';
+  /** Index of the tool call to corrupt. Default 0. */
+  call?: number;
+  /** Corrupt only the first N answers at this turn of a conversation. Default: every answer. */
+  times?: number;
+}
+
+/** Pad the answer's content to a given size. */
+export interface OversizedContentFault {
+  type: 'oversized_content';
+  /** Total content length in characters. */
+  chars: number;
+  /** Pad only the first N answers at this turn of a conversation. Default: every answer. */
+  times?: number;
+}
+
+/** A scripted fault, on one turn or on the whole scenario. */
+export type Fault =
+  | RateLimitFault
+  | ServerErrorFault
+  | ConnectionResetFault
+  | HangFault
+  | LatencyFault
+  | MalformedArgumentsFault
+  | OversizedContentFault;
+
+/** Kinds of fault that can show up in a recorded request (scripted or drawn from noise). */
+export type FaultType = Fault['type'] | 'hallucinated_tool';
+
+/**
+ * Random faults, each a probability in [0, 1] per request. Draws are deterministic: a hash of
+ * seed + conversation + turn (+ attempt number for 429/500, so that a retry can succeed).
+ */
+export interface Noise {
+  /** Seed mixed into every draw. Default 0. */
+  seed?: number;
+  rate_limit?: number;
+  server_error?: number;
+  malformed_arguments?: number;
+  hallucinated_tool?: number;
+}
+
+/** One scripted model answer. At least one of `content` and `tool_calls` is set. */
+export interface ScenarioTurn {
+  /** Assistant text; may hold `{{…}}` templates. */
+  content?: string;
+  /** Tool calls made in this answer (several make a parallel-call turn). */
+  tool_calls?: ScriptedToolCall[];
+  /** Faults applied at this turn. */
+  fault?: Fault | Fault[];
+  /** Only on the last turn: replay it for every later turn (the "same call forever" failure). */
+  repeat?: boolean;
+}
+
+/** A scripted conversation, selected by model name or the `x-llm-sim-scenario` header. */
+export interface Scenario {
+  /** Model name that selects this scenario. */
+  name: string;
+  description?: string;
+  /** Steps answered to planning requests (JSON response_format, no tools). */
+  plan?: string[];
+  /** Delay before every answer, in milliseconds. Default 0. */
+  latency_ms?: number;
+  /** Random faults. */
+  noise?: Noise;
+  /** Faults applied at every turn (and to planning requests). */
+  fault?: Fault | Fault[];
+  /** Answers in order; the turn is chosen from the number of assistant messages in the request. */
+  turns: ScenarioTurn[];
+}
+
+/** A fault that was applied to a request. */
+export interface AppliedFault {
+  type: FaultType;
+  source: 'script' | 'noise';
+}
+
+/** One chat-completions request as the simulator saw and answered it. */
+export interface RecordedRequest {
+  /** ISO timestamp of arrival. */
+  at: string;
+  /** Scenario that answered, or null when none was selected. */
+  scenario: string | null;
+  /** Turn index played, or null for planning and rejected requests. */
+  turn: number | null;
+  /** Request headers, lower-cased, without credentials. */
+  headers: Record<string, string>;
+  /** Parsed request body (undefined when it was not valid JSON). */
+  body: unknown;
+  /** HTTP status sent, or null when no answer was sent (connection reset, hang). */
+  status: number | null;
+  /** Response body sent, or null when none was sent. */
+  response: unknown;
+  faults?: AppliedFault[];
+  /** Problems met while playing the turn, e.g. templates that did not resolve. */
+  warnings?: string[];
+}

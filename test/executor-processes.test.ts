@@ -1,0 +1,127 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createLogger, createRedis, waitReady, type ToolResult } from '@agent-reach/shared';
+import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
+import { startExecutorChild, type Child } from './helpers/processes.js';
+import { REDIS_URL, testRedis, waitFor } from './helpers/redis.js';
+
+describe('executor processes', () => {
+  let t: ReturnType<typeof testRedis>;
+  let children: Child[];
+  let dispatcher: Dispatcher | undefined;
+  let producer: ReturnType<typeof createRedis>;
+  const logger = createLogger('test', { level: 'silent' });
+
+  beforeEach(async () => {
+    t = testRedis();
+    children = [];
+    producer = createRedis(REDIS_URL, 'producer');
+    await waitReady(producer, REDIS_URL);
+  });
+  afterEach(async () => {
+    await dispatcher?.close();
+    dispatcher = undefined;
+    for (const c of children) c.kill('SIGKILL');
+    await Promise.all(children.map((c) => c.exited));
+    await producer.quit();
+    await t.cleanup();
+  });
+
+  const spawn = (env: Record<string, string> = {}, args: string[] = []) => {
+    const child = startExecutorChild(t.prefix, env);
+    if (args.length) throw new Error('use env for options');
+    children.push(child);
+    return child;
+  };
+  const makeDispatcher = async (slackMs?: number) => {
+    const catalog = await new ToolCatalog(producer, t.keys).refresh();
+    dispatcher = new Dispatcher({
+      connection: producer,
+      keys: t.keys,
+      catalog,
+      logger,
+      ...(slackMs ? { slackMs } : {}),
+    });
+    return dispatcher;
+  };
+  const calls = (n: number, name: string, args: object) =>
+    Array.from({ length: n }, (_, i) => ({ toolCallId: `call_${i}`, name, arguments: JSON.stringify(args) }));
+  const run = () => {
+    const runId = `run-${randomUUID()}`;
+    return { runId, traceId: runId, agent: 'test_agent' };
+  };
+  const effects = async () => Object.values(await t.redis.hgetall(`${t.prefix}:test:effects`)).map(Number);
+
+  it('runs a turn of 200 calls across two executor processes, each call exactly once', async () => {
+    const [a, b] = [spawn(), spawn()];
+    await Promise.all([a.ready, b.ready]);
+    const d = await makeDispatcher();
+    const results = await d.dispatch(run(), calls(200, 'counted_effect', { ms: 5 }));
+    expect(results.map((r) => r.tool_call_id)).toEqual(calls(200, 'x', {}).map((c) => c.toolCallId));
+    expect(results.every((r) => r.ok)).toBe(true);
+    const pids = new Set(results.map((r) => (r.content as { pid: number }).pid));
+    expect(pids).toEqual(new Set([a.proc.pid, b.proc.pid]));
+    const counts = await effects();
+    expect(counts).toHaveLength(200);
+    expect(counts.every((n) => n === 1)).toBe(true);
+  });
+
+  it('never dispatches a call that already has a recorded result', async () => {
+    const child = spawn();
+    await child.ready;
+    const d = await makeDispatcher();
+    const r = run();
+    const first = await d.dispatch(r, calls(3, 'counted_effect', {}));
+    const again = await d.dispatch(r, calls(3, 'counted_effect', {}));
+    expect(again).toEqual(first);
+    expect(await effects()).toEqual([1, 1, 1]);
+  });
+
+  it('gives a timeout result instead of hanging when no executor serves the tool group', async () => {
+    const child = spawn({ EXECUTOR_GROUPS: 'default' });
+    await child.ready;
+    const d = await makeDispatcher(300);
+    const [result] = await d.dispatch(run(), calls(1, 'isolated_echo', { value: 'hi' }));
+    expect(result).toMatchObject({ ok: false, error: { kind: 'timeout', retryable: true } });
+  });
+
+  it('serves a group only from executors started for it', async () => {
+    const isolated = spawn({ EXECUTOR_GROUPS: 'isolated' });
+    const plain = spawn({ EXECUTOR_GROUPS: 'default' });
+    await Promise.all([isolated.ready, plain.ready]);
+    const d = await makeDispatcher();
+    const [echo, weather] = await d.dispatch(run(), [
+      { toolCallId: 'c1', name: 'isolated_echo', arguments: '{"value":"hi"}' },
+      { toolCallId: 'c2', name: 'query_weather', arguments: '{"city":"上海"}' },
+    ]);
+    expect((echo as ToolResult).content).toEqual({ echo: 'hi', pid: isolated.proc.pid });
+    expect((weather as ToolResult).ok).toBe(true);
+  });
+
+  it('drains in-flight calls on SIGTERM, takes no new ones, and loses nothing', async () => {
+    const first = spawn({ SHUTDOWN_GRACE_MS: '20000' });
+    await first.ready;
+    const d = await makeDispatcher();
+    const r = run();
+    const inFlight = d.dispatch(r, calls(10, 'slow', { ms: 800 }));
+    await waitFor(
+      async () => Number(await t.redis.get(`${t.prefix}:test:slow:started`)) === 10,
+      10_000,
+      '10 started',
+    );
+    const stopping = first.message('stopping');
+    first.kill('SIGTERM');
+    await stopping;
+    // Published after the signal: the draining executor must not take it.
+    const later = d.dispatch(run(), [{ toolCallId: 'late', name: 'slow', arguments: '{"ms":10}' }]);
+    const drained = await inFlight;
+    expect(drained.every((x) => x.ok)).toBe(true);
+    expect(Number(await t.redis.get(`${t.prefix}:test:slow:finished`))).toBe(10);
+    expect(await first.exited).toBe(0);
+    expect(Number(await t.redis.get(`${t.prefix}:test:slow:started`))).toBe(10);
+    const second = spawn();
+    await second.ready;
+    const [late] = await later;
+    expect(late).toMatchObject({ ok: true, tool_call_id: 'late' });
+  });
+});
