@@ -17,7 +17,14 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**', 'packages/*/test/**', 'bench/**', 'scripts/**', 'packages/*/src/main.ts', 'packages/*/src/cli.ts'],
+    files: [
+      'test/**',
+      'packages/*/test/**',
+      'bench/**',
+      'scripts/**',
+      'packages/*/src/main.ts',
+      'packages/*/src/cli.ts',
+    ],
     rules: { 'no-console': 'off' },
   },
 );
