@@ -2,6 +2,8 @@ import CircuitBreaker from 'opossum';
 import type { Redis } from 'ioredis';
 import {
   BREAKER_FAILURE_KINDS,
+  type BreakerSnapshot,
+  type BreakerState,
   BREAKER_STATE_VALUE,
   type Keys,
   type Logger,
@@ -9,17 +11,7 @@ import {
   type ToolErrorKind,
 } from '@agent-reach/shared';
 
-export type BreakerState = keyof typeof BREAKER_STATE_VALUE;
-
-/** What Redis holds per tool: the last transition seen anywhere in the fleet. */
-export interface BreakerSnapshot {
-  tool: string;
-  state: BreakerState;
-  /** Epoch ms when an open breaker will let a probe through. */
-  openUntil?: number;
-  executorId: string;
-  at: number;
-}
+export type { BreakerSnapshot, BreakerState };
 
 export interface BreakerOptions {
   /** Consecutive failures that open a tool's breaker. */

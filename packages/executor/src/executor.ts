@@ -8,6 +8,7 @@ import {
   ToolRegistry,
   waitReady,
   type AgentReachConfig,
+  type Keys,
   type Logger,
   type ToolDefinition,
 } from '@agent-reach/shared';
@@ -24,6 +25,7 @@ export interface ToolModuleDeps {
 export interface ExecutorProcess {
   readonly worker: ToolWorker;
   readonly registry: ToolRegistry;
+  readonly keys: Keys;
   readonly metricsPort: number;
   readonly logger: Logger;
   close(): Promise<void>;
@@ -82,6 +84,7 @@ export async function startExecutor(
   return {
     worker,
     registry,
+    keys,
     metricsPort: server.port,
     logger,
     async close() {

@@ -118,3 +118,19 @@ export function loadAgents(file: string, knownTools?: Iterable<string>): AgentsF
   }
   return parseAgents(text, file, knownTools);
 }
+
+/** Problems of an already parsed agents file against the tools a fleet registers (empty when none). */
+export function parseAgentsCheck(file: AgentsFile, knownTools: Iterable<string>): string[] {
+  const known = new Set(knownTools);
+  const problems: string[] = [];
+  for (const spec of file.agents.values()) {
+    spec.tools.forEach((tool, j) => {
+      if (known.has(tool)) return;
+      const guess = closestName(tool, known);
+      problems.push(
+        `agent "${spec.name}": tools[${j}] "${tool}" is not a registered tool${guess ? ` (did you mean "${guess}"?)` : ''}`,
+      );
+    });
+  }
+  return problems;
+}

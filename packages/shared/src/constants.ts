@@ -48,3 +48,20 @@ export const DEFAULT_DISPATCH_SLACK_MS = 5000;
 export const REPLY_BATCH_SIZE = 256;
 /** How long one blocking read of the reply list waits before it re-checks for shutdown, in seconds. */
 export const REPLY_BLOCK_S = 1;
+
+// Agent loop
+export const DEFAULT_MAX_ITERATIONS = 10;
+export const DEFAULT_MAX_OUTPUT_TOKENS = 2000;
+export const DEFAULT_COMPACTION_THRESHOLD_TOKENS = 40_000;
+/** Tool rounds kept verbatim after a compaction (the rest is folded into the summary). */
+export const DEFAULT_COMPACTION_KEEP_ROUNDS = 2;
+/** The same tool with the same arguments this many turns in a row gets a nudge; once more stops the run. */
+export const DEFAULT_REPEAT_LIMIT = 3;
+export const DEFAULT_MAX_FAILED_ROUNDS = 3;
+export const DEFAULT_RUN_TOKEN_BUDGET = 200_000;
+export const DEFAULT_RUN_DEADLINE_MS = 10 * 60_000;
+
+// LLM client: the openai SDK owns LLM retries (exponential backoff with jitter, honours retry-after).
+export const DEFAULT_LLM_TIMEOUT_MS = 60_000;
+export const DEFAULT_LLM_MAX_RETRIES = 4;
+export const DEFAULT_LLM_MODEL = 'gpt-4o-mini';

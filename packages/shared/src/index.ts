@@ -31,5 +31,7 @@ export { createMetrics, METRIC_PREFIX, DURATION_BUCKETS_S, BREAKER_STATE_VALUE }
 export type { Metrics } from './metrics.js';
 export { loadConfig, deepFreeze } from './config.js';
 export type { AgentReachConfig } from './config.js';
-export { loadAgents, parseAgents } from './agents.js';
+export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';
 export type { AgentSpec, AgentsFile } from './agents.js';
+export { isOpen } from './breaker-state.js';
+export type { BreakerSnapshot, BreakerState } from './breaker-state.js';

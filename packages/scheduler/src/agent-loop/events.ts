@@ -1,0 +1,52 @@
+import type { ToolErrorInfo } from '@agent-reach/shared';
+import type { CompactionSummary, GuardName, RunOutcome, TaskStep } from './run-state.js';
+
+/** Everything that happens in a run, in order; each event gets `at` (epoch ms) when it is emitted. */
+export type RunEventBody =
+  | { type: 'run_started'; agent: string; input: string; model: string }
+  | { type: 'plan'; steps: TaskStep[]; error?: string }
+  | {
+      type: 'llm_request';
+      turn: number;
+      model: string;
+      latency_ms: number;
+      prompt_tokens: number;
+      completion_tokens: number;
+      finish_reason: string;
+      tool_calls: number;
+      tools_offered: string[];
+    }
+  | { type: 'llm_error'; turn: number; model: string; latency_ms: number; message: string; status?: number }
+  | {
+      type: 'tool_dispatched';
+      turn: number;
+      calls: Array<{ toolCallId: string; tool: string; arguments: string }>;
+    }
+  | {
+      type: 'tool_result';
+      turn: number;
+      toolCallId: string;
+      tool: string;
+      arguments: string;
+      ok: boolean;
+      error?: ToolErrorInfo;
+      duration_ms: number;
+      attempts: number;
+      truncated?: boolean;
+    }
+  | { type: 'step_done'; step: TaskStep }
+  | { type: 'guard'; guard: GuardName; action: 'nudge' | 'stop'; report: string }
+  | {
+      type: 'compaction';
+      before_tokens: number;
+      after_tokens: number;
+      folded_messages: number;
+      folded_turns: number;
+      summary: CompactionSummary;
+    }
+  | { type: 'run_finished'; outcome: RunOutcome };
+
+export type RunEvent = RunEventBody & { at: number };
+
+/** What the loop just did, for checkpointing. */
+export type StepKind = 'plan' | 'llm_response' | 'tool_results' | 'compaction' | 'finished';

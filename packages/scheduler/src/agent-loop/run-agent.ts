@@ -1,0 +1,351 @@
+import {
+  constants,
+  type AgentSpec,
+  type Logger,
+  type ToolCatalogEntry,
+  type ToolResult,
+} from '@agent-reach/shared';
+import type { ChatCompletionMessageToolCall } from 'openai/resources/chat/completions';
+import type { DispatchCall, DispatchRun } from '../dispatcher.js';
+import type { LlmClient } from '../llm.js';
+import type { ToolCatalog } from '../tool-catalog.js';
+import { compact } from './compaction.js';
+import type { RunEvent, RunEventBody, StepKind } from './events.js';
+import {
+  checkBudgets,
+  checkRepeat,
+  repeatNudge,
+  turnSignature,
+  type GuardLimits,
+  type GuardStop,
+} from './guards.js';
+import { buildMessages, buildSystemPrompt, toolSpecs } from './prompt.js';
+import { unansweredCalls, type FinalStatus, type RunOutcome, type RunState } from './run-state.js';
+import { requestPlan, tickOff } from './task-stack.js';
+import { exceedsTokens } from './tokens.js';
+import { resolveToolCalls } from './tool-calls.js';
+
+export interface LoopLimits extends GuardLimits {
+  /** Prompt size that triggers compaction, in tokens. Default 40 000. */
+  compactionThresholdTokens: number;
+  /** Model turns kept verbatim by a compaction. Default 2. */
+  compactionKeepRounds: number;
+  /** Ask the model for a plan before the first turn. Default true. */
+  planning: boolean;
+}
+
+export interface AgentLoopDeps {
+  llm: LlmClient;
+  dispatcher: { dispatch(run: DispatchRun, calls: DispatchCall[]): Promise<ToolResult[]> };
+  catalog: ToolCatalog;
+  breakers: { openTools(): Promise<Set<string>> };
+  agent: AgentSpec;
+  logger: Logger;
+  limits?: Partial<LoopLimits>;
+  /** Called after every step with the state and that step's events: the durability seam. */
+  checkpoint?: (state: RunState, events: RunEvent[], step: StepKind) => Promise<void>;
+  /** Called for every event as it happens (progress printing, metrics). */
+  onEvent?: (event: RunEvent, state: RunState) => void;
+  /** Aborting it cancels the run: nothing more is dispatched. */
+  signal?: AbortSignal;
+}
+
+export function resolveLimits(agent: AgentSpec, limits: Partial<LoopLimits> = {}): LoopLimits {
+  return {
+    maxIterations: limits.maxIterations ?? agent.max_iterations ?? constants.DEFAULT_MAX_ITERATIONS,
+    repeatLimit: limits.repeatLimit ?? constants.DEFAULT_REPEAT_LIMIT,
+    maxFailedRounds: limits.maxFailedRounds ?? constants.DEFAULT_MAX_FAILED_ROUNDS,
+    tokenBudget: limits.tokenBudget ?? constants.DEFAULT_RUN_TOKEN_BUDGET,
+    compactionThresholdTokens:
+      limits.compactionThresholdTokens ?? constants.DEFAULT_COMPACTION_THRESHOLD_TOKENS,
+    compactionKeepRounds: limits.compactionKeepRounds ?? constants.DEFAULT_COMPACTION_KEEP_ROUNDS,
+    planning: limits.planning ?? true,
+  };
+}
+
+/**
+ * Runs (or resumes) an agent run to its outcome. Each pass of the loop does exactly one step — answer the
+ * calls the last model turn owes, compact, or ask the model — and checkpoints after it, so a run resumed
+ * from any checkpoint carries on where it stopped: owed calls are answered (the dispatcher never re-runs
+ * a call with a recorded result) and no model turn that was recorded is asked again.
+ */
+export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<RunOutcome> {
+  if (state.outcome) return state.outcome;
+  const limits = resolveLimits(deps.agent, deps.limits);
+  const log = deps.logger.child({ runId: state.runId, traceId: state.traceId, agent: state.agent });
+  let pending: RunEvent[] = [];
+  const emit = (body: RunEventBody) => {
+    const event = { ...body, at: Date.now() } as RunEvent;
+    pending.push(event);
+    deps.onEvent?.(event, state);
+  };
+  const checkpoint = async (step: StepKind) => {
+    const events = pending;
+    pending = [];
+    await deps.checkpoint?.(state, events, step);
+  };
+  const finish = async (
+    status: FinalStatus,
+    reason: string,
+    extra: { answer?: string; report?: string } = {},
+  ) => {
+    const outcome: RunOutcome = {
+      status,
+      reason,
+      ...extra,
+      usage: { ...state.usage },
+      iterations: state.iterations,
+      steps: state.steps,
+    };
+    state.outcome = outcome;
+    state.status = status;
+    emit({ type: 'run_finished', outcome });
+    await checkpoint('finished');
+    return outcome;
+  };
+  const stop = async (g: GuardStop) => {
+    emit({ type: 'guard', guard: g.guard, action: 'stop', report: g.report });
+    return finish(g.status, g.guard, { report: g.report });
+  };
+
+  if (state.status === 'queued') {
+    state.status = 'running';
+    emit({ type: 'run_started', agent: state.agent, input: state.input, model: deps.llm.model });
+  }
+  const offered = async (): Promise<ToolCatalogEntry[]> => {
+    const open = await deps.breakers.openTools();
+    return deps.agent.tools.flatMap((name) => {
+      const entry = deps.catalog.get(name);
+      return entry && !open.has(name) ? [entry] : [];
+    });
+  };
+
+  try {
+    if (limits.planning && !state.plan.requested) {
+      const tools = await offered();
+      const plan = await requestPlan(
+        deps.llm,
+        state.input,
+        tools.map((t) => t.name),
+        deps.signal,
+      );
+      state.plan = { requested: true, steps: plan.steps.length > 1 ? plan.steps : [] };
+      if (plan.usage) addUsage(state, plan.usage);
+      emit({ type: 'plan', steps: state.plan.steps, ...(plan.error ? { error: plan.error } : {}) });
+      await checkpoint('plan');
+    }
+
+    for (;;) {
+      if (deps.signal?.aborted)
+        return await finish('cancelled', 'cancelled', { report: 'the run was cancelled' });
+      const owed = unansweredCalls(state);
+      if (owed.length > 0) {
+        const stopped = await answerCalls(state, owed, deps, limits, emit);
+        await checkpoint('tool_results');
+        if (stopped) return await stop(stopped);
+        continue;
+      }
+      const budget = checkBudgets(state, limits);
+      if (budget) return await stop(budget);
+
+      const tools = await offered();
+      const size = exceedsTokens(
+        buildSystemPrompt(deps.agent, state, tools) +
+          JSON.stringify(state.messages) +
+          JSON.stringify(toolSpecs(tools)),
+        limits.compactionThresholdTokens,
+      );
+      if (size.exceeds) {
+        const { folded, foldedTurns } = compact(state, limits.compactionKeepRounds);
+        if (folded > 0) {
+          const after = exceedsTokens(
+            buildSystemPrompt(deps.agent, state, tools) +
+              JSON.stringify(state.messages) +
+              JSON.stringify(toolSpecs(tools)),
+            0,
+          );
+          emit({
+            type: 'compaction',
+            before_tokens: size.tokens ?? 0,
+            after_tokens: after.tokens ?? 0,
+            folded_messages: folded,
+            folded_turns: foldedTurns,
+            summary: structuredClone(state.summary!),
+          });
+          await checkpoint('compaction');
+        }
+      }
+
+      const turn = state.iterations + 1;
+      const started = performance.now();
+      let res;
+      try {
+        res = await deps.llm.complete(buildMessages(deps.agent, state, tools), toolSpecs(tools), deps.signal);
+      } catch (err) {
+        if (deps.signal?.aborted)
+          return await finish('cancelled', 'cancelled', { report: 'the run was cancelled' });
+        const e = err as { message?: string; status?: number };
+        emit({
+          type: 'llm_error',
+          turn,
+          model: deps.llm.model,
+          latency_ms: Math.round(performance.now() - started),
+          message: e.message ?? String(err),
+          ...(typeof e.status === 'number' ? { status: e.status } : {}),
+        });
+        log.error({ err }, 'LLM call failed after its retries');
+        return await finish('failed', 'llm_error', {
+          report: `the model could not be reached: ${e.message ?? String(err)}`,
+        });
+      }
+      const choice = res.choices[0];
+      const message = choice?.message;
+      const calls = (message?.tool_calls ?? []).filter(
+        (c): c is Extract<ChatCompletionMessageToolCall, { type: 'function' }> => c.type === 'function',
+      );
+      state.iterations = turn;
+      if (res.usage) addUsage(state, res.usage);
+      emit({
+        type: 'llm_request',
+        turn,
+        model: res.model || deps.llm.model,
+        latency_ms: Math.round(performance.now() - started),
+        prompt_tokens: res.usage?.prompt_tokens ?? 0,
+        completion_tokens: res.usage?.completion_tokens ?? 0,
+        finish_reason: choice?.finish_reason ?? 'unknown',
+        tool_calls: calls.length,
+        tools_offered: tools.map((t) => t.name),
+      });
+      if (calls.length === 0) {
+        const answer = message?.content ?? '';
+        state.messages.push({ role: 'assistant', content: answer });
+        return await finish(
+          'succeeded',
+          choice?.finish_reason === 'length' ? 'final_answer_truncated' : 'final_answer',
+          {
+            answer,
+          },
+        );
+      }
+      state.messages.push({
+        role: 'assistant',
+        content: message?.content ?? null,
+        tool_calls: calls.map((c) => ({
+          id: c.id,
+          type: 'function',
+          function: { name: c.function.name, arguments: c.function.arguments },
+        })),
+      });
+      const signature = turnSignature(calls.map((c) => c.function));
+      const repeat = checkRepeat(state, signature, limits);
+      if (repeat === 'nudge') {
+        emit({
+          type: 'guard',
+          guard: 'repeat',
+          action: 'nudge',
+          report: repeatNudge(signature, state.guard.repeatCount),
+        });
+      } else if (repeat !== 'ok') {
+        // Answer the owed calls without running them, so the history stays a valid conversation.
+        for (const c of calls) {
+          state.messages.push({
+            role: 'tool',
+            tool_call_id: c.id,
+            content: JSON.stringify({
+              tool_call_id: c.id,
+              name: c.function.name,
+              ok: false,
+              status: 'error',
+              error: {
+                kind: 'execution_error',
+                message: 'not run: the run was stopped for repeating this call',
+                retryable: false,
+              },
+              duration_ms: 0,
+              attempts: 0,
+            }),
+          });
+        }
+        await checkpoint('llm_response');
+        return await stop(repeat);
+      }
+      await checkpoint('llm_response');
+    }
+  } catch (err) {
+    log.error({ err }, 'run failed');
+    return finish('failed', 'internal_error', { report: (err as Error).message });
+  }
+}
+
+/** Answers the calls a model turn owes; returns a guard stop when too many rounds in a row failed. */
+async function answerCalls(
+  state: RunState,
+  owed: Array<{ id: string; name: string; arguments: string }>,
+  deps: AgentLoopDeps,
+  limits: LoopLimits,
+  emit: (e: RunEventBody) => void,
+): Promise<GuardStop | undefined> {
+  const turn = state.iterations;
+  emit({
+    type: 'tool_dispatched',
+    turn,
+    calls: owed.map((c) => ({ toolCallId: c.id, tool: c.name, arguments: c.arguments })),
+  });
+  const results = await resolveToolCalls(state, owed, deps);
+  for (const [i, result] of results.entries()) {
+    const call = owed[i] as (typeof owed)[number];
+    state.messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(result) });
+    state.steps.push({
+      turn,
+      toolCallId: call.id,
+      tool: call.name,
+      arguments: call.arguments,
+      ok: result.ok,
+      ...(result.error ? { errorKind: result.error.kind } : {}),
+      durationMs: result.duration_ms,
+      attempts: result.attempts,
+      ...(result.truncated ? { truncated: true } : {}),
+    });
+    emit({
+      type: 'tool_result',
+      turn,
+      toolCallId: call.id,
+      tool: call.name,
+      arguments: call.arguments,
+      ok: result.ok,
+      ...(result.error ? { error: result.error } : {}),
+      duration_ms: result.duration_ms,
+      attempts: result.attempts,
+      ...(result.truncated ? { truncated: true } : {}),
+    });
+    if (result.ok) {
+      const step = tickOff(state, call.name);
+      if (step) emit({ type: 'step_done', step: { ...step } });
+    }
+  }
+  if (state.guard.nudged && state.guard.repeatCount === limits.repeatLimit) {
+    state.messages.push({
+      role: 'system',
+      content: repeatNudge(state.guard.lastSignature ?? '', state.guard.repeatCount),
+    });
+  }
+  state.guard.failedRounds = results.every((r) => !r.ok) ? state.guard.failedRounds + 1 : 0;
+  if (state.guard.failedRounds >= limits.maxFailedRounds) {
+    const kinds = results.map((r) => `${r.name}: ${r.error?.kind ?? 'error'} (${r.error?.message ?? ''})`);
+    return {
+      guard: 'failed_rounds',
+      status: 'failed',
+      report: `${state.guard.failedRounds} tool rounds in a row failed; last round: ${kinds.join('; ')}`,
+    };
+  }
+  return undefined;
+}
+
+function addUsage(
+  state: RunState,
+  u: { prompt_tokens: number; completion_tokens: number; total_tokens: number },
+): void {
+  state.usage.prompt_tokens += u.prompt_tokens;
+  state.usage.completion_tokens += u.completion_tokens;
+  state.usage.total_tokens += u.total_tokens;
+}

@@ -1,0 +1,136 @@
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { ToolErrorKind } from '@agent-reach/shared';
+
+export type ChatMessage = ChatCompletionMessageParam;
+
+export type RunStatus =
+  'queued' | 'running' | 'awaiting_approval' | 'succeeded' | 'not_converged' | 'failed' | 'cancelled';
+export type FinalStatus = 'succeeded' | 'not_converged' | 'failed' | 'cancelled';
+
+/** One step of the plan, shown to the model every turn and ticked off as tools complete. */
+export interface TaskStep {
+  title: string;
+  /** The tool the step expects, when the plan named one. */
+  tool?: string;
+  done: boolean;
+}
+
+/** Earlier steps folded out of the history by compaction. */
+export interface CompactionSummary {
+  goal: string;
+  done: Array<{
+    tool: string;
+    arguments: unknown;
+    ok: boolean;
+    key_values?: Record<string, unknown>;
+    error?: string;
+  }>;
+  notes: string[];
+  todo: string[];
+  /** Assistant turns folded so far (the model's turn count stays right after compaction). */
+  folded_turns: number;
+}
+
+/** One tool call as the run saw it. */
+export interface StepRecord {
+  turn: number;
+  toolCallId: string;
+  tool: string;
+  arguments: string;
+  ok: boolean;
+  errorKind?: ToolErrorKind;
+  durationMs: number;
+  attempts: number;
+  truncated?: boolean;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export type GuardName = 'max_iterations' | 'repeat' | 'failed_rounds' | 'token_budget' | 'deadline';
+
+export interface RunOutcome {
+  status: FinalStatus;
+  answer?: string;
+  /** Why the run ended, in one stable word (`final_answer`, a guard name, `llm_error`, `cancelled`). */
+  reason: string;
+  /** What the caller should know or do (advice to split a task, the failures seen, …). */
+  report?: string;
+  usage: Usage;
+  iterations: number;
+  steps: StepRecord[];
+}
+
+/**
+ * Everything a run is, as one plain serializable object: the loop reads and writes only this, so a
+ * checkpoint of it is enough to resume the run anywhere.
+ */
+export interface RunState {
+  v: 1;
+  runId: string;
+  traceId: string;
+  agent: string;
+  input: string;
+  status: RunStatus;
+  createdAt: number;
+  /** Epoch ms after which the run stops (`deadline` guard). */
+  deadlineAt: number;
+  plan: { requested: boolean; steps: TaskStep[] };
+  summary?: CompactionSummary;
+  /** History after the system prompt: user, assistant, tool and guard messages. */
+  messages: ChatMessage[];
+  iterations: number;
+  usage: Usage;
+  steps: StepRecord[];
+  guard: { lastSignature?: string; repeatCount: number; nudged: boolean; failedRounds: number };
+  compactions: number;
+  outcome?: RunOutcome;
+}
+
+export function createRunState(init: {
+  runId: string;
+  traceId?: string;
+  agent: string;
+  input: string;
+  deadlineMs: number;
+  history?: ChatMessage[];
+  now?: number;
+}): RunState {
+  const now = init.now ?? Date.now();
+  return {
+    v: 1,
+    runId: init.runId,
+    traceId: init.traceId ?? init.runId,
+    agent: init.agent,
+    input: init.input,
+    status: 'queued',
+    createdAt: now,
+    deadlineAt: now + init.deadlineMs,
+    plan: { requested: false, steps: [] },
+    messages: [...(init.history ?? []), { role: 'user', content: init.input }],
+    iterations: 0,
+    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+    steps: [],
+    guard: { repeatCount: 0, nudged: false, failedRounds: 0 },
+    compactions: 0,
+  };
+}
+
+/** The tool calls of the last assistant message that have no tool message yet (a resumed run owes them). */
+export function unansweredCalls(state: RunState): Array<{ id: string; name: string; arguments: string }> {
+  for (let i = state.messages.length - 1; i >= 0; i -= 1) {
+    const m = state.messages[i] as ChatMessage;
+    if (m.role !== 'assistant') continue;
+    const calls = (m.tool_calls ?? []).flatMap((c) => (c.type === 'function' ? [c] : []));
+    const answered = new Set(
+      state.messages.slice(i + 1).flatMap((x) => (x.role === 'tool' ? [x.tool_call_id] : [])),
+    );
+    return calls
+      .filter((c) => !answered.has(c.id))
+      .map((c) => ({ id: c.id, name: c.function.name, arguments: c.function.arguments }));
+  }
+  return [];
+}

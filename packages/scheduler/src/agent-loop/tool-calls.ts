@@ -1,0 +1,47 @@
+import { closestName, errorResult, type ToolResult } from '@agent-reach/shared';
+import type { AgentLoopDeps } from './run-agent.js';
+import type { RunState } from './run-state.js';
+
+/**
+ * Results for a turn's calls, in order. Names the agent cannot reach are answered here as `unknown_tool`
+ * (with the closest reachable name) without a round trip; every other call goes to the executors in one
+ * publish, where arguments are validated and the scope is checked again.
+ */
+export async function resolveToolCalls(
+  state: RunState,
+  calls: Array<{ id: string; name: string; arguments: string }>,
+  deps: Pick<AgentLoopDeps, 'dispatcher' | 'catalog' | 'agent'>,
+): Promise<ToolResult[]> {
+  const reachable = deps.agent.tools.filter((name) => deps.catalog.has(name));
+  const reachableSet = new Set(reachable);
+  const local = new Map<number, ToolResult>();
+  const remote: Array<{ index: number; call: (typeof calls)[number] }> = [];
+  calls.forEach((call, index) => {
+    if (reachableSet.has(call.name)) {
+      remote.push({ index, call });
+      return;
+    }
+    const guess = closestName(call.name, reachable);
+    local.set(
+      index,
+      errorResult(
+        { toolCallId: call.id, name: call.name },
+        {
+          kind: 'unknown_tool',
+          message: `there is no tool named "${call.name}" for this agent${guess ? `; did you mean "${guess}"?` : ''}`,
+          ...(guess ? { did_you_mean: guess } : {}),
+          available_tools: reachable,
+          retryable: false,
+        },
+      ),
+    );
+  });
+  const dispatched = remote.length
+    ? await deps.dispatcher.dispatch(
+        { runId: state.runId, traceId: state.traceId, agent: state.agent },
+        remote.map(({ call }) => ({ toolCallId: call.id, name: call.name, arguments: call.arguments })),
+      )
+    : [];
+  const byIndex = new Map(remote.map(({ index }, i) => [index, dispatched[i] as ToolResult]));
+  return calls.map((_, i) => local.get(i) ?? (byIndex.get(i) as ToolResult));
+}

@@ -1,0 +1,134 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import {
+  AgentReachError,
+  parseAgentsCheck,
+  type AgentsFile,
+  type Keys,
+  type Logger,
+} from '@agent-reach/shared';
+import type { RunEvent, StepKind } from './agent-loop/events.js';
+import { runAgent, type LoopLimits } from './agent-loop/run-agent.js';
+import { createRunState, type ChatMessage, type RunOutcome, type RunState } from './agent-loop/run-state.js';
+import { BreakerView } from './breaker-view.js';
+import { Dispatcher } from './dispatcher.js';
+import type { LlmClient } from './llm.js';
+import { ToolCatalog } from './tool-catalog.js';
+
+export interface AgentRunnerOptions {
+  /** Producer connection; the dispatcher makes its own blocking duplicate. */
+  connection: Redis;
+  keys: Keys;
+  agents: AgentsFile;
+  llm: LlmClient;
+  logger: Logger;
+  limits?: Partial<LoopLimits>;
+  /** How long to wait at start for executors to publish every tool the agents name, in ms. Default 30 000. */
+  catalogWaitMs?: number;
+  /** Wall-clock budget of one run, in ms. Default 10 minutes. */
+  runDeadlineMs?: number;
+}
+
+export interface StartRun {
+  agent: string;
+  input: string;
+  runId?: string;
+  traceId?: string;
+  history?: ChatMessage[];
+  onEvent?: (event: RunEvent, state: RunState) => void;
+  checkpoint?: (state: RunState, events: RunEvent[], step: StepKind) => Promise<void>;
+  signal?: AbortSignal;
+  limits?: Partial<LoopLimits>;
+}
+
+/** Runs agent tasks in this process: the loop, the LLM, and tool calls through the executor fleet. */
+export class AgentRunner {
+  readonly catalog: ToolCatalog;
+  readonly breakers: BreakerView;
+  readonly dispatcher: Dispatcher;
+  readonly #opts: AgentRunnerOptions;
+
+  private constructor(opts: AgentRunnerOptions) {
+    this.#opts = opts;
+    this.catalog = new ToolCatalog(opts.connection, opts.keys);
+    this.breakers = new BreakerView(opts.connection, opts.keys);
+    this.dispatcher = new Dispatcher({
+      connection: opts.connection,
+      keys: opts.keys,
+      catalog: this.catalog,
+      logger: opts.logger,
+    });
+  }
+
+  /**
+   * Starts a runner once the fleet's catalog holds every tool the agents name; a tool that no executor
+   * registers is a start-up error naming the agent and the tool.
+   */
+  static async start(opts: AgentRunnerOptions): Promise<AgentRunner> {
+    const runner = new AgentRunner(opts);
+    const deadline = Date.now() + (opts.catalogWaitMs ?? 30_000);
+    for (;;) {
+      await runner.catalog.refresh();
+      const problems = parseAgentsCheck(opts.agents, runner.catalog.names());
+      if (problems.length === 0) break;
+      if (Date.now() >= deadline) {
+        throw new AgentReachError(
+          'AGENTS_INVALID',
+          `tools named in the agents file are not registered by any executor:\n${problems.join('\n')}`,
+          {
+            details: problems,
+          },
+        );
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    return runner;
+  }
+
+  newState(req: StartRun): RunState {
+    if (!this.#opts.agents.agents.has(req.agent)) {
+      throw new AgentReachError(
+        'AGENTS_INVALID',
+        `unknown agent "${req.agent}"; known: ${[...this.#opts.agents.agents.keys()].join(', ')}`,
+      );
+    }
+    const runId = req.runId ?? `run_${randomUUID()}`;
+    return createRunState({
+      runId,
+      traceId: req.traceId ?? randomUUID().replace(/-/g, ''),
+      agent: req.agent,
+      input: req.input,
+      deadlineMs: this.#opts.runDeadlineMs ?? 10 * 60_000,
+      ...(req.history ? { history: req.history } : {}),
+    });
+  }
+
+  /** Runs a new task to its outcome. */
+  async run(req: StartRun): Promise<{ outcome: RunOutcome; state: RunState }> {
+    const state = this.newState(req);
+    const outcome = await this.resume(state, req);
+    return { outcome, state };
+  }
+
+  /** Continues a run from its state (a checkpoint), to its outcome. */
+  resume(state: RunState, req: Omit<StartRun, 'agent' | 'input'> = {}): Promise<RunOutcome> {
+    const agent = this.#opts.agents.agents.get(state.agent);
+    if (!agent) throw new AgentReachError('AGENTS_INVALID', `unknown agent "${state.agent}"`);
+    return runAgent(state, {
+      llm: this.#opts.llm,
+      dispatcher: this.dispatcher,
+      catalog: this.catalog,
+      breakers: this.breakers,
+      agent,
+      logger: this.#opts.logger,
+      limits: { ...this.#opts.limits, ...req.limits },
+      ...(req.onEvent ? { onEvent: req.onEvent } : {}),
+      ...(req.checkpoint ? { checkpoint: req.checkpoint } : {}),
+      ...(req.signal ? { signal: req.signal } : {}),
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
+}
