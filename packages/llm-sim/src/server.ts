@@ -72,7 +72,8 @@ export async function startLlmSim(opts: LlmSimOptions = {}): Promise<LlmSim> {
   const closing = new AbortController();
   const createdS = Math.floor(Date.now() / 1000);
 
-  const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES });
+  // A simulator must never keep its owner waiting on close: every connection is cut, busy or idle.
+  const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, forceCloseConnections: true });
   app.removeAllContentTypeParsers();
   // Like the real API, any content type is read as JSON; bad JSON is answered by the route.
   app.addContentTypeParser('*', { parseAs: 'string' }, (_req, text, done) => {

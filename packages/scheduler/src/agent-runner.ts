@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import {
   AgentReachError,
+  constants,
   parseAgentsCheck,
   type AgentsFile,
   type Keys,
@@ -39,6 +40,8 @@ export interface StartRun {
   checkpoint?: (state: RunState, events: RunEvent[], step: StepKind) => Promise<void>;
   signal?: AbortSignal;
   limits?: Partial<LoopLimits>;
+  /** Wall-clock budget of this run, in ms (overrides the runner's). */
+  deadlineMs?: number;
 }
 
 /** Runs agent tasks in this process: the loop, the LLM, and tool calls through the executor fleet. */
@@ -98,7 +101,7 @@ export class AgentRunner {
       traceId: req.traceId ?? randomUUID().replace(/-/g, ''),
       agent: req.agent,
       input: req.input,
-      deadlineMs: this.#opts.runDeadlineMs ?? 10 * 60_000,
+      deadlineMs: req.deadlineMs ?? this.#opts.runDeadlineMs ?? constants.DEFAULT_RUN_DEADLINE_MS,
       ...(req.history ? { history: req.history } : {}),
     });
   }

@@ -1,0 +1,332 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SUMMARY_HEADING, TASK_STACK_HEADING } from '@agent-reach/scheduler';
+import { startLoopHarness, systemText, toolMessages } from './helpers/loop.js';
+
+describe('agent loop self-healing and guards (llm-sim over HTTP, real Redis and executor)', () => {
+  let h: Awaited<ReturnType<typeof startLoopHarness>>;
+  beforeAll(async () => {
+    h = await startLoopHarness({ BREAKER_FAILURE_THRESHOLD: '2', BREAKER_RESET_TIMEOUT_MS: '60000' });
+  });
+  afterAll(async () => h.close());
+
+  it('corrects a hallucinated tool name after the did_you_mean suggestion', async () => {
+    const { outcome, state } = await h.run({
+      name: 'hallucinated',
+      turns: [
+        { tool_calls: [{ name: 'get_wether', arguments: { city: '上海' } }] },
+        { tool_calls: [{ name: '{{ last.error.did_you_mean }}', arguments: { city: '上海' } }] },
+        { content: 'It is {{ results.query_weather.content.forecast.0.condition }} on Saturday.' },
+      ],
+    });
+    expect(outcome).toMatchObject({
+      status: 'succeeded',
+      reason: 'final_answer',
+      answer: 'It is 多云转晴 on Saturday.',
+    });
+    expect(state.steps.map((s) => [s.tool, s.ok, s.errorKind])).toEqual([
+      ['get_wether', false, 'unknown_tool'],
+      ['query_weather', true, undefined],
+    ]);
+    const [, second] = h.turns('hallucinated');
+    expect(toolMessages(second!.body)[0]?.result.error).toMatchObject({
+      kind: 'unknown_tool',
+      did_you_mean: 'query_weather',
+    });
+  });
+
+  it('corrects a wrongly typed argument after the structured invalid_arguments error', async () => {
+    const { outcome, state } = await h.run({
+      name: 'wrong-type',
+      turns: [
+        { tool_calls: [{ name: 'query_order_status', arguments: { order_id: 123456 } }] },
+        { tool_calls: [{ name: 'query_order_status', arguments: { order_id: 'ORD-123456' } }] },
+        { content: 'Order is {{ last.content.status }}.' },
+      ],
+    });
+    expect(outcome.status).toBe('succeeded');
+    expect(outcome.answer).toBe('Order is paid.');
+    const [, second] = h.turns('wrong-type');
+    expect(toolMessages(second!.body)[0]?.result.error).toMatchObject({
+      kind: 'invalid_arguments',
+      field: '/order_id',
+      expected: 'string',
+    });
+    expect(state.steps.map((s) => s.ok)).toEqual([false, true]);
+  });
+
+  it('corrects broken argument JSON after the structured error', async () => {
+    const { outcome } = await h.run({
+      name: 'broken-json',
+      turns: [
+        {
+          tool_calls: [{ name: 'query_weather', arguments: { city: '北京' } }],
+          fault: { type: 'malformed_arguments' },
+        },
+        { tool_calls: [{ name: 'query_weather', arguments: { city: '北京' } }] },
+        { content: 'ok' },
+      ],
+    });
+    expect(outcome.status).toBe('succeeded');
+    const [, second] = h.turns('broken-json');
+    expect(toolMessages(second!.body)[0]?.result.error).toMatchObject({
+      kind: 'invalid_arguments',
+      constraint: 'json',
+    });
+    expect(toolMessages(second!.body)).toHaveLength(1);
+    expect(outcome.steps.map((s) => s.ok)).toEqual([false, true]);
+  });
+
+  it('nudges a model that repeats the same call three turns in a row, then stops it', async () => {
+    const { outcome, events } = await h.run({
+      name: 'endless',
+      turns: [{ tool_calls: [{ name: 'counted_effect', arguments: {} }], repeat: true }],
+    });
+    expect(outcome).toMatchObject({ status: 'not_converged', reason: 'repeat' });
+    expect(outcome.iterations).toBe(4);
+    expect(events.filter((e) => e.type === 'guard').map((e) => e.type === 'guard' && e.action)).toEqual([
+      'nudge',
+      'stop',
+    ]);
+    const requests = h.turns('endless');
+    expect(requests).toHaveLength(4);
+    const nudge = requests[3]!.body.messages.filter(
+      (m) => m.role === 'system' && String(m.content).startsWith('Guard:'),
+    );
+    expect(nudge).toHaveLength(1);
+    // The fourth call was never run: three executions, three results.
+    expect(outcome.steps).toHaveLength(3);
+  });
+
+  it('shows the plan as a task stack in every request of a five-step task, ticking steps off', async () => {
+    const plan = ['weather in 上海', 'weather in 北京', 'order ORD-100001', 'order ORD-100002', 'echo done'];
+    const { outcome } = await h.run({
+      name: 'five-steps',
+      plan,
+      turns: [
+        { tool_calls: [{ name: 'query_weather', arguments: { city: '上海' } }] },
+        { tool_calls: [{ name: 'query_weather', arguments: { city: '北京' } }] },
+        { tool_calls: [{ name: 'query_order_status', arguments: { order_id: 'ORD-100001' } }] },
+        { tool_calls: [{ name: 'query_order_status', arguments: { order_id: 'ORD-100002' } }] },
+        { tool_calls: [{ name: 'noop', arguments: { value: 'done' } }] },
+        { content: 'all five done' },
+      ],
+    });
+    expect(outcome.status).toBe('succeeded');
+    const requests = h.turns('five-steps');
+    expect(requests).toHaveLength(6);
+    requests.forEach((r, i) => {
+      const text = systemText(r.body);
+      expect(text).toContain(TASK_STACK_HEADING);
+      plan.forEach((step) => expect(text).toContain(step));
+      expect(text.match(/\[x\]/g) ?? []).toHaveLength(i);
+    });
+  });
+
+  it('compacts the history past the token threshold, keeping the task stack above the summary', async () => {
+    const turns = Array.from({ length: 6 }, (_, i) => ({
+      tool_calls: [{ name: 'big_result', arguments: { items: 50 + i } }],
+    }));
+    const { outcome, events, state } = await h.run(
+      {
+        name: 'compaction',
+        plan: ['fetch rows', 'fetch more rows', 'summarize'],
+        turns: [...turns, { content: 'compacted fine' }],
+      },
+      { limits: { compactionThresholdTokens: 1500, compactionKeepRounds: 1 } },
+    );
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'compacted fine' });
+    const compactions = events.filter((e) => e.type === 'compaction');
+    expect(compactions.length).toBeGreaterThan(0);
+    for (const c of compactions) {
+      if (c.type !== 'compaction') continue;
+      expect(c.after_tokens).toBeLessThan(c.before_tokens);
+      expect(c.summary.goal).toBe('do the compaction task');
+      expect(c.summary.done.length).toBeGreaterThan(0);
+      expect(c.summary.done[0]).toMatchObject({ tool: 'big_result', ok: true });
+    }
+    expect(state.compactions).toBe(compactions.length);
+    const last = h.turns('compaction').at(-1)!;
+    const text = systemText(last.body);
+    expect(text.indexOf(TASK_STACK_HEADING)).toBeGreaterThan(-1);
+    expect(text.indexOf(SUMMARY_HEADING)).toBeGreaterThan(text.indexOf(TASK_STACK_HEADING));
+    // The model's turn count survived the folding: the simulator played every scripted turn in order.
+    expect(h.turns('compaction').map((r) => r.turn)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+  });
+
+  it('retries 429 (honouring retry-after) and 500 answers of the model endpoint', async () => {
+    const { outcome } = await h.run({
+      name: 'flaky-llm',
+      turns: [
+        { tool_calls: [{ name: 'noop', arguments: {} }], fault: { type: 'rate_limit', retry_after_s: 1 } },
+        { content: 'fine', fault: { type: 'server_error' } },
+      ],
+    });
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'fine' });
+    const statuses = h.turns('flaky-llm').map((r) => [r.turn, r.status]);
+    expect(statuses).toEqual([
+      [0, 429],
+      [0, 200],
+      [1, 500],
+      [1, 200],
+    ]);
+  });
+
+  it('hides a tool from the next request once its breaker opens', async () => {
+    const { outcome } = await h.run(
+      {
+        name: 'breaker',
+        turns: [
+          { tool_calls: [{ name: 'always_failing', arguments: {} }] },
+          { tool_calls: [{ name: 'always_failing', arguments: {} }] },
+          { tool_calls: [{ name: 'noop', arguments: {} }] },
+          { content: 'worked around it' },
+        ],
+      },
+      { limits: { maxFailedRounds: 5 } },
+    );
+    expect(outcome.status).toBe('succeeded');
+    const offered = h
+      .turns('breaker')
+      .map((r) => (r.body.tools ?? []).map((t) => (t.type === 'function' ? t.function.name : '')));
+    expect(offered[0]).toContain('always_failing');
+    expect(offered[1]).toContain('always_failing');
+    expect(offered[2]).not.toContain('always_failing');
+    expect(offered[2]).toContain('noop');
+  });
+
+  it('answers parallel calls of one turn by tool_call_id, in order', async () => {
+    const { outcome } = await h.run({
+      name: 'parallel',
+      turns: [
+        {
+          tool_calls: [
+            { name: 'query_weather', arguments: { city: '上海' } },
+            { name: 'query_order_status', arguments: { order_id: 'ORD-100003' } },
+            { name: 'query_weather', arguments: { city: '成都' } },
+          ],
+        },
+        { content: 'three answers' },
+      ],
+    });
+    expect(outcome.status).toBe('succeeded');
+    const [first, second] = h.turns('parallel');
+    const calls = (first!.response as { choices: Array<{ message: { tool_calls: Array<{ id: string }> } }> })
+      .choices[0]!.message.tool_calls;
+    const answers = toolMessages(second!.body);
+    expect(answers.map((a) => a.id)).toEqual(calls.map((c) => c.id));
+    expect(answers.map((a) => a.result.tool_call_id)).toEqual(calls.map((c) => c.id));
+    expect(answers.map((a) => a.result.content.city ?? a.result.content.order_id)).toEqual([
+      '上海',
+      'ORD-100003',
+      '成都',
+    ]);
+  });
+
+  it('stops at max iterations as not_converged with advice to split the task', async () => {
+    const { outcome } = await h.run(
+      {
+        name: 'long',
+        turns: Array.from({ length: 5 }, (_, i) => ({
+          tool_calls: [{ name: 'noop', arguments: { value: `v${i}` } }],
+        })),
+      },
+      { limits: { maxIterations: 3 } },
+    );
+    expect(outcome).toMatchObject({ status: 'not_converged', reason: 'max_iterations', iterations: 3 });
+    expect(outcome.report).toMatch(/split the task/);
+  });
+
+  it('stops after consecutive failed tool rounds with a report of the failures', async () => {
+    const { outcome } = await h.run({
+      name: 'all-fail',
+      turns: [
+        { tool_calls: [{ name: 'throws_plain', arguments: {} }] },
+        { tool_calls: [{ name: 'throws_plain', arguments: {} }] },
+        { tool_calls: [{ name: 'throws_plain', arguments: {} }] },
+        { content: 'never reached' },
+      ],
+    });
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'failed_rounds' });
+    // Two execution errors open the tool's breaker (threshold 2 here), so the third round is refused.
+    expect(outcome.steps.map((s) => s.errorKind)).toEqual([
+      'execution_error',
+      'execution_error',
+      'circuit_open',
+    ]);
+    expect(outcome.report).toMatch(/^3 tool rounds in a row failed; last round: throws_plain: circuit_open/);
+  });
+
+  it('stops when the run exceeds its token budget', async () => {
+    const { outcome } = await h.run(
+      { name: 'budget', turns: [{ tool_calls: [{ name: 'noop', arguments: {} }] }, { content: 'late' }] },
+      { limits: { tokenBudget: 50, planning: false } },
+    );
+    expect(outcome).toMatchObject({ status: 'not_converged', reason: 'token_budget' });
+    expect(outcome.usage.total_tokens).toBeGreaterThanOrEqual(50);
+  });
+
+  it('stops at the wall-clock deadline as not_converged', async () => {
+    const { outcome } = await h.run(
+      {
+        name: 'slow-model',
+        turns: [
+          { tool_calls: [{ name: 'noop', arguments: {} }], fault: { type: 'latency', ms: 300 } },
+          { content: 'late' },
+        ],
+      },
+      { limits: { planning: false }, deadlineMs: 200 },
+    );
+    expect(outcome).toMatchObject({ status: 'not_converged', reason: 'deadline' });
+  });
+
+  it('cancels a run: nothing more is dispatched once its signal fires', async () => {
+    const controller = new AbortController();
+    const pending = h.run(
+      {
+        name: 'cancel-me',
+        turns: [
+          { tool_calls: [{ name: 'counted_effect', arguments: {} }], fault: { type: 'latency', ms: 200 } },
+          { tool_calls: [{ name: 'counted_effect', arguments: { ms: 1 } }] },
+          { content: 'never' },
+        ],
+      },
+      { limits: { planning: false }, signal: controller.signal },
+    );
+    setTimeout(() => controller.abort(), 50);
+    const { outcome } = await pending;
+    expect(outcome).toMatchObject({ status: 'cancelled', reason: 'cancelled', iterations: 0 });
+    expect(outcome.steps).toHaveLength(0);
+  });
+});
+
+describe('agent runner start-up', () => {
+  it('refuses to start when an agent names a tool no executor registers, naming agent and tool', async () => {
+    const { AgentRunner, createLlmClient } = await import('@agent-reach/scheduler');
+    const { createLogger, parseAgents } = await import('@agent-reach/shared');
+    const { startPlatform } = await import('./helpers/platform.js');
+    const p = await startPlatform();
+    try {
+      const agents = parseAgents(
+        'agents:\n  - name: a\n    tools: [query_weather, query_wether_v2]\n',
+        'agents.yaml',
+      );
+      await expect(
+        AgentRunner.start({
+          connection: p.producer,
+          keys: p.keys,
+          agents,
+          llm: createLlmClient({ apiKey: 'x', model: 'm', baseURL: 'http://127.0.0.1:9/v1' }),
+          logger: createLogger('test', { level: 'silent' }),
+          catalogWaitMs: 200,
+        }),
+      ).rejects.toMatchObject({
+        code: 'AGENTS_INVALID',
+        message: expect.stringMatching(
+          /agent "a": tools\[1\] "query_wether_v2" is not a registered tool \(did you mean "query_weather"\?\)/,
+        ),
+      });
+    } finally {
+      await p.close();
+    }
+  });
+});
