@@ -1,4 +1,4 @@
-import { Worker, type Job } from 'bullmq';
+import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   constants,
@@ -63,7 +63,14 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     { redis: connection, keys, executorId, logger, metrics },
   );
 
-  const processJob = async (job: Job<ToolCallJob>): Promise<void> => {
+  let draining = false;
+  const processJob = async (job: Job<ToolCallJob>, token?: string): Promise<void> => {
+    if (draining) {
+      // BullMQ can still hand over a job that arrived while its blocking read was being closed: give it
+      // back untouched (no attempt used) for another executor, instead of starting work while stopping.
+      await job.moveToDelayed(Date.now(), token);
+      throw new DelayedError();
+    }
     const data = job.data;
     const log = logger.child({
       runId: data.runId,
@@ -134,6 +141,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       );
     },
     async close() {
+      draining = true;
       const grace = options.shutdownGraceMs ?? constants.DEFAULT_SHUTDOWN_GRACE_MS;
       const graceful = Promise.all(workers.map((w) => w.close()));
       let timer: NodeJS.Timeout | undefined;
