@@ -22,6 +22,8 @@ export interface RunToolDeps {
   agents: AgentsFile;
   breakers: BreakerBoard;
   logger: Logger;
+  /** The call's child logger, made on first use. Default: `logger`. */
+  bindings?: () => Logger;
 }
 
 /** A finished call: the result for the model, and the full content when the result was truncated. */
@@ -47,7 +49,12 @@ const TRANSIENT_CODES = new Set([
  * handler under a timeout, retried (linear backoff, same arguments) on `timeout`/`transient` → shaping.
  */
 export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<ToolOutcome> {
-  const { registry, agents, logger } = deps;
+  const { registry, agents } = deps;
+  const logger = {
+    get log() {
+      return deps.bindings?.() ?? deps.logger;
+    },
+  };
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const fail = (error: ToolErrorInfo, attempts = 0): ToolOutcome => ({
@@ -77,7 +84,7 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
   const check = checkArguments(tool.name, job.arguments, tool.validate, tool.parameters);
   if (!check.ok) return fail(check.error);
   if (!reachable.has(tool.name)) {
-    logger.warn(
+    logger.log.warn(
       { security: true, agent: job.agent, tool: tool.name, runId: job.runId },
       'refused a call outside the agent scope',
     );
@@ -129,7 +136,7 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
         ...(failure.field ? { field: failure.field } : {}),
         retryable: RETRYABLE_KINDS.has(failure.kind),
       };
-      logger.info({ tool: tool.name, attempt, kind: failure.kind }, 'tool attempt failed');
+      logger.log.info({ tool: tool.name, attempt, kind: failure.kind }, 'tool attempt failed');
       if (!RETRYABLE_KINDS.has(failure.kind)) return fail(lastError, attempt);
       if (attempt === maxAttempts) return fail(lastError, attempt);
     }
@@ -146,7 +153,7 @@ async function runAttempt(
   args: Record<string, unknown>,
   job: ToolCallJob,
   attempt: number,
-  logger: Logger,
+  logger: { readonly log: Logger },
 ): Promise<unknown> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
@@ -156,6 +163,7 @@ async function runAttempt(
       reject(new AttemptFailure('timeout', `"${tool.name}" did not finish within ${tool.timeoutMs} ms`));
     }, tool.timeoutMs);
   });
+  let child: Logger | undefined;
   const ctx = {
     signal: controller.signal,
     runId: job.runId,
@@ -164,7 +172,9 @@ async function runAttempt(
     toolCallId: job.toolCallId,
     idempotencyKey: `${job.runId}.${job.toolCallId}`,
     attempt,
-    logger: logger.child({ tool: tool.name, toolCallId: job.toolCallId, runId: job.runId, attempt }),
+    get logger() {
+      return (child ??= logger.log.child({ attempt }));
+    },
   };
   try {
     return await Promise.race([Promise.resolve().then(() => tool.handler(args, ctx)), timedOut]);

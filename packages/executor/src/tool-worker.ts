@@ -63,6 +63,9 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     { redis: connection, keys, executorId, logger, metrics },
   );
 
+  // Result writes use a plain connection: a MULTI on BullMQ's connection copies its ~60 scripts onto
+  // every pipeline, which measurably costs CPU per call.
+  const writer = connection.duplicate();
   let draining = false;
   const processJob = async (job: Job<ToolCallJob>, token?: string): Promise<void> => {
     if (draining) {
@@ -72,19 +75,22 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       throw new DelayedError();
     }
     const data = job.data;
-    const log = logger.child({
-      runId: data.runId,
-      traceId: data.traceId,
-      toolCallId: data.toolCallId,
-      tool: data.name,
-    });
+    // Child loggers cost an allocation per call (bindings go through redaction): made only when used.
+    let child: Logger | undefined;
+    const log = () =>
+      (child ??= logger.child({
+        runId: data.runId,
+        traceId: data.traceId,
+        toolCallId: data.toolCallId,
+        tool: data.name,
+      }));
     const resultsKey = keys.results(data.runId);
     // A redelivered job (crashed executor) may already have a result: hand that back, never run twice.
     if (job.attemptsStarted > 1 || job.stalledCounter > 0) {
-      const recorded = await connection.hget(resultsKey, data.toolCallId);
+      const recorded = await writer.hget(resultsKey, data.toolCallId);
       if (recorded !== null) {
-        await connection.lpush(data.replyTo, replyOf(data.runId, recorded));
-        log.info('redelivered call already had a result; not run again');
+        await writer.lpush(data.replyTo, replyOf(data.runId, recorded));
+        log().info('redelivered call already had a result; not run again');
         return;
       }
     }
@@ -95,7 +101,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     metrics.toolCallsInFlight.inc();
     let outcome;
     try {
-      outcome = await runTool(data, { registry, agents, breakers, logger: log });
+      outcome = await runTool(data, { registry, agents, breakers, logger: logger, bindings: log });
     } finally {
       metrics.toolCallsInFlight.dec();
     }
@@ -103,7 +109,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     record(metrics, result);
     const json = JSON.stringify(result);
     // One round trip: the run's record, the reply to the waiting dispatcher, and the full result if cut.
-    const tx = connection.multi().hset(resultsKey, data.toolCallId, json).expire(resultsKey, resultsTtlS);
+    const tx = writer.multi().hset(resultsKey, data.toolCallId, json).expire(resultsKey, resultsTtlS);
     if (result.ref && full !== undefined) tx.set(keys.ref(result.ref), full, 'EX', refTtlS);
     tx.lpush(data.replyTo, replyOf(data.runId, json)).expire(data.replyTo, resultsTtlS);
     await tx.exec();
@@ -156,6 +162,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
         await Promise.all(workers.map((w) => w.close(true)));
       }
       breakers.shutdown();
+      await writer.quit().catch(() => undefined);
     },
   };
 }

@@ -43,6 +43,9 @@ export interface DispatcherOptions {
 interface Pending {
   resolve: (result: ToolResult) => void;
   timer: NodeJS.Timeout;
+  runId: string;
+  toolCallId: string;
+  since: number;
 }
 
 /**
@@ -73,12 +76,22 @@ export class Dispatcher {
     this.#replyKey = options.keys.replies(this.id);
   }
 
-  /** Results in the order of `calls`; never rejects for a missing result (that becomes `timeout`). */
-  async dispatch(run: DispatchRun, calls: DispatchCall[]): Promise<ToolResult[]> {
+  /**
+   * Results in the order of `calls`; never rejects for a missing result (that becomes `timeout`).
+   * `fresh: true` says the calls were just made by the model in this process, so none can have a recorded
+   * result yet and the read of the run's record is skipped (it is one round trip on every call's path).
+   */
+  async dispatch(
+    run: DispatchRun,
+    calls: DispatchCall[],
+    options: { fresh?: boolean } = {},
+  ): Promise<ToolResult[]> {
     if (this.#closed) throw new AgentReachError('DISPATCH_CLOSED', 'the dispatcher is closed');
     if (calls.length === 0) return [];
     const { connection, keys, catalog } = this.#opts;
-    const recorded = await connection.hmget(keys.results(run.runId), ...calls.map((c) => c.toolCallId));
+    const recorded = options.fresh
+      ? []
+      : await connection.hmget(keys.results(run.runId), ...calls.map((c) => c.toolCallId));
     const results = new Array<Promise<ToolResult>>(calls.length);
     const byQueue = new Map<string, Array<{ name: string; data: ToolCallJob; opts: object }>>();
     const now = Date.now();
@@ -120,7 +133,14 @@ export class Dispatcher {
       byQueue.set(queueName, jobs);
     });
     this.#startReading();
-    await Promise.all([...byQueue].map(([name, jobs]) => this.#queue(name).addBulk(jobs)));
+    // addBulk builds a pipeline, which on BullMQ's script-laden connection costs more than one add.
+    await Promise.all(
+      [...byQueue].map(([name, jobs]) => {
+        const queue = this.#queue(name);
+        const [only] = jobs;
+        return jobs.length === 1 && only ? queue.add(only.name, only.data, only.opts) : queue.addBulk(jobs);
+      }),
+    );
     return Promise.all(results);
   }
 
@@ -128,6 +148,7 @@ export class Dispatcher {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#recheck);
     for (const [key, pending] of this.#pending) {
       clearTimeout(pending.timer);
       const [, toolCallId = ''] = key.split('\n');
@@ -153,7 +174,8 @@ export class Dispatcher {
         },
         Math.max(0, deadline - Date.now()),
       );
-      this.#pending.set(key, { resolve, timer });
+      this.#pending.set(key, { resolve, timer, runId, toolCallId: call.toolCallId, since: Date.now() });
+      this.#startRechecking();
     });
   }
 
@@ -174,6 +196,44 @@ export class Dispatcher {
             retryable: true,
           }),
     );
+  }
+
+  #recheck: NodeJS.Timeout | undefined;
+
+  /**
+   * A call published before a scheduler took over a run replies to the old scheduler's list. Calls that
+   * have waited a while are therefore looked up in their runs' records, all in one pipeline.
+   */
+  #startRechecking(): void {
+    if (this.#recheck) return;
+    this.#recheck = setInterval(() => {
+      const now = Date.now();
+      const stale = [...this.#pending].filter(([, p]) => now - p.since >= constants.DISPATCH_RECHECK_MS);
+      if (stale.length === 0) {
+        if (this.#pending.size === 0) {
+          clearInterval(this.#recheck);
+          this.#recheck = undefined;
+        }
+        return;
+      }
+      const pipe = this.#opts.connection.pipeline();
+      for (const [, p] of stale) pipe.hget(this.#opts.keys.results(p.runId), p.toolCallId);
+      pipe
+        .exec()
+        .then((replies) => {
+          replies?.forEach(([, value], i) => {
+            const entry = stale[i];
+            if (typeof value !== 'string' || !entry) return;
+            const [key, p] = entry;
+            if (this.#pending.get(key) !== p) return;
+            this.#pending.delete(key);
+            clearTimeout(p.timer);
+            p.resolve(JSON.parse(value) as ToolResult);
+          });
+        })
+        .catch((err: unknown) => this.#opts.logger.warn({ err }, 'rechecking pending results failed'));
+    }, constants.DISPATCH_RECHECK_MS);
+    this.#recheck.unref();
   }
 
   #deliver(raw: string): void {

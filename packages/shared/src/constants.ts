@@ -65,3 +65,19 @@ export const DEFAULT_RUN_DEADLINE_MS = 10 * 60_000;
 export const DEFAULT_LLM_TIMEOUT_MS = 60_000;
 export const DEFAULT_LLM_MAX_RETRIES = 4;
 export const DEFAULT_LLM_MODEL = 'gpt-4o-mini';
+
+// Runs
+export const DEFAULT_SCHEDULER_CONCURRENCY = 100;
+/** How long finished runs (state, events, results) are kept, in seconds. */
+export const DEFAULT_RUN_RETENTION_S = 7 * 24 * 3600;
+/** How many runs the index keeps at most. */
+export const DEFAULT_RUN_RETENTION_COUNT = 100_000;
+/** How long a run waits for an approval before it is treated as rejected, in ms. */
+export const DEFAULT_APPROVAL_TIMEOUT_MS = 7 * 24 * 3600 * 1000;
+export const DEFAULT_RUN_LOCK_DURATION_MS = 30_000;
+export const DEFAULT_RUN_STALLED_INTERVAL_MS = 30_000;
+/** A run whose scheduler died this many times is failed instead of being picked up again. */
+export const RUN_MAX_STALLED_COUNT = 5;
+export const DEFAULT_SCHEDULER_METRICS_PORT = 9465;
+/** How often the dispatcher re-reads the results of calls still waiting (replies sent to a dead scheduler), in ms. */
+export const DISPATCH_RECHECK_MS = 1000;

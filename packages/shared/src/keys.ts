@@ -20,6 +20,24 @@ export interface Keys {
   readonly breakerChannel: string;
   /** Hash: tool → serialized ToolCatalogEntry, published by executors. */
   readonly catalog: string;
+  /** BullMQ queue of runs (schedulers are its workers). */
+  readonly runsQueue: string;
+  /** String: a run's state without its messages (JSON). */
+  runState(runId: string): string;
+  /** List: a run's messages, one JSON each (appended per step, rewritten on compaction). */
+  runMessages(runId: string): string;
+  /** Stream: a run's events. */
+  runEvents(runId: string): string;
+  /** Hash: a run's listing fields (agent, status, times, trace id, cancel request). */
+  runMeta(runId: string): string;
+  /** Sorted set: run ids by creation time. */
+  readonly runIndex: string;
+  /** Pub/sub channel: run ids whose cancellation was requested. */
+  readonly cancelChannel: string;
+  /** String: a session's shared memory (history, summary, task stack). */
+  session(sessionId: string): string;
+  /** String: the run id an idempotency key created. */
+  idempotency(key: string): string;
 }
 
 export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
@@ -32,5 +50,14 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     breakers: `${prefix}:breakers`,
     breakerChannel: `${prefix}:breaker-events`,
     catalog: `${prefix}:catalog`,
+    runsQueue: 'agent-runs',
+    runState: (id: string) => `${prefix}:run:${id}:state`,
+    runMessages: (id: string) => `${prefix}:run:${id}:messages`,
+    runEvents: (id: string) => `${prefix}:run:${id}:events`,
+    runMeta: (id: string) => `${prefix}:run:${id}:meta`,
+    runIndex: `${prefix}:runs`,
+    cancelChannel: `${prefix}:run-cancel`,
+    session: (id: string) => `${prefix}:session:${id}`,
+    idempotency: (key: string) => `${prefix}:idem:${key}`,
   });
 }

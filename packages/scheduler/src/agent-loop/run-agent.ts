@@ -36,7 +36,9 @@ export interface LoopLimits extends GuardLimits {
 
 export interface AgentLoopDeps {
   llm: LlmClient;
-  dispatcher: { dispatch(run: DispatchRun, calls: DispatchCall[]): Promise<ToolResult[]> };
+  dispatcher: {
+    dispatch(run: DispatchRun, calls: DispatchCall[], options?: { fresh?: boolean }): Promise<ToolResult[]>;
+  };
   catalog: ToolCatalog;
   breakers: { openTools(): Promise<Set<string>> };
   agent: AgentSpec;
@@ -120,6 +122,8 @@ export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<Ru
     });
   };
 
+  // True while the owed calls come from a model turn taken in this process (so none can have a result yet).
+  let fresh = false;
   try {
     if (limits.planning && !state.plan.requested) {
       const tools = await offered();
@@ -140,7 +144,8 @@ export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<Ru
         return await finish('cancelled', 'cancelled', { report: 'the run was cancelled' });
       const owed = unansweredCalls(state);
       if (owed.length > 0) {
-        const stopped = await answerCalls(state, owed, deps, limits, emit);
+        const stopped = await answerCalls(state, owed, deps, limits, emit, fresh);
+        fresh = false;
         await checkpoint('tool_results');
         if (stopped) return await stop(stopped);
         continue;
@@ -270,6 +275,7 @@ export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<Ru
         return await stop(repeat);
       }
       await checkpoint('llm_response');
+      fresh = true;
     }
   } catch (err) {
     log.error({ err }, 'run failed');
@@ -284,6 +290,7 @@ async function answerCalls(
   deps: AgentLoopDeps,
   limits: LoopLimits,
   emit: (e: RunEventBody) => void,
+  fresh: boolean,
 ): Promise<GuardStop | undefined> {
   const turn = state.iterations;
   emit({
@@ -291,7 +298,7 @@ async function answerCalls(
     turn,
     calls: owed.map((c) => ({ toolCallId: c.id, tool: c.name, arguments: c.arguments })),
   });
-  const results = await resolveToolCalls(state, owed, deps);
+  const results = await resolveToolCalls(state, owed, deps, fresh);
   for (const [i, result] of results.entries()) {
     const call = owed[i] as (typeof owed)[number];
     state.messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(result) });

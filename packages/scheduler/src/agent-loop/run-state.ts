@@ -68,12 +68,29 @@ export interface RunOutcome {
  * Everything a run is, as one plain serializable object: the loop reads and writes only this, so a
  * checkpoint of it is enough to resume the run anywhere.
  */
+/** A person's decision on one call of a tool that requires confirmation. */
+export interface Approval {
+  toolCallId: string;
+  tool: string;
+  arguments: string;
+  requestedAt: number;
+  decision?: 'approved' | 'rejected';
+  by?: string;
+  reason?: string;
+  decidedAt?: number;
+}
+
 export interface RunState {
   v: 1;
   runId: string;
   traceId: string;
   agent: string;
   input: string;
+  sessionId?: string;
+  /** Caller-supplied labels, kept with the run. */
+  metadata?: Record<string, string>;
+  /** Calls waiting for, or decided by, a person, by tool call id. */
+  approvals: Record<string, Approval>;
   status: RunStatus;
   createdAt: number;
   /** Epoch ms after which the run stops (`deadline` guard). */
@@ -97,6 +114,8 @@ export function createRunState(init: {
   input: string;
   deadlineMs: number;
   history?: ChatMessage[];
+  sessionId?: string;
+  metadata?: Record<string, string>;
   now?: number;
 }): RunState {
   const now = init.now ?? Date.now();
@@ -106,6 +125,9 @@ export function createRunState(init: {
     traceId: init.traceId ?? init.runId,
     agent: init.agent,
     input: init.input,
+    ...(init.sessionId ? { sessionId: init.sessionId } : {}),
+    ...(init.metadata ? { metadata: init.metadata } : {}),
+    approvals: {},
     status: 'queued',
     createdAt: now,
     deadlineAt: now + init.deadlineMs,

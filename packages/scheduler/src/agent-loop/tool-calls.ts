@@ -11,6 +11,7 @@ export async function resolveToolCalls(
   state: RunState,
   calls: Array<{ id: string; name: string; arguments: string }>,
   deps: Pick<AgentLoopDeps, 'dispatcher' | 'catalog' | 'agent'>,
+  fresh = false,
 ): Promise<ToolResult[]> {
   const reachable = deps.agent.tools.filter((name) => deps.catalog.has(name));
   const reachableSet = new Set(reachable);
@@ -40,6 +41,7 @@ export async function resolveToolCalls(
     ? await deps.dispatcher.dispatch(
         { runId: state.runId, traceId: state.traceId, agent: state.agent },
         remote.map(({ call }) => ({ toolCallId: call.id, name: call.name, arguments: call.arguments })),
+        { fresh },
       )
     : [];
   const byIndex = new Map(remote.map(({ index }, i) => [index, dispatched[i] as ToolResult]));

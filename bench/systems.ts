@@ -1,0 +1,187 @@
+import { randomUUID } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Queue, QueueEvents, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { startExecutor } from '@agent-reach/executor';
+import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
+import {
+  constants,
+  createKeys,
+  createLogger,
+  createRedis,
+  defineTool,
+  loadConfig,
+  toolJobId,
+  Type,
+  waitReady,
+  type ToolCallJob,
+  type ToolResult,
+} from '@agent-reach/shared';
+import { deleteByPrefix } from './redis-stats.js';
+
+/** One system under test: a way to make one tool call end to end, and to take itself down. */
+export interface BenchSystem {
+  readonly label: string;
+  /** Key prefix of everything it wrote to Redis. */
+  readonly prefix: string;
+  /** One call with a fresh id; rejects unless the result is an ok echo of the payload. */
+  call(): Promise<void>;
+  /** Closes its clients and deletes its Redis keys. */
+  close(): Promise<void>;
+}
+
+export interface SystemOptions {
+  redisUrl: string;
+  /** The string argument the no-op tool echoes back. */
+  payload: string;
+  concurrency: number;
+}
+
+const TOOL = 'bench_noop';
+const AGENT = 'bench_agent';
+/** A run of an agent makes a handful of calls; ids roll over to a new run after this many. */
+const CALLS_PER_RUN = 20;
+const JOB_OPTS = {
+  attempts: constants.TOOL_JOB_ATTEMPTS,
+  backoff: { type: 'fixed', delay: 1000 },
+  removeOnFail: { age: constants.TOOL_JOB_KEEP_FAILED_S },
+} as const;
+
+function shortId(): string {
+  return randomUUID().slice(0, 8);
+}
+
+function ids(seq: number, runBase: string): { runId: string; toolCallId: string } {
+  return { runId: `${runBase}-${Math.floor(seq / CALLS_PER_RUN)}`, toolCallId: `call_${seq}` };
+}
+
+/**
+ * BullMQ as one would use it directly: `Queue.add`, a `Worker` whose processor returns a result of the
+ * platform's shape and size, and `job.waitUntilFinished(queueEvents)`. Job data and options mirror the
+ * dispatcher's, except that completed jobs are kept (`count: 1000`): `waitUntilFinished` checks the job
+ * once after subscribing and reports a job already removed as failed.
+ */
+export async function startRawBullmq(options: SystemOptions): Promise<BenchSystem> {
+  const { redisUrl, payload } = options;
+  const prefix = `bench-raw-${shortId()}`;
+  const queueName = createKeys(prefix).toolQueue(constants.DEFAULT_TOOL_GROUP);
+  const connect = () => new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const conns = [connect(), connect(), connect()] as const;
+  const [queueConn, workerConn, eventsConn] = conns;
+  const queue = new Queue<ToolCallJob, ToolResult>(queueName, { connection: queueConn, prefix });
+  const worker = new Worker<ToolCallJob, ToolResult>(
+    queueName,
+    async (job) => ({
+      tool_call_id: job.data.toolCallId,
+      name: job.data.name,
+      ok: true,
+      status: 'ok',
+      content: { echo: (JSON.parse(job.data.arguments) as { payload: string }).payload },
+      duration_ms: 0,
+      attempts: 1,
+    }),
+    { connection: workerConn, prefix, concurrency: options.concurrency },
+  );
+  const events = new QueueEvents(queueName, { connection: eventsConn, prefix });
+  // waitUntilFinished adds a 'closing' listener to the queue per waiting call.
+  queue.setMaxListeners(0);
+  await Promise.all([queue.waitUntilReady(), worker.waitUntilReady(), events.waitUntilReady()]);
+  const args = JSON.stringify({ payload });
+  const runBase = `run-${shortId()}`;
+  const replyTo = createKeys(prefix).replies(randomUUID());
+  let seq = 0;
+  return {
+    label: 'raw BullMQ',
+    prefix,
+    async call() {
+      const { runId, toolCallId } = ids(seq++, runBase);
+      const now = Date.now();
+      const data: ToolCallJob = {
+        v: constants.WIRE_VERSION,
+        runId,
+        traceId: runId,
+        agent: AGENT,
+        toolCallId,
+        name: TOOL,
+        arguments: args,
+        deadline: now + 30_000,
+        replyTo,
+        enqueuedAt: now,
+      };
+      const job = await queue.add(TOOL, data, {
+        ...JOB_OPTS,
+        jobId: toolJobId(runId, toolCallId),
+        removeOnComplete: { count: 1000 },
+      });
+      const result = (await job.waitUntilFinished(events, 30_000)) as ToolResult;
+      if (!result.ok || (result.content as { echo?: string }).echo !== payload) {
+        throw new Error(`raw BullMQ call ${toolCallId} returned ${JSON.stringify(result)}`);
+      }
+    },
+    async close() {
+      await worker.close();
+      await queue.obliterate({ force: true });
+      await Promise.all([queue.close(), events.close()]);
+      await deleteByPrefix(queueConn, prefix);
+      await Promise.all(conns.map((c) => c.quit().catch(() => undefined)));
+    },
+  };
+}
+
+/**
+ * The platform end to end for a no-op tool: `Dispatcher.dispatch` → tool queue → `startExecutor`'s worker
+ * (validate, authorize, breaker, timeout, shaping, record + reply) → reply list → result.
+ */
+export async function startPlatform(options: SystemOptions & { tmpDir: string }): Promise<BenchSystem> {
+  const { redisUrl, payload, tmpDir } = options;
+  const prefix = `bench-ar-${shortId()}`;
+  const keys = createKeys(prefix);
+  const logger = createLogger('bench', { level: 'silent' });
+  const agentsFile = path.join(tmpDir, 'agents.yaml');
+  await writeFile(agentsFile, `agents:\n  - name: ${AGENT}\n    tools: [${TOOL}]\n`);
+  const config = loadConfig({
+    REDIS_URL: redisUrl,
+    AR_KEY_PREFIX: prefix,
+    AGENTS_FILE: agentsFile,
+    EXECUTOR_METRICS_PORT: '0',
+    EXECUTOR_CONCURRENCY: String(options.concurrency),
+    OUTPUTS_DIR: path.join(tmpDir, 'outputs'),
+  });
+  const noopTool = defineTool({
+    name: TOOL,
+    description: 'Echoes its payload; does nothing else. For benchmarks.',
+    parameters: Type.Object({ payload: Type.String() }, { additionalProperties: false }),
+    handler: (a) => ({ echo: a.payload }),
+  });
+  const executor = await startExecutor(config, { extraTools: [noopTool], logger });
+  const producer = createRedis(redisUrl, 'producer');
+  await waitReady(producer, redisUrl);
+  const catalog = await new ToolCatalog(producer, keys).refresh();
+  const dispatcher = new Dispatcher({ connection: producer, keys, catalog, logger });
+  const args = JSON.stringify({ payload });
+  const runBase = `run-${shortId()}`;
+  let seq = 0;
+  return {
+    label: 'platform',
+    prefix,
+    async call() {
+      const { runId, toolCallId } = ids(seq++, runBase);
+      // As the agent loop publishes a model turn it has just received: `fresh`, no record to consult.
+      const [result] = await dispatcher.dispatch(
+        { runId, traceId: runId, agent: AGENT },
+        [{ toolCallId, name: TOOL, arguments: args }],
+        { fresh: true },
+      );
+      if (!result?.ok || (result.content as { echo?: string }).echo !== payload) {
+        throw new Error(`platform call ${toolCallId} returned ${JSON.stringify(result)}`);
+      }
+    },
+    async close() {
+      await dispatcher.close();
+      await executor.close();
+      await deleteByPrefix(producer, prefix);
+      await producer.quit();
+    },
+  };
+}
