@@ -5,6 +5,7 @@ import {
   createMetrics,
   createRedis,
   loadAgents,
+  startMetricsServer,
   ToolRegistry,
   waitReady,
   type AgentReachConfig,
@@ -12,7 +13,6 @@ import {
   type Logger,
   type ToolDefinition,
 } from '@agent-reach/shared';
-import { startMetricsServer } from './metrics-server.js';
 import { createToolWorker, type ToolWorker } from './tool-worker.js';
 import { createDemoTools } from './tools/index.js';
 

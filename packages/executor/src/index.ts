@@ -7,7 +7,6 @@ export type { RunToolDeps, ToolOutcome } from './run-tool.js';
 export { BreakerBoard } from './breakers.js';
 export type { BreakerSnapshot, BreakerState, BreakerOptions } from './breakers.js';
 export { shapeResult } from './result-shaping.js';
-export { startMetricsServer } from './metrics-server.js';
 export {
   createDemoTools,
   queryWeather,

@@ -10,7 +10,14 @@ import {
 } from '@agent-reach/shared';
 import type { RunEvent, StepKind } from './agent-loop/events.js';
 import { runAgent, type LoopLimits } from './agent-loop/run-agent.js';
-import { createRunState, type ChatMessage, type RunOutcome, type RunState } from './agent-loop/run-state.js';
+import {
+  createRunState,
+  type ChatMessage,
+  type CompactionSummary,
+  type RunOutcome,
+  type RunState,
+  type TaskStep,
+} from './agent-loop/run-state.js';
 import { BreakerView } from './breaker-view.js';
 import { Dispatcher } from './dispatcher.js';
 import type { LlmClient } from './llm.js';
@@ -36,6 +43,12 @@ export interface StartRun {
   runId?: string;
   traceId?: string;
   history?: ChatMessage[];
+  summary?: CompactionSummary;
+  steps?: TaskStep[];
+  sessionId?: string;
+  metadata?: Record<string, string>;
+  /** The model client for this run (default: the runner's). */
+  llm?: LlmClient;
   onEvent?: (event: RunEvent, state: RunState) => void;
   checkpoint?: (state: RunState, events: RunEvent[], step: StepKind) => Promise<void>;
   signal?: AbortSignal;
@@ -61,6 +74,10 @@ export class AgentRunner {
       catalog: this.catalog,
       logger: opts.logger,
     });
+  }
+
+  get keys(): Keys {
+    return this.#opts.keys;
   }
 
   /**
@@ -103,22 +120,29 @@ export class AgentRunner {
       input: req.input,
       deadlineMs: req.deadlineMs ?? this.#opts.runDeadlineMs ?? constants.DEFAULT_RUN_DEADLINE_MS,
       ...(req.history ? { history: req.history } : {}),
+      ...(req.summary ? { summary: req.summary } : {}),
+      ...(req.steps ? { steps: req.steps } : {}),
+      ...(req.sessionId ? { sessionId: req.sessionId } : {}),
+      ...(req.metadata ? { metadata: req.metadata } : {}),
     });
   }
 
-  /** Runs a new task to its outcome. */
-  async run(req: StartRun): Promise<{ outcome: RunOutcome; state: RunState }> {
+  /** Runs a new task to its outcome, or until it parks waiting for an approval. */
+  async run(req: StartRun): Promise<{ outcome: RunOutcome | 'parked'; state: RunState }> {
     const state = this.newState(req);
     const outcome = await this.resume(state, req);
     return { outcome, state };
   }
 
-  /** Continues a run from its state (a checkpoint), to its outcome. */
-  resume(state: RunState, req: Omit<StartRun, 'agent' | 'input'> = {}): Promise<RunOutcome> {
+  /** Continues a run from its state (a checkpoint), to its outcome or to its next parking. */
+  resume(
+    state: RunState,
+    req: Pick<StartRun, 'llm' | 'onEvent' | 'checkpoint' | 'signal' | 'limits'> = {},
+  ): Promise<RunOutcome | 'parked'> {
     const agent = this.#opts.agents.agents.get(state.agent);
     if (!agent) throw new AgentReachError('AGENTS_INVALID', `unknown agent "${state.agent}"`);
     return runAgent(state, {
-      llm: this.#opts.llm,
+      llm: req.llm ?? this.#opts.llm,
       dispatcher: this.dispatcher,
       catalog: this.catalog,
       breakers: this.breakers,

@@ -20,7 +20,20 @@ export type {
   CompactionSummary,
   ChatMessage,
   GuardName,
+  Approval,
 } from './agent-loop/run-state.js';
 export type { RunEvent, RunEventBody, StepKind } from './agent-loop/events.js';
 export { countTokens } from './agent-loop/tokens.js';
 export { SUMMARY_HEADING, TASK_STACK_HEADING } from './agent-loop/prompt.js';
+export { startScheduler, llmFromConfig } from './scheduler.js';
+export type { SchedulerProcess } from './scheduler.js';
+export { RunStore } from './runs/run-store.js';
+export type { RunSummary, RunListFilter, StoredEvent, RunStoreOptions } from './runs/run-store.js';
+export { RunControl } from './runs/run-control.js';
+export type { StartRunRequest, DecisionRequest } from './runs/run-control.js';
+export { createRunWorker } from './runs/run-worker.js';
+export type { RunWorker, RunWorkerOptions } from './runs/run-worker.js';
+export { createRunQueue, runJobOptions, RUN_ID_PATTERN } from './runs/run-jobs.js';
+export type { RunJobData } from './runs/run-jobs.js';
+export { SessionStore } from './runs/sessions.js';
+export type { SessionMemory } from './runs/sessions.js';

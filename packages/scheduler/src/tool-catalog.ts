@@ -1,5 +1,13 @@
 import type { Redis } from 'ioredis';
-import { constants, type Keys, type ToolCatalogEntry } from '@agent-reach/shared';
+import type { ValidateFunction } from 'ajv';
+import {
+  checkArguments,
+  constants,
+  createAjv,
+  type ArgumentsCheck,
+  type Keys,
+  type ToolCatalogEntry,
+} from '@agent-reach/shared';
 
 /**
  * The scheduler's view of the tools the fleet serves, read from the catalog executors publish to Redis.
@@ -7,6 +15,8 @@ import { constants, type Keys, type ToolCatalogEntry } from '@agent-reach/shared
  */
 export class ToolCatalog {
   #entries = new Map<string, ToolCatalogEntry>();
+  readonly #validators = new WeakMap<ToolCatalogEntry, ValidateFunction>();
+  readonly #ajv = createAjv();
 
   constructor(
     private readonly redis: Redis,
@@ -31,6 +41,21 @@ export class ToolCatalog {
 
   names(): string[] {
     return [...this.#entries.keys()];
+  }
+
+  /**
+   * Checks arguments against a tool's published schema (compiled once per catalog entry) — used before a
+   * person is asked to approve a call, so nobody approves a call that cannot run.
+   */
+  checkArguments(name: string, raw: string): ArgumentsCheck {
+    const entry = this.#entries.get(name);
+    if (!entry) return { ok: true, args: {} };
+    let validate = this.#validators.get(entry);
+    if (!validate) {
+      validate = this.#ajv.compile(entry.parameters);
+      this.#validators.set(entry, validate);
+    }
+    return checkArguments(name, raw, validate, entry.parameters);
   }
 
   /** Queue group of a tool; unknown tools go to the default group, whose executor answers `unknown_tool`. */

@@ -10,6 +10,7 @@ import {
   DEFAULT_REDIS_URL,
   DEFAULT_SHUTDOWN_GRACE_MS,
 } from './constants.js';
+import * as C from './constants.js';
 import { AgentReachError } from './errors.js';
 
 const Ajv = AjvModule.default;
@@ -31,6 +32,22 @@ export interface AgentReachConfig {
     readonly breakerFailureThreshold: number;
     readonly breakerResetTimeoutMs: number;
   };
+  readonly scheduler: {
+    /** Runs in flight per scheduler process. */
+    readonly concurrency: number;
+    /** Port of the scheduler's `/metrics`; 0 picks a free port. */
+    readonly metricsPort: number;
+    readonly lockDurationMs: number;
+    readonly stalledIntervalMs: number;
+    readonly approvalTimeoutMs: number;
+    readonly runRetentionS: number;
+    readonly runRetentionCount: number;
+    readonly shutdownGraceMs: number;
+    readonly compactionThresholdTokens: number;
+    readonly maxOutputTokens: number;
+    readonly llmTimeoutMs: number;
+    readonly llmMaxRetries: number;
+  };
   readonly llm: {
     readonly apiKey: string | undefined;
     readonly baseUrl: string | undefined;
@@ -51,6 +68,18 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['SHUTDOWN_GRACE_MS', 'executor.shutdownGraceMs'],
   ['BREAKER_FAILURE_THRESHOLD', 'executor.breakerFailureThreshold'],
   ['BREAKER_RESET_TIMEOUT_MS', 'executor.breakerResetTimeoutMs'],
+  ['SCHEDULER_CONCURRENCY', 'scheduler.concurrency'],
+  ['SCHEDULER_METRICS_PORT', 'scheduler.metricsPort'],
+  ['RUN_LOCK_DURATION_MS', 'scheduler.lockDurationMs'],
+  ['RUN_STALLED_INTERVAL_MS', 'scheduler.stalledIntervalMs'],
+  ['APPROVAL_TIMEOUT_MS', 'scheduler.approvalTimeoutMs'],
+  ['RUN_RETENTION_S', 'scheduler.runRetentionS'],
+  ['RUN_RETENTION_COUNT', 'scheduler.runRetentionCount'],
+  ['SCHEDULER_SHUTDOWN_GRACE_MS', 'scheduler.shutdownGraceMs'],
+  ['COMPACTION_THRESHOLD_TOKENS', 'scheduler.compactionThresholdTokens'],
+  ['MAX_OUTPUT_TOKENS', 'scheduler.maxOutputTokens'],
+  ['LLM_TIMEOUT_MS', 'scheduler.llmTimeoutMs'],
+  ['LLM_MAX_RETRIES', 'scheduler.llmMaxRetries'],
   ['OPENAI_API_KEY', 'llm.apiKey'],
   ['OPENAI_BASE_URL', 'llm.baseUrl'],
   ['OPENAI_MODEL', 'llm.model'],
@@ -84,6 +113,39 @@ const schema = {
         shutdownGraceMs: { type: 'integer', minimum: 0, default: DEFAULT_SHUTDOWN_GRACE_MS },
         breakerFailureThreshold: { type: 'integer', minimum: 1, default: DEFAULT_BREAKER_FAILURE_THRESHOLD },
         breakerResetTimeoutMs: { type: 'integer', minimum: 1, default: DEFAULT_BREAKER_RESET_TIMEOUT_MS },
+      },
+    },
+    scheduler: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        concurrency: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 10000,
+          default: C.DEFAULT_SCHEDULER_CONCURRENCY,
+        },
+        metricsPort: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 65535,
+          default: C.DEFAULT_SCHEDULER_METRICS_PORT,
+        },
+        lockDurationMs: { type: 'integer', minimum: 100, default: C.DEFAULT_RUN_LOCK_DURATION_MS },
+        stalledIntervalMs: { type: 'integer', minimum: 100, default: C.DEFAULT_RUN_STALLED_INTERVAL_MS },
+        approvalTimeoutMs: { type: 'integer', minimum: 1, default: C.DEFAULT_APPROVAL_TIMEOUT_MS },
+        runRetentionS: { type: 'integer', minimum: 1, default: C.DEFAULT_RUN_RETENTION_S },
+        runRetentionCount: { type: 'integer', minimum: 1, default: C.DEFAULT_RUN_RETENTION_COUNT },
+        shutdownGraceMs: { type: 'integer', minimum: 0, default: C.DEFAULT_SHUTDOWN_GRACE_MS },
+        compactionThresholdTokens: {
+          type: 'integer',
+          minimum: 500,
+          default: C.DEFAULT_COMPACTION_THRESHOLD_TOKENS,
+        },
+        maxOutputTokens: { type: 'integer', minimum: 1, default: C.DEFAULT_MAX_OUTPUT_TOKENS },
+        llmTimeoutMs: { type: 'integer', minimum: 1, default: C.DEFAULT_LLM_TIMEOUT_MS },
+        llmMaxRetries: { type: 'integer', minimum: 0, maximum: 20, default: C.DEFAULT_LLM_MAX_RETRIES },
       },
     },
     llm: {

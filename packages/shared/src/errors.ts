@@ -42,6 +42,9 @@ export interface ToolErrorInfo {
   available_tools?: string[];
   /** Error class name for `execution_error` (never a stack). */
   type?: string;
+  /** Who refused a call that required approval, and why. */
+  decided_by?: string;
+  reason?: string;
   retryable: boolean;
 }
 

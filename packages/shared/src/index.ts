@@ -35,3 +35,4 @@ export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';
 export type { AgentSpec, AgentsFile } from './agents.js';
 export { isOpen } from './breaker-state.js';
 export type { BreakerSnapshot, BreakerState } from './breaker-state.js';
+export { startMetricsServer } from './metrics-server.js';

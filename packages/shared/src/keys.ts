@@ -30,6 +30,8 @@ export interface Keys {
   runEvents(runId: string): string;
   /** Hash: a run's listing fields (agent, status, times, trace id, cancel request). */
   runMeta(runId: string): string;
+  /** Hash: toolCallId → a person's decision (JSON), written by approve/reject while the run is parked. */
+  runApprovals(runId: string): string;
   /** Sorted set: run ids by creation time. */
   readonly runIndex: string;
   /** Pub/sub channel: run ids whose cancellation was requested. */
@@ -55,6 +57,7 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     runMessages: (id: string) => `${prefix}:run:${id}:messages`,
     runEvents: (id: string) => `${prefix}:run:${id}:events`,
     runMeta: (id: string) => `${prefix}:run:${id}:meta`,
+    runApprovals: (id: string) => `${prefix}:run:${id}:approvals`,
     runIndex: `${prefix}:runs`,
     cancelChannel: `${prefix}:run-cancel`,
     session: (id: string) => `${prefix}:session:${id}`,

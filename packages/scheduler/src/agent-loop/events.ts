@@ -15,6 +15,11 @@ export type RunEventBody =
       finish_reason: string;
       tool_calls: number;
       tools_offered: string[];
+      /** The model's answer as received: replay plays it back. */
+      message: {
+        content: string | null;
+        tool_calls?: Array<{ id: string; name: string; arguments: string }>;
+      };
     }
   | { type: 'llm_error'; turn: number; model: string; latency_ms: number; message: string; status?: number }
   | {
@@ -35,6 +40,15 @@ export type RunEventBody =
       truncated?: boolean;
     }
   | { type: 'step_done'; step: TaskStep }
+  | { type: 'approval_requested'; toolCallId: string; tool: string; arguments: string }
+  | {
+      type: 'approval_decided';
+      toolCallId: string;
+      tool: string;
+      decision: 'approved' | 'rejected';
+      by?: string;
+      reason?: string;
+    }
   | { type: 'guard'; guard: GuardName; action: 'nudge' | 'stop'; report: string }
   | {
       type: 'compaction';
@@ -49,4 +63,4 @@ export type RunEventBody =
 export type RunEvent = RunEventBody & { at: number };
 
 /** What the loop just did, for checkpointing. */
-export type StepKind = 'plan' | 'llm_response' | 'tool_results' | 'compaction' | 'finished';
+export type StepKind = 'plan' | 'llm_response' | 'tool_results' | 'compaction' | 'parked' | 'finished';

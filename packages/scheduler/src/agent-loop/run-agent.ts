@@ -66,12 +66,13 @@ export function resolveLimits(agent: AgentSpec, limits: Partial<LoopLimits> = {}
 }
 
 /**
- * Runs (or resumes) an agent run to its outcome. Each pass of the loop does exactly one step — answer the
+ * Runs (or resumes) an agent run to its outcome, or to `'parked'` when a call waits for a person's
+ * approval (the state says which; resume it once decided). Each pass of the loop does exactly one step — answer the
  * calls the last model turn owes, compact, or ask the model — and checkpoints after it, so a run resumed
  * from any checkpoint carries on where it stopped: owed calls are answered (the dispatcher never re-runs
  * a call with a recorded result) and no model turn that was recorded is asked again.
  */
-export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<RunOutcome> {
+export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<RunOutcome | 'parked'> {
   if (state.outcome) return state.outcome;
   const limits = resolveLimits(deps.agent, deps.limits);
   const log = deps.logger.child({ runId: state.runId, traceId: state.traceId, agent: state.agent });
@@ -110,6 +111,7 @@ export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<Ru
     return finish(g.status, g.guard, { report: g.report });
   };
 
+  if (state.status === 'awaiting_approval') state.status = 'running';
   if (state.status === 'queued') {
     state.status = 'running';
     emit({ type: 'run_started', agent: state.agent, input: state.input, model: deps.llm.model });
@@ -125,6 +127,8 @@ export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<Ru
   // True while the owed calls come from a model turn taken in this process (so none can have a result yet).
   let fresh = false;
   try {
+    if (deps.signal?.aborted)
+      return await finish('cancelled', 'cancelled', { report: 'the run was cancelled' });
     if (limits.planning && !state.plan.requested) {
       const tools = await offered();
       const plan = await requestPlan(
@@ -133,7 +137,10 @@ export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<Ru
         tools.map((t) => t.name),
         deps.signal,
       );
-      state.plan = { requested: true, steps: plan.steps.length > 1 ? plan.steps : [] };
+      state.plan = {
+        requested: true,
+        steps: [...state.plan.steps, ...(plan.steps.length > 1 ? plan.steps : [])],
+      };
       if (plan.usage) addUsage(state, plan.usage);
       emit({ type: 'plan', steps: state.plan.steps, ...(plan.error ? { error: plan.error } : {}) });
       await checkpoint('plan');
@@ -144,6 +151,11 @@ export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<Ru
         return await finish('cancelled', 'cancelled', { report: 'the run was cancelled' });
       const owed = unansweredCalls(state);
       if (owed.length > 0) {
+        if (needsApproval(state, owed, deps, emit)) {
+          state.status = 'awaiting_approval';
+          await checkpoint('parked');
+          return 'parked';
+        }
         const stopped = await answerCalls(state, owed, deps, limits, emit, fresh);
         fresh = false;
         await checkpoint('tool_results');
@@ -220,6 +232,18 @@ export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<Ru
         finish_reason: choice?.finish_reason ?? 'unknown',
         tool_calls: calls.length,
         tools_offered: tools.map((t) => t.name),
+        message: {
+          content: message?.content ?? null,
+          ...(calls.length
+            ? {
+                tool_calls: calls.map((c) => ({
+                  id: c.id,
+                  name: c.function.name,
+                  arguments: c.function.arguments,
+                })),
+              }
+            : {}),
+        },
       });
       if (calls.length === 0) {
         const answer = message?.content ?? '';
@@ -281,6 +305,37 @@ export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<Ru
     log.error({ err }, 'run failed');
     return finish('failed', 'internal_error', { report: (err as Error).message });
   }
+}
+
+/**
+ * Whether the turn must wait for a person: a call to a tool that requires confirmation, with valid
+ * arguments, and no decision yet. New requests are recorded in the state and announced once.
+ */
+function needsApproval(
+  state: RunState,
+  owed: Array<{ id: string; name: string; arguments: string }>,
+  deps: AgentLoopDeps,
+  emit: (e: RunEventBody) => void,
+): boolean {
+  let waiting = false;
+  for (const call of owed) {
+    const entry = deps.catalog.get(call.name);
+    if (!entry?.requiresConfirmation || !deps.agent.tools.includes(call.name)) continue;
+    if (!deps.catalog.checkArguments(call.name, call.arguments).ok) continue; // refused without asking anyone
+    const approval = state.approvals[call.id];
+    if (approval?.decision) continue;
+    waiting = true;
+    if (!approval) {
+      state.approvals[call.id] = {
+        toolCallId: call.id,
+        tool: call.name,
+        arguments: call.arguments,
+        requestedAt: Date.now(),
+      };
+      emit({ type: 'approval_requested', toolCallId: call.id, tool: call.name, arguments: call.arguments });
+    }
+  }
+  return waiting;
 }
 
 /** Answers the calls a model turn owes; returns a guard stop when too many rounds in a row failed. */

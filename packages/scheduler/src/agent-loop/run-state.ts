@@ -114,6 +114,9 @@ export function createRunState(init: {
   input: string;
   deadlineMs: number;
   history?: ChatMessage[];
+  /** Carried from a session's earlier runs. */
+  summary?: CompactionSummary;
+  steps?: TaskStep[];
   sessionId?: string;
   metadata?: Record<string, string>;
   now?: number;
@@ -131,7 +134,8 @@ export function createRunState(init: {
     status: 'queued',
     createdAt: now,
     deadlineAt: now + init.deadlineMs,
-    plan: { requested: false, steps: [] },
+    plan: { requested: false, steps: (init.steps ?? []).filter((s) => !s.done) },
+    ...(init.summary ? { summary: init.summary } : {}),
     messages: [...(init.history ?? []), { role: 'user', content: init.input }],
     iterations: 0,
     usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },

@@ -19,6 +19,30 @@ export async function resolveToolCalls(
   const remote: Array<{ index: number; call: (typeof calls)[number] }> = [];
   calls.forEach((call, index) => {
     if (reachableSet.has(call.name)) {
+      const approval = state.approvals[call.id];
+      if (deps.catalog.get(call.name)?.requiresConfirmation) {
+        const check = deps.catalog.checkArguments(call.name, call.arguments);
+        if (!check.ok) {
+          local.set(index, errorResult({ toolCallId: call.id, name: call.name }, check.error));
+          return;
+        }
+      }
+      if (approval?.decision === 'rejected') {
+        local.set(
+          index,
+          errorResult(
+            { toolCallId: call.id, name: call.name },
+            {
+              kind: 'forbidden',
+              message: `refused by a person${approval.reason ? `: ${approval.reason}` : ''}; do not retry this call`,
+              ...(approval.by ? { decided_by: approval.by } : {}),
+              ...(approval.reason ? { reason: approval.reason } : {}),
+              retryable: false,
+            },
+          ),
+        );
+        return;
+      }
       remote.push({ index, call });
       return;
     }
@@ -40,7 +64,23 @@ export async function resolveToolCalls(
   const dispatched = remote.length
     ? await deps.dispatcher.dispatch(
         { runId: state.runId, traceId: state.traceId, agent: state.agent },
-        remote.map(({ call }) => ({ toolCallId: call.id, name: call.name, arguments: call.arguments })),
+        remote.map(({ call }) => {
+          const approval = state.approvals[call.id];
+          return {
+            toolCallId: call.id,
+            name: call.name,
+            arguments: call.arguments,
+            ...(approval?.decision === 'approved'
+              ? {
+                  approval: {
+                    at: approval.decidedAt ?? Date.now(),
+                    ...(approval.by ? { by: approval.by } : {}),
+                    ...(approval.reason ? { reason: approval.reason } : {}),
+                  },
+                }
+              : {}),
+          };
+        }),
         { fresh },
       )
     : [];

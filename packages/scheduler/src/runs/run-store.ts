@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { constants, type Keys } from '@agent-reach/shared';
 import type { RunEvent } from '../agent-loop/events.js';
-import type { ChatMessage, RunState, RunStatus } from '../agent-loop/run-state.js';
+import type { Approval, ChatMessage, RunState, RunStatus } from '../agent-loop/run-state.js';
 
 /** The listing fields of a run, kept in a small hash beside its state. */
 export interface RunSummary {
@@ -66,7 +66,8 @@ export class RunStore {
     const id = state.runId;
     const { messages, ...rest } = state;
     const seen = this.#persisted.get(id);
-    const tx = this.redis.multi();
+    // The cancel flag is read first so that its reply is always the first.
+    const tx = this.redis.multi().hget(k.runMeta(id), 'cancel_requested');
     if (!seen || seen.compactions !== state.compactions || seen.count > messages.length) {
       tx.del(k.runMessages(id));
       if (messages.length) tx.rpush(k.runMessages(id), ...messages.map((m) => JSON.stringify(m)));
@@ -77,9 +78,15 @@ export class RunStore {
     for (const e of events) tx.xadd(k.runEvents(id), '*', 'e', JSON.stringify(e));
     tx.hset(k.runMeta(id), metaFields(state));
     tx.zadd(k.runIndex, 'NX', state.createdAt, id);
-    tx.hget(k.runMeta(id), 'cancel_requested');
     if (state.outcome) {
-      for (const key of [k.runState(id), k.runMessages(id), k.runEvents(id), k.runMeta(id), k.results(id)]) {
+      for (const key of [
+        k.runState(id),
+        k.runMessages(id),
+        k.runEvents(id),
+        k.runMeta(id),
+        k.results(id),
+        k.runApprovals(id),
+      ]) {
         tx.expire(key, this.#retentionS);
       }
       tx.zremrangebyscore(k.runIndex, '-inf', Date.now() - this.#retentionS * 1000);
@@ -88,22 +95,63 @@ export class RunStore {
     const replies = await tx.exec();
     if (state.outcome) this.#persisted.delete(id);
     else this.#persisted.set(id, { count: messages.length, compactions: state.compactions });
-    const cancel = replies?.at(state.outcome ? -8 : -1)?.[1];
+    const cancel = replies?.[0]?.[1];
     return { cancelRequested: cancel === '1' };
   }
 
-  /** The run's last checkpoint, or undefined when there is none. */
-  async load(runId: string): Promise<RunState | undefined> {
-    const [[, state], [, messages]] = (await this.redis
+  /**
+   * The run's last checkpoint (undefined when there is none) with the decisions people made since it
+   * parked merged in, and whether its cancellation was requested — one round trip.
+   */
+  async load(runId: string): Promise<{ state: RunState | undefined; cancelRequested: boolean }> {
+    const k = this.keys;
+    const [[, state], [, messages], [, decisions], [, cancel]] = (await this.redis
       .multi()
-      .get(this.keys.runState(runId))
-      .lrange(this.keys.runMessages(runId), 0, -1)
-      .exec()) as [[null, string | null], [null, string[]]];
-    if (state === null) return undefined;
+      .get(k.runState(runId))
+      .lrange(k.runMessages(runId), 0, -1)
+      .hgetall(k.runApprovals(runId))
+      .hget(k.runMeta(runId), 'cancel_requested')
+      .exec()) as [
+      [null, string | null],
+      [null, string[]],
+      [null, Record<string, string>],
+      [null, string | null],
+    ];
+    const cancelRequested = cancel === '1';
+    if (state === null) return { state: undefined, cancelRequested };
     const parsed = JSON.parse(state) as Omit<RunState, 'messages'>;
     const run: RunState = { ...parsed, messages: messages.map((m) => JSON.parse(m) as ChatMessage) };
+    for (const [id, json] of Object.entries(decisions)) {
+      const pending = run.approvals[id];
+      if (pending && !pending.decision) Object.assign(pending, JSON.parse(json) as Partial<Approval>);
+    }
     this.#persisted.set(runId, { count: run.messages.length, compactions: run.compactions });
-    return run;
+    return { state: run, cancelRequested };
+  }
+
+  /**
+   * Records a person's decision on a parked call. First decision wins (HSETNX); returns false when the
+   * call already had one.
+   */
+  async decide(
+    runId: string,
+    toolCallId: string,
+    decision: Pick<Approval, 'decision' | 'by' | 'reason'>,
+  ): Promise<boolean> {
+    const record = { ...decision, decidedAt: Date.now() };
+    const [[, set]] = (await this.redis
+      .multi()
+      .hsetnx(this.keys.runApprovals(runId), toolCallId, JSON.stringify(record))
+      .expire(this.keys.runApprovals(runId), this.#retentionS)
+      .exec()) as [[null, number], [null, number]];
+    return set === 1;
+  }
+
+  /** Appends events outside a checkpoint (decisions made while the run is parked). */
+  async appendEvents(runId: string, events: RunEvent[]): Promise<void> {
+    const tx = this.redis.multi();
+    for (const e of events) tx.xadd(this.keys.runEvents(runId), '*', 'e', JSON.stringify(e));
+    await tx.exec();
   }
 
   /** Forgets the in-process bookkeeping of a run (its job moved to another process or parked). */

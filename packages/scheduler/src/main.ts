@@ -1,0 +1,48 @@
+import { parseArgs } from 'node:util';
+import { loadConfig } from '@agent-reach/shared';
+import { startScheduler } from './scheduler.js';
+
+const HELP = `agent-reach scheduler: runs agent runs from the agent-runs queue.
+
+Usage: scheduler [--concurrency N]
+
+Environment: REDIS_URL, AR_KEY_PREFIX, AGENTS_FILE, OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL,
+SCHEDULER_CONCURRENCY, SCHEDULER_METRICS_PORT, RUN_LOCK_DURATION_MS, RUN_STALLED_INTERVAL_MS,
+APPROVAL_TIMEOUT_MS, RUN_RETENTION_S, RUN_RETENTION_COUNT, SCHEDULER_SHUTDOWN_GRACE_MS,
+COMPACTION_THRESHOLD_TOKENS, MAX_OUTPUT_TOKENS, LLM_TIMEOUT_MS, LLM_MAX_RETRIES, LOG_LEVEL.
+Exit codes: 0 after a clean shutdown, 1 on bad configuration or a failed start.`;
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: { concurrency: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  const env = { ...process.env };
+  if (values.concurrency) env.SCHEDULER_CONCURRENCY = values.concurrency;
+  const scheduler = await startScheduler(loadConfig(env));
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    scheduler.logger.info({ signal }, 'shutting down');
+    process.send?.({ type: 'stopping', signal });
+    scheduler.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        scheduler.logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.send?.({ type: 'ready', metricsPort: scheduler.metricsPort });
+}
+
+main().catch((err: unknown) => {
+  console.error(err instanceof Error ? err.message : err);
+  process.exit(1);
+});

@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { AgentReachError, type Keys } from '@agent-reach/shared';
+import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
+import { createRunQueue, RUN_ID_PATTERN, runJobOptions, type RunJobData } from './run-jobs.js';
+import { RunStore, type RunListFilter, type RunSummary, type StoredEvent } from './run-store.js';
+
+export interface StartRunRequest {
+  agent: string;
+  input: string;
+  runId?: string;
+  sessionId?: string;
+  model?: string;
+  traceId?: string;
+  metadata?: Record<string, string>;
+}
+
+export interface DecisionRequest {
+  runId: string;
+  toolCallId: string;
+  decision: 'approved' | 'rejected';
+  by?: string;
+  reason?: string;
+}
+
+/**
+ * The library API around runs: start one (a job on `agent-runs`), read it, list runs, read its events,
+ * cancel it, and decide its pending approvals. Any process sharing the Redis can use it; the schedulers
+ * do the work.
+ */
+export class RunControl {
+  readonly store: RunStore;
+  readonly queue: Queue<RunJobData>;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+    store?: RunStore,
+  ) {
+    this.store = store ?? new RunStore(redis, keys);
+    this.queue = createRunQueue(redis, keys);
+  }
+
+  /** Enqueues a run and returns its id. Adding the same run id twice starts it once. */
+  async start(req: StartRunRequest): Promise<string> {
+    const runId = req.runId ?? `run_${randomUUID()}`;
+    if (!RUN_ID_PATTERN.test(runId))
+      throw new AgentReachError('CONFIG_INVALID', `runId must match ${RUN_ID_PATTERN}`);
+    if (typeof req.agent !== 'string' || !req.agent)
+      throw new AgentReachError('CONFIG_INVALID', 'agent is required');
+    if (typeof req.input !== 'string' || !req.input.trim())
+      throw new AgentReachError('CONFIG_INVALID', 'input must be a non-empty string');
+    const data: RunJobData = {
+      v: 1,
+      runId,
+      agent: req.agent,
+      input: req.input,
+      ...(req.sessionId ? { sessionId: req.sessionId } : {}),
+      ...(req.model ? { model: req.model } : {}),
+      ...(req.traceId ? { traceId: req.traceId } : {}),
+      ...(req.metadata ? { metadata: req.metadata } : {}),
+    };
+    await this.queue.add('run', data, runJobOptions(runId));
+    return runId;
+  }
+
+  /** The run's state and listing fields, or undefined when unknown (or not started yet). */
+  async get(runId: string): Promise<{ summary: RunSummary; state: RunState | undefined } | undefined> {
+    const [summary, loaded] = await Promise.all([this.store.summary(runId), this.store.load(runId)]);
+    this.store.release(runId);
+    if (!summary && !loaded.state) return undefined;
+    const state = loaded.state;
+    return {
+      summary: summary ?? {
+        runId,
+        traceId: state?.traceId ?? '',
+        agent: state?.agent ?? '',
+        status: state?.status ?? 'queued',
+        createdAt: state?.createdAt ?? 0,
+        updatedAt: 0,
+        iterations: state?.iterations ?? 0,
+      },
+      state,
+    };
+  }
+
+  list(filter?: RunListFilter): Promise<RunSummary[]> {
+    return this.store.list(filter);
+  }
+
+  events(runId: string, after?: string): Promise<StoredEvent[]> {
+    return this.store.events(runId, after);
+  }
+
+  /** Waits for a run to end (polling its listing), up to `timeoutMs`. */
+  async wait(runId: string, timeoutMs = 60_000, pollMs = 50): Promise<RunOutcome> {
+    const end = Date.now() + timeoutMs;
+    for (;;) {
+      const summary = await this.store.summary(runId);
+      if (summary && ['succeeded', 'not_converged', 'failed', 'cancelled'].includes(summary.status)) {
+        const { state } = await this.store.load(runId);
+        this.store.release(runId);
+        if (state?.outcome) return state.outcome;
+      }
+      if (Date.now() > end)
+        throw new AgentReachError('DISPATCH_CLOSED', `run ${runId} did not finish within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
+  }
+
+  /** Cancels a queued, running or parked run; a cancelled run dispatches nothing more. */
+  async cancel(runId: string): Promise<void> {
+    await this.store.requestCancel(runId);
+    await this.#wake(runId);
+  }
+
+  /**
+   * Records a person's decision on a call the run is waiting for, and wakes the run on any scheduler.
+   * Refuses a decision for a run that is not waiting for that call, or a second decision.
+   */
+  async decide(req: DecisionRequest): Promise<void> {
+    const { state } = await this.store.load(req.runId);
+    this.store.release(req.runId);
+    if (!state) throw new AgentReachError('CONFIG_INVALID', `unknown run ${req.runId}`);
+    const pending = state.approvals[req.toolCallId];
+    if (!pending)
+      throw new AgentReachError(
+        'CONFIG_INVALID',
+        `run ${req.runId} has no approval request for ${req.toolCallId}`,
+      );
+    if (pending.decision)
+      throw new AgentReachError('CONFIG_INVALID', `call ${req.toolCallId} was already ${pending.decision}`);
+    const first = await this.store.decide(req.runId, req.toolCallId, {
+      decision: req.decision,
+      ...(req.by ? { by: req.by } : {}),
+      ...(req.reason ? { reason: req.reason } : {}),
+    });
+    if (!first) throw new AgentReachError('CONFIG_INVALID', `call ${req.toolCallId} was already decided`);
+    await this.store.appendEvents(req.runId, [
+      {
+        type: 'approval_decided',
+        at: Date.now(),
+        toolCallId: req.toolCallId,
+        tool: pending.tool,
+        decision: req.decision,
+        ...(req.by ? { by: req.by } : {}),
+        ...(req.reason ? { reason: req.reason } : {}),
+      },
+    ]);
+    await this.#wake(req.runId);
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close();
+  }
+
+  /** A parked run is a delayed job: promote it so that any scheduler resumes it now. */
+  async #wake(runId: string): Promise<void> {
+    const job = await this.queue.getJob(runId);
+    if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
+  }
+}

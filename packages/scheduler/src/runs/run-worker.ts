@@ -1,0 +1,162 @@
+import { DelayedError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { constants, type Logger } from '@agent-reach/shared';
+import type { AgentRunner } from '../agent-runner.js';
+import type { RunEvent } from '../agent-loop/events.js';
+import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
+import type { LlmClient } from '../llm.js';
+import type { RunJobData } from './run-jobs.js';
+import type { RunStore } from './run-store.js';
+import type { SessionStore } from './sessions.js';
+
+export interface RunWorkerOptions {
+  /** Connection for BullMQ (it makes its own blocking duplicate). */
+  connection: Redis;
+  runner: AgentRunner;
+  store: RunStore;
+  sessions: SessionStore;
+  logger: Logger;
+  /** The model client for a job that names a model; default: the runner's. */
+  llmFor?: (model: string) => LlmClient;
+  /** Runs in flight in this process. Default 100. */
+  concurrency?: number;
+  /** BullMQ lock duration and stalled-check interval, in ms (short ones make takeover fast). */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+  /** How long a parked run waits for a decision before its pending calls count as rejected, in ms. */
+  approvalTimeoutMs?: number;
+  /** Called for every event of every run this process works on. */
+  onEvent?: (event: RunEvent, state: RunState) => void;
+}
+
+export interface RunWorker {
+  readonly worker: Worker<RunJobData>;
+  /** Stops taking runs; lets runs in flight reach their next checkpoint within the grace period. */
+  close(graceMs?: number): Promise<void>;
+}
+
+/**
+ * The scheduler's BullMQ worker on `agent-runs`. A job is a run: the worker loads its last checkpoint (or
+ * starts it), runs the loop with a checkpoint after every step, and ends the job with the outcome. A run
+ * that waits for a person is parked as a delayed job — no slot, no lock held — until a decision promotes
+ * it or the approval timeout wakes it. A scheduler killed mid-run leaves a stalled job that another
+ * scheduler picks up and resumes from the checkpoint.
+ */
+export function createRunWorker(options: RunWorkerOptions): RunWorker {
+  const { runner, store, sessions, logger } = options;
+  const active = new Map<string, AbortController>();
+  const subscriber = options.connection.duplicate();
+  const cancelChannel = runner.keys.cancelChannel;
+  void subscriber
+    .subscribe(cancelChannel)
+    .catch((err: unknown) => logger.error({ err }, 'cannot subscribe to cancellations'));
+  subscriber.on('message', (_channel: string, runId: string) => active.get(runId)?.abort());
+
+  const processRun = async (
+    job: Job<RunJobData>,
+    token?: string,
+  ): Promise<Pick<RunOutcome, 'status' | 'reason'>> => {
+    const data = job.data;
+    const log = logger.child({ runId: data.runId });
+    const loaded = await store.load(data.runId);
+    let state = loaded.state;
+    if (!state) {
+      const memory = data.sessionId ? await sessions.load(data.sessionId) : undefined;
+      state = runner.newState({
+        agent: data.agent,
+        input: data.input,
+        runId: data.runId,
+        ...(data.traceId ? { traceId: data.traceId } : {}),
+        ...(data.sessionId ? { sessionId: data.sessionId } : {}),
+        ...(data.metadata ? { metadata: data.metadata } : {}),
+        ...(memory
+          ? {
+              history: memory.messages,
+              steps: memory.steps,
+              ...(memory.summary ? { summary: memory.summary } : {}),
+            }
+          : {}),
+      });
+    }
+    if (state.outcome) return { status: state.outcome.status, reason: state.outcome.reason };
+    if (state.status === 'awaiting_approval') decideOverdue(state, options.approvalTimeoutMs);
+
+    const controller = new AbortController();
+    if (loaded.cancelRequested) controller.abort();
+    active.set(state.runId, controller);
+    try {
+      const result = await runner.resume(state, {
+        signal: controller.signal,
+        ...(data.model && options.llmFor ? { llm: options.llmFor(data.model) } : {}),
+        ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+        checkpoint: async (s, events) => {
+          const { cancelRequested } = await store.checkpoint(s, events);
+          if (cancelRequested) controller.abort();
+        },
+      });
+      if (result === 'parked') {
+        store.release(state.runId);
+        const wakeAt = Date.now() + (options.approvalTimeoutMs ?? constants.DEFAULT_APPROVAL_TIMEOUT_MS);
+        log.info({ wakeAt }, 'run parked until a person decides');
+        await job.moveToDelayed(wakeAt, token);
+        // A decision (or a cancel) that landed between the checkpoint and the move found no delayed job
+        // to promote: look once more, and wake the run now if one did.
+        const again = await store.load(state.runId);
+        store.release(state.runId);
+        const decided = Object.values(again.state?.approvals ?? {}).some((a) => a.decision);
+        if (decided || again.cancelRequested) await job.promote().catch(() => undefined);
+        throw new DelayedError();
+      }
+      if (state.sessionId) await sessions.saveFrom(state);
+      return { status: result.status, reason: result.reason };
+    } finally {
+      active.delete(state.runId);
+    }
+  };
+
+  const worker = new Worker<RunJobData>(runner.keys.runsQueue, processRun, {
+    connection: options.connection,
+    prefix: runner.keys.prefix,
+    concurrency: options.concurrency ?? constants.DEFAULT_SCHEDULER_CONCURRENCY,
+    lockDuration: options.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS,
+    stalledInterval: options.stalledIntervalMs ?? constants.DEFAULT_RUN_STALLED_INTERVAL_MS,
+    maxStalledCount: constants.RUN_MAX_STALLED_COUNT,
+  });
+  worker.on('error', (err) => logger.error({ err }, 'run worker error'));
+  worker.on('failed', (job, err) => {
+    if (err instanceof DelayedError || err.name === 'DelayedError') return;
+    logger.error({ err, runId: job?.id }, 'run job failed');
+  });
+
+  return {
+    worker,
+    async close(graceMs = constants.DEFAULT_SHUTDOWN_GRACE_MS) {
+      const graceful = worker.close();
+      let timer: NodeJS.Timeout | undefined;
+      const expired = new Promise<'expired'>((resolve) => {
+        timer = setTimeout(() => resolve('expired'), graceMs);
+      });
+      if ((await Promise.race([graceful.then(() => 'done' as const), expired])) === 'expired') {
+        // Runs still going keep their jobs active; their locks lapse and another scheduler resumes them.
+        await worker.close(true);
+      }
+      clearTimeout(timer);
+      await subscriber.quit().catch(() => undefined);
+    },
+  };
+}
+
+/** Pending approvals past the timeout count as rejected, so a forgotten run still ends. */
+function decideOverdue(state: RunState, timeoutMs = constants.DEFAULT_APPROVAL_TIMEOUT_MS): void {
+  const now = Date.now();
+  for (const a of Object.values(state.approvals)) {
+    if (!a.decision && now - a.requestedAt >= timeoutMs) {
+      Object.assign(a, {
+        decision: 'rejected',
+        by: 'agent-reach',
+        reason: 'no decision before the approval timeout',
+        decidedAt: now,
+      });
+    }
+  }
+}

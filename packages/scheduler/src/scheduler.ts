@@ -1,0 +1,127 @@
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import {
+  AgentReachError,
+  createKeys,
+  createLogger,
+  createRedis,
+  loadAgents,
+  startMetricsServer,
+  waitReady,
+  type AgentReachConfig,
+  type Logger,
+} from '@agent-reach/shared';
+import { AgentRunner } from './agent-runner.js';
+import type { RunEvent } from './agent-loop/events.js';
+import type { RunState } from './agent-loop/run-state.js';
+import { createLlmClient, type LlmClient } from './llm.js';
+import { RunControl } from './runs/run-control.js';
+import { RunStore } from './runs/run-store.js';
+import { createRunWorker, type RunWorker } from './runs/run-worker.js';
+import { SessionStore } from './runs/sessions.js';
+
+export interface SchedulerProcess {
+  readonly runner: AgentRunner;
+  readonly control: RunControl;
+  readonly worker: RunWorker;
+  readonly metricsPort: number;
+  readonly logger: Logger;
+  close(): Promise<void>;
+}
+
+/** How often the catalog of tools is re-read, so tools of executors started later become offerable. */
+const CATALOG_REFRESH_MS = 10_000;
+
+/** The model client a config describes, or a CONFIG_INVALID error saying how to configure one. */
+export function llmFromConfig(config: AgentReachConfig, model?: string): LlmClient {
+  const { apiKey, baseUrl } = config.llm;
+  if (!apiKey && !baseUrl) {
+    throw new AgentReachError(
+      'CONFIG_INVALID',
+      'no model configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for another OpenAI-compatible endpoint, e.g. llm-sim)',
+    );
+  }
+  return createLlmClient({
+    apiKey: apiKey ?? 'not-needed',
+    ...(baseUrl ? { baseURL: baseUrl } : {}),
+    model: model ?? config.llm.model ?? 'gpt-4o-mini',
+    timeoutMs: config.scheduler.llmTimeoutMs,
+    maxRetries: config.scheduler.llmMaxRetries,
+    maxOutputTokens: config.scheduler.maxOutputTokens,
+  });
+}
+
+/**
+ * Starts a scheduler: a BullMQ worker on `agent-runs` that owns the agent loop of each run, checkpoints
+ * it in Redis after every step and serves `/metrics`.
+ */
+export async function startScheduler(
+  config: AgentReachConfig,
+  options: { logger?: Logger; llm?: LlmClient; onEvent?: (e: RunEvent, s: RunState) => void } = {},
+): Promise<SchedulerProcess> {
+  const logger = options.logger ?? createLogger('scheduler', { level: config.logLevel });
+  // Schedulers queue commands through a reconnect rather than fail a run over a dropped connection.
+  const redis = createRedis(config.redisUrl, 'worker');
+  await waitReady(redis, config.redisUrl);
+  const keys = createKeys(config.keyPrefix);
+  const agents = loadAgents(config.agentsFile);
+  const llm = options.llm ?? llmFromConfig(config);
+  const clients = new Map<string, LlmClient>();
+  const llmFor = (model: string) => {
+    let client = clients.get(model);
+    if (!client) {
+      client = llmFromConfig(config, model);
+      clients.set(model, client);
+    }
+    return client;
+  };
+  const runner = await AgentRunner.start({
+    connection: redis,
+    keys,
+    agents,
+    llm,
+    logger,
+    limits: { compactionThresholdTokens: config.scheduler.compactionThresholdTokens },
+  });
+  const refresh = setInterval(() => {
+    runner.catalog.refresh().catch((err: unknown) => logger.warn({ err }, 'catalog refresh failed'));
+  }, CATALOG_REFRESH_MS);
+  refresh.unref();
+  const store = new RunStore(redis, keys, {
+    retentionS: config.scheduler.runRetentionS,
+    retentionCount: config.scheduler.runRetentionCount,
+  });
+  const worker = createRunWorker({
+    connection: redis,
+    runner,
+    store,
+    sessions: new SessionStore(redis, keys, config.scheduler.runRetentionS),
+    logger,
+    llmFor,
+    concurrency: config.scheduler.concurrency,
+    lockDurationMs: config.scheduler.lockDurationMs,
+    stalledIntervalMs: config.scheduler.stalledIntervalMs,
+    approvalTimeoutMs: config.scheduler.approvalTimeoutMs,
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+  });
+  const control = new RunControl(redis, keys, store);
+  const metricsRegistry = new Registry();
+  collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_scheduler_' });
+  const server = await startMetricsServer(metricsRegistry, config.scheduler.metricsPort);
+  logger.info({ agents: [...agents.agents.keys()], metricsPort: server.port }, 'scheduler started');
+  return {
+    runner,
+    control,
+    worker,
+    metricsPort: server.port,
+    logger,
+    async close() {
+      clearInterval(refresh);
+      await worker.close(config.scheduler.shutdownGraceMs);
+      await control.close();
+      await runner.close();
+      await server.close();
+      await redis.quit().catch(() => undefined);
+      logger.info('scheduler stopped');
+    },
+  };
+}
