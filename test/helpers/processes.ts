@@ -55,3 +55,13 @@ export function startExecutorChild(prefix: string, env: Record<string, string> =
     ...env,
   });
 }
+
+/** Starts a scheduler process with the given environment (see `testEnv`). */
+export function startSchedulerChild(env: Record<string, string>): Child {
+  return startChild('packages/scheduler/src/main.ts', env);
+}
+
+/** Starts an executor process with the given environment (see `testEnv`). */
+export function startExecutorWith(env: Record<string, string>): Child {
+  return startChild('packages/executor/src/main.ts', env);
+}

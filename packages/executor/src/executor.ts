@@ -45,7 +45,8 @@ export async function startExecutor(
   } = {},
 ): Promise<ExecutorProcess> {
   const logger = options.logger ?? createLogger('executor', { level: config.logLevel });
-  const redis = createRedis(config.redisUrl, 'worker');
+  // Named so that operators (and chaos tests) can tell this process's connections apart in CLIENT LIST.
+  const redis = createRedis(config.redisUrl, 'worker', { connectionName: `${config.keyPrefix}-executor` });
   await waitReady(redis, config.redisUrl);
   const keys = createKeys(config.keyPrefix);
   const registry = new ToolRegistry().register(

@@ -60,7 +60,7 @@ export async function startScheduler(
 ): Promise<SchedulerProcess> {
   const logger = options.logger ?? createLogger('scheduler', { level: config.logLevel });
   // Schedulers queue commands through a reconnect rather than fail a run over a dropped connection.
-  const redis = createRedis(config.redisUrl, 'worker');
+  const redis = createRedis(config.redisUrl, 'worker', { connectionName: `${config.keyPrefix}-scheduler` });
   await waitReady(redis, config.redisUrl);
   const keys = createKeys(config.keyPrefix);
   const agents = loadAgents(config.agentsFile);

@@ -1,0 +1,218 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunEvent } from '@agent-reach/scheduler';
+import { startRunsHarness } from './helpers/runs.js';
+import { toolMessages } from './helpers/loop.js';
+import { waitFor } from './helpers/redis.js';
+
+describe('runs as jobs: records, approvals, cancellation, sessions, retention', () => {
+  let h: Awaited<ReturnType<typeof startRunsHarness>>;
+  beforeAll(async () => {
+    h = await startRunsHarness({ RUN_RETENTION_S: '600', RUN_RETENTION_COUNT: '1000' });
+    h.sim.addScenario({
+      name: 'weather-then-answer',
+      plan: ['weather', 'answer'],
+      turns: [
+        { tool_calls: [{ name: 'query_weather', arguments: { city: '杭州' } }] },
+        { content: 'It is {{ last.content.forecast.0.condition }}.' },
+      ],
+    });
+    h.sim.addScenario({
+      name: 'approval',
+      turns: [
+        { tool_calls: [{ name: 'needs_approval', arguments: {} }] },
+        { content: 'after the decision: {{ last.ok }} {{ last.error.message ?? "" }}' },
+      ],
+    });
+    h.sim.addScenario({
+      name: 'slow-steps',
+      fault: { type: 'latency', ms: 150 },
+      turns: Array.from({ length: 6 }, () => ({ tool_calls: [{ name: 'counted_effect', arguments: {} }] })),
+    });
+    h.sim.addScenario({ name: 'remember', turns: [{ content: 'noted: {{ user }}' }] });
+  });
+  afterAll(async () => h.close());
+
+  const eventsOf = async (runId: string) => (await h.control.events(runId)).map((e) => e.event);
+
+  it('runs a job added to agent-runs and records every event with a timestamp, in order', async () => {
+    const runId = await h.control.start({
+      agent: 'test_agent',
+      input: 'weather in 杭州?',
+      model: 'weather-then-answer',
+    });
+    const outcome = await h.control.wait(runId, 20_000);
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'It is 阴.' });
+    const events = await eventsOf(runId);
+    expect(events.map((e) => e.type)).toEqual([
+      'run_started',
+      'plan',
+      'llm_request',
+      'tool_dispatched',
+      'tool_result',
+      'step_done',
+      'llm_request',
+      'run_finished',
+    ]);
+    expect(events.every((e, i) => e.at >= (events[i - 1]?.at ?? 0))).toBe(true);
+    const llm = events.find((e) => e.type === 'llm_request') as Extract<RunEvent, { type: 'llm_request' }>;
+    expect(llm).toMatchObject({ model: 'weather-then-answer', finish_reason: 'tool_calls', tool_calls: 1 });
+    expect(llm.prompt_tokens).toBeGreaterThan(0);
+    const tool = events.find((e) => e.type === 'tool_result') as Extract<RunEvent, { type: 'tool_result' }>;
+    expect(tool).toMatchObject({
+      tool: 'query_weather',
+      arguments: '{"city":"杭州"}',
+      ok: true,
+      attempts: 1,
+    });
+    const got = await h.control.get(runId);
+    expect(got?.summary).toMatchObject({ status: 'succeeded', agent: 'test_agent', reason: 'final_answer' });
+    expect(got?.summary.traceId).toMatch(/^[0-9a-f]{32}$/);
+    const listed = await h.control.list({ agent: 'test_agent', status: 'succeeded' });
+    expect(listed.map((r) => r.runId)).toContain(runId);
+    expect(await h.control.list({ agent: 'nobody' })).toEqual([]);
+  });
+
+  it('parks a run that calls a tool needing approval, holding no worker slot, and resumes it when approved', async () => {
+    const runId = await h.control.start({
+      agent: 'test_agent',
+      input: 'do the sensitive thing',
+      model: 'approval',
+    });
+    await waitFor(
+      async () => (await h.control.get(runId))?.summary.status === 'awaiting_approval',
+      10_000,
+      'parked',
+    );
+    const job = await h.control.queue.getJob(runId);
+    await waitFor(async () => (await job?.isDelayed()) === true, 5000, 'delayed job');
+    expect(await h.control.queue.getActiveCount()).toBe(0);
+    const state = (await h.control.get(runId))?.state;
+    const [pending] = Object.values(state?.approvals ?? {});
+    expect(pending).toMatchObject({ tool: 'needs_approval' });
+    await h.control.decide({
+      runId,
+      toolCallId: pending!.toolCallId,
+      decision: 'approved',
+      by: 'alice',
+      reason: 'checked',
+    });
+    const outcome = await h.control.wait(runId, 20_000);
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'after the decision: true ' });
+    const types = (await eventsOf(runId)).map((e) => e.type);
+    expect(types).toContain('approval_requested');
+    expect(types).toContain('approval_decided');
+    await expect(
+      h.control.decide({ runId, toolCallId: pending!.toolCallId, decision: 'rejected' }),
+    ).rejects.toMatchObject({ message: expect.stringMatching(/already approved/) });
+  });
+
+  it('gives the model a structured refusal when a person rejects the call', async () => {
+    const runId = await h.control.start({
+      agent: 'test_agent',
+      input: 'do the sensitive thing again',
+      model: 'approval',
+    });
+    await waitFor(
+      async () => (await h.control.get(runId))?.summary.status === 'awaiting_approval',
+      10_000,
+      'parked',
+    );
+    const [pending] = Object.values((await h.control.get(runId))?.state?.approvals ?? {});
+    await h.control.decide({
+      runId,
+      toolCallId: pending!.toolCallId,
+      decision: 'rejected',
+      by: 'bob',
+      reason: 'not today',
+    });
+    const outcome = await h.control.wait(runId, 20_000);
+    expect(outcome.answer).toBe(
+      'after the decision: false refused by a person: not today; do not retry this call',
+    );
+    const second = h.sim.requests.filter((r) => r.scenario === 'approval' && r.turn === 1).at(-1);
+    const refusal = toolMessages(second!.body as never)[0]?.result;
+    expect(refusal?.error).toMatchObject({ kind: 'forbidden', decided_by: 'bob', reason: 'not today' });
+  });
+
+  it('cancels a running run: it ends cancelled and dispatches nothing more', async () => {
+    const runId = await h.control.start({
+      agent: 'test_agent',
+      input: 'slow steps, cancel me',
+      model: 'slow-steps',
+    });
+    await waitFor(async () => (await h.control.get(runId))?.state?.steps.length === 1, 10_000, 'first step');
+    await h.control.cancel(runId);
+    const outcome = await h.control.wait(runId, 10_000);
+    expect(outcome.status).toBe('cancelled');
+    const stepsAtEnd = outcome.steps.length;
+    expect(stepsAtEnd).toBeLessThanOrEqual(2);
+    const effects = await h.redis.hlen(`${h.prefix}:test:effects`);
+    expect(effects).toBeLessThanOrEqual(stepsAtEnd);
+  });
+
+  it('cancels a parked run and a queued run', async () => {
+    const parked = await h.control.start({
+      agent: 'test_agent',
+      input: 'park then cancel',
+      model: 'approval',
+    });
+    await waitFor(
+      async () => (await h.control.get(parked))?.summary.status === 'awaiting_approval',
+      10_000,
+      'parked',
+    );
+    await h.control.cancel(parked);
+    expect((await h.control.wait(parked, 10_000)).status).toBe('cancelled');
+
+    await h.schedulers[0]!.worker.worker.pause();
+    const queued = await h.control.start({
+      agent: 'test_agent',
+      input: 'queued then cancelled',
+      model: 'weather-then-answer',
+    });
+    await h.control.cancel(queued);
+    h.schedulers[0]!.worker.worker.resume();
+    const outcome = await h.control.wait(queued, 10_000);
+    expect(outcome).toMatchObject({ status: 'cancelled', iterations: 0 });
+    expect(h.sim.requests.some((r) => JSON.stringify(r.body).includes('queued then cancelled'))).toBe(false);
+  });
+
+  it('shares history between the runs of one session', async () => {
+    const first = await h.control.start({
+      agent: 'test_agent',
+      input: 'my name is Ada',
+      model: 'remember',
+      sessionId: 'sess-1',
+    });
+    await h.control.wait(first, 10_000);
+    const second = await h.control.start({
+      agent: 'test_agent',
+      input: 'what is my name?',
+      model: 'remember',
+      sessionId: 'sess-1',
+    });
+    await h.control.wait(second, 10_000);
+    const last = h.sim.requests.filter((r) => r.scenario === 'remember').at(-1)!;
+    const texts = (last.body as { messages: Array<{ role: string; content: string }> }).messages.map(
+      (m) => `${m.role}:${m.content}`,
+    );
+    expect(texts).toContain('user:my name is Ada');
+    expect(texts).toContain('assistant:noted: my name is Ada');
+    expect(texts.at(-1)).toBe('user:what is my name?');
+  });
+
+  it('keeps finished runs for the retention time only', async () => {
+    const runId = await h.control.start({ agent: 'test_agent', input: 'retention', model: 'echo' });
+    await h.control.wait(runId, 10_000);
+    for (const key of [
+      h.keys.runState(runId),
+      h.keys.runEvents(runId),
+      h.keys.runMeta(runId),
+      h.keys.runMessages(runId),
+    ]) {
+      const ttl = await h.redis.ttl(key);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(600);
+    }
+  });
+});
