@@ -171,7 +171,7 @@ describe('runs as jobs: records, approvals, cancellation, sessions, retention', 
       model: 'weather-then-answer',
     });
     await h.control.cancel(queued);
-    h.schedulers[0]!.worker.worker.resume();
+    void h.schedulers[0]!.worker.worker.resume();
     const outcome = await h.control.wait(queued, 10_000);
     expect(outcome).toMatchObject({ status: 'cancelled', iterations: 0 });
     expect(h.sim.requests.some((r) => JSON.stringify(r.body).includes('queued then cancelled'))).toBe(false);
