@@ -37,3 +37,6 @@ export { createRunQueue, runJobOptions, RUN_ID_PATTERN } from './runs/run-jobs.j
 export type { RunJobData } from './runs/run-jobs.js';
 export { SessionStore } from './runs/sessions.js';
 export type { SessionMemory } from './runs/sessions.js';
+export { replayRun, recordedLlm } from './runs/replay.js';
+export type { ReplayResult, ReplayDifference } from './runs/replay.js';
+export { renderTimeline } from './runs/timeline.js';

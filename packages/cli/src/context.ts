@@ -1,0 +1,59 @@
+import {
+  createKeys,
+  createLogger,
+  createRedis,
+  loadAgents,
+  loadConfig,
+  waitReady,
+  type AgentReachConfig,
+} from '@agent-reach/shared';
+import { AgentRunner, RunControl, RunStore, llmFromConfig } from '@agent-reach/scheduler';
+import type { Redis } from 'ioredis';
+
+/** What most commands need: config, a Redis connection, the run API. Closed by `close()`. */
+export interface CliContext {
+  config: AgentReachConfig;
+  redis: Redis;
+  control: RunControl;
+  close(): Promise<void>;
+}
+
+export async function openContext(env: Record<string, string | undefined>): Promise<CliContext> {
+  const config = loadConfig(env);
+  const redis = createRedis(config.redisUrl, 'producer');
+  try {
+    await waitReady(redis, config.redisUrl, 3000);
+  } catch (err) {
+    redis.disconnect();
+    throw err;
+  }
+  const control = new RunControl(redis, createKeys(config.keyPrefix));
+  return {
+    config,
+    redis,
+    control,
+    async close() {
+      await control.close();
+      await redis.quit().catch(() => undefined);
+    },
+  };
+}
+
+/** An agent runner for in-process work (replay): needs executors serving the agents' tools. */
+export async function openRunner(ctx: CliContext): Promise<{ runner: AgentRunner; store: RunStore }> {
+  const keys = createKeys(ctx.config.keyPrefix);
+  const runner = await AgentRunner.start({
+    connection: ctx.redis,
+    keys,
+    agents: loadAgents(ctx.config.agentsFile),
+    llm: ctx.config.llm.apiKey || ctx.config.llm.baseUrl ? llmFromConfig(ctx.config) : placeholderLlm(),
+    logger: createLogger('cli', { level: ctx.config.logLevel === 'info' ? 'warn' : ctx.config.logLevel }),
+    catalogWaitMs: 5000,
+  });
+  return { runner, store: new RunStore(ctx.redis, keys) };
+}
+
+function placeholderLlm() {
+  const fail = () => Promise.reject(new Error('no model configured'));
+  return { model: 'none', complete: fail, completeJson: fail };
+}

@@ -1,0 +1,2 @@
+export { openContext, openRunner } from './context.js';
+export type { CliContext } from './context.js';

@@ -1,0 +1,254 @@
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { AgentReachError } from '@agent-reach/shared';
+import { renderTimeline, replayRun, type RunStatus } from '@agent-reach/scheduler';
+import { openContext, openRunner } from './context.js';
+
+const PACKAGES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** Exit codes, documented in --help. */
+export const EXIT = { ok: 0, failure: 1, usage: 2, notFound: 3 } as const;
+
+class UsageError extends Error {}
+
+const HELP = `agent-reach — queue-driven tool execution for LLM agents
+
+Usage: agent-reach <command> [options]
+
+Processes
+  scheduler [--concurrency N]        run agent runs from the agent-runs queue
+  executor [--groups a,b] [--tools m.ts]  run tool calls from the tool queues
+  llm-sim [--port N] [--scenarios DIR]    the OpenAI-compatible simulator
+
+Runs
+  runs ls [--agent A] [--status S] [--since T] [--until T] [--limit N] [--json]
+  runs show <run-id>                 the run as a readable timeline, then its outcome
+  runs events <run-id>               the run's raw events, one JSON object per line
+  runs replay <run-id>               re-run with the recorded model turns against today's tools
+  approve <run-id> <tool-call-id> [--by NAME] [--reason TEXT]
+  reject <run-id> <tool-call-id> [--by NAME] [--reason TEXT]
+  cancel <run-id>
+
+Every command reads REDIS_URL, AR_KEY_PREFIX and the rest of the environment (see the README).
+T is an ISO date or epoch milliseconds. Add --help to a command for its options.
+
+Exit codes: 0 success; 1 failure (Redis unreachable, bad configuration, a replay that failed);
+2 bad usage; 3 run or call not found.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === '-h' || command === 'help') {
+    console.log(HELP);
+    return EXIT.ok;
+  }
+  switch (command) {
+    case 'scheduler':
+      return delegate('scheduler/src/main.ts', rest);
+    case 'executor':
+      return delegate('executor/src/main.ts', rest);
+    case 'llm-sim':
+      return delegate('llm-sim/src/main.ts', rest);
+    case 'runs':
+      return runs(rest);
+    case 'approve':
+    case 'reject':
+      return decide(command, rest);
+    case 'cancel':
+      return cancel(rest);
+    default:
+      throw new UsageError(`unknown command "${command}"; see agent-reach --help`);
+  }
+}
+
+/** Process commands run the package's own entry point, which parses the remaining arguments. */
+async function delegate(script: string, args: string[]): Promise<number> {
+  const file = path.join(PACKAGES, script);
+  process.argv = [process.argv[0] ?? 'node', file, ...args];
+  await import(pathToFileURL(file).href);
+  return -1; // the process keeps running; its entry point owns the exit
+}
+
+async function runs(argv: string[]): Promise<number> {
+  const [sub, ...rest] = argv;
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      agent: { type: 'string' },
+      status: { type: 'string' },
+      since: { type: 'string' },
+      until: { type: 'string' },
+      limit: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help || !sub) {
+    console.log(
+      HELP.split('\n')
+        .filter((l) => l.includes('runs '))
+        .join('\n'),
+    );
+    return EXIT.ok;
+  }
+  const ctx = await openContext(process.env);
+  try {
+    if (sub === 'ls') {
+      const list = await ctx.control.list({
+        ...(values.agent ? { agent: values.agent } : {}),
+        ...(values.status ? { status: values.status as RunStatus } : {}),
+        ...(values.since ? { since: time(values.since, '--since') } : {}),
+        ...(values.until ? { until: time(values.until, '--until') } : {}),
+        limit: values.limit ? positive(values.limit, '--limit') : 50,
+      });
+      if (values.json) for (const r of list) console.log(JSON.stringify(r));
+      else {
+        console.log(`${'run id'.padEnd(44)} ${'agent'.padEnd(24)} ${'status'.padEnd(18)} created`);
+        for (const r of list) {
+          console.log(
+            `${r.runId.padEnd(44)} ${r.agent.padEnd(24)} ${r.status.padEnd(18)} ${new Date(r.createdAt).toISOString()}`,
+          );
+        }
+      }
+      return EXIT.ok;
+    }
+    const runId = positionals[0];
+    if (!runId) throw new UsageError(`runs ${sub} needs a run id`);
+    if (sub === 'show') {
+      const run = await ctx.control.get(runId);
+      if (!run) return notFound(`run ${runId}`);
+      console.log(
+        `run ${runId}  agent ${run.summary.agent}  trace ${run.summary.traceId}  status ${run.summary.status}`,
+      );
+      console.log(renderTimeline(await ctx.control.events(runId)));
+      const outcome = run.state?.outcome;
+      if (outcome) {
+        console.log(
+          `\noutcome: ${outcome.status} (${outcome.reason}), ${outcome.iterations} turns, ${outcome.usage.total_tokens} tokens`,
+        );
+        if (outcome.answer) console.log(`answer: ${outcome.answer}`);
+        if (outcome.report) console.log(`report: ${outcome.report}`);
+      }
+      return EXIT.ok;
+    }
+    if (sub === 'events') {
+      const events = await ctx.control.events(runId);
+      if (events.length === 0 && !(await ctx.control.get(runId))) return notFound(`run ${runId}`);
+      for (const e of events) console.log(JSON.stringify({ id: e.id, ...e.event }));
+      return EXIT.ok;
+    }
+    if (sub === 'replay') {
+      if (!(await ctx.control.get(runId))) return notFound(`run ${runId}`);
+      const { runner, store } = await openRunner(ctx);
+      try {
+        const result = await replayRun(runId, { runner, store });
+        const outcome =
+          result.outcome === 'parked'
+            ? 'parked (a call waits for approval)'
+            : `${result.outcome.status} (${result.outcome.reason})`;
+        console.log(`replayed ${runId} as ${result.runId}: ${outcome}`);
+        if (result.recordedOutcome)
+          console.log(
+            `recorded outcome: ${result.recordedOutcome.status} (${result.recordedOutcome.reason})`,
+          );
+        if (result.differences.length === 0) console.log('every tool call had the same outcome as recorded');
+        for (const d of result.differences) {
+          const now = d.replayed ? (d.replayed.ok ? 'ok' : d.replayed.kind) : 'not called';
+          console.log(
+            `differs: ${d.tool} [${d.toolCallId}]: recorded ${d.recorded.ok ? 'ok' : d.recorded.kind}, now ${now}`,
+          );
+        }
+        return result.outcome !== 'parked' && result.outcome.status === 'succeeded' ? EXIT.ok : EXIT.failure;
+      } finally {
+        await runner.close();
+      }
+    }
+    throw new UsageError(`unknown runs command "${sub}"; use ls, show, events or replay`);
+  } finally {
+    await ctx.close();
+  }
+}
+
+async function decide(command: 'approve' | 'reject', argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { by: { type: 'string' }, reason: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (values.help) {
+    console.log(`agent-reach ${command} <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`);
+    return EXIT.ok;
+  }
+  const [runId, toolCallId] = positionals;
+  if (!runId || !toolCallId) throw new UsageError(`${command} needs a run id and a tool call id`);
+  const ctx = await openContext(process.env);
+  try {
+    await ctx.control.decide({
+      runId,
+      toolCallId,
+      decision: command === 'approve' ? 'approved' : 'rejected',
+      ...(values.by ? { by: values.by } : {}),
+      ...(values.reason ? { reason: values.reason } : {}),
+    });
+    console.log(`${command === 'approve' ? 'approved' : 'rejected'} ${toolCallId} of ${runId}`);
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof AgentReachError && /unknown run|no approval request/.test(err.message))
+      return notFound(err.message);
+    throw err;
+  } finally {
+    await ctx.close();
+  }
+}
+
+async function cancel(argv: string[]): Promise<number> {
+  const [runId] = argv;
+  if (!runId || runId === '--help') {
+    console.log('agent-reach cancel <run-id>');
+    return runId ? EXIT.ok : EXIT.usage;
+  }
+  const ctx = await openContext(process.env);
+  try {
+    if (!(await ctx.control.get(runId)) && !(await ctx.control.queue.getJob(runId)))
+      return notFound(`run ${runId}`);
+    await ctx.control.cancel(runId);
+    console.log(`cancellation of ${runId} requested`);
+    return EXIT.ok;
+  } finally {
+    await ctx.close();
+  }
+}
+
+function notFound(what: string): number {
+  console.error(`not found: ${what}`);
+  return EXIT.notFound;
+}
+
+function time(value: string, flag: string): number {
+  const n = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+  if (!Number.isFinite(n))
+    throw new UsageError(`${flag} must be an ISO date or epoch milliseconds, got "${value}"`);
+  return n;
+}
+
+function positive(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1)
+    throw new UsageError(`${flag} must be a positive integer, got "${value}"`);
+  return n;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exit(code);
+  },
+  (err: unknown) => {
+    if (err instanceof UsageError || (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+      console.error(`usage error: ${(err as Error).message}`);
+      process.exit(EXIT.usage);
+    }
+    console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(EXIT.failure);
+  },
+);

@@ -1,0 +1,45 @@
+import type { RunEvent } from '../agent-loop/events.js';
+import type { StoredEvent } from './run-store.js';
+
+const clip = (text: string, max = 120) => (text.length > max ? `${text.slice(0, max)}…` : text);
+
+/** One line per event, with the time since the run started: a run as a person reads it. */
+export function renderTimeline(events: StoredEvent[]): string {
+  const start = events[0]?.event.at ?? 0;
+  return events
+    .map(({ event }) => `+${String(event.at - start).padStart(6)} ms  ${describe(event)}`)
+    .join('\n');
+}
+
+function describe(e: RunEvent): string {
+  switch (e.type) {
+    case 'run_started':
+      return `run started: agent ${e.agent}, model ${e.model}: ${clip(e.input)}`;
+    case 'plan':
+      return e.steps.length
+        ? `plan: ${e.steps.map((s, i) => `${i + 1}. ${s.title}`).join('  ')}`
+        : `no plan${e.error ? ` (${e.error})` : ''}`;
+    case 'llm_request':
+      return `model turn ${e.turn}: ${e.tool_calls ? `${e.tool_calls} tool call(s)` : 'answer'}, ${e.latency_ms} ms, ${e.prompt_tokens}+${e.completion_tokens} tokens, ${e.finish_reason}`;
+    case 'llm_error':
+      return `model turn ${e.turn} failed after ${e.latency_ms} ms: ${e.message}`;
+    case 'tool_dispatched':
+      return `dispatched ${e.calls.map((c) => `${c.tool}(${clip(c.arguments, 60)})`).join(', ')}`;
+    case 'tool_result':
+      return `  ${e.ok ? 'ok   ' : 'error'} ${e.tool} [${e.toolCallId}] ${e.duration_ms} ms, ${e.attempts} attempt(s)${e.truncated ? ', truncated' : ''}${e.error ? `: ${e.error.kind}: ${clip(e.error.message)}` : ''}`;
+    case 'step_done':
+      return `  step done: ${e.step.title}`;
+    case 'approval_requested':
+      return `approval requested for ${e.tool} [${e.toolCallId}]`;
+    case 'approval_decided':
+      return `${e.decision} ${e.tool} [${e.toolCallId}]${e.by ? ` by ${e.by}` : ''}${e.reason ? `: ${e.reason}` : ''}`;
+    case 'guard':
+      return `guard ${e.guard} ${e.action}: ${clip(e.report, 160)}`;
+    case 'compaction':
+      return `compaction: ${e.before_tokens} → ${e.after_tokens} tokens, ${e.folded_turns} turn(s) folded`;
+    case 'run_finished':
+      return `run finished: ${e.outcome.status} (${e.outcome.reason})${e.outcome.answer ? `: ${clip(e.outcome.answer)}` : ''}`;
+    default:
+      return JSON.stringify(e);
+  }
+}

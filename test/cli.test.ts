@@ -1,0 +1,108 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from './helpers/processes.js';
+import { startRunsHarness, testEnv } from './helpers/runs.js';
+import { waitFor } from './helpers/redis.js';
+
+const run = promisify(execFile);
+const BIN = path.join(ROOT, 'packages/cli/bin/agent-reach.js');
+
+describe('agent-reach CLI: runs, replay, approvals', () => {
+  let h: Awaited<ReturnType<typeof startRunsHarness>>;
+  const cli = async (...args: string[]) => {
+    try {
+      const { stdout, stderr } = await run('node', [BIN, ...args], {
+        env: { ...process.env, ...testEnv(h.prefix, h.sim), LOG_LEVEL: 'warn' },
+      });
+      return { code: 0, stdout, stderr };
+    } catch (err) {
+      const e = err as { code: number; stdout: string; stderr: string };
+      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+    }
+  };
+  beforeAll(async () => {
+    h = await startRunsHarness({ BREAKER_FAILURE_THRESHOLD: '100' });
+    h.sim.addScenario({
+      name: 'flaky-once',
+      turns: [
+        { tool_calls: [{ name: 'flaky', arguments: { key: 'replay', failures: 4 } }] },
+        { content: 'finished: {{ last.ok }}' },
+      ],
+    });
+    h.sim.addScenario({
+      name: 'cli-approval',
+      turns: [{ tool_calls: [{ name: 'needs_approval', arguments: {} }] }, { content: 'decided' }],
+    });
+  });
+  afterAll(async () => h.close());
+
+  it('lists runs, shows one as a timeline and prints its events as JSON lines', async () => {
+    const runId = await h.control.start({ agent: 'test_agent', input: 'hello cli', model: 'echo' });
+    await h.control.wait(runId, 10_000);
+    const ls = await cli('runs', 'ls', '--agent', 'test_agent', '--status', 'succeeded');
+    expect(ls.code).toBe(0);
+    expect(ls.stdout).toContain(runId);
+    const show = await cli('runs', 'show', runId);
+    expect(show.stdout).toMatch(/run started: agent test_agent, model echo: hello cli/);
+    expect(show.stdout).toMatch(/run finished: succeeded \(final_answer\): hello/);
+    const events = await cli('runs', 'events', runId);
+    const lines = events.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; at: number; id: string });
+    expect(lines[0]?.type).toBe('run_started');
+    expect(lines.at(-1)?.type).toBe('run_finished');
+    expect(lines.every((l) => typeof l.at === 'number' && typeof l.id === 'string')).toBe(true);
+  });
+
+  it('replays a recorded run without a model and reports tool calls whose outcome changed', async () => {
+    const runId = await h.control.start({
+      agent: 'test_agent',
+      input: 'flaky upstream',
+      model: 'flaky-once',
+    });
+    const recorded = await h.control.wait(runId, 20_000);
+    expect(recorded.steps[0]).toMatchObject({ tool: 'flaky', ok: false, errorKind: 'transient' });
+    const requestsBefore = h.sim.requests.length;
+    const replay = await cli('runs', 'replay', runId);
+    expect(replay.stdout).toMatch(
+      new RegExp(`replayed ${runId} as ${runId}\\.replay-\\d+: succeeded \\(final_answer\\)`),
+    );
+    // The upstream has recovered since (the flaky counter is past its failures): the call now succeeds.
+    expect(replay.stdout).toMatch(/differs: flaky \[call_[^\]]+\]: recorded transient, now ok/);
+    expect(h.sim.requests.length).toBe(requestsBefore);
+    const replayId = /as (\S+):/.exec(replay.stdout)?.[1] ?? '';
+    const replayed = await h.control.get(replayId);
+    expect(replayed?.state?.metadata).toEqual({ replay_of: runId });
+  });
+
+  it('approves a parked call from the command line', async () => {
+    const runId = await h.control.start({
+      agent: 'test_agent',
+      input: 'approve via cli',
+      model: 'cli-approval',
+    });
+    await waitFor(
+      async () => (await h.control.get(runId))?.summary.status === 'awaiting_approval',
+      10_000,
+      'parked',
+    );
+    const [pending] = Object.values((await h.control.get(runId))?.state?.approvals ?? {});
+    const res = await cli('approve', runId, pending!.toolCallId, '--by', 'carol', '--reason', 'fine');
+    expect(res.code).toBe(0);
+    expect((await h.control.wait(runId, 10_000)).status).toBe('succeeded');
+  });
+
+  it('exits 3 for an unknown run and 2 for bad usage, with a message', async () => {
+    const missing = await cli('runs', 'show', 'no-such-run');
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toMatch(/not found: run no-such-run/);
+    const bad = await cli('runs', 'ls', '--limit', 'many');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--limit must be a positive integer/);
+    const unknown = await cli('frobnicate');
+    expect(unknown.code).toBe(2);
+  });
+});
