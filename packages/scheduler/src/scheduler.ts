@@ -2,6 +2,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import {
   AgentReachError,
   createKeys,
+  createSchedulerMetrics,
   createLogger,
   createRedis,
   loadAgents,
@@ -14,6 +15,7 @@ import { AgentRunner } from './agent-runner.js';
 import type { RunEvent } from './agent-loop/events.js';
 import type { RunState } from './agent-loop/run-state.js';
 import { createLlmClient, type LlmClient } from './llm.js';
+import { recordRunMetrics } from './run-metrics.js';
 import { RunControl } from './runs/run-control.js';
 import { RunStore } from './runs/run-store.js';
 import { createRunWorker, type RunWorker } from './runs/run-worker.js';
@@ -21,6 +23,7 @@ import { SessionStore } from './runs/sessions.js';
 
 export interface SchedulerProcess {
   readonly runner: AgentRunner;
+  readonly metricsRegistry: Registry;
   readonly control: RunControl;
   readonly worker: RunWorker;
   readonly metricsPort: number;
@@ -86,6 +89,9 @@ export async function startScheduler(
     runner.catalog.refresh().catch((err: unknown) => logger.warn({ err }, 'catalog refresh failed'));
   }, CATALOG_REFRESH_MS);
   refresh.unref();
+  const metricsRegistry = new Registry();
+  collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_scheduler_' });
+  const record = recordRunMetrics(createSchedulerMetrics(metricsRegistry));
   const store = new RunStore(redis, keys, {
     retentionS: config.scheduler.runRetentionS,
     retentionCount: config.scheduler.runRetentionCount,
@@ -101,15 +107,17 @@ export async function startScheduler(
     lockDurationMs: config.scheduler.lockDurationMs,
     stalledIntervalMs: config.scheduler.stalledIntervalMs,
     approvalTimeoutMs: config.scheduler.approvalTimeoutMs,
-    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+    onEvent: (event, state) => {
+      record(event, state);
+      options.onEvent?.(event, state);
+    },
   });
   const control = new RunControl(redis, keys, store);
-  const metricsRegistry = new Registry();
-  collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_scheduler_' });
   const server = await startMetricsServer(metricsRegistry, config.scheduler.metricsPort);
   logger.info({ agents: [...agents.agents.keys()], metricsPort: server.port }, 'scheduler started');
   return {
     runner,
+    metricsRegistry,
     control,
     worker,
     metricsPort: server.port,

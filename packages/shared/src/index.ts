@@ -27,8 +27,15 @@ export type { Keys } from './keys.js';
 export { createRedis, waitReady } from './redis.js';
 export { createLogger } from './logger.js';
 export type { Logger } from './logger.js';
-export { createMetrics, METRIC_PREFIX, DURATION_BUCKETS_S, BREAKER_STATE_VALUE } from './metrics.js';
-export type { Metrics } from './metrics.js';
+export {
+  createMetrics,
+  createSchedulerMetrics,
+  METRIC_PREFIX,
+  DURATION_BUCKETS_S,
+  RUN_DURATION_BUCKETS_S,
+  BREAKER_STATE_VALUE,
+} from './metrics.js';
+export type { Metrics, SchedulerMetrics } from './metrics.js';
 export { loadConfig, deepFreeze } from './config.js';
 export type { AgentReachConfig } from './config.js';
 export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';

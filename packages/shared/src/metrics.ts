@@ -67,13 +67,80 @@ export function createMetrics(registry: Registry) {
       labelNames: ['tool', 'to'] as const,
       registers,
     }),
-    dispatchedCalls: new Counter({
-      name: `${METRIC_PREFIX}dispatched_tool_calls_total`,
-      help: 'Tool calls a scheduler published, and results it handed back, by outcome as the model saw it.',
-      labelNames: ['outcome'] as const,
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+/** Buckets for whole runs: from a second to an hour. */
+export const RUN_DURATION_BUCKETS_S = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+
+/** The scheduler's metrics: runs, model calls, guards, compactions and tool results as the model saw them. */
+export function createSchedulerMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    runs: new Counter({
+      name: `${METRIC_PREFIX}runs_total`,
+      help: 'Runs finished, by agent and outcome (succeeded, not_converged, failed, cancelled).',
+      labelNames: ['agent', 'outcome'] as const,
+      registers,
+    }),
+    runDuration: new Histogram({
+      name: `${METRIC_PREFIX}run_duration_seconds`,
+      help: 'Time from a run being created to its outcome (parked time included).',
+      labelNames: ['agent', 'outcome'] as const,
+      buckets: RUN_DURATION_BUCKETS_S,
+      registers,
+    }),
+    runSteps: new Histogram({
+      name: `${METRIC_PREFIX}run_steps`,
+      help: 'Model turns a finished run took.',
+      labelNames: ['agent'] as const,
+      buckets: [1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50],
+      registers,
+    }),
+    llmDuration: new Histogram({
+      name: `${METRIC_PREFIX}llm_request_duration_seconds`,
+      help: 'Model calls as the scheduler saw them (SDK retries included), by model and result.',
+      labelNames: ['model', 'result'] as const,
+      buckets: DURATION_BUCKETS_S,
+      registers,
+    }),
+    llmErrors: new Counter({
+      name: `${METRIC_PREFIX}llm_errors_total`,
+      help: 'Model calls that failed after the SDK retries, by model.',
+      labelNames: ['model'] as const,
+      registers,
+    }),
+    llmTokens: new Counter({
+      name: `${METRIC_PREFIX}llm_tokens_total`,
+      help: 'Tokens reported by the model, by model and kind (prompt, completion).',
+      labelNames: ['model', 'kind'] as const,
+      registers,
+    }),
+    guardFirings: new Counter({
+      name: `${METRIC_PREFIX}guard_firings_total`,
+      help: 'Guards that fired, by guard and action (nudge, stop).',
+      labelNames: ['guard', 'action'] as const,
+      registers,
+    }),
+    compactions: new Counter({
+      name: `${METRIC_PREFIX}compactions_total`,
+      help: 'History compactions performed.',
+      registers,
+    }),
+    toolResults: new Counter({
+      name: `${METRIC_PREFIX}tool_results_total`,
+      help: 'Tool results handed to the model, by error kind ("none" when ok).',
+      labelNames: ['error_kind'] as const,
+      registers,
+    }),
+    approvalsRequested: new Counter({
+      name: `${METRIC_PREFIX}approvals_requested_total`,
+      help: 'Calls that parked a run until a person decides.',
       registers,
     }),
   };
 }
 
-export type Metrics = ReturnType<typeof createMetrics>;
+export type SchedulerMetrics = ReturnType<typeof createSchedulerMetrics>;

@@ -1,0 +1,40 @@
+import type { SchedulerMetrics } from '@agent-reach/shared';
+import type { RunEvent } from './agent-loop/events.js';
+import type { RunState } from './agent-loop/run-state.js';
+
+/** Turns run events into scheduler metrics; labels stay bounded (agent, model, guard, error kind). */
+export function recordRunMetrics(metrics: SchedulerMetrics): (event: RunEvent, state: RunState) => void {
+  return (event, state) => {
+    switch (event.type) {
+      case 'llm_request':
+        metrics.llmDuration.observe({ model: event.model, result: 'ok' }, event.latency_ms / 1000);
+        metrics.llmTokens.inc({ model: event.model, kind: 'prompt' }, event.prompt_tokens);
+        metrics.llmTokens.inc({ model: event.model, kind: 'completion' }, event.completion_tokens);
+        break;
+      case 'llm_error':
+        metrics.llmDuration.observe({ model: event.model, result: 'error' }, event.latency_ms / 1000);
+        metrics.llmErrors.inc({ model: event.model });
+        break;
+      case 'tool_result':
+        metrics.toolResults.inc({ error_kind: event.error?.kind ?? 'none' });
+        break;
+      case 'guard':
+        metrics.guardFirings.inc({ guard: event.guard, action: event.action });
+        break;
+      case 'compaction':
+        metrics.compactions.inc();
+        break;
+      case 'approval_requested':
+        metrics.approvalsRequested.inc();
+        break;
+      case 'run_finished': {
+        const labels = { agent: state.agent, outcome: event.outcome.status };
+        metrics.runs.inc(labels);
+        metrics.runDuration.observe(labels, Math.max(0, event.at - state.createdAt) / 1000);
+        metrics.runSteps.observe({ agent: state.agent }, event.outcome.iterations);
+        break;
+      }
+      default:
+    }
+  };
+}
