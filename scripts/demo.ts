@@ -61,7 +61,7 @@ async function main(): Promise<number> {
   console.log(`Task for ${AGENT}: ${TASK}\n`);
 
   const { outcome, state } = await runner.run({ agent: AGENT, input: TASK, onEvent: print });
-  if (outcome === 'parked') throw new Error('the demo agent has no tool that needs approval');
+  if (outcome === 'parked' || outcome === 'released') throw new Error(`the run unexpectedly ${outcome}`);
   const written = state.messages
     .flatMap((m) =>
       m.role === 'tool' && typeof m.content === 'string' ? [JSON.parse(m.content) as ToolResult] : [],

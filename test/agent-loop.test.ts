@@ -299,6 +299,68 @@ describe('agent loop self-healing and guards (llm-sim over HTTP, real Redis and 
   });
 });
 
+describe('tool call ids from providers that reuse them', () => {
+  it('rewrites a reused tool call id so every call of the run gets its own result', async () => {
+    const { startPlatform } = await import('./helpers/platform.js');
+    const { AgentRunner } = await import('@agent-reach/scheduler');
+    const { createLogger, loadAgents } = await import('@agent-reach/shared');
+    const { TEST_AGENTS } = await import('./helpers/processes.js');
+    const p = await startPlatform();
+    // A model stand-in that names every call "call_0", as some OpenAI-compatible servers do.
+    let turn = 0;
+    const answer = (content: string | null, call?: { name: string; arguments: string }) => ({
+      id: `x${turn}`,
+      object: 'chat.completion' as const,
+      created: 0,
+      model: 'reuser',
+      choices: [
+        {
+          index: 0,
+          logprobs: null,
+          finish_reason: call ? ('tool_calls' as const) : ('stop' as const),
+          message: {
+            role: 'assistant' as const,
+            content,
+            refusal: null,
+            ...(call ? { tool_calls: [{ id: 'call_0', type: 'function' as const, function: call }] } : {}),
+          },
+        },
+      ],
+    });
+    const llm = {
+      model: 'reuser',
+      complete: async () => {
+        turn += 1;
+        if (turn === 1) return answer(null, { name: 'query_weather', arguments: '{"city":"上海"}' });
+        if (turn === 2) return answer(null, { name: 'query_weather', arguments: '{"city":"北京"}' });
+        return answer('two cities');
+      },
+      completeJson: async () => answer('{"steps":[]}'),
+    };
+    try {
+      const runner = await AgentRunner.start({
+        connection: p.producer,
+        keys: p.keys,
+        agents: loadAgents(TEST_AGENTS),
+        llm,
+        logger: createLogger('test', { level: 'silent' }),
+      });
+      const { outcome, state } = await runner.run({ agent: 'test_agent', input: 'two cities' });
+      await runner.close();
+      expect(outcome).toMatchObject({ status: 'succeeded' });
+      expect(state.steps.map((s) => s.toolCallId)).toEqual(['call_0', 'call_t2_0']);
+      const cities = state.messages.flatMap((m) =>
+        m.role === 'tool'
+          ? [(JSON.parse(m.content as string) as { content: { city: string } }).content.city]
+          : [],
+      );
+      expect(cities).toEqual(['上海', '北京']);
+    } finally {
+      await p.close();
+    }
+  });
+});
+
 describe('agent runner start-up', () => {
   it('refuses to start when an agent names a tool no executor registers, naming agent and tool', async () => {
     const { AgentRunner, createLlmClient } = await import('@agent-reach/scheduler');

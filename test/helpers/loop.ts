@@ -62,7 +62,7 @@ export async function startLoopHarness(env: Record<string, string> = {}, limits:
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {}),
     });
-    if (outcome === 'parked') throw new Error('the run parked for an approval');
+    if (outcome === 'parked' || outcome === 'released') throw new Error(`the run ${outcome}`);
     return { outcome, state, events };
   };
   /** The chat requests the simulator received for a scenario, planning requests excluded. */

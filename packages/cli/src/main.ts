@@ -144,8 +144,8 @@ async function runs(argv: string[]): Promise<number> {
       try {
         const result = await replayRun(runId, { runner, store });
         const outcome =
-          result.outcome === 'parked'
-            ? 'parked (a call waits for approval)'
+          typeof result.outcome === 'string'
+            ? `${result.outcome} (not finished)`
             : `${result.outcome.status} (${result.outcome.reason})`;
         console.log(`replayed ${runId} as ${result.runId}: ${outcome}`);
         if (result.recordedOutcome)
@@ -159,7 +159,9 @@ async function runs(argv: string[]): Promise<number> {
             `differs: ${d.tool} [${d.toolCallId}]: recorded ${d.recorded.ok ? 'ok' : d.recorded.kind}, now ${now}`,
           );
         }
-        return result.outcome !== 'parked' && result.outcome.status === 'succeeded' ? EXIT.ok : EXIT.failure;
+        return typeof result.outcome !== 'string' && result.outcome.status === 'succeeded'
+          ? EXIT.ok
+          : EXIT.failure;
       } finally {
         await runner.close();
       }

@@ -52,6 +52,8 @@ export interface StartRun {
   onEvent?: (event: RunEvent, state: RunState) => void;
   checkpoint?: (state: RunState, events: RunEvent[], step: StepKind) => Promise<void>;
   signal?: AbortSignal;
+  /** Aborting it makes the loop let go of the run without writing (see AgentLoopDeps.release). */
+  release?: AbortSignal;
   limits?: Partial<LoopLimits>;
   /** Wall-clock budget of this run, in ms (overrides the runner's). */
   deadlineMs?: number;
@@ -128,7 +130,7 @@ export class AgentRunner {
   }
 
   /** Runs a new task to its outcome, or until it parks waiting for an approval. */
-  async run(req: StartRun): Promise<{ outcome: RunOutcome | 'parked'; state: RunState }> {
+  async run(req: StartRun): Promise<{ outcome: RunOutcome | 'parked' | 'released'; state: RunState }> {
     const state = this.newState(req);
     const outcome = await this.resume(state, req);
     return { outcome, state };
@@ -137,8 +139,8 @@ export class AgentRunner {
   /** Continues a run from its state (a checkpoint), to its outcome or to its next parking. */
   resume(
     state: RunState,
-    req: Pick<StartRun, 'llm' | 'onEvent' | 'checkpoint' | 'signal' | 'limits'> = {},
-  ): Promise<RunOutcome | 'parked'> {
+    req: Pick<StartRun, 'llm' | 'onEvent' | 'checkpoint' | 'signal' | 'release' | 'limits'> = {},
+  ): Promise<RunOutcome | 'parked' | 'released'> {
     const agent = this.#opts.agents.agents.get(state.agent);
     if (!agent) throw new AgentReachError('AGENTS_INVALID', `unknown agent "${state.agent}"`);
     return runAgent(state, {
@@ -152,6 +154,7 @@ export class AgentRunner {
       ...(req.onEvent ? { onEvent: req.onEvent } : {}),
       ...(req.checkpoint ? { checkpoint: req.checkpoint } : {}),
       ...(req.signal ? { signal: req.signal } : {}),
+      ...(req.release ? { release: req.release } : {}),
     });
   }
 

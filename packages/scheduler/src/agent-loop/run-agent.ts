@@ -50,7 +50,15 @@ export interface AgentLoopDeps {
   onEvent?: (event: RunEvent, state: RunState) => void;
   /** Aborting it cancels the run: nothing more is dispatched. */
   signal?: AbortSignal;
+  /**
+   * Aborting it releases the run without ending it: this process lost the run (its lock lapsed and
+   * another scheduler took over), so it stops at once and writes nothing more.
+   */
+  release?: AbortSignal;
 }
+
+/** Thrown inside the loop when the run was released; never escapes `runAgent`. */
+class RunReleased extends Error {}
 
 export function resolveLimits(agent: AgentSpec, limits: Partial<LoopLimits> = {}): LoopLimits {
   return {
@@ -72,7 +80,10 @@ export function resolveLimits(agent: AgentSpec, limits: Partial<LoopLimits> = {}
  * from any checkpoint carries on where it stopped: owed calls are answered (the dispatcher never re-runs
  * a call with a recorded result) and no model turn that was recorded is asked again.
  */
-export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<RunOutcome | 'parked'> {
+export async function runAgent(
+  state: RunState,
+  deps: AgentLoopDeps,
+): Promise<RunOutcome | 'parked' | 'released'> {
   if (state.outcome) return state.outcome;
   const limits = resolveLimits(deps.agent, deps.limits);
   const log = deps.logger.child({ runId: state.runId, traceId: state.traceId, agent: state.agent });
@@ -83,6 +94,7 @@ export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<Ru
     deps.onEvent?.(event, state);
   };
   const checkpoint = async (step: StepKind) => {
+    if (deps.release?.aborted) throw new RunReleased();
     const events = pending;
     pending = [];
     await deps.checkpoint?.(state, events, step);
@@ -217,8 +229,12 @@ export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<Ru
       }
       const choice = res.choices[0];
       const message = choice?.message;
-      const calls = (message?.tool_calls ?? []).filter(
-        (c): c is Extract<ChatCompletionMessageToolCall, { type: 'function' }> => c.type === 'function',
+      const calls = uniqueIds(
+        state,
+        turn,
+        (message?.tool_calls ?? []).filter(
+          (c): c is Extract<ChatCompletionMessageToolCall, { type: 'function' }> => c.type === 'function',
+        ),
       );
       state.iterations = turn;
       if (res.usage) addUsage(state, res.usage);
@@ -302,6 +318,10 @@ export async function runAgent(state: RunState, deps: AgentLoopDeps): Promise<Ru
       fresh = true;
     }
   } catch (err) {
+    if (err instanceof RunReleased || deps.release?.aborted) {
+      log.warn('run released: another scheduler owns it now');
+      return 'released';
+    }
     log.error({ err }, 'run failed');
     return finish('failed', 'internal_error', { report: (err as Error).message });
   }
@@ -401,6 +421,20 @@ async function answerCalls(
     };
   }
   return undefined;
+}
+
+/**
+ * Tool call ids key a run's recorded results and its jobs, so they must be unique within the run. Some
+ * OpenAI-compatible servers reuse ids (`call_0` every turn, or empty ones): such an id is rewritten before
+ * it enters the history, and the model only ever sees the rewritten one.
+ */
+function uniqueIds<T extends { id: string }>(state: RunState, turn: number, calls: T[]): T[] {
+  const seen = new Set(state.steps.map((s) => s.toolCallId));
+  return calls.map((c, i) => {
+    const ok = /^[A-Za-z0-9_-]{1,64}$/.test(c.id) && !seen.has(c.id);
+    seen.add(ok ? c.id : '');
+    return ok ? c : { ...c, id: `call_t${turn}_${i}` };
+  });
 }
 
 function addUsage(

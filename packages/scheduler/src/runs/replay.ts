@@ -17,7 +17,7 @@ export interface ReplayDifference {
 export interface ReplayResult {
   runId: string;
   originalRunId: string;
-  outcome: RunOutcome | 'parked';
+  outcome: RunOutcome | 'parked' | 'released';
   recordedOutcome: RunOutcome | undefined;
   differences: ReplayDifference[];
 }

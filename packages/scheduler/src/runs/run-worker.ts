@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { constants, type Logger } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
-import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
+import type { RunState } from '../agent-loop/run-state.js';
 import type { LlmClient } from '../llm.js';
 import type { RunJobData } from './run-jobs.js';
 import type { RunStore } from './run-store.js';
@@ -45,6 +45,7 @@ export interface RunWorker {
 export function createRunWorker(options: RunWorkerOptions): RunWorker {
   const { runner, store, sessions, logger } = options;
   const active = new Map<string, AbortController>();
+  const owned = new Map<string, AbortController>();
   const subscriber = options.connection.duplicate();
   const cancelChannel = runner.keys.cancelChannel;
   void subscriber
@@ -55,7 +56,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
   const processRun = async (
     job: Job<RunJobData>,
     token?: string,
-  ): Promise<Pick<RunOutcome, 'status' | 'reason'>> => {
+  ): Promise<{ status: string; reason: string }> => {
     const data = job.data;
     const log = logger.child({ runId: data.runId });
     const loaded = await store.load(data.runId);
@@ -82,11 +83,14 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     if (state.status === 'awaiting_approval') decideOverdue(state, options.approvalTimeoutMs);
 
     const controller = new AbortController();
+    const release = new AbortController();
     if (loaded.cancelRequested) controller.abort();
     active.set(state.runId, controller);
+    owned.set(state.runId, release);
     try {
       const result = await runner.resume(state, {
         signal: controller.signal,
+        release: release.signal,
         ...(data.model && options.llmFor ? { llm: options.llmFor(data.model) } : {}),
         ...(options.onEvent ? { onEvent: options.onEvent } : {}),
         checkpoint: async (s, events) => {
@@ -94,6 +98,10 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
           if (cancelRequested) controller.abort();
         },
       });
+      if (result === 'released') {
+        store.release(state.runId);
+        return { status: 'released', reason: 'another scheduler owns the run now' };
+      }
       if (result === 'parked') {
         store.release(state.runId);
         const wakeAt = Date.now() + (options.approvalTimeoutMs ?? constants.DEFAULT_APPROVAL_TIMEOUT_MS);
@@ -111,6 +119,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       return { status: result.status, reason: result.reason };
     } finally {
       active.delete(state.runId);
+      owned.delete(state.runId);
     }
   };
 
@@ -123,6 +132,10 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     maxStalledCount: constants.RUN_MAX_STALLED_COUNT,
   });
   worker.on('error', (err) => logger.error({ err }, 'run worker error'));
+  // A lock this process could not renew may already belong to another scheduler: let go of the run.
+  worker.on('lockRenewalFailed', (jobIds: string[]) => {
+    for (const id of jobIds) owned.get(id)?.abort();
+  });
   worker.on('failed', (job, err) => {
     if (err instanceof DelayedError || err.name === 'DelayedError') return;
     logger.error({ err, runId: job?.id }, 'run job failed');
