@@ -95,6 +95,44 @@ describe('agent-reach CLI: runs, replay, approvals', () => {
     expect((await h.control.wait(runId, 10_000)).status).toBe('succeeded');
   });
 
+  it('starts a run and follows its progress to the answer', async () => {
+    h.sim.addScenario({
+      name: 'cli-follow',
+      turns: [
+        { tool_calls: [{ name: 'query_weather', arguments: { city: '成都' } }] },
+        { content: 'Chengdu: {{ last.content.forecast.0.condition }}' },
+      ],
+    });
+    const res = await cli(
+      'run',
+      'weather in Chengdu',
+      '--agent',
+      'test_agent',
+      '--model',
+      'cli-follow',
+      '--follow',
+    );
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(/^started run_/);
+    expect(res.stdout).toMatch(/ok\s+query_weather \[call_/);
+    expect(res.stdout).toMatch(/answer: Chengdu: 阴/);
+  });
+
+  it('checks the configuration: reachable tools per agent, non-zero exit on problems', async () => {
+    const good = await cli('config', 'check');
+    expect(good.code).toBe(0);
+    expect(good.stdout).toMatch(/agent weather_only: query_weather; max_iterations default/);
+    expect(good.stdout).toMatch(/needs_approval \(needs approval\)/);
+    expect(good.stdout).toMatch(/no problems found/);
+    const bad = await run('node', [BIN, 'config', 'check'], {
+      env: { ...process.env, ...testEnv(h.prefix, h.sim), TOOL_MODULES: '' },
+    }).catch((err: { code: number; stderr: string }) => err);
+    expect((bad as { code: number }).code).toBe(4);
+    expect((bad as { stderr: string }).stderr).toMatch(
+      /agent "test_agent": tools\[\d+\] "noop" is not a registered tool/,
+    );
+  });
+
   it('exits 3 for an unknown run and 2 for bad usage, with a message', async () => {
     const missing = await cli('runs', 'show', 'no-such-run');
     expect(missing.code).toBe(3);

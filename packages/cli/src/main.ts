@@ -3,12 +3,21 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { AgentReachError } from '@agent-reach/shared';
 import { renderTimeline, replayRun, type RunStatus } from '@agent-reach/scheduler';
+import { configCheck } from './config-check.js';
 import { openContext, openRunner } from './context.js';
+import { followRun } from './follow.js';
 
 const PACKAGES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Exit codes, documented in --help. */
-export const EXIT = { ok: 0, failure: 1, usage: 2, notFound: 3 } as const;
+export const EXIT = {
+  ok: 0,
+  failure: 1,
+  usage: 2,
+  notFound: 3,
+  configProblems: 4,
+  runNotSucceeded: 5,
+} as const;
 
 class UsageError extends Error {}
 
@@ -22,6 +31,7 @@ Processes
   llm-sim [--port N] [--scenarios DIR]    the OpenAI-compatible simulator
 
 Runs
+  run "<task>" --agent A [--follow] [--model M] [--session S]   start a run (and follow its progress)
   runs ls [--agent A] [--status S] [--since T] [--until T] [--limit N] [--json]
   runs show <run-id>                 the run as a readable timeline, then its outcome
   runs events <run-id>               the run's raw events, one JSON object per line
@@ -30,11 +40,16 @@ Runs
   reject <run-id> <tool-call-id> [--by NAME] [--reason TEXT]
   cancel <run-id>
 
+Configuration
+  config check                       validate the config, the tool registry and the agents file;
+                                     print each agent's reachable tools
+
 Every command reads REDIS_URL, AR_KEY_PREFIX and the rest of the environment (see the README).
 T is an ISO date or epoch milliseconds. Add --help to a command for its options.
 
 Exit codes: 0 success; 1 failure (Redis unreachable, bad configuration, a replay that failed);
-2 bad usage; 3 run or call not found.`;
+2 bad usage; 3 run or call not found; 4 config check found problems; 5 a followed run ended
+without succeeding.`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -51,6 +66,10 @@ async function main(argv: string[]): Promise<number> {
       return delegate('llm-sim/src/main.ts', rest);
     case 'runs':
       return runs(rest);
+    case 'run':
+      return startRun(rest);
+    case 'config':
+      return config(rest);
     case 'approve':
     case 'reject':
       return decide(command, rest);
@@ -220,6 +239,62 @@ async function cancel(argv: string[]): Promise<number> {
   } finally {
     await ctx.close();
   }
+}
+
+async function startRun(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      agent: { type: 'string', short: 'a' },
+      follow: { type: 'boolean', short: 'f' },
+      model: { type: 'string' },
+      session: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log('agent-reach run "<task>" --agent A [--follow] [--model M] [--session S]');
+    return EXIT.ok;
+  }
+  const input = positionals.join(' ').trim();
+  if (!input)
+    throw new UsageError(
+      'run needs a task, e.g. agent-reach run "check order ORD-123456" --agent customer_service_agent',
+    );
+  if (!values.agent) throw new UsageError('run needs --agent');
+  const ctx = await openContext(process.env);
+  try {
+    const runId = await ctx.control.start({
+      agent: values.agent,
+      input,
+      ...(values.model ? { model: values.model } : {}),
+      ...(values.session ? { sessionId: values.session } : {}),
+    });
+    console.log(`started ${runId}`);
+    if (!values.follow) return EXIT.ok;
+    const last = await followRun(ctx.control, runId, (line) => console.log(line));
+    if (last.type !== 'run_finished') return EXIT.failure;
+    if (last.outcome.answer) console.log(`\nanswer: ${last.outcome.answer}`);
+    return last.outcome.status === 'succeeded' ? EXIT.ok : EXIT.runNotSucceeded;
+  } finally {
+    await ctx.close();
+  }
+}
+
+async function config(argv: string[]): Promise<number> {
+  const [sub] = argv;
+  if (sub !== 'check') {
+    if (sub === '--help' || sub === undefined) {
+      console.log('agent-reach config check');
+      return sub ? EXIT.ok : EXIT.usage;
+    }
+    throw new UsageError(`unknown config command "${sub}"; use check`);
+  }
+  const problems = await configCheck(process.env, (line) => console.log(line));
+  for (const p of problems) console.error(`problem: ${p}`);
+  if (problems.length === 0) console.log('no problems found');
+  return problems.length ? EXIT.configProblems : EXIT.ok;
 }
 
 function notFound(what: string): number {

@@ -15,3 +15,5 @@ export {
   createGetFullResult,
 } from './tools/index.js';
 export { resolveInside } from './tools/write-markdown-file.js';
+export { loadToolModules } from './tool-modules.js';
+export type { ToolFactory } from './tool-modules.js';

@@ -1,8 +1,7 @@
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { loadConfig, type ToolDefinition } from '@agent-reach/shared';
-import { startExecutor, type ToolModuleDeps } from './executor.js';
+import { loadConfig } from '@agent-reach/shared';
+import { startExecutor } from './executor.js';
+import { loadToolModules } from './tool-modules.js';
 
 const HELP = `agent-reach executor: runs tool calls from the tool queues.
 
@@ -35,15 +34,7 @@ async function main(): Promise<void> {
   if (values.concurrency) env.EXECUTOR_CONCURRENCY = values.concurrency;
   const config = loadConfig(env);
   const modules = (values.tools ?? env.TOOL_MODULES ?? '').split(',').filter(Boolean);
-  const factories: Array<(deps: ToolModuleDeps) => ToolDefinition[]> = [];
-  for (const file of modules) {
-    const mod = (await import(pathToFileURL(path.resolve(file)).href)) as { default?: unknown };
-    const exported = mod.default;
-    if (typeof exported === 'function')
-      factories.push(exported as (deps: ToolModuleDeps) => ToolDefinition[]);
-    else if (Array.isArray(exported)) factories.push(() => exported as ToolDefinition[]);
-    else throw new Error(`${file}: default export must be ToolDefinition[] or a function returning them`);
-  }
+  const factories = await loadToolModules(modules);
   const num = (name: string) => (env[name] ? Number(env[name]) : undefined);
   const executor = await startExecutor(config, {
     extraTools: (deps) => factories.flatMap((f) => f(deps)),

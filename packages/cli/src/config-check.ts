@@ -1,0 +1,61 @@
+import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { createDemoTools, loadToolModules } from '@agent-reach/executor';
+import { AgentReachError, createKeys, loadConfig, parseAgents, ToolRegistry } from '@agent-reach/shared';
+
+/**
+ * Validates the configuration, the tool registry (built-in tools plus TOOL_MODULES) and the agents file
+ * against it, without touching Redis. Prints each agent's reachable tools; returns the problems found.
+ */
+export async function configCheck(
+  env: Record<string, string | undefined>,
+  print: (line: string) => void,
+): Promise<string[]> {
+  const problems: string[] = [];
+  let config;
+  try {
+    config = loadConfig(env);
+  } catch (err) {
+    return [(err as Error).message];
+  }
+  print(`config ok: redis ${config.redisUrl}, prefix ${config.keyPrefix}, agents file ${config.agentsFile}`);
+  // Tool factories may keep a client for later use; this one never connects.
+  const redis = new Redis(config.redisUrl, { lazyConnect: true, enableOfflineQueue: false });
+  const registry = new ToolRegistry();
+  try {
+    const modules = (env.TOOL_MODULES ?? '').split(',').filter(Boolean);
+    const factories = await loadToolModules(modules);
+    const deps = { redis, keys: createKeys(config.keyPrefix) };
+    registry.register(...createDemoTools({ ...deps, outputsDir: config.outputsDir }));
+    for (const f of factories) registry.register(...f(deps));
+    print(`tools ok: ${registry.names().length} registered (${registry.names().join(', ')})`);
+  } catch (err) {
+    problems.push((err as AgentReachError).message);
+  } finally {
+    redis.disconnect();
+  }
+  let text: string;
+  try {
+    text = readFileSync(config.agentsFile, 'utf8');
+  } catch (err) {
+    return [...problems, `${config.agentsFile}: cannot read agents file: ${(err as Error).message}`];
+  }
+  try {
+    const agents = parseAgents(text, config.agentsFile, problems.length ? undefined : registry.names());
+    for (const spec of agents.agents.values()) {
+      const tools = spec.tools.map((name) => {
+        const tool = registry.get(name);
+        return tool
+          ? `${name}${tool.requiresConfirmation ? ' (needs approval)' : ''}${tool.group !== 'default' ? ` [group ${tool.group}]` : ''}`
+          : name;
+      });
+      print(
+        `agent ${spec.name}: ${tools.join(', ') || '(no tools)'}; max_iterations ${spec.max_iterations ?? 'default'}`,
+      );
+    }
+  } catch (err) {
+    const e = err as AgentReachError;
+    problems.push(...(e.details?.length ? e.details : [e.message]));
+  }
+  return problems;
+}
