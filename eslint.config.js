@@ -2,7 +2,15 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', 'outputs/**', 'bench/results/**', 'eslint.config.js', 'packages/*/bin/*.js'] },
+  {
+    ignores: [
+      '**/node_modules/**',
+      'outputs/**',
+      'bench/results/**',
+      'eslint.config.js',
+      'packages/*/bin/*.js',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
