@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -70,6 +71,8 @@ export async function startLlmSim(opts: LlmSimOptions = {}): Promise<LlmSim> {
   const recorder = new Recorder(options.recordFile);
   const hung = new Set<Socket>();
   const closing = new AbortController();
+  // Every delayed answer listens on this one signal; hundreds may wait at once.
+  setMaxListeners(0, closing.signal);
   const createdS = Math.floor(Date.now() / 1000);
 
   // A simulator must never keep its owner waiting on close: every connection is cut, busy or idle.
