@@ -40,3 +40,10 @@ export type { SessionMemory } from './runs/sessions.js';
 export { replayRun, recordedLlm } from './runs/replay.js';
 export type { ReplayResult, ReplayDifference } from './runs/replay.js';
 export { renderTimeline } from './runs/timeline.js';
+export {
+  startQueueSampler,
+  queueSamplerLeaseKey,
+  QUEUE_JOBS_METRIC,
+  QUEUE_SAMPLER_LEADER_METRIC,
+} from './queue-sampler.js';
+export type { QueueSampler, QueueSamplerOptions } from './queue-sampler.js';

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import {
   AgentReachError,
+  constants,
   createKeys,
   createSchedulerMetrics,
   createLogger,
@@ -15,6 +16,7 @@ import { AgentRunner } from './agent-runner.js';
 import type { RunEvent } from './agent-loop/events.js';
 import type { RunState } from './agent-loop/run-state.js';
 import { createLlmClient, type LlmClient } from './llm.js';
+import { startQueueSampler } from './queue-sampler.js';
 import { recordRunMetrics } from './run-metrics.js';
 import { RunControl } from './runs/run-control.js';
 import { RunStore } from './runs/run-store.js';
@@ -113,6 +115,23 @@ export async function startScheduler(
     },
   });
   const control = new RunControl(redis, keys, store);
+  // One scheduler of the fleet (the lease holder) samples the depth of the runs queue and of every tool
+  // group's queue the catalog knows (the default group always).
+  const sampler = startQueueSampler({
+    redis,
+    keys,
+    registry: metricsRegistry,
+    queues: () => [
+      keys.runsQueue,
+      ...new Set(
+        [constants.DEFAULT_TOOL_GROUP, ...runner.catalog.names().map((n) => runner.catalog.group(n))].map(
+          (group) => keys.toolQueue(group),
+        ),
+      ),
+    ],
+    intervalMs: config.scheduler.queueSampleIntervalMs,
+    logger,
+  });
   const server = await startMetricsServer(metricsRegistry, config.scheduler.metricsPort);
   logger.info({ agents: [...agents.agents.keys()], metricsPort: server.port }, 'scheduler started');
   return {
@@ -124,6 +143,7 @@ export async function startScheduler(
     logger,
     async close() {
       clearInterval(refresh);
+      await sampler.stop();
       await worker.close(config.scheduler.shutdownGraceMs);
       await control.close();
       await runner.close();

@@ -47,6 +47,8 @@ export interface AgentReachConfig {
     readonly maxOutputTokens: number;
     readonly llmTimeoutMs: number;
     readonly llmMaxRetries: number;
+    /** How often the queue sampler leader samples queue depths, in ms. */
+    readonly queueSampleIntervalMs: number;
   };
   readonly llm: {
     readonly apiKey: string | undefined;
@@ -80,6 +82,7 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['MAX_OUTPUT_TOKENS', 'scheduler.maxOutputTokens'],
   ['LLM_TIMEOUT_MS', 'scheduler.llmTimeoutMs'],
   ['LLM_MAX_RETRIES', 'scheduler.llmMaxRetries'],
+  ['QUEUE_SAMPLE_INTERVAL_MS', 'scheduler.queueSampleIntervalMs'],
   ['OPENAI_API_KEY', 'llm.apiKey'],
   ['OPENAI_BASE_URL', 'llm.baseUrl'],
   ['OPENAI_MODEL', 'llm.model'],
@@ -146,6 +149,11 @@ const schema = {
         maxOutputTokens: { type: 'integer', minimum: 1, default: C.DEFAULT_MAX_OUTPUT_TOKENS },
         llmTimeoutMs: { type: 'integer', minimum: 1, default: C.DEFAULT_LLM_TIMEOUT_MS },
         llmMaxRetries: { type: 'integer', minimum: 0, maximum: 20, default: C.DEFAULT_LLM_MAX_RETRIES },
+        queueSampleIntervalMs: {
+          type: 'integer',
+          minimum: 100,
+          default: C.DEFAULT_QUEUE_SAMPLE_INTERVAL_MS,
+        },
       },
     },
     llm: {

@@ -79,5 +79,9 @@ export const DEFAULT_RUN_STALLED_INTERVAL_MS = 30_000;
 /** A run whose scheduler died this many times is failed instead of being picked up again. */
 export const RUN_MAX_STALLED_COUNT = 5;
 export const DEFAULT_SCHEDULER_METRICS_PORT = 9465;
+/** How often the scheduler holding the queue sampler lease samples queue depths, in ms. */
+export const DEFAULT_QUEUE_SAMPLE_INTERVAL_MS = 15_000;
+/** Samples a sampler leader may miss before its lease lapses and another scheduler takes over. */
+export const QUEUE_SAMPLER_LEASE_INTERVALS = 3;
 /** How often the dispatcher re-reads the results of calls still waiting (replies sent to a dead scheduler), in ms. */
 export const DISPATCH_RECHECK_MS = 1000;

@@ -122,6 +122,23 @@ export async function runAgent(
     emit({ type: 'guard', guard: g.guard, action: 'stop', report: g.report });
     return finish(g.status, g.guard, { report: g.report });
   };
+  /** A model call that failed after the SDK's retries (a turn or the plan) ends the run as llm_error. */
+  const llmFailed = async (err: unknown, turn: number, started: number) => {
+    if (deps.signal?.aborted) return finish('cancelled', 'cancelled', { report: 'the run was cancelled' });
+    const e = err as { message?: string; status?: number };
+    emit({
+      type: 'llm_error',
+      turn,
+      model: deps.llm.model,
+      latency_ms: Math.round(performance.now() - started),
+      message: e.message ?? String(err),
+      ...(typeof e.status === 'number' ? { status: e.status } : {}),
+    });
+    log.error({ err }, 'LLM call failed after its retries');
+    return finish('failed', 'llm_error', {
+      report: `the model could not be reached: ${e.message ?? String(err)}`,
+    });
+  };
 
   if (state.status === 'awaiting_approval') state.status = 'running';
   if (state.status === 'queued') {
@@ -143,12 +160,18 @@ export async function runAgent(
       return await finish('cancelled', 'cancelled', { report: 'the run was cancelled' });
     if (limits.planning && !state.plan.requested) {
       const tools = await offered();
-      const plan = await requestPlan(
-        deps.llm,
-        state.input,
-        tools.map((t) => t.name),
-        deps.signal,
-      );
+      const planStarted = performance.now();
+      let plan: Awaited<ReturnType<typeof requestPlan>>;
+      try {
+        plan = await requestPlan(
+          deps.llm,
+          state.input,
+          tools.map((t) => t.name),
+          deps.signal,
+        );
+      } catch (err) {
+        return await llmFailed(err, 0, planStarted);
+      }
       state.plan = {
         requested: true,
         steps: [...state.plan.steps, ...(plan.steps.length > 1 ? plan.steps : [])],
@@ -211,21 +234,7 @@ export async function runAgent(
       try {
         res = await deps.llm.complete(buildMessages(deps.agent, state, tools), toolSpecs(tools), deps.signal);
       } catch (err) {
-        if (deps.signal?.aborted)
-          return await finish('cancelled', 'cancelled', { report: 'the run was cancelled' });
-        const e = err as { message?: string; status?: number };
-        emit({
-          type: 'llm_error',
-          turn,
-          model: deps.llm.model,
-          latency_ms: Math.round(performance.now() - started),
-          message: e.message ?? String(err),
-          ...(typeof e.status === 'number' ? { status: e.status } : {}),
-        });
-        log.error({ err }, 'LLM call failed after its retries');
-        return await finish('failed', 'llm_error', {
-          report: `the model could not be reached: ${e.message ?? String(err)}`,
-        });
+        return await llmFailed(err, turn, started);
       }
       const choice = res.choices[0];
       const message = choice?.message;

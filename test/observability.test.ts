@@ -1,0 +1,479 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger, startMetricsServer } from '@agent-reach/shared';
+import { ToolCatalog } from '@agent-reach/scheduler';
+import {
+  queueSamplerLeaseKey,
+  startQueueSampler,
+  type QueueSampler,
+} from '../packages/scheduler/src/queue-sampler.js';
+import { ROOT, startExecutorWith, startSchedulerChild, type Child } from './helpers/processes.js';
+import {
+  allPanels,
+  onPath,
+  parseYaml,
+  run,
+  startPrometheus,
+  toPromQl,
+  vectorSelectors,
+  type DashboardPanel,
+  type Prometheus,
+  type PromQueryResult,
+} from './helpers/prometheus.js';
+import { waitFor } from './helpers/redis.js';
+import { startRunsHarness, testEnv } from './helpers/runs.js';
+
+const HAVE_PROMETHEUS = onPath('prometheus') && onPath('promtool');
+if (!HAVE_PROMETHEUS) {
+  console.warn(
+    'test/observability.test.ts skipped: `prometheus` and `promtool` are not on PATH ' +
+      '(Debian/Ubuntu: apt-get install -y prometheus).',
+  );
+}
+
+/** The README's "Metric catalog" section, once it has one. */
+const METRIC_CATALOG = readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+  .split(/^## /m)
+  .find((section) => section.startsWith('Metric catalog\n'));
+
+const DEPLOY_PROMETHEUS = path.join(ROOT, 'deploy/prometheus/prometheus.yml');
+const DEPLOY_ALERTS = path.join(ROOT, 'deploy/prometheus/alerts.yml');
+const DASHBOARDS = [path.join(ROOT, 'deploy/grafana/dashboards/agent-reach.json')];
+const SCHEDULER_JOB = 'agent-reach-scheduler';
+const EXECUTOR_JOB = 'agent-reach-executor';
+
+/**
+ * The processes' settings: breakers that open after 3 failures and half-open 3 s later (so the second
+ * phase sees transitions again), one LLM retry (so an LLM outage ends a run in seconds), executors that
+ * serve only the default group (so a call to the "isolated" group waits unconsumed), and a 1 s queue
+ * sample for schedulers that run the sampler.
+ */
+const PROCESS_ENV = {
+  BREAKER_FAILURE_THRESHOLD: '3',
+  BREAKER_RESET_TIMEOUT_MS: '3000',
+  LLM_MAX_RETRIES: '1',
+  EXECUTOR_GROUPS: 'default',
+  QUEUE_SAMPLE_INTERVAL_MS: '1000',
+};
+
+/**
+ * How every alert rule is proven. Each expression must evaluate (status success), and each of its vector
+ * selectors (`vectorSelectors`: every `name{…}` or `{__name__…}` outside strings, functions and grouping
+ * lists) must select series, since an alert expression returns data only while its condition holds.
+ * Beyond that, these four fire on the workload itself; AgentReachQueueSamplerLeader, AgentReachNoExecutorUp
+ * and AgentReachNoSchedulerUp are driven at the end (lease taken away, executors and schedulers stopped);
+ * AgentReachToolQueueWaitHigh and AgentReachLlmErrors (thresholds that take minutes of load) are proven
+ * by their selectors only.
+ */
+const DRIVEN_ALERTS = [
+  'AgentReachBreakerOpen',
+  'AgentReachToolErrorsHigh',
+  'AgentReachToolQueueNotConsumed',
+  'AgentReachRunsNotConverging',
+];
+
+/**
+ * prom-client's default Node.js gauges named `*_total` (active handles, requests, resources): the only
+ * `promtool check metrics` findings allowed; the platform's own metrics must be clean.
+ */
+const ALLOWED_LINT =
+  /^agent_reach_(executor|scheduler)_nodejs_active_(handles|requests|resources)_total non-counter metrics should not have "_total" suffix$/;
+
+interface AlertRule {
+  alert: string;
+  expr: string;
+}
+
+const alertRules = (): AlertRule[] =>
+  (
+    parseYaml(readFileSync(DEPLOY_ALERTS, 'utf8')) as { groups: Array<{ rules: AlertRule[] }> }
+  ).groups.flatMap((g) => g.rules);
+
+const panelQueries = () =>
+  DASHBOARDS.flatMap((file) =>
+    allPanels(JSON.parse(readFileSync(file, 'utf8')) as { panels?: DashboardPanel[] }).flatMap((p) =>
+      (p.targets ?? []).map((t) => ({
+        panel: `${path.basename(file)}: ${p.title} [${t.refId}]`,
+        expr: t.expr ?? '',
+      })),
+    ),
+  );
+
+const finite = (r: PromQueryResult) =>
+  (r.data?.result ?? []).some((s) => Number.isFinite(Number(s.value[1])));
+const describeQuery = (r: PromQueryResult) =>
+  r.status === 'success'
+    ? `${r.data?.result.length ?? 0} series: ${JSON.stringify(r.data?.result.slice(0, 3))}`
+    : `${r.errorType}: ${r.error}`;
+
+describe.skipIf(!HAVE_PROMETHEUS)(
+  'observability against a real Prometheus: scrape configs, rules, dashboards and metrics of real processes',
+  () => {
+    let h: Awaited<ReturnType<typeof startRunsHarness>>;
+    let children: Child[] = [];
+    let executors: Child[] = [];
+    let scheduler: Child;
+    let sampler: QueueSampler | undefined;
+    let samplerServer: { server: Server; port: number; close(): Promise<void> } | undefined;
+    let prometheus: Prometheus | undefined;
+    let dir: string;
+    /** /metrics ports of every process, by Prometheus job. */
+    const ports: Record<string, number[]> = { [SCHEDULER_JOB]: [], [EXECUTOR_JOB]: [] };
+
+    const scalar = async (expr: string) => {
+      const r = await prometheus!.query(expr);
+      const v = r.data?.result[0]?.value[1];
+      return v === undefined ? undefined : Number(v);
+    };
+
+    /** Starts runs of the workload: every outcome, retries, breakers, guards, an LLM outage, approvals. */
+    const startWorkload = async (phase: string, withIsolated: boolean) => {
+      const start = (model: string, i = 0) =>
+        h.control.start({ agent: 'test_agent', input: `${phase} ${model} ${i}`, model });
+      const finishing = await Promise.all([
+        ...[0, 1, 2].map((i) => start('obs-weather', i)),
+        ...[0, 1].map((i) => start('obs-flaky', i)),
+        ...[0, 1, 2, 3].map((i) => start('obs-failing', i)),
+        start('obs-loop'),
+        start('obs-llm-down'),
+        ...(withIsolated ? [start('obs-isolated')] : []),
+      ]);
+      const parked = await start('obs-approval');
+      const outcomes = await Promise.all(finishing.map((id) => h.control.wait(id, 30_000)));
+      await waitFor(
+        async () => (await h.control.get(parked))?.summary.status === 'awaiting_approval',
+        15_000,
+        `${phase}: the approval run to park`,
+      );
+      return outcomes.map((o) => o.status);
+    };
+
+    beforeAll(async () => {
+      dir = mkdtempSync(path.join(tmpdir(), 'agent-reach-prom-'));
+      h = await startRunsHarness(PROCESS_ENV, { executor: false, scheduler: false });
+      h.sim.addScenario({
+        name: 'obs-weather',
+        plan: ['weather', 'answer'],
+        turns: [
+          { tool_calls: [{ name: 'query_weather', arguments: { city: '杭州' } }] },
+          { content: 'cloudy' },
+        ],
+      });
+      h.sim.addScenario({
+        name: 'obs-flaky',
+        turns: [
+          { tool_calls: [{ name: 'flaky', arguments: { key: '{{ user }}', failures: 1 } }] },
+          { content: 'recovered after a retry' },
+        ],
+      });
+      h.sim.addScenario({
+        name: 'obs-failing',
+        turns: [{ tool_calls: [{ name: 'always_failing', arguments: {} }], repeat: true }],
+      });
+      h.sim.addScenario({
+        name: 'obs-loop',
+        turns: Array.from({ length: 12 }, (_, i) => ({
+          tool_calls: [{ name: 'counted_effect', arguments: { ms: i } }],
+        })),
+      });
+      h.sim.addScenario({
+        name: 'obs-llm-down',
+        // On the turn, not the scenario: a failed planning request ends a run as internal_error
+        // without an llm_error event (reported as a finding), which the LLM panels would not see.
+        turns: [{ content: 'never answered', fault: { type: 'server_error', status: 503, times: 20 } }],
+      });
+      h.sim.addScenario({
+        name: 'obs-approval',
+        turns: [{ tool_calls: [{ name: 'needs_approval', arguments: {} }] }, { content: 'approved' }],
+      });
+      h.sim.addScenario({
+        name: 'obs-isolated',
+        turns: [
+          { tool_calls: [{ name: 'isolated_echo', arguments: { value: 'nobody serves me' } }] },
+          { content: 'gave up waiting' },
+        ],
+      });
+
+      const env = testEnv(h.prefix, h.sim, PROCESS_ENV);
+      // Executors first, so that the scheduler's catalog knows every group from its start.
+      executors = [startExecutorWith(env), startExecutorWith(env)];
+      children.push(...executors);
+      for (const e of executors) ports[EXECUTOR_JOB]!.push(Number((await e.ready).metricsPort));
+      scheduler = startSchedulerChild(env);
+      children.push(scheduler);
+      ports[SCHEDULER_JOB]!.push(Number((await scheduler.ready).metricsPort));
+
+      // A second scheduler replica's queue sampler, in this process, contending for the same lease.
+      const catalog = await new ToolCatalog(h.redis, h.keys).refresh();
+      const registry = new Registry();
+      sampler = startQueueSampler({
+        redis: h.redis,
+        keys: h.keys,
+        registry,
+        queues: () => [
+          h.keys.runsQueue,
+          ...new Set(catalog.names().map((n) => h.keys.toolQueue(catalog.group(n)))),
+        ],
+        intervalMs: 500,
+        leaseMs: 2000,
+        logger: createLogger('test', { level: 'silent' }),
+      });
+      samplerServer = await startMetricsServer(registry, 0, '127.0.0.1');
+      ports[SCHEDULER_JOB]!.push(samplerServer.port);
+
+      // The deploy configuration's jobs and rules, with the test's processes as static targets.
+      const deploy = parseYaml(readFileSync(DEPLOY_PROMETHEUS, 'utf8')) as {
+        scrape_configs: Array<{ job_name: string }>;
+      };
+      const scrapeConfigs = deploy.scrape_configs
+        .filter((c) => ports[c.job_name] !== undefined)
+        .map((c) => ({
+          job_name: c.job_name,
+          static_configs: [{ targets: (ports[c.job_name] ?? []).map((p) => `127.0.0.1:${p}`) }],
+        }));
+      expect(scrapeConfigs.map((c) => c.job_name).sort()).toEqual([EXECUTOR_JOB, SCHEDULER_JOB]);
+      const configFile = path.join(dir, 'prometheus.yml');
+      writeFileSync(
+        configFile,
+        JSON.stringify({
+          global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
+          rule_files: [DEPLOY_ALERTS],
+          scrape_configs: scrapeConfigs,
+        }),
+      );
+      prometheus = await startPrometheus(configFile, path.join(dir, 'data'));
+      await waitFor(
+        async () => {
+          const targets = await prometheus!.api<{ data: { activeTargets: Array<{ health: string }> } }>(
+            '/api/v1/targets',
+          );
+          const active = targets.data.activeTargets;
+          return active.length === 4 && active.every((t) => t.health === 'up');
+        },
+        20_000,
+        'every target to be up',
+      );
+
+      // Two phases, the first scraped before the second starts, so counters and histograms increase
+      // between samples and every rate, ratio and quantile has a value.
+      const first = await startWorkload('first', true);
+      expect(first).toEqual(expect.arrayContaining(['succeeded', 'failed', 'not_converged']));
+      await waitFor(
+        async () => ((await scalar('sum(agent_reach_runs_total)')) ?? 0) >= first.length,
+        15_000,
+        'Prometheus to scrape the first phase',
+      );
+      const second = await startWorkload('second', false);
+      await waitFor(
+        async () => ((await scalar('sum(agent_reach_runs_total)')) ?? 0) >= first.length + second.length,
+        15_000,
+        'Prometheus to scrape the second phase',
+      );
+      await waitFor(
+        async () =>
+          ((await scalar('sum(agent_reach_queue_jobs{queue="agent-runs", state="parked"})')) ?? 0) >= 2 &&
+          ((await scalar('sum(agent_reach_queue_jobs{queue="tools-isolated", state="waiting"})')) ?? 0) >= 1,
+        15_000,
+        'queue depths of the parked runs and the unconsumed call',
+      );
+    }, 90_000);
+
+    afterAll(async () => {
+      for (const c of children) c.kill('SIGKILL');
+      await Promise.all(children.map((c) => c.exited));
+      children = [];
+      await sampler?.stop();
+      await samplerServer?.close();
+      await prometheus?.stop();
+      await h?.close();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }, 30_000);
+
+    it('passes promtool check config and check rules on the deploy files', async () => {
+      const config = await run('promtool', ['check', 'config', DEPLOY_PROMETHEUS]);
+      expect(config.code, config.stdout + config.stderr).toBe(0);
+      expect(config.stdout).toMatch(/SUCCESS: 1 rule files found/);
+      const rules = await run('promtool', ['check', 'rules', DEPLOY_ALERTS]);
+      expect(rules.code, rules.stdout + rules.stderr).toBe(0);
+      expect(rules.stdout).toContain(`SUCCESS: ${alertRules().length} rules found`);
+    });
+
+    it('serves /metrics from every process that promtool check metrics accepts', async () => {
+      const all = [...ports[SCHEDULER_JOB]!, ...ports[EXECUTOR_JOB]!];
+      expect(all).toHaveLength(4);
+      for (const port of all) {
+        const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        expect(text).toMatch(/^# HELP agent_reach_/m);
+        const checked = await run('promtool', ['check', 'metrics'], text);
+        const problems = (checked.stdout + checked.stderr)
+          .split('\n')
+          .map((l) => l.trim())
+          .filter(Boolean)
+          .filter((l) => !ALLOWED_LINT.test(l));
+        expect(problems, `port ${port}`).toEqual([]);
+        // 0 = clean, 3 = lint findings only (the allowed ones above); anything else is a parse error.
+        expect([0, 3], `port ${port}`).toContain(checked.code);
+      }
+    });
+
+    it('returns data for every query of every dashboard panel', async () => {
+      const queries = panelQueries();
+      expect(queries.length).toBeGreaterThan(20);
+      const failures: string[] = [];
+      for (const { panel, expr } of queries) {
+        const r = await prometheus!.query(toPromQl(expr));
+        if (r.status !== 'success' || !finite(r)) failures.push(`${panel}: ${expr}\n  → ${describeQuery(r)}`);
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it('evaluates every alert expression, selects existing series with each, and drives four alerts to pending', async () => {
+      const rules = alertRules();
+      const failures: string[] = [];
+      for (const rule of rules) {
+        const r = await prometheus!.query(rule.expr);
+        if (r.status !== 'success') failures.push(`${rule.alert}: ${describeQuery(r)}`);
+        // An alert's expression returns data only while it fires: each vector selector in it must
+        // select series, so the rule watches metrics that exist under the labels it names.
+        const selectors = vectorSelectors(rule.expr);
+        if (selectors.length === 0) failures.push(`${rule.alert}: no selector found in ${rule.expr}`);
+        for (const selector of selectors) {
+          const s = await prometheus!.query(selector);
+          if (s.status !== 'success' || (s.data?.result.length ?? 0) === 0)
+            failures.push(`${rule.alert}: ${selector} → ${describeQuery(s)}`);
+        }
+        if (DRIVEN_ALERTS.includes(rule.alert) && (r.data?.result.length ?? 0) === 0)
+          failures.push(`${rule.alert} should fire on this workload: ${rule.expr}`);
+      }
+      expect(failures).toEqual([]);
+      const notConsumed = await prometheus!.query(
+        rules.find((r) => r.alert === 'AgentReachToolQueueNotConsumed')!.expr,
+      );
+      expect(notConsumed.data?.result.map((s) => s.metric.queue)).toEqual(['tools-isolated']);
+    });
+
+    it('evaluates every rule without error in the rule engine, with the driven alerts pending', async () => {
+      type Rules = {
+        data: { groups: Array<{ rules: Array<{ name: string; health: string; lastError?: string }> }> };
+      };
+      type Alerts = { data: { alerts: Array<{ labels: { alertname: string }; state: string }> } };
+      const loaded = await waitFor(
+        async () => {
+          const all = (await prometheus!.api<Rules>('/api/v1/rules')).data.groups.flatMap((g) => g.rules);
+          return all.length === alertRules().length && all.every((r) => r.health !== 'unknown')
+            ? all
+            : undefined;
+        },
+        10_000,
+        'every rule to be evaluated once',
+      );
+      expect(loaded.filter((r) => r.health !== 'ok').map((r) => `${r.name}: ${r.lastError}`)).toEqual([]);
+      const active = await waitFor(
+        async () => {
+          const alerts = (await prometheus!.api<Alerts>('/api/v1/alerts')).data.alerts;
+          const names = new Set(alerts.map((a) => a.labels.alertname));
+          return DRIVEN_ALERTS.every((a) => names.has(a)) ? alerts : undefined;
+        },
+        10_000,
+        'the driven alerts to become active',
+      );
+      expect(
+        active.filter((a) => DRIVEN_ALERTS.includes(a.labels.alertname)).every((a) => a.state === 'pending'),
+      ).toBe(true);
+    });
+
+    it('counts every queue once: exactly one queue sampler leads across the scheduler targets', async () => {
+      expect(await scalar(`sum(agent_reach_queue_sampler_leader{job="${SCHEDULER_JOB}"})`)).toBe(1);
+      const counted = await prometheus!.query('count by (queue, state) (agent_reach_queue_jobs) > 1');
+      expect(counted.data?.result).toEqual([]);
+      const queues = await prometheus!.query('count by (queue) (agent_reach_queue_jobs)');
+      expect(queues.data?.result.map((s) => s.metric.queue).sort()).toEqual([
+        'agent-runs',
+        'tools-default',
+        'tools-isolated',
+      ]);
+    });
+
+    it.skipIf(METRIC_CATALOG === undefined)(
+      'lists every metric family the processes expose in the README metric catalog, with its type',
+      async () => {
+        const families = new Map<string, string>();
+        for (const port of [...ports[SCHEDULER_JOB]!, ...ports[EXECUTOR_JOB]!]) {
+          const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+          for (const m of text.matchAll(/^# TYPE (\S+) (\S+)$/gm)) families.set(m[1]!, m[2]!);
+        }
+        expect(families.size).toBeGreaterThan(40);
+        const rows = (METRIC_CATALOG ?? '').split('\n').filter((l) => l.startsWith('|'));
+        const missing = [...families].flatMap(([name, type]) => {
+          // prom-client's defaults are listed once, as `<p>name`, for both process prefixes.
+          const cell = name.replace(/^agent_reach_(executor|scheduler)_((process|nodejs)_)/, '<p>$2');
+          const row = rows.find((r) => r.includes(`\`${cell}\``));
+          if (!row) return [`${name}: no row for \`${cell}\``];
+          return row.split('|')[2]?.trim() === type
+            ? []
+            : [`${name}: type ${type}, row says ${row.split('|')[2]}`];
+        });
+        expect(missing).toEqual([]);
+      },
+    );
+
+    /** Waits until an alert's expression returns data and the rule engine holds the alert as pending. */
+    const expectRaised = async (name: string) => {
+      const rule = alertRules().find((r) => r.alert === name);
+      expect(rule, name).toBeDefined();
+      await waitFor(
+        async () => ((await prometheus!.query(rule!.expr)).data?.result.length ?? 0) > 0,
+        10_000,
+        `${name}: its expression to return data`,
+      );
+      type Alerts = { data: { alerts: Array<{ labels: Record<string, string>; state: string }> } };
+      return waitFor(
+        async () =>
+          (await prometheus!.api<Alerts>('/api/v1/alerts')).data.alerts.find(
+            (a) => a.labels.alertname === name,
+          ),
+        10_000,
+        `${name}: the rule engine to raise it`,
+      );
+    };
+    const isQuiet = async (name: string) =>
+      ((await prometheus!.query(alertRules().find((r) => r.alert === name)!.expr)).data?.result ?? [])
+        .length === 0;
+
+    it('fires AgentReachQueueSamplerLeader while no scheduler holds the sampler lease', async () => {
+      expect(await isQuiet('AgentReachQueueSamplerLeader')).toBe(true);
+      const leaseKey = queueSamplerLeaseKey(h.keys);
+      // A holder that is not a scheduler: every sampler must withdraw its values.
+      await h.redis.set(leaseKey, 'not-a-scheduler', 'PX', 60_000);
+      try {
+        const alert = await expectRaised('AgentReachQueueSamplerLeader');
+        expect(alert).toMatchObject({ state: 'pending', labels: { severity: 'warning' } });
+        expect((await prometheus!.query('agent_reach_queue_jobs')).data?.result).toEqual([]);
+      } finally {
+        await h.redis.del(leaseKey);
+      }
+    });
+
+    it('fires AgentReachNoExecutorUp once every executor is gone', async () => {
+      expect(await isQuiet('AgentReachNoExecutorUp')).toBe(true);
+      for (const e of executors) e.kill('SIGTERM');
+      await Promise.all(executors.map((e) => e.exited));
+      const alert = await expectRaised('AgentReachNoExecutorUp');
+      expect(alert).toMatchObject({ state: 'pending', labels: { job: EXECUTOR_JOB, severity: 'critical' } });
+    });
+
+    it('fires AgentReachNoSchedulerUp once every scheduler is gone', async () => {
+      expect(await isQuiet('AgentReachNoSchedulerUp')).toBe(true);
+      scheduler.kill('SIGTERM');
+      await scheduler.exited;
+      await samplerServer?.close();
+      samplerServer = undefined;
+      const alert = await expectRaised('AgentReachNoSchedulerUp');
+      expect(alert).toMatchObject({ state: 'pending', labels: { job: SCHEDULER_JOB, severity: 'critical' } });
+    });
+  },
+);
