@@ -33,7 +33,13 @@ export { RunControl } from './runs/run-control.js';
 export type { StartRunRequest, DecisionRequest } from './runs/run-control.js';
 export { createRunWorker } from './runs/run-worker.js';
 export type { RunWorker, RunWorkerOptions } from './runs/run-worker.js';
-export { createRunQueue, runJobOptions, RUN_ID_PATTERN } from './runs/run-jobs.js';
+export {
+  createRunQueue,
+  runJobOptions,
+  RUN_ID_PATTERN,
+  RESERVED_RUN_IDS,
+  isValidRunId,
+} from './runs/run-jobs.js';
 export type { RunJobData } from './runs/run-jobs.js';
 export { SessionStore } from './runs/sessions.js';
 export type { SessionMemory } from './runs/sessions.js';
@@ -47,3 +53,14 @@ export {
   QUEUE_SAMPLER_LEADER_METRIC,
 } from './queue-sampler.js';
 export type { QueueSampler, QueueSamplerOptions } from './queue-sampler.js';
+export { createApiServer, startApiServer, ApiError, API_ERROR_CODES, BOARD_PATH } from './api/index.js';
+export type {
+  ApiServer,
+  ApiServerDeps,
+  ApiServerOptions,
+  ApiKeyConfig,
+  ApiErrorCode,
+  ApiErrorBody,
+  RunView,
+  RunSummaryView,
+} from './api/index.js';

@@ -10,7 +10,9 @@ Environment: REDIS_URL, AR_KEY_PREFIX, AGENTS_FILE, OPENAI_API_KEY, OPENAI_BASE_
 SCHEDULER_CONCURRENCY, SCHEDULER_METRICS_PORT, RUN_LOCK_DURATION_MS, RUN_STALLED_INTERVAL_MS,
 APPROVAL_TIMEOUT_MS, RUN_RETENTION_S, RUN_RETENTION_COUNT, SCHEDULER_SHUTDOWN_GRACE_MS,
 COMPACTION_THRESHOLD_TOKENS, MAX_OUTPUT_TOKENS, LLM_TIMEOUT_MS, LLM_MAX_RETRIES, QUEUE_SAMPLE_INTERVAL_MS,
-LOG_LEVEL.
+LOG_LEVEL;
+the HTTP API (served when API_KEYS is set): API_KEYS, API_PORT, API_HOST, API_OPEN_HEALTH,
+API_OPEN_METRICS, API_RATE_LIMIT_PER_MINUTE, API_BODY_LIMIT_BYTES, API_TRUST_PROXY.
 Exit codes: 0 after a clean shutdown, 1 on bad configuration or a failed start.`;
 
 async function main(): Promise<void> {
@@ -40,7 +42,7 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  process.send?.({ type: 'ready', metricsPort: scheduler.metricsPort });
+  process.send?.({ type: 'ready', metricsPort: scheduler.metricsPort, apiUrl: scheduler.apiUrl });
 }
 
 main().catch((err: unknown) => {

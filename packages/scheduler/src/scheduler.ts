@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import {
   AgentReachError,
@@ -10,9 +11,11 @@ import {
   startMetricsServer,
   waitReady,
   type AgentReachConfig,
+  type AgentsFile,
   type Logger,
 } from '@agent-reach/shared';
 import { AgentRunner } from './agent-runner.js';
+import { startApiServer, type ApiServer } from './api/index.js';
 import type { RunEvent } from './agent-loop/events.js';
 import type { RunState } from './agent-loop/run-state.js';
 import { createLlmClient, type LlmClient } from './llm.js';
@@ -29,6 +32,8 @@ export interface SchedulerProcess {
   readonly control: RunControl;
   readonly worker: RunWorker;
   readonly metricsPort: number;
+  /** The HTTP API's base URL; undefined when the scheduler serves no API (no `API_KEYS`). */
+  readonly apiUrl: string | undefined;
   readonly logger: Logger;
   close(): Promise<void>;
 }
@@ -133,16 +138,26 @@ export async function startScheduler(
     logger,
   });
   const server = await startMetricsServer(metricsRegistry, config.scheduler.metricsPort);
-  logger.info({ agents: [...agents.agents.keys()], metricsPort: server.port }, 'scheduler started');
+  const api =
+    config.api.keys.length > 0
+      ? await startApi(config, { runner, agents, metricsRegistry, logger })
+      : undefined;
+  logger.info(
+    { agents: [...agents.agents.keys()], metricsPort: server.port, apiUrl: api?.server.url },
+    'scheduler started',
+  );
   return {
     runner,
     metricsRegistry,
     control,
     worker,
     metricsPort: server.port,
+    apiUrl: api?.server.url,
     logger,
     async close() {
       clearInterval(refresh);
+      // First: no new runs from HTTP, and open event streams end.
+      await api?.close();
       await sampler.stop();
       await worker.close(config.scheduler.shutdownGraceMs);
       await control.close();
@@ -150,6 +165,57 @@ export async function startScheduler(
       await server.close();
       await redis.quit().catch(() => undefined);
       logger.info('scheduler stopped');
+    },
+  };
+}
+
+/**
+ * The HTTP API of a scheduler, on a connection of its own that fails fast (a caller hears of a Redis
+ * outage at once instead of waiting on a queued command).
+ */
+async function startApi(
+  config: AgentReachConfig,
+  deps: { runner: AgentRunner; agents: AgentsFile; metricsRegistry: Registry; logger: Logger },
+): Promise<{ server: ApiServer; close(): Promise<void> }> {
+  const redis: Redis = createRedis(config.redisUrl, 'producer', {
+    connectionName: `${config.keyPrefix}-api`,
+  });
+  await waitReady(redis, config.redisUrl);
+  const keys = createKeys(config.keyPrefix);
+  const retention = {
+    retentionS: config.scheduler.runRetentionS,
+    retentionCount: config.scheduler.runRetentionCount,
+  };
+  const control = new RunControl(redis, keys, new RunStore(redis, keys, retention));
+  const a = config.api;
+  const server = await startApiServer(
+    {
+      control,
+      sessions: new SessionStore(redis, keys, config.scheduler.runRetentionS),
+      runner: deps.runner,
+      agents: deps.agents,
+      redis,
+      keys,
+      metricsRegistry: deps.metricsRegistry,
+      logger: deps.logger,
+    },
+    {
+      apiKeys: a.keys.map((k) => ({ name: k.name, key: k.key, ...(k.agents ? { agents: k.agents } : {}) })),
+      port: a.port,
+      host: a.host,
+      openHealth: a.openHealth,
+      openMetrics: a.openMetrics,
+      rateLimitPerMinute: a.rateLimitPerMinute,
+      bodyLimitBytes: a.bodyLimitBytes,
+      trustProxy: a.trustProxy,
+    },
+  );
+  return {
+    server,
+    async close() {
+      await server.close();
+      await control.close();
+      await redis.quit().catch(() => undefined);
     },
   };
 }

@@ -50,6 +50,21 @@ export interface AgentReachConfig {
     /** How often the queue sampler leader samples queue depths, in ms. */
     readonly queueSampleIntervalMs: number;
   };
+  /** The HTTP API; a scheduler serves it only when `keys` has at least one key. */
+  readonly api: {
+    readonly keys: ReadonlyArray<{
+      readonly name: string;
+      readonly key: string;
+      readonly agents?: readonly string[];
+    }>;
+    readonly port: number;
+    readonly host: string;
+    readonly openHealth: boolean;
+    readonly openMetrics: boolean;
+    readonly rateLimitPerMinute: number;
+    readonly bodyLimitBytes: number;
+    readonly trustProxy: boolean;
+  };
   readonly llm: {
     readonly apiKey: string | undefined;
     readonly baseUrl: string | undefined;
@@ -83,6 +98,14 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['LLM_TIMEOUT_MS', 'scheduler.llmTimeoutMs'],
   ['LLM_MAX_RETRIES', 'scheduler.llmMaxRetries'],
   ['QUEUE_SAMPLE_INTERVAL_MS', 'scheduler.queueSampleIntervalMs'],
+  ['API_KEYS', 'api.keys'],
+  ['API_PORT', 'api.port'],
+  ['API_HOST', 'api.host'],
+  ['API_OPEN_HEALTH', 'api.openHealth'],
+  ['API_OPEN_METRICS', 'api.openMetrics'],
+  ['API_RATE_LIMIT_PER_MINUTE', 'api.rateLimitPerMinute'],
+  ['API_BODY_LIMIT_BYTES', 'api.bodyLimitBytes'],
+  ['API_TRUST_PROXY', 'api.trustProxy'],
   ['OPENAI_API_KEY', 'llm.apiKey'],
   ['OPENAI_BASE_URL', 'llm.baseUrl'],
   ['OPENAI_MODEL', 'llm.model'],
@@ -156,6 +179,39 @@ const schema = {
         },
       },
     },
+    api: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        keys: {
+          type: 'array',
+          default: [],
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['name', 'key'],
+            properties: {
+              name: { type: 'string', pattern: '^[A-Za-z0-9_.@-]{1,64}$' },
+              key: { type: 'string', pattern: '^[A-Za-z0-9_.~+/=-]{16,256}$' },
+              agents: { type: 'array', items: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' } },
+            },
+          },
+        },
+        port: { type: 'integer', minimum: 0, maximum: 65535, default: C.DEFAULT_API_PORT },
+        host: { type: 'string', minLength: 1, default: C.DEFAULT_API_HOST },
+        openHealth: { type: 'boolean', default: true },
+        openMetrics: { type: 'boolean', default: false },
+        rateLimitPerMinute: { type: 'integer', minimum: 1, default: C.DEFAULT_API_RATE_LIMIT_PER_MINUTE },
+        bodyLimitBytes: {
+          type: 'integer',
+          minimum: 1024,
+          maximum: 100 * 1024 * 1024,
+          default: C.DEFAULT_API_BODY_LIMIT_BYTES,
+        },
+        trustProxy: { type: 'boolean', default: false },
+      },
+    },
     llm: {
       type: 'object',
       additionalProperties: false,
@@ -194,19 +250,37 @@ export function loadConfig(env: Record<string, string | undefined>): AgentReachC
             .split(',')
             .map((s) => s.trim())
             .filter(Boolean)
-        : value,
+        : path === 'api.keys'
+          ? parseApiKeys(value)
+          : value,
     );
   }
   if (!validateConfig(raw)) {
     const byPath = new Map(ENV_MAP.map(([name, path]) => [`/${path.replace('.', '/')}`, name]));
     const details = (validateConfig.errors ?? []).map((e) => {
-      const path = e.instancePath.replace(/\/\d+$/, '');
+      // An item's problem is reported under its list's variable (`/api/keys/0/key` → API_KEYS).
+      const path = e.instancePath.replace(/\/\d+(\/.*)?$/, '');
       const name = byPath.get(path) ?? path;
       return `${name} ${e.message ?? 'is invalid'}`;
     });
     throw new AgentReachError('CONFIG_INVALID', `invalid configuration: ${details.join('; ')}`, { details });
   }
   return deepFreeze(raw) as unknown as AgentReachConfig;
+}
+
+/**
+ * `API_KEYS`: comma-separated `name:key` entries, a limited key adding `:agent|agent…`, e.g.
+ * `ops:3f9c…,weather-desk:8b1e…:weather_only`. Malformed entries are kept so the schema reports them.
+ */
+function parseApiKeys(value: string): Array<{ name: string; key: string; agents?: string[] }> {
+  return value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const [name = '', key = '', agents] = entry.split(':');
+      return { name, key, ...(agents === undefined ? {} : { agents: agents.split('|').filter(Boolean) }) };
+    });
 }
 
 function setPath(target: Record<string, unknown>, path: string, value: unknown): void {

@@ -85,3 +85,10 @@ export const DEFAULT_QUEUE_SAMPLE_INTERVAL_MS = 15_000;
 export const QUEUE_SAMPLER_LEASE_INTERVALS = 3;
 /** How often the dispatcher re-reads the results of calls still waiting (replies sent to a dead scheduler), in ms. */
 export const DISPATCH_RECHECK_MS = 1000;
+
+// HTTP API (served by schedulers that have API keys)
+export const DEFAULT_API_PORT = 8080;
+export const DEFAULT_API_HOST = '0.0.0.0';
+/** Requests per minute per API key (per IP for requests without a valid key), across every API process. */
+export const DEFAULT_API_RATE_LIMIT_PER_MINUTE = 600;
+export const DEFAULT_API_BODY_LIMIT_BYTES = 1024 * 1024;

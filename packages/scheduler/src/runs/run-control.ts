@@ -3,7 +3,7 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AgentReachError, type Keys } from '@agent-reach/shared';
 import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
-import { createRunQueue, RUN_ID_PATTERN, runJobOptions, type RunJobData } from './run-jobs.js';
+import { createRunQueue, isValidRunId, RUN_ID_PATTERN, runJobOptions, type RunJobData } from './run-jobs.js';
 import { RunStore, type RunListFilter, type RunSummary, type StoredEvent } from './run-store.js';
 
 export interface StartRunRequest {
@@ -45,8 +45,12 @@ export class RunControl {
   /** Enqueues a run and returns its id. Adding the same run id twice starts it once. */
   async start(req: StartRunRequest): Promise<string> {
     const runId = req.runId ?? `run_${randomUUID()}`;
-    if (!RUN_ID_PATTERN.test(runId))
-      throw new AgentReachError('CONFIG_INVALID', `runId must match ${RUN_ID_PATTERN}`);
+    if (!isValidRunId(runId)) {
+      throw new AgentReachError(
+        'CONFIG_INVALID',
+        `runId must match ${RUN_ID_PATTERN} and not be a BullMQ key name`,
+      );
+    }
     if (typeof req.agent !== 'string' || !req.agent)
       throw new AgentReachError('CONFIG_INVALID', 'agent is required');
     if (typeof req.input !== 'string' || !req.input.trim())

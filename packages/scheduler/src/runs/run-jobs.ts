@@ -1,4 +1,4 @@
-import { Queue, type JobsOptions } from 'bullmq';
+import { Queue, QueueKeys, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { constants, type Keys } from '@agent-reach/shared';
 
@@ -20,6 +20,18 @@ export interface RunJobData {
 }
 
 export const RUN_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/**
+ * Names BullMQ gives its own keys beside the jobs of a queue (`events`, `meta`, `wait`, …): a job id
+ * equal to one would read the wrong kind of key, so no run may have one.
+ */
+export const RESERVED_RUN_IDS: ReadonlySet<string> = new Set(
+  Object.keys(new QueueKeys().getKeys('q')).filter(Boolean),
+);
+
+export function isValidRunId(runId: string): boolean {
+  return RUN_ID_PATTERN.test(runId) && !RESERVED_RUN_IDS.has(runId);
+}
 
 /** Job options of a run: BullMQ keeps finished run jobs only as long as the run's own records. */
 export function runJobOptions(

@@ -1,0 +1,257 @@
+import { AgentReachApiError } from './errors.js';
+import { parseSse } from './sse.js';
+import {
+  FINAL_STATUSES,
+  type Agent,
+  type Decision,
+  type Run,
+  type RunEventData,
+  type RunEventType,
+  type RunList,
+  type RunStatus,
+  type StreamedEvent,
+} from './types.js';
+
+export interface ClientOptions {
+  /** The API's base URL, e.g. `http://scheduler:8080`. */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <apiKey>`. */
+  apiKey: string;
+  /** A fetch implementation (default: the global one). */
+  fetch?: typeof fetch;
+}
+
+export interface CreateRunInput {
+  agent: string;
+  input: string;
+  /** An existing session whose history the run continues. */
+  sessionId?: string;
+  metadata?: Record<string, string>;
+  model?: string;
+  /** The same key (per API key, 24 h) returns the same run instead of starting another. */
+  idempotencyKey?: string;
+}
+
+export interface ListRunsFilter {
+  agent?: string;
+  status?: RunStatus;
+  /** Epoch ms bounds on creation time. */
+  since?: number;
+  until?: number;
+  limit?: number;
+  offset?: number;
+}
+
+export interface StreamOptions {
+  /** Resume after this event id (the `id` of the last event seen). */
+  lastEventId?: string;
+  signal?: AbortSignal;
+}
+
+export interface WaitOptions {
+  /** Give up after this long, in ms (a TIMEOUT error). Default 10 minutes. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Pause before reconnecting a stream that ended early, in ms. Default 500. */
+  reconnectDelayMs?: number;
+}
+
+export interface DecisionOptions {
+  reason?: string;
+  /** Who decided; default: the API key's name. */
+  by?: string;
+}
+
+export interface AgentReachClient {
+  createRun(input: CreateRunInput): Promise<Run>;
+  getRun(runId: string): Promise<Run>;
+  listRuns(filter?: ListRunsFilter): Promise<RunList>;
+  /** Follows the run's events until it ends (reconnecting as needed), then returns the final run. */
+  waitForRun(runId: string, options?: WaitOptions): Promise<Run>;
+  /** The run's events, stored then live, ending after `run_finished`. */
+  streamEvents(runId: string, options?: StreamOptions): AsyncGenerator<StreamedEvent>;
+  approve(runId: string, toolCallId: string, options?: DecisionOptions): Promise<Decision>;
+  reject(runId: string, toolCallId: string, options?: DecisionOptions): Promise<Decision>;
+  cancel(runId: string): Promise<Run>;
+  createSession(sessionId?: string): Promise<{ session_id: string }>;
+  /** Starts a run of `agent` in the session (continuing its history). */
+  sendMessage(sessionId: string, input: Omit<CreateRunInput, 'sessionId'>): Promise<Run>;
+  listAgents(): Promise<Agent[]>;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
+
+/** A typed client of the Agent-Reach HTTP API. Error answers reject with {@link AgentReachApiError}. */
+export function createClient(options: ClientOptions): AgentReachClient {
+  const base = options.baseUrl.replace(/\/+$/, '');
+  const doFetch = options.fetch ?? fetch;
+  const auth = { authorization: `Bearer ${options.apiKey}` };
+
+  const send = async (
+    method: string,
+    path: string,
+    init: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {},
+  ): Promise<Response> => {
+    try {
+      return await doFetch(`${base}${path}`, {
+        method,
+        headers: {
+          ...auth,
+          ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...init.headers,
+        },
+        ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+        ...(init.signal ? { signal: init.signal } : {}),
+      });
+    } catch (err) {
+      if (init.signal?.aborted) throw err;
+      throw new AgentReachApiError({
+        status: 0,
+        code: 'NETWORK',
+        message: `cannot reach ${base}`,
+        cause: err,
+      });
+    }
+  };
+
+  const call = async <T>(method: string, path: string, init: Parameters<typeof send>[2] = {}): Promise<T> => {
+    const res = await send(method, path, {
+      ...init,
+      headers: { accept: 'application/json', ...init.headers },
+    });
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    if (!res.ok) throw AgentReachApiError.fromResponse(res.status, body);
+    return body as T;
+  };
+
+  const run = (id: string) => `/v1/runs/${encodeURIComponent(id)}`;
+  const runBody = (i: Omit<CreateRunInput, 'sessionId' | 'idempotencyKey'>) => ({
+    agent: i.agent,
+    input: i.input,
+    ...(i.metadata ? { metadata: i.metadata } : {}),
+    ...(i.model ? { model: i.model } : {}),
+  });
+  const idem = (key: string | undefined) => (key ? { 'idempotency-key': key } : undefined);
+  const decide = (
+    runId: string,
+    toolCallId: string,
+    decision: 'approve' | 'reject',
+    o: DecisionOptions = {},
+  ) =>
+    call<Decision>('POST', `${run(runId)}/approvals`, {
+      body: {
+        tool_call_id: toolCallId,
+        decision,
+        ...(o.reason ? { reason: o.reason } : {}),
+        ...(o.by ? { by: o.by } : {}),
+      },
+    });
+
+  async function* streamEvents(runId: string, o: StreamOptions = {}): AsyncGenerator<StreamedEvent> {
+    const res = await send('GET', `${run(runId)}/events`, {
+      headers: { accept: 'text/event-stream', ...(o.lastEventId ? { 'last-event-id': o.lastEventId } : {}) },
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
+    if (!res.ok || !res.body) {
+      const text = await res.text().catch(() => '');
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      throw AgentReachApiError.fromResponse(res.status, body);
+    }
+    for await (const m of parseSse(res.body)) {
+      if (m.id === undefined) continue;
+      yield { id: m.id, type: m.event as RunEventType, data: JSON.parse(m.data) as RunEventData };
+    }
+  }
+
+  const client: AgentReachClient = {
+    createRun: (i) =>
+      call<Run>('POST', '/v1/runs', {
+        body: { ...runBody(i), ...(i.sessionId ? { session_id: i.sessionId } : {}) },
+        ...(i.idempotencyKey ? { headers: idem(i.idempotencyKey) } : {}),
+      }),
+    getRun: (id) => call<Run>('GET', run(id)),
+    listRuns: (f = {}) => {
+      const q = new URLSearchParams();
+      for (const [k, v] of Object.entries(f)) if (v !== undefined) q.set(k, String(v));
+      const qs = q.toString();
+      return call<RunList>('GET', `/v1/runs${qs ? `?${qs}` : ''}`);
+    },
+    async waitForRun(runId, o = {}) {
+      const controller = new AbortController();
+      const timeoutMs = o.timeoutMs ?? 10 * 60_000;
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        controller.abort();
+      }, timeoutMs);
+      const onAbort = () => controller.abort();
+      o.signal?.addEventListener('abort', onAbort, { once: true });
+      let last: string | undefined;
+      try {
+        for (;;) {
+          const current = await call<Run>('GET', run(runId), { signal: controller.signal });
+          if (FINAL_STATUSES.has(current.status)) return current;
+          let finished = false;
+          try {
+            for await (const e of streamEvents(runId, {
+              signal: controller.signal,
+              ...(last ? { lastEventId: last } : {}),
+            })) {
+              last = e.id;
+              if (e.type === 'run_finished') {
+                finished = true;
+                break;
+              }
+            }
+          } catch (err) {
+            // A dropped stream is resumed; an API error answer is the caller's.
+            if (controller.signal.aborted || (err instanceof AgentReachApiError && err.status !== 0))
+              throw err;
+          }
+          if (!finished) await sleep(o.reconnectDelayMs ?? 500, controller.signal);
+        }
+      } catch (err) {
+        if (timedOut)
+          throw new AgentReachApiError({
+            status: 0,
+            code: 'TIMEOUT',
+            message: `run ${runId} did not end within ${timeoutMs} ms`,
+          });
+        throw err;
+      } finally {
+        clearTimeout(timer);
+        o.signal?.removeEventListener('abort', onAbort);
+      }
+    },
+    streamEvents,
+    approve: (runId, toolCallId, o) => decide(runId, toolCallId, 'approve', o),
+    reject: (runId, toolCallId, o) => decide(runId, toolCallId, 'reject', o),
+    cancel: (runId) => call<Run>('POST', `${run(runId)}/cancel`),
+    createSession: (sessionId) =>
+      call<{ session_id: string }>('POST', '/v1/sessions', {
+        body: sessionId ? { session_id: sessionId } : {},
+      }),
+    sendMessage: (sessionId, i) =>
+      call<Run>('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/messages`, {
+        body: runBody(i),
+        ...(i.idempotencyKey ? { headers: idem(i.idempotencyKey) } : {}),
+      }),
+    listAgents: async () => (await call<{ agents: Agent[] }>('GET', '/v1/agents')).agents,
+  };
+  return client;
+}

@@ -1,0 +1,135 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AgentReachError } from '@agent-reach/shared';
+import { ApiError, sendError } from './errors.js';
+
+/** One API key the server accepts. */
+export interface ApiKeyConfig {
+  /** The secret a caller sends as `Authorization: Bearer <key>`. */
+  key: string;
+  /** When set, the key may only start, read, follow, cancel and decide runs of these agents. */
+  agents?: readonly string[];
+  /** Who the key belongs to: the default `by` of its approvals, and a log field. Default `key-<hash prefix>`. */
+  name?: string;
+}
+
+/** The caller a request was authenticated as. */
+export interface Principal {
+  /** A stable, non-secret id of the key (a hash prefix): namespaces idempotency keys and rate limits. */
+  readonly id: string;
+  readonly name: string;
+  /** The agents a limited key may use; undefined for a key that may use every agent. */
+  readonly agents: ReadonlySet<string> | undefined;
+}
+
+/** Who may call a route: anyone, any valid key (Bearer), or a key for every agent (Bearer or Basic). */
+export type RoutePolicy = 'public' | 'key' | 'admin';
+
+const digest = (secret: string) => createHash('sha256').update(secret, 'utf8').digest();
+
+/**
+ * The keys the server accepts. A presented key is hashed and compared with every known key's hash in
+ * constant time, without stopping at a match, so neither its length nor its position leaks.
+ */
+export class ApiKeyTable {
+  readonly #entries: Array<{ digest: Buffer; principal: Principal }>;
+  /** Per request, once for Bearer only and once with Basic accepted too. */
+  readonly #cache = [
+    new WeakMap<FastifyRequest, Principal | null>(),
+    new WeakMap<FastifyRequest, Principal | null>(),
+  ];
+
+  constructor(keys: readonly ApiKeyConfig[]) {
+    const seen = new Set<string>();
+    this.#entries = keys.map((k, i) => {
+      if (typeof k.key !== 'string' || k.key.length < 8)
+        throw new AgentReachError(
+          'CONFIG_INVALID',
+          `apiKeys[${i}].key must be a string of 8 or more characters`,
+        );
+      const d = digest(k.key);
+      const id = d.toString('hex').slice(0, 16);
+      if (seen.has(id)) throw new AgentReachError('CONFIG_INVALID', `apiKeys[${i}] repeats another key`);
+      seen.add(id);
+      return {
+        digest: d,
+        principal: Object.freeze({
+          id,
+          name: k.name ?? `key-${id.slice(0, 8)}`,
+          agents: k.agents ? new Set(k.agents) : undefined,
+        }),
+      };
+    });
+  }
+
+  /** The key's principal, or undefined for an unknown key. */
+  identify(secret: string): Principal | undefined {
+    const d = digest(secret);
+    let found: Principal | undefined;
+    for (const entry of this.#entries) {
+      if (timingSafeEqual(d, entry.digest)) found ??= entry.principal;
+    }
+    return found;
+  }
+
+  /** The principal of a request's credentials (Bearer; Basic too when `basic`), computed once per request. */
+  principalOf(request: FastifyRequest, basic = false): Principal | undefined {
+    const cache = this.#cache[basic ? 1 : 0] as WeakMap<FastifyRequest, Principal | null>;
+    const cached = cache.get(request);
+    if (cached !== undefined) return cached ?? undefined;
+    const secret = credentials(request.headers.authorization, basic);
+    const principal = secret === undefined ? undefined : this.identify(secret);
+    cache.set(request, principal ?? null);
+    return principal;
+  }
+}
+
+function credentials(header: string | undefined, basic: boolean): string | undefined {
+  if (!header) return undefined;
+  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (bearer) return bearer[1];
+  const b = basic ? /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header) : null;
+  if (!b?.[1]) return undefined;
+  // Basic auth for browsers (Bull Board): any user name, the API key as the password.
+  const decoded = Buffer.from(b[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? undefined : decoded.slice(colon + 1);
+}
+
+const unauthorized = () =>
+  new ApiError(401, 'UNAUTHORIZED', 'a valid API key is required (Authorization: Bearer <key>)');
+
+/** The onRequest hook that enforces a route's policy; it answers directly instead of throwing. */
+export function authHook(table: ApiKeyTable, policy: RoutePolicy) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    if (policy === 'public') return;
+    const principal = table.principalOf(request, policy === 'admin');
+    if (!principal) {
+      if (policy === 'admin')
+        reply.header('www-authenticate', 'Basic realm="agent-reach admin", charset="UTF-8"');
+      return sendError(reply, unauthorized());
+    }
+    if (policy === 'admin' && principal.agents)
+      return sendError(
+        reply,
+        new ApiError(
+          403,
+          'FORBIDDEN',
+          'this key is limited to some agents; the admin board needs a full key',
+        ),
+      );
+  };
+}
+
+/** The authenticated caller of a route that requires a key. */
+export function requirePrincipal(table: ApiKeyTable, request: FastifyRequest): Principal {
+  const principal = table.principalOf(request);
+  if (!principal) throw unauthorized();
+  return principal;
+}
+
+/** Refuses a limited key the runs of an agent outside its list. */
+export function assertAgentAllowed(principal: Principal, agent: string): void {
+  if (principal.agents && !principal.agents.has(agent))
+    throw new ApiError(403, 'FORBIDDEN', `this key may not use agent "${agent}"`);
+}

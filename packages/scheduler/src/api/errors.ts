@@ -1,0 +1,130 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { Socket } from 'node:net';
+import type { Logger } from '@agent-reach/shared';
+
+/** Every error code the HTTP API answers with. Clients branch on these, never on the message. */
+export const API_ERROR_CODES = [
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'VALIDATION_FAILED',
+  'BODY_TOO_LARGE',
+  'MALFORMED_JSON',
+  'RATE_LIMITED',
+  'CONFLICT',
+  'UNKNOWN_AGENT',
+  'INVALID_STATE',
+  'INTERNAL',
+] as const;
+export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
+
+/** The body of every error response. */
+export interface ApiErrorBody {
+  error: { code: ApiErrorCode; message: string; details?: unknown[] };
+}
+
+/** An error a route throws to answer with a status and a stable code. */
+export class ApiError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly code: ApiErrorCode,
+    message: string,
+    readonly details?: unknown[],
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+
+  toBody(): ApiErrorBody {
+    return {
+      error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) },
+    };
+  }
+}
+
+export const notFound = (what: string) => new ApiError(404, 'NOT_FOUND', `${what} not found`);
+
+/** Sends an error straight from a hook (where a thrown error would reach a plugin's own handler). */
+export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
+  return reply.code(error.statusCode).type('application/json; charset=utf-8').send(error.toBody());
+}
+
+/** Fastify's own errors mapped to the API's codes: bad input is a 4xx with a stable code, never a 500. */
+export function toApiError(error: FastifyError | ApiError | Error): ApiError {
+  if (error instanceof ApiError) return error;
+  const e = error as FastifyError;
+  if (e.validation) {
+    const details = e.validation.map((v) => ({
+      in: e.validationContext ?? 'request',
+      path: v.instancePath || '/',
+      message: v.message ?? 'is invalid',
+      ...(v.keyword === 'additionalProperties'
+        ? { property: (v.params as { additionalProperty?: string }).additionalProperty }
+        : {}),
+    }));
+    const first = details[0];
+    const message = first ? `${first.in}${first.path === '/' ? '' : first.path} ${first.message}` : e.message;
+    return new ApiError(400, 'VALIDATION_FAILED', message, details);
+  }
+  switch (e.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ApiError(400, 'MALFORMED_JSON', 'the body is not valid JSON');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError(400, 'MALFORMED_JSON', 'the body is empty but Content-Type says JSON');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError(413, 'BODY_TOO_LARGE', 'the body is larger than the server accepts');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError(415, 'VALIDATION_FAILED', 'the body must be JSON (Content-Type: application/json)');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError(400, 'VALIDATION_FAILED', 'the body does not match its Content-Length');
+    case 'FST_ERR_BAD_URL':
+      return new ApiError(400, 'VALIDATION_FAILED', 'the URL is malformed');
+    default:
+      break;
+  }
+  const status = e.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    if (status === 413)
+      return new ApiError(413, 'BODY_TOO_LARGE', 'the body is larger than the server accepts');
+    if (status === 429) return new ApiError(429, 'RATE_LIMITED', 'too many requests');
+    if (status === 404) return new ApiError(404, 'NOT_FOUND', 'not found');
+    return new ApiError(status, 'VALIDATION_FAILED', e.message || 'bad request');
+  }
+  return new ApiError(500, 'INTERNAL', 'internal error');
+}
+
+/** The root error handler: one JSON shape for every failure; unexpected ones are logged at `error`. */
+export function errorHandler(log: Logger) {
+  return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const api = toApiError(error);
+    if (api.statusCode >= 500) log.error({ err: error, route: request.routeOptions.url }, 'request failed');
+    else log.info({ code: api.code, route: request.routeOptions.url }, 'request refused');
+    return sendError(reply, api);
+  };
+}
+
+/** Errors Fastify raises before routing (a malformed URL), answered in the same shape. */
+export function frameworkErrors(error: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  void sendError(reply, toApiError(error));
+}
+
+/** Answers a request Node's HTTP parser refused (malformed HTTP) before Fastify saw it. */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+  const body = JSON.stringify(
+    new ApiError(
+      tooLarge ? 431 : 400,
+      'VALIDATION_FAILED',
+      tooLarge ? 'request headers too large' : 'malformed HTTP request',
+    ).toBody(),
+  );
+  socket.end(
+    `HTTP/1.1 ${tooLarge ? '431 Request Header Fields Too Large' : '400 Bad Request'}\r\n` +
+      `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Connection: close\r\n\r\n${body}`,
+  );
+}

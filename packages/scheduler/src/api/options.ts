@@ -1,0 +1,88 @@
+import type { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
+import type { AgentsFile, Keys, Logger } from '@agent-reach/shared';
+import type { AgentRunner } from '../agent-runner.js';
+import type { RunControl } from '../runs/run-control.js';
+import type { SessionStore } from '../runs/sessions.js';
+import type { ApiKeyConfig, ApiKeyTable } from './auth.js';
+import {
+  DEFAULT_API_BODY_LIMIT_BYTES,
+  DEFAULT_API_RATE_LIMIT_PER_MINUTE,
+  DEFAULT_IDEMPOTENCY_TTL_S,
+  DEFAULT_MAX_EVENT_STREAMS,
+  DEFAULT_SSE_HEARTBEAT_MS,
+} from './constants.js';
+import type { IdempotencyStore } from './idempotency.js';
+
+/** What the API serves from: the scheduler's run control, sessions, tool catalog, agents and Redis. */
+export interface ApiServerDeps {
+  control: RunControl;
+  sessions: SessionStore;
+  /** For the tool catalog (`/v1/agents`, Bull Board's tool queues) and the fleet's breaker states. */
+  runner: Pick<AgentRunner, 'catalog' | 'breakers'>;
+  agents: AgentsFile;
+  /** A non-blocking connection; event streams and rate limits make their own use of it (see README). */
+  redis: Redis;
+  keys: Keys;
+  /** Served at `/metrics`; without one, `/metrics` is a 404. */
+  metricsRegistry?: Registry;
+  logger: Logger;
+}
+
+/** Options of the API server; all optional but `apiKeys`. */
+export interface ApiServerOptions {
+  /** The keys accepted as `Authorization: Bearer <key>`. An empty list refuses every keyed route. */
+  apiKeys: ApiKeyConfig[];
+  /** `/healthz` and `/readyz` need no key. Default true. */
+  openHealth?: boolean;
+  /** `/metrics` needs no key. Default false. */
+  openMetrics?: boolean;
+  /** Requests per minute per API key (per IP without a valid key), shared by every API process. Default 600. */
+  rateLimitPerMinute?: number;
+  /** Largest request body, in bytes. Default 1 MiB. */
+  bodyLimitBytes?: number;
+  /** How long an `Idempotency-Key` is remembered, in seconds. Default 24 h. */
+  idempotencyTtlS?: number;
+  /** Interval of the heartbeat comments of an event stream, in ms. Default 15 000. */
+  sseHeartbeatMs?: number;
+  /** Event streams open at once in this process (each holds a Redis connection). Default 500. */
+  maxEventStreams?: number;
+  /** Serve Bull Board at `/admin/queues`. Default true. */
+  board?: boolean;
+  /** Bull Board may only look, not retry, remove or promote jobs. Default true. */
+  boardReadOnly?: boolean;
+  /** Serve `/docs` (Swagger UI). `/openapi.json` is always served. Default true. */
+  docs?: boolean;
+  /**
+   * Trust `X-Forwarded-For` from these proxies (Fastify's `trustProxy`: true, an address, a CIDR list), so
+   * that requests without a valid key are rate limited per client rather than per proxy. Default false.
+   */
+  trustProxy?: boolean | string | string[];
+}
+
+export type ResolvedApiOptions = Required<Omit<ApiServerOptions, 'apiKeys'>>;
+
+export function resolveApiOptions(o: ApiServerOptions): ResolvedApiOptions {
+  return {
+    openHealth: o.openHealth ?? true,
+    openMetrics: o.openMetrics ?? false,
+    rateLimitPerMinute: o.rateLimitPerMinute ?? DEFAULT_API_RATE_LIMIT_PER_MINUTE,
+    bodyLimitBytes: o.bodyLimitBytes ?? DEFAULT_API_BODY_LIMIT_BYTES,
+    idempotencyTtlS: o.idempotencyTtlS ?? DEFAULT_IDEMPOTENCY_TTL_S,
+    sseHeartbeatMs: o.sseHeartbeatMs ?? DEFAULT_SSE_HEARTBEAT_MS,
+    maxEventStreams: o.maxEventStreams ?? DEFAULT_MAX_EVENT_STREAMS,
+    board: o.board ?? true,
+    boardReadOnly: o.boardReadOnly ?? true,
+    docs: o.docs ?? true,
+    trustProxy: o.trustProxy ?? false,
+  };
+}
+
+/** Everything a route module needs. */
+export interface ApiContext {
+  readonly deps: ApiServerDeps;
+  readonly options: ResolvedApiOptions;
+  readonly auth: ApiKeyTable;
+  readonly idempotency: IdempotencyStore;
+  readonly log: Logger;
+}

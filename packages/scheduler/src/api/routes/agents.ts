@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify';
+import { isOpen, type BreakerSnapshot } from '@agent-reach/shared';
+import { requirePrincipal } from '../auth.js';
+import type { ApiContext } from '../options.js';
+import { AgentList, responses } from '../schemas.js';
+
+/** `GET /v1/agents`: the agents a key may use, each tool they reach, and each tool's breaker state. */
+export function agentRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  app.get(
+    '/v1/agents',
+    {
+      schema: {
+        tags: ['agents'],
+        summary: 'Agents with their reachable tools (from the fleet catalog) and breaker states',
+        response: responses({ 200: AgentList }),
+      },
+    },
+    async (request) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      const { runner, agents } = ctx.deps;
+      const [, snapshots] = await Promise.all([runner.catalog.refresh(), runner.breakers.all()]);
+      const breakers = new Map<string, BreakerSnapshot>(snapshots.map((b) => [b.tool, b]));
+      const now = Date.now();
+      return {
+        agents: [...agents.agents.values()]
+          .filter((a) => !principal.agents || principal.agents.has(a.name))
+          .map((a) => ({
+            name: a.name,
+            ...(a.description ? { description: a.description } : {}),
+            ...(a.max_iterations ? { max_iterations: a.max_iterations } : {}),
+            ...(a.allowed_topic ? { allowed_topic: [...a.allowed_topic] } : {}),
+            tools: a.tools.map((name) => {
+              const entry = runner.catalog.get(name);
+              const b = breakers.get(name);
+              return {
+                name,
+                registered: entry !== undefined,
+                ...(entry
+                  ? {
+                      description: entry.description,
+                      group: entry.group,
+                      requires_confirmation: entry.requiresConfirmation,
+                    }
+                  : {}),
+                breaker: {
+                  state: b?.state ?? 'closed',
+                  ...(b?.state === 'open' && b.openUntil !== undefined ? { open_until: b.openUntil } : {}),
+                  hidden: isOpen(b, now),
+                },
+              };
+            }),
+          })),
+      };
+    },
+  );
+}

@@ -1,0 +1,92 @@
+import type { FastifyInstance } from 'fastify';
+import { notFound } from '../errors.js';
+import type { ApiContext } from '../options.js';
+import { READYZ_REDIS_TIMEOUT_MS } from '../constants.js';
+import { Health, Ready, responses } from '../schemas.js';
+
+function within<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * `/healthz` (the process answers), `/readyz` (Redis answers, and evicts nothing) and `/metrics`.
+ *
+ * Readiness: Redis down is a 503. An eviction policy other than `noeviction` — under which Redis may
+ * silently drop queued jobs and run records — is still a 200, with a `warning` field and a `warn` log
+ * (once per policy seen): the API works, and failing readiness would take every scheduler out of service
+ * for a setting only an operator can change. `unknown` means CONFIG GET was refused (managed Redis).
+ */
+export function healthRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { redis, metricsRegistry } = ctx.deps;
+  const warned = new Set<string>();
+
+  app.get(
+    '/healthz',
+    { schema: { tags: ['health'], summary: 'The process is up', response: responses({ 200: Health }) } },
+    async () => ({ status: 'ok' }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['health'],
+        summary: 'Redis answers (503 if not); warns unless maxmemory-policy is noeviction',
+        response: responses({ 200: Ready, 503: Ready }),
+      },
+    },
+    async (_request, reply) => {
+      try {
+        await within(redis.ping(), READYZ_REDIS_TIMEOUT_MS);
+      } catch (err) {
+        ctx.log.warn({ err }, 'readiness: Redis does not answer');
+        return reply.code(503).send({ status: 'not_ready', redis: 'down', maxmemory_policy: 'unknown' });
+      }
+      let policy = 'unknown';
+      try {
+        const answer = (await within(
+          redis.config('GET', 'maxmemory-policy'),
+          READYZ_REDIS_TIMEOUT_MS,
+        )) as unknown;
+        if (Array.isArray(answer) && typeof answer[1] === 'string') policy = answer[1];
+      } catch {
+        // CONFIG is often disabled on managed Redis: say so rather than guess.
+      }
+      const warning =
+        policy === 'noeviction'
+          ? undefined
+          : policy === 'unknown'
+            ? 'cannot read maxmemory-policy (CONFIG GET refused): make sure it is noeviction, or Redis may evict queued jobs'
+            : `Redis maxmemory-policy is ${policy}, not noeviction: under memory pressure Redis will evict queued jobs and run records`;
+      if (warning && !warned.has(policy)) {
+        warned.add(policy);
+        ctx.log.warn({ maxmemoryPolicy: policy }, 'Redis eviction policy is not noeviction');
+      }
+      return { status: 'ready', redis: 'ok', maxmemory_policy: policy, ...(warning ? { warning } : {}) };
+    },
+  );
+
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        tags: ['health'],
+        summary: 'Prometheus metrics of this process',
+        response: responses({
+          200: {
+            description: 'Prometheus text format',
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          },
+        }),
+      },
+    },
+    async (_request, reply) => {
+      if (!metricsRegistry) throw notFound('metrics');
+      return reply.type(metricsRegistry.contentType).send(await metricsRegistry.metrics());
+    },
+  );
+}

@@ -1,0 +1,171 @@
+import type { FastifyInstance } from 'fastify';
+import { AgentReachError } from '@agent-reach/shared';
+import type { RunStatus } from '../../agent-loop/run-state.js';
+import type { RunSummary } from '../../runs/run-store.js';
+import { assertAgentAllowed, requirePrincipal } from '../auth.js';
+import { ApiError } from '../errors.js';
+import type { ApiContext } from '../options.js';
+import { isFinal, runForCaller, summaryView } from '../run-view.js';
+import {
+  CreateRunBody,
+  CreateRunHeaders,
+  DecisionBody,
+  DecisionView,
+  ListRunsQuery,
+  RunList,
+  RunParams,
+  RunView,
+  responses,
+} from '../schemas.js';
+import { startRun } from '../start-run.js';
+
+type Params = { id: string };
+
+/** `/v1/runs`: create (idempotent), list, get, cancel, and decide approvals. */
+export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const { control } = ctx.deps;
+
+  app.post<{ Body: CreateRunBody; Headers: { 'idempotency-key'?: string } }>(
+    '/v1/runs',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Start a run (201); with an Idempotency-Key already used, the same run (200)',
+        headers: CreateRunHeaders,
+        body: CreateRunBody,
+        response: responses({ 200: RunView, 201: RunView }),
+      },
+    },
+    async (request, reply) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      const { run, created } = await startRun(
+        ctx,
+        principal,
+        request.body,
+        request.headers['idempotency-key'],
+      );
+      return reply.code(created ? 201 : 200).send(run);
+    },
+  );
+
+  app.get<{ Querystring: ListRunsQuery }>(
+    '/v1/runs',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'List runs, newest first',
+        querystring: ListRunsQuery,
+        response: responses({ 200: RunList }),
+      },
+    },
+    async (request) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      const { agent, status, since, until, limit, offset } = request.query;
+      if (agent) assertAgentAllowed(principal, agent);
+      const filter = {
+        ...(status ? { status: status as RunStatus } : {}),
+        ...(since !== undefined ? { since } : {}),
+        ...(until !== undefined ? { until } : {}),
+      };
+      let page: RunSummary[];
+      if (agent || !principal.agents) {
+        // One more than asked, to know whether there is a next page.
+        page = await control.list({ ...filter, ...(agent ? { agent } : {}), limit: limit + 1, offset });
+      } else {
+        // A limited key sees the runs of its agents: the union of each agent's first pages, merged.
+        const lists = await Promise.all(
+          [...principal.agents].map((a) => control.list({ ...filter, agent: a, limit: offset + limit + 1 })),
+        );
+        page = lists
+          .flat()
+          .sort((x, y) => y.createdAt - x.createdAt || (x.runId < y.runId ? 1 : -1))
+          .slice(offset, offset + limit + 1);
+      }
+      return {
+        runs: page.slice(0, limit).map(summaryView),
+        ...(page.length > limit ? { next_offset: offset + limit } : {}),
+      };
+    },
+  );
+
+  app.get<{ Params: Params }>(
+    '/v1/runs/:id',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'A run: status, outcome (reason, answer, report), usage, steps, pending approvals',
+        params: RunParams,
+        response: responses({ 200: RunView }),
+      },
+    },
+    async (request) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      return (await runForCaller(control, request.params.id, principal)).view;
+    },
+  );
+
+  app.post<{ Params: Params }>(
+    '/v1/runs/:id/cancel',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Cancel a queued, running or parked run (202); 409 INVALID_STATE once it ended',
+        params: RunParams,
+        response: responses({ 202: RunView }),
+      },
+    },
+    async (request, reply) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      const { view } = await runForCaller(control, request.params.id, principal);
+      if (isFinal(view.status))
+        throw new ApiError(409, 'INVALID_STATE', `run ${view.run_id} already ended (${view.status})`);
+      await control.cancel(view.run_id);
+      ctx.log.info({ runId: view.run_id, key: principal.name }, 'run cancellation requested');
+      return reply.code(202).send({ ...view, cancel_requested: true });
+    },
+  );
+
+  app.post<{ Params: Params; Body: DecisionBody }>(
+    '/v1/runs/:id/approvals',
+    {
+      schema: {
+        tags: ['runs'],
+        summary: 'Approve or reject a call the run waits for',
+        params: RunParams,
+        body: DecisionBody,
+        response: responses({ 200: DecisionView }),
+      },
+    },
+    async (request) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      const { view, state } = await runForCaller(control, request.params.id, principal);
+      const { tool_call_id: toolCallId, reason } = request.body;
+      if (isFinal(view.status))
+        throw new ApiError(409, 'INVALID_STATE', `run ${view.run_id} already ended (${view.status})`);
+      const pending = state?.approvals[toolCallId];
+      if (!pending)
+        throw new ApiError(404, 'NOT_FOUND', `run ${view.run_id} has no approval request for ${toolCallId}`);
+      if (pending.decision)
+        throw new ApiError(409, 'INVALID_STATE', `call ${toolCallId} was already ${pending.decision}`);
+      const decision = request.body.decision === 'approve' ? 'approved' : 'rejected';
+      const by = request.body.by ?? principal.name;
+      try {
+        await control.decide({ runId: view.run_id, toolCallId, decision, by, ...(reason ? { reason } : {}) });
+      } catch (err) {
+        // Another request decided first (the check above raced it).
+        if (err instanceof AgentReachError && err.code === 'CONFIG_INVALID')
+          throw new ApiError(409, 'INVALID_STATE', err.message);
+        throw err;
+      }
+      ctx.log.info({ runId: view.run_id, toolCallId, decision, key: principal.name }, 'approval decided');
+      return {
+        run_id: view.run_id,
+        tool_call_id: toolCallId,
+        tool: pending.tool,
+        decision,
+        by,
+        ...(reason ? { reason } : {}),
+      };
+    },
+  );
+}

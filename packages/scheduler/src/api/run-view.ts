@@ -1,0 +1,135 @@
+import type { RunState } from '../agent-loop/run-state.js';
+import { RESERVED_RUN_IDS as BULLMQ_KEY_NAMES, type RunJobData } from '../runs/run-jobs.js';
+import type { RunControl } from '../runs/run-control.js';
+import type { RunSummary } from '../runs/run-store.js';
+import { assertAgentAllowed, type Principal } from './auth.js';
+import { notFound } from './errors.js';
+import type { RunSummaryView, RunView } from './schemas.js';
+
+const FINAL = new Set(['succeeded', 'not_converged', 'failed', 'cancelled']);
+export const isFinal = (status: string) => FINAL.has(status);
+
+const num = (n: number | undefined) => (typeof n === 'number' && Number.isFinite(n) ? n : 0);
+
+/** A run's listing fields on the wire. */
+export function summaryView(s: RunSummary): RunSummaryView {
+  return {
+    run_id: s.runId,
+    agent: s.agent,
+    status: s.status,
+    ...(s.traceId ? { trace_id: s.traceId } : {}),
+    ...(s.sessionId ? { session_id: s.sessionId } : {}),
+    created_at: num(s.createdAt),
+    updated_at: num(s.updatedAt),
+    iterations: num(s.iterations),
+    cancel_requested: s.cancelRequested === true,
+    ...(s.reason ? { reason: s.reason } : {}),
+  };
+}
+
+function stateView(state: RunState, summary: RunSummary | undefined): RunView {
+  const outcome = state.outcome;
+  return {
+    ...summaryView(
+      summary && summary.agent
+        ? summary
+        : {
+            runId: state.runId,
+            traceId: state.traceId,
+            agent: state.agent,
+            status: state.status,
+            createdAt: state.createdAt,
+            updatedAt: 0,
+            iterations: state.iterations,
+            cancelRequested: summary?.cancelRequested === true,
+          },
+    ),
+    // The state is the newer record when the listing lags a step behind.
+    status: state.status,
+    input: state.input,
+    ...(state.sessionId ? { session_id: state.sessionId } : {}),
+    ...(state.metadata ? { metadata: state.metadata } : {}),
+    ...(outcome ? { reason: outcome.reason } : {}),
+    ...(outcome?.answer !== undefined ? { answer: outcome.answer } : {}),
+    ...(outcome?.report !== undefined ? { report: outcome.report } : {}),
+    usage: { ...state.usage },
+    steps: state.steps.map((s) => ({
+      turn: s.turn,
+      tool_call_id: s.toolCallId,
+      tool: s.tool,
+      arguments: s.arguments,
+      ok: s.ok,
+      ...(s.errorKind ? { error_kind: s.errorKind } : {}),
+      duration_ms: s.durationMs,
+      attempts: s.attempts,
+      ...(s.truncated ? { truncated: true } : {}),
+    })),
+    pending_approvals: Object.values(state.approvals)
+      .filter((a) => !a.decision)
+      .map((a) => ({
+        tool_call_id: a.toolCallId,
+        tool: a.tool,
+        arguments: a.arguments,
+        requested_at: a.requestedAt,
+      })),
+  };
+}
+
+/** A run that is still a job only: no scheduler has checkpointed it yet. */
+export function queuedView(data: RunJobData, cancelRequested = false): RunView {
+  return {
+    run_id: data.runId,
+    agent: data.agent,
+    status: 'queued',
+    ...(data.traceId ? { trace_id: data.traceId } : {}),
+    ...(data.sessionId ? { session_id: data.sessionId } : {}),
+    created_at: 0,
+    updated_at: 0,
+    iterations: 0,
+    cancel_requested: cancelRequested,
+    input: data.input,
+    ...(data.metadata ? { metadata: data.metadata } : {}),
+    usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+    steps: [],
+    pending_approvals: [],
+  };
+}
+
+/** A run as the API shows it (its checkpoint, else its queued job) with its state when it has one. */
+export interface LoadedRun {
+  view: RunView;
+  state: RunState | undefined;
+}
+
+/** Loads a run; undefined when neither a checkpoint, a listing nor a job exists. */
+export async function loadRun(control: RunControl, runId: string): Promise<LoadedRun | undefined> {
+  if (BULLMQ_KEY_NAMES.has(runId)) return undefined;
+  const got = await control.get(runId);
+  if (got?.state) return { view: stateView(got.state, got.summary), state: got.state };
+  const job = await control.queue.getJob(runId);
+  if (job?.data?.agent)
+    return { view: queuedView(job.data, got?.summary.cancelRequested === true), state: undefined };
+  // A listing without state or job: the job was removed but the record kept (or the reverse).
+  if (got?.summary.agent) {
+    const view: RunView = {
+      ...summaryView(got.summary),
+      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+      steps: [],
+      pending_approvals: [],
+    };
+    return { view, state: undefined };
+  }
+  return undefined;
+}
+
+/** Loads a run the caller may see: 404 when unknown, 403 when the key may not use its agent. */
+export async function runForCaller(
+  control: RunControl,
+  runId: string,
+  principal: Principal,
+): Promise<LoadedRun> {
+  const run = await loadRun(control, runId);
+  if (!run) throw notFound(`run ${runId}`);
+  assertAgentAllowed(principal, run.view.agent);
+  return run;
+}

@@ -1,0 +1,226 @@
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { API_ERROR_CODES } from './errors.js';
+import {
+  DEFAULT_LIST_LIMIT,
+  MAX_IDEMPOTENCY_KEY_CHARS,
+  MAX_INPUT_CHARS,
+  MAX_LIST_LIMIT,
+  MAX_LIST_OFFSET,
+  MAX_METADATA_ENTRIES,
+  MAX_METADATA_VALUE_CHARS,
+} from './constants.js';
+
+/** JSON Schemas of every request part and response; validation, serialization and the OpenAPI document. */
+
+const ID_PATTERN = '^[A-Za-z0-9_.-]{1,128}$';
+const AGENT_PATTERN = '^[a-zA-Z0-9_-]{1,64}$';
+export const STREAM_ID_PATTERN = /^\d{1,20}-\d{1,20}$/;
+const RUN_STATUSES = [
+  'queued',
+  'running',
+  'awaiting_approval',
+  'succeeded',
+  'not_converged',
+  'failed',
+  'cancelled',
+] as const;
+
+const Id = (description: string) => Type.String({ pattern: ID_PATTERN, description });
+const AgentName = Type.String({ pattern: AGENT_PATTERN, description: 'an agent of the agents file' });
+const Input = Type.String({
+  minLength: 1,
+  maxLength: MAX_INPUT_CHARS,
+  pattern: '\\S',
+  description: 'the task, as the user would say it',
+});
+const Model = Type.String({ minLength: 1, maxLength: 200, description: 'model instead of the default' });
+const Metadata = Type.Unsafe<Record<string, string>>({
+  type: 'object',
+  additionalProperties: { type: 'string', maxLength: MAX_METADATA_VALUE_CHARS },
+  maxProperties: MAX_METADATA_ENTRIES,
+  description: 'caller labels kept with the run (string values)',
+});
+const Millis = (description: string) => Type.Number({ description });
+
+export const ErrorResponse = Type.Object(
+  {
+    error: Type.Object({
+      code: Type.String({ enum: [...API_ERROR_CODES] }),
+      message: Type.String(),
+      details: Type.Optional(Type.Array(Type.Unknown())),
+    }),
+  },
+  { description: 'every error: a stable code, a message, sometimes details' },
+);
+
+/** A route's responses plus the error shape for every 4xx and 5xx. */
+export const responses = (ok: Record<number, TSchema | Record<string, unknown>>) => ({
+  ...ok,
+  '4xx': ErrorResponse,
+  '5xx': ErrorResponse,
+});
+
+export const RunParams = Type.Object({ id: Id('run id') }, { additionalProperties: false });
+export const SessionParams = Type.Object({ id: Id('session id') }, { additionalProperties: false });
+
+export const CreateRunBody = Type.Object(
+  {
+    agent: AgentName,
+    input: Input,
+    session_id: Type.Optional(Id('an existing session whose history the run continues')),
+    metadata: Type.Optional(Metadata),
+    model: Type.Optional(Model),
+  },
+  { additionalProperties: false },
+);
+export type CreateRunBody = Static<typeof CreateRunBody>;
+
+export const CreateRunHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: MAX_IDEMPOTENCY_KEY_CHARS,
+      pattern: '^[\\x21-\\x7e]+$',
+      description: 'the same key (per API key, 24 h) returns the same run; with another body, 409',
+    }),
+  ),
+});
+
+export const MessageBody = Type.Object(
+  { agent: AgentName, input: Input, metadata: Type.Optional(Metadata), model: Type.Optional(Model) },
+  { additionalProperties: false },
+);
+export type MessageBody = Static<typeof MessageBody>;
+
+export const ListRunsQuery = Type.Object(
+  {
+    agent: Type.Optional(AgentName),
+    status: Type.Optional(Type.String({ enum: [...RUN_STATUSES] })),
+    since: Type.Optional(Type.Integer({ minimum: 0, description: 'created at or after (epoch ms)' })),
+    until: Type.Optional(Type.Integer({ minimum: 0, description: 'created at or before (epoch ms)' })),
+    limit: Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: DEFAULT_LIST_LIMIT }),
+    offset: Type.Integer({ minimum: 0, maximum: MAX_LIST_OFFSET, default: 0 }),
+  },
+  { additionalProperties: false },
+);
+export type ListRunsQuery = Static<typeof ListRunsQuery>;
+
+export const EventsHeaders = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({ pattern: STREAM_ID_PATTERN.source, description: 'resume after this event id' }),
+  ),
+});
+
+export const DecisionBody = Type.Object(
+  {
+    tool_call_id: Type.String({ minLength: 1, maxLength: 200 }),
+    decision: Type.String({ enum: ['approve', 'reject'] }),
+    reason: Type.Optional(Type.String({ maxLength: 2000 })),
+    by: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "default: the key's name" })),
+  },
+  { additionalProperties: false },
+);
+export type DecisionBody = Static<typeof DecisionBody>;
+
+export const CreateSessionBody = Type.Object(
+  { session_id: Type.Optional(Id('a client-chosen id; default: generated')) },
+  { additionalProperties: false },
+);
+
+const Usage = Type.Object({
+  prompt_tokens: Type.Number(),
+  completion_tokens: Type.Number(),
+  total_tokens: Type.Number(),
+});
+const Step = Type.Object({
+  turn: Type.Number(),
+  tool_call_id: Type.String(),
+  tool: Type.String(),
+  arguments: Type.String(),
+  ok: Type.Boolean(),
+  error_kind: Type.Optional(Type.String()),
+  duration_ms: Type.Number(),
+  attempts: Type.Number(),
+  truncated: Type.Optional(Type.Boolean()),
+});
+const PendingApproval = Type.Object({
+  tool_call_id: Type.String(),
+  tool: Type.String(),
+  arguments: Type.String(),
+  requested_at: Millis('epoch ms'),
+});
+
+const summaryFields = {
+  run_id: Type.String(),
+  agent: Type.String(),
+  status: Type.String({ enum: [...RUN_STATUSES] }),
+  trace_id: Type.Optional(Type.String()),
+  session_id: Type.Optional(Type.String()),
+  created_at: Millis('epoch ms; 0 while queued'),
+  updated_at: Millis('epoch ms of the last checkpoint; 0 while queued'),
+  iterations: Type.Number(),
+  cancel_requested: Type.Boolean(),
+  reason: Type.Optional(Type.String({ description: 'why the run ended, once it has' })),
+};
+export const RunSummaryView = Type.Object(summaryFields);
+export const RunView = Type.Object({
+  ...summaryFields,
+  input: Type.Optional(Type.String()),
+  metadata: Type.Optional(Metadata),
+  answer: Type.Optional(Type.String()),
+  report: Type.Optional(Type.String()),
+  usage: Usage,
+  steps: Type.Array(Step),
+  pending_approvals: Type.Array(PendingApproval),
+});
+export type RunView = Static<typeof RunView>;
+export type RunSummaryView = Static<typeof RunSummaryView>;
+
+export const RunList = Type.Object({
+  runs: Type.Array(RunSummaryView),
+  next_offset: Type.Optional(Type.Integer({ description: 'offset of the next page; absent on the last' })),
+});
+
+export const DecisionView = Type.Object({
+  run_id: Type.String(),
+  tool_call_id: Type.String(),
+  tool: Type.String(),
+  decision: Type.String({ enum: ['approved', 'rejected'] }),
+  by: Type.String(),
+  reason: Type.Optional(Type.String()),
+});
+
+export const SessionView = Type.Object({ session_id: Type.String() });
+
+const Breaker = Type.Object({
+  state: Type.String({ enum: ['closed', 'half_open', 'open'] }),
+  open_until: Type.Optional(Millis('epoch ms when an open breaker lets a probe through')),
+  hidden: Type.Boolean({ description: 'hidden from the model while open' }),
+});
+const AgentTool = Type.Object({
+  name: Type.String(),
+  registered: Type.Boolean({ description: 'an executor serves it' }),
+  description: Type.Optional(Type.String()),
+  group: Type.Optional(Type.String()),
+  requires_confirmation: Type.Optional(Type.Boolean()),
+  breaker: Breaker,
+});
+export const AgentList = Type.Object({
+  agents: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      description: Type.Optional(Type.String()),
+      max_iterations: Type.Optional(Type.Integer()),
+      allowed_topic: Type.Optional(Type.Array(Type.String())),
+      tools: Type.Array(AgentTool),
+    }),
+  ),
+});
+
+export const Health = Type.Object({ status: Type.String() });
+export const Ready = Type.Object({
+  status: Type.String({ enum: ['ready', 'not_ready'] }),
+  redis: Type.String({ enum: ['ok', 'down'] }),
+  maxmemory_policy: Type.String({ description: "Redis's eviction policy; `unknown` when CONFIG is refused" }),
+  warning: Type.Optional(Type.String()),
+});

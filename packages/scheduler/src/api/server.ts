@@ -1,0 +1,165 @@
+import type { AddressInfo } from 'node:net';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { ApiKeyTable, authHook, type RoutePolicy } from './auth.js';
+import { BOARD_PATH, registerBoard } from './bull-board.js';
+import { ApiError, clientErrorHandler, errorHandler, frameworkErrors, sendError } from './errors.js';
+import { IdempotencyStore } from './idempotency.js';
+import {
+  resolveApiOptions,
+  type ApiContext,
+  type ApiServerDeps,
+  type ApiServerOptions,
+  type ResolvedApiOptions,
+} from './options.js';
+import { agentRoutes } from './routes/agents.js';
+import { eventRoutes } from './routes/events.js';
+import { healthRoutes } from './routes/health.js';
+import { runRoutes } from './routes/runs.js';
+import { sessionRoutes } from './routes/sessions.js';
+import { createValidatorCompiler } from './validation.js';
+import { DEFAULT_API_HOST, DEFAULT_API_PORT } from './constants.js';
+
+/** Who may call a route, by its URL. */
+function policyFor(url: string, o: ResolvedApiOptions): RoutePolicy {
+  if (url === '/healthz' || url === '/readyz') return o.openHealth ? 'public' : 'key';
+  if (url === '/metrics') return o.openMetrics ? 'public' : 'key';
+  if (url === '/openapi.json' || url === '/docs' || url.startsWith('/docs/')) return 'public';
+  if (url === BOARD_PATH || url.startsWith(`${BOARD_PATH}/`)) return 'admin';
+  return 'key';
+}
+
+/**
+ * The HTTP API as a Fastify instance, routes registered, not listening. Every route is authenticated
+ * (but those `policyFor` opens), rate limited per key, validated against its JSON Schemas and answers
+ * errors as `{ error: { code, message, details? } }`.
+ */
+export async function createApiServer(
+  deps: ApiServerDeps,
+  options: ApiServerOptions,
+): Promise<FastifyInstance> {
+  const opts = resolveApiOptions(options);
+  const auth = new ApiKeyTable(options.apiKeys);
+  const log = deps.logger.child({ component: 'api' });
+  const ctx: ApiContext = {
+    deps,
+    options: opts,
+    auth,
+    log,
+    idempotency: new IdempotencyStore(deps.redis, deps.keys, opts.idempotencyTtlS),
+  };
+  const app = Fastify({
+    // A pino Logger is a FastifyBaseLogger; typing it as one keeps FastifyInstance's default generics.
+    loggerInstance: log as FastifyBaseLogger,
+    // Request lines at debug (onResponse below), not Fastify's two info lines per request.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: opts.bodyLimitBytes,
+    trustProxy: opts.trustProxy,
+    routerOptions: { maxParamLength: 256 },
+    frameworkErrors,
+    clientErrorHandler,
+  });
+  app.setValidatorCompiler(createValidatorCompiler());
+  app.setErrorHandler(errorHandler(log));
+  app.addHook('onResponse', async (request, reply) => {
+    log.debug(
+      {
+        method: request.method,
+        route: request.routeOptions.url,
+        statusCode: reply.statusCode,
+        ms: reply.elapsedTime,
+      },
+      'request',
+    );
+  });
+
+  await app.register(rateLimit, {
+    global: true,
+    max: opts.rateLimitPerMinute,
+    timeWindow: 60_000,
+    redis: deps.redis,
+    nameSpace: `${deps.keys.prefix}:ratelimit:`,
+    // A Redis hiccup must not turn every request into an error; the route itself will report it.
+    skipOnError: true,
+    keyGenerator: (request) => {
+      const principal = auth.principalOf(request, request.url.startsWith(BOARD_PATH));
+      return principal ? `key:${principal.id}` : `ip:${request.ip}`;
+    },
+    errorResponseBuilder: (_request, context) =>
+      new ApiError(429, 'RATE_LIMITED', `rate limit exceeded, retry in ${context.after}`),
+  });
+  // Authentication runs after the rate limit (routes' onRequest hooks run in the order added), so
+  // that guessing keys is limited per IP too.
+  app.addHook('onRoute', (route) => {
+    const policy = policyFor(route.url, opts);
+    const hooks =
+      route.onRequest === undefined
+        ? []
+        : Array.isArray(route.onRequest)
+          ? route.onRequest
+          : [route.onRequest];
+    route.onRequest = [...hooks, authHook(auth, policy)];
+    if (policy === 'public' && route.schema) route.schema = { ...route.schema, security: [] };
+  });
+  app.setNotFoundHandler({ preHandler: app.rateLimit() }, (request, reply) =>
+    sendError(
+      reply,
+      new ApiError(404, 'NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`),
+    ),
+  );
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Agent-Reach API',
+        version: '1',
+        description:
+          'Runs of LLM agents whose tool calls execute on a queue-driven executor fleet. Errors: `{ error: { code, message, details? } }`.',
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+      tags: [
+        { name: 'runs', description: 'start, read, follow, cancel runs; decide approvals' },
+        { name: 'sessions', description: 'history shared by the runs of a conversation' },
+        { name: 'agents', description: 'agents, their tools and breaker states' },
+        { name: 'health', description: 'liveness, readiness, metrics' },
+      ],
+    },
+  });
+  if (opts.docs) await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  healthRoutes(app, ctx);
+  runRoutes(app, ctx);
+  eventRoutes(app, ctx);
+  sessionRoutes(app, ctx);
+  agentRoutes(app, ctx);
+  if (opts.board) await registerBoard(app, ctx);
+  return app;
+}
+
+/** A listening API server. */
+export interface ApiServer {
+  readonly app: FastifyInstance;
+  /** e.g. `http://127.0.0.1:8080` */
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** Creates the API server and listens (default `0.0.0.0:8080`; `port` 0 picks a free port). */
+export async function startApiServer(
+  deps: ApiServerDeps,
+  options: ApiServerOptions & { port?: number; host?: string },
+): Promise<ApiServer> {
+  const app = await createApiServer(deps, options);
+  await app.listen({ port: options.port ?? DEFAULT_API_PORT, host: options.host ?? DEFAULT_API_HOST });
+  const address = app.server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host}:${address.port}`;
+  deps.logger.info({ url }, 'api listening');
+  return { app, url, port: address.port, close: () => app.close() };
+}
