@@ -1,116 +1,100 @@
 /**
- * The main job: the seeds' example end to end. An executor and a scheduler start in this process against
- * Redis; the trip_planner agent queries Shanghai's weather, then writes a weekend plan to a markdown file.
- * With OPENAI_API_KEY set it talks to that model (OPENAI_BASE_URL / OPENAI_MODEL optional); without one it
- * plays the `weather-trip` scenario on llm-sim, the bundled OpenAI-compatible simulator.
+ * The main job: the whole system in one step. It starts the all-in-one service (executor, scheduler with
+ * the HTTP API, and llm-sim when no model is configured) on the local Redis, then runs the seeds' example
+ * through the HTTP API — query Shanghai's weather, then write a weekend plan to a markdown file —
+ * printing the run's live events as the API streams them, the API's address, its docs page and Bull Board.
  */
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import {
-  createLogger,
-  createRedis,
-  loadAgents,
-  loadConfig,
-  waitReady,
-  type ToolResult,
-} from '@agent-reach/shared';
-import { startExecutor } from '@agent-reach/executor';
-import { AgentRunner, createLlmClient, type RunEvent } from '@agent-reach/scheduler';
-import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
+import { createClient, type StreamedEvent } from '@agent-reach/client';
+import { startDev } from '@agent-reach/cli';
+import { createRedis, waitReady } from '@agent-reach/shared';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const TASK = process.argv[2] ?? '查一下上海天气，然后写一份周末两日游建议存成 md 文件';
 const AGENT = process.env.DEMO_AGENT ?? 'trip_planner';
 
 async function main(): Promise<number> {
-  const config = loadConfig(process.env);
-  const logger = createLogger('demo', { level: process.env.LOG_LEVEL ?? 'warn' });
-  const redis = createRedis(config.redisUrl, 'producer');
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const probe = createRedis(redisUrl, 'producer');
   try {
-    await waitReady(redis, config.redisUrl, 3000);
+    await waitReady(probe, redisUrl, 3000);
   } catch {
-    console.error(`Redis does not answer at ${config.redisUrl}. Start one (redis-server) or set REDIS_URL.`);
-    redis.disconnect();
+    console.error(`Redis does not answer at ${redisUrl}. Start one (redis-server) or set REDIS_URL.`);
+    probe.disconnect();
     return 1;
   }
+  await probe.quit();
 
-  let sim: LlmSim | undefined;
-  let llm;
-  if (config.llm.apiKey) {
-    llm = createLlmClient({
-      apiKey: config.llm.apiKey,
-      model: config.llm.model ?? 'gpt-4o-mini',
-      ...(config.llm.baseUrl ? { baseURL: config.llm.baseUrl } : {}),
-    });
-    console.log(`Model: ${llm.model} at ${config.llm.baseUrl ?? 'the OpenAI API'}`);
-  } else {
-    sim = await startLlmSim({ scenariosDir: path.join(ROOT, 'packages/llm-sim/scenarios') });
-    llm = createLlmClient({ apiKey: 'llm-sim', baseURL: sim.url, model: 'weather-trip' });
-    console.log(
-      `No model configured (OPENAI_API_KEY is unset): using llm-sim, the bundled simulator, at ${sim.url}`,
-    );
-    console.log('  scenario "weather-trip" scripts the model; the tools, queues and executor are real.');
-  }
-
-  const executor = await startExecutor(
-    { ...config, executor: { ...config.executor, metricsPort: 0 } },
-    { logger },
+  const stack = await startDev({ API_PORT: '0', ...process.env });
+  console.log(
+    stack.simUrl
+      ? `No model configured (OPENAI_API_KEY is unset): llm-sim, the bundled simulator, plays the model (scenario "${stack.model}").\n` +
+          '  The queues, executor, tools, scheduler and HTTP API are real.'
+      : `Model: ${stack.model}`,
   );
-  const agents = loadAgents(path.resolve(config.agentsFile), executor.registry.names());
-  const runner = await AgentRunner.start({ connection: redis, keys: executor.keys, agents, llm, logger });
-  console.log(`Task for ${AGENT}: ${TASK}\n`);
+  console.log(`API:        ${stack.apiUrl}  (Authorization: Bearer ${stack.apiKey})`);
+  console.log(`Docs:       ${stack.docsUrl}`);
+  console.log(`Bull Board: ${stack.boardUrl}\n`);
 
-  const { outcome, state } = await runner.run({ agent: AGENT, input: TASK, onEvent: print });
-  if (outcome === 'parked' || outcome === 'released') throw new Error(`the run unexpectedly ${outcome}`);
-  const written = state.messages
-    .flatMap((m) =>
-      m.role === 'tool' && typeof m.content === 'string' ? [JSON.parse(m.content) as ToolResult] : [],
-    )
-    .filter((r) => r.name === 'write_markdown_file' && r.ok)
-    .map((r) => (r.content as { path: string }).path);
+  const client = createClient({ baseUrl: stack.apiUrl, apiKey: stack.apiKey });
+  const run = await client.createRun({ agent: AGENT, input: TASK });
+  console.log(`POST /v1/runs → ${run.run_id} (${AGENT}): ${TASK}\n`);
+  console.log(`Live events (GET /v1/runs/${run.run_id}/events):`);
+  const written: string[] = [];
+  for await (const event of client.streamEvents(run.run_id)) print(event);
+  const final = await client.getRun(run.run_id);
+  for (const step of final.steps) {
+    if (step.tool === 'write_markdown_file' && step.ok) written.push(step.tool_call_id);
+  }
+  const state = (await stack.scheduler.control.get(run.run_id))?.state;
+  const paths = (state?.messages ?? []).flatMap((m) => {
+    if (m.role !== 'tool' || typeof m.content !== 'string') return [];
+    const r = JSON.parse(m.content) as { name: string; ok: boolean; content?: { path?: string } };
+    return r.name === 'write_markdown_file' && r.ok && r.content?.path ? [r.content.path] : [];
+  });
 
   console.log(
-    `\nOutcome: ${outcome.status} (${outcome.reason}) after ${outcome.iterations} model turns, ${outcome.usage.total_tokens} tokens`,
+    `\nOutcome: ${final.status} (${final.reason}) after ${final.iterations} model turns, ${final.usage.total_tokens} tokens`,
   );
-  if (outcome.answer) console.log(`Answer: ${outcome.answer}`);
-  if (outcome.report) console.log(`Report: ${outcome.report}`);
-  for (const file of written) console.log(`Written file: ${file}`);
-
-  await runner.close();
-  await executor.close();
-  await sim?.close();
-  await redis.quit();
-  return outcome.status === 'succeeded' ? 0 : 2;
+  if (final.answer) console.log(`Answer: ${final.answer}`);
+  if (final.report) console.log(`Report: ${final.report}`);
+  for (const file of paths) console.log(`Written file: ${file}`);
+  console.log(`\nInspect it again with: pnpm exec agent-reach runs show ${run.run_id}`);
+  await stack.close();
+  return final.status === 'succeeded' && written.length > 0 ? 0 : 2;
 }
 
-function print(event: RunEvent): void {
-  switch (event.type) {
+function print({ type, data }: StreamedEvent): void {
+  const d = data as Record<string, any>;
+  switch (type) {
+    case 'run_started':
+      console.log(`  run started: agent ${d.agent}, model ${d.model}`);
+      break;
     case 'plan':
-      if (event.steps.length)
-        console.log(`Plan:\n${event.steps.map((s, i) => `  ${i + 1}. ${s.title}`).join('\n')}`);
+      if (d.steps?.length)
+        console.log(
+          `  plan:\n${d.steps.map((s: { title: string }, i: number) => `    ${i + 1}. ${s.title}`).join('\n')}`,
+        );
       break;
     case 'llm_request':
       console.log(
-        `Model turn ${event.turn}: ${event.tool_calls ? `${event.tool_calls} tool call(s)` : 'final answer'} ` +
-          `(${event.latency_ms} ms, ${event.prompt_tokens}+${event.completion_tokens} tokens)`,
+        `  model turn ${d.turn}: ${d.tool_calls ? `${d.tool_calls} tool call(s)` : 'final answer'} (${d.latency_ms} ms, ${d.prompt_tokens}+${d.completion_tokens} tokens)`,
       );
       break;
     case 'tool_result': {
-      const args = event.arguments.length > 100 ? `${event.arguments.slice(0, 100)}…` : event.arguments;
-      const status = event.ok ? 'ok' : `error ${event.error?.kind}: ${event.error?.message}`;
+      const args = String(d.arguments);
+      const status = d.ok ? 'ok' : `error ${d.error?.kind}: ${d.error?.message}`;
       console.log(
-        `  ${event.ok ? '✓' : '✗'} ${event.tool} ${args} → ${status} (${event.duration_ms} ms, ${event.attempts} attempt(s))`,
+        `    ${d.ok ? '✓' : '✗'} ${d.tool} ${args.length > 90 ? `${args.slice(0, 90)}…` : args} → ${status} (${d.duration_ms} ms, ${d.attempts} attempt(s))`,
       );
       break;
     }
     case 'step_done':
-      console.log(`  step done: ${event.step.title}`);
+      console.log(`    step done: ${d.step?.title}`);
       break;
     case 'guard':
-      console.log(`  guard ${event.guard} (${event.action}): ${event.report}`);
+      console.log(`  guard ${d.guard} (${d.action}): ${d.report}`);
       break;
-    case 'compaction':
-      console.log(`  compacted history: ${event.before_tokens} → ${event.after_tokens} tokens`);
+    case 'run_finished':
+      console.log(`  run finished: ${d.outcome?.status}`);
       break;
     default:
   }

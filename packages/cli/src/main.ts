@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { AgentReachError } from '@agent-reach/shared';
 import { renderTimeline, replayRun, type RunStatus } from '@agent-reach/scheduler';
 import { configCheck } from './config-check.js';
+import { startDev } from './dev.js';
 import { openContext, openRunner } from './context.js';
 import { followRun } from './follow.js';
 
@@ -26,6 +27,8 @@ const HELP = `agent-reach — queue-driven tool execution for LLM agents
 Usage: agent-reach <command> [options]
 
 Processes
+  dev                                all in one: executor + scheduler + HTTP API (+ llm-sim when no
+                                     model is configured), on the local Redis
   scheduler [--concurrency N]        run agent runs from the agent-runs queue
   executor [--groups a,b] [--tools m.ts]  run tool calls from the tool queues
   llm-sim [--port N] [--scenarios DIR]    the OpenAI-compatible simulator
@@ -58,6 +61,8 @@ async function main(argv: string[]): Promise<number> {
     return EXIT.ok;
   }
   switch (command) {
+    case 'dev':
+      return dev(rest);
     case 'scheduler':
       return delegate('scheduler/src/main.ts', rest);
     case 'executor':
@@ -239,6 +244,34 @@ async function cancel(argv: string[]): Promise<number> {
   } finally {
     await ctx.close();
   }
+}
+
+async function dev(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(
+      'agent-reach dev: executor + scheduler + HTTP API (+ llm-sim without OPENAI_API_KEY) in one process',
+    );
+    return EXIT.ok;
+  }
+  const stack = await startDev(process.env);
+  console.log(`API        ${stack.apiUrl}   (Authorization: Bearer ${stack.apiKey})`);
+  console.log(`docs       ${stack.docsUrl}`);
+  console.log(`Bull Board ${stack.boardUrl}   (HTTP Basic, any user, the key as password)`);
+  console.log(
+    stack.simUrl
+      ? `model      llm-sim at ${stack.simUrl} (no OPENAI_API_KEY set), model ${stack.model}`
+      : `model      ${stack.model}`,
+  );
+  console.log('Ctrl-C stops everything.');
+  const stop = () => {
+    stack.close().then(
+      () => process.exit(EXIT.ok),
+      () => process.exit(EXIT.failure),
+    );
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return -1;
 }
 
 async function startRun(argv: string[]): Promise<number> {

@@ -1,0 +1,73 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createLogger, loadConfig, type Logger } from '@agent-reach/shared';
+import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
+import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
+import { BOARD_PATH, startScheduler, type SchedulerProcess } from '@agent-reach/scheduler';
+import { loadToolModules } from '@agent-reach/executor';
+
+const SCENARIOS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../llm-sim/scenarios');
+
+export interface DevStack {
+  apiUrl: string;
+  docsUrl: string;
+  boardUrl: string;
+  /** The API key to use (generated when API_KEYS was not set). */
+  apiKey: string;
+  /** Set when no model is configured and llm-sim plays the model. */
+  simUrl: string | undefined;
+  model: string;
+  executor: ExecutorProcess;
+  scheduler: SchedulerProcess;
+  logger: Logger;
+  close(): Promise<void>;
+}
+
+/**
+ * Everything in one process on a local Redis: an executor, a scheduler with the HTTP API, and llm-sim
+ * when no model is configured (OPENAI_API_KEY / OPENAI_BASE_URL unset). Ports left unset in the
+ * environment default to free ones for metrics; the API uses API_PORT (default 8080).
+ */
+export async function startDev(env: Record<string, string | undefined>): Promise<DevStack> {
+  const e = { ...env };
+  const logger = createLogger('dev', { level: e.LOG_LEVEL ?? 'warn' });
+  let sim: LlmSim | undefined;
+  if (!e.OPENAI_API_KEY && !e.OPENAI_BASE_URL) {
+    sim = await startLlmSim({ scenariosDir: SCENARIOS, port: Number(e.LLM_SIM_PORT ?? 0) });
+    e.OPENAI_BASE_URL = sim.url;
+    e.OPENAI_API_KEY = 'llm-sim';
+    e.OPENAI_MODEL ??= 'weather-trip';
+  }
+  let apiKey = e.API_KEYS?.split(',')[0]?.split(':')[1];
+  if (!apiKey) {
+    apiKey = `dev-${randomBytes(12).toString('hex')}`;
+    e.API_KEYS = `dev:${apiKey}`;
+  }
+  e.EXECUTOR_METRICS_PORT ??= '0';
+  e.SCHEDULER_METRICS_PORT ??= '0';
+  const config = loadConfig(e);
+  const factories = await loadToolModules((e.TOOL_MODULES ?? '').split(',').filter(Boolean));
+  const executor = await startExecutor(config, {
+    logger,
+    extraTools: (deps) => factories.flatMap((f) => f(deps)),
+  });
+  const scheduler = await startScheduler(config, { logger });
+  const apiUrl = (scheduler.apiUrl ?? '').replace('://0.0.0.0:', '://127.0.0.1:');
+  return {
+    apiUrl,
+    docsUrl: `${apiUrl}/docs`,
+    boardUrl: `${apiUrl}${BOARD_PATH}`,
+    apiKey,
+    simUrl: sim?.url,
+    model: config.llm.model ?? 'gpt-4o-mini',
+    executor,
+    scheduler,
+    logger,
+    async close() {
+      await scheduler.close();
+      await executor.close();
+      await sim?.close();
+    },
+  };
+}
