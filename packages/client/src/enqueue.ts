@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { Queue, QueueKeys, type JobsOptions } from 'bullmq';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { constants, createKeys } from '@agent-reach/shared';
+import {
+  constants,
+  createKeys,
+  isValidRunId,
+  RESERVED_RUN_IDS,
+  RUN_ID_PATTERN,
+  runJobOptions,
+} from '@agent-reach/shared';
 
 /** What a job on `agent-runs` carries (the README's "agent-runs job schema"). */
 export interface RunJobFields {
@@ -29,26 +36,7 @@ export interface EnqueueRunOptions extends RunJobFields {
   retentionS?: number;
 }
 
-/** Run ids (and so job ids): no `:` — BullMQ refuses it in custom ids. */
-export const RUN_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
-
-/** Names of BullMQ's own keys beside a queue's jobs (`events`, `meta`, `wait`, …): never a job id. */
-export const RESERVED_RUN_IDS: ReadonlySet<string> = new Set(
-  Object.keys(new QueueKeys().getKeys('q')).filter(Boolean),
-);
-
-/** The job options the platform gives a run job; a run is never retried as a whole. */
-export function runJobOptions(
-  runId: string,
-  retentionS: number = constants.DEFAULT_RUN_RETENTION_S,
-): JobsOptions {
-  return {
-    jobId: runId,
-    attempts: 1,
-    removeOnComplete: { age: retentionS, count: constants.DEFAULT_RUN_RETENTION_COUNT },
-    removeOnFail: { age: retentionS },
-  };
-}
+export { RUN_ID_PATTERN, RESERVED_RUN_IDS, runJobOptions };
 
 /**
  * Starts a run without the HTTP API: adds its job straight onto the `agent-runs` queue, exactly as the
@@ -56,7 +44,7 @@ export function runJobOptions(
  */
 export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string }> {
   const runId = o.runId ?? `run_${randomUUID()}`;
-  if (!RUN_ID_PATTERN.test(runId) || RESERVED_RUN_IDS.has(runId))
+  if (!isValidRunId(runId))
     throw new TypeError(`runId must match ${RUN_ID_PATTERN} and not be one of BullMQ's key names`);
   if (typeof o.agent !== 'string' || !o.agent) throw new TypeError('agent is required');
   if (typeof o.input !== 'string' || !o.input.trim()) throw new TypeError('input must be a non-empty string');

@@ -1,18 +1,8 @@
+import { API_ERROR_CODES, type ApiErrorCode } from '@agent-reach/shared';
+
 /** The codes the Agent-Reach API answers errors with (see its README); branch on these, not on messages. */
-export const API_ERROR_CODES = [
-  'UNAUTHORIZED',
-  'FORBIDDEN',
-  'NOT_FOUND',
-  'VALIDATION_FAILED',
-  'BODY_TOO_LARGE',
-  'MALFORMED_JSON',
-  'RATE_LIMITED',
-  'CONFLICT',
-  'UNKNOWN_AGENT',
-  'INVALID_STATE',
-  'INTERNAL',
-] as const;
-export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
+export { API_ERROR_CODES };
+export type { ApiErrorCode };
 
 /**
  * Codes of the client itself: `NETWORK` (no HTTP answer), `TIMEOUT` (`waitForRun` gave up),

@@ -43,3 +43,11 @@ export type { AgentSpec, AgentsFile } from './agents.js';
 export { isOpen } from './breaker-state.js';
 export type { BreakerSnapshot, BreakerState } from './breaker-state.js';
 export { startMetricsServer } from './metrics-server.js';
+export {
+  RUN_ID_PATTERN,
+  RESERVED_RUN_IDS,
+  isValidRunId,
+  runJobOptions,
+  API_ERROR_CODES,
+} from './run-wire.js';
+export type { RunJobData, ApiErrorCode } from './run-wire.js';

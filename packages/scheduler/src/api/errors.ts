@@ -1,22 +1,9 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Socket } from 'node:net';
-import type { Logger } from '@agent-reach/shared';
+import { API_ERROR_CODES, type ApiErrorCode, type Logger } from '@agent-reach/shared';
 
-/** Every error code the HTTP API answers with. Clients branch on these, never on the message. */
-export const API_ERROR_CODES = [
-  'UNAUTHORIZED',
-  'FORBIDDEN',
-  'NOT_FOUND',
-  'VALIDATION_FAILED',
-  'BODY_TOO_LARGE',
-  'MALFORMED_JSON',
-  'RATE_LIMITED',
-  'CONFLICT',
-  'UNKNOWN_AGENT',
-  'INVALID_STATE',
-  'INTERNAL',
-] as const;
-export type ApiErrorCode = (typeof API_ERROR_CODES)[number];
+export { API_ERROR_CODES };
+export type { ApiErrorCode };
 
 /** The body of every error response. */
 export interface ApiErrorBody {

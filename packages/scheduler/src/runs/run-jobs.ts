@@ -1,52 +1,9 @@
-import { Queue, QueueKeys, type JobsOptions } from 'bullmq';
+import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { constants, type Keys } from '@agent-reach/shared';
+import type { Keys, RunJobData } from '@agent-reach/shared';
 
-/**
- * Data of a job on the `agent-runs` queue: what any service (in any language, with its own BullMQ
- * client) adds to start a run. The job id must be the run id.
- */
-export interface RunJobData {
-  /** Wire version; 1. */
-  v: 1;
-  runId: string;
-  agent: string;
-  input: string;
-  sessionId?: string;
-  /** The model to use instead of the scheduler's default. */
-  model?: string;
-  traceId?: string;
-  metadata?: Record<string, string>;
-}
-
-export const RUN_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
-
-/**
- * Names BullMQ gives its own keys beside the jobs of a queue (`events`, `meta`, `wait`, …): a job id
- * equal to one would read the wrong kind of key, so no run may have one.
- */
-export const RESERVED_RUN_IDS: ReadonlySet<string> = new Set(
-  Object.keys(new QueueKeys().getKeys('q')).filter(Boolean),
-);
-
-export function isValidRunId(runId: string): boolean {
-  return RUN_ID_PATTERN.test(runId) && !RESERVED_RUN_IDS.has(runId);
-}
-
-/** Job options of a run: BullMQ keeps finished run jobs only as long as the run's own records. */
-export function runJobOptions(
-  runId: string,
-  retentionS: number = constants.DEFAULT_RUN_RETENTION_S,
-): JobsOptions {
-  return {
-    jobId: runId,
-    // A run is never retried as a whole: a crashed scheduler is covered by stalled-job recovery, and
-    // everything else ends the run with an outcome.
-    attempts: 1,
-    removeOnComplete: { age: retentionS, count: constants.DEFAULT_RUN_RETENTION_COUNT },
-    removeOnFail: { age: retentionS },
-  };
-}
+export { RUN_ID_PATTERN, RESERVED_RUN_IDS, isValidRunId, runJobOptions } from '@agent-reach/shared';
+export type { RunJobData } from '@agent-reach/shared';
 
 export function createRunQueue(connection: Redis, keys: Keys): Queue<RunJobData> {
   return new Queue<RunJobData>(keys.runsQueue, { connection, prefix: keys.prefix });

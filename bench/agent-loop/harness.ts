@@ -1,0 +1,258 @@
+import { fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import { BreakerBoard, createDemoTools, runTool, startExecutor } from '@agent-reach/executor';
+import {
+  AgentRunner,
+  createLlmClient,
+  createRunState,
+  runAgent,
+  type AgentLoopDeps,
+  type RunState,
+} from '@agent-reach/scheduler';
+import {
+  constants,
+  createKeys,
+  createLogger,
+  createMetrics,
+  createRedis,
+  loadAgents,
+  loadConfig,
+  ToolRegistry,
+  waitReady,
+  type AgentReachConfig,
+  type AgentSpec,
+  type Logger,
+  type ToolCallJob,
+} from '@agent-reach/shared';
+// Not (yet) exported by the package; imported from its source as the benchmark brief allows.
+import { RunStore } from '../../packages/scheduler/src/runs/run-store.js';
+import { deleteByPrefix } from '../redis-stats.js';
+import { instrumentLlm, RunProbe } from './probe.js';
+import { startSimHost, type SimHost, type SimMode } from './sim-host.js';
+import { AGENT, AGENTS_YAML, FINAL_ANSWER, noopTool, SCENARIO, TOOL_STEPS } from './task.js';
+
+/** The configurations compared: the same loop with tools in-process, through the platform, and durable. */
+export const CONFIGS = ['baseline', 'platform', 'checkpoints'] as const;
+export type ConfigName = (typeof CONFIGS)[number];
+
+export const CONFIG_LABELS: Record<ConfigName, string> = {
+  baseline: 'in-process',
+  platform: 'platform',
+  checkpoints: 'platform+ckpt',
+};
+
+export interface LoopHarness {
+  /** Key prefix of everything written to Redis. */
+  readonly prefix: string;
+  readonly sim: SimHost;
+  readonly executorConcurrency: number;
+  readonly executorMode: ExecutorMode;
+  /** One run of the task; resolves with its timestamps once it succeeded with the expected answer. */
+  run(config: ConfigName, input: string): Promise<RunProbe>;
+  /** Closes everything and deletes the prefix's keys. */
+  close(): Promise<void>;
+}
+
+/**
+ * llm-sim (in a child process by default) playing the 3-step scenario, the executor serving the no-op tool
+ * (in this process by default), an `AgentRunner` on a key prefix of its own, a `RunStore` for the checkpointed configuration, and the
+ * in-process baseline: `runAgent` with a dispatcher that calls `runTool` (the executor's own pipeline:
+ * parse, validate, authorize, breaker, timeout, shaping) directly, without Redis.
+ */
+export async function startLoopHarness(options: {
+  redisUrl: string;
+  tmpDir: string;
+  simMode: SimMode;
+  executorMode: ExecutorMode;
+  /** Simulated latency of every model answer, in ms. */
+  llmLatencyMs: number;
+}): Promise<LoopHarness> {
+  const { redisUrl, tmpDir } = options;
+  const prefix = `bench-loop-${randomUUID().slice(0, 8)}`;
+  const keys = createKeys(prefix);
+  const logger = createLogger('bench', { level: 'silent' });
+  const agentsFile = path.join(tmpDir, 'agents.yaml');
+  await writeFile(agentsFile, AGENTS_YAML);
+  const config = loadConfig({
+    REDIS_URL: redisUrl,
+    AR_KEY_PREFIX: prefix,
+    AGENTS_FILE: agentsFile,
+    EXECUTOR_METRICS_PORT: '0',
+    OUTPUTS_DIR: path.join(tmpDir, 'outputs'),
+  });
+  const closers: Array<() => Promise<void>> = [];
+  const producer: Redis = createRedis(redisUrl, 'producer');
+  closers.push(async () => {
+    await deleteByPrefix(producer, prefix);
+    await producer.quit();
+  });
+  try {
+    await waitReady(producer, redisUrl);
+    const sim = await startSimHost(options.simMode, options.llmLatencyMs);
+    closers.push(() => sim.close());
+    closers.push(await startToolExecutor(options.executorMode, config, agentsFile, logger));
+    // The baseline's own registry: the same tools the executor serves, run in this process.
+    const registry = new ToolRegistry().register(
+      ...createDemoTools({ redis: producer, keys, outputsDir: config.outputsDir }),
+      noopTool,
+    );
+    const agents = loadAgents(agentsFile, registry.names());
+    const probes = new Map<string, RunProbe>();
+    const llm = instrumentLlm(
+      createLlmClient({ apiKey: 'x', baseURL: sim.url, model: SCENARIO, maxRetries: 0 }),
+      probes,
+    );
+    const runner = await AgentRunner.start({ connection: producer, keys, agents, llm, logger });
+    closers.push(() => runner.close());
+    const store = new RunStore(producer, keys);
+    const agent = agents.agents.get(AGENT) as AgentSpec;
+
+    const board = new BreakerBoard(
+      { failureThreshold: config.executor.breakerFailureThreshold, resetTimeoutMs: 60_000 },
+      {
+        redis: producer,
+        keys,
+        executorId: 'bench-in-process',
+        logger,
+        metrics: createMetrics(new Registry()),
+      },
+    );
+    closers.push(async () => board.shutdown());
+    const inProcess: AgentLoopDeps['dispatcher'] = {
+      async dispatch(run, calls) {
+        const now = Date.now();
+        return Promise.all(
+          calls.map(async (call) => {
+            const job: ToolCallJob = {
+              v: constants.WIRE_VERSION,
+              ...run,
+              toolCallId: call.toolCallId,
+              name: call.name,
+              arguments: call.arguments,
+              deadline: now + runner.catalog.worstCaseMs(call.name) + constants.DEFAULT_DISPATCH_SLACK_MS,
+              replyTo: '',
+              enqueuedAt: now,
+            };
+            const { result } = await runTool(job, {
+              registry,
+              agents,
+              breakers: board,
+              logger,
+            });
+            return result;
+          }),
+        );
+      },
+    };
+    const noneOpen = { openTools: async () => new Set<string>() };
+
+    const check = (probe: RunProbe, outcome: unknown, state: RunState) => {
+      const status = typeof outcome === 'object' ? (outcome as { status?: string }).status : outcome;
+      const ok = state.steps.filter((s) => s.ok).length;
+      if (status !== 'succeeded' || state.outcome?.answer !== FINAL_ANSWER || ok !== TOOL_STEPS) {
+        throw new Error(
+          `run "${probe.input}" ended ${String(status)} with ${ok}/${state.steps.length} ok steps: ` +
+            JSON.stringify(state.outcome),
+        );
+      }
+    };
+
+    return {
+      prefix,
+      sim,
+      executorConcurrency: config.executor.concurrency,
+      executorMode: options.executorMode,
+      async run(name, input) {
+        const probe = new RunProbe(input);
+        probes.set(input, probe);
+        try {
+          if (name === 'baseline') {
+            const state = createRunState({
+              runId: `run_${randomUUID()}`,
+              agent: AGENT,
+              input,
+              deadlineMs: constants.DEFAULT_RUN_DEADLINE_MS,
+            });
+            const outcome = await runAgent(state, {
+              llm,
+              dispatcher: inProcess,
+              catalog: runner.catalog,
+              breakers: noneOpen,
+              agent,
+              logger,
+              onEvent: probe.onEvent,
+            });
+            check(probe, outcome, state);
+          } else {
+            const { outcome, state } = await runner.run({
+              agent: AGENT,
+              input,
+              onEvent: probe.onEvent,
+              ...(name === 'checkpoints'
+                ? { checkpoint: (s, events) => store.checkpoint(s, events).then(() => undefined) }
+                : {}),
+            });
+            check(probe, outcome, state);
+          }
+        } finally {
+          probes.delete(input);
+        }
+        return probe;
+      },
+      close: () => closeAll(closers),
+    };
+  } catch (err) {
+    await closeAll(closers);
+    throw err;
+  }
+}
+
+export type ExecutorMode = 'inline' | 'process';
+
+/**
+ * Starts the executor serving the no-op tool: `startExecutor` in this process (as bench/systems.ts does),
+ * or the executor's own `main.ts` in a child process, as it is deployed. Returns its closer.
+ */
+async function startToolExecutor(
+  mode: ExecutorMode,
+  config: AgentReachConfig,
+  agentsFile: string,
+  logger: Logger,
+): Promise<() => Promise<void>> {
+  if (mode === 'inline') {
+    const executor = await startExecutor(config, { extraTools: [noopTool], logger });
+    return () => executor.close();
+  }
+  // fork() passes this process's execArgv on, so the child loads TypeScript through tsx as this one did.
+  const child = fork(fileURLToPath(new URL('../../packages/executor/src/main.ts', import.meta.url)), {
+    env: {
+      ...process.env,
+      REDIS_URL: config.redisUrl,
+      AR_KEY_PREFIX: config.keyPrefix,
+      AGENTS_FILE: agentsFile,
+      OUTPUTS_DIR: config.outputsDir,
+      EXECUTOR_METRICS_PORT: '0',
+      LOG_LEVEL: 'warn',
+      TOOL_MODULES: fileURLToPath(new URL('./tool-module.ts', import.meta.url)),
+    },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await Promise.race([
+    new Promise<void>((resolve) => child.once('message', () => resolve())),
+    exited.then(() => Promise.reject(new Error(`the executor process exited (${child.exitCode})`))),
+  ]);
+  return async () => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+}
+
+async function closeAll(closers: Array<() => Promise<void>>): Promise<void> {
+  for (const close of closers.reverse()) await close().catch(() => undefined);
+}
