@@ -55,17 +55,18 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
   const executorId = options.executorId ?? `executor-${process.pid}`;
   const resultsTtlS = options.resultsTtlS ?? constants.DEFAULT_RESULTS_TTL_S;
   const refTtlS = options.refTtlS ?? constants.DEFAULT_RESULT_REF_TTL_S;
+  // Result and breaker writes share a plain connection: a MULTI on BullMQ's connection copies its ~60
+  // scripts onto every pipeline (CPU per call), and one connection keeps a breaker transition ahead of
+  // the result that caused it, so a scheduler never sees the result first.
+  const writer = connection.duplicate();
   const breakers = new BreakerBoard(
     {
       failureThreshold: options.breaker?.failureThreshold ?? constants.DEFAULT_BREAKER_FAILURE_THRESHOLD,
       resetTimeoutMs: options.breaker?.resetTimeoutMs ?? constants.DEFAULT_BREAKER_RESET_TIMEOUT_MS,
     },
-    { redis: connection, keys, executorId, logger, metrics },
+    { redis: writer, keys, executorId, logger, metrics },
   );
 
-  // Result writes use a plain connection: a MULTI on BullMQ's connection copies its ~60 scripts onto
-  // every pipeline, which measurably costs CPU per call.
-  const writer = connection.duplicate();
   let draining = false;
   const processJob = async (job: Job<ToolCallJob>, token?: string): Promise<void> => {
     if (draining) {

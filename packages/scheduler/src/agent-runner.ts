@@ -69,7 +69,7 @@ export class AgentRunner {
   private constructor(opts: AgentRunnerOptions) {
     this.#opts = opts;
     this.catalog = new ToolCatalog(opts.connection, opts.keys);
-    this.breakers = new BreakerView(opts.connection, opts.keys);
+    this.breakers = new BreakerView(opts.connection, opts.keys, opts.logger);
     this.dispatcher = new Dispatcher({
       connection: opts.connection,
       keys: opts.keys,
@@ -160,5 +160,6 @@ export class AgentRunner {
 
   async close(): Promise<void> {
     await this.dispatcher.close();
+    await this.breakers.close();
   }
 }

@@ -93,11 +93,26 @@ export async function runAgent(
     pending.push(event);
     deps.onEvent?.(event, state);
   };
+  // Checkpoints are written in order. Those after tool results and compactions are written behind:
+  // the next model call overlaps them, since the run's results hash already holds every tool result
+  // (a crash before the write lands loses nothing: the owed calls are answered from that record). The
+  // checkpoint of a model answer is awaited before any call is dispatched, and so are parking and the end.
+  let behind: Promise<void> = Promise.resolve();
+  let behindFailure: unknown;
   const checkpoint = async (step: StepKind) => {
     if (deps.release?.aborted) throw new RunReleased();
     const events = pending;
     pending = [];
-    await deps.checkpoint?.(state, events, step);
+    const write = behind.then(() => deps.checkpoint?.(state, events, step));
+    if (step === 'tool_results' || step === 'compaction') {
+      behind = write.catch((err: unknown) => {
+        behindFailure ??= err;
+      });
+      return;
+    }
+    behind = Promise.resolve();
+    await write;
+    if (behindFailure !== undefined) throw behindFailure;
   };
   const finish = async (
     status: FinalStatus,
