@@ -194,7 +194,11 @@ export async function startLoopHarness(options: {
               input,
               onEvent: probe.onEvent,
               ...(name === 'checkpoints'
-                ? { checkpoint: (s, events) => store.checkpoint(s, events).then(() => undefined) }
+                ? {
+                    checkpoint: (s, events) => store.checkpoint(s, events).then(() => undefined),
+                    // As the run worker does: the store and the dispatcher share the producer connection.
+                    orderedCheckpoints: store.connection === runner.connection,
+                  }
                 : {}),
             });
             check(probe, outcome, state);

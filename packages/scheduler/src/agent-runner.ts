@@ -54,6 +54,8 @@ export interface StartRun {
   signal?: AbortSignal;
   /** Aborting it makes the loop let go of the run without writing (see AgentLoopDeps.release). */
   release?: AbortSignal;
+  /** The checkpoint hook writes on the dispatcher's connection (see AgentLoopDeps.orderedCheckpoints). */
+  orderedCheckpoints?: boolean;
   limits?: Partial<LoopLimits>;
   /** Wall-clock budget of this run, in ms (overrides the runner's). */
   deadlineMs?: number;
@@ -80,6 +82,11 @@ export class AgentRunner {
 
   get keys(): Keys {
     return this.#opts.keys;
+  }
+
+  /** The connection the dispatcher publishes tool calls on. */
+  get connection(): Redis {
+    return this.#opts.connection;
   }
 
   /**
@@ -139,7 +146,10 @@ export class AgentRunner {
   /** Continues a run from its state (a checkpoint), to its outcome or to its next parking. */
   resume(
     state: RunState,
-    req: Pick<StartRun, 'llm' | 'onEvent' | 'checkpoint' | 'signal' | 'release' | 'limits'> = {},
+    req: Pick<
+      StartRun,
+      'llm' | 'onEvent' | 'checkpoint' | 'signal' | 'release' | 'orderedCheckpoints' | 'limits'
+    > = {},
   ): Promise<RunOutcome | 'parked' | 'released'> {
     const agent = this.#opts.agents.agents.get(state.agent);
     if (!agent) throw new AgentReachError('AGENTS_INVALID', `unknown agent "${state.agent}"`);
@@ -155,6 +165,7 @@ export class AgentRunner {
       ...(req.checkpoint ? { checkpoint: req.checkpoint } : {}),
       ...(req.signal ? { signal: req.signal } : {}),
       ...(req.release ? { release: req.release } : {}),
+      ...(req.orderedCheckpoints ? { orderedCheckpoints: true } : {}),
     });
   }
 

@@ -51,6 +51,11 @@ export interface AgentLoopDeps {
   /** Aborting it cancels the run: nothing more is dispatched. */
   signal?: AbortSignal;
   /**
+   * The checkpoint hook writes on the connection the dispatcher publishes on, so a checkpoint issued
+   * before a dispatch lands before it: the loop then need not wait for it. Default false.
+   */
+  orderedCheckpoints?: boolean;
+  /**
    * Aborting it releases the run without ending it: this process lost the run (its lock lapsed and
    * another scheduler took over), so it stops at once and writes nothing more.
    */
@@ -93,25 +98,38 @@ export async function runAgent(
     pending.push(event);
     deps.onEvent?.(event, state);
   };
-  // Checkpoints are written in order. Those after tool results and compactions are written behind:
-  // the next model call overlaps them, since the run's results hash already holds every tool result
-  // (a crash before the write lands loses nothing: the owed calls are answered from that record). The
-  // checkpoint of a model answer is awaited before any call is dispatched, and so are parking and the end.
+  // Checkpoints are written in order, and only the last ones (parking, the end) hold the loop up:
+  // - after a plan, tool results or a compaction the write goes behind the next model call; losing it
+  //   in a crash costs at most a repeated plan request, since the run's results hash already holds every
+  //   tool result and owed calls are answered from it;
+  // - a model answer must be durable before its calls are dispatched. With `orderedCheckpoints` (the
+  //   checkpoint and the dispatcher share one Redis connection) it is issued before the dispatch and
+  //   Redis applies the two in that order, so nothing waits; otherwise it is awaited.
   let behind: Promise<void> = Promise.resolve();
   let behindFailure: unknown;
   const checkpoint = async (step: StepKind) => {
     if (deps.release?.aborted) throw new RunReleased();
     const events = pending;
     pending = [];
-    const write = behind.then(() => deps.checkpoint?.(state, events, step));
-    if (step === 'tool_results' || step === 'compaction') {
-      behind = write.catch((err: unknown) => {
-        behindFailure ??= err;
-      });
-      return;
+    const mustAwait =
+      step === 'parked' || step === 'finished' || (step === 'llm_response' && !deps.orderedCheckpoints);
+    const invoke = async () => {
+      await deps.checkpoint?.(state, events, step);
+    };
+    let write: Promise<void>;
+    if (step === 'llm_response' || mustAwait) {
+      await behind;
+      write = invoke(); // earlier writes have settled: this one is issued now, before anything else
+    } else {
+      write = behind.then(invoke);
     }
-    behind = Promise.resolve();
-    await write;
+    behind = write.then(
+      () => undefined,
+      (err: unknown) => {
+        behindFailure ??= err;
+      },
+    );
+    if (mustAwait) await write;
     if (behindFailure !== undefined) throw behindFailure;
   };
   const finish = async (

@@ -40,10 +40,43 @@ export interface RunStoreOptions {
 }
 
 /**
+ * One checkpoint in one script call: read the cancel flag, append (or rewrite) messages, set the state,
+ * add the events, update the listing and the index, and on the run's end set the retention TTLs.
+ * KEYS: meta, state, messages, events, index, results, approvals.
+ */
+const CHECKPOINT_LUA = `
+local cancel = redis.call('HGET', KEYS[1], 'cancel_requested')
+local i = 3
+if ARGV[2] == '1' then redis.call('DEL', KEYS[3]) end
+local n = tonumber(ARGV[i]); i = i + 1
+for j = i, i + n - 1, 200 do redis.call('RPUSH', KEYS[3], unpack(ARGV, j, math.min(j + 199, i + n - 1))) end
+i = i + n
+redis.call('SET', KEYS[2], ARGV[1])
+n = tonumber(ARGV[i]); i = i + 1
+for j = i, i + n - 1 do redis.call('XADD', KEYS[4], '*', 'e', ARGV[j]) end
+i = i + n
+n = tonumber(ARGV[i]); i = i + 1
+redis.call('HSET', KEYS[1], unpack(ARGV, i, i + n - 1))
+i = i + n
+redis.call('ZADD', KEYS[5], 'NX', ARGV[i], ARGV[i + 1])
+if ARGV[i + 2] == '1' then
+  local ttl = tonumber(ARGV[i + 3])
+  for _, key in ipairs({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7] }) do redis.call('EXPIRE', key, ttl) end
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', tonumber(ARGV[i + 4]) - ttl * 1000)
+  redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -tonumber(ARGV[i + 5]) - 1)
+end
+return cancel
+`;
+
+type CheckpointClient = Redis & {
+  agentReachCheckpoint(...keysAndArgs: Array<string | number>): Promise<string | null>;
+};
+
+/**
  * A run's durable record in Redis: its state (without messages), its messages as a list, its event
  * stream, a listing hash and the index of runs. `checkpoint` writes one step — only the messages added
- * since the last checkpoint, the new events, the state and the listing — in one MULTI, and reads back
- * whether cancellation was requested: one round trip per step.
+ * since the last checkpoint, the new events, the state and the listing — in one script call, and reads
+ * back whether cancellation was requested: one round trip and one command per step.
  */
 export class RunStore {
   /** Messages already persisted per run in this process, to append only what is new. */
@@ -56,46 +89,58 @@ export class RunStore {
     private readonly keys: Keys,
     options: RunStoreOptions = {},
   ) {
+    if (!(redis as unknown as Partial<CheckpointClient>).agentReachCheckpoint) {
+      redis.defineCommand('agentReachCheckpoint', { numberOfKeys: 7, lua: CHECKPOINT_LUA });
+    }
     this.#retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
     this.#retentionCount = options.retentionCount ?? constants.DEFAULT_RUN_RETENTION_COUNT;
   }
 
-  /** Writes a step. Returns true when a cancellation of the run has been requested. */
+  /** The connection checkpoints are written on. */
+  get connection(): Redis {
+    return this.redis;
+  }
+
+  /**
+   * Writes a step as one script call, issued before this returns control (commands written later on the
+   * same connection land after it). Resolves to whether a cancellation of the run has been requested.
+   */
   async checkpoint(state: RunState, events: RunEvent[]): Promise<{ cancelRequested: boolean }> {
     const k = this.keys;
     const id = state.runId;
     const { messages, ...rest } = state;
     const seen = this.#persisted.get(id);
-    // The cancel flag is read first so that its reply is always the first.
-    const tx = this.redis.multi().hget(k.runMeta(id), 'cancel_requested');
-    if (!seen || seen.compactions !== state.compactions || seen.count > messages.length) {
-      tx.del(k.runMessages(id));
-      if (messages.length) tx.rpush(k.runMessages(id), ...messages.map((m) => JSON.stringify(m)));
-    } else if (messages.length > seen.count) {
-      tx.rpush(k.runMessages(id), ...messages.slice(seen.count).map((m) => JSON.stringify(m)));
-    }
-    tx.set(k.runState(id), JSON.stringify(rest));
-    for (const e of events) tx.xadd(k.runEvents(id), '*', 'e', JSON.stringify(e));
-    tx.hset(k.runMeta(id), metaFields(state));
-    tx.zadd(k.runIndex, 'NX', state.createdAt, id);
-    if (state.outcome) {
-      for (const key of [
-        k.runState(id),
-        k.runMessages(id),
-        k.runEvents(id),
-        k.runMeta(id),
-        k.results(id),
-        k.runApprovals(id),
-      ]) {
-        tx.expire(key, this.#retentionS);
-      }
-      tx.zremrangebyscore(k.runIndex, '-inf', Date.now() - this.#retentionS * 1000);
-      tx.zremrangebyrank(k.runIndex, 0, -this.#retentionCount - 1);
-    }
-    const replies = await tx.exec();
+    const rewrite = !seen || seen.compactions !== state.compactions || seen.count > messages.length;
+    const fresh = rewrite ? messages : messages.slice(seen.count);
+    const meta = Object.entries(metaFields(state)).flat();
+    const args: Array<string | number> = [
+      JSON.stringify(rest),
+      rewrite ? 1 : 0,
+      fresh.length,
+      ...fresh.map((m) => JSON.stringify(m)),
+      events.length,
+      ...events.map((e) => JSON.stringify(e)),
+      meta.length,
+      ...meta,
+      state.createdAt,
+      id,
+      state.outcome ? 1 : 0,
+      this.#retentionS,
+      Date.now(),
+      this.#retentionCount,
+    ];
+    const cancel = await (this.redis as unknown as CheckpointClient).agentReachCheckpoint(
+      k.runMeta(id),
+      k.runState(id),
+      k.runMessages(id),
+      k.runEvents(id),
+      k.runIndex,
+      k.results(id),
+      k.runApprovals(id),
+      ...args,
+    );
     if (state.outcome) this.#persisted.delete(id);
     else this.#persisted.set(id, { count: messages.length, compactions: state.compactions });
-    const cancel = replies?.[0]?.[1];
     return { cancelRequested: cancel === '1' };
   }
 

@@ -91,6 +91,8 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       const result = await runner.resume(state, {
         signal: controller.signal,
         release: release.signal,
+        // One connection for checkpoints and tool calls: a checkpoint issued first lands first.
+        orderedCheckpoints: store.connection === runner.connection,
         ...(data.model && options.llmFor ? { llm: options.llmFor(data.model) } : {}),
         ...(options.onEvent ? { onEvent: options.onEvent } : {}),
         checkpoint: async (s, events) => {
