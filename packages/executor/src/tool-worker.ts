@@ -58,7 +58,8 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
   // Result and breaker writes share a plain connection: a MULTI on BullMQ's connection copies its ~60
   // scripts onto every pipeline (CPU per call), and one connection keeps a breaker transition ahead of
   // the result that caused it, so a scheduler never sees the result first.
-  const writer = connection.duplicate();
+  const writer = connection.duplicate() as ResultWriter;
+  writer.defineCommand('agentReachResult', { numberOfKeys: 3, lua: RECORD_RESULT_LUA });
   const breakers = new BreakerBoard(
     {
       failureThreshold: options.breaker?.failureThreshold ?? constants.DEFAULT_BREAKER_FAILURE_THRESHOLD,
@@ -109,11 +110,19 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     const { result, full } = outcome;
     record(metrics, result);
     const json = JSON.stringify(result);
-    // One round trip: the run's record, the reply to the waiting dispatcher, and the full result if cut.
-    const tx = writer.multi().hset(resultsKey, data.toolCallId, json).expire(resultsKey, resultsTtlS);
-    if (result.ref && full !== undefined) tx.set(keys.ref(result.ref), full, 'EX', refTtlS);
-    tx.lpush(data.replyTo, replyOf(data.runId, json)).expire(data.replyTo, resultsTtlS);
-    await tx.exec();
+    // One command: the run's record, the reply to the waiting dispatcher, and the full result if cut.
+    const cut = result.ref !== undefined && full !== undefined;
+    await writer.agentReachResult(
+      resultsKey,
+      data.replyTo,
+      cut ? keys.ref(result.ref as string) : resultsKey,
+      data.toolCallId,
+      json,
+      replyOf(data.runId, json),
+      resultsTtlS,
+      cut ? (full as string) : '',
+      refTtlS,
+    );
   };
 
   const workers = groups.map(
@@ -167,6 +176,24 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     },
   };
 }
+
+/**
+ * Records a result and replies in one script call (a script is one command for the client, where a MULTI
+ * is six). KEYS: results hash, reply list, ref key (the results hash again when the result was not cut).
+ * ARGV: tool call id, result JSON, reply JSON, TTL of both, the full content ('' when not cut), its TTL.
+ */
+const RECORD_RESULT_LUA = `
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+if ARGV[5] ~= '' then redis.call('SET', KEYS[3], ARGV[5], 'EX', ARGV[6]) end
+redis.call('LPUSH', KEYS[2], ARGV[3])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 1
+`;
+
+type ResultWriter = Redis & {
+  agentReachResult(...keysAndArgs: Array<string | number>): Promise<number>;
+};
 
 /** A reply names its run: tool call ids are unique only within a run. */
 function replyOf(runId: string, resultJson: string): string {
