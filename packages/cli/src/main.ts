@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { AgentReachError } from '@agent-reach/shared';
+import { AgentReachError, exitOnSignals } from '@agent-reach/shared';
 import { renderTimeline, replayRun, type RunStatus } from '@agent-reach/scheduler';
 import { configCheck } from './config-check.js';
 import { startDev } from './dev.js';
@@ -263,14 +263,7 @@ async function dev(argv: string[]): Promise<number> {
       : `model      ${stack.model}`,
   );
   console.log('Ctrl-C stops everything.');
-  const stop = () => {
-    stack.close().then(
-      () => process.exit(EXIT.ok),
-      () => process.exit(EXIT.failure),
-    );
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  exitOnSignals(() => stack.close(), stack.logger);
   return -1;
 }
 

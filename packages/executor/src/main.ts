@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '@agent-reach/shared';
+import { exitOnSignals, loadConfig } from '@agent-reach/shared';
 import { startExecutor } from './executor.js';
 import { loadToolModules } from './tool-modules.js';
 
@@ -43,22 +43,7 @@ async function main(): Promise<void> {
       ? {}
       : { stalledIntervalMs: num('STALLED_INTERVAL_MS') as number }),
   });
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    executor.logger.info({ signal }, 'shutting down');
-    process.send?.({ type: 'stopping', signal });
-    executor.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        executor.logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  exitOnSignals(() => executor.close(), executor.logger);
   process.send?.({ type: 'ready', metricsPort: executor.metricsPort });
 }
 

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { loadConfig } from '@agent-reach/shared';
+import { exitOnSignals, loadConfig } from '@agent-reach/shared';
 import { startScheduler } from './scheduler.js';
 
 const HELP = `agent-reach scheduler: runs agent runs from the agent-runs queue.
@@ -26,22 +26,7 @@ async function main(): Promise<void> {
   const env = { ...process.env };
   if (values.concurrency) env.SCHEDULER_CONCURRENCY = values.concurrency;
   const scheduler = await startScheduler(loadConfig(env));
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    scheduler.logger.info({ signal }, 'shutting down');
-    process.send?.({ type: 'stopping', signal });
-    scheduler.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        scheduler.logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  exitOnSignals(() => scheduler.close(), scheduler.logger);
   process.send?.({ type: 'ready', metricsPort: scheduler.metricsPort, apiUrl: scheduler.apiUrl });
 }
 

@@ -51,3 +51,4 @@ export {
   API_ERROR_CODES,
 } from './run-wire.js';
 export type { RunJobData, ApiErrorCode } from './run-wire.js';
+export { exitOnSignals } from './shutdown.js';
