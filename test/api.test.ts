@@ -8,27 +8,13 @@ import {
   type ApiHarness,
 } from './helpers/api.js';
 import { waitFor } from './helpers/redis.js';
+import { addCommonScenarios } from './helpers/scenarios.js';
 
 describe('HTTP API: auth, runs, idempotency, event streams, approvals, cancellation, sessions', () => {
   let h: ApiHarness;
   beforeAll(async () => {
     h = await startApiHarness({ sseHeartbeatMs: 150 });
-    h.sim.addScenario({
-      name: 'weather-then-answer',
-      plan: ['weather', 'answer'],
-      turns: [
-        { tool_calls: [{ name: 'query_weather', arguments: { city: '杭州' } }] },
-        { content: 'It is {{ last.content.forecast.0.condition }}.' },
-      ],
-    });
-    h.sim.addScenario({
-      name: 'approval',
-      turns: [
-        { tool_calls: [{ name: 'needs_approval', arguments: {} }] },
-        { content: 'after the decision: {{ last.ok }} {{ last.error.message ?? "" }}' },
-      ],
-    });
-    h.sim.addScenario({ name: 'remember', turns: [{ content: 'noted: {{ user }}' }] });
+    addCommonScenarios(h.sim);
   });
   afterAll(async () => h?.close());
 

@@ -1,3 +1,4 @@
+import { addCommonScenarios } from './helpers/scenarios.js';
 import { Queue } from 'bullmq';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,22 +33,7 @@ describe('the client of other services: HTTP methods, event streams, enqueueRun'
   let h: ApiHarness;
   beforeAll(async () => {
     h = await startApiHarness();
-    h.sim.addScenario({
-      name: 'weather-then-answer',
-      plan: ['weather', 'answer'],
-      turns: [
-        { tool_calls: [{ name: 'query_weather', arguments: { city: '杭州' } }] },
-        { content: 'It is {{ last.content.forecast.0.condition }}.' },
-      ],
-    });
-    h.sim.addScenario({
-      name: 'approval',
-      turns: [
-        { tool_calls: [{ name: 'needs_approval', arguments: {} }] },
-        { content: 'after the decision: {{ last.ok }} {{ last.error.message ?? "" }}' },
-      ],
-    });
-    h.sim.addScenario({ name: 'remember', turns: [{ content: 'noted: {{ user }}' }] });
+    addCommonScenarios(h.sim);
   });
   afterAll(async () => h?.close());
 

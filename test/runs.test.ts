@@ -3,32 +3,18 @@ import type { RunEvent } from '@agent-reach/scheduler';
 import { startRunsHarness } from './helpers/runs.js';
 import { toolMessages } from './helpers/loop.js';
 import { waitFor } from './helpers/redis.js';
+import { addCommonScenarios } from './helpers/scenarios.js';
 
 describe('runs as jobs: records, approvals, cancellation, sessions, retention', () => {
   let h: Awaited<ReturnType<typeof startRunsHarness>>;
   beforeAll(async () => {
     h = await startRunsHarness({ RUN_RETENTION_S: '600', RUN_RETENTION_COUNT: '1000' });
-    h.sim.addScenario({
-      name: 'weather-then-answer',
-      plan: ['weather', 'answer'],
-      turns: [
-        { tool_calls: [{ name: 'query_weather', arguments: { city: '杭州' } }] },
-        { content: 'It is {{ last.content.forecast.0.condition }}.' },
-      ],
-    });
-    h.sim.addScenario({
-      name: 'approval',
-      turns: [
-        { tool_calls: [{ name: 'needs_approval', arguments: {} }] },
-        { content: 'after the decision: {{ last.ok }} {{ last.error.message ?? "" }}' },
-      ],
-    });
+    addCommonScenarios(h.sim);
     h.sim.addScenario({
       name: 'slow-steps',
       fault: { type: 'latency', ms: 150 },
       turns: Array.from({ length: 6 }, () => ({ tool_calls: [{ name: 'counted_effect', arguments: {} }] })),
     });
-    h.sim.addScenario({ name: 'remember', turns: [{ content: 'noted: {{ user }}' }] });
   });
   afterAll(async () => h.close());
 
