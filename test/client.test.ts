@@ -252,6 +252,29 @@ describe('the client of other services: HTTP methods, event streams, enqueueRun'
     }
   });
 
+  it('ends a bare job with an undeclared agent or missing fields as a failed run that names each problem', async () => {
+    const queue = new Queue('agent-runs', {
+      connection: { host: '127.0.0.1', port: Number(new URL(REDIS_URL).port || 6379) },
+      prefix: h.prefix,
+    });
+    try {
+      const stranger = `bare-stranger-${Date.now()}`;
+      const broken = `bare-broken-${Date.now()}`;
+      await queue.add('run', { v: 1, runId: stranger, agent: 'nobody', input: 'hi' }, { jobId: stranger });
+      await queue.add('run', { v: 2, runId: broken, agent: 'test_agent', inptu: 'typo' }, { jobId: broken });
+      const first = await h.client.waitForRun(stranger, { timeoutMs: 20_000 });
+      expect(first).toMatchObject({ status: 'failed', reason: 'invalid_job' });
+      expect(first.report).toBe('the run could not start: agent "nobody" is not declared');
+      const second = await h.client.waitForRun(broken, { timeoutMs: 20_000 });
+      expect(second.status).toBe('failed');
+      expect(second.report).toMatch(/input must have required property|must have required property 'input'/);
+      expect(second.report).toMatch(/v must be equal to constant/);
+      expect(second.report).toMatch(/must NOT have additional properties "inptu"/);
+    } finally {
+      await queue.close();
+    }
+  });
+
   it("gives run jobs exactly the platform's job options and run id rule", () => {
     expect(runJobOptions('run_1')).toEqual(platformJobOptions('run_1'));
     expect(runJobOptions('run_2', 60)).toEqual(platformJobOptions('run_2', 60));

@@ -80,6 +80,10 @@ export class AgentRunner {
     });
   }
 
+  hasAgent(name: string): boolean {
+    return this.#opts.agents.agents.has(name);
+  }
+
   get keys(): Keys {
     return this.#opts.keys;
   }

@@ -45,6 +45,8 @@ export type { BreakerSnapshot, BreakerState } from './breaker-state.js';
 export { startMetricsServer } from './metrics-server.js';
 export {
   RUN_ID_PATTERN,
+  RUN_JOB_SCHEMA,
+  runJobProblems,
   RESERVED_RUN_IDS,
   isValidRunId,
   runJobOptions,

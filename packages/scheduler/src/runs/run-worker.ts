@@ -1,9 +1,9 @@
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { constants, type Logger } from '@agent-reach/shared';
+import { constants, isValidRunId, runJobProblems, type Logger } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
-import type { RunState } from '../agent-loop/run-state.js';
+import { createRunState, type RunState } from '../agent-loop/run-state.js';
 import type { LlmClient } from '../llm.js';
 import type { RunJobData } from './run-jobs.js';
 import type { RunStore } from './run-store.js';
@@ -62,6 +62,17 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     const loaded = await store.load(data.runId);
     let state = loaded.state;
     if (!state) {
+      // A job added by hand (any language, any client) may be wrong: end it as a failed run that says why,
+      // so whoever waits on it learns the problem instead of finding nothing.
+      const problems = runJobProblems(data);
+      if (problems.length === 0 && !runner.hasAgent(data.agent))
+        problems.push(`agent "${data.agent}" is not declared`);
+      if (problems.length > 0) {
+        if (job.id !== data.runId || !isValidRunId(String(job.id))) {
+          throw new Error(`invalid agent-runs job ${job.id}: ${problems.join('; ')}`);
+        }
+        return recordRejected(data, problems);
+      }
       const memory = data.sessionId ? await sessions.load(data.sessionId) : undefined;
       state = runner.newState({
         agent: data.agent,
@@ -123,6 +134,29 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       active.delete(state.runId);
       owned.delete(state.runId);
     }
+  };
+
+  /** A run that could not start, recorded as failed with the problems of its job. */
+  const recordRejected = async (data: RunJobData, problems: string[]) => {
+    const state = createRunState({
+      runId: data.runId,
+      agent: String(data.agent ?? ''),
+      input: typeof data.input === 'string' ? data.input : '',
+      deadlineMs: 0,
+    });
+    const report = `the run could not start: ${problems.join('; ')}`;
+    state.status = 'failed';
+    state.outcome = {
+      status: 'failed',
+      reason: 'invalid_job',
+      report,
+      usage: state.usage,
+      iterations: 0,
+      steps: [],
+    };
+    await store.checkpoint(state, [{ type: 'run_finished', at: Date.now(), outcome: state.outcome }]);
+    logger.warn({ runId: data.runId, problems }, 'run job refused');
+    return { status: 'failed', reason: 'invalid_job' };
   };
 
   const worker = new Worker<RunJobData>(runner.keys.runsQueue, processRun, {
