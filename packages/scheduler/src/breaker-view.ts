@@ -30,6 +30,15 @@ export class BreakerView {
     return open;
   }
 
+  /**
+   * Forgets the cached view: the next `openTools` reads the hash. Called after a tool failed, since a
+   * failure may have opened the tool's breaker, and the executor writes the transition before the result:
+   * a read after the result is certain to see it, where the pub/sub message might still be on its way.
+   */
+  invalidate(): void {
+    this.#readAt = 0;
+  }
+
   async all(): Promise<BreakerSnapshot[]> {
     return Object.values(await this.redis.hgetall(this.keys.breakers)).map(
       (j) => JSON.parse(j) as BreakerSnapshot,

@@ -40,7 +40,7 @@ export interface AgentLoopDeps {
     dispatch(run: DispatchRun, calls: DispatchCall[], options?: { fresh?: boolean }): Promise<ToolResult[]>;
   };
   catalog: ToolCatalog;
-  breakers: { openTools(): Promise<Set<string>> };
+  breakers: { openTools(): Promise<Set<string>>; invalidate?(): void };
   agent: AgentSpec;
   logger: Logger;
   limits?: Partial<LoopLimits>;
@@ -453,6 +453,7 @@ async function answerCalls(
       content: repeatNudge(state.guard.lastSignature ?? '', state.guard.repeatCount),
     });
   }
+  if (results.some((r) => !r.ok)) deps.breakers.invalidate?.();
   state.guard.failedRounds = results.every((r) => !r.ok) ? state.guard.failedRounds + 1 : 0;
   if (state.guard.failedRounds >= limits.maxFailedRounds) {
     const kinds = results.map((r) => `${r.name}: ${r.error?.kind ?? 'error'} (${r.error?.message ?? ''})`);
