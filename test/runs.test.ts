@@ -89,7 +89,10 @@ describe('runs as jobs: records, approvals, cancellation, sessions, retention', 
     expect(types).toContain('approval_decided');
     await expect(
       h.control.decide({ runId, toolCallId: pending!.toolCallId, decision: 'rejected' }),
-    ).rejects.toMatchObject({ message: expect.stringMatching(/already approved/) });
+    ).rejects.toMatchObject({
+      code: 'RUN_INVALID_STATE',
+      message: expect.stringMatching(/already approved/),
+    });
   });
 
   it('gives the model a structured refusal when a person rejects the call', async () => {

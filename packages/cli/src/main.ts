@@ -220,8 +220,7 @@ async function decide(command: 'approve' | 'reject', argv: string[]): Promise<nu
     console.log(`${command === 'approve' ? 'approved' : 'rejected'} ${toolCallId} of ${runId}`);
     return EXIT.ok;
   } catch (err) {
-    if (err instanceof AgentReachError && /unknown run|no approval request/.test(err.message))
-      return notFound(err.message);
+    if (err instanceof AgentReachError && err.code === 'RUN_NOT_FOUND') return notFound(err.message);
     throw err;
   } finally {
     await ctx.close();

@@ -60,6 +60,10 @@ export const ERROR_CODES = [
   'TOOL_FAILED',
   'BREAKER_OPEN',
   'DISPATCH_CLOSED',
+  'RUN_INVALID',
+  'RUN_NOT_FOUND',
+  'RUN_INVALID_STATE',
+  'RUN_WAIT_TIMEOUT',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -90,7 +90,7 @@ export async function replayRun(
 ): Promise<ReplayResult> {
   const { state: original } = await deps.store.load(originalRunId);
   deps.store.release(originalRunId);
-  if (!original) throw new AgentReachError('CONFIG_INVALID', `unknown run ${originalRunId}`);
+  if (!original) throw new AgentReachError('RUN_NOT_FOUND', `unknown run ${originalRunId}`);
   const events = (await deps.store.events(originalRunId)).map((e) => e.event);
   const runId = `${originalRunId}.replay-${Date.now()}`;
   const state: RunState = deps.runner.newState({

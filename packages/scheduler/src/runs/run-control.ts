@@ -47,14 +47,14 @@ export class RunControl {
     const runId = req.runId ?? `run_${randomUUID()}`;
     if (!isValidRunId(runId)) {
       throw new AgentReachError(
-        'CONFIG_INVALID',
+        'RUN_INVALID',
         `runId must match ${RUN_ID_PATTERN} and not be a BullMQ key name`,
       );
     }
     if (typeof req.agent !== 'string' || !req.agent)
-      throw new AgentReachError('CONFIG_INVALID', 'agent is required');
+      throw new AgentReachError('RUN_INVALID', 'agent is required');
     if (typeof req.input !== 'string' || !req.input.trim())
-      throw new AgentReachError('CONFIG_INVALID', 'input must be a non-empty string');
+      throw new AgentReachError('RUN_INVALID', 'input must be a non-empty string');
     const data: RunJobData = {
       v: 1,
       runId,
@@ -108,7 +108,7 @@ export class RunControl {
         if (state?.outcome) return state.outcome;
       }
       if (Date.now() > end)
-        throw new AgentReachError('DISPATCH_CLOSED', `run ${runId} did not finish within ${timeoutMs} ms`);
+        throw new AgentReachError('RUN_WAIT_TIMEOUT', `run ${runId} did not finish within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, pollMs));
     }
   }
@@ -126,21 +126,24 @@ export class RunControl {
   async decide(req: DecisionRequest): Promise<void> {
     const { state } = await this.store.load(req.runId);
     this.store.release(req.runId);
-    if (!state) throw new AgentReachError('CONFIG_INVALID', `unknown run ${req.runId}`);
+    if (!state) throw new AgentReachError('RUN_NOT_FOUND', `unknown run ${req.runId}`);
     const pending = state.approvals[req.toolCallId];
     if (!pending)
       throw new AgentReachError(
-        'CONFIG_INVALID',
+        'RUN_NOT_FOUND',
         `run ${req.runId} has no approval request for ${req.toolCallId}`,
       );
     if (pending.decision)
-      throw new AgentReachError('CONFIG_INVALID', `call ${req.toolCallId} was already ${pending.decision}`);
+      throw new AgentReachError(
+        'RUN_INVALID_STATE',
+        `call ${req.toolCallId} was already ${pending.decision}`,
+      );
     const first = await this.store.decide(req.runId, req.toolCallId, {
       decision: req.decision,
       ...(req.by ? { by: req.by } : {}),
       ...(req.reason ? { reason: req.reason } : {}),
     });
-    if (!first) throw new AgentReachError('CONFIG_INVALID', `call ${req.toolCallId} was already decided`);
+    if (!first) throw new AgentReachError('RUN_INVALID_STATE', `call ${req.toolCallId} was already decided`);
     await this.store.appendEvents(req.runId, [
       {
         type: 'approval_decided',

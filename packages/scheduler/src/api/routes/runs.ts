@@ -153,7 +153,7 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
         await control.decide({ runId: view.run_id, toolCallId, decision, by, ...(reason ? { reason } : {}) });
       } catch (err) {
         // Another request decided first (the check above raced it).
-        if (err instanceof AgentReachError && err.code === 'CONFIG_INVALID')
+        if (err instanceof AgentReachError && err.code === 'RUN_INVALID_STATE')
           throw new ApiError(409, 'INVALID_STATE', err.message);
         throw err;
       }
