@@ -24,7 +24,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { constants } from '@agent-reach/shared';
-import { closedLoop } from './measure.js';
+import { benchEnvironment, closedLoop } from './measure.js';
 import {
   fmt,
   medianFigures,
@@ -122,7 +122,8 @@ async function main(): Promise<void> {
   let harness: LoopHarness | undefined;
   const started = performance.now();
   try {
-    const redisVersion = /^redis_version:(\S+)/m.exec(await admin.info('server'))?.[1] ?? 'unknown';
+    const environment = await benchEnvironment((section) => admin.info(section));
+    const redisVersion = environment.redis;
     const h = await startLoopHarness({ redisUrl, tmpDir, simMode, executorMode, llmLatencyMs });
     harness = h;
     console.log(
@@ -288,12 +289,7 @@ async function main(): Promise<void> {
     const jsonPath = path.join(resultsDir, 'agent-loop.json');
     const report = {
       date: new Date().toISOString(),
-      environment: {
-        node: process.version,
-        redis: redisVersion,
-        cpus: os.cpus().length,
-        loadAvg1m: os.loadavg()[0],
-      },
+      environment,
       settings: {
         seqRuns,
         loadRuns,

@@ -1,3 +1,4 @@
+import os from 'node:os';
 /** Latency figures of one phase, in milliseconds. */
 export interface LatencySummary {
   p50: number;
@@ -58,4 +59,10 @@ export async function closedLoop(
 /** Runs `total` calls one at a time. */
 export async function sequential(call: () => Promise<void>, total: number): Promise<LoopOutcome> {
   return closedLoop(call, total, 1);
+}
+
+/** Where a benchmark ran: recorded with its figures, since absolute numbers mean little elsewhere. */
+export async function benchEnvironment(info: (section: string) => Promise<string>) {
+  const redis = /^redis_version:(\S+)/m.exec(await info('server'))?.[1] ?? 'unknown';
+  return { node: process.version, redis, cpus: os.cpus().length, loadAvg1m: os.loadavg()[0] };
 }

@@ -14,7 +14,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { constants } from '@agent-reach/shared';
-import { closedLoop, median, sequential, summarize, type LatencySummary } from './measure.js';
+import {
+  benchEnvironment,
+  closedLoop,
+  median,
+  sequential,
+  summarize,
+  type LatencySummary,
+} from './measure.js';
 import { diffRedis, sampleRedis, type RedisDelta } from './redis-stats.js';
 import { startPlatform, startRawBullmq, type BenchSystem } from './systems.js';
 
@@ -144,7 +151,8 @@ async function main(): Promise<void> {
   const systems: BenchSystem[] = [];
   const started = performance.now();
   try {
-    const redisVersion = /^redis_version:(\S+)/m.exec(await admin.info('server'))?.[1] ?? 'unknown';
+    const environment = await benchEnvironment((section) => admin.info(section));
+    const redisVersion = environment.redis;
     const raw = await startRawBullmq({ redisUrl, payload, concurrency });
     systems.push(raw);
     const platform = await startPlatform({ redisUrl, payload, concurrency, tmpDir });
@@ -200,12 +208,7 @@ async function main(): Promise<void> {
       Object.fromEntries((d?.calls ?? []).map(([name, n]) => [name, n / plan.seqCalls]));
     const report = {
       date: new Date().toISOString(),
-      environment: {
-        node: process.version,
-        redis: redisVersion,
-        cpus: os.cpus().length,
-        loadAvg1m: os.loadavg()[0],
-      },
+      environment,
       settings: {
         ...plan,
         rounds,

@@ -1,8 +1,13 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_ERROR_CODES } from '../packages/scheduler/src/api/index.js';
-import { FULL_KEY, LIMITED_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
-import { waitFor } from './helpers/redis.js';
+import {
+  FULL_KEY,
+  LIMITED_KEY,
+  startApiHarness,
+  seedSessionAndFinishedRun,
+  type ApiHarness,
+} from './helpers/api.js';
 
 /** Requests per route; raise it for a longer hunt (`API_FUZZ_RUNS=2000 pnpm exec vitest run test/api-fuzz`). */
 const NUM_RUNS = Number(process.env.API_FUZZ_RUNS ?? 200);
@@ -82,13 +87,7 @@ describe('HTTP API under random input', () => {
   let sent = 0;
   beforeAll(async () => {
     h = await startApiHarness({ rateLimitPerMinute: 1_000_000_000 });
-    await h.call('POST', '/v1/sessions', { body: { session_id: 'fuzz-sess' } });
-    finished = (await h.call('POST', '/v1/runs', { body: { agent: 'test_agent', input: 'hello' } })).json
-      .run_id;
-    await waitFor(
-      async () => (await h.call('GET', `/v1/runs/${finished}`)).json.status === 'succeeded',
-      15_000,
-    );
+    finished = await seedSessionAndFinishedRun(h, 'fuzz-sess');
   });
   afterAll(async () => h?.close());
 

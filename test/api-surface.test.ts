@@ -5,10 +5,10 @@ import {
   LIMITED_KEY,
   request,
   startApiHarness,
+  seedSessionAndFinishedRun,
   TEST_API_KEYS,
   type ApiHarness,
 } from './helpers/api.js';
-import { waitFor } from './helpers/redis.js';
 
 /** [what is wrong, method, path, what is sent, status, code] */
 type Case = [string, string, string, Sent, number, string];
@@ -19,13 +19,7 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
   let finished: string;
   beforeAll(async () => {
     h = await startApiHarness();
-    await h.call('POST', '/v1/sessions', { body: { session_id: 'known-sess' } });
-    finished = (await h.call('POST', '/v1/runs', { body: { agent: 'test_agent', input: 'hello' } })).json
-      .run_id;
-    await waitFor(
-      async () => (await h.call('GET', `/v1/runs/${finished}`)).json.status === 'succeeded',
-      15_000,
-    );
+    finished = await seedSessionAndFinishedRun(h, 'known-sess');
   });
   afterAll(async () => h?.close());
 

@@ -6,6 +6,7 @@ import {
   type ApiServerOptions,
 } from '../../packages/scheduler/src/api/index.js';
 import { createClient } from '../../packages/client/src/index.js';
+import { waitFor } from './redis.js';
 import { startRunsHarness } from './runs.js';
 
 /** A key for every agent, and one limited to `weather_only`. */
@@ -96,6 +97,15 @@ export async function startApiHarness(
 }
 
 export type ApiHarness = Awaited<ReturnType<typeof startApiHarness>>;
+
+/** Creates session `sessionId` and a run that has finished, for tests that need existing objects. */
+export async function seedSessionAndFinishedRun(h: ApiHarness, sessionId: string): Promise<string> {
+  await h.call('POST', '/v1/sessions', { body: { session_id: sessionId } });
+  const runId = (await h.call('POST', '/v1/runs', { body: { agent: 'test_agent', input: 'hello' } })).json
+    .run_id as string;
+  await waitFor(async () => (await h.call('GET', `/v1/runs/${runId}`)).json.status === 'succeeded', 15_000);
+  return runId;
+}
 
 /** The messages of an SSE body, parsed plainly (independent of the client's parser). */
 export function sseMessages(

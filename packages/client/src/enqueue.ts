@@ -8,20 +8,11 @@ import {
   RESERVED_RUN_IDS,
   RUN_ID_PATTERN,
   runJobOptions,
+  type RunJobData,
 } from '@agent-reach/shared';
 
-/** What a job on `agent-runs` carries (the README's "agent-runs job schema"). */
-export interface RunJobFields {
-  agent: string;
-  input: string;
-  /** A session whose history the run continues. */
-  sessionId?: string;
-  /** The model to use instead of the scheduler's default. */
-  model?: string;
-  /** A trace id of the caller's (default: the scheduler makes one). */
-  traceId?: string;
-  metadata?: Record<string, string>;
-}
+/** What a job on `agent-runs` carries besides its version and run id (the README's job schema). */
+export type RunJobFields = Omit<RunJobData, 'v' | 'runId'>;
 
 export interface EnqueueRunOptions extends RunJobFields {
   /** A connection to reuse (left open), or… */

@@ -45,6 +45,7 @@ interface Pending {
   timer: NodeJS.Timeout;
   runId: string;
   toolCallId: string;
+  name: string;
   since: number;
 }
 
@@ -149,12 +150,11 @@ export class Dispatcher {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#recheck);
-    for (const [key, pending] of this.#pending) {
+    for (const pending of this.#pending.values()) {
       clearTimeout(pending.timer);
-      const [, toolCallId = ''] = key.split('\n');
       pending.resolve(
         errorResult(
-          { toolCallId, name: '' },
+          { toolCallId: pending.toolCallId, name: pending.name },
           { kind: 'timeout', message: 'the scheduler shut down while waiting', retryable: true },
         ),
       );
@@ -174,7 +174,14 @@ export class Dispatcher {
         },
         Math.max(0, deadline - Date.now()),
       );
-      this.#pending.set(key, { resolve, timer, runId, toolCallId: call.toolCallId, since: Date.now() });
+      this.#pending.set(key, {
+        resolve,
+        timer,
+        runId,
+        toolCallId: call.toolCallId,
+        name: call.name,
+        since: Date.now(),
+      });
       this.#startRechecking();
     });
   }
