@@ -11,6 +11,8 @@ export const TOOL_ERROR_KINDS = [
   'forbidden',
   'awaiting_confirmation',
   'timeout',
+  /** The call never started before its deadline (no executor took it): nothing ran, it may be retried. */
+  'unavailable',
   'transient',
   'circuit_open',
   'no_result',

@@ -23,6 +23,8 @@ export { closestName } from './suggest.js';
 export { toolJobId, errorResult } from './job.js';
 export type { ToolCallJob, ToolResult } from './job.js';
 export { createKeys } from './keys.js';
+export { argumentsDigest, callLedgerEntry, matchesLedger } from './call-ledger.js';
+export type { CallLedgerEntry } from './call-ledger.js';
 export type { Keys } from './keys.js';
 export { createRedis, waitReady } from './redis.js';
 export { createLogger } from './logger.js';

@@ -32,6 +32,11 @@ export interface Keys {
   runMeta(runId: string): string;
   /** Hash: toolCallId → a person's decision (JSON), written by approve/reject while the run is parked. */
   runApprovals(runId: string): string;
+  /**
+   * Hash: toolCallId → the call as the model made it (`callLedgerEntry`), written by the checkpoint that
+   * records the model turn, before the call is published. Executors run only calls found here.
+   */
+  runCalls(runId: string): string;
   /** Sorted set: run ids by creation time. */
   readonly runIndex: string;
   /** Pub/sub channel: run ids whose cancellation was requested. */
@@ -58,6 +63,7 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     runEvents: (id: string) => `${prefix}:run:${id}:events`,
     runMeta: (id: string) => `${prefix}:run:${id}:meta`,
     runApprovals: (id: string) => `${prefix}:run:${id}:approvals`,
+    runCalls: (id: string) => `${prefix}:run:${id}:calls`,
     runIndex: `${prefix}:runs`,
     cancelChannel: `${prefix}:run-cancel`,
     session: (id: string) => `${prefix}:session:${id}`,
