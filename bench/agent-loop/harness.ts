@@ -189,13 +189,19 @@ export async function startLoopHarness(options: {
             });
             check(probe, outcome, state);
           } else {
-            const { outcome, state } = await runner.run({
-              agent: AGENT,
-              input,
+            const state = runner.newState({ agent: AGENT, input });
+            // As the run worker does: claim the run, then write each step through its checkpointer.
+            const writer = name === 'checkpoints' ? (await store.claim(state.runId)).writer : undefined;
+            const outcome = await runner.resume(state, {
               onEvent: probe.onEvent,
-              ...(name === 'checkpoints'
+              ...(writer
                 ? {
-                    checkpoint: (s, events) => store.checkpoint(s, events).then(() => undefined),
+                    checkpoint: (s, events) => {
+                      const send = writer.prepare(s, events);
+                      return async () => {
+                        await send();
+                      };
+                    },
                     // As the run worker does: the store and the dispatcher share the producer connection.
                     orderedCheckpoints: store.connection === runner.connection,
                   }

@@ -9,7 +9,7 @@ import {
   type Logger,
 } from '@agent-reach/shared';
 import type { RunEvent, StepKind } from './agent-loop/events.js';
-import { runAgent, type LoopLimits } from './agent-loop/run-agent.js';
+import { runAgent, type CheckpointWrite, type LoopLimits } from './agent-loop/run-agent.js';
 import {
   createRunState,
   type ChatMessage,
@@ -50,7 +50,7 @@ export interface StartRun {
   /** The model client for this run (default: the runner's). */
   llm?: LlmClient;
   onEvent?: (event: RunEvent, state: RunState) => void;
-  checkpoint?: (state: RunState, events: RunEvent[], step: StepKind) => Promise<void>;
+  checkpoint?: (state: RunState, events: RunEvent[], step: StepKind) => CheckpointWrite;
   signal?: AbortSignal;
   /** Aborting it makes the loop let go of the run without writing (see AgentLoopDeps.release). */
   release?: AbortSignal;

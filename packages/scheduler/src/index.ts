@@ -6,8 +6,8 @@ export { createLlmClient } from './llm.js';
 export type { LlmClient, LlmOptions } from './llm.js';
 export { AgentRunner } from './agent-runner.js';
 export type { AgentRunnerOptions, StartRun } from './agent-runner.js';
-export { runAgent, resolveLimits } from './agent-loop/run-agent.js';
-export type { AgentLoopDeps, LoopLimits } from './agent-loop/run-agent.js';
+export { runAgent, resolveLimits, RunLost, CheckpointFailed } from './agent-loop/run-agent.js';
+export type { AgentLoopDeps, LoopLimits, CheckpointWrite } from './agent-loop/run-agent.js';
 export { createRunState, unansweredCalls } from './agent-loop/run-state.js';
 export type {
   RunState,
@@ -27,8 +27,15 @@ export { countTokens } from './agent-loop/tokens.js';
 export { SUMMARY_HEADING, TASK_STACK_HEADING } from './agent-loop/prompt.js';
 export { startScheduler, llmFromConfig } from './scheduler.js';
 export type { SchedulerProcess } from './scheduler.js';
-export { RunStore } from './runs/run-store.js';
-export type { RunSummary, RunListFilter, StoredEvent, RunStoreOptions } from './runs/run-store.js';
+export { RunStore, RunCheckpointer, CheckpointRefused } from './runs/run-store.js';
+export type {
+  RunSummary,
+  RunListFilter,
+  StoredEvent,
+  RunStoreOptions,
+  RunClaim,
+  CheckpointVerdict,
+} from './runs/run-store.js';
 export { RunControl } from './runs/run-control.js';
 export type { StartRunRequest, DecisionRequest } from './runs/run-control.js';
 export { createRunWorker } from './runs/run-worker.js';

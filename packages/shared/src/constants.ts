@@ -78,6 +78,15 @@ export const DEFAULT_RUN_LOCK_DURATION_MS = 30_000;
 export const DEFAULT_RUN_STALLED_INTERVAL_MS = 30_000;
 /** A run whose scheduler died this many times is failed instead of being picked up again. */
 export const RUN_MAX_STALLED_COUNT = 5;
+/** Attempts of a run job whose checkpoints cannot be written (each resumes from the last good one). */
+export const RUN_JOB_ATTEMPTS = 8;
+/** First backoff between such attempts, doubled each time (1 s … about 2 min; 4 min in all), in ms. */
+export const RUN_JOB_BACKOFF_MS = 1000;
+/** Tries, and the linear backoff between them in ms, to record as failed a run out of attempts. */
+export const RUN_ABANDON_WRITE_ATTEMPTS = 5;
+export const RUN_ABANDON_WRITE_BACKOFF_MS = 1000;
+/** How long a shutdown past its grace period waits for workers to settle before closing connections, in ms. */
+export const CLOSE_SETTLE_MS = 500;
 export const DEFAULT_SCHEDULER_METRICS_PORT = 9465;
 /** How often the scheduler holding the queue sampler lease samples queue depths, in ms. */
 export const DEFAULT_QUEUE_SAMPLE_INTERVAL_MS = 15_000;

@@ -1,6 +1,6 @@
 import { QueueKeys, type JobsOptions } from 'bullmq';
 import AjvModule from 'ajv';
-import { DEFAULT_RUN_RETENTION_COUNT, DEFAULT_RUN_RETENTION_S } from './constants.js';
+import { DEFAULT_RUN_RETENTION_COUNT, RUN_JOB_ATTEMPTS, RUN_JOB_BACKOFF_MS } from './constants.js';
 
 /**
  * Data of a job on the `agent-runs` queue: what any service (in any language, with its own BullMQ
@@ -34,15 +34,24 @@ export function isValidRunId(runId: string): boolean {
   return RUN_ID_PATTERN.test(runId) && !RESERVED_RUN_IDS.has(runId);
 }
 
-/** Job options of a run: BullMQ keeps finished run jobs only as long as the run's own records. */
-export function runJobOptions(runId: string, retentionS: number = DEFAULT_RUN_RETENTION_S): JobsOptions {
+/**
+ * Job options of a run. How long finished run jobs are kept is the schedulers' `RUN_RETENTION_S` (their
+ * worker settings), the same as the run's records, unless a caller sets `retentionS` for its own jobs.
+ */
+export function runJobOptions(runId: string, retentionS?: number): JobsOptions {
   return {
     jobId: runId,
-    // A run is never retried as a whole: a crashed scheduler is covered by stalled-job recovery, and
-    // everything else ends the run with an outcome.
-    attempts: 1,
-    removeOnComplete: { age: retentionS, count: DEFAULT_RUN_RETENTION_COUNT },
-    removeOnFail: { age: retentionS },
+    // A crashed scheduler is covered by stalled-job recovery and every other failure ends the run with
+    // an outcome; attempts are for checkpoints that cannot be written (Redis away or out of memory): the
+    // run resumes from its last good checkpoint after a backoff.
+    attempts: RUN_JOB_ATTEMPTS,
+    backoff: { type: 'exponential', delay: RUN_JOB_BACKOFF_MS },
+    ...(retentionS === undefined
+      ? {}
+      : {
+          removeOnComplete: { age: retentionS, count: DEFAULT_RUN_RETENTION_COUNT },
+          removeOnFail: { age: retentionS },
+        }),
   };
 }
 

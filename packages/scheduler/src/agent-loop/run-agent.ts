@@ -44,8 +44,14 @@ export interface AgentLoopDeps {
   agent: AgentSpec;
   logger: Logger;
   limits?: Partial<LoopLimits>;
-  /** Called after every step with the state and that step's events: the durability seam. */
-  checkpoint?: (state: RunState, events: RunEvent[], step: StepKind) => Promise<void>;
+  /**
+   * Called after every step with the state and that step's events: the durability seam. It snapshots
+   * the step at once (synchronously) and returns the write, which the loop sends in order, possibly
+   * later. A write that throws `RunLost` means another process owns the run now: the loop stops at once.
+   * Any other failure of a write escapes `runAgent` as `CheckpointFailed` (the run is retried from its
+   * last good checkpoint by whoever runs it).
+   */
+  checkpoint?: (state: RunState, events: RunEvent[], step: StepKind) => CheckpointWrite;
   /** Called for every event as it happens (progress printing, metrics). */
   onEvent?: (event: RunEvent, state: RunState) => void;
   /** Aborting it cancels the run: nothing more is dispatched. */
@@ -62,8 +68,24 @@ export interface AgentLoopDeps {
   release?: AbortSignal;
 }
 
-/** Thrown inside the loop when the run was released; never escapes `runAgent`. */
-class RunReleased extends Error {}
+/** The write of one prepared checkpoint. */
+export type CheckpointWrite = () => Promise<void>;
+
+/** Thrown by a checkpoint write when this process no longer owns the run; never escapes `runAgent`. */
+export class RunLost extends Error {
+  constructor(message = 'another process owns the run now') {
+    super(message);
+    this.name = 'RunLost';
+  }
+}
+
+/** A checkpoint could not be written (Redis away, out of memory, a gap): the run must resume from the last one. */
+export class CheckpointFailed extends Error {
+  constructor(override readonly cause: unknown) {
+    super(`checkpoint failed: ${(cause as Error)?.message ?? String(cause)}`);
+    this.name = 'CheckpointFailed';
+  }
+}
 
 export function resolveLimits(agent: AgentSpec, limits: Partial<LoopLimits> = {}): LoopLimits {
   return {
@@ -108,13 +130,21 @@ export async function runAgent(
   let behind: Promise<void> = Promise.resolve();
   let behindFailure: unknown;
   const checkpoint = async (step: StepKind) => {
-    if (deps.release?.aborted) throw new RunReleased();
+    if (deps.release?.aborted) throw new RunLost();
     const events = pending;
     pending = [];
     const mustAwait =
       step === 'parked' || step === 'finished' || (step === 'llm_response' && !deps.orderedCheckpoints);
+    // Snapshot now: the state goes on changing while an earlier write is still in flight.
+    const send = deps.checkpoint?.(state, events, step);
     const invoke = async () => {
-      await deps.checkpoint?.(state, events, step);
+      // A step is never sent behind one that failed: the store would refuse it as a gap anyway.
+      if (!send || behindFailure !== undefined) return;
+      try {
+        await send();
+      } catch (err) {
+        throw err instanceof RunLost ? err : new CheckpointFailed(err);
+      }
     };
     let write: Promise<void>;
     if (step === 'llm_response' || mustAwait) {
@@ -360,12 +390,18 @@ export async function runAgent(
       fresh = true;
     }
   } catch (err) {
-    if (err instanceof RunReleased || deps.release?.aborted) {
-      log.warn('run released: another scheduler owns it now');
+    if (err instanceof RunLost || deps.release?.aborted) {
+      log.warn('run released: this process no longer owns it');
       return 'released';
     }
+    if (err instanceof CheckpointFailed) throw err;
     log.error({ err }, 'run failed');
-    return finish('failed', 'internal_error', { report: (err as Error).message });
+    try {
+      return await finish('failed', 'internal_error', { report: (err as Error).message });
+    } catch (last) {
+      if (last instanceof RunLost) return 'released';
+      throw last;
+    }
   }
 }
 

@@ -89,7 +89,6 @@ export async function replayRun(
   deps: { runner: AgentRunner; store: RunStore },
 ): Promise<ReplayResult> {
   const { state: original } = await deps.store.load(originalRunId);
-  deps.store.release(originalRunId);
   if (!original) throw new AgentReachError('RUN_NOT_FOUND', `unknown run ${originalRunId}`);
   const events = (await deps.store.events(originalRunId)).map((e) => e.event);
   const runId = `${originalRunId}.replay-${Date.now()}`;
@@ -113,11 +112,15 @@ export async function replayRun(
       };
     }
   }
+  const { writer } = await deps.store.claim(runId);
   const outcome = await deps.runner.resume(state, {
     llm: recordedLlm(events),
     limits: { planning: events.some((e) => e.type === 'plan') },
-    checkpoint: async (s, evs) => {
-      await deps.store.checkpoint(s, evs);
+    checkpoint: (s, evs) => {
+      const send = writer.prepare(s, evs);
+      return async () => {
+        await send();
+      };
     },
   });
   const recorded = events.flatMap((e) => (e.type === 'tool_result' ? [e] : []));

@@ -72,7 +72,6 @@ export class RunControl {
   /** The run's state and listing fields, or undefined when unknown (or not started yet). */
   async get(runId: string): Promise<{ summary: RunSummary; state: RunState | undefined } | undefined> {
     const [summary, loaded] = await Promise.all([this.store.summary(runId), this.store.load(runId)]);
-    this.store.release(runId);
     if (!summary && !loaded.state) return undefined;
     const state = loaded.state;
     return {
@@ -104,7 +103,6 @@ export class RunControl {
       const summary = await this.store.summary(runId);
       if (summary && ['succeeded', 'not_converged', 'failed', 'cancelled'].includes(summary.status)) {
         const { state } = await this.store.load(runId);
-        this.store.release(runId);
         if (state?.outcome) return state.outcome;
       }
       if (Date.now() > end)
@@ -125,7 +123,6 @@ export class RunControl {
    */
   async decide(req: DecisionRequest): Promise<void> {
     const { state } = await this.store.load(req.runId);
-    this.store.release(req.runId);
     if (!state) throw new AgentReachError('RUN_NOT_FOUND', `unknown run ${req.runId}`);
     const pending = state.approvals[req.toolCallId];
     if (!pending)

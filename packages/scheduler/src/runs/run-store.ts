@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { constants, type Keys } from '@agent-reach/shared';
+import { callLedgerEntry, constants, type Keys } from '@agent-reach/shared';
 import type { RunEvent } from '../agent-loop/events.js';
 import type { Approval, ChatMessage, RunState, RunStatus } from '../agent-loop/run-state.js';
 
@@ -40,60 +40,195 @@ export interface RunStoreOptions {
 }
 
 /**
- * One checkpoint in one script call: read the cancel flag, append (or rewrite) messages, set the state,
- * add the events, update the listing and the index, and on the run's end set the retention TTLs.
- * KEYS: meta, state, messages, events, index, results, approvals.
+ * One checkpoint in one script call, fenced and sequenced. Nothing is written unless every check passes:
+ * - the caller's ownership epoch is the run's current one (a scheduler that lost the run is refused);
+ * - the record is not final (a finished run is never written again);
+ * - the checkpoint's step number is the next one (a re-sent step is a no-op, a gap is refused);
+ * - the stored message count is the one the step was prepared against.
+ * Then it appends (or rewrites) messages, sets the state, adds events, records the calls of the model
+ * turn in the run's ledger, updates the listing and the index, and on the run's end sets the retention
+ * TTLs. The shebang makes Redis refuse the whole script up front when it is out of memory, so a record is
+ * never half-written.
+ * KEYS: meta, state, messages, events, index, results, approvals, calls.
+ * ARGV: epoch, seq, base, rewrite, state, n, messages…, n, events…, n, meta fields…, n, (call id, entry)…,
+ *       createdAt, runId, final, ttl, now, keep.
+ * Returns { verdict, cancel }: verdict is ok | dup | fenced | final | gap.
  */
-const CHECKPOINT_LUA = `
-local cancel = redis.call('HGET', KEYS[1], 'cancel_requested')
-local i = 3
-if ARGV[2] == '1' then redis.call('DEL', KEYS[3]) end
+const CHECKPOINT_LUA = `#!lua
+local cur = redis.call('HMGET', KEYS[1], 'epoch', 'seq', 'final', 'cancel_requested')
+local cancel = cur[4] or ''
+if cur[1] ~= ARGV[1] then return { 'fenced', cancel } end
+local stored = tonumber(cur[2] or '0')
+local seq = tonumber(ARGV[2])
+if seq <= stored then return { 'dup', cancel } end
+if cur[3] == '1' then return { 'final', cancel } end
+if seq ~= stored + 1 then return { 'gap', cancel } end
+if ARGV[4] ~= '1' and redis.call('LLEN', KEYS[3]) ~= tonumber(ARGV[3]) then return { 'gap', cancel } end
+local i = 6
+if ARGV[4] == '1' then redis.call('DEL', KEYS[3]) end
 local n = tonumber(ARGV[i]); i = i + 1
 for j = i, i + n - 1, 200 do redis.call('RPUSH', KEYS[3], unpack(ARGV, j, math.min(j + 199, i + n - 1))) end
 i = i + n
-redis.call('SET', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[2], ARGV[5])
 n = tonumber(ARGV[i]); i = i + 1
 for j = i, i + n - 1 do redis.call('XADD', KEYS[4], '*', 'e', ARGV[j]) end
 i = i + n
 n = tonumber(ARGV[i]); i = i + 1
-redis.call('HSET', KEYS[1], unpack(ARGV, i, i + n - 1))
+redis.call('HSET', KEYS[1], 'seq', seq, unpack(ARGV, i, i + n - 1))
+i = i + n
+n = tonumber(ARGV[i]); i = i + 1
+for j = i, i + n - 1, 2 do redis.call('HSETNX', KEYS[8], ARGV[j], ARGV[j + 1]) end
 i = i + n
 redis.call('ZADD', KEYS[5], 'NX', ARGV[i], ARGV[i + 1])
+local ttl = tonumber(ARGV[i + 3])
+if n > 0 then redis.call('EXPIRE', KEYS[8], ttl) end
 if ARGV[i + 2] == '1' then
-  local ttl = tonumber(ARGV[i + 3])
-  for _, key in ipairs({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7] }) do redis.call('EXPIRE', key, ttl) end
+  redis.call('HSET', KEYS[1], 'final', '1')
+  for _, key in ipairs({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7], KEYS[8] }) do redis.call('EXPIRE', key, ttl) end
   redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', tonumber(ARGV[i + 4]) - ttl * 1000)
   redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -tonumber(ARGV[i + 5]) - 1)
 end
-return cancel
+return { 'ok', cancel }
 `;
 
-type CheckpointClient = Redis & {
-  agentReachCheckpoint(...keysAndArgs: Array<string | number>): Promise<string | null>;
+/**
+ * Takes ownership of a run: bumps its epoch (so any earlier owner's writes are refused from now on) and
+ * reads its last checkpoint, the decisions people made since, and whether cancellation was requested.
+ * KEYS: meta, state, messages, approvals. Returns epoch, seq, cancel flag, state, messages, decisions.
+ */
+const CLAIM_LUA = `
+local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+local f = redis.call('HMGET', KEYS[1], 'seq', 'cancel_requested')
+return { epoch, f[1] or '0', f[2] or '', redis.call('GET', KEYS[2]) or '', redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[4]) }
+`;
+
+type StoreClient = Redis & {
+  agentReachCheckpoint(...keysAndArgs: Array<string | number>): Promise<[string, string]>;
+  agentReachClaim(...keys: string[]): Promise<[number, string, string, string, string[], string[]]>;
 };
+
+/** Why a checkpoint was not written; `fenced` and `final` mean another process owns (or ended) the run. */
+export type CheckpointVerdict = 'ok' | 'dup' | 'fenced' | 'final' | 'gap';
+
+/** A checkpoint the store refused: the run belongs to another process now, or its record moved on. */
+export class CheckpointRefused extends Error {
+  constructor(
+    readonly runId: string,
+    readonly verdict: Exclude<CheckpointVerdict, 'ok' | 'dup'>,
+  ) {
+    super(
+      verdict === 'gap'
+        ? `checkpoint of run ${runId} does not follow the stored one`
+        : `run ${runId} is owned by another process now (${verdict})`,
+    );
+    this.name = 'CheckpointRefused';
+  }
+
+  /** True when this process lost the run (it must stop without writing), false for a gap. */
+  get lost(): boolean {
+    return this.verdict !== 'gap';
+  }
+}
+
+/** A run as its owner loaded it. */
+export interface RunClaim {
+  state: RunState | undefined;
+  cancelRequested: boolean;
+  /** Problems found in the stored record (ignored decisions and the like), for the log. */
+  problems: string[];
+  writer: RunCheckpointer;
+}
+
+/**
+ * Writes one run's checkpoints for the process that claimed it. `prepare` snapshots the step at once —
+ * the messages added since the previous step, the state, the events, the calls of a new model turn —
+ * and returns the write, so what is written is what the run was when the step ended, however late the
+ * write is sent. Steps are numbered in the order they are prepared; the store applies each once.
+ */
+export class RunCheckpointer {
+  #seq: number;
+  #count: number;
+  #compactions: number | undefined;
+
+  constructor(
+    private readonly store: RunStore,
+    readonly runId: string,
+    readonly epoch: number,
+    seq: number,
+    count: number,
+    compactions: number | undefined,
+  ) {
+    this.#seq = seq;
+    this.#count = count;
+    this.#compactions = compactions;
+  }
+
+  prepare(state: RunState, events: RunEvent[]): () => Promise<{ cancelRequested: boolean }> {
+    const { messages, ...rest } = state;
+    const rewrite = this.#compactions !== state.compactions || this.#count > messages.length;
+    const base = rewrite ? 0 : this.#count;
+    const fresh = messages.slice(base);
+    const calls: string[] = [];
+    for (const m of fresh) {
+      if (m.role !== 'assistant' || !m.tool_calls) continue;
+      for (const c of m.tool_calls) {
+        if (c.type !== 'function') continue;
+        calls.push(
+          c.id,
+          callLedgerEntry({ agent: state.agent, name: c.function.name, arguments: c.function.arguments }),
+        );
+      }
+    }
+    const meta = Object.entries(metaFields(state)).flat();
+    this.#seq += 1;
+    this.#count = messages.length;
+    this.#compactions = state.compactions;
+    const args: Array<string | number> = [
+      this.epoch,
+      this.#seq,
+      base,
+      rewrite ? 1 : 0,
+      JSON.stringify(rest),
+      fresh.length,
+      ...fresh.map((m) => JSON.stringify(m)),
+      events.length,
+      ...events.map((e) => JSON.stringify(e)),
+      meta.length,
+      ...meta,
+      calls.length,
+      ...calls,
+      state.createdAt,
+      state.runId,
+      state.outcome ? 1 : 0,
+      this.store.retentionS,
+      Date.now(),
+      this.store.retentionCount,
+    ];
+    return () => this.store.write(this.runId, args);
+  }
+}
 
 /**
  * A run's durable record in Redis: its state (without messages), its messages as a list, its event
- * stream, a listing hash and the index of runs. `checkpoint` writes one step — only the messages added
- * since the last checkpoint, the new events, the state and the listing — in one script call, and reads
- * back whether cancellation was requested: one round trip and one command per step.
+ * stream, a listing hash, its call ledger and the index of runs. The process that runs a run claims it
+ * (`claim`) and writes through the returned checkpointer; readers (API, CLI) use `load` and never write.
  */
 export class RunStore {
-  /** Messages already persisted per run in this process, to append only what is new. */
-  readonly #persisted = new Map<string, { count: number; compactions: number }>();
-  readonly #retentionS: number;
-  readonly #retentionCount: number;
+  readonly retentionS: number;
+  readonly retentionCount: number;
 
   constructor(
     private readonly redis: Redis,
     private readonly keys: Keys,
     options: RunStoreOptions = {},
   ) {
-    if (!(redis as unknown as Partial<CheckpointClient>).agentReachCheckpoint) {
-      redis.defineCommand('agentReachCheckpoint', { numberOfKeys: 7, lua: CHECKPOINT_LUA });
+    const client = redis as unknown as Partial<StoreClient>;
+    if (!client.agentReachCheckpoint) {
+      redis.defineCommand('agentReachCheckpoint', { numberOfKeys: 8, lua: CHECKPOINT_LUA });
     }
-    this.#retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
-    this.#retentionCount = options.retentionCount ?? constants.DEFAULT_RUN_RETENTION_COUNT;
+    if (!client.agentReachClaim) redis.defineCommand('agentReachClaim', { numberOfKeys: 4, lua: CLAIM_LUA });
+    this.retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
+    this.retentionCount = options.retentionCount ?? constants.DEFAULT_RUN_RETENTION_COUNT;
   }
 
   /** The connection checkpoints are written on. */
@@ -102,51 +237,53 @@ export class RunStore {
   }
 
   /**
-   * Writes a step as one script call, issued before this returns control (commands written later on the
-   * same connection land after it). Resolves to whether a cancellation of the run has been requested.
+   * Takes ownership of a run for this process (any earlier owner is fenced off from now on) and loads
+   * its last checkpoint with the decisions people made since it parked.
    */
-  async checkpoint(state: RunState, events: RunEvent[]): Promise<{ cancelRequested: boolean }> {
+  async claim(runId: string): Promise<RunClaim> {
     const k = this.keys;
-    const id = state.runId;
-    const { messages, ...rest } = state;
-    const seen = this.#persisted.get(id);
-    const rewrite = !seen || seen.compactions !== state.compactions || seen.count > messages.length;
-    const fresh = rewrite ? messages : messages.slice(seen.count);
-    const meta = Object.entries(metaFields(state)).flat();
-    const args: Array<string | number> = [
-      JSON.stringify(rest),
-      rewrite ? 1 : 0,
-      fresh.length,
-      ...fresh.map((m) => JSON.stringify(m)),
-      events.length,
-      ...events.map((e) => JSON.stringify(e)),
-      meta.length,
-      ...meta,
-      state.createdAt,
-      id,
-      state.outcome ? 1 : 0,
-      this.#retentionS,
-      Date.now(),
-      this.#retentionCount,
-    ];
-    const cancel = await (this.redis as unknown as CheckpointClient).agentReachCheckpoint(
-      k.runMeta(id),
-      k.runState(id),
-      k.runMessages(id),
-      k.runEvents(id),
+    const [epoch, seq, cancel, stateJson, messages, decisions] = await (
+      this.redis as unknown as StoreClient
+    ).agentReachClaim(k.runMeta(runId), k.runState(runId), k.runMessages(runId), k.runApprovals(runId));
+    const { state, problems } = parseRecord(stateJson, messages, decisions);
+    return {
+      state,
+      cancelRequested: cancel === '1',
+      problems,
+      writer: new RunCheckpointer(
+        this,
+        runId,
+        Number(epoch),
+        Number(seq),
+        state?.messages.length ?? 0,
+        state?.compactions,
+      ),
+    };
+  }
+
+  /** Sends a prepared checkpoint; throws `CheckpointRefused` unless it was applied (now or before). */
+  async write(runId: string, args: Array<string | number>): Promise<{ cancelRequested: boolean }> {
+    const k = this.keys;
+    const [verdict, cancel] = await (this.redis as unknown as StoreClient).agentReachCheckpoint(
+      k.runMeta(runId),
+      k.runState(runId),
+      k.runMessages(runId),
+      k.runEvents(runId),
       k.runIndex,
-      k.results(id),
-      k.runApprovals(id),
+      k.results(runId),
+      k.runApprovals(runId),
+      k.runCalls(runId),
       ...args,
     );
-    if (state.outcome) this.#persisted.delete(id);
-    else this.#persisted.set(id, { count: messages.length, compactions: state.compactions });
+    if (verdict !== 'ok' && verdict !== 'dup') {
+      throw new CheckpointRefused(runId, verdict as Exclude<CheckpointVerdict, 'ok' | 'dup'>);
+    }
     return { cancelRequested: cancel === '1' };
   }
 
   /**
    * The run's last checkpoint (undefined when there is none) with the decisions people made since it
-   * parked merged in, and whether its cancellation was requested — one round trip.
+   * parked merged in, and whether its cancellation was requested. Read-only: one round trip.
    */
   async load(runId: string): Promise<{ state: RunState | undefined; cancelRequested: boolean }> {
     const k = this.keys;
@@ -162,16 +299,8 @@ export class RunStore {
       [null, Record<string, string>],
       [null, string | null],
     ];
-    const cancelRequested = cancel === '1';
-    if (state === null) return { state: undefined, cancelRequested };
-    const parsed = JSON.parse(state) as Omit<RunState, 'messages'>;
-    const run: RunState = { ...parsed, messages: messages.map((m) => JSON.parse(m) as ChatMessage) };
-    for (const [id, json] of Object.entries(decisions)) {
-      const pending = run.approvals[id];
-      if (pending && !pending.decision) Object.assign(pending, JSON.parse(json) as Partial<Approval>);
-    }
-    this.#persisted.set(runId, { count: run.messages.length, compactions: run.compactions });
-    return { state: run, cancelRequested };
+    const parsed = parseRecord(state ?? '', messages, Object.entries(decisions).flat());
+    return { state: parsed.state, cancelRequested: cancel === '1' };
   }
 
   /**
@@ -187,7 +316,7 @@ export class RunStore {
     const [[, set]] = (await this.redis
       .multi()
       .hsetnx(this.keys.runApprovals(runId), toolCallId, JSON.stringify(record))
-      .expire(this.keys.runApprovals(runId), this.#retentionS)
+      .expire(this.keys.runApprovals(runId), this.retentionS)
       .exec()) as [[null, number], [null, number]];
     return set === 1;
   }
@@ -199,14 +328,10 @@ export class RunStore {
     await tx.exec();
   }
 
-  /** Forgets the in-process bookkeeping of a run (its job moved to another process or parked). */
-  release(runId: string): void {
-    this.#persisted.delete(runId);
-  }
-
   async summary(runId: string): Promise<RunSummary | undefined> {
     const meta = await this.redis.hgetall(this.keys.runMeta(runId));
-    return Object.keys(meta).length ? toSummary(meta) : undefined;
+    // A listing exists once the first checkpoint wrote it (a claim or a cancel request alone is not one).
+    return meta.runId ? toSummary(meta) : undefined;
   }
 
   /** Runs newest first, filtered by agent, status and creation time. */
@@ -229,7 +354,7 @@ export class RunStore {
       for (const id of ids) pipe.hgetall(this.keys.runMeta(id));
       const metas = (await pipe.exec()) ?? [];
       for (const [, meta] of metas) {
-        if (!meta || Object.keys(meta as object).length === 0) continue;
+        if (!meta || !(meta as Record<string, string>).runId) continue;
         const s = toSummary(meta as Record<string, string>);
         if (filter.agent && s.agent !== filter.agent) continue;
         if (filter.status && s.status !== filter.status) continue;
@@ -292,4 +417,46 @@ function toSummary(meta: Record<string, string>): RunSummary {
     ...(meta.reason ? { reason: meta.reason } : {}),
     ...(meta.cancel_requested === '1' ? { cancelRequested: true } : {}),
   };
+}
+
+/** Tool call ids as the loop makes them (the API refuses others); anything else in a record is ignored. */
+const TOOL_CALL_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * A stored record made whole: the state, its messages, and the decisions people made since it parked.
+ * Decisions are looked up by own property only and their ids checked, so a record holding a hostile key
+ * (`__proto__`) can never reach a prototype; what is ignored is reported.
+ */
+function parseRecord(
+  stateJson: string,
+  messages: string[],
+  decisions: string[],
+): { state: RunState | undefined; problems: string[] } {
+  if (!stateJson) return { state: undefined, problems: [] };
+  const parsed = JSON.parse(stateJson) as Omit<RunState, 'messages'>;
+  const run: RunState = { ...parsed, messages: messages.map((m) => JSON.parse(m) as ChatMessage) };
+  const approvals: Record<string, Approval> = Object.create(null) as Record<string, Approval>;
+  for (const [id, a] of Object.entries(run.approvals ?? {})) if (TOOL_CALL_ID.test(id)) approvals[id] = a;
+  run.approvals = approvals;
+  const problems: string[] = [];
+  for (let i = 0; i + 1 < decisions.length; i += 2) {
+    const id = decisions[i] as string;
+    const pending = TOOL_CALL_ID.test(id) && Object.hasOwn(approvals, id) ? approvals[id] : undefined;
+    if (!pending) {
+      problems.push(`decision for unknown call ${JSON.stringify(id.slice(0, 80))} ignored`);
+      continue;
+    }
+    if (pending.decision) continue;
+    try {
+      const d = JSON.parse(decisions[i + 1] as string) as Partial<Approval>;
+      if (d.decision !== 'approved' && d.decision !== 'rejected') throw new Error('no decision');
+      pending.decision = d.decision;
+      if (typeof d.by === 'string') pending.by = d.by;
+      if (typeof d.reason === 'string') pending.reason = d.reason;
+      if (typeof d.decidedAt === 'number') pending.decidedAt = d.decidedAt;
+    } catch {
+      problems.push(`unreadable decision for call ${id} ignored`);
+    }
+  }
+  return { state: run, problems };
 }

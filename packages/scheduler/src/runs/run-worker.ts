@@ -1,12 +1,14 @@
-import { DelayedError, Worker, type Job } from 'bullmq';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { constants, isValidRunId, runJobProblems, type Logger } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
+import { CheckpointFailed, RunLost } from '../agent-loop/run-agent.js';
 import { createRunState, type RunState } from '../agent-loop/run-state.js';
 import type { LlmClient } from '../llm.js';
 import type { RunJobData } from './run-jobs.js';
-import type { RunStore } from './run-store.js';
+import { CheckpointRefused, type RunCheckpointer, type RunStore } from './run-store.js';
 import type { SessionStore } from './sessions.js';
 
 export interface RunWorkerOptions {
@@ -25,54 +27,81 @@ export interface RunWorkerOptions {
   stalledIntervalMs?: number;
   /** How long a parked run waits for a decision before its pending calls count as rejected, in ms. */
   approvalTimeoutMs?: number;
+  /** How long finished run jobs are kept, in seconds (the run's records are kept as long). Default 7 days. */
+  retentionS?: number;
   /** Called for every event of every run this process works on. */
   onEvent?: (event: RunEvent, state: RunState) => void;
 }
 
 export interface RunWorker {
   readonly worker: Worker<RunJobData>;
-  /** Stops taking runs; lets runs in flight reach their next checkpoint within the grace period. */
+  /**
+   * Stops taking runs. Runs in flight stop at their next checkpoint and are handed back to the queue for
+   * another scheduler; whatever still runs when the grace period ends is handed back as it is.
+   */
   close(graceMs?: number): Promise<void>;
 }
 
+/** One run this process is working on. */
+interface Active {
+  job: Job<RunJobData>;
+  token: string | undefined;
+  /** Cancels the run (a person asked). */
+  cancel: AbortController;
+  /** Lets go of the run without ending it (lost, or handed back at shutdown). */
+  release: AbortController;
+}
+
 /**
- * The scheduler's BullMQ worker on `agent-runs`. A job is a run: the worker loads its last checkpoint (or
- * starts it), runs the loop with a checkpoint after every step, and ends the job with the outcome. A run
- * that waits for a person is parked as a delayed job — no slot, no lock held — until a decision promotes
- * it or the approval timeout wakes it. A scheduler killed mid-run leaves a stalled job that another
- * scheduler picks up and resumes from the checkpoint.
+ * The scheduler's BullMQ worker on `agent-runs`. A job is a run: the worker claims it (bumping the run's
+ * ownership epoch, so a scheduler that lost it can no longer write), loads its last checkpoint (or starts
+ * it), runs the loop with a checkpoint after every step, and ends the job with the outcome. A run that
+ * waits for a person is parked as a delayed job — no slot, no lock held — until a decision promotes it or
+ * the approval timeout wakes it. A scheduler killed mid-run leaves a stalled job that another scheduler
+ * picks up and resumes from the checkpoint. A checkpoint that cannot be written (Redis away or out of
+ * memory) fails the attempt: BullMQ retries the run with backoff from its last good checkpoint, and the
+ * last attempt records the run as failed.
  */
 export function createRunWorker(options: RunWorkerOptions): RunWorker {
   const { runner, store, sessions, logger } = options;
-  const active = new Map<string, AbortController>();
-  const owned = new Map<string, AbortController>();
+  const active = new Map<string, Active>();
+  let draining = false;
   const subscriber = options.connection.duplicate();
+  subscriber.on('error', (err) => logger.warn({ err: { message: err.message } }, 'cancel subscriber error'));
   const cancelChannel = runner.keys.cancelChannel;
   void subscriber
     .subscribe(cancelChannel)
     .catch((err: unknown) => logger.error({ err }, 'cannot subscribe to cancellations'));
-  subscriber.on('message', (_channel: string, runId: string) => active.get(runId)?.abort());
+  subscriber.on('message', (_channel: string, runId: string) => active.get(runId)?.cancel.abort());
+
+  /** Hands a job back to the queue untouched (no attempt used), for another scheduler. */
+  const handBack = async (job: Job<RunJobData>, token: string | undefined) => {
+    await job.moveToWait(token);
+    return new WaitingError();
+  };
 
   const processRun = async (
     job: Job<RunJobData>,
     token?: string,
   ): Promise<{ status: string; reason: string }> => {
+    if (draining) throw await handBack(job, token);
     const data = job.data;
     const log = logger.child({ runId: data.runId });
-    const loaded = await store.load(data.runId);
-    let state = loaded.state;
+    if (job.id !== data.runId || !isValidRunId(String(job.id))) {
+      throw new UnrecoverableError(
+        `invalid agent-runs job ${job.id}: its id must be the run id and match the run id pattern`,
+      );
+    }
+    const claim = await store.claim(data.runId);
+    if (claim.problems.length > 0) log.warn({ problems: claim.problems }, 'run record has problems');
+    let state = claim.state;
     if (!state) {
       // A job added by hand (any language, any client) may be wrong: end it as a failed run that says why,
       // so whoever waits on it learns the problem instead of finding nothing.
       const problems = runJobProblems(data);
       if (problems.length === 0 && !runner.hasAgent(data.agent))
         problems.push(`agent "${data.agent}" is not declared`);
-      if (problems.length > 0) {
-        if (job.id !== data.runId || !isValidRunId(String(job.id))) {
-          throw new Error(`invalid agent-runs job ${job.id}: ${problems.join('; ')}`);
-        }
-        return recordRejected(data, problems);
-      }
+      if (problems.length > 0) return recordRejected(data, problems, claim.writer);
       const memory = data.sessionId ? await sessions.load(data.sessionId) : undefined;
       state = runner.newState({
         agent: data.agent,
@@ -93,51 +122,67 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     if (state.outcome) return { status: state.outcome.status, reason: state.outcome.reason };
     if (state.status === 'awaiting_approval') decideOverdue(state, options.approvalTimeoutMs);
 
-    const controller = new AbortController();
-    const release = new AbortController();
-    if (loaded.cancelRequested) controller.abort();
-    active.set(state.runId, controller);
-    owned.set(state.runId, release);
+    const run: Active = { job, token, cancel: new AbortController(), release: new AbortController() };
+    if (claim.cancelRequested) run.cancel.abort();
+    active.set(state.runId, run);
     try {
       const result = await runner.resume(state, {
-        signal: controller.signal,
-        release: release.signal,
+        signal: run.cancel.signal,
+        release: run.release.signal,
         // One connection for checkpoints and tool calls: a checkpoint issued first lands first.
         orderedCheckpoints: store.connection === runner.connection,
         ...(data.model && options.llmFor ? { llm: options.llmFor(data.model) } : {}),
         ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-        checkpoint: async (s, events) => {
-          const { cancelRequested } = await store.checkpoint(s, events);
-          if (cancelRequested) controller.abort();
+        checkpoint: (s, events) => {
+          const send = claim.writer.prepare(s, events);
+          return async () => {
+            try {
+              const { cancelRequested } = await send();
+              if (cancelRequested) run.cancel.abort();
+            } catch (err) {
+              if (err instanceof CheckpointRefused && err.lost) throw new RunLost(err.message);
+              throw err;
+            }
+            // Shutting down: stop here, with this step durable, and let another scheduler go on.
+            if (draining) run.release.abort();
+          };
         },
       });
       if (result === 'released') {
-        store.release(state.runId);
-        return { status: 'released', reason: 'another scheduler owns the run now' };
+        if (draining) throw await handBack(job, token);
+        // The run is someone else's now: this job's lock is gone, so there is nothing to complete.
+        log.warn('run lost to another scheduler; stopped without writing');
+        throw new DelayedError();
       }
       if (result === 'parked') {
-        store.release(state.runId);
         const wakeAt = Date.now() + (options.approvalTimeoutMs ?? constants.DEFAULT_APPROVAL_TIMEOUT_MS);
         log.info({ wakeAt }, 'run parked until a person decides');
         await job.moveToDelayed(wakeAt, token);
         // A decision (or a cancel) that landed between the checkpoint and the move found no delayed job
         // to promote: look once more, and wake the run now if one did.
         const again = await store.load(state.runId);
-        store.release(state.runId);
         const decided = Object.values(again.state?.approvals ?? {}).some((a) => a.decision);
         if (decided || again.cancelRequested) await job.promote().catch(() => undefined);
         throw new DelayedError();
       }
       if (state.sessionId) await sessions.saveFrom(state);
       return { status: result.status, reason: result.reason };
+    } catch (err) {
+      if (!(err instanceof CheckpointFailed)) throw err;
+      const attempts = job.opts.attempts ?? 1;
+      log.warn(
+        { err: err.cause, attempt: job.attemptsMade + 1, attempts },
+        'checkpoint failed; the run resumes from its last good checkpoint',
+      );
+      if (job.attemptsMade + 1 >= attempts) await recordAbandoned(data.runId, err);
+      throw err;
     } finally {
       active.delete(state.runId);
-      owned.delete(state.runId);
     }
   };
 
   /** A run that could not start, recorded as failed with the problems of its job. */
-  const recordRejected = async (data: RunJobData, problems: string[]) => {
+  const recordRejected = async (data: RunJobData, problems: string[], writer: RunCheckpointer) => {
     const state = createRunState({
       runId: data.runId,
       agent: String(data.agent ?? ''),
@@ -154,11 +199,44 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       iterations: 0,
       steps: [],
     };
-    await store.checkpoint(state, [{ type: 'run_finished', at: Date.now(), outcome: state.outcome }]);
+    await writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome: state.outcome }])();
     logger.warn({ runId: data.runId, problems }, 'run job refused');
     return { status: 'failed', reason: 'invalid_job' };
   };
 
+  /**
+   * The last attempt of a run whose checkpoints keep failing: record it as failed from its last good
+   * checkpoint, so no record stays `running` with no one working on it. Retried a few times (the outage
+   * that failed the checkpoints may just be ending).
+   */
+  const recordAbandoned = async (runId: string, err: CheckpointFailed) => {
+    for (let attempt = 0; attempt < constants.RUN_ABANDON_WRITE_ATTEMPTS; attempt += 1) {
+      try {
+        const claim = await store.claim(runId);
+        const state = claim.state;
+        if (!state || state.outcome) return;
+        const report = `the run's record could not be written: ${String((err.cause as Error)?.message ?? err.cause)}`;
+        state.status = 'failed';
+        state.outcome = {
+          status: 'failed',
+          reason: 'checkpoint_failed',
+          report,
+          usage: state.usage,
+          iterations: state.iterations,
+          steps: state.steps,
+        };
+        await claim.writer.prepare(state, [
+          { type: 'run_finished', at: Date.now(), outcome: state.outcome },
+        ])();
+        return;
+      } catch (e) {
+        logger.warn({ runId, err: e }, 'recording the abandoned run failed; retrying');
+        await sleep(constants.RUN_ABANDON_WRITE_BACKOFF_MS * (attempt + 1));
+      }
+    }
+  };
+
+  const retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
   const worker = new Worker<RunJobData>(runner.keys.runsQueue, processRun, {
     connection: options.connection,
     prefix: runner.keys.prefix,
@@ -166,28 +244,41 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     lockDuration: options.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS,
     stalledInterval: options.stalledIntervalMs ?? constants.DEFAULT_RUN_STALLED_INTERVAL_MS,
     maxStalledCount: constants.RUN_MAX_STALLED_COUNT,
+    // Run jobs are kept exactly as long as the run's records, whoever added them.
+    removeOnComplete: { age: retentionS, count: constants.DEFAULT_RUN_RETENTION_COUNT },
+    removeOnFail: { age: retentionS },
   });
-  worker.on('error', (err) => logger.error({ err }, 'run worker error'));
+  worker.on('error', (err) => logger.error({ err: { message: err.message } }, 'run worker error'));
   // A lock this process could not renew may already belong to another scheduler: let go of the run.
   worker.on('lockRenewalFailed', (jobIds: string[]) => {
-    for (const id of jobIds) owned.get(id)?.abort();
+    for (const id of jobIds) active.get(id)?.release.abort();
   });
   worker.on('failed', (job, err) => {
-    if (err instanceof DelayedError || err.name === 'DelayedError') return;
+    if (err instanceof DelayedError || err.name === 'DelayedError' || err.name === 'WaitingError') return;
     logger.error({ err, runId: job?.id }, 'run job failed');
   });
 
   return {
     worker,
     async close(graceMs = constants.DEFAULT_SHUTDOWN_GRACE_MS) {
+      draining = true;
       const graceful = worker.close();
       let timer: NodeJS.Timeout | undefined;
       const expired = new Promise<'expired'>((resolve) => {
         timer = setTimeout(() => resolve('expired'), graceMs);
       });
       if ((await Promise.race([graceful.then(() => 'done' as const), expired])) === 'expired') {
-        // Runs still going keep their jobs active; their locks lapse and another scheduler resumes them.
-        await worker.close(true);
+        // Runs still waiting on a model or a tool: hand their jobs back now (their loops write nothing
+        // more), rather than let their locks lapse. BullMQ's `close(true)` after a pending `close()` only
+        // returns the pending one, so the pending close is not awaited.
+        logger.warn({ graceMs, runs: active.size }, 'grace period over; handing runs back');
+        await Promise.all(
+          [...active.values()].map(async (run) => {
+            run.release.abort();
+            await run.job.moveToWait(run.token).catch(() => undefined);
+          }),
+        );
+        await Promise.race([graceful, sleep(constants.CLOSE_SETTLE_MS)]);
       }
       clearTimeout(timer);
       await subscriber.quit().catch(() => undefined);

@@ -1,0 +1,146 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { callLedgerEntry } from '@agent-reach/shared';
+import { createRunState, RunStore, type RunEvent, type RunState } from '@agent-reach/scheduler';
+import { testRedis } from './helpers/redis.js';
+
+const started = (): RunEvent => ({ type: 'run_started', at: Date.now(), agent: 'a', input: 'x', model: 'm' });
+
+describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
+  let t: ReturnType<typeof testRedis>;
+  let store: RunStore;
+  beforeEach(() => {
+    t = testRedis();
+    store = new RunStore(t.redis, t.keys, { retentionS: 60 });
+  });
+  afterEach(async () => {
+    await t.cleanup();
+  });
+
+  const newRun = (runId = 'run_a'): RunState => {
+    const state = createRunState({ runId, agent: 'agent_a', input: 'hello', deadlineMs: 60_000 });
+    state.status = 'running';
+    return state;
+  };
+  const eventTypes = async (runId: string) => (await store.events(runId)).map((e) => e.event.type);
+
+  it('refuses every write of a scheduler that lost the run once another one claimed it, and changes nothing', async () => {
+    const state = newRun();
+    const first = await store.claim(state.runId);
+    await first.writer.prepare(state, [started()])();
+    const second = await store.claim(state.runId);
+    expect(second.state?.messages).toHaveLength(1);
+
+    state.messages.push({ role: 'assistant', content: 'stale answer' });
+    await expect(first.writer.prepare(state, [])()).rejects.toMatchObject({
+      name: 'CheckpointRefused',
+      verdict: 'fenced',
+      lost: true,
+    });
+    expect(await t.redis.llen(t.keys.runMessages(state.runId))).toBe(1);
+    expect(await eventTypes(state.runId)).toEqual(['run_started']);
+  });
+
+  it('applies a checkpoint sent twice (a re-sent command after a reconnect) only once', async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    await writer.prepare(state, [started()])();
+    state.messages.push({ role: 'assistant', content: 'one' });
+    const send = writer.prepare(state, [
+      { type: 'guard', at: 1, guard: 'repeat', action: 'nudge', report: 'r' },
+    ]);
+    await send();
+    await send();
+    expect(await t.redis.lrange(t.keys.runMessages(state.runId), 0, -1)).toHaveLength(2);
+    expect(await eventTypes(state.runId)).toEqual(['run_started', 'guard']);
+    expect(await t.redis.hget(t.keys.runMeta(state.runId), 'seq')).toBe('2');
+  });
+
+  it('refuses a checkpoint that skips a step, writing nothing of it', async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    await writer.prepare(state, [started()])();
+    state.messages.push({ role: 'assistant', content: 'lost step' });
+    writer.prepare(state, []); // prepared, never sent
+    state.messages.push({ role: 'user', content: 'next' });
+    await expect(writer.prepare(state, [])()).rejects.toMatchObject({ verdict: 'gap', lost: false });
+    expect(await t.redis.llen(t.keys.runMessages(state.runId))).toBe(1);
+  });
+
+  it('writes what the run was when the step ended, not what it became while the write waited', async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    const firstStep = writer.prepare(state, [started()]);
+    state.messages.push({ role: 'assistant', content: 'pushed after the step' });
+    const secondStep = writer.prepare(state, []);
+    await firstStep();
+    expect(await t.redis.llen(t.keys.runMessages(state.runId))).toBe(1);
+    await secondStep();
+    const stored = (await t.redis.lrange(t.keys.runMessages(state.runId), 0, -1)).map(
+      (m) => JSON.parse(m) as { content: string },
+    );
+    expect(stored.map((m) => m.content)).toEqual(['hello', 'pushed after the step']);
+  });
+
+  it('never writes a finished run again and keeps its retention TTL on every key', async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    state.outcome = {
+      status: 'succeeded',
+      reason: 'final_answer',
+      usage: state.usage,
+      iterations: 1,
+      steps: [],
+    };
+    state.status = 'succeeded';
+    await writer.prepare(state, [started()])();
+    const { writer: late } = await store.claim(state.runId);
+    state.messages.push({ role: 'assistant', content: 'after the end' });
+    await expect(late.prepare(state, [])()).rejects.toMatchObject({ verdict: 'final' });
+    for (const key of [
+      t.keys.runState(state.runId),
+      t.keys.runMessages(state.runId),
+      t.keys.runMeta(state.runId),
+    ]) {
+      const ttl = await t.redis.ttl(key);
+      expect(ttl, key).toBeGreaterThan(0);
+      expect(ttl, key).toBeLessThanOrEqual(60);
+    }
+  });
+
+  it('records each call of a model turn in the run ledger with the checkpoint that records the turn', async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    state.messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id: 'call_1', type: 'function', function: { name: 'query_weather', arguments: '{"city":"上海"}' } },
+      ],
+    });
+    await writer.prepare(state, [])();
+    expect(await t.redis.hget(t.keys.runCalls(state.runId), 'call_1')).toBe(
+      callLedgerEntry({ agent: 'agent_a', name: 'query_weather', arguments: '{"city":"上海"}' }),
+    );
+  });
+
+  it('ignores and reports a decision keyed by a hostile id, with no prototype touched', async () => {
+    const state = newRun();
+    state.approvals.call_1 = { toolCallId: 'call_1', tool: 't', arguments: '{}', requestedAt: 1 };
+    const { writer } = await store.claim(state.runId);
+    await writer.prepare(state, [])();
+    await t.redis.hset(
+      t.keys.runApprovals(state.runId),
+      '__proto__',
+      JSON.stringify({ decision: 'approved', polluted: 'yes' }),
+      'call_1',
+      JSON.stringify({ decision: 'approved', by: 'ops' }),
+    );
+    const claim = await store.claim(state.runId);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(({} as Record<string, unknown>).decision).toBeUndefined();
+    expect(claim.problems).toEqual([expect.stringContaining('__proto__')]);
+    expect(claim.state?.approvals.call_1).toMatchObject({ decision: 'approved', by: 'ops' });
+    const read = await store.load(state.runId);
+    expect(read.state?.approvals.call_1?.decision).toBe('approved');
+  });
+});
