@@ -35,6 +35,8 @@ export interface AgentRunnerOptions {
   catalogWaitMs?: number;
   /** Wall-clock budget of one run, in ms. Default 10 minutes. */
   runDeadlineMs?: number;
+  /** See DispatcherOptions.startWaitMs. */
+  toolStartWaitMs?: number;
 }
 
 export interface StartRun {
@@ -77,6 +79,7 @@ export class AgentRunner {
       keys: opts.keys,
       catalog: this.catalog,
       logger: opts.logger,
+      ...(opts.toolStartWaitMs === undefined ? {} : { startWaitMs: opts.toolStartWaitMs }),
     });
   }
 

@@ -26,6 +26,18 @@ export interface DispatchRun {
   runId: string;
   traceId: string;
   agent: string;
+  /** Epoch ms the run ends at: a call that no executor started is not republished past it. */
+  deadlineAt?: number;
+}
+
+export interface DispatchOptions {
+  /**
+   * The calls were just made by the model in this process, so none can have a recorded result yet and
+   * the read of the run's record is skipped (it is one round trip on every call's path).
+   */
+  fresh?: boolean;
+  /** Aborting it abandons the calls: this process no longer owns the run, so it records nothing. */
+  signal?: AbortSignal;
 }
 
 export interface DispatcherOptions {
@@ -38,16 +50,44 @@ export interface DispatcherOptions {
   id?: string;
   /** Added to a call's worst-case executor time before it is given up as `timeout`, in ms. Default 5000. */
   slackMs?: number;
+  /**
+   * How long a call that no executor has started may wait, republished at each deadline, before it is
+   * answered `unavailable`, in ms. Default 60 000.
+   */
+  startWaitMs?: number;
 }
 
 interface Pending {
   resolve: (result: ToolResult) => void;
+  reject: (err: Error) => void;
   timer: NodeJS.Timeout;
+  run: DispatchRun;
+  call: DispatchCall;
   runId: string;
   toolCallId: string;
   name: string;
   since: number;
+  /** Its deadline passed once and it had started: the next expiry answers `timeout`. */
+  expired?: boolean;
+  /** When the call was first published (republishing keeps it). */
+  firstPublishedAt: number;
 }
+
+/**
+ * Records a result unless the call already has one, and returns the one the record holds: the first
+ * recorded result of a call is the one the model sees. KEYS: results hash. ARGV: call id, result, TTL.
+ */
+const RECORD_FIRST_LUA = `
+local existing = redis.call('HGET', KEYS[1], ARGV[1])
+if existing then return existing end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return ARGV[2]
+`;
+
+type RecordingClient = Redis & {
+  agentReachRecordFirst(key: string, id: string, json: string, ttl: number): Promise<string>;
+};
 
 /**
  * Publishes the tool calls of a model turn and awaits their results by `tool_call_id`.
@@ -60,6 +100,13 @@ interface Pending {
  * waiting run before BullMQ has even moved the job to completed. The results hash is the durable record:
  * it is read before publishing (a call with a result is never dispatched again) and at each call's
  * deadline (a reply pushed to a dispatcher that has since died is still found).
+ *
+ * At a call's deadline with no result, the dispatcher tells apart a call that never started from one
+ * that ran out of time: a job still waiting is taken back from its queue (so it can never start late)
+ * and republished while the run has time, up to `CALL_START_WAIT_MS`; then it is answered `unavailable`
+ * (nothing ran). A call that started gets a short grace for the executor, which aborts it at the same
+ * deadline, to record its result; only then is it answered `timeout`. Either answer is recorded first-wins,
+ * like the executor's, so a late result never replaces what the model was told.
  */
 export class Dispatcher {
   readonly id: string;
@@ -85,27 +132,71 @@ export class Dispatcher {
   async dispatch(
     run: DispatchRun,
     calls: DispatchCall[],
-    options: { fresh?: boolean } = {},
+    options: DispatchOptions = {},
   ): Promise<ToolResult[]> {
     if (this.#closed) throw new AgentReachError('DISPATCH_CLOSED', 'the dispatcher is closed');
     if (calls.length === 0) return [];
-    const { connection, keys, catalog } = this.#opts;
+    const { connection, keys } = this.#opts;
     const recorded = options.fresh
       ? []
       : await connection.hmget(keys.results(run.runId), ...calls.map((c) => c.toolCallId));
     const results = new Array<Promise<ToolResult>>(calls.length);
     const byQueue = new Map<string, Array<{ name: string; data: ToolCallJob; opts: object }>>();
     const now = Date.now();
+    const mine: string[] = [];
     calls.forEach((call, i) => {
       const existing = recorded[i];
       if (existing !== null && existing !== undefined) {
         results[i] = Promise.resolve(JSON.parse(existing) as ToolResult);
         return;
       }
-      const deadline =
-        now + catalog.worstCaseMs(call.name) + (this.#opts.slackMs ?? constants.DEFAULT_DISPATCH_SLACK_MS);
-      results[i] = this.#await(run.runId, call, deadline);
-      const data: ToolCallJob = {
+      const job = this.#job(run, call, now);
+      results[i] = this.#await(run, call, job.data.deadline, now);
+      mine.push(pendingKey(run.runId, call.toolCallId));
+      const jobs = byQueue.get(job.queue) ?? [];
+      jobs.push(job);
+      byQueue.set(job.queue, jobs);
+    });
+    const abandon = () => {
+      for (const key of mine) {
+        const p = this.#pending.get(key);
+        if (!p) continue;
+        this.#pending.delete(key);
+        clearTimeout(p.timer);
+        p.reject(new AgentReachError('DISPATCH_CLOSED', 'the run was released; its calls are not awaited'));
+      }
+    };
+    if (options.signal?.aborted) abandon();
+    options.signal?.addEventListener('abort', abandon, { once: true });
+    try {
+      this.#startReading();
+      // addBulk builds a pipeline, which on BullMQ's script-laden connection costs more than one add.
+      await Promise.all(
+        [...byQueue].map(([name, jobs]) => {
+          const queue = this.#queue(name);
+          const [only] = jobs;
+          return jobs.length === 1 && only ? queue.add(only.name, only.data, only.opts) : queue.addBulk(jobs);
+        }),
+      );
+      return await Promise.all(results);
+    } finally {
+      options.signal?.removeEventListener('abort', abandon);
+    }
+  }
+
+  /** The job of one call, with a deadline from its tool's worst case. */
+  #job(
+    run: DispatchRun,
+    call: DispatchCall,
+    now: number,
+  ): { queue: string; name: string; data: ToolCallJob; opts: object } {
+    const { keys, catalog } = this.#opts;
+    const deadline =
+      now + catalog.worstCaseMs(call.name) + (this.#opts.slackMs ?? constants.DEFAULT_DISPATCH_SLACK_MS);
+    return {
+      queue: keys.toolQueue(catalog.group(call.name)),
+      name: call.name,
+      data: {
         v: constants.WIRE_VERSION,
         runId: run.runId,
         traceId: run.traceId,
@@ -117,47 +208,28 @@ export class Dispatcher {
         replyTo: this.#replyKey,
         enqueuedAt: now,
         ...(call.approval ? { approval: call.approval } : {}),
-      };
-      const queueName = keys.toolQueue(catalog.group(call.name));
-      const jobs = byQueue.get(queueName) ?? [];
-      jobs.push({
-        name: call.name,
-        data,
-        opts: {
-          jobId: toolJobId(run.runId, call.toolCallId),
-          attempts: constants.TOOL_JOB_ATTEMPTS,
-          backoff: { type: 'fixed', delay: 1000 },
-          removeOnComplete: true,
-          removeOnFail: { age: constants.TOOL_JOB_KEEP_FAILED_S },
-        },
-      });
-      byQueue.set(queueName, jobs);
-    });
-    this.#startReading();
-    // addBulk builds a pipeline, which on BullMQ's script-laden connection costs more than one add.
-    await Promise.all(
-      [...byQueue].map(([name, jobs]) => {
-        const queue = this.#queue(name);
-        const [only] = jobs;
-        return jobs.length === 1 && only ? queue.add(only.name, only.data, only.opts) : queue.addBulk(jobs);
-      }),
-    );
-    return Promise.all(results);
+      },
+      opts: {
+        jobId: toolJobId(run.runId, call.toolCallId),
+        attempts: constants.TOOL_JOB_ATTEMPTS,
+        backoff: { type: 'fixed', delay: 1000 },
+        removeOnComplete: true,
+        removeOnFail: { age: constants.TOOL_JOB_KEEP_FAILED_S },
+      },
+    };
   }
 
-  /** Stops reading replies and closes queues; calls still waiting resolve as `timeout`. */
+  /**
+   * Stops reading replies and closes queues. Calls still waiting are abandoned, not answered: their runs
+   * were handed back, and whoever resumes them finds the results in the runs' records.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#recheck);
     for (const pending of this.#pending.values()) {
       clearTimeout(pending.timer);
-      pending.resolve(
-        errorResult(
-          { toolCallId: pending.toolCallId, name: pending.name },
-          { kind: 'timeout', message: 'the scheduler shut down while waiting', retryable: true },
-        ),
-      );
+      pending.reject(new AgentReachError('DISPATCH_CLOSED', 'the scheduler shut down while waiting'));
     }
     this.#pending.clear();
     this.#reader?.disconnect();
@@ -165,44 +237,125 @@ export class Dispatcher {
     await Promise.all([...this.#queues.values()].map((q) => q.close()));
   }
 
-  #await(runId: string, call: DispatchCall, deadline: number): Promise<ToolResult> {
-    const key = `${runId}\n${call.toolCallId}`;
-    return new Promise<ToolResult>((resolve) => {
-      const timer = setTimeout(
-        () => {
-          void this.#expire(runId, call, key);
-        },
-        Math.max(0, deadline - Date.now()),
-      );
+  #await(
+    run: DispatchRun,
+    call: DispatchCall,
+    deadline: number,
+    firstPublishedAt: number,
+  ): Promise<ToolResult> {
+    const key = pendingKey(run.runId, call.toolCallId);
+    return new Promise<ToolResult>((resolve, reject) => {
       this.#pending.set(key, {
         resolve,
-        timer,
-        runId,
+        reject,
+        timer: this.#timer(key, deadline),
+        run,
+        call,
+        runId: run.runId,
         toolCallId: call.toolCallId,
         name: call.name,
         since: Date.now(),
+        firstPublishedAt,
       });
       this.#startRechecking();
     });
   }
 
-  async #expire(runId: string, call: DispatchCall, key: string): Promise<void> {
-    const pending = this.#pending.get(key);
-    if (!pending) return;
-    // The reply may have gone to another dispatcher's list (a takeover): the run's record still has it.
-    const recorded = await this.#opts.connection
-      .hget(this.#opts.keys.results(runId), call.toolCallId)
-      .catch(() => null);
-    if (!this.#pending.delete(key)) return;
-    pending.resolve(
-      recorded !== null
-        ? (JSON.parse(recorded) as ToolResult)
-        : errorResult(call, {
-            kind: 'timeout',
-            message: `no result for "${call.name}" before its deadline; no executor finished it in time`,
+  #timer(key: string, at: number): NodeJS.Timeout {
+    return setTimeout(
+      () => {
+        this.#expire(key).catch((err: unknown) => {
+          this.#opts.logger.warn({ err }, 'settling a call past its deadline failed; retrying');
+          const p = this.#pending.get(key);
+          if (p) p.timer = this.#timer(key, Date.now() + constants.DISPATCH_RECHECK_MS);
+        });
+      },
+      Math.max(0, at - Date.now()),
+    );
+  }
+
+  /** A call past its deadline with no result yet: never started, or started and out of time (see above). */
+  async #expire(key: string): Promise<void> {
+    const p = this.#pending.get(key);
+    if (!p) return;
+    const { connection, keys, catalog } = this.#opts;
+    const resultsKey = keys.results(p.runId);
+    const recorded = await connection.hget(resultsKey, p.toolCallId);
+    if (recorded !== null) return this.#settle(key, p, JSON.parse(recorded) as ToolResult);
+    const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
+    const jobId = toolJobId(p.runId, p.toolCallId);
+    const job = await queue.getJob(jobId);
+    const neverStarted = !job || job.attemptsStarted === 0;
+    // Taking the job back fails when it is locked: it started after all.
+    if (neverStarted && (!job || (await queue.remove(jobId)) === 1)) {
+      const late = await connection.hget(resultsKey, p.toolCallId);
+      if (late !== null) return this.#settle(key, p, JSON.parse(late) as ToolResult);
+      const now = Date.now();
+      const startWait = this.#opts.startWaitMs ?? constants.CALL_START_WAIT_MS;
+      const limit = Math.min(p.firstPublishedAt + startWait, p.run.deadlineAt ?? Infinity);
+      const next = this.#job(p.run, p.call, now);
+      if (next.data.deadline <= limit) {
+        this.#opts.logger.info(
+          { runId: p.runId, toolCallId: p.toolCallId, tool: p.name },
+          'no executor started the call before its deadline; published again',
+        );
+        await queue.add(next.name, next.data, next.opts);
+        if (this.#pending.get(key) === p) p.timer = this.#timer(key, next.data.deadline);
+        return;
+      }
+      return this.#settle(
+        key,
+        p,
+        await this.#recordFirst(
+          p,
+          errorResult(p.call, {
+            kind: 'unavailable',
+            message: `no executor started "${p.name}" in time; it did not run and may be called again`,
             retryable: true,
           }),
+        ),
+      );
+    }
+    if (!p.expired) {
+      // Started: the executor aborts it at the same deadline and records what happened; give it a moment.
+      p.expired = true;
+      p.timer = this.#timer(key, Date.now() + constants.DISPATCH_STARTED_GRACE_MS);
+      return;
+    }
+    return this.#settle(
+      key,
+      p,
+      await this.#recordFirst(
+        p,
+        errorResult(p.call, {
+          kind: 'timeout',
+          message: `"${p.name}" started but did not finish before its deadline`,
+          retryable: true,
+        }),
+      ),
     );
+  }
+
+  /** Records a result the dispatcher gives itself, unless the call has one, and returns the recorded one. */
+  async #recordFirst(p: Pending, result: ToolResult): Promise<ToolResult> {
+    const client = this.#opts.connection as RecordingClient;
+    if (!client.agentReachRecordFirst) {
+      client.defineCommand('agentReachRecordFirst', { numberOfKeys: 1, lua: RECORD_FIRST_LUA });
+    }
+    const json = await client.agentReachRecordFirst(
+      this.#opts.keys.results(p.runId),
+      p.toolCallId,
+      JSON.stringify(result),
+      constants.DEFAULT_RESULTS_TTL_S,
+    );
+    return JSON.parse(json) as ToolResult;
+  }
+
+  #settle(key: string, p: Pending, result: ToolResult): void {
+    if (this.#pending.get(key) !== p) return;
+    this.#pending.delete(key);
+    clearTimeout(p.timer);
+    p.resolve(result);
   }
 
   #recheck: NodeJS.Timeout | undefined;
@@ -245,7 +398,7 @@ export class Dispatcher {
 
   #deliver(raw: string): void {
     const reply = JSON.parse(raw) as { runId: string; result: ToolResult };
-    const key = `${reply.runId}\n${reply.result.tool_call_id}`;
+    const key = pendingKey(reply.runId, reply.result.tool_call_id);
     const pending = this.#pending.get(key);
     if (!pending) return; // late (past its deadline) or a duplicate: the run's record already holds it
     this.#pending.delete(key);
@@ -288,4 +441,8 @@ export class Dispatcher {
     }
     return queue;
   }
+}
+
+function pendingKey(runId: string, toolCallId: string): string {
+  return `${runId}\n${toolCallId}`;
 }

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { exitOnSignals, loadConfig } from '@agent-reach/shared';
+import { constants, exitOnSignals, loadConfig } from '@agent-reach/shared';
 import { startScheduler } from './scheduler.js';
 
 const HELP = `agent-reach scheduler: runs agent runs from the agent-runs queue.
@@ -25,8 +25,11 @@ async function main(): Promise<void> {
   }
   const env = { ...process.env };
   if (values.concurrency) env.SCHEDULER_CONCURRENCY = values.concurrency;
-  const scheduler = await startScheduler(loadConfig(env));
-  exitOnSignals(() => scheduler.close(), scheduler.logger);
+  const config = loadConfig(env);
+  const scheduler = await startScheduler(config);
+  exitOnSignals(() => scheduler.close(), scheduler.logger, {
+    forceAfterMs: config.scheduler.shutdownGraceMs + constants.SHUTDOWN_BACKSTOP_MS,
+  });
   process.send?.({ type: 'ready', metricsPort: scheduler.metricsPort, apiUrl: scheduler.apiUrl });
 }
 

@@ -91,6 +91,7 @@ export async function startScheduler(
     llm,
     logger,
     limits: { compactionThresholdTokens: config.scheduler.compactionThresholdTokens },
+    toolStartWaitMs: config.scheduler.toolStartWaitMs,
   });
   const refresh = setInterval(() => {
     runner.catalog.refresh().catch((err: unknown) => logger.warn({ err }, 'catalog refresh failed'));
@@ -114,6 +115,7 @@ export async function startScheduler(
     lockDurationMs: config.scheduler.lockDurationMs,
     stalledIntervalMs: config.scheduler.stalledIntervalMs,
     approvalTimeoutMs: config.scheduler.approvalTimeoutMs,
+    retentionS: config.scheduler.runRetentionS,
     onEvent: (event, state) => {
       record(event, state);
       options.onEvent?.(event, state);

@@ -49,6 +49,8 @@ export interface AgentReachConfig {
     readonly llmMaxRetries: number;
     /** How often the queue sampler leader samples queue depths, in ms. */
     readonly queueSampleIntervalMs: number;
+    /** How long a tool call no executor has started may wait (republished) before it is `unavailable`, in ms. */
+    readonly toolStartWaitMs: number;
   };
   /** The HTTP API; a scheduler serves it only when `keys` has at least one key. */
   readonly api: {
@@ -98,6 +100,7 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['LLM_TIMEOUT_MS', 'scheduler.llmTimeoutMs'],
   ['LLM_MAX_RETRIES', 'scheduler.llmMaxRetries'],
   ['QUEUE_SAMPLE_INTERVAL_MS', 'scheduler.queueSampleIntervalMs'],
+  ['TOOL_START_WAIT_MS', 'scheduler.toolStartWaitMs'],
   ['API_KEYS', 'api.keys'],
   ['API_PORT', 'api.port'],
   ['API_HOST', 'api.host'],
@@ -177,6 +180,7 @@ const schema = {
           minimum: 100,
           default: C.DEFAULT_QUEUE_SAMPLE_INTERVAL_MS,
         },
+        toolStartWaitMs: { type: 'integer', minimum: 0, default: C.CALL_START_WAIT_MS },
       },
     },
     api: {

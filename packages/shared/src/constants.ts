@@ -87,6 +87,8 @@ export const RUN_ABANDON_WRITE_ATTEMPTS = 5;
 export const RUN_ABANDON_WRITE_BACKOFF_MS = 1000;
 /** How long a shutdown past its grace period waits for workers to settle before closing connections, in ms. */
 export const CLOSE_SETTLE_MS = 500;
+/** How long past its grace period a shutting-down process may take to close connections before it exits anyway, in ms. */
+export const SHUTDOWN_BACKSTOP_MS = 5000;
 export const DEFAULT_SCHEDULER_METRICS_PORT = 9465;
 /** How often the scheduler holding the queue sampler lease samples queue depths, in ms. */
 export const DEFAULT_QUEUE_SAMPLE_INTERVAL_MS = 15_000;
@@ -94,6 +96,10 @@ export const DEFAULT_QUEUE_SAMPLE_INTERVAL_MS = 15_000;
 export const QUEUE_SAMPLER_LEASE_INTERVALS = 3;
 /** How often the dispatcher re-reads the results of calls still waiting (replies sent to a dead scheduler), in ms. */
 export const DISPATCH_RECHECK_MS = 1000;
+/** How long a call no executor has started may wait, republished, before it is answered `unavailable`, in ms. */
+export const CALL_START_WAIT_MS = 60_000;
+/** Grace after a started call's deadline for its executor (which aborts it then) to record a result, in ms. */
+export const DISPATCH_STARTED_GRACE_MS = 2000;
 
 // HTTP API (served by schedulers that have API keys)
 export const DEFAULT_API_PORT = 8080;

@@ -6,7 +6,7 @@ import {
   type ToolResult,
 } from '@agent-reach/shared';
 import type { ChatCompletionMessageToolCall } from 'openai/resources/chat/completions';
-import type { DispatchCall, DispatchRun } from '../dispatcher.js';
+import type { DispatchCall, DispatchOptions, DispatchRun } from '../dispatcher.js';
 import type { LlmClient } from '../llm.js';
 import type { ToolCatalog } from '../tool-catalog.js';
 import { compact } from './compaction.js';
@@ -37,7 +37,7 @@ export interface LoopLimits extends GuardLimits {
 export interface AgentLoopDeps {
   llm: LlmClient;
   dispatcher: {
-    dispatch(run: DispatchRun, calls: DispatchCall[], options?: { fresh?: boolean }): Promise<ToolResult[]>;
+    dispatch(run: DispatchRun, calls: DispatchCall[], options?: DispatchOptions): Promise<ToolResult[]>;
   };
   catalog: ToolCatalog;
   breakers: { openTools(): Promise<Set<string>>; invalidate?(): void };
@@ -187,6 +187,7 @@ export async function runAgent(
   };
   /** A model call that failed after the SDK's retries (a turn or the plan) ends the run as llm_error. */
   const llmFailed = async (err: unknown, turn: number, started: number) => {
+    if (deps.release?.aborted) throw new RunLost();
     if (deps.signal?.aborted) return finish('cancelled', 'cancelled', { report: 'the run was cancelled' });
     const e = err as { message?: string; status?: number };
     emit({
@@ -203,6 +204,9 @@ export async function runAgent(
     });
   };
 
+  // A model call stops when the run is cancelled or let go (shutdown, lost ownership).
+  const stops = [deps.signal, deps.release].filter((s): s is AbortSignal => s !== undefined);
+  const llmSignal = stops.length > 1 ? AbortSignal.any(stops) : stops[0];
   if (state.status === 'awaiting_approval') state.status = 'running';
   if (state.status === 'queued') {
     state.status = 'running';
@@ -230,7 +234,7 @@ export async function runAgent(
           deps.llm,
           state.input,
           tools.map((t) => t.name),
-          deps.signal,
+          llmSignal,
         );
       } catch (err) {
         return await llmFailed(err, 0, planStarted);
@@ -295,7 +299,7 @@ export async function runAgent(
       const started = performance.now();
       let res;
       try {
-        res = await deps.llm.complete(buildMessages(deps.agent, state, tools), toolSpecs(tools), deps.signal);
+        res = await deps.llm.complete(buildMessages(deps.agent, state, tools), toolSpecs(tools), llmSignal);
       } catch (err) {
         return await llmFailed(err, turn, started);
       }

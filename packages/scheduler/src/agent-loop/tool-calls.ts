@@ -10,7 +10,7 @@ import type { RunState } from './run-state.js';
 export async function resolveToolCalls(
   state: RunState,
   calls: Array<{ id: string; name: string; arguments: string }>,
-  deps: Pick<AgentLoopDeps, 'dispatcher' | 'catalog' | 'agent'>,
+  deps: Pick<AgentLoopDeps, 'dispatcher' | 'catalog' | 'agent' | 'release'>,
   fresh = false,
 ): Promise<ToolResult[]> {
   const reachable = deps.agent.tools.filter((name) => deps.catalog.has(name));
@@ -63,7 +63,7 @@ export async function resolveToolCalls(
   });
   const dispatched = remote.length
     ? await deps.dispatcher.dispatch(
-        { runId: state.runId, traceId: state.traceId, agent: state.agent },
+        { runId: state.runId, traceId: state.traceId, agent: state.agent, deadlineAt: state.deadlineAt },
         remote.map(({ call }) => {
           const approval = state.approvals[call.id];
           return {
@@ -81,7 +81,7 @@ export async function resolveToolCalls(
               : {}),
           };
         }),
-        { fresh },
+        { fresh, ...(deps.release ? { signal: deps.release } : {}) },
       )
     : [];
   const byIndex = new Map(remote.map(({ index }, i) => [index, dispatched[i] as ToolResult]));

@@ -76,7 +76,8 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
 
   /** Hands a job back to the queue untouched (no attempt used), for another scheduler. */
   const handBack = async (job: Job<RunJobData>, token: string | undefined) => {
-    await job.moveToWait(token);
+    // Already handed back when the grace period ended: then the lock is gone and this move fails.
+    await job.moveToWait(token).catch(() => undefined);
     return new WaitingError();
   };
 

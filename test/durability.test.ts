@@ -1,0 +1,151 @@
+import { Queue } from 'bullmq';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createLogger, loadConfig, toolJobId } from '@agent-reach/shared';
+import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
+import testTools from './helpers/test-tools.js';
+import { startSchedulerChild, type Child } from './helpers/processes.js';
+import { startRunsHarness, testEnv } from './helpers/runs.js';
+import { waitFor } from './helpers/redis.js';
+
+type Harness = Awaited<ReturnType<typeof startRunsHarness>>;
+
+describe('durability: calls that never start, shutdown with work in flight, retention (real Redis, real processes)', () => {
+  let h: Harness | undefined;
+  const extra: ExecutorProcess[] = [];
+  const children: Child[] = [];
+  afterEach(async () => {
+    for (const c of children.splice(0)) {
+      c.kill('SIGKILL');
+      await c.exited;
+    }
+    for (const e of extra.splice(0)) await e.close();
+    await h?.close();
+    h = undefined;
+  });
+
+  /** An executor in this process serving only the `isolated` group (the harness's serves only `default`). */
+  const isolatedExecutor = async (harness: Harness) => {
+    const config = loadConfig(testEnv(harness.prefix, harness.sim, { EXECUTOR_GROUPS: 'isolated' }));
+    const e = await startExecutor(config, {
+      extraTools: testTools,
+      logger: createLogger('t', { level: 'silent' }),
+    });
+    extra.push(e);
+    return e;
+  };
+  const toolResults = async (runId: string) =>
+    (await h!.control.events(runId)).flatMap((e) => (e.event.type === 'tool_result' ? [e.event] : []));
+
+  it('answers a call that no executor started before its deadline as unavailable, not timeout, and takes its job back so it never runs late', async () => {
+    h = await startRunsHarness({ EXECUTOR_GROUPS: 'default', TOOL_START_WAIT_MS: '0' });
+    h.sim.addScenario({
+      name: 'unserved',
+      turns: [{ tool_calls: [{ name: 'isolated_echo', arguments: { value: 'x' } }] }, { content: 'gave up' }],
+    });
+    const runId = await h.control.start({ agent: 'test_agent', input: 'echo', model: 'unserved' });
+    const outcome = await h.control.wait(runId, 30_000);
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'gave up' });
+    const [result] = await toolResults(runId);
+    expect(result).toMatchObject({
+      tool: 'isolated_echo',
+      ok: false,
+      error: { kind: 'unavailable', retryable: true },
+    });
+    const queue = new Queue('tools-isolated', { connection: h.redis, prefix: h.prefix });
+    const callId = result!.toolCallId;
+    expect(await queue.getJob(toolJobId(runId, callId))).toBeUndefined();
+    expect(await queue.getWaitingCount()).toBe(0);
+    await queue.close();
+    const recorded = JSON.parse((await h.redis.hget(h.keys.results(runId), callId))!) as {
+      error: { kind: string };
+    };
+    expect(recorded.error.kind).toBe('unavailable');
+  });
+
+  it('republishes a call whose group had no executor when its deadline passed, and runs it once an executor appears', async () => {
+    h = await startRunsHarness({ EXECUTOR_GROUPS: 'default', TOOL_START_WAIT_MS: '60000' });
+    h.sim.addScenario({
+      name: 'late-executor',
+      turns: [{ tool_calls: [{ name: 'isolated_echo', arguments: { value: 'late' } }] }, { content: 'done' }],
+    });
+    const runId = await h.control.start({ agent: 'test_agent', input: 'echo', model: 'late-executor' });
+    const queue = new Queue('tools-isolated', { connection: h.redis, prefix: h.prefix });
+    const firstJob = await waitFor(
+      async () => (await queue.getWaiting())[0],
+      10_000,
+      'the call to be queued',
+    );
+    const firstDeadline = firstJob.data.deadline as number;
+    // Past the first deadline the job is taken back and published again with a new one.
+    const republished = await waitFor(
+      async () => {
+        const [job] = await queue.getWaiting();
+        return job && (job.data.deadline as number) > firstDeadline ? job : undefined;
+      },
+      20_000,
+      'the call to be republished',
+    );
+    expect(republished.id).toBe(firstJob.id);
+    await queue.close();
+    await isolatedExecutor(h);
+    const outcome = await h.control.wait(runId, 30_000);
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'done' });
+    const [result] = await toolResults(runId);
+    expect(result).toMatchObject({ tool: 'isolated_echo', ok: true, attempts: 1 });
+  });
+
+  it('ends a scheduler within its grace period while its run waits on a model that does not answer, and another scheduler completes the run once', async () => {
+    h = await startRunsHarness({}, { scheduler: false });
+    h.sim.addScenario({
+      name: 'stuck-model',
+      turns: [{ content: 'answered after the handover', fault: { type: 'hang', times: 1 } }],
+    });
+    const env = testEnv(h.prefix, h.sim, {
+      SCHEDULER_SHUTDOWN_GRACE_MS: '1000',
+      LLM_TIMEOUT_MS: '120000',
+      LLM_MAX_RETRIES: '0',
+    });
+    const first = startSchedulerChild(env);
+    children.push(first);
+    await first.ready;
+    const runId = await h.control.start({ agent: 'test_agent', input: 'stuck', model: 'stuck-model' });
+    // The plan is recorded just before the turn's model call, the one that hangs.
+    await waitFor(
+      async () => (await h!.control.events(runId)).some((e) => e.event.type === 'plan'),
+      15_000,
+      'the run to reach its first model turn',
+    );
+    first.kill('SIGTERM');
+    // Bounded wait: grace 1 s plus the close; a hung shutdown would wait for the model forever.
+    const code = await Promise.race([
+      first.exited,
+      new Promise<'hung'>((r) => setTimeout(() => r('hung'), 15_000)),
+    ]);
+    expect(code).toBe(0);
+    const second = startSchedulerChild(env);
+    children.push(second);
+    await second.ready;
+    const outcome = await h.control.wait(runId, 30_000);
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'answered after the handover' });
+    const types = (await h.control.events(runId)).map((e) => e.event.type);
+    expect(types.filter((t) => t === 'run_started')).toHaveLength(1);
+    expect(types.filter((t) => t === 'run_finished')).toHaveLength(1);
+  });
+
+  it('removes finished run jobs after RUN_RETENTION_S like the run records', async () => {
+    h = await startRunsHarness({ RUN_RETENTION_S: '1' });
+    const first = await h.control.start({ agent: 'test_agent', input: 'hi', model: 'echo' });
+    await h.control.wait(first, 20_000);
+    expect(await h.control.queue.getJob(first)).toBeDefined();
+    expect(await h.redis.ttl(h.keys.runState(first))).toBeLessThanOrEqual(1);
+    await new Promise((r) => setTimeout(r, 1500));
+    // BullMQ trims finished jobs by age when the next job of the queue finishes.
+    const second = await h.control.start({ agent: 'test_agent', input: 'hi', model: 'echo' });
+    await h.control.wait(second, 20_000);
+    await waitFor(
+      async () => (await h!.control.queue.getJob(first)) === undefined,
+      5000,
+      'the first job to go',
+    );
+  });
+});
