@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bodyHash, IdempotencyStore } from '../packages/scheduler/src/api/idempotency.js';
 import {
   FULL_KEY,
   LIMITED_KEY,
@@ -117,6 +119,23 @@ describe('HTTP API: auth, runs, idempotency, event streams, approvals, cancellat
     const conflict = await create({ agent: 'test_agent', input: 'second' }, FULL_KEY, headers);
     expect(conflict.status).toBe(409);
     expect(conflict.json.error.code).toBe('CONFLICT');
+  });
+
+  it('queues the run of an Idempotency-Key whose first request died between its claim and its queueing, so the repeat answers a run that exists', async () => {
+    const body = { agent: 'test_agent', input: 'ghost' };
+    // The state a request leaves when its process dies right after claiming the key.
+    const principalId = createHash('sha256').update(FULL_KEY).digest('hex').slice(0, 16);
+    const claimed = await new IdempotencyStore(h.redis, h.keys, 3600).claim(principalId, 'order-ghost', {
+      runId: 'run_ghost_1',
+      bodyHash: bodyHash(body),
+    });
+    expect(claimed.claimed).toBe(true);
+    const again = await create(body, FULL_KEY, { 'idempotency-key': 'order-ghost' });
+    expect(again.status).toBe(200);
+    expect(again.json.run_id).toBe('run_ghost_1');
+    await waitStatus('run_ghost_1', 'succeeded');
+    const run = (await h.call('GET', '/v1/runs/run_ghost_1')).json;
+    expect(run.created_at).toBeGreaterThan(0);
   });
 
   it('runs a run created over HTTP to its outcome and shows status, answer, usage, steps and trace id', async () => {

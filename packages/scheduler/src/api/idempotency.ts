@@ -50,11 +50,4 @@ export class IdempotencyStore {
     const raw = await this.redis.get(key);
     return { claimed: false, existing: raw ? (JSON.parse(raw) as IdempotencyRecord) : undefined };
   }
-
-  /** Frees a key whose run could not be started, so that a retry can start it. */
-  async release(principalId: string, idempotencyKey: string, runId: string): Promise<void> {
-    const key = this.#key(principalId, idempotencyKey);
-    const raw = await this.redis.get(key);
-    if (raw && (JSON.parse(raw) as IdempotencyRecord).runId === runId) await this.redis.del(key);
-  }
 }

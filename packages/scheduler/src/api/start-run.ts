@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { RunJobData } from '../runs/run-jobs.js';
 import { assertAgentAllowed, type Principal } from './auth.js';
 import { ApiError, notFound } from './errors.js';
@@ -18,8 +18,10 @@ export interface StartRunInput {
 
 /**
  * Starts a run for a caller: the key must reach the agent (403), the agent must exist (422
- * UNKNOWN_AGENT), a named session must exist (404). With an idempotency key, the first request claims
- * it and starts the run; a repeat with the same body gets the same run, with another body a 409.
+ * UNKNOWN_AGENT), a named session must exist (404). With an idempotency key, the run's id derives from
+ * the key, so every request with it converges on one run: the first claims the key and queues the run;
+ * a repeat with the same body gets the same run — and queues it when the first request died between
+ * its claim and its queueing (adding a job whose id exists is a no-op) —, with another body a 409.
  */
 export async function startRun(
   ctx: ApiContext,
@@ -36,16 +38,18 @@ export async function startRun(
   if (req.session_id && (await redis.exists(keys.session(req.session_id))) === 0)
     throw notFound(`session ${req.session_id}`);
 
+  const derived = idempotencyKey === undefined ? undefined : idempotentIds(principal.id, idempotencyKey);
   const data: RunJobData = {
     v: 1,
-    runId: `run_${randomUUID()}`,
-    traceId: randomUUID().replace(/-/g, ''),
+    runId: derived?.runId ?? `run_${randomUUID()}`,
+    traceId: derived?.traceId ?? randomUUID().replace(/-/g, ''),
     agent: req.agent,
     input: req.input,
     ...(req.session_id ? { sessionId: req.session_id } : {}),
     ...(req.model ? { model: req.model } : {}),
     ...(req.metadata ? { metadata: req.metadata } : {}),
   };
+  let created = true;
   if (idempotencyKey !== undefined) {
     const hash = bodyHash(req);
     // Twice: the key may expire between a refused SET NX and the read of its record.
@@ -59,30 +63,32 @@ export async function startRun(
       if (claim.existing.bodyHash !== hash)
         throw new ApiError(409, 'CONFLICT', 'this Idempotency-Key was already used with a different body');
       const existing = await loadRun(control, claim.existing.runId);
-      return {
-        run: existing?.view ?? queuedView({ ...data, runId: claim.existing.runId, traceId: '' }),
-        created: false,
-      };
+      if (existing) return { run: existing.view, created: false };
+      // Claimed by a request that never queued its run: queue it now, under the id the claim names.
+      created = false;
+      data.runId = claim.existing.runId;
+      data.traceId = createHash('sha256').update(data.runId).digest('hex').slice(0, 32);
+      break;
     }
   }
-  try {
-    await control.start({
-      runId: data.runId,
-      agent: data.agent,
-      input: data.input,
-      ...(data.traceId ? { traceId: data.traceId } : {}),
-      ...(data.sessionId ? { sessionId: data.sessionId } : {}),
-      ...(data.model ? { model: data.model } : {}),
-      ...(data.metadata ? { metadata: data.metadata } : {}),
-    });
-  } catch (err) {
-    if (idempotencyKey !== undefined)
-      await ctx.idempotency.release(principal.id, idempotencyKey, data.runId).catch(() => undefined);
-    throw err;
-  }
+  await control.start({
+    runId: data.runId,
+    agent: data.agent,
+    input: data.input,
+    ...(data.traceId ? { traceId: data.traceId } : {}),
+    ...(data.sessionId ? { sessionId: data.sessionId } : {}),
+    ...(data.model ? { model: data.model } : {}),
+    ...(data.metadata ? { metadata: data.metadata } : {}),
+  });
   ctx.log.info(
-    { runId: data.runId, traceId: data.traceId, agent: data.agent, key: principal.name },
-    'run created',
+    { runId: data.runId, traceId: data.traceId, agent: data.agent, key: principal.name, created },
+    created ? 'run created' : 'run queued again for a repeated request',
   );
-  return { run: queuedView(data), created: true };
+  return { run: queuedView(data), created };
+}
+
+/** The run and trace ids of an idempotent request, the same for every request with the key. */
+function idempotentIds(principalId: string, idempotencyKey: string): { runId: string; traceId: string } {
+  const h = createHash('sha256').update(`${principalId}\n${idempotencyKey}`).digest('hex');
+  return { runId: `run_${h.slice(0, 32)}`, traceId: h.slice(32, 64) };
 }
