@@ -175,7 +175,13 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         { err: err.cause, attempt: job.attemptsMade + 1, attempts },
         'checkpoint failed; the run resumes from its last good checkpoint',
       );
-      if (job.attemptsMade + 1 >= attempts) await recordAbandoned(data.runId, err);
+      if (job.attemptsMade + 1 >= attempts) {
+        await recordAbandoned(
+          data.runId,
+          'checkpoint_failed',
+          `the run's record could not be written: ${errorText(err.cause)}`,
+        );
+      }
       throw err;
     } finally {
       active.delete(state.runId);
@@ -206,21 +212,20 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
   };
 
   /**
-   * The last attempt of a run whose checkpoints keep failing: record it as failed from its last good
-   * checkpoint, so no record stays `running` with no one working on it. Retried a few times (the outage
-   * that failed the checkpoints may just be ending).
+   * A run whose job is out of attempts (checkpoints that kept failing, a scheduler that kept dying):
+   * record it as failed from its last good checkpoint, so no record stays `running` with no one working
+   * on it. Retried a few times (the outage behind it may just be ending).
    */
-  const recordAbandoned = async (runId: string, err: CheckpointFailed) => {
+  const recordAbandoned = async (runId: string, reason: string, report: string) => {
     for (let attempt = 0; attempt < constants.RUN_ABANDON_WRITE_ATTEMPTS; attempt += 1) {
       try {
         const claim = await store.claim(runId);
         const state = claim.state;
         if (!state || state.outcome) return;
-        const report = `the run's record could not be written: ${String((err.cause as Error)?.message ?? err.cause)}`;
         state.status = 'failed';
         state.outcome = {
           status: 'failed',
-          reason: 'checkpoint_failed',
+          reason,
           report,
           usage: state.usage,
           iterations: state.iterations,
@@ -256,7 +261,12 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
   });
   worker.on('failed', (job, err) => {
     if (err instanceof DelayedError || err.name === 'DelayedError' || err.name === 'WaitingError') return;
-    logger.error({ err, runId: job?.id }, 'run job failed');
+    logger.error({ err: { message: err.message }, runId: job?.id }, 'run job failed');
+    // Out of attempts or stalled too often: the record must not stay `running`.
+    const runId = job?.id;
+    if (!runId || !isValidRunId(runId) || job.data?.runId !== runId) return;
+    if ((job.opts.attempts ?? 1) > job.attemptsMade && !/stalled/i.test(err.message)) return;
+    void recordAbandoned(runId, 'abandoned', `the run could not be completed: ${err.message}`);
   });
 
   return {
@@ -285,6 +295,10 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       await subscriber.quit().catch(() => undefined);
     },
   };
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 /** Pending approvals past the timeout count as rejected, so a forgotten run still ends. */
