@@ -28,6 +28,8 @@ export interface RegisteredTool {
   readonly accessScope: string | undefined;
   readonly group: string;
   readonly requiresConfirmation: boolean;
+  readonly readOnly: boolean;
+  readonly idempotent: boolean;
   readonly resultBudgetChars: number;
   readonly validate: ValidateFunction;
   readonly handler: (args: Record<string, unknown>, ctx: ToolContext) => unknown;
@@ -43,6 +45,10 @@ export interface ToolCatalogEntry {
   maxAttempts: number;
   backoffMs: number;
   requiresConfirmation: boolean;
+  /** Declared read-only (absent from executors older than the flag: treat as false). */
+  readOnly?: boolean;
+  /** Declared idempotent (absent: false). */
+  idempotent?: boolean;
   accessScope?: string;
 }
 
@@ -115,6 +121,8 @@ export class ToolRegistry {
       maxAttempts: t.retry.maxAttempts,
       backoffMs: t.retry.backoffMs,
       requiresConfirmation: t.requiresConfirmation,
+      readOnly: t.readOnly,
+      idempotent: t.idempotent,
       ...(t.accessScope === undefined ? {} : { accessScope: t.accessScope }),
     }));
   }
@@ -150,6 +158,10 @@ export class ToolRegistry {
     const budget = def.resultBudgetChars ?? DEFAULT_RESULT_BUDGET_CHARS;
     if (!Number.isInteger(budget) || budget < 200)
       fail('resultBudgetChars', `must be an integer >= 200 (got ${budget})`);
+    for (const flag of ['requiresConfirmation', 'readOnly', 'idempotent'] as const) {
+      if (def[flag] !== undefined && typeof def[flag] !== 'boolean')
+        fail(flag, `must be a boolean (got ${JSON.stringify(def[flag])})`);
+    }
     const parameters = def.parameters as Record<string, unknown>;
     if (typeof parameters !== 'object' || parameters === null || parameters.type !== 'object') {
       fail('parameters', 'must be a JSON Schema with type "object"');
@@ -169,6 +181,8 @@ export class ToolRegistry {
       accessScope: def.accessScope,
       group,
       requiresConfirmation: def.requiresConfirmation ?? false,
+      readOnly: def.readOnly ?? false,
+      idempotent: def.idempotent ?? false,
       resultBudgetChars: budget,
       validate,
       handler: def.handler as unknown as RegisteredTool['handler'],

@@ -45,6 +45,16 @@ export interface ToolOptions<S extends TSchema, R = unknown> {
   group?: string;
   /** A person approves each call before it runs. Default false. */
   requiresConfirmation?: boolean;
+  /**
+   * The tool only reads: running a call again changes nothing anywhere. `runs replay --live` re-runs
+   * such calls; others are answered from the recording unless forced. Default false.
+   */
+  readOnly?: boolean;
+  /**
+   * Running a call again with the same arguments and `idempotencyKey` changes nothing more than the first
+   * run did (the systems it changes deduplicate). `runs replay --live` may re-run it. Default false.
+   */
+  idempotent?: boolean;
   /** Model-facing size budget of one result, in characters. Default 4000. */
   resultBudgetChars?: number;
   handler: (args: Static<S>, ctx: ToolContext) => Promise<R> | R;
@@ -60,6 +70,8 @@ export interface ToolDefinition {
   readonly accessScope?: string;
   readonly group?: string;
   readonly requiresConfirmation?: boolean;
+  readonly readOnly?: boolean;
+  readonly idempotent?: boolean;
   readonly resultBudgetChars?: number;
   readonly handler: (args: never, ctx: ToolContext) => unknown;
 }

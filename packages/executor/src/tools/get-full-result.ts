@@ -23,6 +23,7 @@ export function createGetFullResult(redis: Redis, keys: Keys): ToolDefinition {
     ),
     timeoutMs: 2000,
     accessScope: 'platform',
+    readOnly: true,
     // A page must reach the model whole: its budget allows for the JSON escaping of the page text.
     resultBudgetChars: PAGE * 3,
     handler: async ({ ref, offset = 0, limit = PAGE }) => {

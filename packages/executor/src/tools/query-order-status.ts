@@ -18,6 +18,7 @@ export const queryOrderStatus = defineTool({
   ),
   timeoutMs: 2000,
   accessScope: 'order_service',
+  readOnly: true,
   handler: ({ order_id, include_history }) => {
     const n = Number(order_id.slice(4));
     if (n % 1000 === 0) return noResult(`no order ${order_id} exists; check the id with the customer`);

@@ -45,6 +45,7 @@ export const queryWeather = defineTool({
   ),
   timeoutMs: 2000,
   accessScope: 'weather_service',
+  readOnly: true,
   handler: ({ city }) => {
     const [sat, sun] = CANNED[city];
     const days = [
