@@ -57,7 +57,7 @@ describe('agent-reach CLI: runs, replay, approvals', () => {
     expect(lines.every((l) => typeof l.at === 'number' && typeof l.id === 'string')).toBe(true);
   });
 
-  it('replays a recorded run without a model and reports tool calls whose outcome changed', async () => {
+  it('replays a recorded run without a model from its recorded results, and with --live --force re-runs its tools', async () => {
     const runId = await h.control.start({
       agent: 'test_agent',
       input: 'flaky upstream',
@@ -66,16 +66,32 @@ describe('agent-reach CLI: runs, replay, approvals', () => {
     const recorded = await h.control.wait(runId, 20_000);
     expect(recorded.steps[0]).toMatchObject({ tool: 'flaky', ok: false, errorKind: 'transient' });
     const requestsBefore = h.sim.requests.length;
+    const attempts = () => h.redis.llen(`${h.prefix}:test:flaky:replay`);
+    const attemptsBefore = await attempts();
+
     const replay = await cli('runs', 'replay', runId);
     expect(replay.stdout).toMatch(
       new RegExp(`replayed ${runId} as ${runId}\\.replay-\\d+: succeeded \\(final_answer\\)`),
     );
-    // The upstream has recovered since (the flaky counter is past its failures): the call now succeeds.
-    expect(replay.stdout).toMatch(/differs: flaky \[call_[^\]]+\]: recorded transient, now ok/);
-    expect(h.sim.requests.length).toBe(requestsBefore);
+    expect(replay.stdout).toMatch(/tool calls answered from the recording: 1 \(nothing was executed\)/);
+    expect(replay.stdout).toMatch(/every tool call had the same outcome as recorded/);
     const replayId = /as (\S+):/.exec(replay.stdout)?.[1] ?? '';
-    const replayed = await h.control.get(replayId);
-    expect(replayed?.state?.metadata).toEqual({ replay_of: runId });
+    expect((await h.control.get(replayId))?.state?.metadata).toEqual({
+      replay_of: runId,
+      replay_mode: 'recorded',
+    });
+    // flaky is neither read-only nor idempotent: --live alone answers it from the recording too.
+    const live = await cli('runs', 'replay', runId, '--live');
+    expect(live.stdout).toMatch(/tool calls executed: 0; answered from the recording: 1/);
+    expect(await attempts()).toBe(attemptsBefore);
+
+    const forced = await cli('runs', 'replay', runId, '--live', '--force');
+    expect(forced.stdout).toMatch(/tool calls executed: 1; answered from the recording: 0/);
+    // The upstream has recovered since (the flaky counter is past its failures): the call now succeeds.
+    expect(forced.stdout).toMatch(/differs: flaky \[call_[^\]]+\]: recorded transient, now ok/);
+    expect(await attempts()).toBe(attemptsBefore + 1);
+    expect(h.sim.requests.length).toBe(requestsBefore);
+    expect((await cli('runs', 'replay', runId, '--force')).code).toBe(2);
   });
 
   it('approves a parked call from the command line', async () => {

@@ -38,7 +38,11 @@ Runs
   runs ls [--agent A] [--status S] [--since T] [--until T] [--limit N] [--json]
   runs show <run-id>                 the run as a readable timeline, then its outcome
   runs events <run-id>               the run's raw events, one JSON object per line
-  runs replay <run-id>               re-run with the recorded model turns against today's tools
+  runs replay <run-id> [--live [--force]]
+                                     re-run with the recorded model turns; tool calls are answered
+                                     from the recording, or with --live re-executed when their tool
+                                     is read-only or idempotent (--force: any tool). Confirmation
+                                     tools never run: they are reported as needing a new approval
   approve <run-id> <tool-call-id> [--by NAME] [--reason TEXT]
   reject <run-id> <tool-call-id> [--by NAME] [--reason TEXT]
   cancel <run-id>
@@ -105,13 +109,22 @@ async function runs(argv: string[]): Promise<number> {
       until: { type: 'string' },
       limit: { type: 'string' },
       json: { type: 'boolean' },
+      live: { type: 'boolean' },
+      force: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help || !sub) {
     console.log(
       HELP.split('\n')
-        .filter((l) => l.includes('runs '))
+        // A `runs` line and the indented lines that continue it.
+        .filter(
+          function keep(this: { inRuns: boolean }, l) {
+            this.inRuns = l.includes('runs ') || (this.inRuns && /^ {30,}\S/.test(l));
+            return this.inRuns;
+          },
+          { inRuns: false },
+        )
         .join('\n'),
     );
     return EXIT.ok;
@@ -163,15 +176,30 @@ async function runs(argv: string[]): Promise<number> {
       return EXIT.ok;
     }
     if (sub === 'replay') {
+      if (values.force && !values.live) throw new UsageError('runs replay: --force needs --live');
       if (!(await ctx.control.get(runId))) return notFound(`run ${runId}`);
       const { runner, store } = await openRunner(ctx);
       try {
-        const result = await replayRun(runId, { runner, store });
+        const result = await replayRun(
+          runId,
+          { runner, store },
+          { live: values.live === true, force: values.force === true },
+        );
         const outcome =
           typeof result.outcome === 'string'
             ? `${result.outcome} (not finished)`
             : `${result.outcome.status} (${result.outcome.reason})`;
         console.log(`replayed ${runId} as ${result.runId}: ${outcome}`);
+        const by = (source: string) => result.calls.filter((c) => c.source === source);
+        console.log(
+          result.mode === 'recorded'
+            ? `tool calls answered from the recording: ${by('recorded').length} (nothing was executed)`
+            : `tool calls executed: ${by('live').length}; answered from the recording: ${by('recorded').length}`,
+        );
+        for (const c of by('needs_approval'))
+          console.log(`needs a new approval (not run): ${c.tool} [${c.toolCallId}]`);
+        for (const c of by('not_recorded'))
+          console.log(`no recorded result (not run): ${c.tool} [${c.toolCallId}]`);
         if (result.recordedOutcome)
           console.log(
             `recorded outcome: ${result.recordedOutcome.status} (${result.recordedOutcome.reason})`,

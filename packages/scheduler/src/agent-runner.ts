@@ -4,6 +4,7 @@ import {
   AgentReachError,
   constants,
   parseAgentsCheck,
+  type AgentSpec,
   type AgentsFile,
   type Keys,
   type Logger,
@@ -87,8 +88,17 @@ export class AgentRunner {
     return this.#opts.agents.agents.has(name);
   }
 
+  /** An agent of the agents file, by name. */
+  agent(name: string): AgentSpec | undefined {
+    return this.#opts.agents.agents.get(name);
+  }
+
   get keys(): Keys {
     return this.#opts.keys;
+  }
+
+  get logger(): Logger {
+    return this.#opts.logger;
   }
 
   /** The connection the dispatcher publishes tool calls on. */

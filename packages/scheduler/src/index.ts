@@ -51,7 +51,13 @@ export type { RunJobData } from './runs/run-jobs.js';
 export { SessionStore } from './runs/sessions.js';
 export type { SessionMemory } from './runs/sessions.js';
 export { replayRun, recordedLlm } from './runs/replay.js';
-export type { ReplayResult, ReplayDifference } from './runs/replay.js';
+export type {
+  ReplayResult,
+  ReplayDifference,
+  ReplayOptions,
+  ReplayCall,
+  ReplayCallSource,
+} from './runs/replay.js';
 export { renderTimeline } from './runs/timeline.js';
 export {
   startQueueSampler,

@@ -51,8 +51,13 @@ export {
   runJobProblems,
   RESERVED_RUN_IDS,
   isValidRunId,
+  isSafeId,
+  PROTOTYPE_KEYS,
+  TOOL_CALL_ID_PATTERN,
+  SESSION_ID_PATTERN,
   runJobOptions,
   API_ERROR_CODES,
 } from './run-wire.js';
+export { parseJsonSafely } from './safe-json.js';
 export type { RunJobData, ApiErrorCode } from './run-wire.js';
 export { exitOnSignals } from './shutdown.js';

@@ -31,7 +31,24 @@ export const RESERVED_RUN_IDS: ReadonlySet<string> = new Set(
 );
 
 export function isValidRunId(runId: string): boolean {
-  return RUN_ID_PATTERN.test(runId) && !RESERVED_RUN_IDS.has(runId);
+  return RUN_ID_PATTERN.test(runId) && !RESERVED_RUN_IDS.has(runId) && !PROTOTYPE_KEYS.has(runId);
+}
+
+/**
+ * Names that change an object's prototype (or reach it) when used as a plain object's key. No id may be
+ * one: ids key records, and a record keyed by `__proto__` once polluted `Object.prototype` process-wide.
+ */
+export const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+/** Tool call ids as the platform records them (the loop rewrites any other id a model sends). */
+export const TOOL_CALL_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Session ids: the same alphabet as run ids (they name Redis keys). */
+export const SESSION_ID_PATTERN = RUN_ID_PATTERN;
+
+/** Whether `id` matches `pattern` and is not a prototype key: the check every door applies to ids. */
+export function isSafeId(id: unknown, pattern: RegExp): id is string {
+  return typeof id === 'string' && pattern.test(id) && !PROTOTYPE_KEYS.has(id);
 }
 
 /**
@@ -67,6 +84,9 @@ export const API_ERROR_CODES = [
   'CONFLICT',
   'UNKNOWN_AGENT',
   'INVALID_STATE',
+  'MODEL_NOT_ALLOWED',
+  'INPUT_TOO_LONG',
+  'UNAVAILABLE',
   'INTERNAL',
 ] as const;
 export type ApiErrorCode = (typeof API_ERROR_CODES)[number];

@@ -1,9 +1,20 @@
+import { randomUUID } from 'node:crypto';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
-import { AgentReachError } from '@agent-reach/shared';
+import {
+  AgentReachError,
+  errorResult,
+  isValidRunId,
+  parseJsonSafely,
+  type ToolCatalogEntry,
+  type ToolResult,
+} from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
-import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
+import { runAgent, type AgentLoopDeps } from '../agent-loop/run-agent.js';
+import type { ChatMessage, RunOutcome, RunState } from '../agent-loop/run-state.js';
+import type { DispatchCall, DispatchOptions, DispatchRun } from '../dispatcher.js';
 import type { LlmClient } from '../llm.js';
+import type { ToolCatalog } from '../tool-catalog.js';
 import type { RunStore } from './run-store.js';
 
 /** A tool call whose result today differs from the recorded one. */
@@ -14,12 +25,39 @@ export interface ReplayDifference {
   replayed: { ok: boolean; kind?: string } | undefined;
 }
 
+/** How a replay answers tool calls. */
+export interface ReplayOptions {
+  /**
+   * Re-execute tool calls on the executors instead of answering them from the recording: only calls of
+   * tools declared `readOnly` or `idempotent`, unless `force`. Default false.
+   */
+  live?: boolean;
+  /** With `live`, re-execute calls of every tool (confirmation tools still never run). Default false. */
+  force?: boolean;
+}
+
+/**
+ * Where a replayed call's result came from: the recording, a live execution, nowhere because the tool
+ * needs a person's approval (a replay never reuses a recorded decision), or nowhere because the recording
+ * has no result for it.
+ */
+export type ReplayCallSource = 'recorded' | 'live' | 'needs_approval' | 'not_recorded';
+
+export interface ReplayCall {
+  toolCallId: string;
+  tool: string;
+  source: ReplayCallSource;
+}
+
 export interface ReplayResult {
   runId: string;
   originalRunId: string;
+  mode: 'recorded' | 'live' | 'live_forced';
   outcome: RunOutcome | 'parked' | 'released';
   recordedOutcome: RunOutcome | undefined;
   differences: ReplayDifference[];
+  /** Every call the replay answered, in order, with where its result came from. */
+  calls: ReplayCall[];
 }
 
 /**
@@ -81,40 +119,75 @@ export function recordedLlm(events: RunEvent[], model = 'replay'): LlmClient {
 }
 
 /**
- * Re-runs a recorded run with its recorded model turns against today's tools, as a new run recorded like
- * any other, and reports the tool calls whose outcome changed. Decisions people made are replayed too.
+ * Re-runs a recorded run with its recorded model turns, as a new run recorded like any other, and reports
+ * the tool calls whose outcome changed.
+ *
+ * By default every tool call is answered with its recorded result: nothing runs, nothing changes
+ * anywhere. With `live`, calls of tools declared read-only or idempotent run again on the executors (with
+ * `force`, every tool's calls), and the others are answered from the recording. A tool that requires
+ * confirmation never runs in a replay: a recorded decision is never reused, so such a call is answered
+ * `awaiting_confirmation` and reported as needing a new approval (start a new run to have it decided).
  */
 export async function replayRun(
   originalRunId: string,
   deps: { runner: AgentRunner; store: RunStore },
+  options: ReplayOptions = {},
 ): Promise<ReplayResult> {
   const { state: original } = await deps.store.load(originalRunId);
   if (!original) throw new AgentReachError('RUN_NOT_FOUND', `unknown run ${originalRunId}`);
+  const agent = deps.runner.agent(original.agent);
+  if (!agent) throw new AgentReachError('AGENTS_INVALID', `unknown agent "${original.agent}"`);
   const events = (await deps.store.events(originalRunId)).map((e) => e.event);
-  const runId = `${originalRunId}.replay-${Date.now()}`;
+  const recordedResults = await recordedResultsOf(original, events, deps.runner);
+  const mode = !options.live ? 'recorded' : options.force ? 'live_forced' : 'live';
+  const suffix = `.replay-${Date.now()}`;
+  const runId = isValidRunId(`${originalRunId}${suffix}`)
+    ? `${originalRunId}${suffix}`
+    : `replay_${randomUUID()}`;
+  // A fresh state: no decision of the original run comes along.
   const state: RunState = deps.runner.newState({
     agent: original.agent,
     input: original.input,
     runId,
-    metadata: { ...original.metadata, replay_of: originalRunId },
+    metadata: { ...original.metadata, replay_of: originalRunId, replay_mode: mode },
   });
-  for (const e of events) {
-    if (e.type === 'approval_decided') {
-      state.approvals[e.toolCallId] = {
-        toolCallId: e.toolCallId,
-        tool: e.tool,
-        arguments: '',
-        requestedAt: e.at,
-        decision: e.decision,
-        ...(e.by ? { by: e.by } : {}),
-        ...(e.reason ? { reason: e.reason } : {}),
-        decidedAt: e.at,
-      };
-    }
-  }
+  const calls: ReplayCall[] = [];
+  const catalog = deps.runner.catalog;
+  const dispatcher: AgentLoopDeps['dispatcher'] = {
+    async dispatch(run: DispatchRun, owed: DispatchCall[], dispatchOptions?: DispatchOptions) {
+      const sources = owed.map((call): ReplayCallSource => {
+        const how = sourceOf(catalog.get(call.name), options);
+        return how === 'recorded' && !recordedResults.has(call.toolCallId) ? 'not_recorded' : how;
+      });
+      const live = owed.filter((_, i) => sources[i] === 'live');
+      const ran = live.length
+        ? await deps.runner.dispatcher.dispatch(
+            run,
+            // Only the call itself goes out: never an approval.
+            live.map((c) => ({ toolCallId: c.toolCallId, name: c.name, arguments: c.arguments })),
+            dispatchOptions,
+          )
+        : [];
+      let next = 0;
+      return owed.map((call, i) => {
+        const source = sources[i] as ReplayCallSource;
+        calls.push({ toolCallId: call.toolCallId, tool: call.name, source });
+        if (source === 'live') return ran[next++] as ToolResult;
+        if (source === 'needs_approval') return needsApproval(call);
+        const recorded = recordedResults.get(call.toolCallId);
+        return recorded ? { ...recorded, tool_call_id: call.toolCallId } : notRecorded(call);
+      });
+    },
+  };
   const { writer } = await deps.store.claim(runId);
-  const outcome = await deps.runner.resume(state, {
+  const outcome = await runAgent(state, {
     llm: recordedLlm(events),
+    dispatcher,
+    // Nothing parks in a replay: the dispatcher above answers confirmation tools itself.
+    catalog: withoutConfirmation(catalog),
+    breakers: deps.runner.breakers,
+    agent,
+    logger: deps.runner.logger.child({ replayOf: originalRunId }),
     limits: { planning: events.some((e) => e.type === 'plan') },
     checkpoint: (s, evs) => {
       const send = writer.prepare(s, evs);
@@ -133,5 +206,101 @@ export async function replayRun(
       ? []
       : [{ toolCallId: r.toolCallId, tool: r.tool, recorded: before, replayed }];
   });
-  return { runId, originalRunId, outcome, recordedOutcome: original.outcome, differences };
+  return { runId, originalRunId, mode, outcome, recordedOutcome: original.outcome, differences, calls };
+}
+
+/** How a replay answers a call of this tool. */
+function sourceOf(
+  entry: ToolCatalogEntry | undefined,
+  options: ReplayOptions,
+): 'recorded' | 'live' | 'needs_approval' {
+  if (!options.live) return 'recorded';
+  if (entry?.requiresConfirmation) return 'needs_approval';
+  if (options.force || entry?.readOnly === true || entry?.idempotent === true) return 'live';
+  return 'recorded';
+}
+
+const needsApproval = (call: DispatchCall): ToolResult =>
+  errorResult(
+    { toolCallId: call.toolCallId, name: call.name },
+    {
+      kind: 'awaiting_confirmation',
+      message: `not run: ${call.name} requires a person's approval and a replay never reuses a recorded decision; start a new run to have it approved`,
+      retryable: false,
+    },
+  );
+
+const notRecorded = (call: DispatchCall): ToolResult =>
+  errorResult(
+    { toolCallId: call.toolCallId, name: call.name },
+    {
+      kind: 'unavailable',
+      message: 'not run: the recording has no result for this call',
+      retryable: false,
+    },
+  );
+
+/**
+ * The results the original run's model saw, by call id: its tool messages first (exactly what the model
+ * read), then the run's results hash (calls folded away by compaction), then the outline of each
+ * recorded `tool_result` event. Parsed without letting a poisoned key reach a prototype.
+ */
+async function recordedResultsOf(
+  original: RunState,
+  events: RunEvent[],
+  runner: AgentRunner,
+): Promise<Map<string, ToolResult>> {
+  const results = new Map<string, ToolResult>();
+  const add = (id: unknown, raw: unknown) => {
+    if (typeof id !== 'string' || results.has(id) || typeof raw !== 'string') return;
+    try {
+      const parsed = parseJsonSafely<Partial<ToolResult> | null>(raw);
+      if (parsed && typeof parsed === 'object' && typeof parsed.ok === 'boolean')
+        results.set(id, parsed as ToolResult);
+    } catch {
+      // An unreadable record is no recording: the call is reported as not recorded.
+    }
+  };
+  for (const m of original.messages as ChatMessage[]) if (m.role === 'tool') add(m.tool_call_id, m.content);
+  const hash = await runner.connection.hgetall(runner.keys.results(original.runId));
+  for (const [id, raw] of Object.entries(hash)) add(id, raw);
+  for (const e of events) {
+    if (e.type !== 'tool_result' || results.has(e.toolCallId)) continue;
+    results.set(e.toolCallId, {
+      tool_call_id: e.toolCallId,
+      name: e.tool,
+      ok: e.ok,
+      status: e.ok ? 'ok' : 'error',
+      ...(e.error ? { error: e.error } : {}),
+      duration_ms: e.duration_ms,
+      attempts: e.attempts,
+      ...(e.truncated ? { truncated: true } : {}),
+    });
+  }
+  return results;
+}
+
+/** The catalog as the replayed loop sees it: no tool waits for a person (the replay decides instead). */
+function withoutConfirmation(catalog: ToolCatalog): ToolCatalog {
+  const entries = new Map<ToolCatalogEntry, ToolCatalogEntry>();
+  const view = {
+    get(name: string) {
+      const entry = catalog.get(name);
+      if (!entry?.requiresConfirmation) return entry;
+      let copy = entries.get(entry);
+      if (!copy) {
+        copy = { ...entry, requiresConfirmation: false };
+        entries.set(entry, copy);
+      }
+      return copy;
+    },
+    has: (name: string) => catalog.has(name),
+    names: () => catalog.names(),
+    checkArguments: (name: string, raw: string) => catalog.checkArguments(name, raw),
+    group: (name: string) => catalog.group(name),
+    worstCaseMs: (name: string) => catalog.worstCaseMs(name),
+    refresh: async () => view,
+  };
+  // The loop reads the catalog through these methods only.
+  return view as unknown as ToolCatalog;
 }

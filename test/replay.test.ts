@@ -1,0 +1,182 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger, defineTool, Type, type ToolDefinition } from '@agent-reach/shared';
+import { startExecutor, type ExecutorProcess, type ToolModuleDeps } from '@agent-reach/executor';
+import { replayRun } from '@agent-reach/scheduler';
+import { waitFor } from './helpers/redis.js';
+import { startRunsHarness } from './helpers/runs.js';
+
+/**
+ * Tools that count their executions in Redis: one that needs a person's approval (an email), one
+ * declared read-only, and one with no declaration (a side effect).
+ */
+function countingTools({ redis, keys }: ToolModuleDeps): ToolDefinition[] {
+  const count = (name: string) => redis.incr(`${keys.prefix}:test:count:${name}`);
+  return [
+    defineTool({
+      name: 'send_email',
+      description: 'Sends an email; a person approves each one. Test tool.',
+      parameters: Type.Object({ to: Type.String() }, { additionalProperties: false }),
+      requiresConfirmation: true,
+      handler: async ({ to }) => ({ sent_to: to, sent: await count('send_email') }),
+    }),
+    defineTool({
+      name: 'look_up',
+      description: 'Reads a value; changes nothing. Test tool.',
+      parameters: Type.Object({}, { additionalProperties: false }),
+      readOnly: true,
+      handler: async () => ({ seen: await count('look_up') }),
+    }),
+    defineTool({
+      name: 'book_room',
+      description: 'Books a room (a side effect, not declared idempotent). Test tool.',
+      parameters: Type.Object({}, { additionalProperties: false }),
+      handler: async () => ({ booked: await count('book_room') }),
+    }),
+  ];
+}
+
+describe('runs replay: recorded results by default, live only where declared safe, no decision reused', () => {
+  let h: Awaited<ReturnType<typeof startRunsHarness>>;
+  let executor: ExecutorProcess;
+  let original: string;
+  const executions = async (tool: string) =>
+    Number((await h.redis.get(`${h.prefix}:test:count:${tool}`)) ?? 0);
+  const replay = (options?: { live?: boolean; force?: boolean }) =>
+    replayRun(original, { runner: h.schedulers[0]!.runner, store: h.control.store }, options);
+
+  beforeAll(async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'replay-agents-'));
+    const agentsFile = path.join(dir, 'agents.yaml');
+    writeFileSync(
+      agentsFile,
+      'agents:\n  - name: office_agent\n    tools: [send_email, look_up, book_room]\n',
+    );
+    h = await startRunsHarness({ AGENTS_FILE: agentsFile }, { executor: false, scheduler: false });
+    executor = await startExecutor(h.config, {
+      extraTools: countingTools,
+      logger: createLogger('test', { level: 'silent' }),
+    });
+    await h.addScheduler();
+    h.sim.addScenario({
+      name: 'email-then-more',
+      plan: ['email', 'look up and book'],
+      turns: [
+        { tool_calls: [{ name: 'send_email', arguments: { to: 'ada@example.com' } }] },
+        {
+          tool_calls: [
+            { name: 'look_up', arguments: {} },
+            { name: 'book_room', arguments: {} },
+          ],
+        },
+        { content: 'all done' },
+      ],
+    });
+    original = await h.control.start({ agent: 'office_agent', input: 'email Ada', model: 'email-then-more' });
+    const parked = await waitFor(
+      async () => {
+        const run = await h.control.get(original);
+        return run?.summary.status === 'awaiting_approval' ? run.state : undefined;
+      },
+      15_000,
+      'the email to wait for approval',
+    );
+    const [pending] = Object.values(parked.approvals);
+    await h.control.decide({
+      runId: original,
+      toolCallId: pending!.toolCallId,
+      decision: 'approved',
+      by: 'ops',
+    });
+    expect((await h.control.wait(original, 15_000)).status).toBe('succeeded');
+    expect([
+      await executions('send_email'),
+      await executions('look_up'),
+      await executions('book_room'),
+    ]).toEqual([1, 1, 1]);
+  });
+  afterAll(async () => {
+    await executor?.close();
+    await h?.close();
+  });
+
+  it('answers every call from the recording by default: nothing runs again and no approval is asked or reused', async () => {
+    const result = await replay();
+    expect(result.mode).toBe('recorded');
+    expect(result.outcome).toMatchObject({ status: 'succeeded', answer: 'all done' });
+    expect(result.differences).toEqual([]);
+    expect(result.calls.map((c) => [c.tool, c.source])).toEqual([
+      ['send_email', 'recorded'],
+      ['look_up', 'recorded'],
+      ['book_room', 'recorded'],
+    ]);
+    expect([
+      await executions('send_email'),
+      await executions('look_up'),
+      await executions('book_room'),
+    ]).toEqual([1, 1, 1]);
+    const events = (await h.control.events(result.runId)).map((e) => e.event.type);
+    expect(events).not.toContain('approval_requested');
+    expect(events).not.toContain('approval_decided');
+    const replayed = await h.control.get(result.runId);
+    expect(replayed?.state?.approvals).toEqual({});
+    expect(replayed?.state?.metadata).toEqual({ replay_of: original, replay_mode: 'recorded' });
+    // The replayed model read the recorded result of the email, sent once.
+    const emailResult = replayed?.state?.messages.find((m) => m.role === 'tool');
+    expect(JSON.parse(String(emailResult?.content))).toMatchObject({ ok: true, content: { sent: 1 } });
+  });
+
+  it('re-runs only read-only tools live, answers the rest from the recording, and reports the approval-needing call as not run', async () => {
+    const result = await replay({ live: true });
+    expect(result.mode).toBe('live');
+    expect(result.calls.map((c) => [c.tool, c.source])).toEqual([
+      ['send_email', 'needs_approval'],
+      ['look_up', 'live'],
+      ['book_room', 'recorded'],
+    ]);
+    expect([
+      await executions('send_email'),
+      await executions('look_up'),
+      await executions('book_room'),
+    ]).toEqual([1, 2, 1]);
+    expect(result.differences).toEqual([
+      expect.objectContaining({
+        tool: 'send_email',
+        recorded: { ok: true },
+        replayed: { ok: false, kind: 'awaiting_confirmation' },
+      }),
+    ]);
+    const replayed = await h.control.get(result.runId);
+    const email = replayed?.state?.messages.find((m) => m.role === 'tool');
+    expect(JSON.parse(String(email?.content)).error.message).toMatch(
+      /^not run: send_email requires a person's approval and a replay never reuses a recorded decision/,
+    );
+    expect(replayed?.state?.approvals).toEqual({});
+  });
+
+  it('re-runs every tool with force, except one that needs an approval', async () => {
+    const before = [
+      await executions('send_email'),
+      await executions('look_up'),
+      await executions('book_room'),
+    ];
+    const result = await replay({ live: true, force: true });
+    expect(result.mode).toBe('live_forced');
+    expect(result.calls.map((c) => c.source)).toEqual(['needs_approval', 'live', 'live']);
+    expect([
+      await executions('send_email'),
+      await executions('look_up'),
+      await executions('book_room'),
+    ]).toEqual([before[0], (before[1] ?? 0) + 1, (before[2] ?? 0) + 1]);
+  });
+
+  it('publishes each tool flag in the catalog the schedulers read', () => {
+    const catalog = h.schedulers[0]!.runner.catalog;
+    expect(catalog.get('look_up')).toMatchObject({ readOnly: true, idempotent: false });
+    expect(catalog.get('book_room')).toMatchObject({ readOnly: false, idempotent: false });
+    expect(catalog.get('query_weather')).toMatchObject({ readOnly: true });
+    expect(catalog.get('query_order_status')).toMatchObject({ readOnly: true });
+  });
+});
