@@ -220,8 +220,15 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
         '/v1/runs/{id}/cancel',
         '/v1/runs/{id}/events',
         '/v1/sessions',
+        '/v1/sessions/{id}',
         '/v1/sessions/{id}/messages',
       ].sort(),
+    );
+    // The approver is the key: the OpenAPI document says a `by` in the body is refused.
+    const approvals = doc.json.paths['/v1/runs/{id}/approvals'].post;
+    expect(approvals.description).toMatch(/a `by` in the body is refused with 400 VALIDATION_FAILED/);
+    expect(approvals.requestBody.content['application/json'].schema.properties.by.description).toMatch(
+      /^refused \(400 VALIDATION_FAILED\)/,
     );
     const create = doc.json.paths['/v1/runs'].post;
     expect(create.requestBody.content['application/json'].schema.required).toEqual(['agent', 'input']);

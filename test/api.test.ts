@@ -291,12 +291,12 @@ describe('HTTP API: auth, runs, idempotency, event streams, approvals, cancellat
     expect(decidedEvent?.event).toMatchObject({ decision: 'approved', by: 'tester', reason: 'checked' });
   });
 
-  it('rejects a parked call over HTTP on behalf of the person named in `by`', async () => {
+  it('rejects a parked call over HTTP in the name of the deciding key', async () => {
     const { runId, toolCallId } = await parked();
     const res = await h.call('POST', `/v1/runs/${runId}/approvals`, {
-      body: { tool_call_id: toolCallId, decision: 'reject', by: 'bob', reason: 'not today' },
+      body: { tool_call_id: toolCallId, decision: 'reject', reason: 'not today' },
     });
-    expect(res.json).toMatchObject({ decision: 'rejected', by: 'bob' });
+    expect(res.json).toMatchObject({ decision: 'rejected', by: 'tester' });
     await waitStatus(runId, 'succeeded');
     expect((await h.call('GET', `/v1/runs/${runId}`)).json.answer).toBe(
       'after the decision: false refused by a person: not today; do not retry this call',

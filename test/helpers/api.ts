@@ -17,6 +17,9 @@ export const TEST_API_KEYS = [
   { key: LIMITED_KEY, name: 'weather-desk', agents: ['weather_only'] },
 ];
 
+/** The llm-sim scenarios API tests name as `model`: the harness's API allows exactly these. */
+export const TEST_MODELS = ['echo', 'approval', 'weather-then-answer', 'remember'];
+
 export interface ApiResponse {
   status: number;
   headers: Headers;
@@ -73,7 +76,13 @@ export async function startApiHarness(
     metricsRegistry: scheduler.metricsRegistry,
     logger: createLogger('api-test', { level: 'silent' }),
   };
-  const api = await startApiServer(deps, { apiKeys: TEST_API_KEYS, port: 0, host: '127.0.0.1', ...options });
+  const api = await startApiServer(deps, {
+    apiKeys: TEST_API_KEYS,
+    port: 0,
+    host: '127.0.0.1',
+    allowedModels: TEST_MODELS,
+    ...options,
+  });
   return {
     ...h,
     deps,
@@ -86,7 +95,7 @@ export async function startApiHarness(
     async extraServer(extra: Partial<ApiServerOptions>, depsOverride: Partial<ApiServerDeps> = {}) {
       return startApiServer(
         { ...deps, ...depsOverride },
-        { apiKeys: TEST_API_KEYS, port: 0, host: '127.0.0.1', ...extra },
+        { apiKeys: TEST_API_KEYS, port: 0, host: '127.0.0.1', allowedModels: TEST_MODELS, ...extra },
       );
     },
     async close() {

@@ -181,6 +181,8 @@ async function startApi(
 ): Promise<{ server: ApiServer; close(): Promise<void> }> {
   const redis: Redis = createRedis(config.redisUrl, 'producer', {
     connectionName: `${config.keyPrefix}-api`,
+    // A paused or stuck Redis answers 503 after this, instead of holding the request.
+    commandTimeout: config.api.redisTimeoutMs,
   });
   await waitReady(redis, config.redisUrl);
   const keys = createKeys(config.keyPrefix);
@@ -189,6 +191,9 @@ async function startApi(
     retentionCount: config.scheduler.runRetentionCount,
   };
   const control = new RunControl(redis, keys, new RunStore(redis, keys, retention));
+  // BullMQ checks the Redis version once per connection and keeps a failure for good: let the check end
+  // before the server's set-up holds the event loop longer than the command timeout.
+  await control.queue.waitUntilReady();
   const a = config.api;
   const server = await startApiServer(
     {
@@ -210,6 +215,9 @@ async function startApi(
       rateLimitPerMinute: a.rateLimitPerMinute,
       bodyLimitBytes: a.bodyLimitBytes,
       trustProxy: a.trustProxy,
+      allowedModels: a.allowedModels,
+      maxInputTokens: a.maxInputTokens,
+      redisTimeoutMs: a.redisTimeoutMs,
     },
   );
   return {

@@ -66,6 +66,15 @@ export interface AgentReachConfig {
     readonly rateLimitPerMinute: number;
     readonly bodyLimitBytes: number;
     readonly trustProxy: boolean;
+    /**
+     * Models a request may name in `model` (each one is a metric series and a cached client). Default:
+     * the configured model (`OPENAI_MODEL`, else the default model) only.
+     */
+    readonly allowedModels: readonly string[];
+    /** Largest run input, in tokens (inputs are capped by characters first). */
+    readonly maxInputTokens: number;
+    /** How long a request waits on one Redis command before answering 503, in ms. */
+    readonly redisTimeoutMs: number;
   };
   readonly llm: {
     readonly apiKey: string | undefined;
@@ -109,6 +118,9 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['API_RATE_LIMIT_PER_MINUTE', 'api.rateLimitPerMinute'],
   ['API_BODY_LIMIT_BYTES', 'api.bodyLimitBytes'],
   ['API_TRUST_PROXY', 'api.trustProxy'],
+  ['ALLOWED_MODELS', 'api.allowedModels'],
+  ['API_MAX_INPUT_TOKENS', 'api.maxInputTokens'],
+  ['API_REDIS_TIMEOUT_MS', 'api.redisTimeoutMs'],
   ['OPENAI_API_KEY', 'llm.apiKey'],
   ['OPENAI_BASE_URL', 'llm.baseUrl'],
   ['OPENAI_MODEL', 'llm.model'],
@@ -214,6 +226,18 @@ const schema = {
           default: C.DEFAULT_API_BODY_LIMIT_BYTES,
         },
         trustProxy: { type: 'boolean', default: false },
+        allowedModels: {
+          type: 'array',
+          minItems: 1,
+          maxItems: 100,
+          items: { type: 'string', pattern: '^[A-Za-z0-9_.:/@+-]{1,200}$' },
+        },
+        maxInputTokens: {
+          type: 'integer',
+          minimum: 1,
+          default: C.DEFAULT_API_MAX_INPUT_TOKENS,
+        },
+        redisTimeoutMs: { type: 'integer', minimum: 10, default: C.DEFAULT_API_REDIS_TIMEOUT_MS },
       },
     },
     llm: {
@@ -249,7 +273,7 @@ export function loadConfig(env: Record<string, string | undefined>): AgentReachC
     setPath(
       raw,
       path,
-      path === 'executor.groups'
+      path === 'executor.groups' || path === 'api.allowedModels'
         ? value
             .split(',')
             .map((s) => s.trim())
@@ -269,6 +293,10 @@ export function loadConfig(env: Record<string, string | undefined>): AgentReachC
     });
     throw new AgentReachError('CONFIG_INVALID', `invalid configuration: ${details.join('; ')}`, { details });
   }
+  const api = raw.api as { allowedModels?: string[] };
+  const llm = raw.llm as { model?: string };
+  // Without a list, callers may name only the model the scheduler would use anyway.
+  api.allowedModels ??= [llm.model ?? C.DEFAULT_LLM_MODEL];
   return deepFreeze(raw) as unknown as AgentReachConfig;
 }
 

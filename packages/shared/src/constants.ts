@@ -107,3 +107,7 @@ export const DEFAULT_API_HOST = '0.0.0.0';
 /** Requests per minute per API key (per IP for requests without a valid key), across every API process. */
 export const DEFAULT_API_RATE_LIMIT_PER_MINUTE = 600;
 export const DEFAULT_API_BODY_LIMIT_BYTES = 1024 * 1024;
+/** Largest run input the API accepts, in tokens (o200k), besides its character limit. */
+export const DEFAULT_API_MAX_INPUT_TOKENS = 32_000;
+/** How long an API request waits on one Redis command before it answers 503 UNAVAILABLE, in ms. */
+export const DEFAULT_API_REDIS_TIMEOUT_MS = 3000;

@@ -7,7 +7,11 @@ export const {
   DEFAULT_API_HOST,
   DEFAULT_API_RATE_LIMIT_PER_MINUTE,
   DEFAULT_API_BODY_LIMIT_BYTES,
+  DEFAULT_API_MAX_INPUT_TOKENS,
+  DEFAULT_API_REDIS_TIMEOUT_MS,
 } = constants;
+/** `Retry-After` of a 503 UNAVAILABLE (Redis down, paused or out of memory), in seconds. */
+export const UNAVAILABLE_RETRY_AFTER_S = 5;
 /** How long an `Idempotency-Key` keeps pointing at the run it created, in seconds. */
 export const DEFAULT_IDEMPOTENCY_TTL_S = 24 * 3600;
 /** Longest `Idempotency-Key` accepted, in characters. */

@@ -1,6 +1,8 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Socket } from 'node:net';
 import { API_ERROR_CODES, type ApiErrorCode, type Logger } from '@agent-reach/shared';
+import { UNAVAILABLE_RETRY_AFTER_S } from './constants.js';
+import { redisUnavailable } from './unavailable.js';
 
 export { API_ERROR_CODES };
 export type { ApiErrorCode };
@@ -44,7 +46,7 @@ export function toApiError(error: FastifyError | ApiError | Error): ApiError {
     const details = e.validation.map((v) => ({
       in: e.validationContext ?? 'request',
       path: v.instancePath || '/',
-      message: v.message ?? 'is invalid',
+      message: describeFailure(v),
       ...(v.keyword === 'additionalProperties'
         ? { property: (v.params as { additionalProperty?: string }).additionalProperty }
         : {}),
@@ -69,6 +71,8 @@ export function toApiError(error: FastifyError | ApiError | Error): ApiError {
     default:
       break;
   }
+  const unavailable = redisUnavailable(error);
+  if (unavailable) return new ApiError(503, 'UNAVAILABLE', `${unavailable}; retry later`);
   const status = e.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     if (status === 413)
@@ -80,12 +84,31 @@ export function toApiError(error: FastifyError | ApiError | Error): ApiError {
   return new ApiError(500, 'INTERNAL', 'internal error');
 }
 
-/** The root error handler: one JSON shape for every failure; unexpected ones are logged at `error`. */
+/** An ajv failure in words; a pattern names the pattern and, when the schema has one, what it means. */
+function describeFailure(v: {
+  keyword: string;
+  message?: string | undefined;
+  params: Record<string, unknown>;
+  parentSchema?: { description?: unknown } | undefined;
+}): string {
+  if (v.keyword !== 'pattern') return v.message ?? 'is invalid';
+  const what = typeof v.parentSchema?.description === 'string' ? ` (${v.parentSchema.description})` : '';
+  return `must match the pattern ${String(v.params.pattern)}${what}`;
+}
+
+/**
+ * The root error handler: one JSON shape for every failure. Redis being unavailable is a 503 with
+ * `Retry-After` (logged at `warn`, once per request); other unexpected failures are logged at `error`.
+ */
 export function errorHandler(log: Logger) {
   return (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const api = toApiError(error);
-    if (api.statusCode >= 500) log.error({ err: error, route: request.routeOptions.url }, 'request failed');
-    else log.info({ code: api.code, route: request.routeOptions.url }, 'request refused');
+    const route = request.routeOptions.url;
+    if (api.code === 'UNAVAILABLE') {
+      log.warn({ err: error, route }, 'request failed: Redis unavailable');
+      reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S));
+    } else if (api.statusCode >= 500) log.error({ err: error, route }, 'request failed');
+    else log.info({ code: api.code, route }, 'request refused');
     return sendError(reply, api);
   };
 }

@@ -5,8 +5,11 @@ import type { AgentRunner } from '../agent-runner.js';
 import type { RunControl } from '../runs/run-control.js';
 import type { SessionStore } from '../runs/sessions.js';
 import type { ApiKeyConfig, ApiKeyTable } from './auth.js';
+import { constants } from '@agent-reach/shared';
 import {
   DEFAULT_API_BODY_LIMIT_BYTES,
+  DEFAULT_API_MAX_INPUT_TOKENS,
+  DEFAULT_API_REDIS_TIMEOUT_MS,
   DEFAULT_API_RATE_LIMIT_PER_MINUTE,
   DEFAULT_IDEMPOTENCY_TTL_S,
   DEFAULT_MAX_EVENT_STREAMS,
@@ -58,9 +61,25 @@ export interface ApiServerOptions {
    * that requests without a valid key are rate limited per client rather than per proxy. Default false.
    */
   trustProxy?: boolean | string | string[];
+  /**
+   * Models a request may name in `model`; any other is a 400 MODEL_NOT_ALLOWED (every model is a metric
+   * series and a cached client). A request without `model` uses the scheduler's. Default: the default
+   * model (`gpt-4o-mini`) only; the scheduler passes `ALLOWED_MODELS`.
+   */
+  allowedModels?: readonly string[];
+  /** Largest run input, in tokens (o200k), checked after the character limit. Default 32 000. */
+  maxInputTokens?: number;
+  /**
+   * How long a request waits on Redis calls made on connections that queue through an outage (the tool
+   * catalog, breakers) before answering 503 UNAVAILABLE, in ms. Default 3000. The API's own connection
+   * should fail fast too (`commandTimeout`, no offline queue), as the scheduler's is.
+   */
+  redisTimeoutMs?: number;
 }
 
-export type ResolvedApiOptions = Required<Omit<ApiServerOptions, 'apiKeys'>>;
+export type ResolvedApiOptions = Required<Omit<ApiServerOptions, 'apiKeys' | 'allowedModels'>> & {
+  readonly allowedModels: ReadonlySet<string>;
+};
 
 export function resolveApiOptions(o: ApiServerOptions): ResolvedApiOptions {
   return {
@@ -75,6 +94,9 @@ export function resolveApiOptions(o: ApiServerOptions): ResolvedApiOptions {
     boardReadOnly: o.boardReadOnly ?? true,
     docs: o.docs ?? true,
     trustProxy: o.trustProxy ?? false,
+    allowedModels: new Set(o.allowedModels ?? [constants.DEFAULT_LLM_MODEL]),
+    maxInputTokens: o.maxInputTokens ?? DEFAULT_API_MAX_INPUT_TOKENS,
+    redisTimeoutMs: o.redisTimeoutMs ?? DEFAULT_API_REDIS_TIMEOUT_MS,
   };
 }
 

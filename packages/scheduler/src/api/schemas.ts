@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { PROTOTYPE_KEYS, RUN_ID_PATTERN, TOOL_CALL_ID_PATTERN } from '@agent-reach/shared';
 import { API_ERROR_CODES } from './errors.js';
 import {
   DEFAULT_LIST_LIMIT,
@@ -12,8 +13,13 @@ import {
 
 /** JSON Schemas of every request part and response; validation, serialization and the OpenAPI document. */
 
-const ID_PATTERN = '^[A-Za-z0-9_.-]{1,128}$';
+/** A pattern that also refuses the prototype keys (`__proto__`, …), so no id can pollute an object. */
+const safePattern = (p: RegExp) => `^(?!(?:${[...PROTOTYPE_KEYS].join('|')})$)${p.source.slice(1)}`;
+const ID_PATTERN = safePattern(RUN_ID_PATTERN);
+const CALL_ID_PATTERN = safePattern(TOOL_CALL_ID_PATTERN);
+const ID_RULE = '1-128 of A-Z a-z 0-9 _ . -, not __proto__, constructor or prototype';
 const AGENT_PATTERN = '^[a-zA-Z0-9_-]{1,64}$';
+const METADATA_KEY_PATTERN = safePattern(/^[A-Za-z0-9_.:-]{1,64}$/);
 export const STREAM_ID_PATTERN = /^\d{1,20}-\d{1,20}$/;
 const RUN_STATUSES = [
   'queued',
@@ -25,7 +31,7 @@ const RUN_STATUSES = [
   'cancelled',
 ] as const;
 
-const Id = (description: string) => Type.String({ pattern: ID_PATTERN, description });
+const Id = (what: string) => Type.String({ pattern: ID_PATTERN, description: `${what}: ${ID_RULE}` });
 const AgentName = Type.String({ pattern: AGENT_PATTERN, description: 'an agent of the agents file' });
 const Input = Type.String({
   minLength: 1,
@@ -33,9 +39,17 @@ const Input = Type.String({
   pattern: '\\S',
   description: 'the task, as the user would say it',
 });
-const Model = Type.String({ minLength: 1, maxLength: 200, description: 'model instead of the default' });
+const Model = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description: 'a model of the allowed list instead of the default (400 MODEL_NOT_ALLOWED otherwise)',
+});
 const Metadata = Type.Unsafe<Record<string, string>>({
   type: 'object',
+  propertyNames: {
+    pattern: METADATA_KEY_PATTERN,
+    description: 'a metadata key: 1-64 of A-Z a-z 0-9 _ . : -, not __proto__, constructor or prototype',
+  },
   additionalProperties: { type: 'string', maxLength: MAX_METADATA_VALUE_CHARS },
   maxProperties: MAX_METADATA_ENTRIES,
   description: 'caller labels kept with the run (string values)',
@@ -113,17 +127,36 @@ export const EventsHeaders = Type.Object({
 
 export const DecisionBody = Type.Object(
   {
-    tool_call_id: Type.String({ minLength: 1, maxLength: 200 }),
+    tool_call_id: Type.String({
+      pattern: CALL_ID_PATTERN,
+      description: 'a tool call id: 1-64 of A-Z a-z 0-9 _ -, not __proto__, constructor or prototype',
+    }),
     decision: Type.String({ enum: ['approve', 'reject'] }),
     reason: Type.Optional(Type.String({ maxLength: 2000 })),
-    by: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "default: the key's name" })),
+    by: Type.Optional(
+      Type.String({
+        description:
+          'refused (400 VALIDATION_FAILED): the approver recorded is always the name of the API key that decides, never text from the body',
+      }),
+    ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    description: 'the decision is recorded as made by the authenticated key (its name); `by` is refused',
+  },
 );
 export type DecisionBody = Static<typeof DecisionBody>;
 
 export const CreateSessionBody = Type.Object(
-  { session_id: Type.Optional(Id('a client-chosen id; default: generated')) },
+  {
+    session_id: Type.Optional(Id('a client-chosen id; default: generated')),
+    agent: Type.Optional(
+      Type.String({
+        pattern: AGENT_PATTERN,
+        description: 'the agent whose runs the session holds; default: the agent of its first message',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -190,7 +223,17 @@ export const DecisionView = Type.Object({
   reason: Type.Optional(Type.String()),
 });
 
-export const SessionView = Type.Object({ session_id: Type.String() });
+export const SessionView = Type.Object({
+  session_id: Type.String(),
+  agent: Type.Optional(Type.String({ description: 'the agent the session belongs to, once known' })),
+});
+export const SessionDetailView = Type.Object({
+  session_id: Type.String(),
+  agent: Type.Optional(Type.String()),
+  runs: Type.Array(Type.String(), { description: 'its runs that finished, oldest first (at most 100)' }),
+  created_at: Millis('epoch ms; 0 when unknown'),
+  updated_at: Millis('epoch ms of the last run that finished in it'),
+});
 
 const Breaker = Type.Object({
   state: Type.String({ enum: ['closed', 'half_open', 'open'] }),

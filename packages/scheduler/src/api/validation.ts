@@ -9,7 +9,14 @@ const Ajv = AjvModule.default;
  * params and headers are text, so there (and only there) `"10"` may become `10`.
  */
 export function createValidatorCompiler(): FastifySchemaCompiler<unknown> {
-  const common = { allErrors: true, useDefaults: true, removeAdditional: false, strict: true } as const;
+  // `verbose` keeps each failure's schema, so a pattern failure can say what the pattern means.
+  const common = {
+    allErrors: true,
+    useDefaults: true,
+    removeAdditional: false,
+    strict: true,
+    verbose: true,
+  } as const;
   const body = new Ajv({ ...common, coerceTypes: false });
   const text = new Ajv({ ...common, coerceTypes: true });
   return ({ schema, httpPart }) => {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { isOpen, type BreakerSnapshot } from '@agent-reach/shared';
 import { requirePrincipal } from '../auth.js';
+import { withinRedisTimeout } from '../unavailable.js';
 import type { ApiContext } from '../options.js';
 import { AgentList, responses } from '../schemas.js';
 
@@ -18,7 +19,11 @@ export function agentRoutes(app: FastifyInstance, ctx: ApiContext): void {
     async (request) => {
       const principal = requirePrincipal(ctx.auth, request);
       const { runner, agents } = ctx.deps;
-      const [, snapshots] = await Promise.all([runner.catalog.refresh(), runner.breakers.all()]);
+      // The catalog and breakers read on the scheduler's connection, which waits out an outage: bound it.
+      const [, snapshots] = await withinRedisTimeout(
+        Promise.all([runner.catalog.refresh(), runner.breakers.all()]),
+        ctx.options.redisTimeoutMs,
+      );
       const breakers = new Map<string, BreakerSnapshot>(snapshots.map((b) => [b.tool, b]));
       const now = Date.now();
       return {

@@ -107,6 +107,8 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext): void {
           connectionName: `${ctx.deps.keys.prefix}-api-events`,
           enableOfflineQueue: true,
           maxRetriesPerRequest: 1,
+          // Its XREAD blocks for a heartbeat interval: the API connection's command timeout is not for it.
+          commandTimeout: undefined,
           lazyConnect: false,
         });
         reader.on('error', (err: unknown) => log.debug({ err }, 'event stream connection error'));

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { notFound } from '../errors.js';
 import type { ApiContext } from '../options.js';
-import { READYZ_REDIS_TIMEOUT_MS } from '../constants.js';
+import { READYZ_REDIS_TIMEOUT_MS, UNAVAILABLE_RETRY_AFTER_S } from '../constants.js';
 import { Health, Ready, responses } from '../schemas.js';
 
 function within<T>(promise: Promise<T>, ms: number): Promise<T> {
@@ -44,7 +44,10 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext): void {
         await within(redis.ping(), READYZ_REDIS_TIMEOUT_MS);
       } catch (err) {
         ctx.log.warn({ err }, 'readiness: Redis does not answer');
-        return reply.code(503).send({ status: 'not_ready', redis: 'down', maxmemory_policy: 'unknown' });
+        return reply
+          .code(503)
+          .header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
+          .send({ status: 'not_ready', redis: 'down', maxmemory_policy: 'unknown' });
       }
       let policy = 'unknown';
       try {

@@ -5,7 +5,9 @@ import type { RunSummary } from '../../runs/run-store.js';
 import { assertAgentAllowed, requirePrincipal } from '../auth.js';
 import { ApiError } from '../errors.js';
 import type { ApiContext } from '../options.js';
+import { checkRunRequest } from '../run-request.js';
 import { isFinal, runForCaller, summaryView } from '../run-view.js';
+import { admitToSession } from '../session-access.js';
 import {
   CreateRunBody,
   CreateRunHeaders,
@@ -31,6 +33,8 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
       schema: {
         tags: ['runs'],
         summary: 'Start a run (201); with an Idempotency-Key already used, the same run (200)',
+        description:
+          '`model` must be one of the allowed models (400 MODEL_NOT_ALLOWED); `input` is capped by characters and by tokens (400 INPUT_TOO_LONG). A `session_id` must name a session of this key (404 otherwise) whose agent is `agent` (409 otherwise).',
         headers: CreateRunHeaders,
         body: CreateRunBody,
         response: responses({ 200: RunView, 201: RunView }),
@@ -38,6 +42,9 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     async (request, reply) => {
       const principal = requirePrincipal(ctx.auth, request);
+      checkRunRequest(ctx, request.body);
+      if (request.body.session_id !== undefined)
+        await admitToSession(ctx, principal, request.body.session_id, request.body.agent);
       const { run, created } = await startRun(
         ctx,
         principal,
@@ -131,6 +138,8 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
       schema: {
         tags: ['runs'],
         summary: 'Approve or reject a call the run waits for',
+        description:
+          'The decision is recorded as made by the authenticated API key (its name, `by` in the answer); a `by` in the body is refused with 400 VALIDATION_FAILED.',
         params: RunParams,
         body: DecisionBody,
         response: responses({ 200: DecisionView }),
@@ -138,17 +147,26 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     async (request) => {
       const principal = requirePrincipal(ctx.auth, request);
+      if (request.body.by !== undefined)
+        throw new ApiError(
+          400,
+          'VALIDATION_FAILED',
+          'body/by is not accepted: the approver recorded is the name of the API key that decides',
+          [{ in: 'body', path: '/by', message: 'is not accepted' }],
+        );
       const { view, state } = await runForCaller(control, request.params.id, principal);
       const { tool_call_id: toolCallId, reason } = request.body;
       if (isFinal(view.status))
         throw new ApiError(409, 'INVALID_STATE', `run ${view.run_id} already ended (${view.status})`);
-      const pending = state?.approvals[toolCallId];
+      // The id matched its pattern (no prototype key); the own-property check keeps it that way.
+      const pending =
+        state && Object.hasOwn(state.approvals, toolCallId) ? state.approvals[toolCallId] : undefined;
       if (!pending)
         throw new ApiError(404, 'NOT_FOUND', `run ${view.run_id} has no approval request for ${toolCallId}`);
       if (pending.decision)
         throw new ApiError(409, 'INVALID_STATE', `call ${toolCallId} was already ${pending.decision}`);
       const decision = request.body.decision === 'approve' ? 'approved' : 'rejected';
-      const by = request.body.by ?? principal.name;
+      const by = principal.name;
       try {
         await control.decide({ runId: view.run_id, toolCallId, decision, by, ...(reason ? { reason } : {}) });
       } catch (err) {
