@@ -2,7 +2,14 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger, defineTool, Type, type ToolDefinition } from '@agent-reach/shared';
+import {
+  AgentReachError,
+  createLogger,
+  defineTool,
+  ToolRegistry,
+  Type,
+  type ToolDefinition,
+} from '@agent-reach/shared';
 import { startExecutor, type ExecutorProcess, type ToolModuleDeps } from '@agent-reach/executor';
 import { replayRun } from '@agent-reach/scheduler';
 import { waitFor } from './helpers/redis.js';
@@ -178,5 +185,33 @@ describe('runs replay: recorded results by default, live only where declared saf
     expect(catalog.get('book_room')).toMatchObject({ readOnly: false, idempotent: false });
     expect(catalog.get('query_weather')).toMatchObject({ readOnly: true });
     expect(catalog.get('query_order_status')).toMatchObject({ readOnly: true });
+  });
+
+  it('refuses a tool whose readOnly or idempotent flag is not a boolean, naming the tool and the flag', () => {
+    const tool = (flags: object) =>
+      ({
+        name: 'flagged',
+        description: 'A tool with a bad flag. Test tool.',
+        parameters: Type.Object({}),
+        handler: () => null,
+        ...flags,
+      }) as unknown as ToolDefinition;
+    for (const flag of ['readOnly', 'idempotent']) {
+      let error: unknown;
+      try {
+        new ToolRegistry().register(tool({ [flag]: 'yes' }));
+      } catch (err) {
+        error = err;
+      }
+      expect(error).toBeInstanceOf(AgentReachError);
+      expect(error).toMatchObject({
+        code: 'TOOL_DEFINITION_INVALID',
+        message: `tool "flagged": ${flag} must be a boolean (got "yes")`,
+      });
+    }
+    expect(new ToolRegistry().register(tool({ idempotent: true })).catalog()[0]).toMatchObject({
+      readOnly: false,
+      idempotent: true,
+    });
   });
 });
