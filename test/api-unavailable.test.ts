@@ -41,6 +41,7 @@ describe('HTTP API while Redis is unavailable: 503 UNAVAILABLE with Retry-After,
   let url: string;
   let admin: Redis;
   let redis: Redis;
+  let queued: Redis;
   let api: ApiServer;
   let control: RunControl;
 
@@ -58,6 +59,10 @@ describe('HTTP API while Redis is unavailable: 503 UNAVAILABLE with Retry-After,
     redis = createRedis(url, 'producer', { commandTimeout: 500 });
     redis.on('error', () => undefined);
     await waitReady(redis, url);
+    // The tool catalog reads on the scheduler's own connection, which queues commands through an outage.
+    queued = createRedis(url, 'worker');
+    queued.on('error', () => undefined);
+    await waitReady(queued, url);
     const keys = createKeys('down');
     control = new RunControl(redis, keys);
     // BullMQ keeps a failed start of its connection for good: let it finish before the server's set-up
@@ -68,7 +73,7 @@ describe('HTTP API while Redis is unavailable: 503 UNAVAILABLE with Retry-After,
       control,
       sessions: new SessionStore(redis, keys, 600),
       runner: {
-        catalog: new ToolCatalog(redis, keys),
+        catalog: new ToolCatalog(queued, keys),
         breakers: { all: async () => [] } as unknown as ApiServerDeps['runner']['breakers'],
       },
       agents: loadAgents(TEST_AGENTS),
@@ -90,6 +95,7 @@ describe('HTTP API while Redis is unavailable: 503 UNAVAILABLE with Retry-After,
     await api?.close();
     await control?.close().catch(() => undefined);
     redis?.disconnect();
+    queued?.disconnect();
     admin?.disconnect();
     if (server && server.exitCode === null) {
       server.kill('SIGKILL');
