@@ -7,6 +7,11 @@
 export const WIRE_VERSION = 1;
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+/** Reconnect backoff of every Redis connection: doubles from the first delay up to the cap. */
+export const REDIS_RECONNECT_FIRST_DELAY_MS = 100;
+export const REDIS_RECONNECT_MAX_DELAY_MS = 5000;
+/** How long a one-off caller (`enqueueRun`, the CLI) waits for Redis before reporting it unreachable. */
+export const DEFAULT_REDIS_READY_TIMEOUT_MS = 3000;
 /** Prefix of every Redis key and BullMQ queue the platform owns. */
 export const DEFAULT_KEY_PREFIX = 'ar';
 export const DEFAULT_TOOL_GROUP = 'default';
