@@ -119,7 +119,7 @@ describe('Redis connections: errors, backoff, masked passwords', () => {
     const outcome = JSON.parse(lines[0] ?? '') as { rejected?: { code: string; message: string } };
     expect(outcome.rejected?.code).toBe('REDIS_UNAVAILABLE');
     expect(outcome.rejected?.message).toMatch(
-      /^Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+: no connection within 3000 ms \(last error: connect ECONNREFUSED/,
+      /^Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:\d+ did not answer within 3000 ms \(last error: connect ECONNREFUSED/,
     );
     expect(outcome.rejected?.message).toMatch(/host, port and password/);
     expect(stdout).not.toContain('s3cret');

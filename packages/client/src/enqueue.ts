@@ -8,6 +8,7 @@ import {
   createRedis,
   isValidRunId,
   maskUrl,
+  waitReady,
   RESERVED_RUN_IDS,
   RUN_ID_PATTERN,
   runJobOptions,
@@ -59,7 +60,15 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
     createRedis(url, 'producer', { logger: createLogger('enqueue', { level: 'silent' }) });
   let queue: Queue | undefined;
   try {
-    await ready(connection, url, o.readyTimeoutMs ?? constants.DEFAULT_REDIS_READY_TIMEOUT_MS);
+    const readyMs = o.readyTimeoutMs ?? constants.DEFAULT_REDIS_READY_TIMEOUT_MS;
+    await waitReady(connection, url, readyMs).catch((err: Error) => {
+      throw new AgentReachApiError({
+        status: 0,
+        code: 'REDIS_UNAVAILABLE',
+        message: err.message,
+        cause: err,
+      });
+    });
     queue = new Queue(keys.runsQueue, { connection, prefix: keys.prefix });
     // Connection errors are reported by the rejection below, not as an unhandled 'error' event.
     queue.on('error', () => undefined);
@@ -74,7 +83,7 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
       ...(o.metadata ? { metadata: o.metadata } : {}),
     };
     await queue.add('run', data, runJobOptions(runId, o.retentionS)).catch((err: unknown) => {
-      throw unavailable(url, `adding the job failed: ${(err as Error).message}`, err);
+      throw unavailable(url, `adding the run's job failed (${(err as Error).message})`, err);
     });
     return { runId };
   } finally {
@@ -87,34 +96,9 @@ function unavailable(url: string, what: string, cause?: unknown): AgentReachApiE
   return new AgentReachApiError({
     status: 0,
     code: 'REDIS_UNAVAILABLE',
-    message:
-      `Redis at ${maskUrl(url)}: ${maskUrl(what)}. Check that Redis is running and reachable from here, ` +
-      `and that the URL's host, port and password (and AR_KEY_PREFIX) are the platform's.`,
+    message: `Redis at ${maskUrl(url)}: ${maskUrl(what)}`,
     ...(cause === undefined ? {} : { cause }),
   });
-}
-
-/** Waits until the connection is ready, rejecting after `timeoutMs` with the last connection error. */
-async function ready(redis: Redis, url: string, timeoutMs: number): Promise<void> {
-  if (redis.status === 'ready') return;
-  let last: Error | undefined;
-  const onError = (err: Error) => (last = err);
-  redis.on('error', onError);
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        redis.off('ready', resolve);
-        const why = last ? `last error: ${last.message}` : 'no answer';
-        reject(unavailable(url, `no connection within ${timeoutMs} ms (${why})`, last));
-      }, timeoutMs);
-      redis.once('ready', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
-  } finally {
-    redis.off('error', onError);
-  }
 }
 
 /** A connection's target for messages (its options hold no URL). */

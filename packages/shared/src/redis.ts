@@ -116,13 +116,25 @@ export function createRedis(
   );
 }
 
-/** Waits for a connection to be ready, or rejects with a message naming the URL (password masked). */
+/**
+ * Waits for a connection to be ready, or rejects with one message naming the URL (password masked), the
+ * last connection error and what to check.
+ */
 export async function waitReady(redis: Redis, url: string, timeoutMs = 5000): Promise<void> {
   if (redis.status === 'ready') return;
+  let last: Error | undefined;
+  const onError = (err: Error) => (last = err);
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       cleanup();
-      reject(new Error(`Redis at ${maskUrl(url)} did not answer within ${timeoutMs} ms`));
+      const why = last ? ` (last error: ${maskUrl(last.message)})` : '';
+      reject(
+        new Error(
+          `Redis at ${maskUrl(url)} did not answer within ${timeoutMs} ms${why}. Check that Redis is running ` +
+            `and reachable from here, and that the URL's host, port and password are right.`,
+          { cause: last },
+        ),
+      );
     }, timeoutMs);
     const onReady = () => {
       cleanup();
@@ -131,7 +143,9 @@ export async function waitReady(redis: Redis, url: string, timeoutMs = 5000): Pr
     const cleanup = () => {
       clearTimeout(timer);
       redis.off('ready', onReady);
+      redis.off('error', onError);
     };
     redis.on('ready', onReady);
+    redis.on('error', onError);
   });
 }
