@@ -41,6 +41,8 @@ export const DEFAULT_BREAKER_RESET_TIMEOUT_MS = 30_000;
 export const DEFAULT_EXECUTOR_CONCURRENCY = 50;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 export const DEFAULT_EXECUTOR_METRICS_PORT = 9464;
+/** Metrics servers answer only on loopback unless told otherwise (`METRICS_HOST=0.0.0.0` in containers). */
+export const DEFAULT_METRICS_HOST = '127.0.0.1';
 export const DEFAULT_OUTPUTS_DIR = 'outputs';
 /** BullMQ attempts for a tool-call job: covers a crashed executor, not a failing tool (the executor retries those). */
 export const TOOL_JOB_ATTEMPTS = 3;
