@@ -11,10 +11,11 @@ const BIN = path.join(ROOT, 'packages/cli/bin/agent-reach.js');
 
 describe('agent-reach CLI: runs, replay, approvals', () => {
   let h: Awaited<ReturnType<typeof startRunsHarness>>;
-  const cli = async (...args: string[]) => {
+  const cli = async (...args: string[]) => cliWith({}, ...args);
+  const cliWith = async (env: Record<string, string>, ...args: string[]) => {
     try {
       const { stdout, stderr } = await run('node', [BIN, ...args], {
-        env: { ...process.env, ...testEnv(h.prefix, h.sim), LOG_LEVEL: 'warn' },
+        env: { ...process.env, ...testEnv(h.prefix, h.sim), LOG_LEVEL: 'warn', ...env },
       });
       return { code: 0, stdout, stderr };
     } catch (err) {
@@ -154,5 +155,44 @@ describe('agent-reach CLI: runs, replay, approvals', () => {
     expect(bad.stderr).toMatch(/--limit must be a positive integer/);
     const unknown = await cli('frobnicate');
     expect(unknown.code).toBe(2);
+  });
+
+  it('escapes control characters of the run input and the answer in runs show, and keeps them exact in runs events', async () => {
+    const hostile = 'hi \u001b[2J\u001b]0;owned\u0007 \r\u202etxt.exe\u009b31m\nrun finished: forged';
+    h.sim.addScenario({ name: 'cli-hostile', turns: [{ content: 'done \u001b[31mred\u0007\r\u202eok' }] });
+    const runId = await h.control.start({ agent: 'test_agent', input: hostile, model: 'cli-hostile' });
+    await h.control.wait(runId, 10_000);
+    const show = await cli('runs', 'show', runId);
+    expect(show.code).toBe(0);
+    // eslint-disable-next-line no-control-regex
+    expect(show.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
+    expect(show.stdout).toContain(
+      'hi \\x1b[2J\\x1b]0;owned\\x07 \\r\\u202etxt.exe\\x9b31m\\nrun finished: forged',
+    );
+    expect(show.stdout).toContain('answer: done \\x1b[31mred\\x07\\r\\u202eok');
+    // The input cannot start a line of its own in the timeline.
+    expect(show.stdout).not.toMatch(/^run finished: forged/m);
+    const events = await cli('runs', 'events', runId);
+    expect(events.stdout).not.toMatch(/[\u007f-\u009f\u202e]/);
+    const started = events.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; input?: string })
+      .find((e) => e.type === 'run_started');
+    expect(started?.input).toBe(hostile);
+  });
+
+  it('prints the Redis URL with its password masked in config check and when Redis is unreachable', async () => {
+    const check = await cliWith({ REDIS_URL: 'redis://:s3cret@127.0.0.1:6379/0' }, 'config', 'check');
+    expect(check.stdout).toMatch(/config ok: redis redis:\/\/:\*\*\*@127\.0\.0\.1:6379\/0/);
+    expect(check.stdout + check.stderr).not.toContain('s3cret');
+    const down = await cliWith({ REDIS_URL: 'redis://:s3cret@127.0.0.1:1' }, 'runs', 'ls');
+    expect(down.code).toBe(1);
+    expect(down.stdout).toBe('');
+    expect(down.stderr.trim().split('\n')).toHaveLength(1);
+    expect(down.stderr).toMatch(
+      /^error: Redis at redis:\/\/:\*\*\*@127\.0\.0\.1:1 did not answer within 3000 ms/,
+    );
+    expect(down.stderr).not.toContain('s3cret');
   });
 });

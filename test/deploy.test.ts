@@ -1,9 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
+import { connect } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@agent-reach/shared';
-import { ROOT } from './helpers/processes.js';
+import { ROOT, startExecutorChild, type Child } from './helpers/processes.js';
 import { allPanels, parseYaml, vectorSelectors, type DashboardPanel } from './helpers/prometheus.js';
+import { testRedis } from './helpers/redis.js';
 
 /** The parts of a compose service this test reads. */
 interface Service {
@@ -26,7 +30,47 @@ interface ScrapeConfig {
 }
 
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
-const compose = parseYaml(read('docker-compose.yml')) as { services: Record<string, Service> };
+
+/**
+ * Compose's variable interpolation: `${VAR}`, `${VAR:-default}`, `${VAR:?message}` (an error when VAR is
+ * unset or empty, as `docker compose` reports it) and `$$`, applied to every string of a value.
+ */
+function interpolate<T>(value: T, env: Record<string, string>): T {
+  if (typeof value === 'string') {
+    return value.replace(/\$\$|\$\{([A-Z0-9_]+)(?:(:-|:\?)([^}]*))?\}/g, (match, name, op, arg) => {
+      if (match === '$$') return '$';
+      const v = env[name as string];
+      if (op === ':?' && !v) throw new Error(`required variable ${name} is missing a value: ${arg}`);
+      return v || (op === ':-' ? (arg as string) : '');
+    }) as T;
+  }
+  if (Array.isArray(value)) return value.map((v: unknown) => interpolate(v, env)) as T;
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, interpolate(v, env)])) as T;
+  }
+  return value;
+}
+
+/** Variables of an env file that are set (comments and blank lines skipped), with their values. */
+function envFile(text: string): Record<string, string> {
+  return Object.fromEntries(
+    text
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l && !l.startsWith('#'))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  );
+}
+
+/** What an operator puts into .env, following .env.example. */
+const DOT_ENV = {
+  REDIS_PASSWORD: 'a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90',
+  API_KEYS: 'ops:0123456789abcdef0123456789abcdef0123456789abcdef',
+  GRAFANA_ADMIN_USER: 'admin',
+  GRAFANA_ADMIN_PASSWORD: 'Zm9vYmFyYmF6cXV4cXV1eA',
+};
+const rawCompose = parseYaml(read('docker-compose.yml')) as { services: Record<string, Service> };
+const compose = interpolate(rawCompose, DOT_ENV);
 const services = compose.services;
 const service = (name: string): Service => {
   const s = services[name];
@@ -123,7 +167,9 @@ describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafa
     expect(flag('--appendonly')).toBe('yes');
     expect(flag('--appendfsync')).toBe('everysec');
     expect(flag('--maxmemory-policy')).toBe('noeviction');
-    expect(redis.healthcheck?.test).toEqual(['CMD', 'redis-cli', 'ping']);
+    // redis-cli exits 0 on NOAUTH too: the check must look for the answer.
+    expect(redis.healthcheck?.test).toEqual(['CMD-SHELL', 'redis-cli ping | grep -q PONG']);
+    expect(redis.environment?.REDISCLI_AUTH).toBe(DOT_ENV.REDIS_PASSWORD);
   });
 
   it('starts the platform processes only once redis is healthy, and the scheduler once llm-sim is', () => {
@@ -142,13 +188,73 @@ describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafa
     }
   });
 
-  it('publishes the API, llm-sim, Prometheus and Grafana, and exposes the metrics ports on the network', () => {
-    expect(service('scheduler').ports).toContain('8080:8080');
+  it('publishes only the API and, on loopback, Grafana; every other port stays on the compose network', () => {
+    expect(service('scheduler').ports).toEqual(['8080:8080']);
     expect(containerPorts(service('scheduler'))).toEqual(expect.arrayContaining([8080, 9465]));
+    expect(service('grafana').ports).toEqual(['127.0.0.1:3000:3000']);
+    for (const name of ['redis', 'llm-sim', 'prometheus', 'executor']) {
+      expect(service(name).ports, `${name} publishes no port`).toBeUndefined();
+    }
+    expect(containerPorts(service('redis'))).toEqual([6379]);
     expect(containerPorts(service('executor'))).toEqual([9464]);
     expect(containerPorts(service('llm-sim'))).toEqual([4010]);
-    expect(service('prometheus').ports).toContain('9090:9090');
-    expect(service('grafana').ports).toContain('3000:3000');
+    expect(containerPorts(service('prometheus'))).toEqual([9090]);
+  });
+
+  it('takes every secret from .env, ships none, and refuses to start while one is missing', () => {
+    const example = envFile(read('.env.example'));
+    const required = [...read('docker-compose.yml').matchAll(/\$\{([A-Z0-9_]+):\?/g)].map((m) => m[1]);
+    expect([...new Set(required)].sort()).toEqual(['API_KEYS', 'GRAFANA_ADMIN_PASSWORD', 'REDIS_PASSWORD']);
+    for (const name of new Set(required)) {
+      // Listed in the example with no value, so an unedited copy does not start.
+      expect(example[name ?? ''], `${name} in .env.example`).toBe('');
+      const missing: Record<string, string> = { ...DOT_ENV };
+      delete missing[name ?? ''];
+      expect(() => interpolate(rawCompose, missing), name).toThrow(new RegExp(`required variable ${name}`));
+    }
+    expect(rawCompose.services.scheduler?.environment?.API_KEYS).toMatch(/^\$\{API_KEYS:\?/);
+    expect(service('scheduler').environment?.API_KEYS).toBe(DOT_ENV.API_KEYS);
+    // No key, password or token is written in the compose file itself.
+    expect(read('docker-compose.yml')).not.toMatch(/change-me|dev-key|API_KEYS: [a-z]+:[^$]/i);
+    const ignoredBy = (file: string) =>
+      read(file)
+        .split('\n')
+        .map((l) => l.trim());
+    expect(ignoredBy('.gitignore')).toContain('.env');
+    expect(ignoredBy('.dockerignore')).toContain('.env');
+  });
+
+  it('protects Redis with the password from .env, and points every process at it with that password', () => {
+    const command = commandOf(service('redis'));
+    expect(command[command.indexOf('--requirepass') + 1]).toBe(DOT_ENV.REDIS_PASSWORD);
+    for (const name of ['scheduler', 'executor']) {
+      const url = new URL(service(name).environment?.REDIS_URL ?? '');
+      expect({ host: url.hostname, port: url.port, password: url.password }, name).toEqual({
+        host: 'redis',
+        port: '6379',
+        password: DOT_ENV.REDIS_PASSWORD,
+      });
+    }
+  });
+
+  it('runs Prometheus without its lifecycle or admin API, and Grafana with a password and no anonymous access', () => {
+    const prometheus = commandOf(service('prometheus'));
+    expect(prometheus).not.toContain('--web.enable-lifecycle');
+    expect(prometheus).not.toContain('--web.enable-admin-api');
+    const grafana = service('grafana').environment ?? {};
+    expect(grafana).toMatchObject({
+      GF_AUTH_ANONYMOUS_ENABLED: 'false',
+      GF_USERS_ALLOW_SIGN_UP: 'false',
+      GF_SECURITY_ADMIN_PASSWORD: DOT_ENV.GRAFANA_ADMIN_PASSWORD,
+    });
+    expect(Object.keys(grafana).filter((k) => k.startsWith('GF_AUTH_ANONYMOUS_ORG'))).toEqual([]);
+  });
+
+  it('has the metrics servers listen on the compose network in containers and on loopback elsewhere', () => {
+    expect(loadConfig({}).metricsHost).toBe('127.0.0.1');
+    for (const name of ['scheduler', 'executor']) {
+      expect(loadConfig(service(name).environment ?? {}).metricsHost, name).toBe('0.0.0.0');
+    }
   });
 
   it('lets the executor scale: no container_name and no host port on it', () => {
@@ -160,7 +266,7 @@ describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafa
   it('configures the processes with values loadConfig accepts, pointing at the compose services', () => {
     const scheduler = service('scheduler').environment ?? {};
     expect(scheduler).toMatchObject({
-      REDIS_URL: 'redis://redis:6379',
+      REDIS_URL: `redis://:${DOT_ENV.REDIS_PASSWORD}@redis:6379`,
       OPENAI_BASE_URL: 'http://llm-sim:4010/v1',
       OPENAI_API_KEY: 'sim',
       OPENAI_MODEL: 'weather-trip',
@@ -169,7 +275,8 @@ describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafa
     expect(loadConfig(scheduler).scheduler.metricsPort).toBe(9465);
     const executor = service('executor').environment ?? {};
     expect(loadConfig(executor).executor.metricsPort).toBe(9464);
-    expect(loadConfig(executor).redisUrl).toBe('redis://redis:6379');
+    expect(loadConfig(executor).redisUrl).toBe(`redis://:${DOT_ENV.REDIS_PASSWORD}@redis:6379`);
+    expect(loadConfig(scheduler).api.keys).toEqual([{ name: 'ops', key: DOT_ENV.API_KEYS.slice(4) }]);
     expect(new URL(scheduler.OPENAI_BASE_URL ?? '').port).toBe('4010');
   });
 
@@ -374,5 +481,53 @@ describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafa
     for (const r of alertRules) {
       for (const job of r.expr.matchAll(/job="([^"]+)"/g)) expect(jobs, r.alert).toContain(job[1]);
     }
+  });
+});
+
+/** Whether a TCP connection to host:port is accepted. */
+function accepts(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: 2000 });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+// An address of this machine that is not loopback: where a metrics server on every interface answers.
+const outward = Object.values(networkInterfaces())
+  .flat()
+  .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
+
+describe.skipIf(outward === undefined)('the metrics address of a real executor process', () => {
+  const children: Child[] = [];
+  const redis = testRedis();
+  afterAll(async () => {
+    for (const c of children) c.kill();
+    await Promise.all(children.map((c) => c.exited));
+    await redis.cleanup();
+  });
+
+  const start = async (env: Record<string, string>) => {
+    const child = startExecutorChild(`${redis.prefix}-${randomUUID().slice(0, 4)}`, env);
+    children.push(child);
+    return Number((await child.ready).metricsPort);
+  };
+
+  it('answers on loopback only by default', async () => {
+    const port = await start({});
+    expect(await accepts('127.0.0.1', port)).toBe(true);
+    expect(await accepts(outward ?? '', port)).toBe(false);
+  });
+
+  it('answers on every interface with METRICS_HOST=0.0.0.0, as in the compose file', async () => {
+    const port = await start({ METRICS_HOST: '0.0.0.0' });
+    expect(await accepts(outward ?? '', port)).toBe(true);
   });
 });

@@ -1,7 +1,10 @@
-import { mkdir, mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { link, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createWriteMarkdownFile } from '../packages/executor/src/index.js';
+import type { ToolContext, ToolDefinition } from '../packages/shared/src/index.js';
 import { startPlatform } from './helpers/platform.js';
 
 describe('write_markdown_file stays inside the outputs directory', () => {
@@ -48,4 +51,123 @@ describe('write_markdown_file stays inside the outputs directory', () => {
       await expect(readFile(path.join(outside, 'target.md'), 'utf8')).rejects.toThrow();
     });
   }
+});
+
+/** Every file and folder under `dir`, relative to it. */
+async function everything(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true });
+  return entries.map(String).sort();
+}
+
+// Swaps `dir` between a real folder and a symbolic link to `outside` as fast as it can, in its own process.
+const SWAPPER = `
+const fs = require('node:fs');
+const [dir, realStash, linkStash] = process.argv.slice(1);
+const deadline = Date.now() + 120000;
+const exists = (p) => fs.lstatSync(p, { throwIfNoEntry: false }) !== undefined;
+const attempt = (f) => { try { f(); } catch {} };
+process.send('ready');
+while (Date.now() < deadline) {
+  const st = fs.lstatSync(dir, { throwIfNoEntry: false });
+  if (st === undefined) {
+    attempt(() => fs.renameSync(exists(realStash) ? realStash : linkStash, dir));
+  } else if (st.isSymbolicLink()) {
+    attempt(() => fs.renameSync(dir, linkStash));
+    attempt(() => fs.renameSync(realStash, dir));
+  } else if (exists(realStash)) {
+    attempt(() => fs.rmSync(dir, { recursive: true, force: true }));
+  } else {
+    attempt(() => fs.renameSync(dir, realStash));
+    attempt(() => fs.renameSync(linkStash, dir));
+  }
+}
+`;
+
+describe('write_markdown_file cannot be raced or linked out of the outputs directory', () => {
+  let outputs: string;
+  let outside: string;
+  let stash: string;
+  const ctx = { signal: new AbortController().signal } as ToolContext;
+  const call = (tool: ToolDefinition, relative: string, content: string) =>
+    (tool.handler as (a: unknown, c: ToolContext) => Promise<{ path: string }>)(
+      { path: relative, content },
+      ctx,
+    );
+  const write = (relative: string, content: string) =>
+    call(createWriteMarkdownFile(outputs), relative, content);
+
+  beforeEach(async () => {
+    outputs = await mkdtemp(path.join(tmpdir(), 'ar-out-'));
+    outside = await mkdtemp(path.join(tmpdir(), 'ar-outside-'));
+    stash = await mkdtemp(path.join(tmpdir(), 'ar-stash-'));
+  });
+  afterEach(async () => {
+    for (const dir of [outputs, outside, stash]) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('writes nothing outside over 2 000 calls while a folder is swapped for a symbolic link', async () => {
+    const dir = path.join(outputs, 'race');
+    await mkdir(dir);
+    await symlink(outside, path.join(stash, 'link'));
+    const swapper = spawn(
+      process.execPath,
+      ['-e', SWAPPER, dir, path.join(stash, 'real'), path.join(stash, 'link')],
+      {
+        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      },
+    );
+    const exited = new Promise((resolve) => swapper.once('exit', resolve));
+    const tool = createWriteMarkdownFile(outputs);
+    const outcomes = new Map<string, number>();
+    try {
+      await new Promise((resolve) => swapper.once('message', resolve));
+      const calls = Array.from({ length: 2_000 }, (_, i) => i);
+      // A few calls in flight at once, like an executor's concurrency.
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          for (let i = calls.shift(); i !== undefined; i = calls.shift()) {
+            const outcome = await call(tool, `race/file-${i}.md`, `# ${i}\n`).then(
+              () => 'written',
+              (err: { kind?: string; code?: string }) => err.kind ?? err.code ?? 'thrown',
+            );
+            outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+          }
+        }),
+      );
+    } finally {
+      swapper.kill();
+      await exited;
+    }
+    expect(await everything(outside)).toEqual([]);
+    // Both branches ran, and every refusal was a clean invalid_arguments.
+    expect([...outcomes.keys()].sort()).toEqual(['invalid_arguments', 'written']);
+  }, 120_000);
+
+  it('refuses to replace a file hard-linked from outside and leaves that file as it was', async () => {
+    await writeFile(path.join(outside, 'victim.md'), 'original\n');
+    await link(path.join(outside, 'victim.md'), path.join(outputs, 'shared.md'));
+    await expect(write('shared.md', 'overwritten\n')).rejects.toMatchObject({
+      kind: 'invalid_arguments',
+      field: '/path',
+      message: expect.stringMatching(/other hard links/),
+    });
+    expect(await readFile(path.join(outside, 'victim.md'), 'utf8')).toBe('original\n');
+  });
+
+  it('creates no folder outside when a subfolder on the path is a symbolic link', async () => {
+    await symlink(outside, path.join(outputs, 'escape'));
+    await expect(write('escape/new/deeper/plan.md', 'x')).rejects.toMatchObject({
+      kind: 'invalid_arguments',
+      message: expect.stringMatching(/outside the outputs directory/),
+    });
+    expect(await everything(outside)).toEqual([]);
+    expect(await everything(outputs)).toEqual(['escape']);
+  });
+
+  it('replaces an existing file of its own and leaves nothing else behind', async () => {
+    await write('notes/plan.md', 'first\n');
+    const written = await write('notes/plan.md', 'second\n');
+    expect(await readFile(written.path, 'utf8')).toBe('second\n');
+    expect(await everything(outputs)).toEqual(['notes', path.join('notes', 'plan.md')]);
+  });
 });

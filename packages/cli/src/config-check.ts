@@ -1,7 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createDemoTools, loadToolModules } from '@agent-reach/executor';
-import { AgentReachError, createKeys, loadConfig, parseAgents, ToolRegistry } from '@agent-reach/shared';
+import {
+  AgentReachError,
+  createKeys,
+  loadConfig,
+  maskUrl,
+  parseAgents,
+  ToolRegistry,
+} from '@agent-reach/shared';
 
 /**
  * Validates the configuration, the tool registry (built-in tools plus TOOL_MODULES) and the agents file
@@ -18,7 +25,9 @@ export async function configCheck(
   } catch (err) {
     return [(err as Error).message];
   }
-  print(`config ok: redis ${config.redisUrl}, prefix ${config.keyPrefix}, agents file ${config.agentsFile}`);
+  print(
+    `config ok: redis ${maskUrl(config.redisUrl)}, prefix ${config.keyPrefix}, agents file ${config.agentsFile}`,
+  );
   // Tool factories may keep a client for later use; this one never connects.
   const redis = new Redis(config.redisUrl, { lazyConnect: true, enableOfflineQueue: false });
   const registry = new ToolRegistry();

@@ -1,4 +1,5 @@
 import {
+  constants,
   createKeys,
   createLogger,
   createRedis,
@@ -20,9 +21,12 @@ export interface CliContext {
 
 export async function openContext(env: Record<string, string | undefined>): Promise<CliContext> {
   const config = loadConfig(env);
-  const redis = createRedis(config.redisUrl, 'producer');
+  // Connection errors are summed up by waitReady's one message, not logged as they come.
+  const redis = createRedis(config.redisUrl, 'producer', {
+    logger: createLogger('cli', { level: 'silent' }),
+  });
   try {
-    await waitReady(redis, config.redisUrl, 3000);
+    await waitReady(redis, config.redisUrl, constants.DEFAULT_REDIS_READY_TIMEOUT_MS);
   } catch (err) {
     redis.disconnect();
     throw err;

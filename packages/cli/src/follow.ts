@@ -1,5 +1,6 @@
 import type { RunControl } from '@agent-reach/scheduler';
 import { renderTimeline, type RunEvent } from '@agent-reach/scheduler';
+import { inlineStrings } from './terminal.js';
 
 /** Prints a run's events as they are recorded until it finishes; returns its final event. */
 export async function followRun(
@@ -14,7 +15,8 @@ export async function followRun(
     const events = await control.events(runId, after);
     if (events.length > 0) {
       start ??= events[0]?.event.at;
-      const text = renderTimeline(events).split('\n');
+      // Escaped per event, so that text inside one can neither start a line nor drive the terminal.
+      const text = renderTimeline(inlineStrings(events)).split('\n');
       // renderTimeline measures from its first event: re-base on the run's start.
       events.forEach((e, i) => {
         const line = text[i]?.replace(

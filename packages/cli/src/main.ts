@@ -7,6 +7,7 @@ import { configCheck } from './config-check.js';
 import { startDev } from './dev.js';
 import { openContext, openRunner } from './context.js';
 import { followRun } from './follow.js';
+import { inline, inlineStrings, jsonLine, multiline } from './terminal.js';
 
 const PACKAGES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -139,12 +140,12 @@ async function runs(argv: string[]): Promise<number> {
         ...(values.until ? { until: time(values.until, '--until') } : {}),
         limit: values.limit ? positive(values.limit, '--limit') : 50,
       });
-      if (values.json) for (const r of list) console.log(JSON.stringify(r));
+      if (values.json) for (const r of list) console.log(jsonLine(r));
       else {
         console.log(`${'run id'.padEnd(44)} ${'agent'.padEnd(24)} ${'status'.padEnd(18)} created`);
         for (const r of list) {
           console.log(
-            `${r.runId.padEnd(44)} ${r.agent.padEnd(24)} ${r.status.padEnd(18)} ${new Date(r.createdAt).toISOString()}`,
+            `${inline(r.runId).padEnd(44)} ${inline(r.agent).padEnd(24)} ${inline(r.status).padEnd(18)} ${new Date(r.createdAt).toISOString()}`,
           );
         }
       }
@@ -155,24 +156,28 @@ async function runs(argv: string[]): Promise<number> {
     if (sub === 'show') {
       const run = await ctx.control.get(runId);
       if (!run) return notFound(`run ${runId}`);
+      const { summary } = inlineStrings({ summary: run.summary });
       console.log(
-        `run ${runId}  agent ${run.summary.agent}  trace ${run.summary.traceId}  status ${run.summary.status}`,
+        `run ${inline(runId)}  agent ${summary.agent}  trace ${summary.traceId}  status ${summary.status}`,
       );
-      console.log(renderTimeline(await ctx.control.events(runId)));
+      // Each event on its own line, whatever its text holds.
+      console.log(renderTimeline(inlineStrings(await ctx.control.events(runId))));
       const outcome = run.state?.outcome;
       if (outcome) {
         console.log(
-          `\noutcome: ${outcome.status} (${outcome.reason}), ${outcome.iterations} turns, ${outcome.usage.total_tokens} tokens`,
+          inline(
+            `outcome: ${outcome.status} (${outcome.reason}), ${outcome.iterations} turns, ${outcome.usage.total_tokens} tokens`,
+          ).replace(/^/, '\n'),
         );
-        if (outcome.answer) console.log(`answer: ${outcome.answer}`);
-        if (outcome.report) console.log(`report: ${outcome.report}`);
+        if (outcome.answer) console.log(`answer: ${multiline(outcome.answer)}`);
+        if (outcome.report) console.log(`report: ${multiline(outcome.report)}`);
       }
       return EXIT.ok;
     }
     if (sub === 'events') {
       const events = await ctx.control.events(runId);
       if (events.length === 0 && !(await ctx.control.get(runId))) return notFound(`run ${runId}`);
-      for (const e of events) console.log(JSON.stringify({ id: e.id, ...e.event }));
+      for (const e of events) console.log(jsonLine({ id: e.id, ...e.event }));
       return EXIT.ok;
     }
     if (sub === 'replay') {
@@ -245,7 +250,7 @@ async function decide(command: 'approve' | 'reject', argv: string[]): Promise<nu
       ...(values.by ? { by: values.by } : {}),
       ...(values.reason ? { reason: values.reason } : {}),
     });
-    console.log(`${command === 'approve' ? 'approved' : 'rejected'} ${toolCallId} of ${runId}`);
+    console.log(inline(`${command === 'approve' ? 'approved' : 'rejected'} ${toolCallId} of ${runId}`));
     return EXIT.ok;
   } catch (err) {
     if (err instanceof AgentReachError && err.code === 'RUN_NOT_FOUND') return notFound(err.message);
@@ -266,7 +271,7 @@ async function cancel(argv: string[]): Promise<number> {
     if (!(await ctx.control.get(runId)) && !(await ctx.control.queue.getJob(runId)))
       return notFound(`run ${runId}`);
     await ctx.control.cancel(runId);
-    console.log(`cancellation of ${runId} requested`);
+    console.log(inline(`cancellation of ${runId} requested`));
     return EXIT.ok;
   } finally {
     await ctx.close();
@@ -328,7 +333,7 @@ async function startRun(argv: string[]): Promise<number> {
     if (!values.follow) return EXIT.ok;
     const last = await followRun(ctx.control, runId, (line) => console.log(line));
     if (last.type !== 'run_finished') return EXIT.failure;
-    if (last.outcome.answer) console.log(`\nanswer: ${last.outcome.answer}`);
+    if (last.outcome.answer) console.log(`\nanswer: ${multiline(last.outcome.answer)}`);
     return last.outcome.status === 'succeeded' ? EXIT.ok : EXIT.runNotSucceeded;
   } finally {
     await ctx.close();
@@ -344,14 +349,14 @@ async function config(argv: string[]): Promise<number> {
     }
     throw new UsageError(`unknown config command "${sub}"; use check`);
   }
-  const problems = await configCheck(process.env, (line) => console.log(line));
-  for (const p of problems) console.error(`problem: ${p}`);
+  const problems = await configCheck(process.env, (line) => console.log(inline(line)));
+  for (const p of problems) console.error(`problem: ${multiline(p)}`);
   if (problems.length === 0) console.log('no problems found');
   return problems.length ? EXIT.configProblems : EXIT.ok;
 }
 
 function notFound(what: string): number {
-  console.error(`not found: ${what}`);
+  console.error(`not found: ${inline(what)}`);
   return EXIT.notFound;
 }
 
@@ -375,10 +380,10 @@ main(process.argv.slice(2)).then(
   },
   (err: unknown) => {
     if (err instanceof UsageError || (err as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-      console.error(`usage error: ${(err as Error).message}`);
+      console.error(`usage error: ${multiline((err as Error).message)}`);
       process.exit(EXIT.usage);
     }
-    console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`error: ${multiline(err instanceof Error ? err.message : String(err))}`);
     process.exit(EXIT.failure);
   },
 );

@@ -1,15 +1,20 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import {
   constants,
   createKeys,
+  createLogger,
+  createRedis,
   isValidRunId,
+  maskUrl,
+  waitReady,
   RESERVED_RUN_IDS,
   RUN_ID_PATTERN,
   runJobOptions,
   type RunJobData,
 } from '@agent-reach/shared';
+import { AgentReachApiError } from './errors.js';
 
 /** What a job on `agent-runs` carries besides its version and run id (the README's job schema). */
 export type RunJobFields = Omit<RunJobData, 'v' | 'runId'>;
@@ -25,13 +30,20 @@ export interface EnqueueRunOptions extends RunJobFields {
   runId?: string;
   /** How long BullMQ keeps the finished job, in seconds. Default: the platform's run retention (7 days). */
   retentionS?: number;
+  /**
+   * How long to wait for Redis to answer before rejecting with `REDIS_UNAVAILABLE`, in milliseconds.
+   * Default 3000.
+   */
+  readyTimeoutMs?: number;
 }
 
 export { RUN_ID_PATTERN, RESERVED_RUN_IDS, runJobOptions };
 
 /**
  * Starts a run without the HTTP API: adds its job straight onto the `agent-runs` queue, exactly as the
- * API does. Adding the same run id twice starts it once. Returns the run id.
+ * API does. Adding the same run id twice starts it once. Returns the run id. When Redis does not answer
+ * within `readyTimeoutMs` it rejects with one `AgentReachApiError` (`REDIS_UNAVAILABLE`, status 0)
+ * naming the URL with its password masked, and prints nothing.
  */
 export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string }> {
   const runId = o.runId ?? `run_${randomUUID()}`;
@@ -41,9 +53,25 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
   if (typeof o.input !== 'string' || !o.input.trim()) throw new TypeError('input must be a non-empty string');
   if (!o.connection && !o.redisUrl) throw new TypeError('pass a connection or a redisUrl');
   const keys = createKeys(o.prefix ?? constants.DEFAULT_KEY_PREFIX);
-  const connection = o.connection ?? new Redis(o.redisUrl as string, { maxRetriesPerRequest: 1 });
-  const queue = new Queue(keys.runsQueue, { connection, prefix: keys.prefix });
+  const url = o.redisUrl ?? describe(o.connection as Redis);
+  const connection =
+    o.connection ??
+    // Fails fast, reconnects with backoff, logs nowhere: the caller gets one error instead.
+    createRedis(url, 'producer', { logger: createLogger('enqueue', { level: 'silent' }) });
+  let queue: Queue | undefined;
   try {
+    const readyMs = o.readyTimeoutMs ?? constants.DEFAULT_REDIS_READY_TIMEOUT_MS;
+    await waitReady(connection, url, readyMs).catch((err: Error) => {
+      throw new AgentReachApiError({
+        status: 0,
+        code: 'REDIS_UNAVAILABLE',
+        message: err.message,
+        cause: err,
+      });
+    });
+    queue = new Queue(keys.runsQueue, { connection, prefix: keys.prefix });
+    // Connection errors are reported by the rejection below, not as an unhandled 'error' event.
+    queue.on('error', () => undefined);
     const data = {
       v: 1 as const,
       runId,
@@ -54,10 +82,27 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
       ...(o.traceId ? { traceId: o.traceId } : {}),
       ...(o.metadata ? { metadata: o.metadata } : {}),
     };
-    await queue.add('run', data, runJobOptions(runId, o.retentionS));
+    await queue.add('run', data, runJobOptions(runId, o.retentionS)).catch((err: unknown) => {
+      throw unavailable(url, `adding the run's job failed (${(err as Error).message})`, err);
+    });
     return { runId };
   } finally {
-    await queue.close();
-    if (!o.connection) await connection.quit().catch(() => undefined);
+    await queue?.close().catch(() => undefined);
+    if (!o.connection) connection.disconnect();
   }
+}
+
+function unavailable(url: string, what: string, cause?: unknown): AgentReachApiError {
+  return new AgentReachApiError({
+    status: 0,
+    code: 'REDIS_UNAVAILABLE',
+    message: `Redis at ${maskUrl(url)}: ${maskUrl(what)}`,
+    ...(cause === undefined ? {} : { cause }),
+  });
+}
+
+/** A connection's target for messages (its options hold no URL). */
+function describe(redis: Redis): string {
+  const { host, port, db } = redis.options;
+  return `redis://${host ?? '127.0.0.1'}:${port ?? 6379}/${db ?? 0}`;
 }

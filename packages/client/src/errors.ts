@@ -6,9 +6,11 @@ export type { ApiErrorCode };
 
 /**
  * Codes of the client itself: `NETWORK` (no HTTP answer), `TIMEOUT` (`waitForRun` gave up),
- * `UNEXPECTED_RESPONSE` (an answer that is not the API's error shape, e.g. from a proxy).
+ * `UNEXPECTED_RESPONSE` (an answer that is not the API's error shape, e.g. from a proxy),
+ * `REDIS_UNAVAILABLE` (`enqueueRun` could not reach Redis).
  */
-export type ClientErrorCode = ApiErrorCode | 'NETWORK' | 'TIMEOUT' | 'UNEXPECTED_RESPONSE';
+export type ClientErrorCode =
+  ApiErrorCode | 'NETWORK' | 'TIMEOUT' | 'UNEXPECTED_RESPONSE' | 'REDIS_UNAVAILABLE';
 
 const KNOWN = new Set<string>(API_ERROR_CODES);
 

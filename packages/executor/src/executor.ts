@@ -77,7 +77,7 @@ export async function startExecutor(
     ...(options.stalledIntervalMs === undefined ? {} : { stalledIntervalMs: options.stalledIntervalMs }),
   });
   await worker.publishCatalog();
-  const server = await startMetricsServer(metricsRegistry, config.executor.metricsPort);
+  const server = await startMetricsServer(metricsRegistry, config.executor.metricsPort, config.metricsHost);
   logger.info(
     { groups: worker.groups, tools: registry.names(), metricsPort: server.port },
     'executor started',

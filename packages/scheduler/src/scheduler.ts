@@ -139,7 +139,7 @@ export async function startScheduler(
     intervalMs: config.scheduler.queueSampleIntervalMs,
     logger,
   });
-  const server = await startMetricsServer(metricsRegistry, config.scheduler.metricsPort);
+  const server = await startMetricsServer(metricsRegistry, config.scheduler.metricsPort, config.metricsHost);
   const api =
     config.api.keys.length > 0
       ? await startApi(config, { runner, agents, metricsRegistry, logger })

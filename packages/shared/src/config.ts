@@ -22,6 +22,8 @@ export interface AgentReachConfig {
   readonly logLevel: string;
   readonly agentsFile: string;
   readonly outputsDir: string;
+  /** Address the executor's and scheduler's `/metrics` servers listen on (`0.0.0.0` in containers). */
+  readonly metricsHost: string;
   readonly executor: {
     readonly concurrency: number;
     /** Tool groups whose queues to serve; unset means every group of the registry. */
@@ -90,6 +92,7 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['LOG_LEVEL', 'logLevel'],
   ['AGENTS_FILE', 'agentsFile'],
   ['OUTPUTS_DIR', 'outputsDir'],
+  ['METRICS_HOST', 'metricsHost'],
   ['EXECUTOR_CONCURRENCY', 'executor.concurrency'],
   ['EXECUTOR_GROUPS', 'executor.groups'],
   ['EXECUTOR_METRICS_PORT', 'executor.metricsPort'],
@@ -138,6 +141,7 @@ const schema = {
       default: DEFAULT_LOG_LEVEL,
     },
     agentsFile: { type: 'string', minLength: 1, default: 'config/agents.yaml' },
+    metricsHost: { type: 'string', minLength: 1, default: C.DEFAULT_METRICS_HOST },
     outputsDir: { type: 'string', minLength: 1, default: DEFAULT_OUTPUTS_DIR },
     executor: {
       type: 'object',

@@ -7,6 +7,11 @@
 export const WIRE_VERSION = 1;
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
+/** Reconnect backoff of every Redis connection: doubles from the first delay up to the cap. */
+export const REDIS_RECONNECT_FIRST_DELAY_MS = 100;
+export const REDIS_RECONNECT_MAX_DELAY_MS = 5000;
+/** How long a one-off caller (`enqueueRun`, the CLI) waits for Redis before reporting it unreachable. */
+export const DEFAULT_REDIS_READY_TIMEOUT_MS = 3000;
 /** Prefix of every Redis key and BullMQ queue the platform owns. */
 export const DEFAULT_KEY_PREFIX = 'ar';
 export const DEFAULT_TOOL_GROUP = 'default';
@@ -36,6 +41,8 @@ export const DEFAULT_BREAKER_RESET_TIMEOUT_MS = 30_000;
 export const DEFAULT_EXECUTOR_CONCURRENCY = 50;
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 export const DEFAULT_EXECUTOR_METRICS_PORT = 9464;
+/** Metrics servers answer only on loopback unless told otherwise (`METRICS_HOST=0.0.0.0` in containers). */
+export const DEFAULT_METRICS_HOST = '127.0.0.1';
 export const DEFAULT_OUTPUTS_DIR = 'outputs';
 /** BullMQ attempts for a tool-call job: covers a crashed executor, not a failing tool (the executor retries those). */
 export const TOOL_JOB_ATTEMPTS = 3;

@@ -26,7 +26,8 @@ export { createKeys } from './keys.js';
 export { argumentsDigest, callLedgerEntry, matchesLedger } from './call-ledger.js';
 export type { CallLedgerEntry } from './call-ledger.js';
 export type { Keys } from './keys.js';
-export { createRedis, waitReady } from './redis.js';
+export { createRedis, waitReady, maskUrl, reconnectDelayMs } from './redis.js';
+export type { CreateRedisOptions } from './redis.js';
 export { createLogger } from './logger.js';
 export type { Logger } from './logger.js';
 export {

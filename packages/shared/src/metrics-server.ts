@@ -1,11 +1,15 @@
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
+import { DEFAULT_METRICS_HOST } from './constants.js';
 
-/** Serves `/metrics` (Prometheus text) and `/healthz` on the given port; 0 picks a free port. */
+/**
+ * Serves `/metrics` (Prometheus text) and `/healthz` on the given port (0 picks a free one) and address
+ * (default loopback: metrics say a lot about a deployment and are for its own Prometheus).
+ */
 export async function startMetricsServer(
   registry: Registry,
   port: number,
-  host = '0.0.0.0',
+  host = DEFAULT_METRICS_HOST,
 ): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     if (req.url === '/metrics') {

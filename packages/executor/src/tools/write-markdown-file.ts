@@ -1,33 +1,145 @@
-import { constants as fsc } from 'node:fs';
-import { lstat, mkdir, open, realpath } from 'node:fs/promises';
+import { constants as fsc, type Stats } from 'node:fs';
+import { lstat, mkdir, open, readlink, realpath, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { defineTool, ToolError, Type, type ToolDefinition } from '@agent-reach/shared';
 
 const refuse = (message: string) => new ToolError('invalid_arguments', message, { field: '/path' });
+const THROUGH_LINK = 'path leads outside the outputs directory (through a symbolic link)';
+const MOVED = 'a folder on the path was replaced while writing; nothing was written';
 
-/** Resolves `relative` inside `root`, refusing every way out: `..`, absolute paths, NUL bytes, symlinks. */
-export async function resolveInside(root: string, relative: string): Promise<string> {
+const isInside = (root: string, p: string) => p === root || p.startsWith(root + path.sep);
+const lstatOrNone = (p: string) =>
+  lstat(p).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+
+/** Splits a relative path into folders and file name, refusing `..`, absolute paths, NUL bytes and non-.md names. */
+function splitPath(relative: string): { folders: string[]; name: string } {
   if (relative.includes('\0')) throw refuse('path must not contain NUL bytes');
   if (path.isAbsolute(relative) || /^[a-zA-Z]:/.test(relative) || relative.startsWith('\\')) {
     throw refuse('path must be relative to the outputs directory, not absolute');
   }
-  const parts = relative.split(/[\\/]+/);
+  const parts = relative.split(/[\\/]+/).filter((p) => p !== '' && p !== '.');
   if (parts.some((p) => p === '..')) throw refuse('path must not contain ".." segments');
-  if (!relative.toLowerCase().endsWith('.md')) throw refuse('path must end in .md');
+  const name = parts.pop();
+  if (name === undefined || !name.toLowerCase().endsWith('.md')) throw refuse('path must end in .md');
+  return { folders: parts, name };
+}
+
+/**
+ * Walks (and creates) the folders one at a time from the real root, refusing any that is a symbolic link
+ * or not a folder before going further, so nothing is created behind a link. Returns the folder's path.
+ */
+async function openFolders(realRoot: string, folders: string[], create: boolean): Promise<string> {
+  let dir = realRoot;
+  for (const [i, folder] of folders.entries()) {
+    const next = path.join(dir, folder);
+    let st = await lstatOrNone(next);
+    if (st === undefined && !create) return path.join(dir, ...folders.slice(i));
+    if (st === undefined) {
+      await mkdir(next).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err;
+      });
+      // A parent swapped for a link since its check: stop before going deeper through it.
+      if ((await realpath(dir)) !== dir) throw refuse(THROUGH_LINK);
+      st = await lstat(next);
+    }
+    if (st.isSymbolicLink()) throw refuse(THROUGH_LINK);
+    if (!st.isDirectory()) throw refuse(`"${folder}" on the path exists and is not a folder`);
+    dir = next;
+  }
+  return dir;
+}
+
+/** Where an open file really is: Linux names it under /proc; elsewhere, the entry in `dir` holding it. */
+async function locate(
+  handle: FileHandle,
+  held: Stats,
+  dir: string,
+  name: string,
+): Promise<string | undefined> {
+  const named = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+  const candidates = named === undefined ? [path.join(await realpath(dir), name)] : [named];
+  for (const p of candidates) {
+    const st = await lstatOrNone(p);
+    if (st && st.ino === held.ino && st.dev === held.dev) return p;
+  }
+  return undefined;
+}
+
+function checkTarget(st: Stats | undefined): void {
+  if (st === undefined) return;
+  if (st.isSymbolicLink()) throw refuse('path is a symbolic link; refusing to write through it');
+  if (!st.isFile()) throw refuse('path exists and is not a regular file');
+  if (st.nlink > 1) throw refuse('path is a file with other hard links; refusing to write to a shared file');
+}
+
+// O_NOFOLLOW: never through a link as the last component; O_NONBLOCK: a FIFO swapped in fails, never hangs.
+const OPEN_EXISTING = fsc.O_WRONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
+const OPEN_NEW = OPEN_EXISTING | fsc.O_CREAT | fsc.O_EXCL;
+
+/**
+ * Writes `content` to `relative` inside `root` without following a link at any component: folders are
+ * created one at a time and each checked before the next; the file is opened without following a link
+ * and without truncating, and only once the open handle is shown to be a regular file with no other hard
+ * link, really inside the root, is it truncated and written. A file created outside by a folder swapped
+ * for a link mid-way is removed again. Returns the file's real path.
+ */
+export async function writeInside(root: string, relative: string, content: string): Promise<string> {
+  const { folders, name } = splitPath(relative);
   await mkdir(root, { recursive: true });
   const realRoot = await realpath(root);
-  const target = path.resolve(realRoot, relative);
-  const parent = path.dirname(target);
-  await mkdir(parent, { recursive: true });
-  // A symlinked directory inside the root could point anywhere: compare real paths.
-  const realParent = await realpath(parent);
-  if (realParent !== realRoot && !realParent.startsWith(realRoot + path.sep)) {
-    throw refuse('path leads outside the outputs directory (through a symbolic link)');
+  return await writeChecked(realRoot, folders, name, content).catch((err: NodeJS.ErrnoException) => {
+    // A folder vanishing or turning into a file or link mid-way is the same race as a swapped link.
+    throw err.code !== undefined && RACE_CODES.has(err.code) ? refuse(MOVED) : err;
+  });
+}
+
+const RACE_CODES = new Set(['ENOENT', 'ENOTDIR', 'ELOOP', 'EEXIST', 'ENXIO']);
+
+async function writeChecked(
+  realRoot: string,
+  folders: string[],
+  name: string,
+  content: string,
+): Promise<string> {
+  const dir = await openFolders(realRoot, folders, true);
+  const target = path.join(dir, name);
+  checkTarget(await lstatOrNone(target));
+  let created = false;
+  const handle = await open(target, OPEN_EXISTING).catch(async (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+    created = true;
+    return await open(target, OPEN_NEW, 0o644);
+  });
+  try {
+    const held = await handle.stat();
+    checkTarget(held);
+    const where = await locate(handle, held, dir, name).catch(() => undefined);
+    if (where === undefined || !isInside(realRoot, where)) {
+      if (created && where !== undefined) await unlink(where).catch(() => undefined);
+      throw refuse(MOVED);
+    }
+    await handle.truncate(0);
+    await handle.writeFile(content, 'utf8');
+    return where;
+  } finally {
+    await handle.close();
   }
-  const existing = await lstat(target).catch(() => undefined);
-  if (existing?.isSymbolicLink()) throw refuse('path is a symbolic link; refusing to write through it');
-  if (existing && !existing.isFile()) throw refuse('path exists and is not a regular file');
-  return path.join(realParent, path.basename(target));
+}
+
+/**
+ * Where `relative` would be written inside `root`, checked without creating anything: the same refusals
+ * as `writeInside` for the path's text and for links among what already exists. Only a check: the
+ * answer can be changed under the caller, so write with `writeInside`.
+ */
+export async function resolveInside(root: string, relative: string): Promise<string> {
+  const { folders, name } = splitPath(relative);
+  const dir = await openFolders(await realpath(root), folders, false);
+  const target = path.join(dir, name);
+  checkTarget(await lstatOrNone(target));
+  return target;
 }
 
 /** Writes a markdown file inside the configured outputs directory and nowhere else. */
@@ -49,17 +161,10 @@ export function createWriteMarkdownFile(outputsDir: string): ToolDefinition {
     retry: { maxAttempts: 2 },
     accessScope: 'filesystem_outputs',
     handler: async ({ path: relative, content }) => {
-      const target = await resolveInside(outputsDir, relative);
-      // O_NOFOLLOW: a symlink swapped in after the check still cannot be written through.
-      const handle = await open(target, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC | fsc.O_NOFOLLOW, 0o644);
-      try {
-        await handle.writeFile(content, 'utf8');
-      } finally {
-        await handle.close();
-      }
+      const written = await writeInside(outputsDir, relative, content);
       return {
-        path: target,
-        relative_path: path.relative(await realpath(outputsDir), target),
+        path: written,
+        relative_path: path.relative(await realpath(outputsDir), written),
         bytes: Buffer.byteLength(content),
       };
     },
