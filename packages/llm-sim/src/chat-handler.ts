@@ -1,5 +1,5 @@
 import { modelNotFound, rateLimited, serverError, type ErrorReply } from './api-errors.js';
-import { buildCompletion, type Answer } from './completion.js';
+import { buildCompletion, type Answer, type SentToolCall } from './completion.js';
 import {
   CONVERSATION_HEADER,
   DEFAULT_RETRY_AFTER_S,
@@ -23,7 +23,8 @@ import {
   planFaults,
   type FaultPlan,
 } from './faults.js';
-import { validateChatRequest, type ChatRequest, type ChatToolCall } from './request-validation.js';
+import { randomAnswer } from './random-answers.js';
+import { validateChatRequest, type ChatRequest } from './request-validation.js';
 import { resolveTemplates, resolveText } from './templates.js';
 import type { AppliedFault, Scenario, ScenarioTurn } from './types.js';
 
@@ -111,21 +112,28 @@ function playTurn({ turn, scriptIndex, turnIndex, conversation, ctx, plan, warni
     return { content, toolCalls: [] };
   }
   const at = `turns[${scriptIndex}]`;
-  const toolCalls = (turn.tool_calls ?? []).map((call, i): ChatToolCall => {
+  const toolCalls = (turn.tool_calls ?? []).map((call, i): SentToolCall => {
     let name = resolveText(call.name, ctx, `${at}.tool_calls[${i}].name`, warnings);
     if (plan.hallucinatedCalls.includes(i)) name = nearMissName(name);
     const args = resolveTemplates(call.arguments ?? {}, ctx, `${at}.tool_calls[${i}].arguments`, warnings);
     let text = typeof args === 'string' ? args : JSON.stringify(args);
     if (plan.malformedCalls.includes(i)) text = corruptJson(text);
+    const id = call.id === undefined ? toolCallId(conversation, turnIndex, i) : call.id;
+    const type = call.type === undefined ? 'function' : call.type;
     return {
-      id: toolCallId(conversation, turnIndex, i),
-      type: 'function',
+      ...(id === null ? {} : { id }),
+      ...(type === null ? {} : { type }),
       function: { name, arguments: text },
     };
   });
   let content = turn.content === undefined ? null : resolveText(turn.content, ctx, `${at}.content`, warnings);
   if (plan.oversizedChars !== undefined) content = padContent(content ?? '', plan.oversizedChars);
-  return { content, toolCalls };
+  return {
+    content,
+    toolCalls,
+    ...(turn.refusal === undefined ? {} : { refusal: turn.refusal }),
+    ...(turn.finish_reason === undefined ? {} : { finishReason: turn.finish_reason }),
+  };
 }
 
 /**
@@ -163,15 +171,17 @@ export function handleChat(state: SimState, headers: Headers, body: unknown): Ch
   const warnings: string[] = [];
   const answer: Answer = planning
     ? { content: JSON.stringify({ steps: scenario.plan ?? [] }), toolCalls: [] }
-    : playTurn({
-        turn,
-        scriptIndex,
-        turnIndex: index ?? 0,
-        conversation,
-        ctx: templateContext(request.messages),
-        plan,
-        warnings,
-      });
+    : scenario.random
+      ? randomAnswer(scenario.random, request, conversation, index ?? 0)
+      : playTurn({
+          turn,
+          scriptIndex,
+          turnIndex: index ?? 0,
+          conversation,
+          ctx: templateContext(request.messages),
+          plan,
+          warnings,
+        });
   state.counters.markAnswered(slot);
   return {
     ...result,

@@ -1,9 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { CHARS_PER_TOKEN } from './constants.js';
-import type { ChatRequest, ChatToolCall } from './request-validation.js';
+import type { ChatRequest } from './request-validation.js';
 
 /** Why the simulated model stopped. */
-export type FinishReason = 'stop' | 'tool_calls' | 'length';
+export type FinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter';
+
+/** A tool call as sent; scripts and random answers may leave out `id` or `type` on purpose. */
+export interface SentToolCall {
+  id?: string;
+  type?: string;
+  function: { name: string; arguments: string };
+}
 
 /** A ChatCompletion as the API sends it (non-streaming, one choice). */
 export interface ChatCompletionBody {
@@ -19,9 +26,9 @@ export interface ChatCompletionBody {
       message: {
         role: 'assistant';
         content: string | null;
-        refusal: null;
+        refusal: string | null;
         annotations: [];
-        tool_calls?: ChatToolCall[];
+        tool_calls?: SentToolCall[];
       };
       finish_reason: FinishReason;
       logprobs: null;
@@ -49,7 +56,11 @@ export function tokenLimit(request: ChatRequest): number | undefined {
 /** The answer of a turn before it is wrapped into a ChatCompletion. */
 export interface Answer {
   content: string | null;
-  toolCalls: ChatToolCall[];
+  toolCalls: SentToolCall[];
+  /** Sent as `message.refusal`. */
+  refusal?: string;
+  /** Overrides the finish reason the answer would get. */
+  finishReason?: FinishReason;
 }
 
 /**
@@ -59,7 +70,7 @@ export interface Answer {
  */
 export function buildCompletion(request: ChatRequest, answer: Answer): ChatCompletionBody {
   let { content, toolCalls } = answer;
-  let finishReason: FinishReason = toolCalls.length > 0 ? 'tool_calls' : 'stop';
+  let finishReason: FinishReason = answer.finishReason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop');
   const limit = tokenLimit(request);
   if (limit !== undefined && content !== null && estimateTokens(content) > limit) {
     content = content.slice(0, limit * CHARS_PER_TOKEN);
@@ -73,7 +84,7 @@ export function buildCompletion(request: ChatRequest, answer: Answer): ChatCompl
   const message: ChatCompletionBody['choices'][0]['message'] = {
     role: 'assistant',
     content,
-    refusal: null,
+    refusal: answer.refusal ?? null,
     annotations: [],
   };
   if (toolCalls.length > 0) message.tool_calls = toolCalls;

@@ -3,11 +3,14 @@ export type { LlmSim, LlmSimOptions } from './server.js';
 export { loadScenarios, loadScenarioFile } from './load-scenarios.js';
 export { validateScenario, ScenarioValidationError } from './scenario-validation.js';
 export type { ScenarioProblem } from './scenario-validation.js';
+export { validateChatRequest } from './request-validation.js';
 export { SCENARIO_HEADER, CONVERSATION_HEADER, FINAL_CONTENT } from './constants.js';
 export type {
   Scenario,
   ScenarioTurn,
   ScriptedToolCall,
+  ScriptedFinishReason,
+  RandomAnswers,
   Fault,
   FaultType,
   RateLimitFault,

@@ -31,9 +31,20 @@ const FAULT_FIELDS: Record<string, readonly string[]> = {
   malformed_arguments: ['call', 'times'],
   oversized_content: ['chars', 'times'],
 };
-const SCENARIO_FIELDS = ['name', 'description', 'plan', 'latency_ms', 'noise', 'fault', 'turns'];
-const TURN_FIELDS = ['content', 'tool_calls', 'fault', 'repeat'];
-const CALL_FIELDS = ['name', 'arguments'];
+const SCENARIO_FIELDS = ['name', 'description', 'plan', 'latency_ms', 'noise', 'fault', 'turns', 'random'];
+const TURN_FIELDS = ['content', 'refusal', 'finish_reason', 'tool_calls', 'fault', 'repeat'];
+const CALL_FIELDS = ['name', 'arguments', 'id', 'type'];
+const FINISH_REASONS = ['stop', 'tool_calls', 'length', 'content_filter'];
+const RANDOM_FIELDS = [
+  'seed',
+  'final',
+  'max_calls',
+  'unknown_tool',
+  'bad_id',
+  'missing_type',
+  'odd_finish',
+  'refusal',
+];
 const NOISE_FIELDS = ['seed', 'rate_limit', 'server_error', 'malformed_arguments', 'hallucinated_tool'];
 
 function isObj(value: unknown): value is Obj {
@@ -123,6 +134,11 @@ function checkToolCalls(c: Checker, value: unknown, path: string): void {
     const at = join(path, i);
     if (!c.object(call, at, CALL_FIELDS)) return;
     c.string(call, 'name', at, true);
+    for (const key of ['id', 'type']) {
+      const v = call[key];
+      if (v !== undefined && v !== null && typeof v !== 'string')
+        c.fail(join(at, key), 'must be a string or null');
+    }
     const args = call.arguments;
     if (args !== undefined && typeof args !== 'string' && !isObj(args)) {
       c.fail(join(at, 'arguments'), 'must be an object or a string');
@@ -132,11 +148,15 @@ function checkToolCalls(c: Checker, value: unknown, path: string): void {
 
 function checkTurn(c: Checker, turn: unknown, path: string, isLast: boolean): void {
   if (!c.object(turn, path, TURN_FIELDS)) return;
-  if (turn.content === undefined && turn.tool_calls === undefined) {
-    c.fail(path, 'needs content or tool_calls');
+  if (turn.content === undefined && turn.tool_calls === undefined && turn.refusal === undefined) {
+    c.fail(path, 'needs content, tool_calls or refusal');
   }
   if (turn.content !== undefined && typeof turn.content !== 'string') {
     c.fail(join(path, 'content'), 'must be a string');
+  }
+  if (turn.refusal !== undefined) c.string(turn, 'refusal', path, false);
+  if (turn.finish_reason !== undefined && !FINISH_REASONS.includes(String(turn.finish_reason))) {
+    c.fail(join(path, 'finish_reason'), `must be one of ${FINISH_REASONS.join(', ')}`);
   }
   if (turn.tool_calls !== undefined) checkToolCalls(c, turn.tool_calls, join(path, 'tool_calls'));
   checkFaults(c, turn.fault, join(path, 'fault'));
@@ -159,10 +179,13 @@ export function validateScenario(raw: unknown, source: string): Scenario {
       c.fail('description', 'must be a string');
     }
     if (raw.plan !== undefined) {
-      if (!Array.isArray(raw.plan)) c.fail('plan', 'must be an array of strings');
+      if (!Array.isArray(raw.plan)) c.fail('plan', 'must be an array of strings or { title, tool? }');
       else {
-        raw.plan.forEach((step, i) => {
-          if (typeof step !== 'string') c.fail(join('plan', i), 'must be a string');
+        raw.plan.forEach((step: unknown, i) => {
+          if (typeof step === 'string') return;
+          if (!c.object(step, join('plan', i), ['title', 'tool'])) return;
+          c.string(step, 'title', join('plan', i), true);
+          c.string(step, 'tool', join('plan', i), false);
         });
       }
     }
@@ -170,6 +193,13 @@ export function validateScenario(raw: unknown, source: string): Scenario {
     if (raw.noise !== undefined && c.object(raw.noise, 'noise', NOISE_FIELDS)) {
       c.number(raw.noise, 'seed', 'noise', { min: Number.MIN_SAFE_INTEGER });
       for (const key of NOISE_FIELDS.slice(1)) c.number(raw.noise, key, 'noise', { min: 0, max: 1 });
+    }
+    if (raw.random !== undefined && c.object(raw.random, 'random', RANDOM_FIELDS)) {
+      c.number(raw.random, 'seed', 'random', { min: Number.MIN_SAFE_INTEGER });
+      c.number(raw.random, 'max_calls', 'random', { min: 1, max: 64, integer: true });
+      for (const key of RANDOM_FIELDS.filter((k) => k !== 'seed' && k !== 'max_calls')) {
+        c.number(raw.random, key, 'random', { min: 0, max: 1 });
+      }
     }
     checkFaults(c, raw.fault, 'fault');
     if (c.required(raw, 'turns', '')) {

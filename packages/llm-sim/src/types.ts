@@ -7,6 +7,13 @@ export interface ScriptedToolCall {
    * a string is sent verbatim, so a script can send broken JSON on purpose. Default `{}`.
    */
   arguments?: Record<string, unknown> | string;
+  /**
+   * The call's id as sent. Default: a stable id from conversation, turn and index. `''` sends an empty
+   * id and `null` leaves the field out: the id bugs some OpenAI-compatible servers have.
+   */
+  id?: string | null;
+  /** The call's `type` as sent. Default `'function'`; `null` leaves the field out. */
+  type?: string | null;
 }
 
 /** Answer with HTTP 429 and a `retry-after` header. */
@@ -94,10 +101,17 @@ export interface Noise {
   hallucinated_tool?: number;
 }
 
-/** One scripted model answer. At least one of `content` and `tool_calls` is set. */
+/** Why a scripted answer says the model stopped (`finish_reason`). */
+export type ScriptedFinishReason = 'stop' | 'tool_calls' | 'length' | 'content_filter';
+
+/** One scripted model answer. At least one of `content`, `tool_calls` and `refusal` is set. */
 export interface ScenarioTurn {
   /** Assistant text; may hold `{{…}}` templates. */
   content?: string;
+  /** Sent as `message.refusal`: the model declines to answer. */
+  refusal?: string;
+  /** Overrides the answer's `finish_reason` (default: `tool_calls` with calls, else `stop`). */
+  finish_reason?: ScriptedFinishReason;
   /** Tool calls made in this answer (several make a parallel-call turn). */
   tool_calls?: ScriptedToolCall[];
   /** Faults applied at this turn. */
@@ -111,8 +125,8 @@ export interface Scenario {
   /** Model name that selects this scenario. */
   name: string;
   description?: string;
-  /** Steps answered to planning requests (JSON response_format, no tools). */
-  plan?: string[];
+  /** Steps answered to planning requests (JSON response_format, no tools): titles, or titles with a tool. */
+  plan?: Array<string | { title: string; tool?: string }>;
   /** Delay before every answer, in milliseconds. Default 0. */
   latency_ms?: number;
   /** Random faults. */
@@ -121,6 +135,35 @@ export interface Scenario {
   fault?: Fault | Fault[];
   /** Answers in order; the turn is chosen from the number of assistant messages in the request. */
   turns: ScenarioTurn[];
+  /** Answer every (non-planning) turn with random, well-formed tool calls instead of `turns`. */
+  random?: RandomAnswers;
+}
+
+/**
+ * Random but well-formed answers, for fuzzing an agent loop: tool calls naming offered tools (and
+ * some unknown ones) with random JSON arguments, awkward ids, odd finish reasons, refusals. Draws are
+ * deterministic: a hash of seed + conversation + turn. Probabilities are in [0, 1].
+ */
+export interface RandomAnswers {
+  /** Seed mixed into every draw. Default 0. */
+  seed?: number;
+  /** Chance that a turn is a final text answer. Default 0.2. */
+  final?: number;
+  /** Most tool calls in one turn (at least one is made). Default 4. */
+  max_calls?: number;
+  /** Chance that a call names a tool that was not offered. Default 0.15. */
+  unknown_tool?: number;
+  /**
+   * Chance that a call's id is an awkward one: missing, empty, a duplicate of an id in this answer or
+   * an earlier one, or shaped like an id the platform generates (`call_t<turn>_<i>`). Default 0.3.
+   */
+  bad_id?: number;
+  /** Chance that a call has no `type` field. Default 0.1. */
+  missing_type?: number;
+  /** Chance that `finish_reason` is drawn from every value instead of fitting the answer. Default 0.1. */
+  odd_finish?: number;
+  /** Chance that the answer is a refusal. Default 0.03. */
+  refusal?: number;
 }
 
 /** A fault that was applied to a request. */

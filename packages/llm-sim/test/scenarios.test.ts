@@ -117,7 +117,7 @@ describe('loadScenarios', () => {
     const bad = { name: 'bad', turns: [{}] } as unknown as Scenario;
     await expect(startLlmSim({ scenarios: [bad] })).rejects.toThrow('options.scenarios[0]');
     const sim = await started({ scenarios: [] });
-    expect(() => sim.addScenario(bad)).toThrow(/turns\[0\]: needs content or tool_calls/);
+    expect(() => sim.addScenario(bad)).toThrow(/turns\[0\]: needs content, tool_calls or refusal/);
   });
 });
 
