@@ -37,6 +37,7 @@ describe('runs as jobs: records, approvals, cancellation, sessions, retention', 
       'tool_result',
       'step_done',
       'llm_request',
+      'step_done', // the plan's last step names no tool: the final answer completes it
       'run_finished',
     ]);
     expect(events.every((e, i) => e.at >= (events[i - 1]?.at ?? 0))).toBe(true);

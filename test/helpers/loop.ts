@@ -49,6 +49,8 @@ export async function startLoopHarness(env: Record<string, string> = {}, limits:
       limits?: Partial<LoopLimits>;
       signal?: AbortSignal;
       deadlineMs?: number;
+      /** What a session carries into the run (see the run worker). */
+      session?: Pick<RunState, 'messages' | 'summary'> & { steps?: RunState['plan']['steps'] };
     } = {},
   ): Promise<{ state: RunState; events: RunEvent[]; outcome: RunState['outcome'] & object }> => {
     sim.addScenario(scenario);
@@ -61,6 +63,13 @@ export async function startLoopHarness(env: Record<string, string> = {}, limits:
       ...(opts.limits ? { limits: opts.limits } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {}),
+      ...(opts.session
+        ? {
+            history: opts.session.messages,
+            ...(opts.session.summary ? { summary: opts.session.summary } : {}),
+            ...(opts.session.steps ? { steps: opts.session.steps } : {}),
+          }
+        : {}),
     });
     if (outcome === 'parked' || outcome === 'released') throw new Error(`the run ${outcome}`);
     return { outcome, state, events };

@@ -67,6 +67,14 @@ export const DEFAULT_REPEAT_LIMIT = 3;
 export const DEFAULT_MAX_FAILED_ROUNDS = 3;
 export const DEFAULT_RUN_TOKEN_BUDGET = 200_000;
 export const DEFAULT_RUN_DEADLINE_MS = 10 * 60_000;
+/** Longest argument string of one tool call that is run; longer ones are refused (`invalid_arguments`). */
+export const MAX_TOOL_ARGUMENTS_CHARS = 64 * 1024;
+/** What a run records of refused oversized arguments: this many leading characters, their length and digest. */
+export const TOOL_ARGUMENTS_PREFIX_CHARS = 256;
+/** Most tool calls taken from one model turn; the model is told about the ones left out. */
+export const MAX_TOOL_CALLS_PER_TURN = 32;
+/** Longest model text (answer, refusal) a run records from one turn, in characters. */
+export const MAX_MODEL_TEXT_CHARS = 100_000;
 
 // LLM client: the openai SDK owns LLM retries (exponential backoff with jitter, honours retry-after).
 export const DEFAULT_LLM_TIMEOUT_MS = 60_000;

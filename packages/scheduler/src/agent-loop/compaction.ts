@@ -1,5 +1,11 @@
 import type { ToolResult } from '@agent-reach/shared';
-import type { ChatMessage, CompactionSummary, RunState } from './run-state.js';
+import {
+  MAX_SUMMARY_NOTES,
+  retarget,
+  type ChatMessage,
+  type CompactionSummary,
+  type RunState,
+} from './run-state.js';
 
 export interface CompactionRecord {
   beforeTokens: number;
@@ -9,26 +15,27 @@ export interface CompactionRecord {
   summary: CompactionSummary;
 }
 
+/** Done steps a summary keeps at most (the latest), so a long session stays bounded. */
+const MAX_SUMMARY_DONE = 60;
+
 /**
- * Folds all but the last `keepRounds` model turns into the run's structured summary: the goal, each done
- * step with the key field values of its JSON result, notes from the model's own text, and what is left
- * (the open task-stack steps). The first user message stays; the kept tail starts at an assistant message
- * so every tool message still follows the call it answers.
+ * Folds all but the last `keepRounds` model turns into the run's structured summary: the goal (the
+ * current run's input), each done step with the key field values of its JSON result, notes from the
+ * model's own text and earlier requests, and what is left (the open task-stack steps). The current
+ * run's input (the last user message: the loop itself never adds one) is never folded: it stays first,
+ * followed by the kept tail, which starts at an assistant message so every tool message still follows
+ * the call it answers. A session's earlier messages (before the input) are folded too.
  */
 export function compact(state: RunState, keepRounds: number): { folded: number; foldedTurns: number } {
-  const firstUser = state.messages.findIndex((m) => m.role === 'user');
-  const assistantAt = state.messages.flatMap((m, i) => (m.role === 'assistant' && i > firstUser ? [i] : []));
-  if (assistantAt.length <= keepRounds) return { folded: 0, foldedTurns: 0 };
-  const cut = assistantAt[assistantAt.length - keepRounds] ?? state.messages.length;
-  const head = state.messages.slice(0, firstUser + 1);
-  const folded = state.messages.slice(firstUser + 1, cut);
-  const summary: CompactionSummary = state.summary ?? {
-    goal: state.input,
-    done: [],
-    notes: [],
-    todo: [],
-    folded_turns: 0,
-  };
+  const input = state.messages.findLastIndex((m) => m.role === 'user');
+  const assistantAt = state.messages.flatMap((m, i) => (m.role === 'assistant' && i > input ? [i] : []));
+  const cut =
+    assistantAt.length > keepRounds
+      ? (assistantAt[assistantAt.length - keepRounds] ?? state.messages.length)
+      : input + 1;
+  const folded = [...state.messages.slice(0, Math.max(0, input)), ...state.messages.slice(input + 1, cut)];
+  if (folded.length === 0) return { folded: 0, foldedTurns: 0 };
+  const summary = currentSummary(state);
   const results = new Map<string, ToolResult>();
   for (const m of folded) {
     if (m.role === 'tool' && typeof m.content === 'string') {
@@ -41,6 +48,11 @@ export function compact(state: RunState, keepRounds: number): { folded: number; 
   }
   let foldedTurns = 0;
   for (const m of folded) {
+    if (m.role === 'user') {
+      const text = typeof m.content === 'string' ? m.content.trim() : '';
+      if (text) summary.notes.push(`earlier request: ${text.slice(0, 300)}`);
+      continue;
+    }
     if (m.role !== 'assistant') continue;
     foldedTurns += 1;
     if (typeof m.content === 'string' && m.content.trim()) summary.notes.push(m.content.trim().slice(0, 300));
@@ -55,12 +67,21 @@ export function compact(state: RunState, keepRounds: number): { folded: number; 
       });
     }
   }
+  summary.notes = summary.notes.slice(-MAX_SUMMARY_NOTES);
+  summary.done = summary.done.slice(-MAX_SUMMARY_DONE);
   summary.folded_turns += foldedTurns;
   summary.todo = state.plan.steps.filter((s) => !s.done).map((s) => s.title);
   state.summary = summary;
-  state.messages = [...head, ...state.messages.slice(cut)] as ChatMessage[];
+  const head = input >= 0 ? [state.messages[input] as ChatMessage] : [];
+  state.messages = [...head, ...state.messages.slice(cut)];
   state.compactions += 1;
   return { folded: folded.length, foldedTurns };
+}
+
+/** The run's summary with the current run's goal (a session's summary starts with an earlier run's). */
+function currentSummary(state: RunState): CompactionSummary {
+  const summary = state.summary ?? { goal: state.input, done: [], notes: [], todo: [], folded_turns: 0 };
+  return retarget(summary, state.input);
 }
 
 function parseOr(raw: string): unknown {

@@ -4,7 +4,13 @@ import type { CompactionSummary, GuardName, RunOutcome, TaskStep } from './run-s
 /** Everything that happens in a run, in order; each event gets `at` (epoch ms) when it is emitted. */
 export type RunEventBody =
   | { type: 'run_started'; agent: string; input: string; model: string }
-  | { type: 'plan'; steps: TaskStep[]; error?: string }
+  | {
+      type: 'plan';
+      steps: TaskStep[];
+      error?: string;
+      /** Steps the model planned with a tool this agent cannot reach: left out of the task stack. */
+      dropped?: Array<{ title: string; tool: string }>;
+    }
   | {
       type: 'llm_request';
       turn: number;
@@ -15,11 +21,24 @@ export type RunEventBody =
       finish_reason: string;
       tool_calls: number;
       tools_offered: string[];
-      /** The model's answer as received: replay plays it back. */
+      /**
+       * The model's answer as the run recorded it: replay plays it back. Ids are the ones the run uses
+       * (rewritten when the model's were missing, malformed or reused); arguments over the size limit
+       * are kept as a prefix plus their length and sha256.
+       */
       message: {
         content: string | null;
-        tool_calls?: Array<{ id: string; name: string; arguments: string }>;
+        refusal?: string;
+        tool_calls?: Array<{
+          id: string;
+          name: string;
+          arguments: string;
+          arguments_chars?: number;
+          arguments_sha256?: string;
+        }>;
       };
+      /** Tool calls past the per-turn limit, left out. */
+      dropped_tool_calls?: number;
     }
   | { type: 'llm_error'; turn: number; model: string; latency_ms: number; message: string; status?: number }
   | {

@@ -24,17 +24,22 @@ export function checkBudgets(state: RunState, limits: GuardLimits, now = Date.no
         'split the task into smaller requests or raise max_iterations for this agent',
     };
   }
-  if (state.usage.total_tokens >= limits.tokenBudget) {
-    return {
-      guard: 'token_budget',
-      status: 'not_converged',
-      report: `used ${state.usage.total_tokens} tokens, over the run budget of ${limits.tokenBudget}`,
-    };
-  }
+  const tokens = checkTokenBudget(state, limits);
+  if (tokens) return tokens;
   if (now >= state.deadlineAt) {
     return { guard: 'deadline', status: 'not_converged', report: 'the run passed its wall-clock deadline' };
   }
   return undefined;
+}
+
+/** The token budget, checked before each model call and again after each model turn. */
+export function checkTokenBudget(state: RunState, limits: GuardLimits): GuardStop | undefined {
+  if (state.usage.total_tokens < limits.tokenBudget) return undefined;
+  return {
+    guard: 'token_budget',
+    status: 'not_converged',
+    report: `used ${state.usage.total_tokens} tokens, over the run budget of ${limits.tokenBudget}`,
+  };
 }
 
 /** The turn's calls as one comparable string: names and canonical arguments, order-independent. */

@@ -1,11 +1,11 @@
 import {
   constants,
+  errorResult,
   type AgentSpec,
   type Logger,
   type ToolCatalogEntry,
   type ToolResult,
 } from '@agent-reach/shared';
-import type { ChatCompletionMessageToolCall } from 'openai/resources/chat/completions';
 import type { DispatchCall, DispatchOptions, DispatchRun } from '../dispatcher.js';
 import type { LlmClient } from '../llm.js';
 import type { ToolCatalog } from '../tool-catalog.js';
@@ -14,14 +14,22 @@ import type { RunEvent, RunEventBody, StepKind } from './events.js';
 import {
   checkBudgets,
   checkRepeat,
+  checkTokenBudget,
   repeatNudge,
   turnSignature,
   type GuardLimits,
   type GuardStop,
 } from './guards.js';
 import { buildMessages, buildSystemPrompt, toolSpecs } from './prompt.js';
-import { unansweredCalls, type FinalStatus, type RunOutcome, type RunState } from './run-state.js';
-import { requestPlan, tickOff } from './task-stack.js';
+import { readModelTurn } from './model-answer.js';
+import {
+  unansweredCalls,
+  type FinalStatus,
+  type RunOutcome,
+  type RunState,
+  type Usage,
+} from './run-state.js';
+import { finishOpenSteps, keepReachable, requestPlan, tickOff } from './task-stack.js';
 import { exceedsTokens } from './tokens.js';
 import { resolveToolCalls } from './tool-calls.js';
 
@@ -185,28 +193,41 @@ export async function runAgent(
     emit({ type: 'guard', guard: g.guard, action: 'stop', report: g.report });
     return finish(g.status, g.guard, { report: g.report });
   };
-  /** A model call that failed after the SDK's retries (a turn or the plan) ends the run as llm_error. */
-  const llmFailed = async (err: unknown, turn: number, started: number) => {
+  /**
+   * A model call that failed after the SDK's retries (a turn or the plan): cancelled if the run was, the
+   * `deadline` guard if the run's deadline aborted it, else `llm_error`.
+   */
+  const llmFailed = async (err: unknown, turn: number, started: number, deadline?: AbortSignal) => {
     if (deps.release?.aborted) throw new RunLost();
     if (deps.signal?.aborted) return finish('cancelled', 'cancelled', { report: 'the run was cancelled' });
     const e = err as { message?: string; status?: number };
+    const late = deadline?.aborted === true || Date.now() >= state.deadlineAt;
     emit({
       type: 'llm_error',
       turn,
       model: deps.llm.model,
       latency_ms: Math.round(performance.now() - started),
-      message: e.message ?? String(err),
+      message: late ? 'aborted at the run deadline' : (e.message ?? String(err)).slice(0, 2000),
       ...(typeof e.status === 'number' ? { status: e.status } : {}),
     });
+    if (late) {
+      return stop({
+        guard: 'deadline',
+        status: 'not_converged',
+        report: 'the run passed its wall-clock deadline while waiting for the model',
+      });
+    }
     log.error({ err }, 'LLM call failed after its retries');
     return finish('failed', 'llm_error', {
       report: `the model could not be reached: ${e.message ?? String(err)}`,
     });
   };
-
-  // A model call stops when the run is cancelled or let go (shutdown, lost ownership).
+  // A model call stops when the run is cancelled or let go (shutdown, lost ownership), or at its deadline.
   const stops = [deps.signal, deps.release].filter((s): s is AbortSignal => s !== undefined);
-  const llmSignal = stops.length > 1 ? AbortSignal.any(stops) : stops[0];
+  const modelSignals = () => {
+    const deadline = AbortSignal.timeout(Math.max(1, state.deadlineAt - Date.now()));
+    return { deadline, signal: AbortSignal.any([...stops, deadline]) };
+  };
   if (state.status === 'awaiting_approval') state.status = 'running';
   if (state.status === 'queued') {
     state.status = 'running';
@@ -228,23 +249,30 @@ export async function runAgent(
     if (limits.planning && !state.plan.requested) {
       const tools = await offered();
       const planStarted = performance.now();
+      const { deadline, signal } = modelSignals();
       let plan: Awaited<ReturnType<typeof requestPlan>>;
       try {
         plan = await requestPlan(
           deps.llm,
           state.input,
           tools.map((t) => t.name),
-          llmSignal,
+          signal,
         );
       } catch (err) {
-        return await llmFailed(err, 0, planStarted);
+        return await llmFailed(err, 0, planStarted, deadline);
       }
+      const { kept, dropped } = keepReachable(plan.steps, new Set(reachableTools(deps)));
       state.plan = {
         requested: true,
-        steps: [...state.plan.steps, ...(plan.steps.length > 1 ? plan.steps : [])],
+        steps: [...state.plan.steps, ...(kept.length > 1 ? kept : [])],
       };
       if (plan.usage) addUsage(state, plan.usage);
-      emit({ type: 'plan', steps: state.plan.steps, ...(plan.error ? { error: plan.error } : {}) });
+      emit({
+        type: 'plan',
+        steps: state.plan.steps,
+        ...(plan.error ? { error: plan.error } : {}),
+        ...(dropped.length > 0 ? { dropped } : {}),
+      });
       await checkpoint('plan');
     }
 
@@ -253,7 +281,8 @@ export async function runAgent(
         return await finish('cancelled', 'cancelled', { report: 'the run was cancelled' });
       const owed = unansweredCalls(state);
       if (owed.length > 0) {
-        if (needsApproval(state, owed, deps, emit)) {
+        // Past the deadline nothing waits for a person: the owed calls are answered as not run.
+        if (Date.now() < state.deadlineAt && needsApproval(state, owed, deps, emit)) {
           state.status = 'awaiting_approval';
           await checkpoint('parked');
           return 'parked';
@@ -297,67 +326,102 @@ export async function runAgent(
 
       const turn = state.iterations + 1;
       const started = performance.now();
+      const { deadline, signal } = modelSignals();
       let res;
       try {
-        res = await deps.llm.complete(buildMessages(deps.agent, state, tools), toolSpecs(tools), llmSignal);
+        res = await deps.llm.complete(buildMessages(deps.agent, state, tools), toolSpecs(tools), signal);
       } catch (err) {
-        return await llmFailed(err, turn, started);
+        return await llmFailed(err, turn, started, deadline);
       }
-      const choice = res.choices[0];
-      const message = choice?.message;
-      const calls = uniqueIds(
-        state,
-        turn,
-        (message?.tool_calls ?? []).filter(
-          (c): c is Extract<ChatCompletionMessageToolCall, { type: 'function' }> => c.type === 'function',
-        ),
-      );
+      const answer = readModelTurn(res, state, turn);
+      const { calls } = answer;
       state.iterations = turn;
-      if (res.usage) addUsage(state, res.usage);
+      const usage = readUsage(res);
+      if (usage) addUsage(state, usage);
       emit({
         type: 'llm_request',
         turn,
-        model: res.model || deps.llm.model,
+        model: (typeof res.model === 'string' && res.model.slice(0, 200)) || deps.llm.model,
         latency_ms: Math.round(performance.now() - started),
-        prompt_tokens: res.usage?.prompt_tokens ?? 0,
-        completion_tokens: res.usage?.completion_tokens ?? 0,
-        finish_reason: choice?.finish_reason ?? 'unknown',
+        prompt_tokens: usage?.prompt_tokens ?? 0,
+        completion_tokens: usage?.completion_tokens ?? 0,
+        finish_reason: answer.finishReason,
         tool_calls: calls.length,
         tools_offered: tools.map((t) => t.name),
         message: {
-          content: message?.content ?? null,
+          content: answer.content,
+          ...(answer.refusal !== undefined ? { refusal: answer.refusal } : {}),
           ...(calls.length
             ? {
                 tool_calls: calls.map((c) => ({
                   id: c.id,
-                  name: c.function.name,
-                  arguments: c.function.arguments,
+                  name: c.name,
+                  arguments: c.arguments,
+                  ...(c.original
+                    ? { arguments_chars: c.original.chars, arguments_sha256: c.original.sha256 }
+                    : {}),
                 })),
               }
             : {}),
         },
+        ...(answer.droppedCalls > 0 ? { dropped_tool_calls: answer.droppedCalls } : {}),
       });
+      const text = answer.content ?? '';
+      if (answer.refusal !== undefined) {
+        // A refusing model's calls are not run; its refusal stays in the history as what it said.
+        state.messages.push({ role: 'assistant', content: answer.refusal });
+        return await finish('failed', 'refused', {
+          ...(text.trim() ? { answer: text } : {}),
+          report: `the model declined to answer: ${answer.refusal.slice(0, 1000)}`,
+        });
+      }
+      if (answer.finishReason === 'content_filter') {
+        if (text.trim()) state.messages.push({ role: 'assistant', content: text });
+        return await finish('failed', 'content_filter', {
+          ...(text.trim() ? { answer: text } : {}),
+          report:
+            "the provider's content filter stopped the model's answer; no tool call of that turn was run",
+        });
+      }
       if (calls.length === 0) {
-        const answer = message?.content ?? '';
-        state.messages.push({ role: 'assistant', content: answer });
-        return await finish(
-          'succeeded',
-          choice?.finish_reason === 'length' ? 'final_answer_truncated' : 'final_answer',
-          {
-            answer,
-          },
-        );
+        if (!text.trim()) {
+          const truncated = answer.finishReason === 'length';
+          return await finish('failed', truncated ? 'output_truncated' : 'empty_answer', {
+            report: truncated
+              ? 'the model reached its output token limit before writing any answer or tool call'
+              : `the model answered with no text and no tool call (finish_reason ${answer.finishReason})`,
+          });
+        }
+        state.messages.push({ role: 'assistant', content: text });
+        const cut = answer.finishReason === 'length' || answer.textCut;
+        const refused = platformRefusals(state);
+        if (refused) {
+          return await finish('failed', 'no_tool_available', { answer: text, report: refused });
+        }
+        for (const step of finishOpenSteps(state)) emit({ type: 'step_done', step: { ...step } });
+        return await finish('succeeded', cut ? 'final_answer_truncated' : 'final_answer', { answer: text });
       }
       state.messages.push({
         role: 'assistant',
-        content: message?.content ?? null,
+        content: answer.content,
         tool_calls: calls.map((c) => ({
           id: c.id,
           type: 'function',
-          function: { name: c.function.name, arguments: c.function.arguments },
+          function: { name: c.name, arguments: c.arguments },
         })),
       });
-      const signature = turnSignature(calls.map((c) => c.function));
+      const local = calls.flatMap((c) =>
+        c.refused ? [errorResult({ toolCallId: c.id, name: c.name }, c.refused)] : [],
+      );
+      if (local.length > 0) state.localResults = local;
+      else delete state.localResults;
+      const overBudget = checkTokenBudget(state, limits);
+      if (overBudget) {
+        answerNotRun(state, calls, 'not run: the run used up its token budget');
+        await checkpoint('llm_response');
+        return await stop(overBudget);
+      }
+      const signature = turnSignature(calls);
       const repeat = checkRepeat(state, signature, limits);
       if (repeat === 'nudge') {
         emit({
@@ -368,25 +432,7 @@ export async function runAgent(
         });
       } else if (repeat !== 'ok') {
         // Answer the owed calls without running them, so the history stays a valid conversation.
-        for (const c of calls) {
-          state.messages.push({
-            role: 'tool',
-            tool_call_id: c.id,
-            content: JSON.stringify({
-              tool_call_id: c.id,
-              name: c.function.name,
-              ok: false,
-              status: 'error',
-              error: {
-                kind: 'execution_error',
-                message: 'not run: the run was stopped for repeating this call',
-                retryable: false,
-              },
-              duration_ms: 0,
-              attempts: 0,
-            }),
-          });
-        }
+        answerNotRun(state, calls, 'not run: the run was stopped for repeating this call');
         await checkpoint('llm_response');
         return await stop(repeat);
       }
@@ -455,7 +501,33 @@ async function answerCalls(
     turn,
     calls: owed.map((c) => ({ toolCallId: c.id, tool: c.name, arguments: c.arguments })),
   });
-  const results = await resolveToolCalls(state, owed, deps, fresh);
+  const local = new Map((state.localResults ?? []).map((r) => [r.tool_call_id, r]));
+  const toRun = owed.filter((c) => !local.has(c.id));
+  const remainingMs = state.deadlineAt - Date.now();
+  // The wait is bounded by the run's deadline; calls still out then are answered here as not observed.
+  const ran =
+    toRun.length > 0 && remainingMs > 0
+      ? await withinMs(resolveToolCalls(state, toRun, deps, fresh), remainingMs)
+      : toRun.length > 0
+        ? undefined
+        : [];
+  const late = ran === undefined;
+  const byId = new Map(
+    toRun.map((c, i) => [
+      c.id,
+      ran?.[i] ??
+        errorResult(
+          { toolCallId: c.id, name: c.name },
+          {
+            kind: 'unavailable',
+            message: "no result before the run's deadline: the run stopped without waiting for this call",
+            retryable: false,
+          },
+        ),
+    ]),
+  );
+  const results = owed.map((c) => local.get(c.id) ?? (byId.get(c.id) as ToolResult));
+  delete state.localResults;
   for (const [i, result] of results.entries()) {
     const call = owed[i] as (typeof owed)[number];
     state.messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(result) });
@@ -487,6 +559,13 @@ async function answerCalls(
       if (step) emit({ type: 'step_done', step: { ...step } });
     }
   }
+  if (late) {
+    return {
+      guard: 'deadline',
+      status: 'not_converged',
+      report: `the run passed its wall-clock deadline while waiting for ${toRun.length} tool call(s)`,
+    };
+  }
   if (state.guard.nudged && state.guard.repeatCount === limits.repeatLimit) {
     state.messages.push({
       role: 'system',
@@ -506,24 +585,81 @@ async function answerCalls(
   return undefined;
 }
 
-/**
- * Tool call ids key a run's recorded results and its jobs, so they must be unique within the run. Some
- * OpenAI-compatible servers reuse ids (`call_0` every turn, or empty ones): such an id is rewritten before
- * it enters the history, and the model only ever sees the rewritten one.
- */
-function uniqueIds<T extends { id: string }>(state: RunState, turn: number, calls: T[]): T[] {
-  const seen = new Set(state.steps.map((s) => s.toolCallId));
-  return calls.map((c, i) => {
-    const ok = /^[A-Za-z0-9_-]{1,64}$/.test(c.id) && !seen.has(c.id);
-    seen.add(ok ? c.id : '');
-    return ok ? c : { ...c, id: `call_t${turn}_${i}` };
+/** `promise`'s value, or undefined when it has not settled within `ms`. */
+async function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
   });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
-function addUsage(
-  state: RunState,
-  u: { prompt_tokens: number; completion_tokens: number; total_tokens: number },
-): void {
+/** Answers every call of a turn without running it, so the history stays a valid conversation. */
+function answerNotRun(state: RunState, calls: Array<{ id: string; name: string }>, message: string): void {
+  delete state.localResults;
+  for (const c of calls) {
+    state.messages.push({
+      role: 'tool',
+      tool_call_id: c.id,
+      content: JSON.stringify(
+        errorResult({ toolCallId: c.id, name: c.name }, { kind: 'unavailable', message, retryable: false }),
+      ),
+    });
+  }
+}
+
+/** Error kinds that mean the platform refused a call before any tool ran. */
+const PLATFORM_REFUSALS: ReadonlySet<string> = new Set([
+  'unknown_tool',
+  'forbidden',
+  'circuit_open',
+  'unavailable',
+]);
+
+/**
+ * A report when the run made tool calls and the platform refused every one (so no tool ever ran and
+ * no person turned one down): such a run is not reported as a success.
+ */
+function platformRefusals(state: RunState): string | undefined {
+  if (state.steps.length === 0) return undefined;
+  const all = state.steps.every(
+    (s) =>
+      !s.ok &&
+      s.errorKind !== undefined &&
+      PLATFORM_REFUSALS.has(s.errorKind) &&
+      !(
+        Object.hasOwn(state.approvals, s.toolCallId) && state.approvals[s.toolCallId]?.decision === 'rejected'
+      ),
+  );
+  if (!all) return undefined;
+  const seen = [...new Set(state.steps.map((s) => `${s.tool.slice(0, 64)}: ${s.errorKind}`))].slice(0, 10);
+  return `the model answered without any tool having run: every tool call was refused (${seen.join('; ')})`;
+}
+
+/** Names the agent may call and the fleet serves (open breakers included: they close again). */
+function reachableTools(deps: Pick<AgentLoopDeps, 'agent' | 'catalog'>): string[] {
+  return deps.agent.tools.filter((name) => deps.catalog.has(name));
+}
+
+/** Usage numbers of a provider's answer, when it sent sane ones. */
+function readUsage(res: { usage?: unknown }): Usage | undefined {
+  const u = res.usage as Partial<Usage> | undefined;
+  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0);
+  if (!u || typeof u !== 'object') return undefined;
+  const prompt = n(u.prompt_tokens);
+  const completion = n(u.completion_tokens);
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: n(u.total_tokens) || prompt + completion,
+  };
+}
+
+function addUsage(state: RunState, u: Usage): void {
   state.usage.prompt_tokens += u.prompt_tokens;
   state.usage.completion_tokens += u.completion_tokens;
   state.usage.total_tokens += u.total_tokens;

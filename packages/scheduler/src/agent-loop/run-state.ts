@@ -1,5 +1,5 @@
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { ToolErrorKind } from '@agent-reach/shared';
+import type { ToolErrorKind, ToolResult } from '@agent-reach/shared';
 
 export type ChatMessage = ChatCompletionMessageParam;
 
@@ -52,10 +52,22 @@ export interface Usage {
 
 export type GuardName = 'max_iterations' | 'repeat' | 'failed_rounds' | 'token_budget' | 'deadline';
 
+/**
+ * How a run ended. `reason` is one stable word:
+ * - `succeeded`: `final_answer`, or `final_answer_truncated` (the answer hit the output token cap);
+ * - `not_converged`: a guard — `max_iterations`, `repeat`, `token_budget`, `deadline`;
+ * - `failed`: `failed_rounds` (a guard); `refused` (the model declined: `message.refusal`);
+ *   `content_filter` (the provider filtered the output); `empty_answer` (no text, no tool call);
+ *   `output_truncated` (cut at the output token cap before any text); `no_tool_available` (the model
+ *   answered, but every tool call it made was refused by the platform — unknown, forbidden, breaker open
+ *   or unavailable — so no tool ever ran: the answer is kept, the report lists the refusals);
+ *   `llm_error`, `internal_error`, `invalid_job`;
+ * - `cancelled`: `cancelled`.
+ */
 export interface RunOutcome {
   status: FinalStatus;
   answer?: string;
-  /** Why the run ended, in one stable word (`final_answer`, a guard name, `llm_error`, `cancelled`). */
+  /** Why the run ended, in one stable word (see above). */
   reason: string;
   /** What the caller should know or do (advice to split a task, the failures seen, …). */
   report?: string;
@@ -104,7 +116,25 @@ export interface RunState {
   steps: StepRecord[];
   guard: { lastSignature?: string; repeatCount: number; nudged: boolean; failedRounds: number };
   compactions: number;
+  /**
+   * Results decided when the model turn was read (a call of an unsupported type, oversized or cut-off
+   * arguments): the owed calls they answer get them instead of a dispatch, in the calls' order.
+   */
+  localResults?: ToolResult[];
   outcome?: RunOutcome;
+}
+
+/** Notes a summary keeps at most (the latest), so a long session stays bounded. */
+export const MAX_SUMMARY_NOTES = 30;
+
+/** A summary carried into a run whose goal is `goal`: the earlier goal becomes a note. */
+export function retarget(summary: CompactionSummary, goal: string): CompactionSummary {
+  if (summary.goal === goal) return summary;
+  return {
+    ...summary,
+    goal,
+    notes: [...summary.notes, `earlier request: ${summary.goal.slice(0, 300)}`].slice(-MAX_SUMMARY_NOTES),
+  };
 }
 
 export function createRunState(init: {
@@ -135,7 +165,8 @@ export function createRunState(init: {
     createdAt: now,
     deadlineAt: now + init.deadlineMs,
     plan: { requested: false, steps: (init.steps ?? []).filter((s) => !s.done) },
-    ...(init.summary ? { summary: init.summary } : {}),
+    // A session's summary was written for an earlier run: this run's goal is its own input.
+    ...(init.summary ? { summary: retarget(init.summary, init.input) } : {}),
     messages: [...(init.history ?? []), { role: 'user', content: init.input }],
     iterations: 0,
     usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },

@@ -6,6 +6,9 @@ const PLAN_INSTRUCTIONS =
   '{"steps": [{"title": "<what to do>", "tool": "<tool name, if one is needed>"}]} with 1 to 6 steps, ' +
   'in order. A request that needs a single action has a single step.';
 
+/** A plan step's title is shown to the model every turn: long ones are cut. */
+const MAX_STEP_TITLE_CHARS = 200;
+
 /** Asks the model for a plan; the steps become the run's task stack. A plan the model botches is skipped. */
 export async function requestPlan(
   llm: LlmClient,
@@ -35,13 +38,14 @@ export async function requestPlan(
     const parsed = JSON.parse(text) as { steps?: unknown };
     if (!Array.isArray(parsed.steps)) throw new Error('no "steps" array');
     const steps = parsed.steps.flatMap((s): TaskStep[] => {
-      if (typeof s === 'string' && s.trim()) return [{ title: s.trim(), done: false }];
+      if (typeof s === 'string' && s.trim())
+        return [{ title: s.trim().slice(0, MAX_STEP_TITLE_CHARS), done: false }];
       const o = s as { title?: unknown; tool?: unknown };
       if (typeof o?.title !== 'string' || !o.title.trim()) return [];
       return [
         {
-          title: o.title.trim(),
-          ...(typeof o.tool === 'string' && o.tool ? { tool: o.tool } : {}),
+          title: o.title.trim().slice(0, MAX_STEP_TITLE_CHARS),
+          ...(typeof o.tool === 'string' && o.tool ? { tool: o.tool.slice(0, 128) } : {}),
           done: false,
         },
       ];
@@ -52,12 +56,43 @@ export async function requestPlan(
   }
 }
 
-/** Ticks off the step a successful tool call completes: the first open step naming that tool, else the first open step. */
+/**
+ * Splits planned steps into those the agent can carry out and those naming a tool it cannot reach (not
+ * its tool, or served by no executor): a step the agent cannot do would sit in the task stack forever.
+ */
+export function keepReachable(
+  steps: TaskStep[],
+  reachable: ReadonlySet<string>,
+): { kept: TaskStep[]; dropped: Array<{ title: string; tool: string }> } {
+  const kept: TaskStep[] = [];
+  const dropped: Array<{ title: string; tool: string }> = [];
+  for (const step of steps) {
+    if (step.tool === undefined || reachable.has(step.tool)) kept.push(step);
+    else dropped.push({ title: step.title, tool: step.tool });
+  }
+  return { kept, dropped };
+}
+
+/**
+ * Ticks off the step a successful call of `tool` completes: the first open step naming that tool (plan
+ * order), else the current step when it names no tool. A call never ticks a step naming another tool.
+ */
 export function tickOff(state: RunState, tool: string): TaskStep | undefined {
   const open = state.plan.steps.filter((s) => !s.done);
-  const step = open.find((s) => s.tool === tool) ?? open.find((s) => s.tool === undefined) ?? open[0];
+  const current = open[0];
+  const step = open.find((s) => s.tool === tool) ?? (current?.tool === undefined ? current : undefined);
   if (step) step.done = true;
   return step;
+}
+
+/**
+ * On a final answer, the open steps that name no tool (writing the answer, summarizing) are done by it;
+ * steps naming a tool that was never called stay open.
+ */
+export function finishOpenSteps(state: RunState): TaskStep[] {
+  const done = state.plan.steps.filter((s) => !s.done && s.tool === undefined);
+  for (const s of done) s.done = true;
+  return done;
 }
 
 /** The task stack as the model reads it every turn. */
