@@ -16,7 +16,7 @@ export async function startLoopHarness(env: Record<string, string> = {}, limits:
   const platform = await startPlatform(env);
   const sim = await startLlmSim({ scenarios: [] });
   const logger = createLogger('test', { level: 'silent' });
-  const agents = loadAgents(TEST_AGENTS);
+  const agents = loadAgents(env.AGENTS_FILE ?? TEST_AGENTS);
   const runners = new Map<string, AgentRunner>();
   const runnerFor = async (model: string) => {
     let r = runners.get(model);
