@@ -35,7 +35,7 @@ describe('random model answers: every run ends within its deadline with a valid 
   });
   afterAll(async () => h.close());
 
-  it('ends 48 runs against random answers (slow tools and slow answers included) by their deadline', async () => {
+  it('ends 48 runs against random answers (slow answers included) by their deadline', async () => {
     const deadlineMs = 4000;
     const runs = Array.from({ length: 48 }, async (_, i) => {
       const started = Date.now();
@@ -61,6 +61,7 @@ describe('random model answers: every run ends within its deadline with a valid 
     // The answers really were varied: several outcomes, deadline stops among them.
     const reasons = new Set(results.map((r) => r.outcome.reason));
     expect(reasons.size).toBeGreaterThan(2);
+    expect(reasons).toContain('deadline');
   });
 });
 
@@ -71,7 +72,7 @@ describe('random model answers through a scheduler and its API', () => {
       h.sim.addScenario({ name: 'fuzz-api', random: { seed: 11, bad_id: 0.5, max_calls: 6 }, turns: [] });
       const ids = await Promise.all(
         Array.from({ length: 30 }, (_, i) =>
-          h.control.start({ agent: 'fuzz_quick_agent', input: `api fuzz ${i}`, model: 'fuzz-api' }),
+          h.control.start({ agent: 'fuzz_agent', input: `api fuzz ${i}`, model: 'fuzz-api' }),
         ),
       );
       await waitFor(
