@@ -1,6 +1,6 @@
 import { argumentsDigest, constants, type ToolErrorInfo } from '@agent-reach/shared';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
-import type { RunState } from './run-state.js';
+import type { RunState, Usage } from './run-state.js';
 
 /** Ids the platform accepts for a tool call: they key the run's results and its jobs (`runId.id`). */
 export const TOOL_CALL_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -162,11 +162,35 @@ export function uniqueIds<T extends { id: unknown }>(
   });
 }
 
-/** Reads turn `turn` of a run from the provider's answer. Never throws on a malformed answer. */
-export function readModelTurn(res: ChatCompletion, state: RunState, turn: number): ModelTurn {
+/** Usage numbers of a provider's answer, when it sent sane ones. */
+export function readUsage(res: { usage?: unknown }): Usage | undefined {
+  const u = res.usage as Partial<Usage> | undefined;
+  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0);
+  if (!u || typeof u !== 'object') return undefined;
+  const prompt = n(u.prompt_tokens);
+  const completion = n(u.completion_tokens);
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: n(u.total_tokens) || prompt + completion,
+  };
+}
+
+function firstChoice(res: ChatCompletion): { choice: Raw; message: Raw } {
   const choices = (res as { choices?: unknown }).choices;
   const choice = Array.isArray(choices) && isObj(choices[0]) ? choices[0] : {};
-  const message = isObj(choice.message) ? choice.message : {};
+  return { choice, message: isObj(choice.message) ? choice.message : {} };
+}
+
+/** The text of an answer with no tools (a plan), or undefined when the provider sent none. */
+export function answerText(res: ChatCompletion): string | undefined {
+  const { content } = firstChoice(res).message;
+  return typeof content === 'string' ? content : undefined;
+}
+
+/** Reads turn `turn` of a run from the provider's answer. Never throws on a malformed answer. */
+export function readModelTurn(res: ChatCompletion, state: RunState, turn: number): ModelTurn {
+  const { choice, message } = firstChoice(res);
   const finishReason =
     typeof choice.finish_reason === 'string' ? choice.finish_reason.slice(0, 64) : 'unknown';
   const content = typeof message.content === 'string' ? capText(message.content) : undefined;

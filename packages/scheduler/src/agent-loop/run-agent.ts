@@ -21,7 +21,7 @@ import {
   type GuardStop,
 } from './guards.js';
 import { buildMessages, buildSystemPrompt, toolSpecs } from './prompt.js';
-import { readModelTurn } from './model-answer.js';
+import { readModelTurn, readUsage } from './model-answer.js';
 import {
   unansweredCalls,
   type FinalStatus,
@@ -643,20 +643,6 @@ function platformRefusals(state: RunState): string | undefined {
 /** Names the agent may call and the fleet serves (open breakers included: they close again). */
 function reachableTools(deps: Pick<AgentLoopDeps, 'agent' | 'catalog'>): string[] {
   return deps.agent.tools.filter((name) => deps.catalog.has(name));
-}
-
-/** Usage numbers of a provider's answer, when it sent sane ones. */
-function readUsage(res: { usage?: unknown }): Usage | undefined {
-  const u = res.usage as Partial<Usage> | undefined;
-  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : 0);
-  if (!u || typeof u !== 'object') return undefined;
-  const prompt = n(u.prompt_tokens);
-  const completion = n(u.completion_tokens);
-  return {
-    prompt_tokens: prompt,
-    completion_tokens: completion,
-    total_tokens: n(u.total_tokens) || prompt + completion,
-  };
 }
 
 function addUsage(state: RunState, u: Usage): void {

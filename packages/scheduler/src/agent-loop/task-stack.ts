@@ -1,4 +1,6 @@
+import { constants } from '@agent-reach/shared';
 import type { LlmClient } from '../llm.js';
+import { answerText, readUsage } from './model-answer.js';
 import type { RunState, TaskStep, Usage } from './run-state.js';
 
 const PLAN_INSTRUCTIONS =
@@ -26,15 +28,10 @@ export async function requestPlan(
     ],
     signal,
   );
-  const usage = res.usage
-    ? {
-        prompt_tokens: res.usage.prompt_tokens,
-        completion_tokens: res.usage.completion_tokens,
-        total_tokens: res.usage.total_tokens,
-      }
-    : undefined;
-  const text = res.choices[0]?.message.content ?? '';
+  const usage = readUsage(res);
   try {
+    const text = answerText(res) ?? '';
+    if (text.length > constants.MAX_MODEL_TEXT_CHARS) throw new Error('the plan is too long');
     const parsed = JSON.parse(text) as { steps?: unknown };
     if (!Array.isArray(parsed.steps)) throw new Error('no "steps" array');
     const steps = parsed.steps.flatMap((s): TaskStep[] => {
