@@ -242,6 +242,29 @@ describe('malformed model answers never hang or mislead (llm-sim over HTTP, real
     expectValidHistory(state.messages);
   });
 
+  it('takes at most the per-turn number of calls from one answer and tells the model about the rest', async () => {
+    const many = constants.MAX_TOOL_CALLS_PER_TURN + 8;
+    const { outcome, state } = await h.run(
+      {
+        name: 'too-many-calls',
+        turns: [{ tool_calls: Array.from({ length: many }, (_, i) => noop(`v${i}`)) }, { content: 'enough' }],
+      },
+      { limits: { planning: false } },
+    );
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'enough' });
+    expect(outcome.steps).toHaveLength(constants.MAX_TOOL_CALLS_PER_TURN);
+    const [, second] = h.turns('too-many-calls');
+    const notes = second!.body.messages.filter(
+      (m) => m.role === 'system' && String(m.content).startsWith('Guard:'),
+    );
+    expect(notes.map((m) => m.content)).toEqual([
+      expect.stringContaining(
+        `made ${many} tool calls; only the first ${constants.MAX_TOOL_CALLS_PER_TURN} were taken`,
+      ),
+    ]);
+    expectValidHistory(state.messages);
+  });
+
   it('drops plan steps naming unreachable tools and ticks a step only by a call of its own tool', async () => {
     const { outcome, events } = await h.run({
       name: 'planned-tools',

@@ -415,6 +415,11 @@ export async function runAgent(
       );
       if (local.length > 0) state.localResults = local;
       else delete state.localResults;
+      if (answer.droppedCalls > 0) {
+        state.turnNote =
+          `Guard: your last answer made ${calls.length + answer.droppedCalls} tool calls; only the first ` +
+          `${calls.length} were taken and the rest were not run. Make at most ${calls.length} calls in one answer.`;
+      } else delete state.turnNote;
       const overBudget = checkTokenBudget(state, limits);
       if (overBudget) {
         answerNotRun(state, calls, 'not run: the run used up its token budget');
@@ -566,6 +571,10 @@ async function answerCalls(
       report: `the run passed its wall-clock deadline while waiting for ${toRun.length} tool call(s)`,
     };
   }
+  if (state.turnNote) {
+    state.messages.push({ role: 'system', content: state.turnNote });
+    delete state.turnNote;
+  }
   if (state.guard.nudged && state.guard.repeatCount === limits.repeatLimit) {
     state.messages.push({
       role: 'system',
@@ -601,6 +610,7 @@ async function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | undefin
 /** Answers every call of a turn without running it, so the history stays a valid conversation. */
 function answerNotRun(state: RunState, calls: Array<{ id: string; name: string }>, message: string): void {
   delete state.localResults;
+  delete state.turnNote;
   for (const c of calls) {
     state.messages.push({
       role: 'tool',

@@ -121,6 +121,8 @@ export interface RunState {
    * arguments): the owed calls they answer get them instead of a dispatch, in the calls' order.
    */
   localResults?: ToolResult[];
+  /** A guard note for the model, added after the owed calls are answered (e.g. calls left out). */
+  turnNote?: string;
   outcome?: RunOutcome;
 }
 
