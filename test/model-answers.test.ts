@@ -102,6 +102,31 @@ describe('malformed model answers never hang or mislead (llm-sim over HTTP, real
     expectValidHistory(state.messages);
   });
 
+  it('records a tool name the provider would refuse in a safe spelling and answers it with the closest name', async () => {
+    const { outcome, state } = await h.run(
+      {
+        name: 'dotted-name',
+        turns: [
+          { tool_calls: [{ name: 'functions.query_weather', arguments: { city: '上海' } }] },
+          { tool_calls: [{ name: '{{ last.error.did_you_mean }}', arguments: { city: '上海' } }] },
+          { content: 'found it' },
+        ],
+      },
+      { limits: { planning: false } },
+    );
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'found it' });
+    expect(outcome.steps.map((s) => [s.tool, s.errorKind])).toEqual([
+      ['functions_query_weather', 'unknown_tool'],
+      ['query_weather', undefined],
+    ]);
+    expect(toolResults(state)[0]?.result.error).toMatchObject({
+      kind: 'unknown_tool',
+      did_you_mean: 'query_weather',
+      message: expect.stringContaining('"functions.query_weather" is not a tool name'),
+    });
+    expectValidHistory(state.messages);
+  });
+
   it('fails a run whose model refuses, saying so, instead of succeeding with an empty answer', async () => {
     const { outcome } = await h.run(
       { name: 'refuses', turns: [{ refusal: 'I will not do that.' }] },

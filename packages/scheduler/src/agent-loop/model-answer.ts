@@ -1,4 +1,4 @@
-import { argumentsDigest, constants, type ToolErrorInfo } from '@agent-reach/shared';
+import { argumentsDigest, closestName, constants, type ToolErrorInfo } from '@agent-reach/shared';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import type { RunState, Usage } from './run-state.js';
 
@@ -53,13 +53,20 @@ function parses(json: string): boolean {
 }
 
 /** One raw tool call as the run will record it, before its id is made unique. */
-function readCall(raw: unknown, finishReason: string): Omit<ModelCall, 'id'> & { id: unknown } {
+function readCall(
+  raw: unknown,
+  finishReason: string,
+  reachable: readonly string[],
+): Omit<ModelCall, 'id'> & { id: unknown } {
   const call = isObj(raw) ? raw : {};
   const type = call.type;
   const fn = isObj(call.function) ? call.function : undefined;
   const custom = type === 'custom' && isObj(call.custom) ? call.custom : undefined;
   const rawName = fn?.name ?? custom?.name;
-  const name = typeof rawName === 'string' ? rawName.slice(0, 128) : '';
+  const given = typeof rawName === 'string' ? rawName : '';
+  // Names go back to the provider in the history: one it would refuse is recorded in a safe spelling.
+  const validName = constants.TOOL_NAME_PATTERN.test(given);
+  const name = validName ? given : given.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'unnamed';
   const rawArgs = fn?.arguments;
   let args =
     typeof rawArgs === 'string'
@@ -79,6 +86,23 @@ function readCall(raw: unknown, finishReason: string): Omit<ModelCall, 'id'> & {
         message: fn
           ? `tool calls of type "${kind}" are not supported: call one of the function tools offered`
           : 'the tool call has no function: call one of the function tools offered, with a name and arguments',
+        retryable: false,
+      },
+    };
+  }
+  if (!validName) {
+    const guess = closestName(name, reachable);
+    return {
+      id: call.id,
+      name,
+      arguments: args.slice(0, constants.TOOL_ARGUMENTS_PREFIX_CHARS),
+      refused: {
+        kind: 'unknown_tool',
+        message:
+          `${JSON.stringify(given.slice(0, 64))} is not a tool name (letters, digits, "_" and "-", 1 to 64 ` +
+          `characters)${guess ? `; did you mean "${guess}"?` : ''}`,
+        ...(guess ? { did_you_mean: guess } : {}),
+        available_tools: [...reachable],
         retryable: false,
       },
     };
@@ -189,7 +213,12 @@ export function answerText(res: ChatCompletion): string | undefined {
 }
 
 /** Reads turn `turn` of a run from the provider's answer. Never throws on a malformed answer. */
-export function readModelTurn(res: ChatCompletion, state: RunState, turn: number): ModelTurn {
+export function readModelTurn(
+  res: ChatCompletion,
+  state: RunState,
+  turn: number,
+  reachable: readonly string[] = [],
+): ModelTurn {
   const { choice, message } = firstChoice(res);
   const finishReason =
     typeof choice.finish_reason === 'string' ? choice.finish_reason.slice(0, 64) : 'unknown';
@@ -207,7 +236,7 @@ export function readModelTurn(res: ChatCompletion, state: RunState, turn: number
     calls: uniqueIds(
       state,
       turn,
-      taken.map((c) => readCall(c, finishReason)),
+      taken.map((c) => readCall(c, finishReason, reachable)),
     ),
     droppedCalls: rawCalls.length - taken.length,
     textCut: Boolean(content?.cut || refusal?.cut),

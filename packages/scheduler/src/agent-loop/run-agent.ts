@@ -333,7 +333,7 @@ export async function runAgent(
       } catch (err) {
         return await llmFailed(err, turn, started, deadline);
       }
-      const answer = readModelTurn(res, state, turn);
+      const answer = readModelTurn(res, state, turn, reachableTools(deps));
       const { calls } = answer;
       state.iterations = turn;
       const usage = readUsage(res);
