@@ -15,7 +15,14 @@ const DEFAULTS: Required<Omit<RandomAnswers, 'seed'>> = {
   refusal: 0.03,
 };
 const FINISH_REASONS: readonly FinishReason[] = ['stop', 'tool_calls', 'length', 'content_filter'];
-const UNKNOWN_NAMES = ['delete_everything', 'get_weather', 'search_web', 'query_orders', 'x'];
+const UNKNOWN_NAMES = [
+  'delete_everything',
+  'get_weather',
+  'search_web',
+  'functions.noop',
+  'get weather',
+  'x',
+];
 const WORDS = ['上海', 'alpha', 'ORD-123456', '', ' ', 'null', '{}', '"quoted"', 'long-'.repeat(40)];
 
 /** A small seeded generator (mulberry32) so one seed gives one sequence. */
