@@ -72,6 +72,7 @@ export function recordedLlm(events: RunEvent[], model = 'replay'): LlmClient {
     content: string | null,
     calls: Array<{ id: string; name: string; arguments: string }> | undefined,
     finish: string,
+    refusal: string | null = null,
   ): ChatCompletion => ({
     id: `replay-${next}`,
     object: 'chat.completion',
@@ -85,7 +86,7 @@ export function recordedLlm(events: RunEvent[], model = 'replay'): LlmClient {
         message: {
           role: 'assistant',
           content,
-          refusal: null,
+          refusal,
           ...(calls?.length
             ? {
                 tool_calls: calls.map((c) => ({
@@ -106,7 +107,12 @@ export function recordedLlm(events: RunEvent[], model = 'replay'): LlmClient {
       const turn = turns[next];
       next += 1;
       if (!turn) throw new AgentReachError('TOOL_FAILED', 'the recording has no more model turns');
-      return completion(turn.message.content, turn.message.tool_calls, turn.finish_reason);
+      return completion(
+        turn.message.content,
+        turn.message.tool_calls,
+        turn.finish_reason,
+        turn.message.refusal ?? null,
+      );
     },
     async completeJson() {
       const steps =

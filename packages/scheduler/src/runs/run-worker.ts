@@ -156,7 +156,11 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         throw new DelayedError();
       }
       if (result === 'parked') {
-        const wakeAt = Date.now() + (options.approvalTimeoutMs ?? constants.DEFAULT_APPROVAL_TIMEOUT_MS);
+        // Whichever comes first: the approval timeout, or the run's deadline (the loop then ends it).
+        const wakeAt = Math.min(
+          Date.now() + (options.approvalTimeoutMs ?? constants.DEFAULT_APPROVAL_TIMEOUT_MS),
+          state.deadlineAt,
+        );
         log.info({ wakeAt }, 'run parked until a person decides');
         await job.moveToDelayed(wakeAt, token);
         // A decision (or a cancel) that landed between the checkpoint and the move found no delayed job
