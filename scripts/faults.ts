@@ -1,0 +1,112 @@
+/**
+ * The long version of the fault-injection suite (test/faults.test.ts): every scenario (or those named)
+ * with hundreds of runs, as many rounds as asked, figures printed per round and in total.
+ *
+ *   pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 120000] [--quiet-ms 30000]
+ *   pnpm faults --list
+ *
+ * Scenario ids: see --list; `baseline` (no fault) is a control. Exit code 1 when any invariant was
+ * violated.
+ */
+import { parseArgs } from 'node:util';
+import {
+  BASELINE,
+  cleanupAll,
+  formatReport,
+  INVARIANTS,
+  runFaultScenario,
+  SCENARIOS,
+  type FaultReport,
+  type Invariant,
+} from '../test/helpers/faults.js';
+
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '300' },
+    rounds: { type: 'string', default: '1' },
+    scenario: { type: 'string' },
+    'settle-ms': { type: 'string', default: '120000' },
+    'quiet-ms': { type: 'string', default: '30000' },
+    examples: { type: 'string', default: '10' },
+    list: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+
+const all = [...SCENARIOS, BASELINE];
+if (values.help || values.list) {
+  if (values.help)
+    console.log(
+      'pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 120000] [--quiet-ms 30000] [--examples 10]',
+    );
+  for (const s of all) console.log(`${s.id.padEnd(22)} ${s.title}`);
+  process.exit(0);
+}
+
+const positive = (name: string, raw: string | undefined): number => {
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) {
+    console.error(`--${name} must be a positive integer`);
+    process.exit(2);
+  }
+  return n;
+};
+const runs = positive('runs', values.runs);
+const rounds = positive('rounds', values.rounds);
+const settleMs = positive('settle-ms', values['settle-ms']);
+const quietMs = positive('quiet-ms', values['quiet-ms']);
+const examples = positive('examples', values.examples);
+const wanted = values.scenario ? values.scenario.split(',').filter(Boolean) : SCENARIOS.map((s) => s.id);
+const unknown = wanted.filter((id) => !all.some((s) => s.id === id));
+if (unknown.length > 0) {
+  console.error(`unknown scenario(s): ${unknown.join(', ')} (see --list)`);
+  process.exit(2);
+}
+
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (interrupted) return;
+    interrupted = true;
+    console.error(`\n${signal}: stopping every process of the suite`);
+    void cleanupAll().finally(() => process.exit(130));
+  });
+}
+
+const totals = new Map<string, { runs: number; counts: Partial<Record<Invariant, number>>; rounds: number }>();
+let failed = false;
+for (let round = 1; round <= rounds; round += 1) {
+  for (const id of wanted) {
+    const scenario = all.find((s) => s.id === id)!;
+    const t0 = Date.now();
+    let report: FaultReport;
+    try {
+      report = await runFaultScenario(scenario, { runs, settleMs, quietMs });
+    } catch (err) {
+      failed = true;
+      console.error(`round ${round} ${id}: the scenario could not be run: ${(err as Error).stack ?? String(err)}`);
+      continue;
+    }
+    console.log(`\n[round ${round}/${rounds}, ${((Date.now() - t0) / 1000).toFixed(1)} s] ${formatReport(report, examples)}`);
+    if (report.violations.length > 0) failed = true;
+    const total = totals.get(id) ?? { runs: 0, counts: {}, rounds: 0 };
+    total.runs += report.runs;
+    total.rounds += 1;
+    for (const [k, v] of Object.entries(report.counts) as Array<[Invariant, number]>)
+      total.counts[k] = (total.counts[k] ?? 0) + v;
+    totals.set(id, total);
+  }
+}
+
+console.log('\nTotals');
+for (const [id, t] of totals) {
+  const counts = Object.entries(t.counts) as Array<[Invariant, number]>;
+  console.log(
+    `  ${id}: ${t.runs} runs in ${t.rounds} round(s); ${
+      counts.length === 0 ? 'no violations' : counts.map(([k, v]) => `${k} ${v}`).join(', ')
+    }`,
+  );
+}
+console.log(`\nInvariants:\n${Object.entries(INVARIANTS).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
+await cleanupAll();
+process.exit(failed ? 1 : 0);

@@ -1,0 +1,264 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { isDeepStrictEqual } from 'node:util';
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Keys } from '@agent-reach/shared';
+import { startsKey, type StartRecord } from './fault-tools.js';
+
+export const FINAL_STATUSES: readonly string[] = ['succeeded', 'not_converged', 'failed', 'cancelled'];
+
+/** The invariants every run must keep through any fault (and the few a scenario adds). */
+export const INVARIANTS = {
+  not_final: 'every accepted run reaches a final status (and is not left with a non-final record)',
+  run_started: 'exactly one run_started event per run',
+  run_finished: 'exactly one run_finished event per run',
+  invalid_history: 'every stored history is a valid conversation',
+  two_results: 'the model is never sent two different results for one tool_call_id of a run',
+  timeout_never_started: 'no call is reported as a tool timeout that never started executing',
+  invalid_model_request: 'the model is never sent a request it rejects as an invalid conversation',
+  record_differs: 'the stored record of a call keeps the result the model saw',
+  shutdown_over_grace: 'SIGTERM ends every process within its grace period',
+} as const;
+export type Invariant = keyof typeof INVARIANTS;
+
+export interface Violation {
+  invariant: Invariant;
+  /** The run (or, for process-level invariants, the process) it concerns. */
+  subject: string;
+  detail: string;
+}
+
+/** What an llm-sim recorded of one request (the fields the checker reads). */
+export interface ModelRequest {
+  status: number | null;
+  body: unknown;
+  response?: unknown;
+}
+
+interface Message {
+  role: string;
+  content?: unknown;
+  tool_call_id?: string;
+  tool_calls?: Array<{ id: string; function?: { name: string } }>;
+}
+
+/** Execution starts per `<runId>/<toolCallId>`: the larger of the starts file's and Redis's counts. */
+export async function readStarts(redis: Redis, keys: Keys, file?: string): Promise<Map<string, number>> {
+  const starts = new Map<string, number>();
+  if (file && existsSync(file)) {
+    for (const line of readFileSync(file, 'utf8').split('\n')) {
+      if (!line) continue;
+      let record: StartRecord;
+      try {
+        record = JSON.parse(line) as StartRecord;
+      } catch {
+        continue; // a line being written right now
+      }
+      const key = `${record.runId}/${record.toolCallId}`;
+      starts.set(key, (starts.get(key) ?? 0) + 1);
+    }
+  }
+  const recorded = await redis.hgetall(startsKey(keys));
+  for (const [key, n] of Object.entries(recorded)) starts.set(key, Math.max(starts.get(key) ?? 0, Number(n)));
+  return starts;
+}
+
+/** The run a model request belongs to: its first user message is `fault run <runId>`. */
+export function runOfRequest(body: unknown): string | undefined {
+  const messages = (body as { messages?: Message[] } | null)?.messages;
+  if (!Array.isArray(messages)) return undefined;
+  const first = messages.find((m) => m?.role === 'user');
+  const match = typeof first?.content === 'string' ? /^fault run (\S+)/.exec(first.content) : null;
+  return match?.[1];
+}
+
+/** The input a run of the suite is started with (how its model requests are told apart). */
+export const runInput = (runId: string): string => `fault run ${runId}`;
+
+function parseJson(text: unknown): unknown {
+  if (typeof text !== 'string') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+const errorKind = (content: unknown): string | undefined =>
+  (parseJson(content) as { error?: { kind?: string } } | undefined)?.error?.kind;
+
+/** Problems of a history as a conversation: every call answered once, right after it, nothing repeated. */
+export function historyProblems(messages: Message[]): string[] {
+  const problems: string[] = [];
+  const seenJson = new Map<string, number>();
+  const everCalled = new Set<string>();
+  const answered = new Set<string>();
+  let open = new Set<string>();
+  let openAt = -1;
+  messages.forEach((m, i) => {
+    const json = JSON.stringify(m);
+    const before = seenJson.get(json);
+    if (before !== undefined) problems.push(`messages[${i}] (${m.role}) repeats messages[${before}]`);
+    else seenJson.set(json, i);
+    if (m.role === 'tool') {
+      const id = m.tool_call_id ?? '';
+      if (open.has(id)) {
+        open.delete(id);
+        answered.add(id);
+      } else if (answered.has(id)) {
+        problems.push(`messages[${i}] answers call ${id} again`);
+      } else if (everCalled.has(id)) {
+        problems.push(`messages[${i}] answers call ${id} after a later non-tool message`);
+      } else {
+        problems.push(`messages[${i}] answers unknown call ${id}`);
+      }
+      return;
+    }
+    if (open.size > 0) {
+      problems.push(
+        `messages[${i}] (${m.role}) comes before the calls of messages[${openAt}] are answered: ${[...open].join(', ')}`,
+      );
+      open = new Set();
+    }
+    if (m.role === 'assistant' && Array.isArray(m.tool_calls) && m.tool_calls.length > 0) {
+      for (const call of m.tool_calls) {
+        if (everCalled.has(call.id)) problems.push(`messages[${i}] makes call ${call.id} again`);
+        everCalled.add(call.id);
+        open.add(call.id);
+      }
+      openAt = i;
+    }
+  });
+  if (open.size > 0)
+    problems.push(`the calls of messages[${openAt}] are never answered: ${[...open].join(', ')}`);
+  return problems;
+}
+
+export interface CheckInput {
+  redis: Redis;
+  keys: Keys;
+  runIds: readonly string[];
+  /** Every request llm-sim recorded during the scenario. */
+  requests: readonly ModelRequest[];
+  /** Execution starts per `<runId>/<toolCallId>` (see `readStarts`). */
+  starts: ReadonlyMap<string, number>;
+  /** The `agent-runs` queue, to say what became of the job of a run left non-final. */
+  runsQueue: Queue;
+}
+
+/** Reads every run's records and llm-sim's requests and returns each broken invariant, per run. */
+export async function checkRuns(input: CheckInput): Promise<Violation[]> {
+  const { redis, keys, runIds, requests, starts, runsQueue } = input;
+  const violations: Violation[] = [];
+  const add = (invariant: Invariant, subject: string, detail: string) =>
+    violations.push({ invariant, subject, detail });
+
+  // What the model was sent, per run and call: every distinct result content.
+  const sent = new Map<string, Map<string, string[]>>();
+  for (const r of requests) {
+    const runId = runOfRequest(r.body);
+    if (runId === undefined) continue;
+    if (r.status === 400) {
+      const message = (r.response as { error?: { message?: string } } | null)?.error?.message ?? '';
+      add('invalid_model_request', runId, `llm-sim answered 400: ${message}`);
+    }
+    const messages = (r.body as { messages: Message[] }).messages;
+    const calls = sent.get(runId) ?? new Map<string, string[]>();
+    sent.set(runId, calls);
+    for (const m of messages) {
+      if (m.role !== 'tool' || typeof m.tool_call_id !== 'string') continue;
+      const contents = calls.get(m.tool_call_id) ?? [];
+      const content = typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
+      if (!contents.includes(content)) contents.push(content);
+      calls.set(m.tool_call_id, contents);
+    }
+  }
+
+  for (const runId of runIds) {
+    const [[, meta], [, events], [, stored], [, recorded]] = (await redis
+      .multi()
+      .hgetall(keys.runMeta(runId))
+      .xrange(keys.runEvents(runId), '-', '+')
+      .lrange(keys.runMessages(runId), 0, -1)
+      .hgetall(keys.results(runId))
+      .exec()) as [
+      [null, Record<string, string>],
+      [null, Array<[string, string[]]>],
+      [null, string[]],
+      [null, Record<string, string>],
+    ];
+    const status = meta.status ?? '(no record)';
+    if (!FINAL_STATUSES.includes(status)) {
+      const job = await runsQueue.getJobState(runId);
+      add('not_final', runId, `status ${status}, its job ${job}`);
+    }
+
+    const types = events.map(([, fields]) => {
+      const i = fields.indexOf('e');
+      return (parseJson(i >= 0 ? fields[i + 1] : undefined) as { type?: string } | undefined)?.type;
+    });
+    const startedCount = types.filter((t) => t === 'run_started').length;
+    const finishedCount = types.filter((t) => t === 'run_finished').length;
+    if (startedCount !== 1) add('run_started', runId, `${startedCount} run_started events`);
+    if (finishedCount !== 1) add('run_finished', runId, `${finishedCount} run_finished events`);
+
+    const messages = stored.map((m) => parseJson(m) as Message);
+    if (messages.some((m) => !m || typeof m.role !== 'string'))
+      add('invalid_history', runId, 'a stored message is not a JSON chat message');
+    else if (messages.length === 0) add('invalid_history', runId, 'no stored messages');
+    else for (const p of historyProblems(messages)) add('invalid_history', runId, p);
+
+    const seen = sent.get(runId) ?? new Map<string, string[]>();
+    for (const [callId, contents] of seen) {
+      if (contents.length > 1)
+        add('two_results', runId, `call ${callId} reached the model with ${contents.length} different results`);
+    }
+
+    // The record keeps what the model saw: the stored tool message and the results hash.
+    const storedTool = new Map<string, unknown>();
+    for (const m of messages)
+      if (m?.role === 'tool' && m.tool_call_id) storedTool.set(m.tool_call_id, parseJson(m.content));
+    for (const [callId, contents] of seen) {
+      if (contents.length !== 1) continue;
+      const modelSaw = parseJson(contents[0]);
+      if (storedTool.has(callId) && !isDeepStrictEqual(storedTool.get(callId), modelSaw))
+        add('record_differs', runId, `the stored tool message of ${callId} is not what the model saw`);
+      const inHash = recorded[callId];
+      // A call may have no entry (answered by the scheduler itself), but an entry must be what was sent.
+      if (inHash !== undefined && !isDeepStrictEqual(parseJson(inHash), modelSaw))
+        add('record_differs', runId, `the results hash entry of ${callId} is not what the model saw`);
+    }
+
+    // Timeouts of calls that never started, wherever they are reported.
+    const timedOut = new Set<string>();
+    for (const [callId, contents] of seen)
+      if (contents.some((c) => errorKind(c) === 'timeout')) timedOut.add(callId);
+    for (const m of messages)
+      if (m?.role === 'tool' && m.tool_call_id && errorKind(m.content) === 'timeout') timedOut.add(m.tool_call_id);
+    for (const [callId, json] of Object.entries(recorded))
+      if (errorKind(json) === 'timeout') timedOut.add(callId);
+    for (const callId of timedOut) {
+      if (!starts.get(`${runId}/${callId}`))
+        add('timeout_never_started', runId, `call ${callId} was reported as timeout but never started`);
+    }
+  }
+  return violations;
+}
+
+/** Violations per invariant (only those with any). */
+export function countViolations(violations: readonly Violation[]): Partial<Record<Invariant, number>> {
+  const counts: Partial<Record<Invariant, number>> = {};
+  for (const v of violations) counts[v.invariant] = (counts[v.invariant] ?? 0) + 1;
+  return counts;
+}
+
+/** Runs with at least one violation, per invariant. */
+export function countViolatingRuns(violations: readonly Violation[]): Partial<Record<Invariant, number>> {
+  const sets = new Map<Invariant, Set<string>>();
+  for (const v of violations) {
+    const s = sets.get(v.invariant) ?? new Set<string>();
+    s.add(v.subject);
+    sets.set(v.invariant, s);
+  }
+  return Object.fromEntries([...sets].map(([k, s]) => [k, s.size]));
+}
