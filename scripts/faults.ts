@@ -73,7 +73,10 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-const totals = new Map<string, { runs: number; counts: Partial<Record<Invariant, number>>; rounds: number }>();
+const totals = new Map<
+  string,
+  { runs: number; counts: Partial<Record<Invariant, number>>; rounds: number }
+>();
 let failed = false;
 for (let round = 1; round <= rounds; round += 1) {
   for (const id of wanted) {
@@ -84,10 +87,14 @@ for (let round = 1; round <= rounds; round += 1) {
       report = await runFaultScenario(scenario, { runs, settleMs, quietMs });
     } catch (err) {
       failed = true;
-      console.error(`round ${round} ${id}: the scenario could not be run: ${(err as Error).stack ?? String(err)}`);
+      console.error(
+        `round ${round} ${id}: the scenario could not be run: ${(err as Error).stack ?? String(err)}`,
+      );
       continue;
     }
-    console.log(`\n[round ${round}/${rounds}, ${((Date.now() - t0) / 1000).toFixed(1)} s] ${formatReport(report, examples)}`);
+    console.log(
+      `\n[round ${round}/${rounds}, ${((Date.now() - t0) / 1000).toFixed(1)} s] ${formatReport(report, examples)}`,
+    );
     if (report.violations.length > 0) failed = true;
     const total = totals.get(id) ?? { runs: 0, counts: {}, rounds: 0 };
     total.runs += report.runs;
@@ -107,6 +114,10 @@ for (const [id, t] of totals) {
     }`,
   );
 }
-console.log(`\nInvariants:\n${Object.entries(INVARIANTS).map(([k, v]) => `  ${k}: ${v}`).join('\n')}`);
+console.log(
+  `\nInvariants:\n${Object.entries(INVARIANTS)
+    .map(([k, v]) => `  ${k}: ${v}`)
+    .join('\n')}`,
+);
 await cleanupAll();
 process.exit(failed ? 1 : 0);

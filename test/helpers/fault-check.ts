@@ -98,8 +98,12 @@ export function historyProblems(messages: Message[]): string[] {
   messages.forEach((m, i) => {
     const json = JSON.stringify(m);
     const before = seenJson.get(json);
-    if (before !== undefined) problems.push(`messages[${i}] (${m.role}) repeats messages[${before}]`);
-    else seenJson.set(json, i);
+    if (before !== undefined) {
+      // Reported once, as what it is; the rest is judged as if the copy were not there.
+      problems.push(`messages[${i}] (${m.role}) repeats messages[${before}]`);
+      return;
+    }
+    seenJson.set(json, i);
     if (m.role === 'tool') {
       const id = m.tool_call_id ?? '';
       if (open.has(id)) {
@@ -211,7 +215,11 @@ export async function checkRuns(input: CheckInput): Promise<Violation[]> {
     const seen = sent.get(runId) ?? new Map<string, string[]>();
     for (const [callId, contents] of seen) {
       if (contents.length > 1)
-        add('two_results', runId, `call ${callId} reached the model with ${contents.length} different results`);
+        add(
+          'two_results',
+          runId,
+          `call ${callId} reached the model with ${contents.length} different results`,
+        );
     }
 
     // The record keeps what the model saw: the stored tool message and the results hash.
@@ -234,7 +242,8 @@ export async function checkRuns(input: CheckInput): Promise<Violation[]> {
     for (const [callId, contents] of seen)
       if (contents.some((c) => errorKind(c) === 'timeout')) timedOut.add(callId);
     for (const m of messages)
-      if (m?.role === 'tool' && m.tool_call_id && errorKind(m.content) === 'timeout') timedOut.add(m.tool_call_id);
+      if (m?.role === 'tool' && m.tool_call_id && errorKind(m.content) === 'timeout')
+        timedOut.add(m.tool_call_id);
     for (const [callId, json] of Object.entries(recorded))
       if (errorKind(json) === 'timeout') timedOut.add(callId);
     for (const callId of timedOut) {

@@ -11,6 +11,7 @@ import { ROOT, startExecutorWith, startSchedulerChild, type Child } from './proc
 import { testEnv } from './runs.js';
 import { startPrivateRedis, type PrivateRedis } from './redis-server.js';
 import { STARTS_FILE_ENV } from './fault-tools.js';
+import { forget, killOnExit } from './reaper.js';
 import {
   checkRuns,
   countViolatingRuns,
@@ -175,7 +176,9 @@ export class Fleet {
   #spawn(role: Role, index: number): Member {
     const child = role === 'scheduler' ? startSchedulerChild(this.env) : startExecutorWith(this.env);
     const m: Member = { role, index, child, stopping: false, stopped: false };
+    killOnExit(child.proc.pid);
     void child.exited.then((code) => {
+      forget(child.proc.pid);
       if (m.stopping || this.#closed) return;
       this.crashes.push(`${role} ${index} exited (${code}): ${child.output().slice(-600)}`);
       this.#restartLater(m);
@@ -269,14 +272,19 @@ export const SCENARIOS: readonly FaultScenario[] = [
     at: 0.3,
     async inject({ fleet, note, violation }) {
       const bound = SHUTDOWN_GRACE_MS + SHUTDOWN_SLACK_MS;
-      const exits = await fleet.terminateAll(bound + 10_000);
+      const exits = await fleet.terminateAll(bound + 3000);
       for (const e of exits) {
-        note(`exit after SIGTERM: ${e.name}`, e.killed ? `still running after ${e.ms} ms, killed` : `${e.ms} ms`);
+        note(
+          `exit after SIGTERM: ${e.name}`,
+          e.killed ? `still running after ${e.ms} ms, killed` : `${e.ms} ms`,
+        );
         if (e.killed || e.ms > bound)
           violation(
             'shutdown_over_grace',
             e.name,
-            e.killed ? `did not exit within ${e.ms} ms (grace ${SHUTDOWN_GRACE_MS} ms)` : `exited after ${e.ms} ms (grace ${SHUTDOWN_GRACE_MS} ms)`,
+            e.killed
+              ? `did not exit within ${e.ms} ms (grace ${SHUTDOWN_GRACE_MS} ms)`
+              : `exited after ${e.ms} ms (grace ${SHUTDOWN_GRACE_MS} ms)`,
           );
       }
       await fleet.start();
@@ -327,7 +335,10 @@ export interface FaultReport {
  * processes, `runs` runs submitted through RunControl, the fault injected once the workload is under
  * way, a bounded wait for every run to end, then the invariants checked on the records.
  */
-export async function runFaultScenario(scenario: FaultScenario, options: FaultRunOptions): Promise<FaultReport> {
+export async function runFaultScenario(
+  scenario: FaultScenario,
+  options: FaultRunOptions,
+): Promise<FaultReport> {
   const settleMs = options.settleMs ?? 60_000;
   const quietMs = options.quietMs ?? 20_000;
   const figures: Record<string, string | number> = {};
@@ -340,7 +351,10 @@ export async function runFaultScenario(scenario: FaultScenario, options: FaultRu
   const connections: Redis[] = [];
   const queues: Queue[] = [];
   let control: RunControl | undefined;
+  let released = false;
   const release = async () => {
+    if (released) return;
+    released = true;
     await fleet?.close();
     await withTimeout(control?.close(), 5000);
     for (const q of queues) await withTimeout(q.close(), 5000);
@@ -365,7 +379,10 @@ export async function runFaultScenario(scenario: FaultScenario, options: FaultRu
     });
     fleet = new Fleet(env);
     const conn = createRedis(redis.url, 'worker', { connectionName: `${prefix}-faults-check` });
-    const admin = new Redis(redis.url, { maxRetriesPerRequest: null, connectionName: `${prefix}-faults-admin` });
+    const admin = new Redis(redis.url, {
+      maxRetriesPerRequest: null,
+      connectionName: `${prefix}-faults-admin`,
+    });
     for (const c of [conn, admin]) {
       c.on('error', () => undefined);
       connections.push(c);
@@ -374,11 +391,16 @@ export async function runFaultScenario(scenario: FaultScenario, options: FaultRu
     const runsQueue = control.queue as unknown as Queue;
     const toolsQueue = new Queue(keys.toolQueue('default'), { connection: conn, prefix });
     queues.push(toolsQueue);
+    // Connection errors while Redis is down are the fault itself, not news.
+    for (const q of [runsQueue, toolsQueue]) q.on('error', () => undefined);
     const startAt = Date.now();
     await fleet.start();
     figures['fleet start ms'] = Date.now() - startAt;
 
-    const runIds = Array.from({ length: options.runs }, (_, i) => `${scenario.id}-${String(i).padStart(4, '0')}`);
+    const runIds = Array.from(
+      { length: options.runs },
+      (_, i) => `${scenario.id}-${String(i).padStart(4, '0')}`,
+    );
     const models = faultModelScenarios().map((s) => s.name);
     for (let i = 0; i < runIds.length; i += 50) {
       await Promise.all(
@@ -501,8 +523,10 @@ export function formatReport(report: FaultReport, examples = 10): string {
     lines.push(
       `  VIOLATED ${inv} (${INVARIANTS[inv]}): ${report.counts[inv]} violations in ${report.runsViolating[inv]} runs/processes`,
     );
-  for (const v of report.violations.slice(0, examples)) lines.push(`    - [${v.invariant}] ${v.subject}: ${v.detail}`);
-  if (report.violations.length > examples) lines.push(`    … and ${report.violations.length - examples} more`);
+  for (const v of report.violations.slice(0, examples))
+    lines.push(`    - [${v.invariant}] ${v.subject}: ${v.detail}`);
+  if (report.violations.length > examples)
+    lines.push(`    … and ${report.violations.length - examples} more`);
   return lines.join('\n');
 }
 

@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { forget, killOnExit } from './reaper.js';
 
 /**
  * A `redis-server` of the test's own, on a free port, persisting to an append-only file in a temporary
@@ -74,9 +75,11 @@ export async function startPrivateRedis(options: { extraArgs?: string[] } = {}):
   const launch = async () => {
     const p = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     proc = p;
+    killOnExit(p.pid);
     let gone = false;
     exited = new Promise<void>((resolve) =>
       p.once('exit', () => {
+        forget(p.pid);
         gone = true;
         if (proc === p) proc = undefined;
         resolve();
@@ -89,7 +92,8 @@ export async function startPrivateRedis(options: { extraArgs?: string[] } = {}):
     for (;;) {
       if (gone) throw new Error(`redis-server on port ${port} exited at start:\n${out}`);
       if (await answers(port)) return;
-      if (Date.now() > end) throw new Error(`redis-server on port ${port} did not answer within 20 s:\n${out}`);
+      if (Date.now() > end)
+        throw new Error(`redis-server on port ${port} did not answer within 20 s:\n${out}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   };
