@@ -6,8 +6,9 @@ import { cleanupAll, formatReport, runFaultScenario, SCENARIOS } from './helpers
  * redis-server, llm-sim as the model, runs of 6 tool calls each. Every scenario injects one fault
  * mid-load and then checks every run's records and what the model was sent (see
  * test/helpers/fault-check.ts). `pnpm faults` runs the same scenarios with hundreds of runs each.
+ * This file alone: `pnpm exec vitest run --dir test faults.test` (llm-sim has a faults.test.ts of its own).
  */
-const RUNS = 48;
+const RUNS = 40;
 
 describe('fault injection: every run ends final, started and finished once, with a valid history; the model never sees two results for a call, nor a timeout of a call that never ran', () => {
   afterAll(cleanupAll);
@@ -18,6 +19,6 @@ describe('fault injection: every run ends final, started and finished once, with
       const text = formatReport(report);
       console.log(text);
       expect(report.counts, text).toEqual({});
-    }, 180_000);
+    }, 240_000);
   }
 });
