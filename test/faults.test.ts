@@ -1,12 +1,14 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { cleanupAll, formatReport, runFaultScenario, SCENARIOS } from './helpers/faults.js';
+import { historyProblems, runInput, runOfRequest } from './helpers/fault-check.js';
 
 /**
  * Fault injection with real processes: 2 schedulers and 2 executors as child processes on a private
  * redis-server, llm-sim as the model, runs of 6 tool calls each. Every scenario injects one fault
  * mid-load and then checks every run's records and what the model was sent (see
  * test/helpers/fault-check.ts). `pnpm faults` runs the same scenarios with hundreds of runs each.
- * This file alone: `pnpm exec vitest run --dir test faults.test` (llm-sim has a faults.test.ts of its own).
+ * This file alone: `pnpm exec vitest run test/faults.test.ts --exclude "packages/**"` (llm-sim has a
+ * faults.test.ts of its own).
  */
 const RUNS = 40;
 
@@ -21,4 +23,56 @@ describe('fault injection: every run ends final, started and finished once, with
       expect(report.counts, text).toEqual({});
     }, 240_000);
   }
+});
+
+describe('the fault checker', () => {
+  const user = { role: 'user', content: runInput('r1') };
+  const calls = (...ids: string[]) => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: ids.map((id) => ({
+      id,
+      type: 'function',
+      function: { name: 'recorded_effect', arguments: '{}' },
+    })),
+  });
+  const tool = (id: string, content = `{"ok":true,"id":"${id}"}`) => ({
+    role: 'tool',
+    tool_call_id: id,
+    content,
+  });
+  const answer = { role: 'assistant', content: 'done' };
+
+  it('accepts a history whose every call is answered once, right after it', () => {
+    expect(
+      historyProblems([user, calls('a', 'b'), tool('b'), tool('a'), calls('c'), tool('c'), answer]),
+    ).toEqual([]);
+  });
+
+  it('names a repeated message, an unknown or re-answered call, a call left open and a call made twice', () => {
+    expect(historyProblems([user, calls('a'), tool('a'), tool('a'), answer])).toEqual([
+      'messages[3] (tool) repeats messages[2]',
+    ]);
+    expect(historyProblems([user, calls('a'), tool('a'), tool('a', 'other'), answer])).toEqual([
+      'messages[3] answers call a again',
+    ]);
+    expect(historyProblems([user, calls('a'), tool('x'), tool('a'), answer])).toEqual([
+      'messages[2] answers unknown call x',
+    ]);
+    expect(historyProblems([user, calls('a', 'b'), tool('a'), calls('c'), tool('c'), tool('b')])).toEqual([
+      'messages[3] (assistant) comes before the calls of messages[1] are answered: b',
+      'messages[5] answers call b after a later non-tool message',
+    ]);
+    expect(historyProblems([user, calls('a'), tool('a'), calls('b')])).toEqual([
+      'the calls of messages[3] are never answered: b',
+    ]);
+    expect(
+      historyProblems([user, calls('a'), tool('a'), { ...calls('a'), content: 'again' }, tool('a', 'x')]),
+    ).toEqual(['messages[3] makes call a again']);
+  });
+
+  it('tells the run of a model request from its first user message', () => {
+    expect(runOfRequest({ messages: [{ role: 'system', content: 's' }, user] })).toBe('r1');
+    expect(runOfRequest({ messages: [{ role: 'user', content: 'something else' }] })).toBeUndefined();
+  });
 });
