@@ -87,6 +87,16 @@ function parseJson(text: unknown): unknown {
 const errorKind = (content: unknown): string | undefined =>
   (parseJson(content) as { error?: { kind?: string } } | undefined)?.error?.kind;
 
+/** A tool result in a few words: its outcome and, for `recorded_effect`, which execution made it. */
+function outline(result: unknown): string {
+  const r = result as
+    { ok?: boolean; error?: { kind?: string }; content?: { pid?: number; execution?: string } } | undefined;
+  if (!r || typeof r !== 'object') return 'not a result';
+  if (!r.ok) return `error ${r.error?.kind ?? '?'}`;
+  const c = r.content;
+  return c?.execution ? `ok, execution ${c.execution.slice(0, 8)} in pid ${c.pid}` : 'ok';
+}
+
 /** Problems of a history as a conversation: every call answered once, right after it, nothing repeated. */
 export function historyProblems(messages: Message[]): string[] {
   const problems: string[] = [];
@@ -230,11 +240,19 @@ export async function checkRuns(input: CheckInput): Promise<Violation[]> {
       if (contents.length !== 1) continue;
       const modelSaw = parseJson(contents[0]);
       if (storedTool.has(callId) && !isDeepStrictEqual(storedTool.get(callId), modelSaw))
-        add('record_differs', runId, `the stored tool message of ${callId} is not what the model saw`);
+        add(
+          'record_differs',
+          runId,
+          `the stored tool message of ${callId} (${outline(storedTool.get(callId))}) is not what the model saw (${outline(modelSaw)})`,
+        );
       const inHash = recorded[callId];
       // A call may have no entry (answered by the scheduler itself), but an entry must be what was sent.
       if (inHash !== undefined && !isDeepStrictEqual(parseJson(inHash), modelSaw))
-        add('record_differs', runId, `the results hash entry of ${callId} is not what the model saw`);
+        add(
+          'record_differs',
+          runId,
+          `the results hash entry of ${callId} (${outline(parseJson(inHash))}) is not what the model saw (${outline(modelSaw)})`,
+        );
     }
 
     // Timeouts of calls that never started, wherever they are reported.

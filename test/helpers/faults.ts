@@ -20,6 +20,7 @@ import {
   INVARIANTS,
   readStarts,
   runInput,
+  runOfRequest,
   type Invariant,
   type Violation,
 } from './fault-check.js';
@@ -492,6 +493,19 @@ export async function runFaultScenario(
     figures['tool calls started'] = executions.length;
     figures['tool calls started more than once'] = executions.filter((n) => n > 1).length;
     figures['model requests'] = sim.requests.length;
+    const turns = new Map<string, number>();
+    for (const r of sim.requests) {
+      const runId = runOfRequest(r.body);
+      if (runId === undefined || r.turn === null) continue;
+      const key = `${runId}#${r.turn}`;
+      turns.set(key, (turns.get(key) ?? 0) + 1);
+    }
+    figures['model turns asked more than once'] = [...turns.values()].filter((n) => n > 1).length;
+    const epochs = await epochsOf(conn, keys.runMeta, runIds);
+    if (epochs.some((e) => e !== undefined))
+      figures['runs claimed by a scheduler more than once (meta epoch > 1)'] = epochs.filter(
+        (e) => (e ?? 0) > 1,
+      ).length;
     figures['model requests answered 200'] = sim.requests.filter((r) => r.status === 200).length;
     figures['process crashes (restarted)'] = fleet.crashes.length;
     fleet.crashes.slice(0, 3).forEach((c, i) => (figures[`crash ${i + 1}`] = c));
@@ -545,6 +559,18 @@ async function statusesOf(
     if (err) throw err;
     return v as string | null;
   });
+}
+
+/** The ownership epoch of each run's record (bumped on every claim), where the record has one. */
+async function epochsOf(
+  redis: Redis,
+  metaKey: (runId: string) => string,
+  runIds: readonly string[],
+): Promise<Array<number | undefined>> {
+  const pipe = redis.pipeline();
+  for (const id of runIds) pipe.hget(metaKey(id), 'epoch');
+  const replies = (await pipe.exec()) ?? [];
+  return replies.map(([, v]) => (typeof v === 'string' ? Number(v) : undefined));
 }
 
 function countLines(file: string): number {
