@@ -18,6 +18,7 @@ export const INVARIANTS = {
   invalid_model_request: 'the model is never sent a request it rejects as an invalid conversation',
   record_differs: 'the stored record of a call keeps the result the model saw',
   shutdown_over_grace: 'SIGTERM ends every process within its grace period',
+  process_crashed: 'no scheduler or executor exits unless it is told to',
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
 

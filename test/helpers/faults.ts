@@ -96,7 +96,8 @@ export async function cleanupAll(): Promise<void> {
  * judged.
  */
 export class Fleet {
-  readonly crashes: string[] = [];
+  /** Processes that exited without being told to: which, exit code, and the error they printed. */
+  readonly crashes: Array<{ name: string; code: number | null; error: string }> = [];
   readonly #members: Member[] = [];
   #closed = false;
   readonly #closer = () => this.close();
@@ -182,7 +183,11 @@ export class Fleet {
     void child.exited.then((code) => {
       forget(child.proc.pid);
       if (m.stopping || this.#closed) return;
-      this.crashes.push(`${role} ${index} exited (${code}): ${child.output().slice(-600)}`);
+      this.crashes.push({
+        name: `${role} ${index} (pid ${child.proc.pid})`,
+        code,
+        error: crashError(child.output()),
+      });
       this.#restartLater(m);
     });
     return m;
@@ -508,7 +513,12 @@ export async function runFaultScenario(
       ).length;
     figures['model requests answered 200'] = sim.requests.filter((r) => r.status === 200).length;
     figures['process crashes (restarted)'] = fleet.crashes.length;
-    fleet.crashes.slice(0, 3).forEach((c, i) => (figures[`crash ${i + 1}`] = c));
+    for (const c of fleet.crashes.toReversed())
+      violations.unshift({
+        invariant: 'process_crashed',
+        subject: c.name,
+        detail: `exited with code ${c.code}: ${c.error}`,
+      });
     return {
       scenario: scenario.id,
       title: scenario.title,
@@ -536,14 +546,16 @@ export function formatReport(report: FaultReport, examples = 10): string {
   for (const [k, v] of Object.entries(report.figures)) lines.push(`  ${k}: ${v}`);
   const invariants = Object.keys(report.counts) as Invariant[];
   if (invariants.length === 0) lines.push('  violations: none');
-  for (const inv of invariants)
+  // Examples spread over the invariants, so that a frequent one does not hide the others.
+  const each = Math.max(2, Math.floor(examples / Math.max(1, invariants.length)));
+  for (const inv of invariants) {
     lines.push(
       `  VIOLATED ${inv} (${INVARIANTS[inv]}): ${report.counts[inv]} violations in ${report.runsViolating[inv]} runs/processes`,
     );
-  for (const v of report.violations.slice(0, examples))
-    lines.push(`    - [${v.invariant}] ${v.subject}: ${v.detail}`);
-  if (report.violations.length > examples)
-    lines.push(`    … and ${report.violations.length - examples} more`);
+    const mine = report.violations.filter((v) => v.invariant === inv);
+    for (const v of mine.slice(0, each)) lines.push(`    - ${v.subject}: ${v.detail}`);
+    if (mine.length > each) lines.push(`    … and ${mine.length - each} more`);
+  }
   return lines.join('\n');
 }
 
@@ -559,6 +571,24 @@ async function statusesOf(
     if (err) throw err;
     return v as string | null;
   });
+}
+
+/** The error a crashed process printed last (its first line and its code), from the end of its output. */
+function crashError(output: string): string {
+  const lines = output.slice(-6000).split('\n');
+  const first = lines.findIndex((l) => /^\s*(\w*Error|Error)\b/.test(l) && !l.trimStart().startsWith('{'));
+  if (first < 0)
+    return (
+      lines
+        .filter((l) => l.trim())
+        .slice(-2)
+        .join(' | ') || '(no output)'
+    );
+  const code = lines.slice(first).find((l) => /^\s*code: /.test(l));
+  return [lines[first], code]
+    .filter(Boolean)
+    .map((l) => l!.trim())
+    .join(' ');
 }
 
 /** The ownership epoch of each run's record (bumped on every claim), where the record has one. */
