@@ -2,7 +2,7 @@
  * The long version of the fault-injection suite (test/faults.test.ts): every scenario (or those named)
  * with hundreds of runs, as many rounds as asked, figures printed per round and in total.
  *
- *   pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 120000] [--quiet-ms 30000]
+ *   pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 180000] [--quiet-ms 15000]
  *   pnpm faults --list
  *
  * Scenario ids: see --list; `baseline` (no fault) is a control. Exit code 1 when any invariant was
@@ -25,8 +25,8 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '300' },
     rounds: { type: 'string', default: '1' },
     scenario: { type: 'string' },
-    'settle-ms': { type: 'string', default: '120000' },
-    'quiet-ms': { type: 'string', default: '30000' },
+    'settle-ms': { type: 'string', default: '180000' },
+    'quiet-ms': { type: 'string', default: '15000' },
     examples: { type: 'string', default: '10' },
     list: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
@@ -37,7 +37,7 @@ const all = [...SCENARIOS, BASELINE];
 if (values.help || values.list) {
   if (values.help)
     console.log(
-      'pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 120000] [--quiet-ms 30000] [--examples 10]',
+      'pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 180000] [--quiet-ms 15000] [--examples 10]',
     );
   for (const s of all) console.log(`${s.id.padEnd(22)} ${s.title}`);
   process.exit(0);

@@ -161,10 +161,16 @@ export interface CheckInput {
   runsQueue: Queue;
 }
 
-/** Reads every run's records and llm-sim's requests and returns each broken invariant, per run. */
-export async function checkRuns(input: CheckInput): Promise<Violation[]> {
+/**
+ * Reads every run's records and llm-sim's requests and returns each broken invariant, per run, and how
+ * many runs have each status (as read in the same pass).
+ */
+export async function checkRuns(
+  input: CheckInput,
+): Promise<{ violations: Violation[]; statuses: Record<string, number> }> {
   const { redis, keys, runIds, requests, starts, runsQueue } = input;
   const violations: Violation[] = [];
+  const statuses: Record<string, number> = {};
   const add = (invariant: Invariant, subject: string, detail: string) =>
     violations.push({ invariant, subject, detail });
 
@@ -203,6 +209,7 @@ export async function checkRuns(input: CheckInput): Promise<Violation[]> {
       [null, Record<string, string>],
     ];
     const status = meta.status ?? '(no record)';
+    statuses[status] = (statuses[status] ?? 0) + 1;
     if (!FINAL_STATUSES.includes(status)) {
       const job = await runsQueue.getJobState(runId);
       add('not_final', runId, `status ${status}, its job ${job}`);
@@ -270,7 +277,7 @@ export async function checkRuns(input: CheckInput): Promise<Violation[]> {
         add('timeout_never_started', runId, `call ${callId} was reported as timeout but never started`);
     }
   }
-  return violations;
+  return { violations, statuses };
 }
 
 /** Violations per invariant (only those with any). */

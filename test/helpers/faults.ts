@@ -320,7 +320,10 @@ export interface FaultRunOptions {
   runs: number;
   /** Longest wait for every run to end after the fault, in ms. */
   settleMs?: number;
-  /** Stop waiting early when nothing at all has moved for this long (stuck runs), in ms. */
+  /**
+   * Stop waiting early when nothing has moved for this long and every run left non-final has a job that
+   * is over (completed, failed or gone): nothing will ever finish it. In ms.
+   */
   quietMs?: number;
 }
 
@@ -448,7 +451,8 @@ export async function runFaultScenario(
     await scenario.inject(ctx);
     figures['fault duration ms'] = Date.now() - faultAt;
 
-    // Wait for every run to end: bounded, and cut short when nothing at all moves any more.
+    // Wait for every run to end: bounded by settleMs, and cut short only when nothing has moved for
+    // quietMs and no run left non-final has a job that could still drive it (waiting, delayed, active).
     const settleAt = Date.now();
     let nonFinal = runIds.length;
     let lastSignature = '';
@@ -461,7 +465,12 @@ export async function runFaultScenario(
         lastSignature = signature;
         lastChange = Date.now();
       }
-      if (nonFinal === 0 || Date.now() - lastChange > quietMs || Date.now() - settleAt > settleMs) break;
+      if (nonFinal === 0 || Date.now() - settleAt > settleMs) break;
+      if (statuses && Date.now() - lastChange > quietMs) {
+        const open = runIds.filter((_, i) => !FINAL_STATUSES.includes(statuses[i] ?? ''));
+        const jobs = await Promise.all(open.map((id) => runsQueue.getJobState(id))).catch(() => undefined);
+        if (jobs?.every((j) => j === 'completed' || j === 'failed' || j === 'unknown')) break;
+      }
       await sleep(250);
     }
     figures['wait for final statuses ms'] = Date.now() - settleAt;
@@ -487,13 +496,8 @@ export async function runFaultScenario(
     figures['wait for quiet ms'] = Date.now() - quietAt;
 
     const starts = await readStarts(conn, keys, startsFile);
-    const violations = [
-      ...(await checkRuns({ redis: conn, keys, runIds, requests: sim.requests, starts, runsQueue })),
-      ...extra,
-    ];
-    const statusCounts: Record<string, number> = {};
-    for (const s of await statusesOf(conn, keys.runMeta, runIds))
-      statusCounts[s ?? '(none)'] = (statusCounts[s ?? '(none)'] ?? 0) + 1;
+    const checked = await checkRuns({ redis: conn, keys, runIds, requests: sim.requests, starts, runsQueue });
+    const violations = [...checked.violations, ...extra];
     const executions = [...starts.values()];
     figures['tool calls started'] = executions.length;
     figures['tool calls started more than once'] = executions.filter((n) => n > 1).length;
@@ -523,7 +527,7 @@ export async function runFaultScenario(
       scenario: scenario.id,
       title: scenario.title,
       runs: runIds.length,
-      statuses: statusCounts,
+      statuses: checked.statuses,
       violations,
       counts: countViolations(violations),
       runsViolating: countViolatingRuns(violations),
