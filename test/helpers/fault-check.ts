@@ -228,7 +228,11 @@ export async function checkRuns(
     if (messages.some((m) => !m || typeof m.role !== 'string'))
       add('invalid_history', runId, 'a stored message is not a JSON chat message');
     else if (messages.length === 0) add('invalid_history', runId, 'no stored messages');
-    else for (const p of historyProblems(messages)) add('invalid_history', runId, p);
+    else {
+      // How the run ended, for histories cut short by a failure.
+      const ended = status === 'succeeded' ? '' : ` (run ${status}${meta.reason ? `: ${meta.reason}` : ''})`;
+      for (const p of historyProblems(messages)) add('invalid_history', runId, `${p}${ended}`);
+    }
 
     const seen = sent.get(runId) ?? new Map<string, string[]>();
     for (const [callId, contents] of seen) {
