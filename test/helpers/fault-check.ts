@@ -17,7 +17,7 @@ export const INVARIANTS = {
   timeout_never_started: 'no call is reported as a tool timeout that never started executing',
   invalid_model_request: 'the model is never sent a request it rejects as an invalid conversation',
   record_differs: 'the stored record of a call keeps the result the model saw',
-  shutdown_over_grace: 'SIGTERM ends every process within its grace period',
+  unclean_shutdown: 'SIGTERM ends every process cleanly (exit code 0) within its grace period',
   process_crashed: 'no scheduler or executor exits unless it is told to',
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
