@@ -267,18 +267,24 @@ export async function checkRuns(
         );
     }
 
-    // Timeouts of calls that never started, wherever they are reported.
-    const timedOut = new Set<string>();
-    for (const [callId, contents] of seen)
-      if (contents.some((c) => errorKind(c) === 'timeout')) timedOut.add(callId);
+    // Timeouts of calls that never started, wherever they are reported (with the first message seen).
+    const timedOut = new Map<string, string>();
+    const noteTimeout = (callId: string, content: unknown) => {
+      if (errorKind(content) !== 'timeout' || timedOut.has(callId)) return;
+      const message = (parseJson(content) as { error?: { message?: string } }).error?.message ?? '';
+      timedOut.set(callId, message);
+    };
+    for (const [callId, contents] of seen) for (const c of contents) noteTimeout(callId, c);
     for (const m of messages)
-      if (m?.role === 'tool' && m.tool_call_id && errorKind(m.content) === 'timeout')
-        timedOut.add(m.tool_call_id);
-    for (const [callId, json] of Object.entries(recorded))
-      if (errorKind(json) === 'timeout') timedOut.add(callId);
-    for (const callId of timedOut) {
+      if (m?.role === 'tool' && m.tool_call_id) noteTimeout(m.tool_call_id, m.content);
+    for (const [callId, json] of Object.entries(recorded)) noteTimeout(callId, json);
+    for (const [callId, message] of timedOut) {
       if (!starts.get(`${runId}/${callId}`))
-        add('timeout_never_started', runId, `call ${callId} was reported as timeout but never started`);
+        add(
+          'timeout_never_started',
+          runId,
+          `call ${callId} was reported as timeout ("${message.slice(0, 120)}") but never started`,
+        );
     }
   }
   return { violations, statuses };
