@@ -151,7 +151,10 @@ export class Dispatcher {
         return;
       }
       const job = this.#job(run, call, now);
-      results[i] = this.#await(run, call, job.data.deadline, now);
+      const result = this.#await(run, call, job.data.deadline, now);
+      // Abandoned calls reject possibly before anyone awaits them (while publishing): never unhandled.
+      result.catch(() => undefined);
+      results[i] = result;
       mine.push(pendingKey(run.runId, call.toolCallId));
       const jobs = byQueue.get(job.queue) ?? [];
       jobs.push(job);

@@ -62,3 +62,4 @@ export {
 export { parseJsonSafely } from './safe-json.js';
 export type { RunJobData, ApiErrorCode } from './run-wire.js';
 export { exitOnSignals } from './shutdown.js';
+export { redisUnavailable } from './redis-errors.js';

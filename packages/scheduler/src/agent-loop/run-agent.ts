@@ -1,6 +1,7 @@
 import {
   constants,
   errorResult,
+  redisUnavailable,
   type AgentSpec,
   type Logger,
   type ToolCatalogEntry,
@@ -183,6 +184,20 @@ export async function runAgent(
       iterations: state.iterations,
       steps: state.steps,
     };
+    // A run that ends part-way through a turn still leaves a valid conversation: every call the model
+    // made is answered, those never settled as not run.
+    for (const call of unansweredCalls(state)) {
+      state.messages.push({
+        role: 'tool',
+        tool_call_id: call.id,
+        content: JSON.stringify(
+          errorResult(
+            { toolCallId: call.id, name: call.name },
+            { kind: 'unavailable', message: `not answered: the run ended (${reason})`, retryable: false },
+          ),
+        ),
+      });
+    }
     state.outcome = outcome;
     state.status = status;
     emit({ type: 'run_finished', outcome });
@@ -450,6 +465,8 @@ export async function runAgent(
       return 'released';
     }
     if (err instanceof CheckpointFailed) throw err;
+    // Redis could not serve a step (down, paused, out of memory): resume from the last checkpoint later.
+    if (redisUnavailable(err)) throw new CheckpointFailed(err);
     log.error({ err }, 'run failed');
     try {
       return await finish('failed', 'internal_error', { report: (err as Error).message });

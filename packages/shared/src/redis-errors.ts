@@ -1,0 +1,47 @@
+/**
+ * Whether an error means Redis cannot serve the request right now (down, restarting, paused, out of
+ * memory, read-only), as ioredis and BullMQ report it. Such a request is answered 503 UNAVAILABLE with
+ * `Retry-After`: the caller did nothing wrong and may try again.
+ */
+
+/** Network errors of the connection (node's `code`). */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
+
+/** Messages ioredis gives a command it could not send or whose answer never came. */
+const CONNECTION_MESSAGES =
+  /^(Connection is closed|Stream isn't writeable|Command timed out|Reached the max retries per request limit|Redis did not answer)/;
+
+/**
+ * Redis's own refusals of a command while it cannot serve it. A reply starts with the error's name; from
+ * inside a script (BullMQ's) the name follows the script's location, e.g. `…: @user_script:12: -OOM …`.
+ */
+const SERVER_REFUSALS =
+  /(?:^|[\s:-])(OOM|LOADING|READONLY|MASTERDOWN|BUSY|TRYAGAIN|CLUSTERDOWN|NOREPLICAS) [a-zA-Z]/;
+
+/** Why Redis could not serve the request, in a few words, or undefined for any other error. */
+export function redisUnavailable(error: unknown): string | undefined {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; depth += 1) {
+    const err = e as { name?: unknown; code?: unknown; message?: unknown; cause?: unknown };
+    const message = typeof err.message === 'string' ? err.message : '';
+    if (err.name === 'MaxRetriesPerRequestError') return 'Redis does not answer';
+    if (typeof err.code === 'string' && NETWORK_CODES.has(err.code)) return 'Redis cannot be reached';
+    if (CONNECTION_MESSAGES.test(message)) return 'Redis does not answer';
+    const refusal = SERVER_REFUSALS.exec(message)?.[1];
+    if (refusal === 'OOM') return 'Redis is out of memory (maxmemory reached)';
+    if (refusal === 'LOADING') return 'Redis is loading its data';
+    if (refusal === 'READONLY' || refusal === 'MASTERDOWN') return 'Redis accepts no writes right now';
+    if (refusal) return `Redis is busy (${refusal})`;
+    e = err.cause;
+  }
+  return undefined;
+}
