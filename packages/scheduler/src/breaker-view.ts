@@ -1,5 +1,12 @@
 import type { Redis } from 'ioredis';
-import { isOpen, type BreakerSnapshot, type Keys, type Logger } from '@agent-reach/shared';
+import {
+  isOpen,
+  liveAnnouncements,
+  redisTimeMs,
+  type BreakerSnapshot,
+  type Keys,
+  type Logger,
+} from '@agent-reach/shared';
 
 /** How long a full read of the breakers hash is trusted when no transition arrived meanwhile, in ms. */
 const FULL_READ_EVERY_MS = 5000;
@@ -8,10 +15,13 @@ const FULL_READ_EVERY_MS = 5000;
  * The fleet's breaker states as executors publish them; an open tool is hidden from the model. Kept in
  * memory: transitions arrive over pub/sub as executors publish them, and the whole hash is re-read every
  * few seconds (a transition missed during a reconnect is corrected then), so a model turn costs no
- * round trip.
+ * round trip. A snapshot counts only while the executor that published it still announces itself in the
+ * fleet catalog: the breaker of an executor that is gone is gone with it.
  */
 export class BreakerView {
   #cache = new Map<string, BreakerSnapshot>();
+  /** Executors announcing themselves at the last full read; undefined before the first one. */
+  #live: ReadonlySet<string> | undefined;
   #readAt = 0;
   #reading: Promise<void> | undefined;
   #subscriber: Redis | undefined;
@@ -26,7 +36,7 @@ export class BreakerView {
     this.#subscribe();
     if (now - this.#readAt > FULL_READ_EVERY_MS) await this.#read();
     const open = new Set<string>();
-    for (const [tool, snapshot] of this.#cache) if (isOpen(snapshot, now)) open.add(tool);
+    for (const [tool, snapshot] of this.#cache) if (isOpen(snapshot, now, this.#live)) open.add(tool);
     return open;
   }
 
@@ -39,10 +49,10 @@ export class BreakerView {
     this.#readAt = 0;
   }
 
+  /** The snapshots of executors still announcing themselves. */
   async all(): Promise<BreakerSnapshot[]> {
-    return Object.values(await this.redis.hgetall(this.keys.breakers)).map(
-      (j) => JSON.parse(j) as BreakerSnapshot,
-    );
+    const { snapshots, live } = await this.#fetch();
+    return [...snapshots.values()].filter((s) => live.has(s.executorId));
   }
 
   async close(): Promise<void> {
@@ -51,12 +61,10 @@ export class BreakerView {
   }
 
   #read(): Promise<void> {
-    this.#reading ??= this.redis
-      .hgetall(this.keys.breakers)
-      .then((raw) => {
-        this.#cache = new Map(
-          Object.entries(raw).map(([tool, json]) => [tool, JSON.parse(json) as BreakerSnapshot]),
-        );
+    this.#reading ??= this.#fetch()
+      .then(({ snapshots, live }) => {
+        this.#cache = snapshots;
+        this.#live = live;
         this.#readAt = Date.now();
       })
       .finally(() => {
@@ -65,14 +73,47 @@ export class BreakerView {
     return this.#reading;
   }
 
+  /** The breakers hash and the ids of the executors announcing themselves, in one round trip. */
+  async #fetch(): Promise<{ snapshots: Map<string, BreakerSnapshot>; live: Set<string> }> {
+    const replies = await this.redis
+      .pipeline()
+      .time()
+      .hgetall(this.keys.breakers)
+      .hgetall(this.keys.catalog)
+      .exec();
+    const [time, breakers, catalog] = (replies ?? []).map(([err, value]) => {
+      if (err) throw err;
+      return value;
+    }) as [[string, string], Record<string, string>, Record<string, string>];
+    const live = new Set(liveAnnouncements(catalog, redisTimeMs(time)).map((a) => a.executorId));
+    const snapshots = new Map<string, BreakerSnapshot>();
+    for (const [tool, json] of Object.entries(breakers)) {
+      try {
+        snapshots.set(tool, JSON.parse(json) as BreakerSnapshot);
+      } catch {
+        // a malformed snapshot hides nothing
+      }
+    }
+    return { snapshots, live };
+  }
+
   #subscribe(): void {
     if (this.#subscriber) return;
     const sub = this.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
     this.#subscriber = sub;
     sub.on('error', (err) => this.logger?.warn({ err }, 'breaker subscription error'));
     sub.on('message', (_channel: string, json: string) => {
-      const snapshot = JSON.parse(json) as BreakerSnapshot;
+      let snapshot: BreakerSnapshot;
+      try {
+        snapshot = JSON.parse(json) as BreakerSnapshot;
+      } catch {
+        return;
+      }
       this.#cache.set(snapshot.tool, snapshot);
+      // Its executor just published, so it is alive even if it started after the last full read.
+      if (this.#live && !this.#live.has(snapshot.executorId)) {
+        this.#live = new Set([...this.#live, snapshot.executorId]);
+      }
     });
     // After a reconnect, transitions may have been missed: read the whole hash on the next turn.
     sub.on('ready', () => {

@@ -4,17 +4,22 @@ import {
   checkArguments,
   constants,
   createAjv,
+  liveAnnouncements,
+  redisTimeMs,
   type ArgumentsCheck,
   type Keys,
   type ToolCatalogEntry,
 } from '@agent-reach/shared';
 
 /**
- * The scheduler's view of the tools the fleet serves, read from the catalog executors publish to Redis.
+ * The scheduler's view of the tools the fleet serves: the union of the announcements executors keep alive
+ * in Redis with their heartbeats (an executor that stopped announcing itself no longer counts).
  * Schedulers never load tool code: they learn names, schemas, groups and timing from here.
  */
 export class ToolCatalog {
   #entries = new Map<string, ToolCatalogEntry>();
+  #groups = new Set<string>();
+  #executors = new Set<string>();
   readonly #validators = new WeakMap<ToolCatalogEntry, ValidateFunction>();
   readonly #ajv = createAjv();
 
@@ -24,11 +29,38 @@ export class ToolCatalog {
   ) {}
 
   async refresh(): Promise<this> {
-    const raw = await this.redis.hgetall(this.keys.catalog);
-    this.#entries = new Map(
-      Object.entries(raw).map(([name, json]) => [name, JSON.parse(json) as ToolCatalogEntry]),
-    );
+    const replies = await this.redis.pipeline().time().hgetall(this.keys.catalog).exec();
+    const [time, raw] = (replies ?? []).map(([err, value]) => {
+      if (err) throw err;
+      return value;
+    }) as [[string, string], Record<string, string>];
+    const entries = new Map<string, ToolCatalogEntry>();
+    const groups = new Set<string>();
+    const executors = new Set<string>();
+    // Oldest first: where two executors describe a tool differently, the latest announcement wins.
+    for (const announcement of liveAnnouncements(raw, redisTimeMs(time))) {
+      executors.add(announcement.executorId);
+      for (const group of announcement.groups) groups.add(group);
+      for (const tool of announcement.tools) {
+        const known = this.#entries.get(tool.name);
+        // An unchanged entry keeps its identity, and with it its compiled validator.
+        entries.set(tool.name, known && JSON.stringify(known) === JSON.stringify(tool) ? known : tool);
+      }
+    }
+    this.#entries = entries;
+    this.#groups = groups;
+    this.#executors = executors;
     return this;
+  }
+
+  /** Whether some live executor takes jobs from this group's queue (as of the last refresh). */
+  servesGroup(group: string): boolean {
+    return this.#groups.has(group);
+  }
+
+  /** Ids of the executors announcing themselves (as of the last refresh). */
+  liveExecutors(): ReadonlySet<string> {
+    return this.#executors;
   }
 
   get(name: string): ToolCatalogEntry | undefined {

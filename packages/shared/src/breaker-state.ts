@@ -11,7 +11,15 @@ export interface BreakerSnapshot {
   at: number;
 }
 
-/** True while a snapshot says the tool should be hidden from the model. */
-export function isOpen(snapshot: BreakerSnapshot | undefined, now = Date.now()): boolean {
-  return snapshot?.state === 'open' && (snapshot.openUntil ?? Infinity) > now;
+/**
+ * True while a snapshot says the tool should be hidden from the model. With `liveExecutors`, a snapshot
+ * published by an executor no longer announcing itself is stale and ignored: its breaker is gone with it.
+ */
+export function isOpen(
+  snapshot: BreakerSnapshot | undefined,
+  now = Date.now(),
+  liveExecutors?: ReadonlySet<string>,
+): boolean {
+  if (snapshot?.state !== 'open' || (snapshot.openUntil ?? Infinity) <= now) return false;
+  return liveExecutors === undefined || liveExecutors.has(snapshot.executorId);
 }

@@ -47,6 +47,23 @@ export const DEFAULT_OUTPUTS_DIR = 'outputs';
 /** BullMQ attempts for a tool-call job: covers a crashed executor, not a failing tool (the executor retries those). */
 export const TOOL_JOB_ATTEMPTS = 3;
 export const TOOL_JOB_KEEP_FAILED_S = 24 * 3600;
+/** How often an executor re-announces the tools and groups it serves, in ms. */
+export const DEFAULT_EXECUTOR_HEARTBEAT_MS = 2000;
+/** How long an announcement counts after its last heartbeat, in ms: a dead executor's tools age out after it. */
+export const DEFAULT_EXECUTOR_ANNOUNCEMENT_TTL_MS = 10_000;
+/**
+ * Part of the shutdown grace kept for handing unfinished calls back to the queue and closing, in ms (at
+ * most half the grace).
+ */
+export const SHUTDOWN_HAND_BACK_RESERVE_MS = 1000;
+/** Run statuses under which an executor runs a run's calls; any other (final, unknown) refuses them. */
+export const RUN_STATUSES_ACCEPTING_CALLS: readonly string[] = ['queued', 'running', 'awaiting_approval'];
+/** Tool call ids an executor accepts on a job (the run's ledger is what proves the call). */
+export const TOOL_CALL_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
+/** Ids of dispatcher reply lists: a job's `replyTo` must be `keys.replies(id)` with such an id. */
+export const REPLY_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** Executor ids (announcements, breaker snapshots). */
+export const EXECUTOR_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 
 // Dispatcher
 /** Slack added to a call's worst-case running time before the dispatcher gives up on its result. */

@@ -44,6 +44,8 @@ export type { AgentReachConfig } from './config.js';
 export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';
 export type { AgentSpec, AgentsFile } from './agents.js';
 export { isOpen } from './breaker-state.js';
+export { liveAnnouncements, redisTimeMs } from './executor-presence.js';
+export type { ExecutorAnnouncement } from './executor-presence.js';
 export type { BreakerSnapshot, BreakerState } from './breaker-state.js';
 export { startMetricsServer } from './metrics-server.js';
 export {

@@ -12,13 +12,16 @@ export interface Keys {
   results(runId: string): string;
   /** List a dispatcher's replies are pushed to. */
   replies(dispatcherId: string): string;
-  /** String: the full JSON of a truncated result. */
+  /** Hash: the full JSON of a truncated result (`content`) and its owner (`runId`, `agent`, `sessionId`). */
   ref(refId: string): string;
   /** Hash: tool → serialized BreakerSnapshot, the fleet's view of breakers. */
   readonly breakers: string;
   /** Pub/sub channel of breaker transitions. */
   readonly breakerChannel: string;
-  /** Hash: tool → serialized ToolCatalogEntry, published by executors. */
+  /**
+   * Hash: executor id → its ExecutorAnnouncement (groups served, tools registered, expiry), refreshed by
+   * each executor's heartbeat; the fleet's catalog is the union of the live ones.
+   */
   readonly catalog: string;
   /** BullMQ queue of runs (schedulers are its workers). */
   readonly runsQueue: string;

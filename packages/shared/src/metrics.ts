@@ -67,6 +67,23 @@ export function createMetrics(registry: Registry) {
       labelNames: ['tool', 'to'] as const,
       registers,
     }),
+    toolJobsRefused: new Counter({
+      name: `${METRIC_PREFIX}tool_jobs_refused_total`,
+      help: 'Tool jobs refused unrun because they do not match their run record (a security event), by reason.',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+    toolDuplicateResults: new Counter({
+      name: `${METRIC_PREFIX}tool_duplicate_results_total`,
+      help: 'Results not stored because the call already had a recorded result (the first one wins), by tool.',
+      labelNames: ['tool'] as const,
+      registers,
+    }),
+    toolJobsReturned: new Counter({
+      name: `${METRIC_PREFIX}tool_jobs_returned_total`,
+      help: 'Calls handed back to their queue unfinished when the shutdown grace ran out.',
+      registers,
+    }),
   };
 }
 

@@ -1,0 +1,48 @@
+import type { ToolCatalogEntry } from './registry.js';
+
+/**
+ * What an executor says of itself in the fleet catalog (`keys.catalog`, field = executor id), refreshed by
+ * its heartbeat. The fleet's tools are the union of the live announcements: after Redis lost its data they
+ * come back with the next heartbeat, and a dead executor's tools (and its breaker snapshots) age out.
+ */
+export interface ExecutorAnnouncement {
+  /** Written first by the heartbeat script, from Redis server time: epoch ms after which it no longer counts. */
+  expiresAt: number;
+  executorId: string;
+  /** Groups whose queues it takes jobs from. */
+  groups: string[];
+  /** Every tool it registers, those of groups it does not serve included (the entry names the queue). */
+  tools: ToolCatalogEntry[];
+}
+
+/**
+ * The announcements of a catalog hash still live at `nowMs` (Redis server time, so that hosts' clocks do
+ * not matter); malformed or expired entries are skipped. Oldest first, so a newer one wins when read in order.
+ */
+export function liveAnnouncements(raw: Record<string, string>, nowMs: number): ExecutorAnnouncement[] {
+  const live: ExecutorAnnouncement[] = [];
+  for (const json of Object.values(raw)) {
+    let value: Partial<ExecutorAnnouncement>;
+    try {
+      value = JSON.parse(json) as Partial<ExecutorAnnouncement>;
+    } catch {
+      continue;
+    }
+    if (
+      typeof value?.expiresAt !== 'number' ||
+      value.expiresAt <= nowMs ||
+      typeof value.executorId !== 'string' ||
+      !Array.isArray(value.groups) ||
+      !Array.isArray(value.tools)
+    ) {
+      continue;
+    }
+    live.push(value as ExecutorAnnouncement);
+  }
+  return live.sort((a, b) => a.expiresAt - b.expiresAt);
+}
+
+/** Epoch ms of a Redis `TIME` reply. */
+export function redisTimeMs(time: readonly [string, string] | readonly string[]): number {
+  return Number(time[0]) * 1000 + Math.floor(Number(time[1]) / 1000);
+}
