@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLogger, createRedis, waitReady, type ToolResult } from '@agent-reach/shared';
 import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
 import { startExecutorChild, type Child } from './helpers/processes.js';
+import { seedRun } from './helpers/ledger.js';
 import { REDIS_URL, testRedis, waitFor } from './helpers/redis.js';
 
 describe('executor processes', () => {
@@ -50,13 +51,22 @@ describe('executor processes', () => {
     const runId = `run-${randomUUID()}`;
     return { runId, traceId: runId, agent: 'test_agent' };
   };
+  /** Dispatches calls of a run after recording them as the scheduler does (run meta and ledger). */
+  const dispatch = async (
+    d: Dispatcher,
+    r: ReturnType<typeof run>,
+    made: Array<{ toolCallId: string; name: string; arguments: string }>,
+  ) => {
+    await seedRun(producer, t.keys, r, made);
+    return d.dispatch(r, made);
+  };
   const effects = async () => Object.values(await t.redis.hgetall(`${t.prefix}:test:effects`)).map(Number);
 
   it('runs a turn of 200 calls across two executor processes, each call exactly once', async () => {
     const [a, b] = [spawn(), spawn()];
     await Promise.all([a.ready, b.ready]);
     const d = await makeDispatcher();
-    const results = await d.dispatch(run(), calls(200, 'counted_effect', { ms: 5 }));
+    const results = await dispatch(d, run(), calls(200, 'counted_effect', { ms: 5 }));
     expect(results.map((r) => r.tool_call_id)).toEqual(calls(200, 'x', {}).map((c) => c.toolCallId));
     expect(results.every((r) => r.ok)).toBe(true);
     const pids = new Set(results.map((r) => (r.content as { pid: number }).pid));
@@ -71,8 +81,8 @@ describe('executor processes', () => {
     await child.ready;
     const d = await makeDispatcher();
     const r = run();
-    const first = await d.dispatch(r, calls(3, 'counted_effect', {}));
-    const again = await d.dispatch(r, calls(3, 'counted_effect', {}));
+    const first = await dispatch(d, r, calls(3, 'counted_effect', {}));
+    const again = await dispatch(d, r, calls(3, 'counted_effect', {}));
     expect(again).toEqual(first);
     expect(await effects()).toEqual([1, 1, 1]);
   });
@@ -81,7 +91,7 @@ describe('executor processes', () => {
     const child = spawn({ EXECUTOR_GROUPS: 'default' });
     await child.ready;
     const d = await makeDispatcher(300);
-    const [result] = await d.dispatch(run(), calls(1, 'isolated_echo', { value: 'hi' }));
+    const [result] = await dispatch(d, run(), calls(1, 'isolated_echo', { value: 'hi' }));
     expect(result).toMatchObject({ ok: false, error: { kind: 'timeout', retryable: true } });
   });
 
@@ -90,7 +100,7 @@ describe('executor processes', () => {
     const plain = spawn({ EXECUTOR_GROUPS: 'default' });
     await Promise.all([isolated.ready, plain.ready]);
     const d = await makeDispatcher();
-    const [echo, weather] = await d.dispatch(run(), [
+    const [echo, weather] = await dispatch(d, run(), [
       { toolCallId: 'c1', name: 'isolated_echo', arguments: '{"value":"hi"}' },
       { toolCallId: 'c2', name: 'query_weather', arguments: '{"city":"上海"}' },
     ]);
@@ -103,7 +113,7 @@ describe('executor processes', () => {
     await first.ready;
     const d = await makeDispatcher();
     const r = run();
-    const inFlight = d.dispatch(r, calls(10, 'slow', { ms: 800 }));
+    const inFlight = dispatch(d, r, calls(10, 'slow', { ms: 800 }));
     await waitFor(
       async () => Number(await t.redis.get(`${t.prefix}:test:slow:started`)) === 10,
       10_000,
@@ -113,7 +123,7 @@ describe('executor processes', () => {
     first.kill('SIGTERM');
     await stopping;
     // Published after the signal: the draining executor must not take it.
-    const later = d.dispatch(run(), [{ toolCallId: 'late', name: 'slow', arguments: '{"ms":10}' }]);
+    const later = dispatch(d, run(), [{ toolCallId: 'late', name: 'slow', arguments: '{"ms":10}' }]);
     const drained = await inFlight;
     expect(drained.every((x) => x.ok)).toBe(true);
     expect(Number(await t.redis.get(`${t.prefix}:test:slow:finished`))).toBe(10);

@@ -42,6 +42,10 @@ export async function startExecutor(
     logger?: Logger;
     lockDurationMs?: number;
     stalledIntervalMs?: number;
+    /** How often the executor re-announces what it serves, in ms (default 2000). */
+    heartbeatIntervalMs?: number;
+    /** How long an announcement counts after its heartbeat, in ms (default 10 000). */
+    announcementTtlMs?: number;
   } = {},
 ): Promise<ExecutorProcess> {
   const logger = options.logger ?? createLogger('executor', { level: config.logLevel });
@@ -75,11 +79,20 @@ export async function startExecutor(
     },
     ...(options.lockDurationMs === undefined ? {} : { lockDurationMs: options.lockDurationMs }),
     ...(options.stalledIntervalMs === undefined ? {} : { stalledIntervalMs: options.stalledIntervalMs }),
+    ...(options.heartbeatIntervalMs === undefined
+      ? {}
+      : { heartbeatIntervalMs: options.heartbeatIntervalMs }),
+    ...(options.announcementTtlMs === undefined ? {} : { announcementTtlMs: options.announcementTtlMs }),
   });
   await worker.publishCatalog();
   const server = await startMetricsServer(metricsRegistry, config.executor.metricsPort, config.metricsHost);
   logger.info(
-    { groups: worker.groups, tools: registry.names(), metricsPort: server.port },
+    {
+      executorId: worker.executorId,
+      groups: worker.groups,
+      tools: registry.names(),
+      metricsPort: server.port,
+    },
     'executor started',
   );
   return {

@@ -13,7 +13,8 @@ Usage: executor [--groups a,b] [--tools ./my-tools.ts,...] [--concurrency N]
   --concurrency  calls run at once per group (env EXECUTOR_CONCURRENCY, default 50)
 
 Environment: REDIS_URL, AR_KEY_PREFIX, AGENTS_FILE, OUTPUTS_DIR, EXECUTOR_METRICS_PORT, SHUTDOWN_GRACE_MS,
-BREAKER_FAILURE_THRESHOLD, BREAKER_RESET_TIMEOUT_MS, LOCK_DURATION_MS, STALLED_INTERVAL_MS, LOG_LEVEL.
+BREAKER_FAILURE_THRESHOLD, BREAKER_RESET_TIMEOUT_MS, LOCK_DURATION_MS, STALLED_INTERVAL_MS,
+HEARTBEAT_INTERVAL_MS, ANNOUNCEMENT_TTL_MS, LOG_LEVEL.
 Exit codes: 0 after a clean shutdown, 1 on bad configuration or a failed start.`;
 
 async function main(): Promise<void> {
@@ -42,6 +43,12 @@ async function main(): Promise<void> {
     ...(num('STALLED_INTERVAL_MS') === undefined
       ? {}
       : { stalledIntervalMs: num('STALLED_INTERVAL_MS') as number }),
+    ...(num('HEARTBEAT_INTERVAL_MS') === undefined
+      ? {}
+      : { heartbeatIntervalMs: num('HEARTBEAT_INTERVAL_MS') as number }),
+    ...(num('ANNOUNCEMENT_TTL_MS') === undefined
+      ? {}
+      : { announcementTtlMs: num('ANNOUNCEMENT_TTL_MS') as number }),
   });
   exitOnSignals(() => executor.close(), executor.logger);
   process.send?.({ type: 'ready', metricsPort: executor.metricsPort });

@@ -24,6 +24,13 @@ export interface RunToolDeps {
   logger: Logger;
   /** The call's child logger, made on first use. Default: `logger`. */
   bindings?: () => Logger;
+  /**
+   * A person's recorded decision approves this call (from the run's approvals, checked by the worker).
+   * A tool that requires confirmation runs only with it; a job's own `approval` field is never trusted.
+   */
+  approved?: boolean;
+  /** Aborts the call at once (the executor hands the job back to its queue): handler signals fire too. */
+  signal?: AbortSignal;
 }
 
 /** A finished call: the result for the model, and the full content when the result was truncated. */
@@ -47,6 +54,8 @@ const TRANSIENT_CODES = new Set([
 /**
  * The executor's pipeline for one call: parse → known name → schema → scope → confirmation → breaker →
  * handler under a timeout, retried (linear backoff, same arguments) on `timeout`/`transient` → shaping.
+ * The job's deadline bounds everything: a call picked up after it is `unavailable` (nothing ran), each
+ * attempt is aborted at it, and a retry starts only if its backoff and full timeout fit before it.
  */
 export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<ToolOutcome> {
   const { registry, agents } = deps;
@@ -61,9 +70,9 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
     result: errorResult(job, error, { duration_ms: elapsed(), attempts }),
   });
 
-  if (Date.now() > job.deadline) {
+  if (Date.now() >= job.deadline) {
     return fail({
-      kind: 'timeout',
+      kind: 'unavailable',
       message: 'the call waited in the queue past its deadline and was not run',
       retryable: true,
     });
@@ -95,7 +104,7 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
       retryable: false,
     });
   }
-  if (tool.requiresConfirmation && !job.approval) {
+  if (tool.requiresConfirmation && deps.approved !== true) {
     return fail({
       kind: 'awaiting_confirmation',
       message: `"${tool.name}" runs only after a person approves the call`,
@@ -105,15 +114,23 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
 
   const maxAttempts = tool.retry.maxAttempts;
   let lastError: ToolErrorInfo | undefined;
+  let made = 0;
   for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
     if (attempt > 1) {
       const wait = tool.retry.backoffMs * (attempt - 1);
-      if (Date.now() + wait > job.deadline) break;
-      await sleep(wait);
+      // A retry that could be cut off by the deadline is not started: its outcome would reach nobody.
+      if (Date.now() + wait + tool.timeoutMs > job.deadline) break;
+      try {
+        await sleep(wait, undefined, deps.signal ? { signal: deps.signal } : undefined);
+      } catch {
+        return fail(handedBack(), made);
+      }
     }
+    if (deps.signal?.aborted) return fail(handedBack(), made);
+    made = attempt;
     try {
       const value = await deps.breakers.fire(tool.name, () =>
-        runAttempt(tool, check.args, job, attempt, logger),
+        runAttempt(tool, check.args, job, attempt, logger, deps.signal),
       );
       return succeed(tool, job, value, attempt, elapsed());
     } catch (err) {
@@ -143,8 +160,17 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
   }
   return fail(
     lastError ?? { kind: 'timeout', message: 'no time left for another attempt', retryable: true },
-    maxAttempts,
+    made,
   );
+}
+
+/** The outcome of a call stopped for its job to go back to the queue; it is never recorded. */
+function handedBack(): ToolErrorInfo {
+  return {
+    kind: 'unavailable',
+    message: 'the executor stopped; the call goes back to its queue',
+    retryable: true,
+  };
 }
 
 /** One attempt: the handler under an AbortSignal; a handler that ignores the signal still loses the race. */
@@ -154,14 +180,34 @@ async function runAttempt(
   job: ToolCallJob,
   attempt: number,
   logger: { readonly log: Logger },
+  stop?: AbortSignal,
 ): Promise<unknown> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
+  let onStop: (() => void) | undefined;
+  const left = job.deadline - Date.now();
+  const budget = Math.max(0, Math.min(tool.timeoutMs, left));
+  const cutByDeadline = left < tool.timeoutMs;
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      controller.abort(new Error('tool timeout'));
-      reject(new AttemptFailure('timeout', `"${tool.name}" did not finish within ${tool.timeoutMs} ms`));
-    }, tool.timeoutMs);
+      controller.abort(new Error(cutByDeadline ? 'call deadline' : 'tool timeout'));
+      reject(
+        new AttemptFailure(
+          'timeout',
+          cutByDeadline
+            ? `"${tool.name}" was stopped at the call's deadline after ${budget} ms`
+            : `"${tool.name}" did not finish within ${tool.timeoutMs} ms`,
+        ),
+      );
+    }, budget);
+    if (stop) {
+      onStop = () => {
+        controller.abort(new Error('executor shutting down'));
+        reject(new AttemptFailure('unavailable', 'the executor stopped; the call goes back to its queue'));
+      };
+      if (stop.aborted) onStop();
+      else stop.addEventListener('abort', onStop, { once: true });
+    }
   });
   let child: Logger | undefined;
   const ctx = {
@@ -179,9 +225,13 @@ async function runAttempt(
   try {
     return await Promise.race([Promise.resolve().then(() => tool.handler(args, ctx)), timedOut]);
   } catch (err) {
+    // However the handler reacted to being stopped, it is not the tool's failure: no breaker count.
+    if (stop?.aborted)
+      throw new AttemptFailure('unavailable', 'the executor stopped; the call goes back to its queue');
     throw classify(err, tool);
   } finally {
     clearTimeout(timer);
+    if (onStop) stop?.removeEventListener('abort', onStop);
   }
 }
 

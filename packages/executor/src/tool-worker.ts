@@ -1,7 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   constants,
+  RUN_ID_PATTERN,
   type AgentsFile,
   type Keys,
   type Logger,
@@ -11,7 +15,10 @@ import {
   type ToolResult,
 } from '@agent-reach/shared';
 import { BreakerBoard, type BreakerOptions } from './breakers.js';
+import { startPresence } from './presence.js';
+import { recordResult, replyPrefix, resultWriter } from './record-result.js';
 import { runTool } from './run-tool.js';
+import { JobRefused, verifyJob } from './verify-job.js';
 
 export interface ToolWorkerOptions {
   /** Connection for commands (results, breakers); BullMQ makes its own blocking connections from it. */
@@ -26,10 +33,18 @@ export interface ToolWorkerOptions {
   /** Jobs run at once per group. Default 50. */
   concurrency?: number;
   breaker?: Partial<BreakerOptions>;
-  /** How long `close()` lets in-flight calls finish before it stops waiting, in ms. Default 10 000. */
+  /**
+   * How long `close()` may take, in ms. In-flight calls may finish until the last
+   * SHUTDOWN_HAND_BACK_RESERVE_MS of it; calls still running then are aborted and handed back to their
+   * queue untouched, for another executor. Default 10 000.
+   */
   shutdownGraceMs?: number;
-  /** Identifies this process in breaker snapshots. */
+  /** Identifies this process in announcements and breaker snapshots. Default: host, pid and a random part. */
   executorId?: string;
+  /** How often this process re-announces what it serves, in ms. Default 2000. */
+  heartbeatIntervalMs?: number;
+  /** How long an announcement counts after its heartbeat, in ms. Default 10 000. */
+  announcementTtlMs?: number;
   /** How long a run's recorded results stay in Redis, in seconds. */
   resultsTtlS?: number;
   /** How long a truncated result's full content stays fetchable, in seconds. */
@@ -42,24 +57,42 @@ export interface ToolWorkerOptions {
 export interface ToolWorker {
   readonly groups: readonly string[];
   readonly breakers: BreakerBoard;
-  /** Publishes this process's tool catalog to Redis so schedulers can offer the tools. */
+  readonly executorId: string;
+  /** Announces this process's groups and tools in the fleet catalog now (the heartbeat repeats it). */
   publishCatalog(): Promise<void>;
-  /** Stops taking jobs, lets in-flight ones finish within the grace period, then closes. */
+  /** Stops taking jobs, lets in-flight ones finish within the grace period, hands back the rest, closes. */
   close(): Promise<void>;
 }
+
+/** A call being run, as the shutdown sees it. */
+interface Flight {
+  job: Job<ToolCallJob>;
+  token: string | undefined;
+  stop: AbortController;
+  /** Handed back to the queue by the shutdown: its outcome is dropped. */
+  returned: boolean;
+  /** Its outcome is being written: too late to hand it back. */
+  recording: boolean;
+}
+
+/**
+ * Outcomes that say the call did not run and may still run later (past its deadline before it started, or
+ * waiting for a person): they are replied but not recorded, so the record never holds a result for a call
+ * that can still be executed.
+ */
+const REPLY_ONLY_KINDS = new Set(['unavailable', 'awaiting_confirmation']);
 
 /** Starts one BullMQ worker per served group on the tool-call queues. */
 export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
   const { connection, registry, agents, keys, logger, metrics } = options;
   const groups = options.groups ?? registry.groups();
-  const executorId = options.executorId ?? `executor-${process.pid}`;
+  const executorId = options.executorId ?? defaultExecutorId();
   const resultsTtlS = options.resultsTtlS ?? constants.DEFAULT_RESULTS_TTL_S;
   const refTtlS = options.refTtlS ?? constants.DEFAULT_RESULT_REF_TTL_S;
   // Result and breaker writes share a plain connection: a MULTI on BullMQ's connection copies its ~60
   // scripts onto every pipeline (CPU per call), and one connection keeps a breaker transition ahead of
   // the result that caused it, so a scheduler never sees the result first.
-  const writer = connection.duplicate() as ResultWriter;
-  writer.defineCommand('agentReachResult', { numberOfKeys: 3, lua: RECORD_RESULT_LUA });
+  const writer = resultWriter(connection);
   const breakers = new BreakerBoard(
     {
       failureThreshold: options.breaker?.failureThreshold ?? constants.DEFAULT_BREAKER_FAILURE_THRESHOLD,
@@ -67,7 +100,18 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     },
     { redis: writer, keys, executorId, logger, metrics },
   );
+  const presence = startPresence({
+    client: writer,
+    keys,
+    executorId,
+    groups,
+    registry,
+    intervalMs: options.heartbeatIntervalMs ?? constants.DEFAULT_EXECUTOR_HEARTBEAT_MS,
+    ttlMs: options.announcementTtlMs ?? constants.DEFAULT_EXECUTOR_ANNOUNCEMENT_TTL_MS,
+    logger,
+  });
 
+  const flights = new Set<Flight>();
   let draining = false;
   const processJob = async (job: Job<ToolCallJob>, token?: string): Promise<void> => {
     if (draining) {
@@ -76,7 +120,14 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       await job.moveToDelayed(Date.now(), token);
       throw new DelayedError();
     }
-    const data = job.data;
+    let verified;
+    try {
+      verified = await verifyJob(writer, keys, job.data, registry);
+    } catch (err) {
+      if (err instanceof JobRefused) refused(job, err);
+      throw err;
+    }
+    const data = verified.job;
     // Child loggers cost an allocation per call (bindings go through redaction): made only when used.
     let child: Logger | undefined;
     const log = () =>
@@ -86,42 +137,83 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
         toolCallId: data.toolCallId,
         tool: data.name,
       }));
-    const resultsKey = keys.results(data.runId);
-    // A redelivered job (crashed executor) may already have a result: hand that back, never run twice.
-    if (job.attemptsStarted > 1 || job.stalledCounter > 0) {
-      const recorded = await writer.hget(resultsKey, data.toolCallId);
-      if (recorded !== null) {
-        await writer.lpush(data.replyTo, replyOf(data.runId, recorded));
-        log().info('redelivered call already had a result; not run again');
+    if (verified.recorded !== undefined) {
+      // A redelivered or duplicate job: the recorded result is the call's only result.
+      await writer.lpush(data.replyTo, `${replyPrefix(data.runId)}${verified.recorded}}`);
+      log().info('call already had a result; not run again');
+      return;
+    }
+    if (typeof data.enqueuedAt === 'number') {
+      metrics.queueWait.observe(
+        { group: job.queueName.replace(/^tools-/, '') },
+        Math.max(0, Date.now() - data.enqueuedAt) / 1000,
+      );
+    }
+    const flight: Flight = { job, token, stop: new AbortController(), returned: false, recording: false };
+    flights.add(flight);
+    metrics.toolCallsInFlight.inc();
+    try {
+      const { result, full } = await runTool(data, {
+        registry,
+        agents,
+        breakers,
+        logger,
+        bindings: log,
+        approved: verified.approved,
+        signal: flight.stop.signal,
+      });
+      // The shutdown gave the job back to the queue: another executor runs it; this outcome is dropped.
+      if (flight.returned) throw new DelayedError();
+      flight.recording = true;
+      record(metrics, result);
+      const json = JSON.stringify(result);
+      if (result.error && REPLY_ONLY_KINDS.has(result.error.kind)) {
+        await writer
+          .multi()
+          .lpush(data.replyTo, `${replyPrefix(data.runId)}${json}}`)
+          .expire(data.replyTo, resultsTtlS)
+          .exec();
         return;
       }
-    }
-    metrics.queueWait.observe(
-      { group: job.queueName.replace(/^tools-/, '') },
-      Math.max(0, Date.now() - data.enqueuedAt) / 1000,
-    );
-    metrics.toolCallsInFlight.inc();
-    let outcome;
-    try {
-      outcome = await runTool(data, { registry, agents, breakers, logger: logger, bindings: log });
+      const duplicate = await recordResult(writer, {
+        keys,
+        runId: data.runId,
+        agent: data.agent,
+        sessionId: verified.sessionId,
+        toolCallId: data.toolCallId,
+        replyTo: data.replyTo,
+        resultJson: json,
+        ref: result.ref,
+        full,
+        resultsTtlS,
+        refTtlS,
+      });
+      if (duplicate !== null) {
+        metrics.toolDuplicateResults.inc({ tool: result.name });
+        log().warn('call already had a recorded result; kept it and replied with it');
+      }
     } finally {
+      flights.delete(flight);
       metrics.toolCallsInFlight.dec();
     }
-    const { result, full } = outcome;
-    record(metrics, result);
-    const json = JSON.stringify(result);
-    // One command: the run's record, the reply to the waiting dispatcher, and the full result if cut.
-    const cut = result.ref !== undefined && full !== undefined;
-    await writer.agentReachResult(
-      resultsKey,
-      data.replyTo,
-      cut ? keys.ref(result.ref as string) : resultsKey,
-      data.toolCallId,
-      json,
-      replyOf(data.runId, json),
-      resultsTtlS,
-      cut ? (full as string) : '',
-      refTtlS,
+  };
+
+  const refused = (job: Job<ToolCallJob>, err: JobRefused) => {
+    metrics.toolJobsRefused.inc({ reason: err.reason });
+    const d = (typeof job.data === 'object' && job.data !== null ? job.data : {}) as Partial<ToolCallJob>;
+    logger.warn(
+      {
+        security: true,
+        reason: err.reason,
+        jobId: job.id,
+        queue: job.queueName,
+        // Only what matches its pattern is echoed into the log.
+        ...(typeof d.runId === 'string' && RUN_ID_PATTERN.test(d.runId) ? { runId: d.runId } : {}),
+        ...(typeof d.toolCallId === 'string' && constants.TOOL_CALL_ID_PATTERN.test(d.toolCallId)
+          ? { toolCallId: d.toolCallId }
+          : {}),
+      },
+      'refused a tool job that does not match its run record',
     );
   };
 
@@ -139,65 +231,81 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
   );
   for (const worker of workers) {
     worker.on('error', (err) => logger.error({ err, queue: worker.name }, 'tool worker error'));
-    worker.on('failed', (job, err) =>
-      logger.error({ err, jobId: job?.id }, 'tool job failed inside the executor'),
-    );
+    worker.on('failed', (job, err) => {
+      if (err instanceof JobRefused) return; // logged once as a security event
+      logger.error({ err, jobId: job?.id }, 'tool job failed inside the executor');
+    });
   }
 
+  /** Aborts a call still running and puts its job back in the queue, lock token checked, attempt unused. */
+  const handBack = async (flight: Flight) => {
+    flight.returned = true;
+    flight.stop.abort();
+    try {
+      await flight.job.moveToDelayed(Date.now(), flight.token);
+      metrics.toolJobsReturned.inc();
+    } catch (err) {
+      logger.warn({ err, jobId: flight.job.id }, 'could not hand a call back; its lock will lapse instead');
+    }
+  };
+
+  let closing: Promise<void> | undefined;
   return {
     groups,
     breakers,
-    async publishCatalog() {
-      // Every registered tool, not only this process's groups: the catalog says where each tool's queue is.
-      const entries = registry.catalog();
-      if (entries.length === 0) return;
-      await connection.hset(
-        keys.catalog,
-        Object.fromEntries(entries.map((e) => [e.name, JSON.stringify(e)])),
-      );
-    },
-    async close() {
-      draining = true;
-      const grace = options.shutdownGraceMs ?? constants.DEFAULT_SHUTDOWN_GRACE_MS;
-      const graceful = Promise.all(workers.map((w) => w.close()));
-      let timer: NodeJS.Timeout | undefined;
-      const expired = new Promise<'expired'>((resolve) => {
-        timer = setTimeout(() => resolve('expired'), grace);
-      });
-      const how = await Promise.race([graceful.then(() => 'done' as const), expired]);
-      clearTimeout(timer);
-      if (how === 'expired') {
-        // Calls still running keep their jobs active; their locks lapse and another executor takes them.
-        logger.warn({ graceMs: grace }, 'grace period over; closing with calls in flight');
-        await Promise.all(workers.map((w) => w.close(true)));
-      }
-      breakers.shutdown();
-      await writer.quit().catch(() => undefined);
+    executorId,
+    publishCatalog: () => presence.beat(),
+    close() {
+      closing ??= (async () => {
+        draining = true;
+        const grace = options.shutdownGraceMs ?? constants.DEFAULT_SHUTDOWN_GRACE_MS;
+        const reserve = Math.min(constants.SHUTDOWN_HAND_BACK_RESERVE_MS, grace / 2);
+        const ends = Date.now() + grace;
+        await within(presence.stop(), reserve / 2);
+        const graceful = Promise.all(workers.map((w) => w.close())).then(() => true);
+        graceful.catch((err: unknown) => logger.warn({ err }, 'closing tool workers failed'));
+        if (!(await within(graceful, ends - reserve - Date.now()))) {
+          const unfinished = [...flights].filter((f) => !f.recording && !f.returned);
+          logger.warn(
+            { graceMs: grace, calls: unfinished.length },
+            'grace period over; handing unfinished calls back to their queue',
+          );
+          await Promise.all(unfinished.map(handBack));
+          // BullMQ's close(true) after a pending close() only returns the pending one: do not wait on it.
+          if (!(await within(graceful, ends - Date.now()))) {
+            logger.warn('tool workers did not close in time; disconnecting them');
+            for (const w of workers) void w.disconnect().catch(() => undefined);
+          }
+        }
+        breakers.shutdown();
+        if (!(await within(writer.quit(), Math.max(0, ends - Date.now())))) writer.disconnect();
+      })();
+      return closing;
     },
   };
 }
 
-/**
- * Records a result and replies in one script call (a script is one command for the client, where a MULTI
- * is six). KEYS: results hash, reply list, ref key (the results hash again when the result was not cut).
- * ARGV: tool call id, result JSON, reply JSON, TTL of both, the full content ('' when not cut), its TTL.
- */
-const RECORD_RESULT_LUA = `
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[4])
-if ARGV[5] ~= '' then redis.call('SET', KEYS[3], ARGV[5], 'EX', ARGV[6]) end
-redis.call('LPUSH', KEYS[2], ARGV[3])
-redis.call('EXPIRE', KEYS[2], ARGV[4])
-return 1
-`;
+/** Whether `promise` settled well within `ms`; a rejection or the time running out is false. */
+async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => false,
+      ),
+      delay(Math.max(0, ms), false, { signal: timer.signal }).catch(() => false),
+    ]);
+  } finally {
+    timer.abort();
+  }
+}
 
-type ResultWriter = Redis & {
-  agentReachResult(...keysAndArgs: Array<string | number>): Promise<number>;
-};
-
-/** A reply names its run: tool call ids are unique only within a run. */
-function replyOf(runId: string, resultJson: string): string {
-  return `{"runId":${JSON.stringify(runId)},"result":${resultJson}}`;
+function defaultExecutorId(): string {
+  const host = hostname()
+    .replace(/[^A-Za-z0-9_.-]/g, '-')
+    .slice(0, 64);
+  return `executor-${host}-${process.pid}-${randomUUID().slice(0, 8)}`;
 }
 
 function record(metrics: Metrics, result: ToolResult): void {

@@ -1,9 +1,21 @@
 import type { Redis } from 'ioredis';
-import { constants, defineTool, noResult, Type, type Keys, type ToolDefinition } from '@agent-reach/shared';
+import {
+  constants,
+  defineTool,
+  noResult,
+  Type,
+  type Keys,
+  type ToolContext,
+  type ToolDefinition,
+} from '@agent-reach/shared';
 
 const PAGE = constants.DEFAULT_GET_FULL_RESULT_PAGE_CHARS;
 
-/** Pages through the full content of a truncated result by its `ref`. */
+/**
+ * Pages through the full content of a truncated result by its `ref`. A ref belongs to the call that left
+ * it: it is served to the same run, or to the same agent in the same session (any run of that agent when
+ * the run that left it had no session). The caller's run, agent and session come from its verified job.
+ */
 export function createGetFullResult(redis: Redis, keys: Keys): ToolDefinition {
   return defineTool({
     name: 'get_full_result',
@@ -26,9 +38,10 @@ export function createGetFullResult(redis: Redis, keys: Keys): ToolDefinition {
     readOnly: true,
     // A page must reach the model whole: its budget allows for the JSON escaping of the page text.
     resultBudgetChars: PAGE * 3,
-    handler: async ({ ref, offset = 0, limit = PAGE }) => {
-      const full = await redis.get(keys.ref(ref));
-      if (full === null) return noResult(`no stored result under ${ref}; it may have expired`);
+    handler: async ({ ref, offset = 0, limit = PAGE }, ctx) => {
+      const full = await readOwned(redis, keys, ref, ctx);
+      // Someone else's ref is answered exactly as a missing one: its existence is not revealed.
+      if (full === undefined) return noResult(`no stored result under ${ref}; it may have expired`);
       const page = full.slice(offset, offset + limit);
       const next = offset + page.length;
       return {
@@ -40,4 +53,28 @@ export function createGetFullResult(redis: Redis, keys: Keys): ToolDefinition {
       };
     },
   });
+}
+
+/** The full content under `ref` when the calling run may read it. */
+async function readOwned(
+  redis: Redis,
+  keys: Keys,
+  ref: string,
+  ctx: Pick<ToolContext, 'runId' | 'agent'>,
+): Promise<string | undefined> {
+  const replies = await redis
+    .pipeline()
+    .hmget(keys.ref(ref), 'content', 'runId', 'agent', 'sessionId')
+    .hget(keys.runMeta(ctx.runId), 'sessionId')
+    .exec();
+  const [stored, caller] = replies ?? [];
+  // A ref of another shape (an older string one) is answered as missing too.
+  if (!stored || stored[0]) return undefined;
+  const [content, runId, agent, sessionId] = stored[1] as Array<string | null>;
+  if (typeof content !== 'string') return undefined;
+  if (runId === ctx.runId) return content;
+  if (agent !== ctx.agent) return undefined;
+  const owned = sessionId ?? '';
+  if (owned === '') return content;
+  return caller && !caller[0] && caller[1] === owned ? content : undefined;
 }

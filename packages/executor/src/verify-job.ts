@@ -1,0 +1,139 @@
+import { UnrecoverableError } from 'bullmq';
+import type { Redis } from 'ioredis';
+import {
+  constants,
+  isValidRunId,
+  matchesLedger,
+  type Keys,
+  type ToolCallJob,
+  type ToolRegistry,
+} from '@agent-reach/shared';
+
+/** Why a job was refused, as a metric label and a log field. */
+export type RefusalReason =
+  'malformed' | 'reply_to' | 'run_not_found' | 'run_final' | 'wrong_agent' | 'not_in_ledger' | 'not_approved';
+
+/**
+ * A job that does not match its run's record. It fails unrun (BullMQ never retries an
+ * `UnrecoverableError`), and nothing is written to the run or pushed anywhere.
+ */
+export class JobRefused extends UnrecoverableError {
+  constructor(
+    readonly reason: RefusalReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** What the run's record says about a verified job. */
+export interface VerifiedJob {
+  job: ToolCallJob;
+  /** The run's session, when it has one (the owner of any ref the call leaves). */
+  sessionId?: string;
+  /** The call's recorded result (JSON) when it already has one: it is handed back, never run again. */
+  recorded?: string;
+  /** A person approved this call (looked up only for tools that require confirmation). */
+  approved: boolean;
+}
+
+/**
+ * One round trip for everything a job is checked against: the run's status, agent and session, the
+ * ledger's entry for the call, the person's decision and any recorded result.
+ * KEYS: run meta, run ledger, run approvals, run results. ARGV: tool call id.
+ */
+export const VERIFY_JOB_LUA = `
+local meta = redis.call('HMGET', KEYS[1], 'status', 'agent', 'sessionId')
+return {
+  meta[1], meta[2], meta[3],
+  redis.call('HGET', KEYS[2], ARGV[1]),
+  redis.call('HGET', KEYS[3], ARGV[1]),
+  redis.call('HGET', KEYS[4], ARGV[1])
+}
+`;
+
+export type VerifyingClient = Redis & {
+  agentReachVerifyJob(...keysAndArgs: string[]): Promise<Array<string | null>>;
+};
+
+const AGENT_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+const MAX_NAME_CHARS = 256;
+
+/**
+ * Checks a job against its run's record before anything runs: the run exists and is not final, belongs to
+ * the job's agent, its ledger holds this exact call, and a tool that requires confirmation has a person's
+ * recorded decision (the job's own `approval` field is never trusted). `replyTo` must be a dispatcher's
+ * reply list. Throws `JobRefused` otherwise.
+ */
+export async function verifyJob(
+  client: VerifyingClient,
+  keys: Keys,
+  data: unknown,
+  registry: Pick<ToolRegistry, 'get'>,
+): Promise<VerifiedJob> {
+  const job = wellFormed(data);
+  const tool = registry.get(job.name);
+  const replies = keys.replies('');
+  if (
+    !job.replyTo.startsWith(replies) ||
+    !constants.REPLY_ID_PATTERN.test(job.replyTo.slice(replies.length))
+  ) {
+    throw new JobRefused('reply_to', 'replyTo is not a dispatcher reply list');
+  }
+  const [status, agent, sessionId, ledger, decision, recorded] = await client.agentReachVerifyJob(
+    keys.runMeta(job.runId),
+    keys.runCalls(job.runId),
+    keys.runApprovals(job.runId),
+    keys.results(job.runId),
+    job.toolCallId,
+  );
+  if (typeof status !== 'string') throw new JobRefused('run_not_found', 'no such run');
+  if (!constants.RUN_STATUSES_ACCEPTING_CALLS.includes(status)) {
+    throw new JobRefused('run_final', `the run is ${status}`);
+  }
+  if (agent !== job.agent) throw new JobRefused('wrong_agent', 'the run belongs to another agent');
+  if (!matchesLedger(ledger, job)) throw new JobRefused('not_in_ledger', 'the run ledger has no such call');
+  const verified: VerifiedJob = {
+    job,
+    approved: false,
+    ...(typeof sessionId === 'string' && sessionId !== '' ? { sessionId } : {}),
+    ...(typeof recorded === 'string' ? { recorded } : {}),
+  };
+  if (tool?.requiresConfirmation && typeof decision === 'string') {
+    if (decisionOf(decision) !== 'approved') {
+      throw new JobRefused('not_approved', 'the recorded decision on this call is not an approval');
+    }
+    verified.approved = true;
+  }
+  return verified;
+}
+
+function decisionOf(json: string): unknown {
+  try {
+    return (JSON.parse(json) as { decision?: unknown } | null)?.decision;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The job's fields that key Redis or reach the handler, checked by type and pattern. */
+function wellFormed(data: unknown): ToolCallJob {
+  const d = data as Partial<Record<keyof ToolCallJob, unknown>> | null;
+  const ok =
+    typeof d === 'object' &&
+    d !== null &&
+    typeof d.runId === 'string' &&
+    isValidRunId(d.runId) &&
+    typeof d.toolCallId === 'string' &&
+    constants.TOOL_CALL_ID_PATTERN.test(d.toolCallId) &&
+    typeof d.agent === 'string' &&
+    AGENT_PATTERN.test(d.agent) &&
+    typeof d.name === 'string' &&
+    d.name.length <= MAX_NAME_CHARS &&
+    typeof d.arguments === 'string' &&
+    typeof d.deadline === 'number' &&
+    typeof d.replyTo === 'string' &&
+    typeof d.traceId === 'string';
+  if (!ok) throw new JobRefused('malformed', 'the job data does not have the tool-call job shape');
+  return d as ToolCallJob;
+}

@@ -1,0 +1,292 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Queue, type Job } from 'bullmq';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger, type ToolCallJob, type ToolResult } from '@agent-reach/shared';
+import { seedDecision, seedRun } from './helpers/ledger.js';
+import { startPlatform } from './helpers/platform.js';
+import { TEST_AGENTS } from './helpers/processes.js';
+import { waitFor } from './helpers/redis.js';
+
+type Platform = Awaited<ReturnType<typeof startPlatform>>;
+
+/** The executor's warnings, kept instead of printed. */
+function capturedLogger() {
+  const warnings: Array<Record<string, unknown>> = [];
+  const logger = createLogger('executor', {
+    level: 'warn',
+    hooks: {
+      logMethod(args) {
+        const [first, second] = args as unknown[];
+        warnings.push({ ...(typeof first === 'object' ? first : {}), msg: second ?? first });
+      },
+    },
+  });
+  return { logger, warnings };
+}
+
+/** Hand-adds tool jobs to the default tool queue, as anyone with Redis access can. */
+function forger(p: Platform) {
+  const queue = new Queue<ToolCallJob>('tools-default', { connection: p.redis, prefix: p.prefix });
+  const add = async (data: Partial<ToolCallJob> & Pick<ToolCallJob, 'runId' | 'toolCallId' | 'name'>) => {
+    const job: ToolCallJob = {
+      v: 1,
+      traceId: data.runId,
+      agent: 'test_agent',
+      arguments: '{}',
+      deadline: Date.now() + 30_000,
+      replyTo: p.keys.replies('forger'),
+      enqueuedAt: Date.now(),
+      ...data,
+    };
+    const added = await queue.add(job.name, job, { jobId: `forged-${randomUUID()}`, attempts: 3 });
+    return added.id as string;
+  };
+  /** The job once the executor is done with it ('unknown' when removed on completion). */
+  const settled = (id: string) =>
+    waitFor(
+      async () => {
+        const state = await queue.getJobState(id);
+        if (!['failed', 'completed', 'unknown'].includes(state)) return undefined;
+        // Read after the state: a job read before may predate its move to failed.
+        return { state, job: (await queue.getJob(id)) as Job<ToolCallJob> | undefined };
+      },
+      10_000,
+      `job ${id} to settle`,
+    );
+  return { queue, add, settled };
+}
+
+async function metric(p: Platform, pattern: RegExp): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${p.executor.metricsPort}/metrics`)).text();
+  const m = pattern.exec(text);
+  return m ? Number(m[1]) : 0;
+}
+
+describe('the executor verifies every job against its run record before running anything', () => {
+  let p: Platform;
+  let forge: ReturnType<typeof forger>;
+  let log: ReturnType<typeof capturedLogger>;
+  const effects = async () => p.redis.hgetall(`${p.prefix}:test:effects`);
+  beforeAll(async () => {
+    log = capturedLogger();
+    p = await startPlatform({}, { logger: log.logger });
+    forge = forger(p);
+  });
+  afterAll(async () => {
+    await forge.queue.close();
+    await p.close();
+  });
+
+  /** A job that was refused: failed at its first attempt, nothing run, nothing replied. */
+  const expectRefused = async (id: string, reason: string) => {
+    const { state, job } = await forge.settled(id);
+    expect(state).toBe('failed');
+    expect(job?.attemptsMade).toBe(1);
+    expect(await p.redis.llen(p.keys.replies('forger'))).toBe(0);
+    expect(log.warnings.filter((w) => w.jobId === id)).toEqual([
+      expect.objectContaining({
+        security: true,
+        reason,
+        msg: 'refused a tool job that does not match its run record',
+      }),
+    ]);
+  };
+
+  it('refuses a hand-added job whose call is not in the run ledger and writes nothing', async () => {
+    const runId = `run-${randomUUID()}`;
+    await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' });
+    const id = await forge.add({ runId, toolCallId: 'call_forged', name: 'counted_effect' });
+    await expectRefused(id, 'not_in_ledger');
+    expect(await effects()).toEqual({});
+    expect(await p.redis.exists(p.keys.results(runId))).toBe(0);
+    expect(await metric(p, /agent_reach_tool_jobs_refused_total\{reason="not_in_ledger"\} (\d+)/)).toBe(1);
+  });
+
+  it('refuses a job whose arguments differ from the call the model made', async () => {
+    const runId = `run-${randomUUID()}`;
+    const call = { toolCallId: 'call_1', name: 'counted_effect', arguments: '{"ms":1}' };
+    await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
+    const id = await forge.add({ runId, ...call, arguments: '{"ms":2}' });
+    await expectRefused(id, 'not_in_ledger');
+    expect(await effects()).toEqual({});
+  });
+
+  it('refuses a job claiming another agent than the run belongs to', async () => {
+    const runId = `run-${randomUUID()}`;
+    const call = { toolCallId: 'call_1', name: 'query_weather', arguments: '{"city":"北京"}' };
+    await seedRun(p.producer, p.keys, { runId, agent: 'weather_only' }, [call]);
+    const id = await forge.add({ runId, ...call, agent: 'test_agent' });
+    await expectRefused(id, 'wrong_agent');
+    expect(await p.redis.exists(p.keys.results(runId))).toBe(0);
+  });
+
+  it('refuses a job for a run that does not exist, and for a run that has ended', async () => {
+    const call = { toolCallId: 'call_1', name: 'counted_effect', arguments: '{}' };
+    const missing = await forge.add({ runId: `run-${randomUUID()}`, ...call });
+    await expectRefused(missing, 'run_not_found');
+    const ended = `run-${randomUUID()}`;
+    await seedRun(p.producer, p.keys, { runId: ended, agent: 'test_agent', status: 'succeeded' }, [call]);
+    const late = await forge.add({ runId: ended, ...call });
+    await expectRefused(late, 'run_final');
+    expect(await effects()).toEqual({});
+    expect(await p.redis.exists(p.keys.results(ended))).toBe(0);
+  });
+
+  it('ignores the approval a job carries: a confirmation tool without a recorded decision does not run', async () => {
+    const runId = `run-${randomUUID()}`;
+    const call = { toolCallId: 'call_1', name: 'needs_approval', arguments: '{}' };
+    await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
+    await forge.add({ runId, ...call, approval: { by: 'nobody', at: Date.now() } });
+    const reply = await p.redis.blpop(p.keys.replies('forger'), 10);
+    const { result } = JSON.parse(reply![1]) as { result: ToolResult };
+    expect(result).toMatchObject({ ok: false, attempts: 0, error: { kind: 'awaiting_confirmation' } });
+    // Nothing is recorded: once a person approves, the call can still run.
+    expect(await p.redis.hget(p.keys.results(runId), 'call_1')).toBeNull();
+  });
+
+  it('refuses a confirmation tool job whose recorded decision is a rejection', async () => {
+    const runId = `run-${randomUUID()}`;
+    const call = { toolCallId: 'call_1', name: 'needs_approval', arguments: '{}' };
+    await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
+    await seedDecision(p.producer, p.keys, runId, 'call_1', 'rejected');
+    const id = await forge.add({ runId, ...call, approval: { by: 'forger', at: Date.now() } });
+    await expectRefused(id, 'not_approved');
+    expect(await p.redis.exists(p.keys.results(runId))).toBe(0);
+  });
+
+  it('runs a confirmation tool once a person approved the call in the run record', async () => {
+    const runId = `run-${randomUUID()}`;
+    const call = { toolCallId: 'call_1', name: 'needs_approval', arguments: '{}' };
+    await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
+    await seedDecision(p.producer, p.keys, runId, 'call_1', 'approved');
+    await forge.add({ runId, ...call });
+    const reply = await p.redis.blpop(p.keys.replies('forger'), 10);
+    expect(JSON.parse(reply![1])).toMatchObject({ runId, result: { ok: true, content: { done: true } } });
+    expect(JSON.parse((await p.redis.hget(p.keys.results(runId), 'call_1'))!)).toMatchObject({ ok: true });
+  });
+
+  it('refuses a job whose replyTo is not a dispatcher reply list and creates no key', async () => {
+    const runId = `run-${randomUUID()}`;
+    const call = { toolCallId: 'call_1', name: 'counted_effect', arguments: '{}' };
+    await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
+    for (const replyTo of [`${p.prefix}:victim`, p.keys.replies('../x'), `${p.keys.replies('a')}:b`]) {
+      const id = await forge.add({ runId, ...call, replyTo });
+      await expectRefused(id, 'reply_to');
+      expect(await p.redis.exists(replyTo)).toBe(0);
+    }
+    expect(await effects()).toEqual({});
+    expect(await p.redis.exists(p.keys.results(runId))).toBe(0);
+  });
+
+  it('refuses a job whose ids do not match their patterns before reading any key', async () => {
+    const id = await forge.add({ runId: 'run:x', toolCallId: 'call_1', name: 'counted_effect' });
+    await expectRefused(id, 'malformed');
+  });
+
+  it("never replaces another run's recorded result: a replayed job gets the recorded one back", async () => {
+    const first = await p.call('counted_effect', {});
+    const recorded = await p.redis.hget(p.keys.results(p.runId), first.tool_call_id);
+    const id = await forge.add({
+      runId: p.runId,
+      toolCallId: first.tool_call_id,
+      name: 'counted_effect',
+      arguments: '{}',
+    });
+    const reply = await p.redis.blpop(p.keys.replies('forger'), 10);
+    expect(JSON.parse(reply![1])).toEqual({ runId: p.runId, result: JSON.parse(recorded!) });
+    expect((await forge.settled(id)).state).not.toBe('failed');
+    expect(await p.redis.hget(p.keys.results(p.runId), first.tool_call_id)).toBe(recorded);
+    expect(Object.values(await effects())).toEqual(['1']);
+  });
+});
+
+describe('the first recorded result of a call wins', () => {
+  let p: Platform;
+  beforeAll(async () => {
+    p = await startPlatform();
+  });
+  afterAll(async () => p.close());
+
+  it('keeps the recorded result when a second execution finishes later, and replies the recorded one', async () => {
+    const run = { runId: `run-${randomUUID()}`, agent: 'test_agent' };
+    const pending = p.callIn(run, 'slow', { ms: 600 });
+    await waitFor(async () => Number(await p.redis.get(`${p.prefix}:test:slow:started`)) === 1, 10_000);
+    // Another execution of the same call (a redelivery) recorded its result while this one ran.
+    const [toolCallId] = await p.redis.hkeys(p.keys.runCalls(run.runId));
+    const earlier: ToolResult = {
+      tool_call_id: toolCallId!,
+      name: 'slow',
+      ok: true,
+      status: 'ok',
+      content: { slept_ms: 600, by: 'the first execution' },
+      duration_ms: 600,
+      attempts: 1,
+    };
+    await p.redis.hset(p.keys.results(run.runId), toolCallId!, JSON.stringify(earlier));
+    const seen = await pending;
+    expect(seen).toEqual(earlier);
+    expect(Number(await p.redis.get(`${p.prefix}:test:slow:finished`))).toBe(1);
+    expect(JSON.parse((await p.redis.hget(p.keys.results(run.runId), toolCallId!))!)).toEqual(earlier);
+    expect(await metric(p, /agent_reach_tool_duplicate_results_total\{tool="slow"\} (\d+)/)).toBe(1);
+  });
+});
+
+describe('refs belong to the run, agent and session that left them', () => {
+  let p: Platform;
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'ar-refs-'));
+    const agents = path.join(dir, 'agents.yaml');
+    const fixture = await readFile(TEST_AGENTS, 'utf8');
+    await writeFile(agents, `${fixture}\n  - name: other_agent\n    tools: [get_full_result]\n`);
+    p = await startPlatform({ AGENTS_FILE: agents });
+  });
+  afterAll(async () => {
+    await p.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const leaveRef = async (run: { runId: string; agent: string; sessionId?: string }) => {
+    const r = await p.callIn(run, 'big_result', { items: 200 });
+    expect(r).toMatchObject({ ok: true, truncated: true });
+    return r.ref as string;
+  };
+  const read = (run: { runId: string; agent: string; sessionId?: string }, ref: string) =>
+    p.callIn(run, 'get_full_result', { ref, limit: 100 });
+  const served = (r: ToolResult) =>
+    r.ok && !r.no_result && typeof (r.content as { page?: unknown }).page === 'string';
+  const notFound = (r: ToolResult, ref: string) =>
+    expect(r).toMatchObject({
+      ok: true,
+      no_result: true,
+      content: { hint: `no stored result under ${ref}; it may have expired` },
+    });
+  const fresh = (agent: string, sessionId?: string) => ({
+    runId: `run-${randomUUID()}`,
+    agent,
+    ...(sessionId ? { sessionId } : {}),
+  });
+
+  it('serves a ref to the run that left it and to a later run of the same agent in the same session', async () => {
+    const owner = fresh('test_agent', 'sess-a');
+    const ref = await leaveRef(owner);
+    expect(served(await read(owner, ref))).toBe(true);
+    expect(served(await read(fresh('test_agent', 'sess-a'), ref))).toBe(true);
+    const owned = await p.redis.hgetall(p.keys.ref(ref));
+    expect(owned).toMatchObject({ runId: owner.runId, agent: 'test_agent', sessionId: 'sess-a' });
+  });
+
+  it("answers another agent's ref exactly as a ref that does not exist", async () => {
+    const ref = await leaveRef(fresh('test_agent'));
+    notFound(await read(fresh('other_agent'), ref), ref);
+  });
+
+  it('answers a ref of another session of the same agent, or of no session, as not found', async () => {
+    const ref = await leaveRef(fresh('test_agent', 'sess-b'));
+    notFound(await read(fresh('test_agent', 'sess-c'), ref), ref);
+    notFound(await read(fresh('test_agent'), ref), ref);
+  });
+});
