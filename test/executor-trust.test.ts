@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Queue, type Job } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger, type ToolCallJob, type ToolResult } from '@agent-reach/shared';
-import { seedDecision, seedRun } from './helpers/ledger.js';
+import { createLogger, type ToolResult } from '@agent-reach/shared';
+import { handAddedJobs, seedDecision, seedRun } from './helpers/ledger.js';
 import { startPlatform } from './helpers/platform.js';
 import { TEST_AGENTS } from './helpers/processes.js';
 import { waitFor } from './helpers/redis.js';
@@ -27,38 +26,6 @@ function capturedLogger() {
   return { logger, warnings };
 }
 
-/** Hand-adds tool jobs to the default tool queue, as anyone with Redis access can. */
-function forger(p: Platform) {
-  const queue = new Queue<ToolCallJob>('tools-default', { connection: p.redis, prefix: p.prefix });
-  const add = async (data: Partial<ToolCallJob> & Pick<ToolCallJob, 'runId' | 'toolCallId' | 'name'>) => {
-    const job: ToolCallJob = {
-      v: 1,
-      traceId: data.runId,
-      agent: 'test_agent',
-      arguments: '{}',
-      deadline: Date.now() + 30_000,
-      replyTo: p.keys.replies('forger'),
-      enqueuedAt: Date.now(),
-      ...data,
-    };
-    const added = await queue.add(job.name, job, { jobId: `forged-${randomUUID()}`, attempts: 3 });
-    return added.id as string;
-  };
-  /** The job once the executor is done with it ('unknown' when removed on completion). */
-  const settled = (id: string) =>
-    waitFor(
-      async () => {
-        const state = await queue.getJobState(id);
-        if (!['failed', 'completed', 'unknown'].includes(state)) return undefined;
-        // Read after the state: a job read before may predate its move to failed.
-        return { state, job: (await queue.getJob(id)) as Job<ToolCallJob> | undefined };
-      },
-      10_000,
-      `job ${id} to settle`,
-    );
-  return { queue, add, settled };
-}
-
 async function metric(p: Platform, pattern: RegExp): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${p.executor.metricsPort}/metrics`)).text();
   const m = pattern.exec(text);
@@ -67,13 +34,13 @@ async function metric(p: Platform, pattern: RegExp): Promise<number> {
 
 describe('the executor verifies every job against its run record before running anything', () => {
   let p: Platform;
-  let forge: ReturnType<typeof forger>;
+  let forge: ReturnType<typeof handAddedJobs>;
   let log: ReturnType<typeof capturedLogger>;
   const effects = async () => p.redis.hgetall(`${p.prefix}:test:effects`);
   beforeAll(async () => {
     log = capturedLogger();
     p = await startPlatform({}, { logger: log.logger });
-    forge = forger(p);
+    forge = handAddedJobs(p);
   });
   afterAll(async () => {
     await forge.queue.close();
@@ -140,8 +107,7 @@ describe('the executor verifies every job against its run record before running 
     const call = { toolCallId: 'call_1', name: 'needs_approval', arguments: '{}' };
     await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
     await forge.add({ runId, ...call, approval: { by: 'nobody', at: Date.now() } });
-    const reply = await p.redis.blpop(p.keys.replies('forger'), 10);
-    const { result } = JSON.parse(reply![1]) as { result: ToolResult };
+    const { result } = await forge.reply();
     expect(result).toMatchObject({ ok: false, attempts: 0, error: { kind: 'awaiting_confirmation' } });
     // Nothing is recorded: once a person approves, the call can still run.
     expect(await p.redis.hget(p.keys.results(runId), 'call_1')).toBeNull();
@@ -163,8 +129,7 @@ describe('the executor verifies every job against its run record before running 
     await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
     await seedDecision(p.producer, p.keys, runId, 'call_1', 'approved');
     await forge.add({ runId, ...call });
-    const reply = await p.redis.blpop(p.keys.replies('forger'), 10);
-    expect(JSON.parse(reply![1])).toMatchObject({ runId, result: { ok: true, content: { done: true } } });
+    expect(await forge.reply()).toMatchObject({ runId, result: { ok: true, content: { done: true } } });
     expect(JSON.parse((await p.redis.hget(p.keys.results(runId), 'call_1'))!)).toMatchObject({ ok: true });
   });
 
@@ -195,8 +160,7 @@ describe('the executor verifies every job against its run record before running 
       name: 'counted_effect',
       arguments: '{}',
     });
-    const reply = await p.redis.blpop(p.keys.replies('forger'), 10);
-    expect(JSON.parse(reply![1])).toEqual({ runId: p.runId, result: JSON.parse(recorded!) });
+    expect(await forge.reply()).toEqual({ runId: p.runId, result: JSON.parse(recorded!) });
     expect((await forge.settled(id)).state).not.toBe('failed');
     expect(await p.redis.hget(p.keys.results(p.runId), first.tool_call_id)).toBe(recorded);
     expect(Object.values(await effects())).toEqual(['1']);

@@ -1,5 +1,8 @@
+import { randomUUID } from 'node:crypto';
+import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { callLedgerEntry, type Keys } from '@agent-reach/shared';
+import { callLedgerEntry, type Keys, type ToolCallJob, type ToolResult } from '@agent-reach/shared';
+import { waitFor } from './redis.js';
 
 /** A run as executors verify jobs against it: its meta hash (status, agent, session). */
 export interface SeededRun {
@@ -77,4 +80,45 @@ function addCalls(
     keys.runCalls(run.runId),
     ...calls.flatMap((c) => [c.toolCallId, callLedgerEntry({ agent: run.agent, ...c })]),
   );
+}
+
+/**
+ * Adds tool jobs to the default tool queue by hand, as anything with Redis access can (replies go to
+ * `keys.replies('forger')` unless the job says otherwise). Close `queue` after use.
+ */
+export function handAddedJobs(t: { redis: Redis; prefix: string; keys: Keys }) {
+  const queue = new Queue<ToolCallJob>('tools-default', { connection: t.redis, prefix: t.prefix });
+  const add = async (data: Partial<ToolCallJob> & Pick<ToolCallJob, 'runId' | 'toolCallId' | 'name'>) => {
+    const job: ToolCallJob = {
+      v: 1,
+      traceId: data.runId,
+      agent: 'test_agent',
+      arguments: '{}',
+      deadline: Date.now() + 30_000,
+      replyTo: t.keys.replies('forger'),
+      enqueuedAt: Date.now(),
+      ...data,
+    };
+    const added = await queue.add(job.name, job, { jobId: `hand-${randomUUID()}`, attempts: 3 });
+    return added.id as string;
+  };
+  /** The job once the executor is done with it (state 'unknown' when it was removed on completion). */
+  const settled = (id: string) =>
+    waitFor(
+      async () => {
+        const state = await queue.getJobState(id);
+        if (!['failed', 'completed', 'unknown'].includes(state)) return undefined;
+        // Read after the state: a job read before may predate its move to failed.
+        return { state, job: (await queue.getJob(id)) as Job<ToolCallJob> | undefined };
+      },
+      10_000,
+      `job ${id} to settle`,
+    );
+  /** The next reply pushed to the default reply list, parsed (waits up to `seconds`). */
+  const reply = async (seconds = 10) => {
+    const popped = await t.redis.blpop(t.keys.replies('forger'), seconds);
+    if (!popped) throw new Error(`no reply within ${seconds} s`);
+    return JSON.parse(popped[1]) as { runId: string; result: ToolResult };
+  };
+  return { queue, add, settled, reply };
 }
