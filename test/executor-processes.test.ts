@@ -1,8 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLogger, createRedis, waitReady, type ToolResult } from '@agent-reach/shared';
+import { createLogger, createRedis, toolJobId, waitReady, type ToolResult } from '@agent-reach/shared';
 import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
-import { startExecutorChild, type Child } from './helpers/processes.js';
+import { ROOT, startExecutorChild, type Child } from './helpers/processes.js';
+import { STUCK_AGENTS_YAML } from './helpers/stuck-tools.js';
 import { seedRun } from './helpers/ledger.js';
 import { REDIS_URL, testRedis, waitFor } from './helpers/redis.js';
 
@@ -107,6 +113,42 @@ describe('executor processes', () => {
     expect((echo as ToolResult).content).toEqual({ echo: 'hi', pid: isolated.proc.pid });
     expect((weather as ToolResult).ok).toBe(true);
   });
+
+  it('ends within its grace period on SIGTERM with a handler stuck forever, and another executor then runs the call once', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'ar-stuck-'));
+    const agentsFile = path.join(dir, 'agents.yaml');
+    await writeFile(agentsFile, STUCK_AGENTS_YAML);
+    const env = {
+      TOOL_MODULES: path.join(ROOT, 'test/helpers/stuck-tools.ts'),
+      AGENTS_FILE: agentsFile,
+      SHUTDOWN_GRACE_MS: '2000',
+    };
+    const queue = new Queue('tools-default', { connection: t.redis, prefix: t.prefix });
+    try {
+      const first = spawn(env);
+      await first.ready;
+      const d = await makeDispatcher();
+      const r = run();
+      const pending = dispatch(d, r, [{ toolCallId: 'stuck', name: 'stuck_once', arguments: '{}' }]);
+      const stuck = `${t.prefix}:test:stuck`;
+      await waitFor(async () => (await t.redis.hlen(stuck)) === 1, 10_000, 'the handler to be stuck');
+      first.kill('SIGTERM');
+      const exit = await Promise.race([first.exited, delay(15_000, 'still running after 15 s')]);
+      expect(exit).toBe(0);
+      // The stuck call wrote nothing and went back to its queue untouched, for another executor.
+      expect(await t.redis.exists(t.keys.results(r.runId))).toBe(0);
+      expect(['waiting', 'delayed']).toContain(await queue.getJobState(toolJobId(r.runId, 'stuck')));
+      const second = spawn(env);
+      await second.ready;
+      const [result] = await pending;
+      expect(result).toMatchObject({ ok: true, content: { executions: 2, pid: second.proc.pid } });
+      expect(await t.redis.hgetall(t.keys.results(r.runId))).toEqual({ stuck: JSON.stringify(result) });
+      expect(Object.values(await t.redis.hgetall(stuck))).toEqual(['2']);
+    } finally {
+      await queue.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it('drains in-flight calls on SIGTERM, takes no new ones, and loses nothing', async () => {
     const first = spawn({ SHUTDOWN_GRACE_MS: '20000' });
