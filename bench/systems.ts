@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { startExecutor } from '@agent-reach/executor';
 import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
 import {
+  callLedgerEntry,
   constants,
   createKeys,
   createLogger,
@@ -131,7 +132,9 @@ export async function startRawBullmq(options: SystemOptions): Promise<BenchSyste
 
 /**
  * The platform end to end for a no-op tool: `Dispatcher.dispatch` → tool queue → `startExecutor`'s worker
- * (validate, authorize, breaker, timeout, shaping, record + reply) → reply list → result.
+ * (verify against the run record, validate, authorize, breaker, timeout, shaping, record + reply) → reply
+ * list → result. The run record the executor verifies against is written per call as the scheduler's
+ * checkpoint writes it (see `call`).
  */
 export async function startPlatform(options: SystemOptions & { tmpDir: string }): Promise<BenchSystem> {
   const { redisUrl, payload, tmpDir } = options;
@@ -166,7 +169,21 @@ export async function startPlatform(options: SystemOptions & { tmpDir: string })
     label: 'platform',
     prefix,
     async call() {
-      const { runId, toolCallId } = ids(seq++, runBase);
+      const n = seq++;
+      const { runId, toolCallId } = ids(n, runBase);
+      // What the run's checkpoint records before the turn is published (the run, then each call in its
+      // ledger), written as the checkpoint is: ahead of the publication on the same connection, not
+      // awaited. The executor verifies the job against it.
+      if (n % CALLS_PER_RUN === 0) {
+        producer.hset(keys.runMeta(runId), { runId, agent: AGENT, status: 'running' }).catch(() => undefined);
+      }
+      producer
+        .hset(
+          keys.runCalls(runId),
+          toolCallId,
+          callLedgerEntry({ agent: AGENT, name: TOOL, arguments: args }),
+        )
+        .catch(() => undefined);
       // As the agent loop publishes a model turn it has just received: `fresh`, no record to consult.
       const [result] = await dispatcher.dispatch(
         { runId, traceId: runId, agent: AGENT },
