@@ -345,7 +345,12 @@ describe('tool call ids from providers that reuse them', () => {
         llm,
         logger: createLogger('test', { level: 'silent' }),
       });
-      const { outcome, state } = await runner.run({ agent: 'test_agent', input: 'two cities' });
+      const { recordingCheckpoint } = await import('./helpers/ledger.js');
+      const { outcome, state } = await runner.run({
+        agent: 'test_agent',
+        input: 'two cities',
+        checkpoint: recordingCheckpoint(p.producer, p.keys),
+      });
       await runner.close();
       expect(outcome).toMatchObject({ status: 'succeeded' });
       expect(state.steps.map((s) => s.toolCallId)).toEqual(['call_0', 'call_t2_0']);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { callLedgerEntry, type Keys, type ToolCallJob, type ToolResult } from '@agent-reach/shared';
+import type { CheckpointWrite, RunState } from '@agent-reach/scheduler';
 import { waitFor } from './redis.js';
 
 /** A run as executors verify jobs against it: its meta hash (status, agent, session). */
@@ -40,6 +41,27 @@ export async function seedRun(
   });
   addCalls(pipe, keys, run, calls);
   await pipe.exec();
+}
+
+/**
+ * A checkpoint hook for runs driven in-process without a run store: it writes the part of a checkpoint
+ * executors verify jobs against (the run, and the calls of its model turns in its ledger), snapshotted
+ * when the step ends and written before the turn's calls are dispatched.
+ */
+export function recordingCheckpoint(redis: Redis, keys: Keys): (state: RunState) => CheckpointWrite {
+  return (state) => {
+    const run = { runId: state.runId, agent: state.agent, status: state.status, sessionId: state.sessionId };
+    const calls = state.messages.flatMap((m) =>
+      m.role === 'assistant'
+        ? (m.tool_calls ?? []).flatMap((c) =>
+            c.type === 'function'
+              ? [{ toolCallId: c.id, name: c.function.name, arguments: c.function.arguments }]
+              : [],
+          )
+        : [],
+    );
+    return () => seedRun(redis, keys, run, calls);
+  };
 }
 
 /** Adds calls to a seeded run's ledger. */

@@ -8,6 +8,7 @@ import {
   type RunState,
 } from '@agent-reach/scheduler';
 import type { ChatCompletionCreateParams } from 'openai/resources/chat/completions';
+import { recordingCheckpoint } from './ledger.js';
 import { startPlatform } from './platform.js';
 import { TEST_AGENTS } from './processes.js';
 
@@ -40,6 +41,7 @@ export async function startLoopHarness(env: Record<string, string> = {}, limits:
     }
     return r;
   };
+  const recordRun = recordingCheckpoint(platform.producer, platform.keys);
   /** Runs `input` for `agent` against scenario `scenario` (added to the simulator first). */
   const run = async (
     scenario: Scenario,
@@ -60,6 +62,7 @@ export async function startLoopHarness(env: Record<string, string> = {}, limits:
       agent: opts.agent ?? 'test_agent',
       input: opts.input ?? `do the ${scenario.name} task`,
       onEvent: (e) => events.push(e),
+      checkpoint: recordRun,
       ...(opts.limits ? { limits: opts.limits } : {}),
       ...(opts.signal ? { signal: opts.signal } : {}),
       ...(opts.deadlineMs ? { deadlineMs: opts.deadlineMs } : {}),
