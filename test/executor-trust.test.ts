@@ -3,8 +3,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger, type ToolResult } from '@agent-reach/shared';
-import { handAddedJobs, seedDecision, seedRun } from './helpers/ledger.js';
+import { createLogger, toolJobId, type ToolResult } from '@agent-reach/shared';
+import { handAddedJobs, seedCalls, seedDecision, seedRun } from './helpers/ledger.js';
 import { startPlatform } from './helpers/platform.js';
 import { TEST_AGENTS } from './helpers/processes.js';
 import { waitFor } from './helpers/redis.js';
@@ -47,12 +47,13 @@ describe('the executor verifies every job against its run record before running 
     await p.close();
   });
 
-  /** A job that was refused: failed at its first attempt, nothing run, nothing replied. */
+  /**
+   * A job that was refused: one security warning naming it, failed without retry and then removed (it
+   * must not hold the call's job id), nothing run, nothing replied.
+   */
   const expectRefused = async (id: string, reason: string) => {
-    const { state, job } = await forge.settled(id);
-    expect(state).toBe('failed');
-    expect(job?.attemptsMade).toBe(1);
-    expect(await p.redis.llen(p.keys.replies('forger'))).toBe(0);
+    await waitFor(() => log.warnings.some((w) => w.jobId === id), 10_000, `the refusal of ${id}`);
+    expect((await forge.settled(id)).state).toBe('unknown');
     expect(log.warnings.filter((w) => w.jobId === id)).toEqual([
       expect.objectContaining({
         security: true,
@@ -60,6 +61,7 @@ describe('the executor verifies every job against its run record before running 
         msg: 'refused a tool job that does not match its run record',
       }),
     ]);
+    expect(await p.redis.llen(p.keys.replies('forger'))).toBe(0);
   };
 
   it('refuses a hand-added job whose call is not in the run ledger and writes nothing', async () => {
@@ -70,6 +72,17 @@ describe('the executor verifies every job against its run record before running 
     expect(await effects()).toEqual({});
     expect(await p.redis.exists(p.keys.results(runId))).toBe(0);
     expect(await metric(p, /agent_reach_tool_jobs_refused_total\{reason="not_in_ledger"\} (\d+)/)).toBe(1);
+  });
+
+  it("a refused job does not hold the call's job id: the call the model makes later still runs", async () => {
+    const runId = `run-${randomUUID()}`;
+    await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' });
+    const call = { toolCallId: 'call_later', name: 'noop', arguments: '{"value":"later"}' };
+    const squatted = await forge.add({ runId, ...call }, toolJobId(runId, call.toolCallId));
+    await expectRefused(squatted, 'not_in_ledger');
+    await seedCalls(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
+    const [result] = await p.dispatcher.dispatch({ runId, traceId: runId, agent: 'test_agent' }, [call]);
+    expect(result).toMatchObject({ ok: true, content: { echo: 'later' } });
   });
 
   it('refuses a job whose arguments differ from the call the model made', async () => {

@@ -110,7 +110,10 @@ function addCalls(
  */
 export function handAddedJobs(t: { redis: Redis; prefix: string; keys: Keys }) {
   const queue = new Queue<ToolCallJob>('tools-default', { connection: t.redis, prefix: t.prefix });
-  const add = async (data: Partial<ToolCallJob> & Pick<ToolCallJob, 'runId' | 'toolCallId' | 'name'>) => {
+  const add = async (
+    data: Partial<ToolCallJob> & Pick<ToolCallJob, 'runId' | 'toolCallId' | 'name'>,
+    jobId = `hand-${randomUUID()}`,
+  ) => {
     const job: ToolCallJob = {
       v: 1,
       traceId: data.runId,
@@ -121,7 +124,7 @@ export function handAddedJobs(t: { redis: Redis; prefix: string; keys: Keys }) {
       enqueuedAt: Date.now(),
       ...data,
     };
-    const added = await queue.add(job.name, job, { jobId: `hand-${randomUUID()}`, attempts: 3 });
+    const added = await queue.add(job.name, job, { jobId, attempts: 3 });
     return added.id as string;
   };
   /** The job once the executor is done with it (state 'unknown' when it was removed on completion). */

@@ -232,7 +232,14 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
   for (const worker of workers) {
     worker.on('error', (err) => logger.error({ err, queue: worker.name }, 'tool worker error'));
     worker.on('failed', (job, err) => {
-      if (err instanceof JobRefused) return; // logged once as a security event
+      if (err instanceof JobRefused) {
+        // Logged once already, as a security event. The refused job must not hold the call's job id: a
+        // job added by hand under the id of a call the model has yet to make would block that call.
+        job
+          ?.remove()
+          .catch((e: unknown) => logger.warn({ err: e, jobId: job.id }, 'could not remove a refused job'));
+        return;
+      }
       logger.error({ err, jobId: job?.id }, 'tool job failed inside the executor');
     });
   }
