@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { exitOnSignals, loadConfig } from '@agent-reach/shared';
+import { constants, exitOnSignals, loadConfig } from '@agent-reach/shared';
 import { startExecutor } from './executor.js';
 import { loadToolModules } from './tool-modules.js';
 
@@ -50,7 +50,9 @@ async function main(): Promise<void> {
       ? {}
       : { announcementTtlMs: num('ANNOUNCEMENT_TTL_MS') as number }),
   });
-  exitOnSignals(() => executor.close(), executor.logger);
+  exitOnSignals(() => executor.close(), executor.logger, {
+    forceAfterMs: config.executor.shutdownGraceMs + constants.SHUTDOWN_BACKSTOP_MS,
+  });
   process.send?.({ type: 'ready', metricsPort: executor.metricsPort });
 }
 
