@@ -164,13 +164,11 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
   );
 }
 
+const HANDED_BACK = 'the executor stopped; the call goes back to its queue';
+
 /** The outcome of a call stopped for its job to go back to the queue; it is never recorded. */
 function handedBack(): ToolErrorInfo {
-  return {
-    kind: 'unavailable',
-    message: 'the executor stopped; the call goes back to its queue',
-    retryable: true,
-  };
+  return { kind: 'unavailable', message: HANDED_BACK, retryable: true };
 }
 
 /** One attempt: the handler under an AbortSignal; a handler that ignores the signal still loses the race. */
@@ -203,7 +201,7 @@ async function runAttempt(
     if (stop) {
       onStop = () => {
         controller.abort(new Error('executor shutting down'));
-        reject(new AttemptFailure('unavailable', 'the executor stopped; the call goes back to its queue'));
+        reject(new AttemptFailure('unavailable', HANDED_BACK));
       };
       if (stop.aborted) onStop();
       else stop.addEventListener('abort', onStop, { once: true });
@@ -226,8 +224,7 @@ async function runAttempt(
     return await Promise.race([Promise.resolve().then(() => tool.handler(args, ctx)), timedOut]);
   } catch (err) {
     // However the handler reacted to being stopped, it is not the tool's failure: no breaker count.
-    if (stop?.aborted)
-      throw new AttemptFailure('unavailable', 'the executor stopped; the call goes back to its queue');
+    if (stop?.aborted) throw new AttemptFailure('unavailable', HANDED_BACK);
     throw classify(err, tool);
   } finally {
     clearTimeout(timer);
