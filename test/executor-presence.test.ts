@@ -29,8 +29,6 @@ describe('executors announce what they serve with a heartbeat and an expiry', ()
     const catalog = new ToolCatalog(p.producer, p.keys);
     expect((await catalog.refresh()).servesGroup('default')).toBe(true);
     await loseData(p);
-    expect((await catalog.refresh()).names()).toEqual([]);
-    expect(catalog.servesGroup('default')).toBe(false);
     await waitFor(
       async () => (await catalog.refresh()).has('query_weather') && catalog.servesGroup('default'),
       5000,

@@ -16,6 +16,7 @@ describe('executor processes', () => {
   let t: ReturnType<typeof testRedis>;
   let children: Child[];
   let dispatcher: Dispatcher | undefined;
+  let catalog: ToolCatalog;
   let producer: ReturnType<typeof createRedis>;
   const logger = createLogger('test', { level: 'silent' });
 
@@ -40,14 +41,15 @@ describe('executor processes', () => {
     children.push(child);
     return child;
   };
-  const makeDispatcher = async (slackMs?: number) => {
-    const catalog = await new ToolCatalog(producer, t.keys).refresh();
+  const makeDispatcher = async (slackMs?: number, startWaitMs?: number) => {
+    catalog = await new ToolCatalog(producer, t.keys).refresh();
     dispatcher = new Dispatcher({
       connection: producer,
       keys: t.keys,
       catalog,
       logger,
       ...(slackMs ? { slackMs } : {}),
+      ...(startWaitMs ? { startWaitMs } : {}),
     });
     return dispatcher;
   };
@@ -93,12 +95,13 @@ describe('executor processes', () => {
     expect(await effects()).toEqual([1, 1, 1]);
   });
 
-  it('gives a timeout result instead of hanging when no executor serves the tool group', async () => {
+  it('answers unavailable (nothing ran) instead of hanging when no executor serves the tool group', async () => {
     const child = spawn({ EXECUTOR_GROUPS: 'default' });
     await child.ready;
-    const d = await makeDispatcher(300);
+    const d = await makeDispatcher(300, 500);
+    expect(catalog.servesGroup('isolated')).toBe(false);
     const [result] = await dispatch(d, run(), calls(1, 'isolated_echo', { value: 'hi' }));
-    expect(result).toMatchObject({ ok: false, error: { kind: 'timeout', retryable: true } });
+    expect(result).toMatchObject({ ok: false, attempts: 0, error: { kind: 'unavailable', retryable: true } });
   });
 
   it('serves a group only from executors started for it', async () => {
