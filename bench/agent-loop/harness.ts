@@ -35,6 +35,7 @@ import { deleteByPrefix } from '../redis-stats.js';
 import { instrumentLlm, RunProbe } from './probe.js';
 import { startSimHost, type SimHost, type SimMode } from './sim-host.js';
 import { AGENT, AGENTS_YAML, FINAL_ANSWER, noopTool, SCENARIO, TOOL_STEPS } from './task.js';
+import { recordingCheckpoint } from '../../test/helpers/ledger.js';
 
 /** The configurations compared: the same loop with tools in-process, through the platform, and durable. */
 export const CONFIGS = ['baseline', 'platform', 'checkpoints'] as const;
@@ -192,20 +193,21 @@ export async function startLoopHarness(options: {
             const state = runner.newState({ agent: AGENT, input });
             // As the run worker does: claim the run, then write each step through its checkpointer.
             const writer = name === 'checkpoints' ? (await store.claim(state.runId)).writer : undefined;
+            // Without checkpoints the run still records itself and its calls (executors verify every
+            // call against that record), as little as that takes: the run's status and its ledger.
+            const ledgerOnly = recordingCheckpoint(runner.connection, runner.keys);
             const outcome = await runner.resume(state, {
               onEvent: probe.onEvent,
-              ...(writer
-                ? {
-                    checkpoint: (s, events) => {
-                      const send = writer.prepare(s, events);
-                      return async () => {
-                        await send();
-                      };
-                    },
-                    // As the run worker does: the store and the dispatcher share the producer connection.
-                    orderedCheckpoints: store.connection === runner.connection,
+              checkpoint: writer
+                ? (s, events) => {
+                    const send = writer.prepare(s, events);
+                    return async () => {
+                      await send();
+                    };
                   }
-                : {}),
+                : (s) => ledgerOnly(s),
+              // As the run worker does: the store and the dispatcher share the producer connection.
+              orderedCheckpoints: writer ? store.connection === runner.connection : true,
             });
             check(probe, outcome, state);
           }
