@@ -76,11 +76,15 @@ export async function startScheduler(
   const agents = loadAgents(config.agentsFile);
   const llm = options.llm ?? llmFromConfig(config);
   const clients = new Map<string, LlmClient>();
+  // Jobs added straight to the queue may name any model: keep a bounded set of clients, most recent last.
   const llmFor = (model: string) => {
     let client = clients.get(model);
-    if (!client) {
-      client = llmFromConfig(config, model);
-      clients.set(model, client);
+    if (client) clients.delete(model);
+    else client = llmFromConfig(config, model);
+    clients.set(model, client);
+    if (clients.size > constants.MAX_MODEL_CLIENTS) {
+      const oldest = clients.keys().next().value;
+      if (oldest !== undefined) clients.delete(oldest);
     }
     return client;
   };

@@ -119,6 +119,8 @@ export const RUN_ABANDON_WRITE_ATTEMPTS = 5;
 export const RUN_ABANDON_WRITE_BACKOFF_MS = 1000;
 /** How long a shutdown past its grace period waits for workers to settle before closing connections, in ms. */
 export const CLOSE_SETTLE_MS = 500;
+/** Model clients a scheduler keeps for runs that name their model (least recently used ones go first). */
+export const MAX_MODEL_CLIENTS = 16;
 /** How long past its grace period a shutting-down process may take to close connections before it exits anyway, in ms. */
 export const SHUTDOWN_BACKSTOP_MS = 5000;
 export const DEFAULT_SCHEDULER_METRICS_PORT = 9465;
