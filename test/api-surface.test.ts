@@ -105,7 +105,14 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
     await h.redis.hset(
       h.keys.breakers,
       'slow',
-      JSON.stringify({ tool: 'slow', state: 'open', openUntil: now + 60_000, executorId: 'x', at: now }),
+      // From the live executor: snapshots of executors that no longer announce themselves are ignored.
+      JSON.stringify({
+        tool: 'slow',
+        state: 'open',
+        openUntil: now + 60_000,
+        executorId: h.executor!.worker.executorId,
+        at: now,
+      }),
     );
     try {
       const res = await h.call('GET', '/v1/agents');

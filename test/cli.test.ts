@@ -9,7 +9,8 @@ import { waitFor } from './helpers/redis.js';
 const run = promisify(execFile);
 const BIN = path.join(ROOT, 'packages/cli/bin/agent-reach.js');
 
-describe('agent-reach CLI: runs, replay, approvals', () => {
+// Each CLI call is a process of its own that loads the platform: give every test room for several.
+describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => {
   let h: Awaited<ReturnType<typeof startRunsHarness>>;
   const cli = async (...args: string[]) => cliWith({}, ...args);
   const cliWith = async (env: Record<string, string>, ...args: string[]) => {

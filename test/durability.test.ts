@@ -44,7 +44,8 @@ describe('durability: calls that never start, shutdown with work in flight, rete
     });
     const runId = await h.control.start({ agent: 'test_agent', input: 'echo', model: 'unserved' });
     const outcome = await h.control.wait(runId, 30_000);
-    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'gave up' });
+    // No tool ever ran, so the run does not pass for a success.
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'no_tool_available', answer: 'gave up' });
     const [result] = await toolResults(runId);
     expect(result).toMatchObject({
       tool: 'isolated_echo',
