@@ -9,6 +9,9 @@ export default tseslint.config(
       'bench/results/**',
       'eslint.config.js',
       'packages/*/bin/*.js',
+      'packages/*/dist/**',
+      // Plain JavaScript run by test/pack-install.test.ts in a project outside the workspace.
+      'test/fixtures/consumer/*.mjs',
     ],
   },
   js.configs.recommended,

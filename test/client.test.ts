@@ -6,15 +6,8 @@ import {
   RUN_ID_PATTERN as PLATFORM_RUN_ID_PATTERN,
   runJobOptions as platformJobOptions,
 } from '@agent-reach/scheduler';
-import {
-  AgentReachApiError,
-  createClient,
-  enqueueRun,
-  parseSse,
-  RUN_ID_PATTERN,
-  runJobOptions,
-  type StreamedEvent,
-} from '../packages/client/src/index.js';
+import { AgentReachApiError, createClient, parseSse, type StreamedEvent } from '@agent-reach/client';
+import { enqueueRun, RUN_ID_PATTERN, runJobOptions } from '@agent-reach/client/queue';
 import { LIMITED_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { REDIS_URL } from './helpers/redis.js';
 

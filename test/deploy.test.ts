@@ -288,13 +288,20 @@ describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafa
     };
     for (const [name, subcommand] of Object.entries(expected)) {
       const command = commandOf(service(name));
-      expect(command.slice(0, 3), name).toEqual(['node', 'packages/cli/bin/agent-reach.js', subcommand]);
-      expect(existsSync(path.join(ROOT, command[1] ?? ''))).toBe(true);
+      expect(command.slice(0, 2), name).toEqual(['agent-reach', subcommand]);
       expect(service(name).build, name).toBe('.');
     }
+    // The image installs the packed CLI, whose bin (built JavaScript) is on its PATH.
+    const dockerfile = read('Dockerfile');
+    expect(dockerfile).toMatch(/^ENV PATH=\/app\/node_modules\/\.bin:\$PATH$/m);
+    expect(dockerfile).toMatch(/npm install --omit=dev .*\/tarballs\/\*\.tgz/);
+    const cli = JSON.parse(read('packages/cli/package.json')) as {
+      publishConfig: { bin: Record<string, string> };
+    };
+    expect(cli.publishConfig.bin['agent-reach']).toBe('./dist/main.js');
     expect(read('packages/cli/src/main.ts')).toMatch(/case 'llm-sim':/);
     const sim = commandOf(service('llm-sim'));
-    expect(sim.slice(3)).toEqual(['--port', '4010', '--host', '0.0.0.0']);
+    expect(sim.slice(2)).toEqual(['--port', '4010', '--host', '0.0.0.0']);
   });
 
   it('mounts only files and directories that exist in the repository', () => {

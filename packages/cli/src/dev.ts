@@ -1,13 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createLogger, loadConfig, type Logger } from '@agent-reach/shared';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
-import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
+import { BUNDLED_SCENARIOS_DIR, startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
 import { BOARD_PATH, startScheduler, type SchedulerProcess } from '@agent-reach/scheduler';
 import { loadToolModules } from '@agent-reach/executor';
-
-const SCENARIOS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../llm-sim/scenarios');
 
 export interface DevStack {
   apiUrl: string;
@@ -24,17 +20,28 @@ export interface DevStack {
   close(): Promise<void>;
 }
 
+export interface DevOptions {
+  /** The scenarios llm-sim plays. Default: the ones llm-sim ships. */
+  scenariosDir?: string;
+}
+
 /**
  * Everything in one process on a local Redis: an executor, a scheduler with the HTTP API, and llm-sim
  * when no model is configured (OPENAI_API_KEY / OPENAI_BASE_URL unset). Ports left unset in the
  * environment default to free ones for metrics; the API uses API_PORT (default 8080).
  */
-export async function startDev(env: Record<string, string | undefined>): Promise<DevStack> {
+export async function startDev(
+  env: Record<string, string | undefined>,
+  options: DevOptions = {},
+): Promise<DevStack> {
   const e = { ...env };
   const logger = createLogger('dev', { level: e.LOG_LEVEL ?? 'warn' });
   let sim: LlmSim | undefined;
   if (!e.OPENAI_API_KEY && !e.OPENAI_BASE_URL) {
-    sim = await startLlmSim({ scenariosDir: SCENARIOS, port: Number(e.LLM_SIM_PORT ?? 0) });
+    sim = await startLlmSim({
+      scenariosDir: options.scenariosDir ?? BUNDLED_SCENARIOS_DIR,
+      port: Number(e.LLM_SIM_PORT ?? 0),
+    });
     e.OPENAI_BASE_URL = sim.url;
     e.OPENAI_API_KEY = 'llm-sim';
     e.OPENAI_MODEL ??= 'weather-trip';

@@ -1,15 +1,11 @@
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+#!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { AgentReachError, exitOnSignals } from '@agent-reach/shared';
-import { renderTimeline, replayRun, type RunStatus } from '@agent-reach/scheduler';
-import { configCheck } from './config-check.js';
-import { startDev } from './dev.js';
-import { openContext, openRunner } from './context.js';
-import { followRun } from './follow.js';
+import type { RunStatus } from '@agent-reach/scheduler';
 import { inline, inlineStrings, jsonLine, multiline } from './terminal.js';
+import { USAGE, usageOf } from './usage.js';
 
-const PACKAGES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+// Each command imports what it needs when it runs: `--help` and the small commands never load the
+// scheduler, the executor or the simulator.
 
 /** Exit codes, documented in --help. */
 export const EXIT = {
@@ -23,57 +19,22 @@ export const EXIT = {
 
 class UsageError extends Error {}
 
-const HELP = `agent-reach — queue-driven tool execution for LLM agents
-
-Usage: agent-reach <command> [options]
-
-Processes
-  dev                                all in one: executor + scheduler + HTTP API (+ llm-sim when no
-                                     model is configured), on the local Redis
-  scheduler [--concurrency N]        run agent runs from the agent-runs queue
-  executor [--groups a,b] [--tools m.ts]  run tool calls from the tool queues
-  llm-sim [--port N] [--scenarios DIR]    the OpenAI-compatible simulator
-
-Runs
-  run "<task>" --agent A [--follow] [--model M] [--session S]   start a run (and follow its progress)
-  runs ls [--agent A] [--status S] [--since T] [--until T] [--limit N] [--json]
-  runs show <run-id>                 the run as a readable timeline, then its outcome
-  runs events <run-id>               the run's raw events, one JSON object per line
-  runs replay <run-id> [--live [--force]]
-                                     re-run with the recorded model turns; tool calls are answered
-                                     from the recording, or with --live re-executed when their tool
-                                     is read-only or idempotent (--force: any tool). Confirmation
-                                     tools never run: they are reported as needing a new approval
-  approve <run-id> <tool-call-id> [--by NAME] [--reason TEXT]
-  reject <run-id> <tool-call-id> [--by NAME] [--reason TEXT]
-  cancel <run-id>
-
-Configuration
-  config check                       validate the config, the tool registry and the agents file;
-                                     print each agent's reachable tools
-
-Every command reads REDIS_URL, AR_KEY_PREFIX and the rest of the environment (see the README).
-T is an ISO date or epoch milliseconds. Add --help to a command for its options.
-
-Exit codes: 0 success; 1 failure (Redis unreachable, bad configuration, a replay that failed);
-2 bad usage; 3 run or call not found; 4 config check found problems; 5 a followed run ended
-without succeeding.`;
-
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
-    console.log(HELP);
+    console.log(USAGE);
     return EXIT.ok;
   }
   switch (command) {
     case 'dev':
       return dev(rest);
+    // Process commands run the package's own entry point, which parses the remaining arguments.
     case 'scheduler':
-      return delegate('scheduler/src/main.ts', rest);
+      return delegate(rest, () => import('@agent-reach/scheduler/main'));
     case 'executor':
-      return delegate('executor/src/main.ts', rest);
+      return delegate(rest, () => import('@agent-reach/executor/main'));
     case 'llm-sim':
-      return delegate('llm-sim/src/main.ts', rest);
+      return delegate(rest, () => import('@agent-reach/llm-sim/main'));
     case 'runs':
       return runs(rest);
     case 'run':
@@ -90,16 +51,20 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** Process commands run the package's own entry point, which parses the remaining arguments. */
-async function delegate(script: string, args: string[]): Promise<number> {
-  const file = path.join(PACKAGES, script);
-  process.argv = [process.argv[0] ?? 'node', file, ...args];
-  await import(pathToFileURL(file).href);
+async function delegate(args: string[], load: () => Promise<unknown>): Promise<number> {
+  process.argv = [process.argv[0] ?? 'node', process.argv[1] ?? 'agent-reach', ...args];
+  await load();
   return -1; // the process keeps running; its entry point owns the exit
 }
 
+/** Whether the arguments ask for a command's usage. */
+function wantsHelp(argv: string[]): boolean {
+  return argv.includes('--help') || argv.includes('-h');
+}
+
 async function runs(argv: string[]): Promise<number> {
-  const [sub, ...rest] = argv;
+  const sub = argv[0]?.startsWith('-') ? undefined : argv[0];
+  const rest = sub === undefined ? argv : argv.slice(1);
   const { values, positionals } = parseArgs({
     args: rest,
     allowPositionals: true,
@@ -116,20 +81,12 @@ async function runs(argv: string[]): Promise<number> {
     },
   });
   if (values.help || !sub) {
-    console.log(
-      HELP.split('\n')
-        // A `runs` line and the indented lines that continue it.
-        .filter(
-          function keep(this: { inRuns: boolean }, l) {
-            this.inRuns = l.includes('runs ') || (this.inRuns && /^ {30,}\S/.test(l));
-            return this.inRuns;
-          },
-          { inRuns: false },
-        )
-        .join('\n'),
-    );
-    return EXIT.ok;
+    console.log(usageOf('runs'));
+    return sub || values.help ? EXIT.ok : EXIT.usage;
   }
+  if (!['ls', 'show', 'events', 'replay'].includes(sub))
+    throw new UsageError(`unknown runs command "${sub}"; use ls, show, events or replay`);
+  const { openContext } = await import('./context.js');
   const ctx = await openContext(process.env);
   try {
     if (sub === 'ls') {
@@ -160,6 +117,7 @@ async function runs(argv: string[]): Promise<number> {
       console.log(
         `run ${inline(runId)}  agent ${summary.agent}  trace ${summary.traceId}  status ${summary.status}`,
       );
+      const { renderTimeline } = await import('@agent-reach/scheduler');
       // Each event on its own line, whatever its text holds.
       console.log(renderTimeline(inlineStrings(await ctx.control.events(runId))));
       const outcome = run.state?.outcome;
@@ -183,6 +141,10 @@ async function runs(argv: string[]): Promise<number> {
     if (sub === 'replay') {
       if (values.force && !values.live) throw new UsageError('runs replay: --force needs --live');
       if (!(await ctx.control.get(runId))) return notFound(`run ${runId}`);
+      const [{ openRunner }, { replayRun }] = await Promise.all([
+        import('./context.js'),
+        import('@agent-reach/scheduler'),
+      ]);
       const { runner, store } = await openRunner(ctx);
       try {
         const result = await replayRun(
@@ -223,7 +185,7 @@ async function runs(argv: string[]): Promise<number> {
         await runner.close();
       }
     }
-    throw new UsageError(`unknown runs command "${sub}"; use ls, show, events or replay`);
+    return EXIT.usage; // unreachable: checked above
   } finally {
     await ctx.close();
   }
@@ -236,11 +198,15 @@ async function decide(command: 'approve' | 'reject', argv: string[]): Promise<nu
     options: { by: { type: 'string' }, reason: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
   if (values.help) {
-    console.log(`agent-reach ${command} <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`);
+    console.log(usageOf(command));
     return EXIT.ok;
   }
   const [runId, toolCallId] = positionals;
   if (!runId || !toolCallId) throw new UsageError(`${command} needs a run id and a tool call id`);
+  const [{ openContext }, { AgentReachError }] = await Promise.all([
+    import('./context.js'),
+    import('@agent-reach/shared'),
+  ]);
   const ctx = await openContext(process.env);
   try {
     await ctx.control.decide({
@@ -262,10 +228,11 @@ async function decide(command: 'approve' | 'reject', argv: string[]): Promise<nu
 
 async function cancel(argv: string[]): Promise<number> {
   const [runId] = argv;
-  if (!runId || runId === '--help') {
-    console.log('agent-reach cancel <run-id>');
+  if (!runId || wantsHelp(argv)) {
+    console.log(usageOf('cancel'));
     return runId ? EXIT.ok : EXIT.usage;
   }
+  const { openContext } = await import('./context.js');
   const ctx = await openContext(process.env);
   try {
     if (!(await ctx.control.get(runId)) && !(await ctx.control.queue.getJob(runId)))
@@ -279,13 +246,40 @@ async function cancel(argv: string[]): Promise<number> {
 }
 
 async function dev(argv: string[]): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h')) {
-    console.log(
-      'agent-reach dev: executor + scheduler + HTTP API (+ llm-sim without OPENAI_API_KEY) in one process',
-    );
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      agents: { type: 'string' },
+      tools: { type: 'string' },
+      groups: { type: 'string' },
+      scenarios: { type: 'string' },
+      port: { type: 'string' },
+      'sim-port': { type: 'string' },
+      'executor-metrics-port': { type: 'string' },
+      'scheduler-metrics-port': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log(usageOf('dev'));
     return EXIT.ok;
   }
-  const stack = await startDev(process.env);
+  // Flags win over the environment, as for the process commands.
+  const env = { ...process.env };
+  if (values.agents) env.AGENTS_FILE = values.agents;
+  if (values.tools) env.TOOL_MODULES = values.tools;
+  if (values.groups) env.EXECUTOR_GROUPS = values.groups;
+  if (values.port) env.API_PORT = port(values.port, '--port');
+  if (values['sim-port']) env.LLM_SIM_PORT = port(values['sim-port'], '--sim-port');
+  if (values['executor-metrics-port'])
+    env.EXECUTOR_METRICS_PORT = port(values['executor-metrics-port'], '--executor-metrics-port');
+  if (values['scheduler-metrics-port'])
+    env.SCHEDULER_METRICS_PORT = port(values['scheduler-metrics-port'], '--scheduler-metrics-port');
+  const [{ startDev }, { exitOnSignals }] = await Promise.all([
+    import('./dev.js'),
+    import('@agent-reach/shared'),
+  ]);
+  const stack = await startDev(env, values.scenarios ? { scenariosDir: values.scenarios } : {});
   console.log(`API        ${stack.apiUrl}   (Authorization: Bearer ${stack.apiKey})`);
   console.log(`docs       ${stack.docsUrl}`);
   console.log(`Bull Board ${stack.boardUrl}   (HTTP Basic, any user, the key as password)`);
@@ -312,7 +306,7 @@ async function startRun(argv: string[]): Promise<number> {
     },
   });
   if (values.help) {
-    console.log('agent-reach run "<task>" --agent A [--follow] [--model M] [--session S]');
+    console.log(usageOf('run'));
     return EXIT.ok;
   }
   const input = positionals.join(' ').trim();
@@ -321,6 +315,7 @@ async function startRun(argv: string[]): Promise<number> {
       'run needs a task, e.g. agent-reach run "check order ORD-123456" --agent customer_service_agent',
     );
   if (!values.agent) throw new UsageError('run needs --agent');
+  const { openContext } = await import('./context.js');
   const ctx = await openContext(process.env);
   try {
     const runId = await ctx.control.start({
@@ -331,6 +326,7 @@ async function startRun(argv: string[]): Promise<number> {
     });
     console.log(`started ${runId}`);
     if (!values.follow) return EXIT.ok;
+    const { followRun } = await import('./follow.js');
     const last = await followRun(ctx.control, runId, (line) => console.log(line));
     if (last.type !== 'run_finished') return EXIT.failure;
     if (last.outcome.answer) console.log(`\nanswer: ${multiline(last.outcome.answer)}`);
@@ -342,13 +338,13 @@ async function startRun(argv: string[]): Promise<number> {
 
 async function config(argv: string[]): Promise<number> {
   const [sub] = argv;
-  if (sub !== 'check') {
-    if (sub === '--help' || sub === undefined) {
-      console.log('agent-reach config check');
-      return sub ? EXIT.ok : EXIT.usage;
-    }
-    throw new UsageError(`unknown config command "${sub}"; use check`);
+  if (sub === undefined || wantsHelp(argv)) {
+    console.log(usageOf('config'));
+    return sub ? EXIT.ok : EXIT.usage;
   }
+  if (sub !== 'check') throw new UsageError(`unknown config command "${sub}"; use check`);
+  if (argv.length > 1) throw new UsageError(`config check takes no arguments, got "${argv[1]}"`);
+  const { configCheck } = await import('./config-check.js');
   const problems = await configCheck(process.env, (line) => console.log(inline(line)));
   for (const p of problems) console.error(`problem: ${multiline(p)}`);
   if (problems.length === 0) console.log('no problems found');
@@ -365,6 +361,13 @@ function time(value: string, flag: string): number {
   if (!Number.isFinite(n))
     throw new UsageError(`${flag} must be an ISO date or epoch milliseconds, got "${value}"`);
   return n;
+}
+
+function port(value: string, flag: string): string {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new UsageError(`${flag} must be a port between 0 and 65535, got "${value}"`);
+  return value;
 }
 
 function positive(value: string, flag: string): number {

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import {
   constants,
   createKeys,
-  createLogger,
-  createRedis,
   isValidRunId,
   maskUrl,
+  reconnectDelayMs,
   waitReady,
   RESERVED_RUN_IDS,
   RUN_ID_PATTERN,
@@ -54,10 +53,7 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
   if (!o.connection && !o.redisUrl) throw new TypeError('pass a connection or a redisUrl');
   const keys = createKeys(o.prefix ?? constants.DEFAULT_KEY_PREFIX);
   const url = o.redisUrl ?? describe(o.connection as Redis);
-  const connection =
-    o.connection ??
-    // Fails fast, reconnects with backoff, logs nowhere: the caller gets one error instead.
-    createRedis(url, 'producer', { logger: createLogger('enqueue', { level: 'silent' }) });
+  const connection = o.connection ?? connect(url);
   let queue: Queue | undefined;
   try {
     const readyMs = o.readyTimeoutMs ?? constants.DEFAULT_REDIS_READY_TIMEOUT_MS;
@@ -99,6 +95,21 @@ function unavailable(url: string, what: string, cause?: unknown): AgentReachApiE
     message: `Redis at ${maskUrl(url)}: ${maskUrl(what)}`,
     ...(cause === undefined ? {} : { cause }),
   });
+}
+
+/**
+ * A connection that fails fast and reconnects with the platform's backoff, and logs nowhere: the caller
+ * gets one error instead (plain ioredis, so this entry point needs no logger).
+ */
+function connect(url: string): Redis {
+  const redis = new Redis(url, {
+    retryStrategy: reconnectDelayMs,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+  });
+  // waitReady reports the last connection error; without a listener ioredis would print each one.
+  redis.on('error', () => undefined);
+  return redis;
 }
 
 /** A connection's target for messages (its options hold no URL). */

@@ -1,4 +1,4 @@
-import { API_ERROR_CODES, type ApiErrorCode } from '@agent-reach/shared';
+import { API_ERROR_CODES, type ApiErrorCode } from '@agent-reach/shared/api-error-codes';
 
 /** The codes the Agent-Reach API answers errors with (see its README); branch on these, not on messages. */
 export { API_ERROR_CODES };

@@ -10,8 +10,6 @@ export type {
 } from './client.js';
 export { AgentReachApiError, API_ERROR_CODES } from './errors.js';
 export type { ApiErrorCode, ClientErrorCode } from './errors.js';
-export { enqueueRun, runJobOptions, RUN_ID_PATTERN, RESERVED_RUN_IDS } from './enqueue.js';
-export type { EnqueueRunOptions, RunJobFields } from './enqueue.js';
 export { parseSse } from './sse.js';
 export type { SseMessage } from './sse.js';
 export { FINAL_STATUSES } from './types.js';

@@ -1,3 +1,5 @@
+import { fileURLToPath } from 'node:url';
+
 /** Host the simulator binds to when none is given. */
 export const DEFAULT_HOST = '127.0.0.1';
 /** Port the CLI listens on when none is given (the library default is 0: a random free port). */
@@ -28,3 +30,6 @@ export const DEFAULT_SERVER_ERROR_STATUS = 500;
 export const FOLDED_TURNS_PATTERN = /"folded_turns"\s*:\s*(\d+)/g;
 /** Valid function-tool names, as the real API checks them. */
 export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** The scenarios shipped with the package (`scenarios/` beside `src/` and `dist/`). */
+export const BUNDLED_SCENARIOS_DIR = fileURLToPath(new URL('../scenarios', import.meta.url));

@@ -4,7 +4,7 @@ export { loadScenarios, loadScenarioFile } from './load-scenarios.js';
 export { validateScenario, ScenarioValidationError } from './scenario-validation.js';
 export type { ScenarioProblem } from './scenario-validation.js';
 export { validateChatRequest } from './request-validation.js';
-export { SCENARIO_HEADER, CONVERSATION_HEADER, FINAL_CONTENT } from './constants.js';
+export { SCENARIO_HEADER, CONVERSATION_HEADER, FINAL_CONTENT, BUNDLED_SCENARIOS_DIR } from './constants.js';
 export type {
   Scenario,
   ScenarioTurn,

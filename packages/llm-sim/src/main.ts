@@ -1,6 +1,5 @@
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DEFAULT_CLI_PORT, DEFAULT_HOST } from './constants.js';
+import { BUNDLED_SCENARIOS_DIR, DEFAULT_CLI_PORT, DEFAULT_HOST } from './constants.js';
 import { loadScenarios } from './load-scenarios.js';
 import { startLlmSim } from './server.js';
 
@@ -22,7 +21,7 @@ async function main(): Promise<void> {
     options: {
       port: { type: 'string', default: String(DEFAULT_CLI_PORT) },
       host: { type: 'string', default: DEFAULT_HOST },
-      scenarios: { type: 'string', default: fileURLToPath(new URL('../scenarios', import.meta.url)) },
+      scenarios: { type: 'string', default: BUNDLED_SCENARIOS_DIR },
       record: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },

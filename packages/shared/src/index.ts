@@ -50,8 +50,6 @@ export type { BreakerSnapshot, BreakerState } from './breaker-state.js';
 export { startMetricsServer } from './metrics-server.js';
 export {
   RUN_ID_PATTERN,
-  RUN_JOB_SCHEMA,
-  runJobProblems,
   RESERVED_RUN_IDS,
   isValidRunId,
   isSafeId,
@@ -59,9 +57,11 @@ export {
   TOOL_CALL_ID_PATTERN,
   SESSION_ID_PATTERN,
   runJobOptions,
-  API_ERROR_CODES,
 } from './run-wire.js';
+export { RUN_JOB_SCHEMA, runJobProblems } from './run-job-schema.js';
+export { API_ERROR_CODES } from './api-error-codes.js';
+export type { ApiErrorCode } from './api-error-codes.js';
 export { parseJsonSafely } from './safe-json.js';
-export type { RunJobData, ApiErrorCode } from './run-wire.js';
+export type { RunJobData } from './run-wire.js';
 export { exitOnSignals } from './shutdown.js';
 export { redisUnavailable } from './redis-errors.js';

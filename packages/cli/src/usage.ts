@@ -1,0 +1,86 @@
+/** What `agent-reach --help` prints. */
+export const USAGE = `agent-reach — queue-driven tool execution for LLM agents
+
+Usage: agent-reach <command> [options]
+
+Processes
+  dev [--agents FILE] [--tools a.js,b.js] [--groups a,b] [--scenarios DIR] [--port N] [--sim-port N]
+      [--executor-metrics-port N] [--scheduler-metrics-port N]
+                                     all in one: executor + scheduler + HTTP API (+ llm-sim when no
+                                     model is configured), on the local Redis
+  scheduler [--concurrency N]        run agent runs from the agent-runs queue
+  executor [--groups a,b] [--tools m.js] [--concurrency N]
+                                     run tool calls from the tool queues
+  llm-sim [--port N] [--host H] [--scenarios DIR] [--record FILE]
+                                     the OpenAI-compatible simulator
+
+Runs
+  run "<task>" --agent A [--follow] [--model M] [--session S]   start a run (and follow its progress)
+  runs ls [--agent A] [--status S] [--since T] [--until T] [--limit N] [--json]
+  runs show <run-id>                 the run as a readable timeline, then its outcome
+  runs events <run-id>               the run's raw events, one JSON object per line
+  runs replay <run-id> [--live [--force]]
+                                     re-run with the recorded model turns; tool calls are answered
+                                     from the recording, or with --live re-executed when their tool
+                                     is read-only or idempotent (--force: any tool). Confirmation
+                                     tools never run: they are reported as needing a new approval
+  approve <run-id> <tool-call-id> [--by NAME] [--reason TEXT]
+  reject <run-id> <tool-call-id> [--by NAME] [--reason TEXT]
+  cancel <run-id>
+
+Configuration
+  config check                       validate the config, the tool registry and the agents file;
+                                     print each agent's reachable tools
+
+Every command reads REDIS_URL, AR_KEY_PREFIX and the rest of the environment (see the README).
+T is an ISO date or epoch milliseconds. Add --help to a command for its options.
+
+Exit codes: 0 success; 1 failure (Redis unreachable, bad configuration, a replay that failed);
+2 bad usage; 3 run or call not found; 4 config check found problems; 5 a followed run ended
+without succeeding.`;
+
+const COMMANDS = {
+  dev: `Usage: agent-reach dev [options]
+
+Executor + scheduler + HTTP API in one process on the local Redis, and llm-sim playing the model
+when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. Flags win over the environment.
+
+  --agents FILE                 agents and their reachable tools (env AGENTS_FILE)
+  --tools a.js,b.js             extra tool modules for the executor (env TOOL_MODULES)
+  --groups a,b                  tool groups the executor serves (env EXECUTOR_GROUPS)
+  --scenarios DIR               llm-sim's scenarios (default: the ones llm-sim ships)
+  --port N                      the HTTP API's port (env API_PORT, default 8080)
+  --sim-port N                  llm-sim's port (env LLM_SIM_PORT, default a free port)
+  --executor-metrics-port N     the executor's /metrics (env EXECUTOR_METRICS_PORT, default a free port)
+  --scheduler-metrics-port N    the scheduler's /metrics (env SCHEDULER_METRICS_PORT, default a free port)`,
+  run: `Usage: agent-reach run "<task>" --agent A [--follow] [--model M] [--session S]
+
+  -a, --agent A     the agent that runs the task (required)
+  -f, --follow      print the run's progress until it finishes; exit 5 when it did not succeed
+  --model M         a model other than the scheduler's default
+  --session S       continue this session's history`,
+  runs: `Usage: agent-reach runs <ls|show|events|replay> [options]
+
+  runs ls [--agent A] [--status S] [--since T] [--until T] [--limit N] [--json]
+                                     runs, newest first (--limit default 50); T is an ISO date or
+                                     epoch milliseconds; --json prints one object per line
+  runs show <run-id>                 the run as a readable timeline, then its outcome
+  runs events <run-id>               the run's raw events, one JSON object per line
+  runs replay <run-id> [--live [--force]]
+                                     re-run with the recorded model turns; tool calls are answered
+                                     from the recording, or with --live re-executed when their tool
+                                     is read-only or idempotent (--force: any tool). Confirmation
+                                     tools never run: they are reported as needing a new approval`,
+  approve: `Usage: agent-reach approve <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`,
+  reject: `Usage: agent-reach reject <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`,
+  cancel: `Usage: agent-reach cancel <run-id>`,
+  config: `Usage: agent-reach config check
+
+Validates the configuration (the environment), the tool registry and the agents file, and prints
+each agent's reachable tools. Exit 4 when it finds problems.`,
+} as const;
+
+/** The usage of one command. */
+export function usageOf(command: keyof typeof COMMANDS): string {
+  return COMMANDS[command];
+}
