@@ -119,6 +119,8 @@ interface Phase {
   modelRequestsPerUnit?: number;
   simBusy?: number;
   simCpuUsPerUnit?: number;
+  /** Part 2: the scheduler processes' share of `platformCpuUsPerUnit`. */
+  schedulerCpuUsPerUnit?: number;
 }
 
 /** Runs `work` (which does `units` calls or runs) and measures it. */
@@ -177,6 +179,7 @@ function byLevel(phases: Phase[]) {
       loadAvg1m: m((p) => p.loadAvg1m),
       modelRequestsPerUnit: m((p) => p.modelRequestsPerUnit ?? Number.NaN),
       simBusy: m((p) => p.simBusy ?? Number.NaN),
+      schedulerCpuUsPerUnit: m((p) => p.schedulerCpuUsPerUnit ?? Number.NaN),
       /** Cores the benchmark's processes (platform, load generator, Redis, llm-sim) used together. */
       cores: m(
         (p) =>
@@ -227,6 +230,7 @@ function levelRows(
     row(`load generator CPU / ${unit} (µs)`, (f) => fmt(f.loadCpuUsPerUnit, 0)),
     ...(figures.some((f) => Number.isFinite(f.modelRequestsPerUnit))
       ? [
+          row('scheduler processes CPU / run (µs)', (f) => fmt(f.schedulerCpuUsPerUnit, 0)),
           row('model requests / run', (f) => fmt(f.modelRequestsPerUnit, 2)),
           row('llm-sim busy (%)', (f) => fmt(f.simBusy * 100, 1)),
         ]
@@ -523,9 +527,13 @@ async function schedulerScaling(opts: {
       }
       while (schedulers.length > level) await schedulers.pop()?.stop();
       const units = opts.runsPerScheduler * level;
+      const schedulerCpu = async () =>
+        (await Promise.all(schedulers.map((child) => child.cpuUs()))).reduce((x, y) => x + y, 0);
+      const schedulerCpuBefore = await schedulerCpu();
       const phase = await measure(level, units, opts.admin, [...children, ...schedulers], async () => {
         await closedLoop(runOnce, units, inFlight);
       });
+      phase.schedulerCpuUsPerUnit = ((await schedulerCpu()) - schedulerCpuBefore) / units;
       const taken = await s.take();
       phase.modelRequestsPerUnit = taken.handledMs.size / units;
       phase.simBusy = taken.busy;
