@@ -6,8 +6,8 @@
  * and 4 executor processes of EXECUTOR_CONCURRENCY 4 each, loaded by a closed loop of dispatches from this
  * process with enough calls in flight to keep every executor busy. Throughput at N executors is printed
  * as a ratio to N × the 1-executor figure (linear scaling). The defaults keep the whole benchmark's CPU
- * well under one core at 4 executors (each call costs its processes about a millisecond of CPU), so on a
- * small machine what scales or does not is the queue, not the CPU; the table prints the cores it used.
+ * under one core at 4 executors (each call costs its processes about 2 ms of CPU on a small shared
+ * machine), so what scales or does not is the queue, not the CPU; the table prints the cores it used.
  * Then Redis's cost while the 4 executors idle, and its cost per call when calls come densely (a no-op
  * tool, 2 executors of 50 slots, 128 in flight, as `pnpm bench` loads them): Redis's CPU per command
  * falls as more commands arrive per wake-up, so this is the figure for a busy shard.
