@@ -7,6 +7,20 @@ import { Redis } from 'ioredis';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
+/** Every process started here; none outlives the benchmark, even when it is interrupted or fails. */
+const started = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of started)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
+
+function track(child: ChildProcess): ChildProcess {
+  started.add(child);
+  child.once('exit', () => started.delete(child));
+  return child;
+}
+
 /** A platform process (an executor's or scheduler's `main.ts`) forked under tsx. */
 export interface PlatformChild {
   readonly label: string;
@@ -26,12 +40,14 @@ export async function startPlatformChild(
   script: string,
   env: Record<string, string>,
 ): Promise<PlatformChild> {
-  const proc: ChildProcess = fork(path.join(ROOT, script), [], {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-    execArgv: ['--import', 'tsx'],
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  });
+  const proc: ChildProcess = track(
+    fork(path.join(ROOT, script), [], {
+      cwd: ROOT,
+      env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+      execArgv: ['--import', 'tsx'],
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    }),
+  );
   let out = '';
   proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
@@ -98,21 +114,23 @@ export interface PrivateRedis {
  */
 export async function startPrivateRedis(): Promise<PrivateRedis> {
   const port = await freePort();
-  const proc = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--maxmemory-policy',
-      'noeviction',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+  const proc = track(
+    spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--maxmemory-policy',
+        'noeviction',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    ),
   );
   let out = '';
   proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
