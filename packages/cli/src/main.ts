@@ -147,10 +147,13 @@ async function runs(argv: string[]): Promise<number> {
       ]);
       const { runner, store } = await openRunner(ctx);
       try {
-        const result = await replayRun(
-          runId,
-          { runner, store },
-          { live: values.live === true, force: values.force === true },
+        // Names and reasons come from a recorded run: nothing of it reaches the terminal raw.
+        const result = inlineStrings(
+          await replayRun(
+            runId,
+            { runner, store },
+            { live: values.live === true, force: values.force === true },
+          ),
         );
         const outcome =
           typeof result.outcome === 'string'
