@@ -49,8 +49,8 @@ const EXECUTOR_JOB = 'agent-reach-executor';
 /**
  * The processes' settings: breakers that open after 3 failures and half-open 3 s later (so the second
  * phase sees transitions again), one LLM retry (so an LLM outage ends a run in seconds), executors that
- * serve only the default group (so a call to the "isolated" group waits unconsumed), and a 1 s queue
- * sample for schedulers that run the sampler.
+ * serve only the default group (so a call to the "isolated" group waits unconsumed — republished at each
+ * deadline for as long as the test lasts), and a 1 s queue sample for schedulers that run the sampler.
  */
 const PROCESS_ENV = {
   BREAKER_FAILURE_THRESHOLD: '3',
@@ -58,6 +58,7 @@ const PROCESS_ENV = {
   LLM_MAX_RETRIES: '1',
   EXECUTOR_GROUPS: 'default',
   QUEUE_SAMPLE_INTERVAL_MS: '1000',
+  TOOL_START_WAIT_MS: '600000',
 };
 
 /**
@@ -140,8 +141,9 @@ describe.skipIf(!HAVE_PROMETHEUS)(
         ...[0, 1, 2, 3].map((i) => start('obs-failing', i)),
         start('obs-loop'),
         start('obs-llm-down'),
-        ...(withIsolated ? [start('obs-isolated')] : []),
       ]);
+      // Waits for an executor of its group for the whole test, like the parked run waits for a person.
+      if (withIsolated) await start('obs-isolated');
       const parked = await start('obs-approval');
       const outcomes = await Promise.all(finishing.map((id) => h.control.wait(id, 30_000)));
       await waitFor(
