@@ -19,7 +19,6 @@ export interface DispatchCall {
   name: string;
   /** The model's raw argument string. */
   arguments: string;
-  approval?: ToolCallJob['approval'];
 }
 
 export interface DispatchRun {
@@ -210,7 +209,6 @@ export class Dispatcher {
         deadline,
         replyTo: this.#replyKey,
         enqueuedAt: now,
-        ...(call.approval ? { approval: call.approval } : {}),
       },
       opts: {
         jobId: toolJobId(run.runId, call.toolCallId),

@@ -16,7 +16,10 @@ export interface ToolCallJob {
   replyTo: string;
   /** Epoch ms of publication, for queue-wait metrics. */
   enqueuedAt: number;
-  /** A person's approval, required for tools with `requiresConfirmation`. */
+  /**
+   * Ignored, and no longer sent: an executor runs a `requiresConfirmation` tool only on the decision
+   * recorded in the run's approvals, never on what a job says. Kept so that older jobs still parse.
+   */
   approval?: { by?: string; reason?: string; at: number };
 }
 

@@ -64,23 +64,7 @@ export async function resolveToolCalls(
   const dispatched = remote.length
     ? await deps.dispatcher.dispatch(
         { runId: state.runId, traceId: state.traceId, agent: state.agent, deadlineAt: state.deadlineAt },
-        remote.map(({ call }) => {
-          const approval = state.approvals[call.id];
-          return {
-            toolCallId: call.id,
-            name: call.name,
-            arguments: call.arguments,
-            ...(approval?.decision === 'approved'
-              ? {
-                  approval: {
-                    at: approval.decidedAt ?? Date.now(),
-                    ...(approval.by ? { by: approval.by } : {}),
-                    ...(approval.reason ? { reason: approval.reason } : {}),
-                  },
-                }
-              : {}),
-          };
-        }),
+        remote.map(({ call }) => ({ toolCallId: call.id, name: call.name, arguments: call.arguments })),
         { fresh, ...(deps.release ? { signal: deps.release } : {}) },
       )
     : [];
