@@ -43,6 +43,7 @@ import {
 } from './agent-loop/harness.js';
 import { stepsOf, type RunProbe, type StepSample } from './agent-loop/probe.js';
 import { TOOL_STEPS } from './agent-loop/task.js';
+import { envInt } from './env.js';
 
 const TARGET_OVERHEAD_P50_MS = 3;
 const TOP_COMMANDS = 10;
@@ -54,14 +55,6 @@ const STEP_DEFINITION =
   'the model turn, the llm_request emit and its checkpoint ("post"), and the dispatch round trip. ' +
   'Overhead = wall - simulator handling time of that turn (HTTP server diagnostics channel, ' +
   'request start to response finish, matched by x-request-id) - tool duration_ms.';
-
-function envInt(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}`);
-  return value;
-}
 
 let runSeq = 0;
 

@@ -63,6 +63,7 @@ import {
 } from './scale-out/processes.js';
 import { SLEEP_TOOL } from './scale-out/tools.js';
 import { TOOL as NOOP_TOOL } from './agent-loop/task.js';
+import { envInt } from './env.js';
 
 const SCALE_AGENT = 'bench_scale_agent';
 /** Calls of one seeded run before the ids roll over to a new run (as in bench/systems.ts). */
@@ -82,14 +83,6 @@ const DENSE_IN_FLIGHT = 128;
 const DENSE_ROUNDS = 3;
 /** How long the idle fleet's own Redis traffic is measured. */
 const IDLE_MS = 3000;
-
-function envInt(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}`);
-  return value;
-}
 
 function envList(name: string, fallback: number[]): number[] {
   const raw = process.env[name];

@@ -24,6 +24,7 @@ import {
 } from './measure.js';
 import { diffRedis, sampleRedis, type RedisDelta } from './redis-stats.js';
 import { startPlatform, startRawBullmq, type BenchSystem } from './systems.js';
+import { envInt } from './env.js';
 
 const IN_FLIGHT = 64;
 const PAYLOAD_CHARS = 300;
@@ -40,14 +41,6 @@ interface RoundFigures {
   /** Commands Redis executed per sequential call, script-internal calls included. */
   redisCommandsPerCall: number;
   redisCommands: RedisDelta;
-}
-
-function envInt(name: string, fallback: number, min: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < min) throw new Error(`${name} must be an integer >= ${min}`);
-  return value;
 }
 
 async function measureRound(
