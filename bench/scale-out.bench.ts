@@ -64,6 +64,7 @@ import {
 import { SLEEP_TOOL } from './scale-out/tools.js';
 import { TOOL as NOOP_TOOL } from './agent-loop/task.js';
 import { envInt } from './env.js';
+import { fmt, printTable } from './agent-loop/figures.js';
 
 const SCALE_AGENT = 'bench_scale_agent';
 /** Calls of one seeded run before the ids roll over to a new run (as in bench/systems.ts). */
@@ -185,20 +186,6 @@ function byLevel(phases: Phase[]) {
 }
 
 type LevelFigures = ReturnType<typeof byLevel>[number];
-
-const fmt = (v: number, digits: number) =>
-  Number.isFinite(v)
-    ? v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
-    : '-';
-
-function printTable(header: string[], rows: string[][]): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const render = (cells: string[]) =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('   ');
-  console.log(render(header));
-  console.log(render(widths.map((w) => '-'.repeat(w))));
-  for (const row of rows) console.log(render(row));
-}
 
 /** Rows of a level table: throughput, its ratio to linear scaling from the first level, and the costs. */
 function levelRows(

@@ -148,7 +148,7 @@ export function medianFigures(rounds: PhaseFigures[]) {
 export type Medians = ReturnType<typeof medianFigures>;
 
 /** Prints rows of figures under column headers, numbers right-aligned. */
-export function printTable(header: string[], rows: Array<[string, ...string[]]>): void {
+export function printTable(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const render = (cells: string[]) =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('   ');

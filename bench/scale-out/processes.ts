@@ -1,11 +1,8 @@
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+import { startChild } from '../../test/helpers/processes.js';
 
 /** Every process started here; none outlives the benchmark, even when it is interrupted or fails. */
 const started = new Set<ChildProcess>();
@@ -40,28 +37,11 @@ export async function startPlatformChild(
   script: string,
   env: Record<string, string>,
 ): Promise<PlatformChild> {
-  const proc: ChildProcess = track(
-    fork(path.join(ROOT, script), [], {
-      cwd: ROOT,
-      env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-      execArgv: ['--import', 'tsx'],
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-    }),
-  );
-  let out = '';
-  proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  await Promise.race([
-    new Promise<void>((resolve) =>
-      proc.on('message', (m: { type?: string }) => {
-        if (m?.type === 'ready') resolve();
-      }),
-    ),
-    exited.then((code) =>
-      Promise.reject(new Error(`${label} exited (${code}) before it was ready:\n${out}`)),
-    ),
-  ]);
+  const child = startChild(script, env);
+  const proc = track(child.proc);
+  await child.ready.catch((err: unknown) => {
+    throw new Error(`${label}: ${(err as Error).message}`);
+  });
   const pid = proc.pid as number;
   return {
     label,
@@ -69,8 +49,8 @@ export async function startPlatformChild(
     cpuUs: () => processCpuUs(pid),
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
-      const code = await exited;
-      if (code !== 0 && code !== null) console.error(`${label} exited ${code}:\n${out}`);
+      const code = await child.exited;
+      if (code !== 0 && code !== null) console.error(`${label} exited ${code}:\n${child.output()}`);
     },
   };
 }
