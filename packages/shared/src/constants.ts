@@ -112,7 +112,7 @@ export const DEFAULT_RUN_STALLED_INTERVAL_MS = 30_000;
 export const RUN_MAX_STALLED_COUNT = 5;
 /** Attempts of a run job whose checkpoints cannot be written (each resumes from the last good one). */
 export const RUN_JOB_ATTEMPTS = 8;
-/** First backoff between such attempts, doubled each time (1 s … about 2 min; 4 min in all), in ms. */
+/** First backoff between such attempts, doubled each time (1, 2, 4 … 64 s: about 2 min over the 7 retries), in ms. */
 export const RUN_JOB_BACKOFF_MS = 1000;
 /** Tries, and the linear backoff between them in ms, to record as failed a run out of attempts. */
 export const RUN_ABANDON_WRITE_ATTEMPTS = 5;
