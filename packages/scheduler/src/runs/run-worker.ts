@@ -179,13 +179,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         { err: err.cause, attempt: job.attemptsMade + 1, attempts },
         'checkpoint failed; the run resumes from its last good checkpoint',
       );
-      if (job.attemptsMade + 1 >= attempts) {
-        await recordAbandoned(
-          data.runId,
-          'checkpoint_failed',
-          `the run's record could not be written: ${errorText(err.cause)}`,
-        );
-      }
+      // Out of attempts, the `failed` listener records the run as failed.
       throw err;
     } finally {
       active.delete(state.runId);
@@ -270,7 +264,13 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     const runId = job?.id;
     if (!runId || !isValidRunId(runId) || job.data?.runId !== runId) return;
     if ((job.opts.attempts ?? 1) > job.attemptsMade && !/stalled/i.test(err.message)) return;
-    void recordAbandoned(runId, 'abandoned', `the run could not be completed: ${err.message}`);
+    void (err instanceof CheckpointFailed
+      ? recordAbandoned(
+          runId,
+          'checkpoint_failed',
+          `the run's record could not be written: ${errorText(err.cause)}`,
+        )
+      : recordAbandoned(runId, 'abandoned', `the run could not be completed: ${err.message}`));
   });
 
   return {
