@@ -107,6 +107,11 @@ describe('the packages, packed and installed into a project outside the workspac
         files.filter((f) => f.startsWith('package/src/')),
         name,
       ).toEqual([]);
+      // Unit tests sit beside their modules in src/; neither they nor their builds ship.
+      expect(
+        files.filter((f) => /\.test\.(?:[cm]?js|d\.ts|ts)$/.test(f)),
+        name,
+      ).toEqual([]);
       for (const [subpath, target] of Object.entries(manifest.exports)) {
         expect(target.import, `${name} ${subpath}`).toMatch(/^\.\/dist\/.+\.js$/);
         expect(target.types, `${name} ${subpath}`).toMatch(/^\.\/dist\/.+\.d\.ts$/);

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   checkArguments,
   errorResult,
@@ -121,7 +120,7 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
       // A retry that could be cut off by the deadline is not started: its outcome would reach nobody.
       if (Date.now() + wait + tool.timeoutMs > job.deadline) break;
       try {
-        await sleep(wait, undefined, deps.signal ? { signal: deps.signal } : undefined);
+        await backoff(wait, deps.signal);
       } catch {
         return fail(handedBack(), made);
       }
@@ -162,6 +161,25 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
     lastError ?? { kind: 'timeout', message: 'no time left for another attempt', retryable: true },
     made,
   );
+}
+
+/**
+ * Waits out a retry's backoff, rejecting at once when `signal` fires. On the global timer rather than
+ * `node:timers/promises`, which fake timers do not reach, so the pipeline's tests advance the backoff.
+ */
+function backoff(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason as Error);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 const HANDED_BACK = 'the executor stopped; the call goes back to its queue';

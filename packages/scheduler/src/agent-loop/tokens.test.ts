@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countTokens, exceedsTokens } from '../packages/scheduler/src/agent-loop/tokens.js';
+import { countTokens, exceedsTokens } from './tokens.js';
 
 describe('token counting', () => {
   // Counts js-tiktoken's own encode gives for the o200k_base encoding.
