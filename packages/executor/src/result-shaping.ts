@@ -22,7 +22,17 @@ export function shapeResult(content: unknown, budgetChars: number): Shaped {
       if (JSON.stringify(trimmed).length <= budgetChars) return { content: trimmed, truncated: true, full };
     }
   }
-  return { content: { preview: full.slice(0, Math.max(0, budgetChars - 40)) }, truncated: true, full };
+  return { content: preview(full, budgetChars), truncated: true, full };
+}
+
+/** The start of the full JSON as one string that fits the budget once serialized. */
+function preview(full: string, budgetChars: number): { preview: string } {
+  let text = full.slice(0, Math.max(0, budgetChars - 40));
+  // Serializing escapes quotes and backslashes again: text full of them can double in size.
+  while (text.length > 0 && JSON.stringify({ preview: text }).length > budgetChars) {
+    text = text.slice(0, Math.floor(text.length * 0.9));
+  }
+  return { preview: text };
 }
 
 function trim(value: unknown, maxString: number, maxItems: number): unknown {
