@@ -78,7 +78,8 @@ function describeSchemaError(toolName: string, errors: ErrorObject[], parameters
       break;
     case 'additionalProperties':
       field = `${first.instancePath}/${String(p.additionalProperty)}`;
-      expected = `only the known fields: ${Object.keys((first.parentSchema?.properties as object) ?? {}).join(', ')}`;
+      // ajv leaves `parentSchema` out unless verbose: the object's schema is looked up instead.
+      expected = `only the known fields: ${Object.keys(propertiesOf(subSchema)).join(', ')}`;
       break;
     case 'type':
       expected = `${String(p.type)}`;
@@ -105,6 +106,11 @@ function describeSchemaError(toolName: string, errors: ErrorObject[], parameters
     example: exampleFor(subSchema),
     retryable: false,
   };
+}
+
+function propertiesOf(schema: unknown): object {
+  const properties = (schema as { properties?: unknown } | undefined)?.properties;
+  return typeof properties === 'object' && properties !== null ? properties : {};
 }
 
 function schemaAt(schema: unknown, pointer: string): unknown {
