@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@agent-reach/shared';
-import { countTokens } from '../packages/scheduler/src/agent-loop/tokens.js';
+import { countTokens } from '@agent-reach/scheduler';
 import {
   FULL_KEY,
   LIMITED_KEY,

@@ -3,11 +3,22 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKeys, createLogger, createRedis, loadAgents, waitReady } from '@agent-reach/shared';
-import { RunControl, SessionStore } from '@agent-reach/scheduler';
-import { startApiServer, type ApiServer, type ApiServerDeps } from '../packages/scheduler/src/api/index.js';
-import { redisUnavailable } from '../packages/scheduler/src/api/unavailable.js';
-import { ToolCatalog } from '../packages/scheduler/src/tool-catalog.js';
+import {
+  createKeys,
+  createLogger,
+  createRedis,
+  loadAgents,
+  redisUnavailable,
+  waitReady,
+} from '@agent-reach/shared';
+import {
+  RunControl,
+  SessionStore,
+  startApiServer,
+  ToolCatalog,
+  type ApiServer,
+  type ApiServerDeps,
+} from '@agent-reach/scheduler';
 import { request, TEST_API_KEYS } from './helpers/api.js';
 import { TEST_AGENTS } from './helpers/processes.js';
 import { waitFor } from './helpers/redis.js';

@@ -3,7 +3,7 @@ import { createLogger, loadConfig } from '@agent-reach/shared';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
 import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
 import { startScheduler, type SchedulerProcess } from '@agent-reach/scheduler';
-import { createClient } from '../packages/client/src/index.js';
+import { createClient } from '@agent-reach/client';
 import testTools from './helpers/test-tools.js';
 import { testRedis } from './helpers/redis.js';
 import { testEnv } from './helpers/runs.js';

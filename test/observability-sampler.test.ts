@@ -8,7 +8,7 @@ import {
   queueSamplerLeaseKey,
   startQueueSampler,
   type QueueSampler,
-} from '../packages/scheduler/src/queue-sampler.js';
+} from '@agent-reach/scheduler';
 import { testRedis, waitFor } from './helpers/redis.js';
 
 const logger = createLogger('test', { level: 'silent' });

@@ -5,12 +5,12 @@ import path from 'node:path';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, startMetricsServer } from '@agent-reach/shared';
-import { ToolCatalog } from '@agent-reach/scheduler';
 import {
+  ToolCatalog,
   queueSamplerLeaseKey,
   startQueueSampler,
   type QueueSampler,
-} from '../packages/scheduler/src/queue-sampler.js';
+} from '@agent-reach/scheduler';
 import { ROOT, startExecutorWith, startSchedulerChild, type Child } from './helpers/processes.js';
 import {
   allPanels,

@@ -3,13 +3,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  createLogger,
-  createRedis,
-  maskUrl,
-  reconnectDelayMs,
-  waitReady,
-} from '../packages/shared/src/index.js';
+import { createLogger, createRedis, maskUrl, reconnectDelayMs, waitReady } from '@agent-reach/shared';
 import { ROOT } from './helpers/processes.js';
 import { waitFor } from './helpers/redis.js';
 

@@ -3,8 +3,8 @@ import { link, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createWriteMarkdownFile } from '../packages/executor/src/index.js';
-import type { ToolContext, ToolDefinition } from '../packages/shared/src/index.js';
+import { createWriteMarkdownFile } from '@agent-reach/executor';
+import type { ToolContext, ToolDefinition } from '@agent-reach/shared';
 import { startPlatform } from './helpers/platform.js';
 
 describe('write_markdown_file stays inside the outputs directory', () => {

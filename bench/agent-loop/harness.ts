@@ -11,6 +11,7 @@ import {
   createLlmClient,
   createRunState,
   runAgent,
+  RunStore,
   type AgentLoopDeps,
   type RunState,
 } from '@agent-reach/scheduler';
@@ -30,7 +31,6 @@ import {
   type ToolCallJob,
 } from '@agent-reach/shared';
 // Not (yet) exported by the package; imported from its source as the benchmark brief allows.
-import { RunStore } from '../../packages/scheduler/src/runs/run-store.js';
 import { deleteByPrefix } from '../redis-stats.js';
 import { instrumentLlm, RunProbe } from './probe.js';
 import { startSimHost, type SimHost, type SimMode } from './sim-host.js';

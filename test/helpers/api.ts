@@ -1,11 +1,11 @@
 import { createLogger, loadAgents } from '@agent-reach/shared';
-import { SessionStore } from '@agent-reach/scheduler';
 import {
+  SessionStore,
   startApiServer,
   type ApiServerDeps,
   type ApiServerOptions,
-} from '../../packages/scheduler/src/api/index.js';
-import { createClient } from '../../packages/client/src/index.js';
+} from '@agent-reach/scheduler';
+import { createClient } from '@agent-reach/client';
 import { waitFor } from './redis.js';
 import { startRunsHarness } from './runs.js';
 
