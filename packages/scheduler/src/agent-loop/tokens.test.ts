@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { countTokens, exceedsTokens } from './tokens.js';
 
@@ -35,6 +36,30 @@ describe('token counting', () => {
     const tokens = countTokens(text);
     expect(tokens).toBeLessThanOrEqual(Buffer.byteLength(text));
     expect(Math.abs(tokens / (exactPerSentence * (text.length / sentence.length)) - 1)).toBeLessThan(0.05);
+  });
+
+  it('answers a text of at most the threshold in bytes without counting, and counts one byte more', () => {
+    expect(exceedsTokens('abc', 3)).toEqual({ exceeds: false });
+    expect(exceedsTokens('abcd', 3)).toEqual({ exceeds: false, tokens: 1 });
+    expect(exceedsTokens('a b c d', 3)).toEqual({ exceeds: true, tokens: 4 });
+  });
+
+  it('counts exactly up to 8 KiB and estimates one byte past it, close to the exact count', () => {
+    const exact = `${'word '.repeat(1_638)}xx`;
+    expect(Buffer.byteLength(exact)).toBe(8_192);
+    const estimated = `${exact}x`;
+    expect(countTokens(exact)).toBe(1_638 + 1);
+    expect(Math.abs(countTokens(estimated) / countTokens(exact) - 1)).toBeLessThan(0.05);
+  });
+
+  it('never counts more tokens than UTF-8 bytes, nor none for a non-empty text (property)', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'grapheme', maxLength: 200 }), (text) => {
+        const tokens = countTokens(text);
+        expect(tokens).toBeLessThanOrEqual(Buffer.byteLength(text));
+        if (text.length > 0) expect(tokens).toBeGreaterThan(0);
+      }),
+    );
   });
 
   it('counts special-token markup in user text as plain text instead of throwing', () => {
