@@ -7,15 +7,8 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import {
-  createKeys,
-  createLogger,
-  createRedis,
-  defineTool,
-  loadConfig,
-  Type,
-  waitReady,
-} from '@agent-reach/shared';
+import { createKeys, defineTool, Type } from '@agent-reach/protocol';
+import { createLogger, createRedis, loadConfig, waitReady } from '@agent-reach/shared';
 import { startExecutor } from '@agent-reach/executor';
 import { startLlmSim } from '@agent-reach/llm-sim';
 import { RunControl, startScheduler } from '@agent-reach/scheduler';

@@ -42,15 +42,8 @@ import { fileURLToPath } from 'node:url';
 import { QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Dispatcher, RunControl, ToolCatalog } from '@agent-reach/scheduler';
-import {
-  callLedgerEntry,
-  constants,
-  createKeys,
-  createLogger,
-  createRedis,
-  waitReady,
-  type Keys,
-} from '@agent-reach/shared';
+import { createKeys, type Keys } from '@agent-reach/protocol';
+import { callLedgerEntry, constants, createLogger, createRedis, waitReady } from '@agent-reach/shared';
 import { startSimHost, type SimHost } from './agent-loop/sim-host.js';
 import { AGENT as LOOP_AGENT, AGENTS_YAML, SCENARIO, TOOL_STEPS } from './agent-loop/task.js';
 import { benchEnvironment, closedLoop, median } from './measure.js';

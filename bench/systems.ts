@@ -6,20 +6,23 @@ import { Redis } from 'ioredis';
 import { startExecutor } from '@agent-reach/executor';
 import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
 import {
-  callLedgerEntry,
-  constants,
   createKeys,
-  createLogger,
-  createRedis,
   defineTool,
-  loadConfig,
   toolJobId,
   Type,
-  waitReady,
   type ToolCallJob,
   type ToolResult,
+} from '@agent-reach/protocol';
+import {
+  callLedgerEntry,
+  constants,
+  createLogger,
+  createRedis,
+  loadConfig,
+  waitReady,
 } from '@agent-reach/shared';
 import { deleteByPrefix } from './redis-stats.js';
+import { WIRE_VERSION } from '@agent-reach/protocol';
 
 /** One system under test: a way to make one tool call end to end, and to take itself down. */
 export interface BenchSystem {
@@ -99,7 +102,7 @@ export async function startRawBullmq(options: SystemOptions): Promise<BenchSyste
       const { runId, toolCallId } = ids(seq++, runBase);
       const now = Date.now();
       const data: ToolCallJob = {
-        v: constants.WIRE_VERSION,
+        v: WIRE_VERSION,
         runId,
         traceId: runId,
         agent: AGENT,

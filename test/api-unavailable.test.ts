@@ -3,14 +3,8 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createKeys,
-  createLogger,
-  createRedis,
-  loadAgents,
-  redisUnavailable,
-  waitReady,
-} from '@agent-reach/shared';
+import { createKeys } from '@agent-reach/protocol';
+import { createLogger, createRedis, loadAgents, redisUnavailable, waitReady } from '@agent-reach/shared';
 import {
   RunControl,
   SessionStore,

@@ -2,10 +2,8 @@ import { addCommonScenarios } from './helpers/scenarios.js';
 import { Queue } from 'bullmq';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  RUN_ID_PATTERN as PLATFORM_RUN_ID_PATTERN,
-  runJobOptions as platformJobOptions,
-} from '@agent-reach/scheduler';
+import { RUN_ID_PATTERN as PLATFORM_RUN_ID_PATTERN } from '@agent-reach/protocol';
+import { runJobOptions as platformJobOptions } from '@agent-reach/shared';
 import { AgentReachApiError, createClient, parseSse, type StreamedEvent } from '@agent-reach/client';
 import { enqueueRun, RUN_ID_PATTERN, runJobOptions } from '@agent-reach/client/queue';
 import { LIMITED_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
@@ -80,7 +78,7 @@ describe('the client of other services: HTTP methods, event streams, enqueueRun'
     for await (const e of h.client.streamEvents(runId)) {
       seen.push(e.type);
       if (e.type === 'approval_requested') {
-        const decision = await h.client.approve(runId, e.data.toolCallId as string, { reason: 'fine' });
+        const decision = await h.client.approve(runId, e.data.tool_call_id, { reason: 'fine' });
         expect(decision).toMatchObject({
           decision: 'approved',
           by: 'tester',
@@ -101,7 +99,7 @@ describe('the client of other services: HTTP methods, event streams, enqueueRun'
         model: 'approval',
       });
       for await (const e of h.client.streamEvents(runId)) {
-        if (e.type === 'approval_requested') return { runId, toolCallId: e.data.toolCallId as string };
+        if (e.type === 'approval_requested') return { runId, toolCallId: e.data.tool_call_id };
       }
       throw new Error('the run never asked for approval');
     };

@@ -2,16 +2,8 @@ import { writeFile, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import {
-  AgentReachError,
-  defineTool,
-  loadAgents,
-  loadConfig,
-  parseAgents,
-  ToolRegistry,
-  Type,
-  toolJobId,
-} from '@agent-reach/shared';
+import { AgentReachError, defineTool, Type, toolJobId } from '@agent-reach/protocol';
+import { loadAgents, loadConfig, parseAgents, ToolRegistry } from '@agent-reach/shared';
 
 const ok = defineTool({
   name: 'lookup',

@@ -1,6 +1,7 @@
 import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createLogger, loadConfig, toolJobId } from '@agent-reach/shared';
+import { toolJobId } from '@agent-reach/protocol';
+import { createLogger, loadConfig } from '@agent-reach/shared';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
 import testTools from './helpers/test-tools.js';
 import { startSchedulerChild, type Child } from './helpers/processes.js';
@@ -53,7 +54,7 @@ describe('durability: calls that never start, shutdown with work in flight, rete
       error: { kind: 'unavailable', retryable: true },
     });
     const queue = new Queue('tools-isolated', { connection: h.redis, prefix: h.prefix });
-    const callId = result!.toolCallId;
+    const callId = result!.tool_call_id;
     expect(await queue.getJob(toolJobId(runId, callId))).toBeUndefined();
     expect(await queue.getWaitingCount()).toBe(0);
     await queue.close();

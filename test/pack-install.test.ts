@@ -10,7 +10,7 @@ import { REDIS_URL, testRedis } from './helpers/redis.js';
 import { OUTPUTS } from './helpers/platform.js';
 
 const exec = promisify(execFile);
-const PACKAGES = ['shared', 'executor', 'scheduler', 'llm-sim', 'client', 'cli'];
+const PACKAGES = ['protocol', 'shared', 'executor', 'scheduler', 'llm-sim', 'client', 'cli'];
 const CONSUMER = path.join(ROOT, 'test/fixtures/consumer');
 /** The README's client examples, run as they are. */
 const SNIPPETS = ['http.mjs', 'queue.mjs'];
@@ -135,15 +135,22 @@ describe('the packages, packed and installed into a project outside the workspac
     }
   });
 
-  it('installs the client alone as one package: the HTTP client needs no runtime dependency', async () => {
+  it('installs the client with only the wire contract: the HTTP client needs protocol and TypeBox, nothing else', async () => {
     const alone = path.join(dir, 'client-alone');
     await exec('mkdir', ['-p', alone]);
     await writeFile(path.join(alone, 'package.json'), JSON.stringify({ name: 'alone', type: 'module' }));
-    const installed = await run('npm', [...NPM_INSTALL, tarballs.client ?? ''], { cwd: alone });
+    // The protocol tarball stands in for the registry, where the client's dependency would come from.
+    const installed = await run('npm', [...NPM_INSTALL, tarballs.client ?? '', tarballs.protocol ?? ''], {
+      cwd: alone,
+    });
     expect(installed.code, installed.stderr).toBe(0);
     const top = await readdir(path.join(alone, 'node_modules'));
-    expect(top.filter((d) => !d.startsWith('.'))).toEqual(['@agent-reach']);
-    expect(await readdir(path.join(alone, 'node_modules/@agent-reach'))).toEqual(['client']);
+    expect(top.filter((d) => !d.startsWith('.')).sort()).toEqual(['@agent-reach', '@sinclair']);
+    expect((await readdir(path.join(alone, 'node_modules/@agent-reach'))).sort()).toEqual([
+      'client',
+      'protocol',
+    ]);
+    expect(await readdir(path.join(alone, 'node_modules/@sinclair'))).toEqual(['typebox']);
     const root = await run(
       'node',
       [

@@ -2,14 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  AgentReachError,
-  createLogger,
-  defineTool,
-  ToolRegistry,
-  Type,
-  type ToolDefinition,
-} from '@agent-reach/shared';
+import { AgentReachError, defineTool, Type, type ToolDefinition } from '@agent-reach/protocol';
+import { createLogger, ToolRegistry } from '@agent-reach/shared';
 import { startExecutor, type ExecutorProcess, type ToolModuleDeps } from '@agent-reach/executor';
 import { replayRun } from '@agent-reach/scheduler';
 import { waitFor } from './helpers/redis.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createWriteMarkdownFile } from '@agent-reach/executor';
-import type { ToolContext, ToolDefinition } from '@agent-reach/shared';
+import type { ToolContext, ToolDefinition } from '@agent-reach/protocol';
 import { startPlatform } from './helpers/platform.js';
 
 describe('write_markdown_file stays inside the outputs directory', () => {

@@ -15,9 +15,9 @@ import {
   type AgentLoopDeps,
   type RunState,
 } from '@agent-reach/scheduler';
+import { createKeys, type ToolCallJob } from '@agent-reach/protocol';
 import {
   constants,
-  createKeys,
   createLogger,
   createMetrics,
   createRedis,
@@ -28,7 +28,6 @@ import {
   type AgentReachConfig,
   type AgentSpec,
   type Logger,
-  type ToolCallJob,
 } from '@agent-reach/shared';
 // Not (yet) exported by the package; imported from its source as the benchmark brief allows.
 import { deleteByPrefix } from '../redis-stats.js';
@@ -36,6 +35,7 @@ import { instrumentLlm, RunProbe } from './probe.js';
 import { startSimHost, type SimHost, type SimMode } from './sim-host.js';
 import { AGENT, AGENTS_YAML, FINAL_ANSWER, noopTool, SCENARIO, TOOL_STEPS } from './task.js';
 import { recordingCheckpoint } from '../../test/helpers/ledger.js';
+import { WIRE_VERSION } from '@agent-reach/protocol';
 
 /** The configurations compared: the same loop with tools in-process, through the platform, and durable. */
 export const CONFIGS = ['baseline', 'platform', 'checkpoints'] as const;
@@ -130,7 +130,7 @@ export async function startLoopHarness(options: {
         return Promise.all(
           calls.map(async (call) => {
             const job: ToolCallJob = {
-              v: constants.WIRE_VERSION,
+              v: WIRE_VERSION,
               ...run,
               toolCallId: call.toolCallId,
               name: call.name,

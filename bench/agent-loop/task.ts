@@ -1,5 +1,5 @@
 import type { Scenario } from '@agent-reach/llm-sim';
-import { defineTool, Type, type ToolDefinition } from '@agent-reach/shared';
+import { defineTool, Type, type ToolDefinition } from '@agent-reach/protocol';
 
 /** The benchmark's model name: the llm-sim scenario every run plays. */
 export const SCENARIO = 'bench-loop-3-steps';

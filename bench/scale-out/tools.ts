@@ -3,7 +3,7 @@
  * waits `BENCH_SLEEP_MS` (default 30) and returns, and the agent-loop benchmark's no-op tool.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { defineTool, Type, type ToolDefinition } from '@agent-reach/shared';
+import { defineTool, Type, type ToolDefinition } from '@agent-reach/protocol';
 import { noopTool } from '../agent-loop/task.js';
 
 export const SLEEP_TOOL = 'bench_sleep';

@@ -1,8 +1,9 @@
 import { defineConfig } from 'tsup';
 
-// The client is bundled so that installing it pulls nothing: the few pure parts of
-// `@agent-reach/shared` it uses (error codes, run-id rules, key names) are inlined, types included.
-// `bullmq` and `ioredis` stay imports of the `queue` entry only (optional peer dependencies).
+// The client is bundled so that installing it pulls only the wire contract (`@agent-reach/protocol`, a
+// dependency): the few pure parts of `@agent-reach/shared` the `queue` entry uses (connection backoff,
+// run job options) are inlined, types included. `bullmq` and `ioredis` stay imports of the `queue` entry
+// only (optional peer dependencies).
 export default defineConfig({
   entry: { index: 'src/index.ts', queue: 'src/queue.ts' },
   format: ['esm'],
@@ -19,7 +20,7 @@ export default defineConfig({
     },
   },
   noExternal: ['@agent-reach/shared'],
-  external: ['bullmq', 'ioredis'],
+  external: ['@agent-reach/protocol', 'bullmq', 'ioredis'],
   clean: true,
   splitting: true,
   treeshake: true,

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Keys } from '@agent-reach/shared';
+import type { Keys } from '@agent-reach/protocol';
 import { startsKey, type StartRecord } from './fault-tools.js';
 
 export const FINAL_STATUSES: readonly string[] = ['succeeded', 'not_converged', 'failed', 'cancelled'];

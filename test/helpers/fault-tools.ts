@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
-import { defineTool, Type, type Keys, type ToolDefinition } from '@agent-reach/shared';
+import { defineTool, Type, type Keys, type ToolDefinition } from '@agent-reach/protocol';
 
 /** Environment variable naming a file each execution start is appended to (one JSON line each). */
 export const STARTS_FILE_ENV = 'FAULTS_STARTS_FILE';

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { callLedgerEntry, type Keys, type ToolCallJob, type ToolResult } from '@agent-reach/shared';
+import { type Keys, type ToolCallJob, type ToolResult } from '@agent-reach/protocol';
+import { callLedgerEntry } from '@agent-reach/shared';
 import type { CheckpointWrite, RunState } from '@agent-reach/scheduler';
 import { waitFor } from './redis.js';
 

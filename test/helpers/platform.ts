@@ -1,13 +1,7 @@
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import {
-  createLogger,
-  createRedis,
-  loadConfig,
-  waitReady,
-  type Logger,
-  type ToolResult,
-} from '@agent-reach/shared';
+import { type ToolResult } from '@agent-reach/protocol';
+import { createLogger, createRedis, loadConfig, waitReady, type Logger } from '@agent-reach/shared';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
 import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
 import { seedCalls, seedRun, type SeededRun } from './ledger.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { createKeys, type Keys } from '@agent-reach/shared';
+import { createKeys, type Keys } from '@agent-reach/protocol';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { defineTool, Type, type Keys, type ToolDefinition } from '@agent-reach/shared';
+import { defineTool, Type, type Keys, type ToolDefinition } from '@agent-reach/protocol';
 
 /** Agents file line of the agent that may call the tools below. */
 export const STUCK_AGENTS_YAML = 'agents:\n  - name: test_agent\n    tools: [stuck_once]\n';

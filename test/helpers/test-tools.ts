@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { defineTool, ToolError, Type, type Keys, type ToolDefinition } from '@agent-reach/shared';
+import { defineTool, ToolError, Type, type Keys, type ToolDefinition } from '@agent-reach/protocol';
 
 /**
  * Tools with controllable behaviour for the tests. Their state lives in Redis under the test's prefix so

@@ -1,14 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createDemoTools, loadToolModules } from '@agent-reach/executor';
-import {
-  AgentReachError,
-  createKeys,
-  loadConfig,
-  maskUrl,
-  parseAgents,
-  ToolRegistry,
-} from '@agent-reach/shared';
+import { AgentReachError, createKeys } from '@agent-reach/protocol';
+import { loadConfig, maskUrl, parseAgents, ToolRegistry } from '@agent-reach/shared';
 
 /**
  * Validates the configuration, the tool registry (built-in tools plus TOOL_MODULES) and the agents file

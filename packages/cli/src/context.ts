@@ -1,6 +1,6 @@
+import { createKeys } from '@agent-reach/protocol';
 import {
   constants,
-  createKeys,
   createLogger,
   createRedis,
   loadAgents,

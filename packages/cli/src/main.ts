@@ -208,7 +208,7 @@ async function decide(command: 'approve' | 'reject', argv: string[]): Promise<nu
   if (!runId || !toolCallId) throw new UsageError(`${command} needs a run id and a tool call id`);
   const [{ openContext }, { AgentReachError }] = await Promise.all([
     import('./context.js'),
-    import('@agent-reach/shared'),
+    import('@agent-reach/protocol'),
   ]);
   const ctx = await openContext(process.env);
   try {

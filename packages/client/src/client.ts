@@ -1,16 +1,7 @@
 import { AgentReachApiError } from './errors.js';
 import { parseSse } from './sse.js';
-import {
-  FINAL_STATUSES,
-  type Agent,
-  type Decision,
-  type Run,
-  type RunEventData,
-  type RunEventType,
-  type RunList,
-  type RunStatus,
-  type StreamedEvent,
-} from './types.js';
+import { isFinalStatus } from '@agent-reach/protocol';
+import type { Agent, Decision, Run, RunList, RunStatus, StreamedEvent } from './types.js';
 
 export interface ClientOptions {
   /** The API's base URL, e.g. `http://scheduler:8080`. */
@@ -174,7 +165,7 @@ export function createClient(options: ClientOptions): AgentReachClient {
     }
     for await (const m of parseSse(res.body)) {
       if (m.id === undefined) continue;
-      yield { id: m.id, type: m.event as RunEventType, data: JSON.parse(m.data) as RunEventData };
+      yield { id: m.id, type: m.event, data: JSON.parse(m.data) } as StreamedEvent;
     }
   }
 
@@ -205,7 +196,7 @@ export function createClient(options: ClientOptions): AgentReachClient {
       try {
         for (;;) {
           const current = await call<Run>('GET', run(runId), { signal: controller.signal });
-          if (FINAL_STATUSES.has(current.status)) return current;
+          if (isFinalStatus(current.status)) return current;
           let finished = false;
           try {
             for await (const e of streamEvents(runId, {

@@ -2,17 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import {
-  constants,
+  DEFAULT_KEY_PREFIX,
   createKeys,
   isValidRunId,
-  maskUrl,
-  reconnectDelayMs,
-  waitReady,
   RESERVED_RUN_IDS,
   RUN_ID_PATTERN,
-  runJobOptions,
+  runJob,
   type RunJobData,
-} from '@agent-reach/shared';
+} from '@agent-reach/protocol';
+import { constants, maskUrl, reconnectDelayMs, runJobOptions, waitReady } from '@agent-reach/shared';
 import { AgentReachApiError } from './errors.js';
 
 /** What a job on `agent-runs` carries besides its version and run id (the README's job schema). */
@@ -51,7 +49,7 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
   if (typeof o.agent !== 'string' || !o.agent) throw new TypeError('agent is required');
   if (typeof o.input !== 'string' || !o.input.trim()) throw new TypeError('input must be a non-empty string');
   if (!o.connection && !o.redisUrl) throw new TypeError('pass a connection or a redisUrl');
-  const keys = createKeys(o.prefix ?? constants.DEFAULT_KEY_PREFIX);
+  const keys = createKeys(o.prefix ?? DEFAULT_KEY_PREFIX);
   const url = o.redisUrl ?? describe(o.connection as Redis);
   const connection = o.connection ?? connect(url);
   let queue: Queue | undefined;
@@ -68,16 +66,7 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
     queue = new Queue(keys.runsQueue, { connection, prefix: keys.prefix });
     // Connection errors are reported by the rejection below, not as an unhandled 'error' event.
     queue.on('error', () => undefined);
-    const data = {
-      v: 1 as const,
-      runId,
-      agent: o.agent,
-      input: o.input,
-      ...(o.sessionId ? { sessionId: o.sessionId } : {}),
-      ...(o.model ? { model: o.model } : {}),
-      ...(o.traceId ? { traceId: o.traceId } : {}),
-      ...(o.metadata ? { metadata: o.metadata } : {}),
-    };
+    const data = runJob({ ...o, runId });
     await queue.add('run', data, runJobOptions(runId, o.retentionS)).catch((err: unknown) => {
       throw unavailable(url, `adding the run's job failed (${(err as Error).message})`, err);
     });

@@ -1,4 +1,4 @@
-import { API_ERROR_CODES, type ApiErrorCode } from '@agent-reach/shared/api-error-codes';
+import { API_ERROR_CODES, isApiErrorCode, type ApiErrorCode } from '@agent-reach/protocol';
 
 /** The codes the Agent-Reach API answers errors with (see its README); branch on these, not on messages. */
 export { API_ERROR_CODES };
@@ -11,8 +11,6 @@ export type { ApiErrorCode };
  */
 export type ClientErrorCode =
   ApiErrorCode | 'NETWORK' | 'TIMEOUT' | 'UNEXPECTED_RESPONSE' | 'REDIS_UNAVAILABLE';
-
-const KNOWN = new Set<string>(API_ERROR_CODES);
 
 /** An error answer of the API (or a failure to get one). `status` is 0 when there was no HTTP answer. */
 export class AgentReachApiError extends Error {
@@ -38,7 +36,7 @@ export class AgentReachApiError extends Error {
   static fromResponse(status: number, body: unknown): AgentReachApiError {
     const e = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | undefined)
       ?.error;
-    const known = typeof e?.code === 'string' && KNOWN.has(e.code);
+    const known = isApiErrorCode(e?.code);
     return new AgentReachApiError({
       status,
       code: known ? (e?.code as ApiErrorCode) : 'UNEXPECTED_RESPONSE',

@@ -12,7 +12,7 @@ export { AgentReachApiError, API_ERROR_CODES } from './errors.js';
 export type { ApiErrorCode, ClientErrorCode } from './errors.js';
 export { parseSse } from './sse.js';
 export type { SseMessage } from './sse.js';
-export { FINAL_STATUSES } from './types.js';
+export { FINAL_STATUSES, isFinalStatus } from '@agent-reach/protocol';
 export type {
   Run,
   RunSummary,

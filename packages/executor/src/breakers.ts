@@ -1,14 +1,12 @@
 import CircuitBreaker from 'opossum';
 import type { Redis } from 'ioredis';
+import { BREAKER_FAILURE_KINDS, type Keys, type ToolErrorKind } from '@agent-reach/protocol';
 import {
-  BREAKER_FAILURE_KINDS,
   type BreakerSnapshot,
   type BreakerState,
   BREAKER_STATE_VALUE,
-  type Keys,
   type Logger,
   type Metrics,
-  type ToolErrorKind,
 } from '@agent-reach/shared';
 
 export type { BreakerSnapshot, BreakerState };

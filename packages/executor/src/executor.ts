@@ -1,6 +1,6 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { createKeys, type Keys, type ToolDefinition } from '@agent-reach/protocol';
 import {
-  createKeys,
   createLogger,
   createMetrics,
   createRedis,
@@ -9,9 +9,7 @@ import {
   ToolRegistry,
   waitReady,
   type AgentReachConfig,
-  type Keys,
   type Logger,
-  type ToolDefinition,
 } from '@agent-reach/shared';
 import { createToolWorker, type ToolWorker } from './tool-worker.js';
 import { createDemoTools } from './tools/index.js';
@@ -19,7 +17,7 @@ import { createDemoTools } from './tools/index.js';
 /** What a tool module's factory receives. */
 export interface ToolModuleDeps {
   redis: import('ioredis').Redis;
-  keys: import('@agent-reach/shared').Keys;
+  keys: import('@agent-reach/protocol').Keys;
 }
 
 export interface ExecutorProcess {

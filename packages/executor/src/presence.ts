@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { Keys, Logger, ToolRegistry } from '@agent-reach/shared';
+import type { Keys } from '@agent-reach/protocol';
+import type { Logger, ToolRegistry } from '@agent-reach/shared';
 
 /**
  * One heartbeat: prune announcements past their expiry (Redis server time), write this executor's with a

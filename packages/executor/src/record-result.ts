@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Keys } from '@agent-reach/shared';
+import type { Keys } from '@agent-reach/protocol';
 import { VERIFY_JOB_LUA, type VerifyingClient } from './verify-job.js';
 
 /**

@@ -3,17 +3,19 @@ import { Registry } from 'prom-client';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   createKeys,
-  createLogger,
-  createMetrics,
-  createRedis,
   defineTool,
-  parseAgents,
   ToolError,
-  ToolRegistry,
   Type,
   type Keys,
   type ToolCallJob,
   type ToolContext,
+} from '@agent-reach/protocol';
+import {
+  createLogger,
+  createMetrics,
+  createRedis,
+  parseAgents,
+  ToolRegistry,
   waitReady,
 } from '@agent-reach/shared';
 import type { Redis } from 'ioredis';

@@ -1,17 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import {
-  checkArguments,
   errorResult,
   isNoResult,
   RETRYABLE_KINDS,
-  type AgentsFile,
-  type Logger,
-  type RegisteredTool,
   type ToolCallJob,
   type ToolErrorInfo,
   type ToolErrorKind,
-  type ToolRegistry,
   type ToolResult,
+} from '@agent-reach/protocol';
+import {
+  checkArguments,
+  type AgentsFile,
+  type Logger,
+  type RegisteredTool,
+  type ToolRegistry,
 } from '@agent-reach/shared';
 import { AttemptFailure, type BreakerBoard } from './breakers.js';
 import { shapeResult } from './result-shaping.js';

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { AgentReachError, type ToolDefinition } from '@agent-reach/shared';
+import { AgentReachError, type ToolDefinition } from '@agent-reach/protocol';
 import type { ToolModuleDeps } from './executor.js';
 
 /** A loaded tool module: a factory of tool definitions. */

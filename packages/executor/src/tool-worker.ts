@@ -3,16 +3,13 @@ import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { RUN_ID_PATTERN, type Keys, type ToolCallJob, type ToolResult } from '@agent-reach/protocol';
 import {
   constants,
-  RUN_ID_PATTERN,
   type AgentsFile,
-  type Keys,
   type Logger,
   type Metrics,
-  type ToolCallJob,
   type ToolRegistry,
-  type ToolResult,
 } from '@agent-reach/shared';
 import { BreakerBoard, type BreakerOptions } from './breakers.js';
 import { startPresence } from './presence.js';

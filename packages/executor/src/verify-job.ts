@@ -1,13 +1,7 @@
 import { UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
-import {
-  constants,
-  isValidRunId,
-  matchesLedger,
-  type Keys,
-  type ToolCallJob,
-  type ToolRegistry,
-} from '@agent-reach/shared';
+import { isValidRunId, type Keys, type ToolCallJob } from '@agent-reach/protocol';
+import { constants, matchesLedger, type ToolRegistry } from '@agent-reach/shared';
 
 /** Why a job was refused, as a metric label and a log field. */
 export type RefusalReason =

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { AgentReachError, type Keys } from '@agent-reach/protocol';
 import {
-  AgentReachError,
   constants,
   parseAgentsCheck,
   type AgentSpec,
   type AgentsFile,
-  type Keys,
   type Logger,
 } from '@agent-reach/shared';
 import type { RunEvent, StepKind } from './agent-loop/events.js';

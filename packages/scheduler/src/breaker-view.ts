@@ -1,10 +1,10 @@
 import type { Redis } from 'ioredis';
+import { type Keys } from '@agent-reach/protocol';
 import {
   isOpen,
   liveAnnouncements,
   redisTimeMs,
   type BreakerSnapshot,
-  type Keys,
   type Logger,
 } from '@agent-reach/shared';
 

@@ -3,15 +3,15 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   AgentReachError,
-  constants,
   errorResult,
   toolJobId,
   type Keys,
-  type Logger,
   type ToolCallJob,
   type ToolResult,
-} from '@agent-reach/shared';
+} from '@agent-reach/protocol';
+import { constants, type Logger } from '@agent-reach/shared';
 import type { ToolCatalog } from './tool-catalog.js';
+import { WIRE_VERSION } from '@agent-reach/protocol';
 
 /** One call of a model turn. */
 export interface DispatchCall {
@@ -199,7 +199,7 @@ export class Dispatcher {
       queue: keys.toolQueue(catalog.group(call.name)),
       name: call.name,
       data: {
-        v: constants.WIRE_VERSION,
+        v: WIRE_VERSION,
         runId: run.runId,
         traceId: run.traceId,
         agent: run.agent,

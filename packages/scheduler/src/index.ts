@@ -40,14 +40,7 @@ export { RunControl } from './runs/run-control.js';
 export type { StartRunRequest, DecisionRequest } from './runs/run-control.js';
 export { createRunWorker } from './runs/run-worker.js';
 export type { RunWorker, RunWorkerOptions } from './runs/run-worker.js';
-export {
-  createRunQueue,
-  runJobOptions,
-  RUN_ID_PATTERN,
-  RESERVED_RUN_IDS,
-  isValidRunId,
-} from './runs/run-jobs.js';
-export type { RunJobData } from './runs/run-jobs.js';
+export { createRunQueue } from './runs/run-jobs.js';
 export { SessionStore } from './runs/sessions.js';
 export type { SessionMemory } from './runs/sessions.js';
 export { replayRun, recordedLlm } from './runs/replay.js';

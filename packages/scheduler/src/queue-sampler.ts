@@ -3,7 +3,8 @@ import { hostname } from 'node:os';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Gauge, type Registry } from 'prom-client';
-import { constants, METRIC_PREFIX, type Keys, type Logger } from '@agent-reach/shared';
+import { type Keys } from '@agent-reach/protocol';
+import { constants, METRIC_PREFIX, type Logger } from '@agent-reach/shared';
 
 /** Gauge: jobs per queue and state, exposed by the lease holder only. */
 export const QUEUE_JOBS_METRIC = `${METRIC_PREFIX}queue_jobs`;

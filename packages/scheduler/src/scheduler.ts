@@ -1,9 +1,8 @@
 import type { Redis } from 'ioredis';
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { AgentReachError, createKeys } from '@agent-reach/protocol';
 import {
-  AgentReachError,
   constants,
-  createKeys,
   createSchedulerMetrics,
   createLogger,
   createRedis,

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { ValidateFunction } from 'ajv';
+import { type Keys } from '@agent-reach/protocol';
 import {
   checkArguments,
   constants,
@@ -7,7 +8,6 @@ import {
   liveAnnouncements,
   redisTimeMs,
   type ArgumentsCheck,
-  type Keys,
   type ToolCatalogEntry,
 } from '@agent-reach/shared';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import AjvModule from 'ajv';
 import { parse } from 'yaml';
-import { AgentReachError } from './errors.js';
+import { AgentReachError, NAME_PATTERN } from '@agent-reach/protocol';
 import { closestName } from './suggest.js';
 import { deepFreeze } from './config.js';
 
@@ -37,7 +37,7 @@ const agentsSchema = {
         additionalProperties: false,
         required: ['name', 'tools'],
         properties: {
-          name: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' },
+          name: { type: 'string', pattern: NAME_PATTERN.source },
           description: { type: 'string' },
           instructions: { type: 'string' },
           tools: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true },

@@ -1,6 +1,6 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import sjson from 'secure-json-parse';
-import type { ToolErrorInfo } from './errors.js';
+import type { ToolErrorInfo } from '@agent-reach/protocol';
 
 export type ArgumentsCheck =
   { ok: true; args: Record<string, unknown> } | { ok: false; error: ToolErrorInfo };

@@ -4,14 +4,13 @@ import {
   DEFAULT_BREAKER_RESET_TIMEOUT_MS,
   DEFAULT_EXECUTOR_CONCURRENCY,
   DEFAULT_EXECUTOR_METRICS_PORT,
-  DEFAULT_KEY_PREFIX,
   DEFAULT_LOG_LEVEL,
   DEFAULT_OUTPUTS_DIR,
   DEFAULT_REDIS_URL,
   DEFAULT_SHUTDOWN_GRACE_MS,
 } from './constants.js';
 import * as C from './constants.js';
-import { AgentReachError } from './errors.js';
+import { AgentReachError, DEFAULT_KEY_PREFIX, NAME_PATTERN } from '@agent-reach/protocol';
 
 const Ajv = AjvModule.default;
 
@@ -214,7 +213,7 @@ const schema = {
             properties: {
               name: { type: 'string', pattern: '^[A-Za-z0-9_.@-]{1,64}$' },
               key: { type: 'string', pattern: '^[A-Za-z0-9_.~+/=-]{16,256}$' },
-              agents: { type: 'array', items: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' } },
+              agents: { type: 'array', items: { type: 'string', pattern: NAME_PATTERN.source } },
             },
           },
         },

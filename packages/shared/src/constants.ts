@@ -3,22 +3,16 @@
  * Options and config resolve against these; nothing else hard-codes a default.
  */
 
-/** Version of the tool-call job and result wire format. */
-export const WIRE_VERSION = 1;
-
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 /** Reconnect backoff of every Redis connection: doubles from the first delay up to the cap. */
 export const REDIS_RECONNECT_FIRST_DELAY_MS = 100;
 export const REDIS_RECONNECT_MAX_DELAY_MS = 5000;
 /** How long a one-off caller (`enqueueRun`, the CLI) waits for Redis before reporting it unreachable. */
 export const DEFAULT_REDIS_READY_TIMEOUT_MS = 3000;
-/** Prefix of every Redis key and BullMQ queue the platform owns. */
-export const DEFAULT_KEY_PREFIX = 'ar';
 export const DEFAULT_TOOL_GROUP = 'default';
 export const DEFAULT_LOG_LEVEL = 'info';
 
 // Tool contract
-export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 export const GROUP_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,39}$/;
 export const DEFAULT_TOOL_TIMEOUT_MS = 5000;
 export const DEFAULT_RETRY_MAX_ATTEMPTS = 3;

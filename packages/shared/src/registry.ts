@@ -8,11 +8,9 @@ import {
   DEFAULT_TOOL_TIMEOUT_MS,
   GROUP_NAME_PATTERN,
   MAX_RETRY_ATTEMPTS,
-  TOOL_NAME_PATTERN,
 } from './constants.js';
-import { AgentReachError } from './errors.js';
+import { AgentReachError, NAME_PATTERN, type ToolContext, type ToolDefinition } from '@agent-reach/protocol';
 import { closestName } from './suggest.js';
-import type { ToolContext, ToolDefinition } from './tool.js';
 
 // ajv and ajv-formats are CommonJS with a default export; under NodeNext the class sits on `.default`.
 const Ajv = AjvModule.default;
@@ -132,8 +130,8 @@ export class ToolRegistry {
     const fail = (field: string, problem: string): never => {
       throw new AgentReachError('TOOL_DEFINITION_INVALID', `${label}: ${field} ${problem}`);
     };
-    if (typeof def.name !== 'string' || !TOOL_NAME_PATTERN.test(def.name)) {
-      fail('name', `must match ${TOOL_NAME_PATTERN} (got ${JSON.stringify(def.name)})`);
+    if (typeof def.name !== 'string' || !NAME_PATTERN.test(def.name)) {
+      fail('name', `must match ${NAME_PATTERN} (got ${JSON.stringify(def.name)})`);
     }
     if (typeof def.description !== 'string' || def.description.trim().length === 0) {
       fail('description', 'must be a non-empty string saying when to use the tool');

@@ -1,24 +1,7 @@
 import AjvModule from 'ajv';
-import { RUN_ID_PATTERN } from './run-wire.js';
+import { RUN_JOB_SCHEMA } from '@agent-reach/protocol';
 
 const Ajv = AjvModule.default;
-
-/** JSON Schema of `RunJobData`, as the README documents it for services in other languages. */
-export const RUN_JOB_SCHEMA = {
-  type: 'object',
-  required: ['v', 'runId', 'agent', 'input'],
-  additionalProperties: false,
-  properties: {
-    v: { const: 1 },
-    runId: { type: 'string', pattern: RUN_ID_PATTERN.source },
-    agent: { type: 'string', minLength: 1 },
-    input: { type: 'string', minLength: 1, pattern: '\\S' },
-    sessionId: { type: 'string', minLength: 1 },
-    model: { type: 'string', minLength: 1 },
-    traceId: { type: 'string', minLength: 1 },
-    metadata: { type: 'object', additionalProperties: { type: 'string' } },
-  },
-} as const;
 
 const validateRunJob = new Ajv({ allErrors: true, strict: true }).compile(RUN_JOB_SCHEMA);
 

@@ -1,13 +1,13 @@
 import type { Redis } from 'ioredis';
 import {
-  constants,
   defineTool,
   noResult,
   Type,
   type Keys,
   type ToolContext,
   type ToolDefinition,
-} from '@agent-reach/shared';
+} from '@agent-reach/protocol';
+import { constants } from '@agent-reach/shared';
 
 const PAGE = constants.DEFAULT_GET_FULL_RESULT_PAGE_CHARS;
 

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Keys, ToolDefinition } from '@agent-reach/shared';
+import type { Keys, ToolDefinition } from '@agent-reach/protocol';
 import { createGetFullResult } from './get-full-result.js';
 import { queryOrderStatus } from './query-order-status.js';
 import { queryWeather } from './query-weather.js';

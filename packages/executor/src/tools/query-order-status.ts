@@ -1,4 +1,4 @@
-import { defineTool, noResult, Type } from '@agent-reach/shared';
+import { defineTool, noResult, Type } from '@agent-reach/protocol';
 
 const STATES = ['pending_payment', 'paid', 'packed', 'shipped', 'delivered'] as const;
 

@@ -1,4 +1,4 @@
-import { defineTool, StringEnum, Type } from '@agent-reach/shared';
+import { defineTool, StringEnum, Type } from '@agent-reach/protocol';
 
 const CITIES = ['北京', '上海', '广州', '深圳', '杭州', '成都'] as const;
 

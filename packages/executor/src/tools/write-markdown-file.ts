@@ -1,7 +1,7 @@
 import { constants as fsc, type Stats } from 'node:fs';
 import { lstat, mkdir, open, readlink, realpath, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
-import { defineTool, ToolError, Type, type ToolDefinition } from '@agent-reach/shared';
+import { defineTool, ToolError, Type, type ToolDefinition } from '@agent-reach/protocol';
 
 const refuse = (message: string) => new ToolError('invalid_arguments', message, { field: '/path' });
 const THROUGH_LINK = 'path leads outside the outputs directory (through a symbolic link)';

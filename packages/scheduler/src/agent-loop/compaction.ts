@@ -1,4 +1,4 @@
-import type { ToolResult } from '@agent-reach/shared';
+import type { ToolResult } from '@agent-reach/protocol';
 import {
   MAX_SUMMARY_NOTES,
   retarget,

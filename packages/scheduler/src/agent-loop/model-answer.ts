@@ -1,6 +1,8 @@
-import { argumentsDigest, closestName, constants, type ToolErrorInfo } from '@agent-reach/shared';
+import { type ToolErrorInfo } from '@agent-reach/protocol';
+import { argumentsDigest, closestName, constants } from '@agent-reach/shared';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import type { RunState, Usage } from './run-state.js';
+import { NAME_PATTERN } from '@agent-reach/protocol';
 
 /** Ids the platform accepts for a tool call: they key the run's results and its jobs (`runId.id`). */
 export const TOOL_CALL_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
@@ -65,7 +67,7 @@ function readCall(
   const rawName = fn?.name ?? custom?.name;
   const given = typeof rawName === 'string' ? rawName : '';
   // Names go back to the provider in the history: one it would refuse is recorded in a safe spelling.
-  const validName = constants.TOOL_NAME_PATTERN.test(given);
+  const validName = NAME_PATTERN.test(given);
   const name = validName ? given : given.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'unnamed';
   const rawArgs = fn?.arguments;
   let args =

@@ -1,11 +1,10 @@
+import { errorResult, type ToolResult } from '@agent-reach/protocol';
 import {
   constants,
-  errorResult,
   redisUnavailable,
   type AgentSpec,
   type Logger,
   type ToolCatalogEntry,
-  type ToolResult,
 } from '@agent-reach/shared';
 import type { DispatchCall, DispatchOptions, DispatchRun } from '../dispatcher.js';
 import type { LlmClient } from '../llm.js';
@@ -502,7 +501,7 @@ function needsApproval(
         arguments: call.arguments,
         requestedAt: Date.now(),
       };
-      emit({ type: 'approval_requested', toolCallId: call.id, tool: call.name, arguments: call.arguments });
+      emit({ type: 'approval_requested', tool_call_id: call.id, tool: call.name, arguments: call.arguments });
     }
   }
   return waiting;
@@ -521,7 +520,7 @@ async function answerCalls(
   emit({
     type: 'tool_dispatched',
     turn,
-    calls: owed.map((c) => ({ toolCallId: c.id, tool: c.name, arguments: c.arguments })),
+    calls: owed.map((c) => ({ tool_call_id: c.id, tool: c.name, arguments: c.arguments })),
   });
   const local = new Map((state.localResults ?? []).map((r) => [r.tool_call_id, r]));
   const toRun = owed.filter((c) => !local.has(c.id));
@@ -567,7 +566,7 @@ async function answerCalls(
     emit({
       type: 'tool_result',
       turn,
-      toolCallId: call.id,
+      tool_call_id: call.id,
       tool: call.name,
       arguments: call.arguments,
       ok: result.ok,

@@ -1,4 +1,5 @@
-import { closestName, errorResult, type ToolResult } from '@agent-reach/shared';
+import { errorResult, type ToolResult } from '@agent-reach/protocol';
+import { closestName } from '@agent-reach/shared';
 import type { AgentLoopDeps } from './run-agent.js';
 import type { RunState } from './run-state.js';
 

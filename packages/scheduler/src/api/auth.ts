@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AgentReachError } from '@agent-reach/shared';
+import { AgentReachError } from '@agent-reach/protocol';
 import { ApiError, sendError } from './errors.js';
 
 /** One API key the server accepts. */

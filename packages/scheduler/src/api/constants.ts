@@ -14,8 +14,6 @@ export const {
 export const UNAVAILABLE_RETRY_AFTER_S = 5;
 /** How long an `Idempotency-Key` keeps pointing at the run it created, in seconds. */
 export const DEFAULT_IDEMPOTENCY_TTL_S = 24 * 3600;
-/** Longest `Idempotency-Key` accepted, in characters. */
-export const MAX_IDEMPOTENCY_KEY_CHARS = 255;
 /** How often an event stream sends a comment to keep proxies from closing an idle connection, in ms. */
 export const DEFAULT_SSE_HEARTBEAT_MS = 15_000;
 /** Event streams open at once per API process; each holds one Redis connection. */
@@ -24,10 +22,3 @@ export const DEFAULT_MAX_EVENT_STREAMS = 500;
 export const READYZ_REDIS_TIMEOUT_MS = 1000;
 /** How often Bull Board's list of tool queues is re-read from the catalog, at most, in ms. */
 export const BOARD_QUEUES_REFRESH_MS = 10_000;
-export const DEFAULT_LIST_LIMIT = 50;
-export const MAX_LIST_LIMIT = 200;
-export const MAX_LIST_OFFSET = 100_000;
-/** Largest run input accepted, in characters (the body limit applies as well). */
-export const MAX_INPUT_CHARS = 200_000;
-export const MAX_METADATA_ENTRIES = 50;
-export const MAX_METADATA_VALUE_CHARS = 1000;

@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Socket } from 'node:net';
-import { API_ERROR_CODES, type ApiErrorCode, type Logger } from '@agent-reach/shared';
+import { API_ERROR_CODES, type ApiErrorCode } from '@agent-reach/protocol';
+import { type Logger } from '@agent-reach/shared';
 import { UNAVAILABLE_RETRY_AFTER_S } from './constants.js';
 import { redisUnavailable } from './unavailable.js';
 

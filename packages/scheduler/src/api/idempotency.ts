@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { Keys } from '@agent-reach/shared';
+import type { Keys } from '@agent-reach/protocol';
 
 /** What an idempotency key points at: the run it created and a hash of the body that created it. */
 export interface IdempotencyRecord {

@@ -4,7 +4,7 @@ export type { ApiServerDeps, ApiServerOptions } from './options.js';
 export type { ApiKeyConfig, Principal } from './auth.js';
 export { ApiError, API_ERROR_CODES } from './errors.js';
 export type { ApiErrorCode, ApiErrorBody } from './errors.js';
-export type { RunView, RunSummaryView } from './schemas.js';
+export type { RunView, RunSummaryView } from '@agent-reach/protocol';
 export { BOARD_PATH } from './bull-board.js';
 export {
   DEFAULT_API_PORT,

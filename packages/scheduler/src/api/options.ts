@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
-import type { AgentsFile, Keys, Logger } from '@agent-reach/shared';
+import type { Keys } from '@agent-reach/protocol';
+import type { AgentsFile, Logger } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunControl } from '../runs/run-control.js';
 import type { SessionStore } from '../runs/sessions.js';

@@ -1,11 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
-import type { RunJobData } from '../runs/run-jobs.js';
 import { assertAgentAllowed, type Principal } from './auth.js';
 import { ApiError, notFound } from './errors.js';
 import { bodyHash } from './idempotency.js';
 import type { ApiContext } from './options.js';
 import { loadRun, queuedView } from './run-view.js';
-import type { RunView } from './schemas.js';
+import { runJob, type RunView } from '@agent-reach/protocol';
 
 /** A run to start, as `POST /v1/runs` and `POST /v1/sessions/:id/messages` receive it. */
 export interface StartRunInput {
@@ -39,16 +38,15 @@ export async function startRun(
     throw notFound(`session ${req.session_id}`);
 
   const derived = idempotencyKey === undefined ? undefined : idempotentIds(principal.id, idempotencyKey);
-  const data: RunJobData = {
-    v: 1,
+  const data = runJob({
     runId: derived?.runId ?? `run_${randomUUID()}`,
     traceId: derived?.traceId ?? randomUUID().replace(/-/g, ''),
     agent: req.agent,
     input: req.input,
-    ...(req.session_id ? { sessionId: req.session_id } : {}),
-    ...(req.model ? { model: req.model } : {}),
-    ...(req.metadata ? { metadata: req.metadata } : {}),
-  };
+    sessionId: req.session_id,
+    model: req.model,
+    metadata: req.metadata,
+  });
   let created = true;
   if (idempotencyKey !== undefined) {
     const hash = bodyHash(req);
@@ -71,15 +69,7 @@ export async function startRun(
       break;
     }
   }
-  await control.start({
-    runId: data.runId,
-    agent: data.agent,
-    input: data.input,
-    ...(data.traceId ? { traceId: data.traceId } : {}),
-    ...(data.sessionId ? { sessionId: data.sessionId } : {}),
-    ...(data.model ? { model: data.model } : {}),
-    ...(data.metadata ? { metadata: data.metadata } : {}),
-  });
+  await control.start(data);
   ctx.log.info(
     { runId: data.runId, traceId: data.traceId, agent: data.agent, key: principal.name, created },
     created ? 'run created' : 'run queued again for a repeated request',

@@ -1,13 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
-import {
-  AgentReachError,
-  errorResult,
-  isValidRunId,
-  parseJsonSafely,
-  type ToolCatalogEntry,
-  type ToolResult,
-} from '@agent-reach/shared';
+import { AgentReachError, errorResult, isValidRunId, type ToolResult } from '@agent-reach/protocol';
+import { parseJsonSafely, type ToolCatalogEntry } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { runAgent, type AgentLoopDeps } from '../agent-loop/run-agent.js';
@@ -205,12 +199,12 @@ export async function replayRun(
   const recorded = events.flatMap((e) => (e.type === 'tool_result' ? [e] : []));
   const now = new Map(state.steps.map((s) => [s.toolCallId, s]));
   const differences = recorded.flatMap((r): ReplayDifference[] => {
-    const step = now.get(r.toolCallId);
+    const step = now.get(r.tool_call_id);
     const replayed = step ? { ok: step.ok, ...(step.errorKind ? { kind: step.errorKind } : {}) } : undefined;
     const before = { ok: r.ok, ...(r.error?.kind ? { kind: r.error.kind } : {}) };
     return replayed && replayed.ok === before.ok && replayed.kind === before.kind
       ? []
-      : [{ toolCallId: r.toolCallId, tool: r.tool, recorded: before, replayed }];
+      : [{ toolCallId: r.tool_call_id, tool: r.tool, recorded: before, replayed }];
   });
   return { runId, originalRunId, mode, outcome, recordedOutcome: original.outcome, differences, calls };
 }
@@ -271,9 +265,9 @@ async function recordedResultsOf(
   const hash = await runner.connection.hgetall(runner.keys.results(original.runId));
   for (const [id, raw] of Object.entries(hash)) add(id, raw);
   for (const e of events) {
-    if (e.type !== 'tool_result' || results.has(e.toolCallId)) continue;
-    results.set(e.toolCallId, {
-      tool_call_id: e.toolCallId,
+    if (e.type !== 'tool_result' || results.has(e.tool_call_id)) continue;
+    results.set(e.tool_call_id, {
+      tool_call_id: e.tool_call_id,
       name: e.tool,
       ok: e.ok,
       status: e.ok ? 'ok' : 'error',

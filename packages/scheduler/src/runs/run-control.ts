@@ -1,9 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { AgentReachError, type Keys } from '@agent-reach/shared';
+import {
+  AgentReachError,
+  isValidRunId,
+  RUN_ID_PATTERN,
+  runJob,
+  type Keys,
+  type RunJobData,
+} from '@agent-reach/protocol';
 import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
-import { createRunQueue, isValidRunId, RUN_ID_PATTERN, runJobOptions, type RunJobData } from './run-jobs.js';
+import { runJobOptions } from '@agent-reach/shared';
+import { createRunQueue } from './run-jobs.js';
 import { RunStore, type RunListFilter, type RunSummary, type StoredEvent } from './run-store.js';
 
 export interface StartRunRequest {
@@ -55,17 +63,7 @@ export class RunControl {
       throw new AgentReachError('RUN_INVALID', 'agent is required');
     if (typeof req.input !== 'string' || !req.input.trim())
       throw new AgentReachError('RUN_INVALID', 'input must be a non-empty string');
-    const data: RunJobData = {
-      v: 1,
-      runId,
-      agent: req.agent,
-      input: req.input,
-      ...(req.sessionId ? { sessionId: req.sessionId } : {}),
-      ...(req.model ? { model: req.model } : {}),
-      ...(req.traceId ? { traceId: req.traceId } : {}),
-      ...(req.metadata ? { metadata: req.metadata } : {}),
-    };
-    await this.queue.add('run', data, runJobOptions(runId));
+    await this.queue.add('run', runJob({ ...req, runId }), runJobOptions(runId));
     return runId;
   }
 
@@ -145,7 +143,7 @@ export class RunControl {
       {
         type: 'approval_decided',
         at: Date.now(),
-        toolCallId: req.toolCallId,
+        tool_call_id: req.toolCallId,
         tool: pending.tool,
         decision: req.decision,
         ...(req.by ? { by: req.by } : {}),

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { callLedgerEntry, constants, type Keys } from '@agent-reach/shared';
+import { readEvent, type Keys } from '@agent-reach/protocol';
+import { callLedgerEntry, constants } from '@agent-reach/shared';
 import type { RunEvent } from '../agent-loop/events.js';
 import type { Approval, ChatMessage, RunState, RunStatus } from '../agent-loop/run-state.js';
 
@@ -368,7 +369,7 @@ export class RunStore {
   /** A run's events in order, after the stream id `after` (exclusive) when given. */
   async events(runId: string, after?: string): Promise<StoredEvent[]> {
     const rows = await this.redis.xrange(this.keys.runEvents(runId), after ? `(${after}` : '-', '+');
-    return rows.map(([id, fields]) => ({ id, event: JSON.parse(fields[1] as string) as RunEvent }));
+    return rows.map(([id, fields]) => ({ id, event: readEvent(fields[1] as string) }));
   }
 
   /** Waits up to `blockMs` for events after `after`; for live streaming. */
@@ -377,7 +378,7 @@ export class RunStore {
       [string, Array<[string, string[]]>]
     > | null;
     const rows = res?.[0]?.[1] ?? [];
-    return rows.map(([id, fields]) => ({ id, event: JSON.parse(fields[1] as string) as RunEvent }));
+    return rows.map(([id, fields]) => ({ id, event: readEvent(fields[1] as string) }));
   }
 
   /** Marks a run for cancellation and tells every scheduler; the one running it aborts. */

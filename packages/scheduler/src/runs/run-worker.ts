@@ -1,13 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { constants, isValidRunId, runJobProblems, type Logger } from '@agent-reach/shared';
+import { isValidRunId } from '@agent-reach/protocol';
+import { constants, runJobProblems, type Logger } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { CheckpointFailed, RunLost } from '../agent-loop/run-agent.js';
 import { createRunState, type RunState } from '../agent-loop/run-state.js';
 import type { LlmClient } from '../llm.js';
-import type { RunJobData } from './run-jobs.js';
+import type { RunJobData } from '@agent-reach/protocol';
 import { CheckpointRefused, type RunCheckpointer, type RunStore } from './run-store.js';
 import type { SessionStore } from './sessions.js';
 

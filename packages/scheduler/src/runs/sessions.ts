@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import { constants, parseJsonSafely, type Keys } from '@agent-reach/shared';
+import { type Keys } from '@agent-reach/protocol';
+import { constants, parseJsonSafely } from '@agent-reach/shared';
 import type { ChatMessage, CompactionSummary, RunState, TaskStep } from '../agent-loop/run-state.js';
 
 /** What the runs of one session share. */

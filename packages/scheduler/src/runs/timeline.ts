@@ -26,13 +26,13 @@ function describe(e: RunEvent): string {
     case 'tool_dispatched':
       return `dispatched ${e.calls.map((c) => `${c.tool}(${clip(c.arguments, 60)})`).join(', ')}`;
     case 'tool_result':
-      return `  ${e.ok ? 'ok   ' : 'error'} ${e.tool} [${e.toolCallId}] ${e.duration_ms} ms, ${e.attempts} attempt(s)${e.truncated ? ', truncated' : ''}${e.error ? `: ${e.error.kind}: ${clip(e.error.message)}` : ''}`;
+      return `  ${e.ok ? 'ok   ' : 'error'} ${e.tool} [${e.tool_call_id}] ${e.duration_ms} ms, ${e.attempts} attempt(s)${e.truncated ? ', truncated' : ''}${e.error ? `: ${e.error.kind}: ${clip(e.error.message)}` : ''}`;
     case 'step_done':
       return `  step done: ${e.step.title}`;
     case 'approval_requested':
-      return `approval requested for ${e.tool} [${e.toolCallId}]`;
+      return `approval requested for ${e.tool} [${e.tool_call_id}]`;
     case 'approval_decided':
-      return `${e.decision} ${e.tool} [${e.toolCallId}]${e.by ? ` by ${e.by}` : ''}${e.reason ? `: ${e.reason}` : ''}`;
+      return `${e.decision} ${e.tool} [${e.tool_call_id}]${e.by ? ` by ${e.by}` : ''}${e.reason ? `: ${e.reason}` : ''}`;
     case 'guard':
       return `guard ${e.guard} ${e.action}: ${clip(e.report, 160)}`;
     case 'compaction':

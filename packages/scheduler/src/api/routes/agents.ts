@@ -3,7 +3,8 @@ import { isOpen, type BreakerSnapshot } from '@agent-reach/shared';
 import { requirePrincipal } from '../auth.js';
 import { withinRedisTimeout } from '../unavailable.js';
 import type { ApiContext } from '../options.js';
-import { AgentList, responses } from '../schemas.js';
+import { AgentList } from '@agent-reach/protocol';
+import { responses } from '../responses.js';
 
 /** `GET /v1/agents`: the agents a key may use, each tool they reach, and each tool's breaker state. */
 export function agentRoutes(app: FastifyInstance, ctx: ApiContext): void {

@@ -6,7 +6,8 @@ import { requirePrincipal } from '../auth.js';
 import { ApiError } from '../errors.js';
 import type { ApiContext } from '../options.js';
 import { isFinal, runForCaller } from '../run-view.js';
-import { EventsHeaders, RunParams, responses } from '../schemas.js';
+import { EventsHeaders, RunParams } from '@agent-reach/protocol';
+import { responses } from '../responses.js';
 
 /** One open event stream, so that closing the server can end it. */
 interface OpenStream {

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { notFound } from '../errors.js';
 import type { ApiContext } from '../options.js';
 import { READYZ_REDIS_TIMEOUT_MS, UNAVAILABLE_RETRY_AFTER_S } from '../constants.js';
-import { Health, Ready, responses } from '../schemas.js';
+import { Health, Ready } from '@agent-reach/protocol';
+import { responses } from '../responses.js';
 
 function within<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { AgentReachError } from '@agent-reach/shared';
+import { AgentReachError } from '@agent-reach/protocol';
 import type { RunStatus } from '../../agent-loop/run-state.js';
 import type { RunSummary } from '../../runs/run-store.js';
 import { assertAgentAllowed, requirePrincipal } from '../auth.js';
@@ -17,8 +17,8 @@ import {
   RunList,
   RunParams,
   RunView,
-  responses,
-} from '../schemas.js';
+} from '@agent-reach/protocol';
+import { responses } from '../responses.js';
 import { startRun } from '../start-run.js';
 
 type Params = { id: string };

@@ -12,8 +12,8 @@ import {
   SessionDetailView,
   SessionParams,
   SessionView,
-  responses,
-} from '../schemas.js';
+} from '@agent-reach/protocol';
+import { responses } from '../responses.js';
 import { admitToSession, sessionForCaller } from '../session-access.js';
 import { startRun } from '../start-run.js';
 

@@ -1,35 +1,34 @@
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { PROTOTYPE_KEYS, RUN_ID_PATTERN, TOOL_CALL_ID_PATTERN } from '@agent-reach/shared';
-import { API_ERROR_CODES } from './errors.js';
-import {
-  DEFAULT_LIST_LIMIT,
-  MAX_IDEMPOTENCY_KEY_CHARS,
-  MAX_INPUT_CHARS,
-  MAX_LIST_LIMIT,
-  MAX_LIST_OFFSET,
-  MAX_METADATA_ENTRIES,
-  MAX_METADATA_VALUE_CHARS,
-} from './constants.js';
+import { Type, type Static } from '@sinclair/typebox';
+import { API_ERROR_CODES } from './api-errors.js';
+import { NAME_PATTERN, PROTOTYPE_KEYS, RUN_ID_PATTERN, TOOL_CALL_ID_PATTERN } from './ids.js';
+import { RUN_STATUSES } from './run-status.js';
+import { StringEnum } from './tool.js';
 
-/** JSON Schemas of every request part and response; validation, serialization and the OpenAPI document. */
+/**
+ * JSON Schemas of every request part and response of the HTTP API: the server validates and serializes
+ * with them and publishes them as its OpenAPI document; the client's types are their `Static` types.
+ */
+
+/** Longest `Idempotency-Key` accepted, in characters. */
+export const MAX_IDEMPOTENCY_KEY_CHARS = 255;
+export const DEFAULT_LIST_LIMIT = 50;
+export const MAX_LIST_LIMIT = 200;
+export const MAX_LIST_OFFSET = 100_000;
+/** Largest run input accepted, in characters (the body limit applies as well). */
+export const MAX_INPUT_CHARS = 200_000;
+export const MAX_METADATA_ENTRIES = 50;
+export const MAX_METADATA_VALUE_CHARS = 1000;
 
 /** A pattern that also refuses the prototype keys (`__proto__`, …), so no id can pollute an object. */
 const safePattern = (p: RegExp) => `^(?!(?:${[...PROTOTYPE_KEYS].join('|')})$)${p.source.slice(1)}`;
 const ID_PATTERN = safePattern(RUN_ID_PATTERN);
 const CALL_ID_PATTERN = safePattern(TOOL_CALL_ID_PATTERN);
 const ID_RULE = '1-128 of A-Z a-z 0-9 _ . -, not __proto__, constructor or prototype';
-const AGENT_PATTERN = '^[a-zA-Z0-9_-]{1,64}$';
+const AGENT_PATTERN = NAME_PATTERN.source;
 const METADATA_KEY_PATTERN = safePattern(/^[A-Za-z0-9_.:-]{1,64}$/);
 export const STREAM_ID_PATTERN = /^\d{1,20}-\d{1,20}$/;
-const RUN_STATUSES = [
-  'queued',
-  'running',
-  'awaiting_approval',
-  'succeeded',
-  'not_converged',
-  'failed',
-  'cancelled',
-] as const;
+
+const RunStatusSchema = StringEnum(RUN_STATUSES);
 
 const Id = (what: string) => Type.String({ pattern: ID_PATTERN, description: `${what}: ${ID_RULE}` });
 const AgentName = Type.String({ pattern: AGENT_PATTERN, description: 'an agent of the agents file' });
@@ -59,7 +58,7 @@ const Millis = (description: string) => Type.Number({ description });
 export const ErrorResponse = Type.Object(
   {
     error: Type.Object({
-      code: Type.String({ enum: [...API_ERROR_CODES] }),
+      code: StringEnum(API_ERROR_CODES),
       message: Type.String(),
       details: Type.Optional(Type.Array(Type.Unknown())),
     }),
@@ -67,12 +66,7 @@ export const ErrorResponse = Type.Object(
   { description: 'every error: a stable code, a message, sometimes details' },
 );
 
-/** A route's responses plus the error shape for every 4xx and 5xx. */
-export const responses = (ok: Record<number, TSchema | Record<string, unknown>>) => ({
-  ...ok,
-  '4xx': ErrorResponse,
-  '5xx': ErrorResponse,
-});
+export type ErrorResponse = Static<typeof ErrorResponse>;
 
 export const RunParams = Type.Object({ id: Id('run id') }, { additionalProperties: false });
 export const SessionParams = Type.Object({ id: Id('session id') }, { additionalProperties: false });
@@ -109,7 +103,7 @@ export type MessageBody = Static<typeof MessageBody>;
 export const ListRunsQuery = Type.Object(
   {
     agent: Type.Optional(AgentName),
-    status: Type.Optional(Type.String({ enum: [...RUN_STATUSES] })),
+    status: Type.Optional(RunStatusSchema),
     since: Type.Optional(Type.Integer({ minimum: 0, description: 'created at or after (epoch ms)' })),
     until: Type.Optional(Type.Integer({ minimum: 0, description: 'created at or before (epoch ms)' })),
     limit: Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: DEFAULT_LIST_LIMIT }),
@@ -131,7 +125,7 @@ export const DecisionBody = Type.Object(
       pattern: CALL_ID_PATTERN,
       description: 'a tool call id: 1-64 of A-Z a-z 0-9 _ -, not __proto__, constructor or prototype',
     }),
-    decision: Type.String({ enum: ['approve', 'reject'] }),
+    decision: StringEnum(['approve', 'reject']),
     reason: Type.Optional(Type.String({ maxLength: 2000 })),
     by: Type.Optional(
       Type.String({
@@ -186,7 +180,7 @@ const PendingApproval = Type.Object({
 const summaryFields = {
   run_id: Type.String(),
   agent: Type.String(),
-  status: Type.String({ enum: [...RUN_STATUSES] }),
+  status: RunStatusSchema,
   trace_id: Type.Optional(Type.String()),
   session_id: Type.Optional(Type.String()),
   created_at: Millis('epoch ms; 0 while queued'),
@@ -218,7 +212,7 @@ export const DecisionView = Type.Object({
   run_id: Type.String(),
   tool_call_id: Type.String(),
   tool: Type.String(),
-  decision: Type.String({ enum: ['approved', 'rejected'] }),
+  decision: StringEnum(['approved', 'rejected']),
   by: Type.String(),
   reason: Type.Optional(Type.String()),
 });
@@ -236,7 +230,7 @@ export const SessionDetailView = Type.Object({
 });
 
 const Breaker = Type.Object({
-  state: Type.String({ enum: ['closed', 'half_open', 'open'] }),
+  state: StringEnum(['closed', 'half_open', 'open']),
   open_until: Type.Optional(Millis('epoch ms when an open breaker lets a probe through')),
   hidden: Type.Boolean({ description: 'hidden from the model while open' }),
 });
@@ -262,8 +256,16 @@ export const AgentList = Type.Object({
 
 export const Health = Type.Object({ status: Type.String() });
 export const Ready = Type.Object({
-  status: Type.String({ enum: ['ready', 'not_ready'] }),
-  redis: Type.String({ enum: ['ok', 'down'] }),
+  status: StringEnum(['ready', 'not_ready']),
+  redis: StringEnum(['ok', 'down']),
   maxmemory_policy: Type.String({ description: "Redis's eviction policy; `unknown` when CONFIG is refused" }),
   warning: Type.Optional(Type.String()),
 });
+
+export type RunList = Static<typeof RunList>;
+export type DecisionView = Static<typeof DecisionView>;
+export type SessionView = Static<typeof SessionView>;
+export type SessionDetailView = Static<typeof SessionDetailView>;
+export type AgentList = Static<typeof AgentList>;
+export type Health = Static<typeof Health>;
+export type Ready = Static<typeof Ready>;

@@ -1,7 +1,9 @@
 import type { ToolErrorInfo } from './errors.js';
+import { checkVersion, WIRE_VERSION } from './version.js';
 
 /** Data of one tool-call job on a tool queue. Plain JSON: it crosses Redis. */
 export interface ToolCallJob {
+  /** Wire version: {@link WIRE_VERSION}. Jobs of an older release without it are read as version 1. */
   v: number;
   runId: string;
   traceId: string;
@@ -62,5 +64,41 @@ export function errorResult(
     error,
     duration_ms: extra.duration_ms ?? 0,
     attempts: extra.attempts ?? 0,
+  };
+}
+
+/**
+ * What an executor pushes to a job's `replyTo` list: the call's result, naming its run (tool call ids are
+ * unique only within a run). Executors write it as {@link replyPrefix} + the result's JSON + `}` (the result
+ * may be the recorded one, already serialized, so it is not parsed again); dispatchers read it with
+ * {@link parseReply}.
+ */
+export interface ToolReply {
+  v: typeof WIRE_VERSION;
+  run_id: string;
+  result: ToolResult;
+}
+
+/** The reply envelope up to its result: the result's JSON and a closing `}` follow. */
+export function replyPrefix(runId: string): string {
+  return `{"v":${WIRE_VERSION},"run_id":${JSON.stringify(runId)},"result":`;
+}
+
+/** The reply of a result, serialized. */
+export function serializeReply(runId: string, resultJson: string): string {
+  return `${replyPrefix(runId)}${resultJson}}`;
+}
+
+/**
+ * Reads a reply; throws `UnsupportedVersionError` for a version this release does not read. Replies of the
+ * previous release (`{"runId":…,"result":…}`, no version) are read as version 1.
+ */
+export function parseReply(raw: string): ToolReply {
+  const reply = JSON.parse(raw) as Partial<ToolReply> & { runId?: string };
+  checkVersion('tool-call reply', reply);
+  return {
+    v: WIRE_VERSION,
+    run_id: reply.run_id ?? reply.runId ?? '',
+    result: reply.result as ToolResult,
   };
 }

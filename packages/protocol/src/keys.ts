@@ -1,4 +1,5 @@
-import { DEFAULT_KEY_PREFIX } from './constants.js';
+/** Prefix of every Redis key and BullMQ queue the platform owns. */
+export const DEFAULT_KEY_PREFIX = 'ar';
 
 /**
  * Names of every queue and Redis key the platform owns, derived from one prefix so that tests (and

@@ -1,5 +1,15 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import type { Logger } from 'pino';
+
+/**
+ * The logger a handler gets: the call's child logger (pino's in the executor), with the call's ids bound.
+ * Only the methods a handler needs are part of the contract.
+ */
+export interface ToolLogger {
+  debug(obj: unknown, msg?: string, ...args: unknown[]): void;
+  info(obj: unknown, msg?: string, ...args: unknown[]): void;
+  warn(obj: unknown, msg?: string, ...args: unknown[]): void;
+  error(obj: unknown, msg?: string, ...args: unknown[]): void;
+}
 
 /** What a handler receives besides its arguments. */
 export interface ToolContext {
@@ -13,7 +23,7 @@ export interface ToolContext {
   idempotencyKey: string;
   /** 1-based attempt number. */
   attempt: number;
-  logger: Logger;
+  logger: ToolLogger;
 }
 
 export interface RetryOptions {
@@ -27,7 +37,7 @@ export interface RetryOptions {
 
 /** A tool's declaration: the single source of the model-facing spec, the validator and the policy. */
 export interface ToolOptions<S extends TSchema, R = unknown> {
-  /** `^[a-zA-Z0-9_-]{1,64}$`. */
+  /** `NAME_PATTERN`: `^[a-zA-Z0-9_-]{1,64}$`. */
   name: string;
   /** When to use it, what the arguments mean, what it does not do. */
   description: string;

@@ -1,0 +1,118 @@
+import type { ToolErrorInfo } from './errors.js';
+import type { CompactionSummary, GuardName, RunOutcome, TaskStep } from './run-outcome.js';
+
+/** Everything that happens in a run, in order; each event gets `at` (epoch ms) when it is emitted. */
+export type RunEventBody =
+  | { type: 'run_started'; agent: string; input: string; model: string }
+  | {
+      type: 'plan';
+      steps: TaskStep[];
+      error?: string;
+      /** Steps the model planned with a tool this agent cannot reach: left out of the task stack. */
+      dropped?: Array<{ title: string; tool: string }>;
+    }
+  | {
+      type: 'llm_request';
+      turn: number;
+      model: string;
+      latency_ms: number;
+      prompt_tokens: number;
+      completion_tokens: number;
+      finish_reason: string;
+      tool_calls: number;
+      tools_offered: string[];
+      /**
+       * The model's answer as the run recorded it: replay plays it back. Ids are the ones the run uses
+       * (rewritten when the model's were missing, malformed or reused); arguments over the size limit
+       * are kept as a prefix plus their length and sha256.
+       */
+      message: {
+        content: string | null;
+        refusal?: string;
+        tool_calls?: Array<{
+          id: string;
+          name: string;
+          arguments: string;
+          arguments_chars?: number;
+          arguments_sha256?: string;
+        }>;
+      };
+      /** Tool calls past the per-turn limit, left out. */
+      dropped_tool_calls?: number;
+    }
+  | { type: 'llm_error'; turn: number; model: string; latency_ms: number; message: string; status?: number }
+  | {
+      type: 'tool_dispatched';
+      turn: number;
+      calls: Array<{ tool_call_id: string; tool: string; arguments: string }>;
+    }
+  | {
+      type: 'tool_result';
+      turn: number;
+      tool_call_id: string;
+      tool: string;
+      arguments: string;
+      ok: boolean;
+      error?: ToolErrorInfo;
+      duration_ms: number;
+      attempts: number;
+      truncated?: boolean;
+    }
+  | { type: 'step_done'; step: TaskStep }
+  | { type: 'approval_requested'; tool_call_id: string; tool: string; arguments: string }
+  | {
+      type: 'approval_decided';
+      tool_call_id: string;
+      tool: string;
+      decision: 'approved' | 'rejected';
+      by?: string;
+      reason?: string;
+    }
+  | { type: 'guard'; guard: GuardName; action: 'nudge' | 'stop'; report: string }
+  | {
+      type: 'compaction';
+      before_tokens: number;
+      after_tokens: number;
+      folded_messages: number;
+      folded_turns: number;
+      summary: CompactionSummary;
+    }
+  | { type: 'run_finished'; outcome: RunOutcome };
+
+export type RunEvent = RunEventBody & { at: number };
+
+/** Every event type, in the order a run may emit them. */
+export const RUN_EVENT_TYPES = [
+  'run_started',
+  'plan',
+  'llm_request',
+  'llm_error',
+  'tool_dispatched',
+  'tool_result',
+  'step_done',
+  'approval_requested',
+  'approval_decided',
+  'guard',
+  'compaction',
+  'run_finished',
+] as const satisfies ReadonlyArray<RunEventBody['type']>;
+export type RunEventType = RunEventBody['type'];
+
+/**
+ * An event as stored, read back. Events of the previous release named the call `toolCallId`; they are
+ * read with today's `tool_call_id`, their shape being otherwise the same.
+ */
+export function readEvent(json: string): RunEvent {
+  const e = JSON.parse(json) as RunEvent & { toolCallId?: string; calls?: Array<{ toolCallId?: string }> };
+  if (e.toolCallId !== undefined) {
+    const { toolCallId, ...rest } = e;
+    return { ...rest, tool_call_id: toolCallId } as RunEvent;
+  }
+  if (e.type === 'tool_dispatched' && e.calls.some((c) => 'toolCallId' in c)) {
+    const calls = (e.calls as Array<{ toolCallId?: string; tool_call_id?: string }>).map(
+      ({ toolCallId, ...c }) => ({ ...c, tool_call_id: c.tool_call_id ?? toolCallId ?? '' }),
+    );
+    return { ...e, calls } as RunEvent;
+  }
+  return e;
+}

@@ -1,0 +1,54 @@
+/** Id and name patterns of the wire: every door (API, job, worker, agents file, registry) checks these. */
+
+/** Names of tools and agents (OpenAI's function-name rule). */
+export const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/** Run ids (and so job ids): no `:`, which BullMQ refuses in custom ids. */
+export const RUN_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/** Tool call ids as the platform records them (the loop rewrites any other id a model sends). */
+export const TOOL_CALL_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** Session ids: the same alphabet as run ids (they name Redis keys). */
+export const SESSION_ID_PATTERN = RUN_ID_PATTERN;
+
+/**
+ * Names BullMQ gives its own keys beside the jobs of a queue (`events`, `meta`, `wait`, …, as its
+ * `QueueKeys` lists them): a job id equal to one would read the wrong kind of key, so no run may have one.
+ * Written out so that the contract needs no BullMQ; a test compares it with BullMQ's own list.
+ */
+export const RESERVED_RUN_IDS: ReadonlySet<string> = new Set([
+  'active',
+  'wait',
+  'waiting-children',
+  'paused',
+  'id',
+  'delayed',
+  'prioritized',
+  'stalled-check',
+  'completed',
+  'failed',
+  'stalled',
+  'repeat',
+  'limiter',
+  'meta',
+  'events',
+  'pc',
+  'marker',
+  'de',
+]);
+
+/**
+ * Names that change an object's prototype (or reach it) when used as a plain object's key. No id may be
+ * one: ids key records, and a record keyed by `__proto__` once polluted `Object.prototype` process-wide.
+ */
+export const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(['__proto__', 'constructor', 'prototype']);
+
+export function isValidRunId(runId: string): boolean {
+  return RUN_ID_PATTERN.test(runId) && !RESERVED_RUN_IDS.has(runId) && !PROTOTYPE_KEYS.has(runId);
+}
+
+/** Whether `id` matches `pattern` and is not a prototype key: the check every door applies to ids. */
+export function isSafeId(id: unknown, pattern: RegExp): id is string {
+  return typeof id === 'string' && pattern.test(id) && !PROTOTYPE_KEYS.has(id);
+}

@@ -1,0 +1,71 @@
+// The wire contract of Agent-Reach: every shape that crosses Redis, HTTP or a process boundary, and
+// nothing that needs Node at run time.
+export { WIRE_VERSION, UnsupportedVersionError, checkVersion } from './version.js';
+export {
+  NAME_PATTERN,
+  RUN_ID_PATTERN,
+  TOOL_CALL_ID_PATTERN,
+  SESSION_ID_PATTERN,
+  RESERVED_RUN_IDS,
+  PROTOTYPE_KEYS,
+  isValidRunId,
+  isSafeId,
+} from './ids.js';
+export {
+  AgentReachError,
+  ToolError,
+  transientError,
+  noResult,
+  isNoResult,
+  TOOL_ERROR_KINDS,
+  RETRYABLE_KINDS,
+  BREAKER_FAILURE_KINDS,
+  ERROR_CODES,
+} from './errors.js';
+export type { ToolErrorKind, ToolErrorInfo, ErrorCode, NoResult, HandlerErrorKind } from './errors.js';
+export { defineTool, StringEnum } from './tool.js';
+export { Type } from '@sinclair/typebox';
+export type { Static, TSchema } from '@sinclair/typebox';
+export type { ToolContext, ToolLogger, ToolOptions, ToolDefinition, RetryOptions } from './tool.js';
+export { toolJobId, errorResult, replyPrefix, serializeReply, parseReply } from './tool-call.js';
+export type { ToolCallJob, ToolResult, ToolReply } from './tool-call.js';
+export { RUN_JOB_SCHEMA, runJob } from './run-job.js';
+export type { RunJobData } from './run-job.js';
+export { RUN_STATUSES, FINAL_STATUSES, isFinalStatus } from './run-status.js';
+export type { RunStatus, FinalStatus } from './run-status.js';
+export type { TaskStep, CompactionSummary, StepRecord, Usage, GuardName, RunOutcome } from './run-outcome.js';
+export { RUN_EVENT_TYPES, readEvent } from './events.js';
+export type { RunEvent, RunEventBody, RunEventType } from './events.js';
+export { API_ERRORS, API_ERROR_CODES, isApiErrorCode } from './api-errors.js';
+export type { ApiErrorCode } from './api-errors.js';
+export {
+  MAX_IDEMPOTENCY_KEY_CHARS,
+  DEFAULT_LIST_LIMIT,
+  MAX_LIST_LIMIT,
+  MAX_LIST_OFFSET,
+  MAX_INPUT_CHARS,
+  MAX_METADATA_ENTRIES,
+  MAX_METADATA_VALUE_CHARS,
+  STREAM_ID_PATTERN,
+  ErrorResponse,
+  RunParams,
+  SessionParams,
+  CreateRunBody,
+  CreateRunHeaders,
+  MessageBody,
+  ListRunsQuery,
+  EventsHeaders,
+  DecisionBody,
+  CreateSessionBody,
+  RunSummaryView,
+  RunView,
+  RunList,
+  DecisionView,
+  SessionView,
+  SessionDetailView,
+  AgentList,
+  Health,
+  Ready,
+} from './api-schemas.js';
+export { createKeys, DEFAULT_KEY_PREFIX } from './keys.js';
+export type { Keys } from './keys.js';

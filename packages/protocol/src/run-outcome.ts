@@ -1,0 +1,73 @@
+import type { ToolErrorKind } from './errors.js';
+import type { FinalStatus } from './run-status.js';
+
+/** The parts of a run that its events and its outcome carry on the wire. */
+
+/** One step of the plan, shown to the model every turn and ticked off as tools complete. */
+export interface TaskStep {
+  title: string;
+  /** The tool the step expects, when the plan named one. */
+  tool?: string;
+  done: boolean;
+}
+
+/** Earlier steps folded out of the history by compaction. */
+export interface CompactionSummary {
+  goal: string;
+  done: Array<{
+    tool: string;
+    arguments: unknown;
+    ok: boolean;
+    key_values?: Record<string, unknown>;
+    error?: string;
+  }>;
+  notes: string[];
+  todo: string[];
+  /** Assistant turns folded so far (the model's turn count stays right after compaction). */
+  folded_turns: number;
+}
+
+/** One tool call as the run saw it. */
+export interface StepRecord {
+  turn: number;
+  toolCallId: string;
+  tool: string;
+  arguments: string;
+  ok: boolean;
+  errorKind?: ToolErrorKind;
+  durationMs: number;
+  attempts: number;
+  truncated?: boolean;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export type GuardName = 'max_iterations' | 'repeat' | 'failed_rounds' | 'token_budget' | 'deadline';
+
+/**
+ * How a run ended. `reason` is one stable word:
+ * - `succeeded`: `final_answer`, or `final_answer_truncated` (the answer hit the output token cap);
+ * - `not_converged`: a guard — `max_iterations`, `repeat`, `token_budget`, `deadline`;
+ * - `failed`: `failed_rounds` (a guard); `refused` (the model declined: `message.refusal`);
+ *   `content_filter` (the provider filtered the output); `empty_answer` (no text, no tool call);
+ *   `output_truncated` (cut at the output token cap before any text); `no_tool_available` (the model
+ *   answered, but every tool call it made was refused by the platform — unknown, forbidden, breaker open
+ *   or unavailable — so no tool ever ran: the answer is kept, the report lists the refusals);
+ *   `llm_error`, `internal_error`, `invalid_job`;
+ * - `cancelled`: `cancelled`.
+ */
+export interface RunOutcome {
+  status: FinalStatus;
+  answer?: string;
+  /** Why the run ended, in one stable word (see above). */
+  reason: string;
+  /** What the caller should know or do (advice to split a task, the failures seen, …). */
+  report?: string;
+  usage: Usage;
+  iterations: number;
+  steps: StepRecord[];
+}
