@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import { startExecutor } from '@agent-reach/executor';
 import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
 import {
+  WIRE_VERSION,
   createKeys,
   defineTool,
   toolJobId,
@@ -22,7 +23,6 @@ import {
   waitReady,
 } from '@agent-reach/shared';
 import { deleteByPrefix } from './redis-stats.js';
-import { WIRE_VERSION } from '@agent-reach/protocol';
 
 /** One system under test: a way to make one tool call end to end, and to take itself down. */
 export interface BenchSystem {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_ERROR_CODES } from '@agent-reach/scheduler';
+import { API_ERROR_CODES } from '@agent-reach/protocol';
 import {
   FULL_KEY,
   LIMITED_KEY,

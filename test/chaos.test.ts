@@ -1,5 +1,6 @@
 import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
+import { FINAL_STATUSES } from '@agent-reach/protocol';
 import type { RunEvent } from '@agent-reach/scheduler';
 import { startExecutorWith, startSchedulerChild, type Child } from './helpers/processes.js';
 import { startRunsHarness, testEnv } from './helpers/runs.js';
@@ -12,7 +13,7 @@ const FAST_TAKEOVER = {
   LOCK_DURATION_MS: '3000',
   STALLED_INTERVAL_MS: '1000',
 };
-const FINAL = ['succeeded', 'not_converged', 'failed', 'cancelled'];
+const FINAL: readonly string[] = FINAL_STATUSES;
 
 describe('chaos: processes killed mid-run, connections dropped (real processes, real Redis)', () => {
   let h: Awaited<ReturnType<typeof startRunsHarness>> | undefined;

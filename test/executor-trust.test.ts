@@ -81,6 +81,33 @@ describe('the executor verifies every job against its run record before running 
     expect(await metric(p, /agent_reach_tool_jobs_refused_total\{reason="not_in_ledger"\} (\d+)/)).toBe(1);
   });
 
+  it('refuses a job of an unknown wire version, naming the version, and runs nothing', async () => {
+    const runId = `run-${randomUUID()}`;
+    const call = { toolCallId: 'call_1', name: 'counted_effect', arguments: '{"ms":1}' };
+    await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
+    const id = await forge.add({ runId, ...call, v: 2 });
+    await expectRefused(id, 'unsupported_version');
+    expect(log.warnings.find((w) => w.jobId === id)?.problem).toBe(
+      'tool-call job has wire version 2; this release reads version 1 only',
+    );
+    expect(await effects()).toEqual({});
+    expect(await p.redis.exists(p.keys.results(runId))).toBe(0);
+  });
+
+  it('runs a job of the previous release, which carries no version, as version 1', async () => {
+    const runId = `run-${randomUUID()}`;
+    const call = { toolCallId: 'call_1', name: 'noop', arguments: '{"value":"old"}' };
+    await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
+    const id = await forge.add({ runId, ...call, replyTo: p.keys.replies('old-release'), v: undefined });
+    await forge.settled(id);
+    const reply = await p.redis.lpop(p.keys.replies('old-release'));
+    expect(JSON.parse(reply ?? '{}')).toMatchObject({
+      v: 1,
+      run_id: runId,
+      result: { tool_call_id: 'call_1', ok: true, content: { echo: 'old' } },
+    });
+  });
+
   it("a refused job does not hold the call's job id: the call the model makes later still runs", async () => {
     const runId = `run-${randomUUID()}`;
     await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' });
@@ -149,7 +176,11 @@ describe('the executor verifies every job against its run record before running 
     await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
     await seedDecision(p.producer, p.keys, runId, 'call_1', 'approved');
     await forge.add({ runId, ...call });
-    expect(await forge.reply()).toMatchObject({ runId, result: { ok: true, content: { done: true } } });
+    expect(await forge.reply()).toMatchObject({
+      v: 1,
+      run_id: runId,
+      result: { ok: true, content: { done: true } },
+    });
     expect(JSON.parse((await p.redis.hget(p.keys.results(runId), 'call_1'))!)).toMatchObject({ ok: true });
   });
 
@@ -180,7 +211,7 @@ describe('the executor verifies every job against its run record before running 
       name: 'counted_effect',
       arguments: '{}',
     });
-    expect(await forge.reply()).toEqual({ runId: p.runId, result: JSON.parse(recorded!) });
+    expect(await forge.reply()).toEqual({ v: 1, run_id: p.runId, result: JSON.parse(recorded!) });
     expect((await forge.settled(id)).state).not.toBe('failed');
     expect(await p.redis.hget(p.keys.results(p.runId), first.tool_call_id)).toBe(recorded);
     expect(Object.values(await effects())).toEqual(['1']);

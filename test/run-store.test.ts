@@ -123,6 +123,57 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
     );
   });
 
+  it('refuses a stored run state of an unknown version with an error naming the version', async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    await writer.prepare(state, [started()])();
+    const stored = JSON.parse((await t.redis.get(t.keys.runState(state.runId))) ?? '{}') as { v: number };
+    await t.redis.set(t.keys.runState(state.runId), JSON.stringify({ ...stored, v: 2 }));
+    const refusal = {
+      name: 'UnsupportedVersionError',
+      message: 'stored run state has wire version 2; this release reads version 1 only',
+    };
+    await expect(store.load(state.runId)).rejects.toMatchObject(refusal);
+    await expect(store.claim(state.runId)).rejects.toMatchObject(refusal);
+  });
+
+  it('reads the events of the previous release, which named calls toolCallId, with tool_call_id', async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    await writer.prepare(state, [started()])();
+    await t.redis.xadd(
+      t.keys.runEvents(state.runId),
+      '*',
+      'e',
+      JSON.stringify({ type: 'approval_requested', at: 1, toolCallId: 'call_1', tool: 't', arguments: '{}' }),
+    );
+    await t.redis.xadd(
+      t.keys.runEvents(state.runId),
+      '*',
+      'e',
+      JSON.stringify({
+        type: 'tool_dispatched',
+        at: 2,
+        turn: 1,
+        calls: [{ toolCallId: 'call_1', tool: 't', arguments: '{}' }],
+      }),
+    );
+    const [, requested, dispatched] = (await store.events(state.runId)).map((e) => e.event);
+    expect(requested).toEqual({
+      type: 'approval_requested',
+      at: 1,
+      tool_call_id: 'call_1',
+      tool: 't',
+      arguments: '{}',
+    });
+    expect(dispatched).toEqual({
+      type: 'tool_dispatched',
+      at: 2,
+      turn: 1,
+      calls: [{ tool_call_id: 'call_1', tool: 't', arguments: '{}' }],
+    });
+  });
+
   it('ignores and reports a decision keyed by a hostile id, with no prototype touched', async () => {
     const state = newRun();
     state.approvals.call_1 = { toolCallId: 'call_1', tool: 't', arguments: '{}', requestedAt: 1 };

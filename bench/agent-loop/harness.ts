@@ -15,7 +15,7 @@ import {
   type AgentLoopDeps,
   type RunState,
 } from '@agent-reach/scheduler';
-import { createKeys, type ToolCallJob } from '@agent-reach/protocol';
+import { WIRE_VERSION, createKeys, type ToolCallJob } from '@agent-reach/protocol';
 import {
   constants,
   createLogger,
@@ -35,7 +35,6 @@ import { instrumentLlm, RunProbe } from './probe.js';
 import { startSimHost, type SimHost, type SimMode } from './sim-host.js';
 import { AGENT, AGENTS_YAML, FINAL_ANSWER, noopTool, SCENARIO, TOOL_STEPS } from './task.js';
 import { recordingCheckpoint } from '../../test/helpers/ledger.js';
-import { WIRE_VERSION } from '@agent-reach/protocol';
 
 /** The configurations compared: the same loop with tools in-process, through the platform, and durable. */
 export const CONFIGS = ['baseline', 'platform', 'checkpoints'] as const;

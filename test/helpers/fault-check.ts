@@ -2,10 +2,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Keys } from '@agent-reach/protocol';
+import { FINAL_STATUSES as PROTOCOL_FINAL_STATUSES, type Keys } from '@agent-reach/protocol';
 import { startsKey, type StartRecord } from './fault-tools.js';
 
-export const FINAL_STATUSES: readonly string[] = ['succeeded', 'not_converged', 'failed', 'cancelled'];
+export const FINAL_STATUSES: readonly string[] = PROTOCOL_FINAL_STATUSES;
 
 /** The invariants every run must keep through any fault (and the few a scenario adds). */
 export const INVARIANTS = {

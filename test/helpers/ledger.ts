@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { type Keys, type ToolCallJob, type ToolResult } from '@agent-reach/protocol';
+import type { Keys, ToolCallJob, ToolReply } from '@agent-reach/protocol';
 import { callLedgerEntry } from '@agent-reach/shared';
 import type { CheckpointWrite, RunState } from '@agent-reach/scheduler';
 import { waitFor } from './redis.js';
@@ -144,7 +144,7 @@ export function handAddedJobs(t: { redis: Redis; prefix: string; keys: Keys }) {
   const reply = async (seconds = 10) => {
     const popped = await t.redis.blpop(t.keys.replies('forger'), seconds);
     if (!popped) throw new Error(`no reply within ${seconds} s`);
-    return JSON.parse(popped[1]) as { runId: string; result: ToolResult };
+    return JSON.parse(popped[1]) as ToolReply;
   };
   return { queue, add, settled, reply };
 }

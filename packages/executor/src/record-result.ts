@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Keys } from '@agent-reach/protocol';
+import { replyPrefix, type Keys } from '@agent-reach/protocol';
 import { VERIFY_JOB_LUA, type VerifyingClient } from './verify-job.js';
 
 /**
@@ -8,7 +8,7 @@ import { VERIFY_JOB_LUA, type VerifyingClient } from './verify-job.js';
  * not stored (nor its full content) and the reply carries the recorded one, so the waiting dispatcher
  * gets what the record says. Returns the recorded result when it was a duplicate, else nil.
  * KEYS: results hash, reply list, ref key (the results hash again when the result was not cut).
- * ARGV: tool call id, result JSON, reply prefix (`{"runId":…,"result":`), TTL of results and replies,
+ * ARGV: tool call id, result JSON, reply prefix (the protocol's `replyPrefix`), TTL of results and replies,
  * the full content ('' when not cut), its TTL, and its owner: run id, agent, session id ('' for none).
  */
 const RECORD_RESULT_LUA = `
@@ -39,11 +39,6 @@ export function resultWriter(connection: Redis): ResultWriter {
   writer.defineCommand('agentReachResult', { numberOfKeys: 3, lua: RECORD_RESULT_LUA });
   writer.defineCommand('agentReachVerifyJob', { numberOfKeys: 4, lua: VERIFY_JOB_LUA });
   return writer;
-}
-
-/** A reply names its run (tool call ids are unique only within a run); the result JSON follows this. */
-export function replyPrefix(runId: string): string {
-  return `{"runId":${JSON.stringify(runId)},"result":`;
 }
 
 /** What one call leaves behind: its result, and the full content under the result's ref when it was cut. */

@@ -3,7 +3,13 @@ import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { RUN_ID_PATTERN, type Keys, type ToolCallJob, type ToolResult } from '@agent-reach/protocol';
+import {
+  RUN_ID_PATTERN,
+  serializeReply,
+  type Keys,
+  type ToolCallJob,
+  type ToolResult,
+} from '@agent-reach/protocol';
 import {
   constants,
   type AgentsFile,
@@ -13,7 +19,7 @@ import {
 } from '@agent-reach/shared';
 import { BreakerBoard, type BreakerOptions } from './breakers.js';
 import { startPresence } from './presence.js';
-import { recordResult, replyPrefix, resultWriter } from './record-result.js';
+import { recordResult, resultWriter } from './record-result.js';
 import { runTool } from './run-tool.js';
 import { JobRefused, verifyJob } from './verify-job.js';
 
@@ -136,7 +142,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       }));
     if (verified.recorded !== undefined) {
       // A redelivered or duplicate job: the recorded result is the call's only result.
-      await writer.lpush(data.replyTo, `${replyPrefix(data.runId)}${verified.recorded}}`);
+      await writer.lpush(data.replyTo, serializeReply(data.runId, verified.recorded));
       log().info('call already had a result; not run again');
       return;
     }
@@ -167,7 +173,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       if (result.error && REPLY_ONLY_KINDS.has(result.error.kind)) {
         await writer
           .multi()
-          .lpush(data.replyTo, `${replyPrefix(data.runId)}${json}}`)
+          .lpush(data.replyTo, serializeReply(data.runId, json))
           .expire(data.replyTo, resultsTtlS)
           .exec();
         return;
@@ -202,6 +208,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       {
         security: true,
         reason: err.reason,
+        problem: err.message,
         jobId: job.id,
         queue: job.queueName,
         // Only what matches its pattern is echoed into the log.

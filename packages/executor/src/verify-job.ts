@@ -1,11 +1,25 @@
 import { UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { isValidRunId, type Keys, type ToolCallJob } from '@agent-reach/protocol';
+import {
+  isValidRunId,
+  NAME_PATTERN,
+  UnsupportedVersionError,
+  WIRE_VERSION,
+  type Keys,
+  type ToolCallJob,
+} from '@agent-reach/protocol';
 import { constants, matchesLedger, type ToolRegistry } from '@agent-reach/shared';
 
 /** Why a job was refused, as a metric label and a log field. */
 export type RefusalReason =
-  'malformed' | 'reply_to' | 'run_not_found' | 'run_final' | 'wrong_agent' | 'not_in_ledger' | 'not_approved';
+  | 'malformed'
+  | 'unsupported_version'
+  | 'reply_to'
+  | 'run_not_found'
+  | 'run_final'
+  | 'wrong_agent'
+  | 'not_in_ledger'
+  | 'not_approved';
 
 /**
  * A job that does not match its run's record. It fails unrun (BullMQ never retries an
@@ -50,7 +64,6 @@ export type VerifyingClient = Redis & {
   agentReachVerifyJob(...keysAndArgs: string[]): Promise<Array<string | null>>;
 };
 
-const AGENT_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 const MAX_NAME_CHARS = 256;
 
 /**
@@ -113,6 +126,9 @@ function decisionOf(json: string): unknown {
 /** The job's fields that key Redis or reach the handler, checked by type and pattern. */
 function wellFormed(data: unknown): ToolCallJob {
   const d = data as Partial<Record<keyof ToolCallJob, unknown>> | null;
+  // A job of another release's format is refused by name, not read as if it were this one's.
+  if (typeof d === 'object' && d !== null && d.v !== undefined && d.v !== WIRE_VERSION)
+    throw new JobRefused('unsupported_version', new UnsupportedVersionError('tool-call job', d.v).message);
   const ok =
     typeof d === 'object' &&
     d !== null &&
@@ -121,7 +137,7 @@ function wellFormed(data: unknown): ToolCallJob {
     typeof d.toolCallId === 'string' &&
     constants.TOOL_CALL_ID_PATTERN.test(d.toolCallId) &&
     typeof d.agent === 'string' &&
-    AGENT_PATTERN.test(d.agent) &&
+    NAME_PATTERN.test(d.agent) &&
     typeof d.name === 'string' &&
     d.name.length <= MAX_NAME_CHARS &&
     typeof d.arguments === 'string' &&

@@ -9,9 +9,9 @@ export const WIRE_VERSION = 1;
 export class UnsupportedVersionError extends Error {
   readonly version: unknown;
   constructor(what: string, version: unknown) {
-    super(
-      `${what} has wire version ${JSON.stringify(version)}; this release reads version ${WIRE_VERSION} only`,
-    );
+    // The version comes from data anyone may have written: it is echoed short.
+    const named = String(JSON.stringify(version)).slice(0, 40);
+    super(`${what} has wire version ${named}; this release reads version ${WIRE_VERSION} only`);
     this.name = 'UnsupportedVersionError';
     this.version = version;
   }

@@ -4,14 +4,16 @@ import type { Redis } from 'ioredis';
 import {
   AgentReachError,
   errorResult,
+  parseReply,
   toolJobId,
+  WIRE_VERSION,
   type Keys,
   type ToolCallJob,
+  type ToolReply,
   type ToolResult,
 } from '@agent-reach/protocol';
 import { constants, type Logger } from '@agent-reach/shared';
 import type { ToolCatalog } from './tool-catalog.js';
-import { WIRE_VERSION } from '@agent-reach/protocol';
 
 /** One call of a model turn. */
 export interface DispatchCall {
@@ -398,8 +400,15 @@ export class Dispatcher {
   }
 
   #deliver(raw: string): void {
-    const reply = JSON.parse(raw) as { runId: string; result: ToolResult };
-    const key = pendingKey(reply.runId, reply.result.tool_call_id);
+    let reply: ToolReply;
+    try {
+      reply = parseReply(raw);
+    } catch (err) {
+      // A reply of another release's format: its call is answered from the run's record, or times out.
+      this.#opts.logger.warn({ err }, 'dropped a reply this release does not read');
+      return;
+    }
+    const key = pendingKey(reply.run_id, reply.result.tool_call_id);
     const pending = this.#pending.get(key);
     if (!pending) return; // late (past its deadline) or a duplicate: the run's record already holds it
     this.#pending.delete(key);

@@ -1,5 +1,5 @@
 import AjvModule from 'ajv';
-import { RUN_JOB_SCHEMA } from '@agent-reach/protocol';
+import { RUN_JOB_SCHEMA, UnsupportedVersionError, WIRE_VERSION } from '@agent-reach/protocol';
 
 const Ajv = AjvModule.default;
 
@@ -8,7 +8,11 @@ const validateRunJob = new Ajv({ allErrors: true, strict: true }).compile(RUN_JO
 /** Every problem of a job's data, each naming the field; empty when the data is a valid run job. */
 export function runJobProblems(data: unknown): string[] {
   if (validateRunJob(data)) return [];
+  const v = (data as { v?: unknown } | null)?.v;
   return (validateRunJob.errors ?? []).map((e) => {
+    // A job of another release names its version, not a schema keyword.
+    if (e.instancePath === '/v' && v !== WIRE_VERSION)
+      return new UnsupportedVersionError('run job', v).message;
     const field = e.instancePath.slice(1).replace(/\//g, '.') || 'job data';
     const extra =
       e.keyword === 'additionalProperties'

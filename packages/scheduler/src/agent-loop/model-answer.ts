@@ -1,11 +1,7 @@
-import { type ToolErrorInfo } from '@agent-reach/protocol';
+import { NAME_PATTERN, TOOL_CALL_ID_PATTERN, type ToolErrorInfo } from '@agent-reach/protocol';
 import { argumentsDigest, closestName, constants } from '@agent-reach/shared';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import type { RunState, Usage } from './run-state.js';
-import { NAME_PATTERN } from '@agent-reach/protocol';
-
-/** Ids the platform accepts for a tool call: they key the run's results and its jobs (`runId.id`). */
-export const TOOL_CALL_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** One tool call of a model turn, as the run records it. */
 export interface ModelCall {

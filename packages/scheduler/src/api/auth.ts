@@ -96,8 +96,7 @@ function credentials(header: string | undefined, basic: boolean): string | undef
   return colon < 0 ? undefined : decoded.slice(colon + 1);
 }
 
-const unauthorized = () =>
-  new ApiError(401, 'UNAUTHORIZED', 'a valid API key is required (Authorization: Bearer <key>)');
+const unauthorized = () => new ApiError('UNAUTHORIZED');
 
 /** The onRequest hook that enforces a route's policy; it answers directly instead of throwing. */
 export function authHook(table: ApiKeyTable, policy: RoutePolicy) {
@@ -112,11 +111,7 @@ export function authHook(table: ApiKeyTable, policy: RoutePolicy) {
     if (policy === 'admin' && principal.agents)
       return sendError(
         reply,
-        new ApiError(
-          403,
-          'FORBIDDEN',
-          'this key is limited to some agents; the admin board needs a full key',
-        ),
+        new ApiError('FORBIDDEN', 'this key is limited to some agents; the admin board needs a full key'),
       );
   };
 }
@@ -131,5 +126,5 @@ export function requirePrincipal(table: ApiKeyTable, request: FastifyRequest): P
 /** Refuses a limited key the runs of an agent outside its list. */
 export function assertAgentAllowed(principal: Principal, agent: string): void {
   if (principal.agents && !principal.agents.has(agent))
-    throw new ApiError(403, 'FORBIDDEN', `this key may not use agent "${agent}"`);
+    throw new ApiError('FORBIDDEN', `this key may not use agent "${agent}"`);
 }

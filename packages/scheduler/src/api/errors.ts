@@ -1,28 +1,30 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import type { Socket } from 'node:net';
-import { API_ERROR_CODES, type ApiErrorCode } from '@agent-reach/protocol';
+import { API_ERRORS, type ApiErrorCode } from '@agent-reach/protocol';
 import { type Logger } from '@agent-reach/shared';
 import { UNAVAILABLE_RETRY_AFTER_S } from './constants.js';
 import { redisUnavailable } from './unavailable.js';
-
-export { API_ERROR_CODES };
-export type { ApiErrorCode };
 
 /** The body of every error response. */
 export interface ApiErrorBody {
   error: { code: ApiErrorCode; message: string; details?: unknown[] };
 }
 
-/** An error a route throws to answer with a status and a stable code. */
+/**
+ * An error a route throws to answer with a stable code. Its status and default message come from the
+ * protocol's `API_ERRORS` table; `statusCode` is given only where a more precise status fits.
+ */
 export class ApiError extends Error {
+  readonly statusCode: number;
   constructor(
-    readonly statusCode: number,
     readonly code: ApiErrorCode,
-    message: string,
+    message: string = API_ERRORS[code].message,
     readonly details?: unknown[],
+    statusCode: number = API_ERRORS[code].status,
   ) {
     super(message);
     this.name = 'ApiError';
+    this.statusCode = statusCode;
   }
 
   toBody(): ApiErrorBody {
@@ -32,7 +34,7 @@ export class ApiError extends Error {
   }
 }
 
-export const notFound = (what: string) => new ApiError(404, 'NOT_FOUND', `${what} not found`);
+export const notFound = (what: string) => new ApiError('NOT_FOUND', `${what} not found`);
 
 /** Sends an error straight from a hook (where a thrown error would reach a plugin's own handler). */
 export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
@@ -54,35 +56,39 @@ export function toApiError(error: FastifyError | ApiError | Error): ApiError {
     }));
     const first = details[0];
     const message = first ? `${first.in}${first.path === '/' ? '' : first.path} ${first.message}` : e.message;
-    return new ApiError(400, 'VALIDATION_FAILED', message, details);
+    return new ApiError('VALIDATION_FAILED', message, details);
   }
   switch (e.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new ApiError(400, 'MALFORMED_JSON', 'the body is not valid JSON');
+      return new ApiError('MALFORMED_JSON');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return new ApiError(400, 'MALFORMED_JSON', 'the body is empty but Content-Type says JSON');
+      return new ApiError('MALFORMED_JSON', 'the body is empty but Content-Type says JSON');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError(413, 'BODY_TOO_LARGE', 'the body is larger than the server accepts');
+      return new ApiError('BODY_TOO_LARGE');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError(415, 'VALIDATION_FAILED', 'the body must be JSON (Content-Type: application/json)');
+      return new ApiError(
+        'VALIDATION_FAILED',
+        'the body must be JSON (Content-Type: application/json)',
+        undefined,
+        415,
+      );
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new ApiError(400, 'VALIDATION_FAILED', 'the body does not match its Content-Length');
+      return new ApiError('VALIDATION_FAILED', 'the body does not match its Content-Length');
     case 'FST_ERR_BAD_URL':
-      return new ApiError(400, 'VALIDATION_FAILED', 'the URL is malformed');
+      return new ApiError('VALIDATION_FAILED', 'the URL is malformed');
     default:
       break;
   }
   const unavailable = redisUnavailable(error);
-  if (unavailable) return new ApiError(503, 'UNAVAILABLE', `${unavailable}; retry later`);
+  if (unavailable) return new ApiError('UNAVAILABLE', `${unavailable}; retry later`);
   const status = e.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    if (status === 413)
-      return new ApiError(413, 'BODY_TOO_LARGE', 'the body is larger than the server accepts');
-    if (status === 429) return new ApiError(429, 'RATE_LIMITED', 'too many requests');
-    if (status === 404) return new ApiError(404, 'NOT_FOUND', 'not found');
-    return new ApiError(status, 'VALIDATION_FAILED', e.message || 'bad request');
+    if (status === 413) return new ApiError('BODY_TOO_LARGE');
+    if (status === 429) return new ApiError('RATE_LIMITED');
+    if (status === 404) return new ApiError('NOT_FOUND');
+    return new ApiError('VALIDATION_FAILED', e.message || undefined, undefined, status);
   }
-  return new ApiError(500, 'INTERNAL', 'internal error');
+  return new ApiError('INTERNAL');
 }
 
 /** An ajv failure in words; a pattern names the pattern and, when the schema has one, what it means. */
@@ -128,9 +134,10 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
   const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
   const body = JSON.stringify(
     new ApiError(
-      tooLarge ? 431 : 400,
       'VALIDATION_FAILED',
       tooLarge ? 'request headers too large' : 'malformed HTTP request',
+      undefined,
+      tooLarge ? 431 : 400,
     ).toBody(),
   );
   socket.end(

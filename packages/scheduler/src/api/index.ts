@@ -2,8 +2,8 @@ export { createApiServer, startApiServer } from './server.js';
 export type { ApiServer } from './server.js';
 export type { ApiServerDeps, ApiServerOptions } from './options.js';
 export type { ApiKeyConfig, Principal } from './auth.js';
-export { ApiError, API_ERROR_CODES } from './errors.js';
-export type { ApiErrorCode, ApiErrorBody } from './errors.js';
+export { ApiError } from './errors.js';
+export type { ApiErrorBody } from './errors.js';
 export type { RunView, RunSummaryView } from '@agent-reach/protocol';
 export { BOARD_PATH } from './bull-board.js';
 export {

@@ -13,7 +13,6 @@ export function checkRunRequest(ctx: ApiContext, req: { input: string; model?: s
   if (req.model !== undefined && !allowedModels.has(req.model)) {
     const allowed = [...allowedModels];
     throw new ApiError(
-      400,
       'MODEL_NOT_ALLOWED',
       `model "${req.model}" is not allowed; allowed: ${allowed.join(', ')} (or no model, for the default)`,
       [{ in: 'body', path: '/model', allowed }],
@@ -24,7 +23,6 @@ export function checkRunRequest(ctx: ApiContext, req: { input: string; model?: s
   const tokens = countTokens(req.input);
   if (tokens > maxInputTokens)
     throw new ApiError(
-      400,
       'INPUT_TOO_LONG',
       `input has ${tokens} tokens; at most ${maxInputTokens} are accepted`,
       [{ in: 'body', path: '/input', tokens, limit: maxInputTokens }],

@@ -1,13 +1,14 @@
 import type { RunState } from '../agent-loop/run-state.js';
-import { RESERVED_RUN_IDS as BULLMQ_KEY_NAMES, type RunJobData } from '@agent-reach/protocol';
+import {
+  RESERVED_RUN_IDS as BULLMQ_KEY_NAMES,
+  type RunJobData,
+  type RunSummaryView,
+  type RunView,
+} from '@agent-reach/protocol';
 import type { RunControl } from '../runs/run-control.js';
 import type { RunSummary } from '../runs/run-store.js';
 import { assertAgentAllowed, type Principal } from './auth.js';
 import { notFound } from './errors.js';
-import type { RunSummaryView, RunView } from '@agent-reach/protocol';
-
-const FINAL = new Set(['succeeded', 'not_converged', 'failed', 'cancelled']);
-export const isFinal = (status: string) => FINAL.has(status);
 
 const num = (n: number | undefined) => (typeof n === 'number' && Number.isFinite(n) ? n : 0);
 

@@ -88,7 +88,7 @@ export async function createApiServer(
       return principal ? `key:${principal.id}` : `ip:${request.ip}`;
     },
     errorResponseBuilder: (_request, context) =>
-      new ApiError(429, 'RATE_LIMITED', `rate limit exceeded, retry in ${context.after}`),
+      new ApiError('RATE_LIMITED', `rate limit exceeded, retry in ${context.after}`),
   });
   // Authentication runs after the rate limit (routes' onRequest hooks run in the order added), so
   // that guessing keys is limited per IP too.
@@ -104,10 +104,7 @@ export async function createApiServer(
     if (policy === 'public' && route.schema) route.schema = { ...route.schema, security: [] };
   });
   app.setNotFoundHandler({ preHandler: app.rateLimit() }, (request, reply) =>
-    sendError(
-      reply,
-      new ApiError(404, 'NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`),
-    ),
+    sendError(reply, new ApiError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)),
   );
 
   await app.register(swagger, {

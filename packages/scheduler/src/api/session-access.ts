@@ -39,7 +39,6 @@ export async function admitToSession(
   const bound = info.agent ?? (await ctx.deps.sessions.bindAgent(sessionId, agent));
   if (bound !== agent)
     throw new ApiError(
-      409,
       'CONFLICT',
       `session ${sessionId} belongs to agent "${bound}"; start another session for agent "${agent}"`,
     );

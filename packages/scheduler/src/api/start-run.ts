@@ -32,7 +32,7 @@ export async function startRun(
   assertAgentAllowed(principal, req.agent);
   if (!agents.agents.has(req.agent)) {
     const known = [...agents.agents.keys()].filter((a) => !principal.agents || principal.agents.has(a));
-    throw new ApiError(422, 'UNKNOWN_AGENT', `unknown agent "${req.agent}"; known: ${known.join(', ')}`);
+    throw new ApiError('UNKNOWN_AGENT', `unknown agent "${req.agent}"; known: ${known.join(', ')}`);
   }
   if (req.session_id && (await redis.exists(keys.session(req.session_id))) === 0)
     throw notFound(`session ${req.session_id}`);
@@ -59,7 +59,7 @@ export async function startRun(
       if (claim.claimed) break;
       if (!claim.existing) continue;
       if (claim.existing.bodyHash !== hash)
-        throw new ApiError(409, 'CONFLICT', 'this Idempotency-Key was already used with a different body');
+        throw new ApiError('CONFLICT', 'this Idempotency-Key was already used with a different body');
       const existing = await loadRun(control, claim.existing.runId);
       if (existing) return { run: existing.view, created: false };
       // Claimed by a request that never queued its run: queue it now, under the id the claim names.

@@ -3,6 +3,7 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   AgentReachError,
+  isFinalStatus,
   isValidRunId,
   RUN_ID_PATTERN,
   runJob,
@@ -99,7 +100,7 @@ export class RunControl {
     const end = Date.now() + timeoutMs;
     for (;;) {
       const summary = await this.store.summary(runId);
-      if (summary && ['succeeded', 'not_converged', 'failed', 'cancelled'].includes(summary.status)) {
+      if (summary && isFinalStatus(summary.status)) {
         const { state } = await this.store.load(runId);
         if (state?.outcome) return state.outcome;
       }

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { readEvent, type Keys } from '@agent-reach/protocol';
+import { checkVersion, readEvent, TOOL_CALL_ID_PATTERN, type Keys } from '@agent-reach/protocol';
 import { callLedgerEntry, constants } from '@agent-reach/shared';
 import type { RunEvent } from '../agent-loop/events.js';
 import type { Approval, ChatMessage, RunState, RunStatus } from '../agent-loop/run-state.js';
@@ -421,7 +421,7 @@ function toSummary(meta: Record<string, string>): RunSummary {
 }
 
 /** Tool call ids as the loop makes them (the API refuses others); anything else in a record is ignored. */
-const TOOL_CALL_ID = /^[A-Za-z0-9_-]{1,64}$/;
+const TOOL_CALL_ID = TOOL_CALL_ID_PATTERN;
 
 /**
  * A stored record made whole: the state, its messages, and the decisions people made since it parked.
@@ -435,6 +435,8 @@ function parseRecord(
 ): { state: RunState | undefined; problems: string[] } {
   if (!stateJson) return { state: undefined, problems: [] };
   const parsed = JSON.parse(stateJson) as Omit<RunState, 'messages'>;
+  // A record written by another release's format is refused by name rather than misread.
+  checkVersion('stored run state', parsed);
   const run: RunState = { ...parsed, messages: messages.map((m) => JSON.parse(m) as ChatMessage) };
   const approvals: Record<string, Approval> = Object.create(null) as Record<string, Approval>;
   for (const [id, a] of Object.entries(run.approvals ?? {})) if (TOOL_CALL_ID.test(id)) approvals[id] = a;

@@ -5,8 +5,8 @@ import type { StoredEvent } from '../../runs/run-store.js';
 import { requirePrincipal } from '../auth.js';
 import { ApiError } from '../errors.js';
 import type { ApiContext } from '../options.js';
-import { isFinal, runForCaller } from '../run-view.js';
-import { EventsHeaders, RunParams } from '@agent-reach/protocol';
+import { runForCaller } from '../run-view.js';
+import { EventsHeaders, isFinalStatus, RunParams } from '@agent-reach/protocol';
 import { responses } from '../responses.js';
 
 /** One open event stream, so that closing the server can end it. */
@@ -68,7 +68,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext): void {
       const principal = requirePrincipal(ctx.auth, request);
       const { view } = await runForCaller(control, request.params.id, principal);
       if (open.size >= ctx.options.maxEventStreams)
-        throw new ApiError(429, 'RATE_LIMITED', 'too many event streams are open; retry later');
+        throw new ApiError('RATE_LIMITED', 'too many event streams are open; retry later');
       const runId = view.run_id;
       let last = request.headers['last-event-id'] ?? '0-0';
       const log = ctx.log.child({ runId });
@@ -99,7 +99,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext): void {
 
       try {
         // A run that already ended has all its events stored: replay them and end.
-        if (isFinal(view.status)) {
+        if (isFinalStatus(view.status)) {
           for (const e of await control.events(runId, last === '0-0' ? undefined : last))
             await write(res, message(e));
           return;
@@ -124,7 +124,8 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext): void {
           await write(res, ': heartbeat\n\n');
           // Quiet for a whole interval: a run that ended before `last` (a resumed stream) sends no more.
           const summary = await control.store.summary(runId);
-          if (summary && isFinal(summary.status) && (await control.events(runId, last)).length === 0) return;
+          if (summary && isFinalStatus(summary.status) && (await control.events(runId, last)).length === 0)
+            return;
         }
       } catch (err) {
         if (!closed) log.warn({ err }, 'event stream failed');

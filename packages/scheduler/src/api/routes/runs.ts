@@ -1,23 +1,24 @@
 import type { FastifyInstance } from 'fastify';
-import { AgentReachError } from '@agent-reach/protocol';
+import {
+  AgentReachError,
+  CreateRunBody,
+  CreateRunHeaders,
+  DecisionBody,
+  DecisionView,
+  isFinalStatus,
+  ListRunsQuery,
+  RunList,
+  RunParams,
+  RunView,
+} from '@agent-reach/protocol';
 import type { RunStatus } from '../../agent-loop/run-state.js';
 import type { RunSummary } from '../../runs/run-store.js';
 import { assertAgentAllowed, requirePrincipal } from '../auth.js';
 import { ApiError } from '../errors.js';
 import type { ApiContext } from '../options.js';
 import { checkRunRequest } from '../run-request.js';
-import { isFinal, runForCaller, summaryView } from '../run-view.js';
+import { runForCaller, summaryView } from '../run-view.js';
 import { admitToSession } from '../session-access.js';
-import {
-  CreateRunBody,
-  CreateRunHeaders,
-  DecisionBody,
-  DecisionView,
-  ListRunsQuery,
-  RunList,
-  RunParams,
-  RunView,
-} from '@agent-reach/protocol';
 import { responses } from '../responses.js';
 import { startRun } from '../start-run.js';
 
@@ -124,8 +125,8 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
     async (request, reply) => {
       const principal = requirePrincipal(ctx.auth, request);
       const { view } = await runForCaller(control, request.params.id, principal);
-      if (isFinal(view.status))
-        throw new ApiError(409, 'INVALID_STATE', `run ${view.run_id} already ended (${view.status})`);
+      if (isFinalStatus(view.status))
+        throw new ApiError('INVALID_STATE', `run ${view.run_id} already ended (${view.status})`);
       await control.cancel(view.run_id);
       ctx.log.info({ runId: view.run_id, key: principal.name }, 'run cancellation requested');
       return reply.code(202).send({ ...view, cancel_requested: true });
@@ -149,22 +150,21 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
       const principal = requirePrincipal(ctx.auth, request);
       if (request.body.by !== undefined)
         throw new ApiError(
-          400,
           'VALIDATION_FAILED',
           'body/by is not accepted: the approver recorded is the name of the API key that decides',
           [{ in: 'body', path: '/by', message: 'is not accepted' }],
         );
       const { view, state } = await runForCaller(control, request.params.id, principal);
       const { tool_call_id: toolCallId, reason } = request.body;
-      if (isFinal(view.status))
-        throw new ApiError(409, 'INVALID_STATE', `run ${view.run_id} already ended (${view.status})`);
+      if (isFinalStatus(view.status))
+        throw new ApiError('INVALID_STATE', `run ${view.run_id} already ended (${view.status})`);
       // The id matched its pattern (no prototype key); the own-property check keeps it that way.
       const pending =
         state && Object.hasOwn(state.approvals, toolCallId) ? state.approvals[toolCallId] : undefined;
       if (!pending)
-        throw new ApiError(404, 'NOT_FOUND', `run ${view.run_id} has no approval request for ${toolCallId}`);
+        throw new ApiError('NOT_FOUND', `run ${view.run_id} has no approval request for ${toolCallId}`);
       if (pending.decision)
-        throw new ApiError(409, 'INVALID_STATE', `call ${toolCallId} was already ${pending.decision}`);
+        throw new ApiError('INVALID_STATE', `call ${toolCallId} was already ${pending.decision}`);
       const decision = request.body.decision === 'approve' ? 'approved' : 'rejected';
       const by = principal.name;
       try {
@@ -172,7 +172,7 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
       } catch (err) {
         // Another request decided first (the check above raced it).
         if (err instanceof AgentReachError && err.code === 'RUN_INVALID_STATE')
-          throw new ApiError(409, 'INVALID_STATE', err.message);
+          throw new ApiError('INVALID_STATE', err.message);
         throw err;
       }
       ctx.log.info({ runId: view.run_id, toolCallId, decision, key: principal.name }, 'approval decided');

@@ -43,12 +43,12 @@ export function sessionRoutes(app: FastifyInstance, ctx: ApiContext): void {
       if (agent !== undefined) {
         assertAgentAllowed(principal, agent);
         if (!ctx.deps.agents.agents.has(agent))
-          throw new ApiError(422, 'UNKNOWN_AGENT', `unknown agent "${agent}"`);
+          throw new ApiError('UNKNOWN_AGENT', `unknown agent "${agent}"`);
       }
       const sessionId = request.body?.session_id ?? `sess_${randomUUID()}`;
       const owner = { principal: principal.id, ...(agent ? { agent } : {}) };
       if (!(await ctx.deps.sessions.create(sessionId, owner)))
-        throw new ApiError(409, 'CONFLICT', `session ${sessionId} already exists`);
+        throw new ApiError('CONFLICT', `session ${sessionId} already exists`);
       ctx.log.info({ sessionId, key: principal.name }, 'session created');
       return reply.code(201).send({ session_id: sessionId, ...(agent ? { agent } : {}) });
     },
