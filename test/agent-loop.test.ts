@@ -23,7 +23,7 @@ describe('agent loop self-healing and guards (llm-sim over HTTP, real Redis and 
       reason: 'final_answer',
       answer: 'It is 多云转晴 on Saturday.',
     });
-    expect(state.steps.map((s) => [s.tool, s.ok, s.errorKind])).toEqual([
+    expect(state.steps.map((s) => [s.tool, s.ok, s.error_kind])).toEqual([
       ['get_wether', false, 'unknown_tool'],
       ['query_weather', true, undefined],
     ]);
@@ -248,7 +248,7 @@ describe('agent loop self-healing and guards (llm-sim over HTTP, real Redis and 
     });
     expect(outcome).toMatchObject({ status: 'failed', reason: 'failed_rounds' });
     // Two execution errors open the tool's breaker (threshold 2 here), so the third round is refused.
-    expect(outcome.steps.map((s) => s.errorKind)).toEqual([
+    expect(outcome.steps.map((s) => s.error_kind)).toEqual([
       'execution_error',
       'execution_error',
       'circuit_open',
@@ -353,7 +353,7 @@ describe('tool call ids from providers that reuse them', () => {
       });
       await runner.close();
       expect(outcome).toMatchObject({ status: 'succeeded' });
-      expect(state.steps.map((s) => s.toolCallId)).toEqual(['call_0', 'call_t2_0']);
+      expect(state.steps.map((s) => s.tool_call_id)).toEqual(['call_0', 'call_t2_0']);
       const cities = state.messages.flatMap((m) =>
         m.role === 'tool'
           ? [(JSON.parse(m.content as string) as { content: { city: string } }).content.city]

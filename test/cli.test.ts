@@ -46,6 +46,19 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
     const ls = await cli('runs', 'ls', '--agent', 'test_agent', '--status', 'succeeded');
     expect(ls.code).toBe(0);
     expect(ls.stdout).toContain(runId);
+    const json = await cli('runs', 'ls', '--agent', 'test_agent', '--json');
+    const listed = json.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((r) => r.run_id === runId);
+    expect(listed).toMatchObject({
+      run_id: runId,
+      agent: 'test_agent',
+      status: 'succeeded',
+      cancel_requested: false,
+    });
+    expect(Object.keys(listed ?? {}).filter((k) => /[A-Z]/.test(k))).toEqual([]);
     const show = await cli('runs', 'show', runId);
     expect(show.stdout).toMatch(/run started: agent test_agent, model echo: hello cli/);
     expect(show.stdout).toMatch(/run finished: succeeded \(final_answer\): hello/);
@@ -66,7 +79,7 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
       model: 'flaky-once',
     });
     const recorded = await h.control.wait(runId, 20_000);
-    expect(recorded.steps[0]).toMatchObject({ tool: 'flaky', ok: false, errorKind: 'transient' });
+    expect(recorded.steps[0]).toMatchObject({ tool: 'flaky', ok: false, error_kind: 'transient' });
     const requestsBefore = h.sim.requests.length;
     const attempts = () => h.redis.llen(`${h.prefix}:test:flaky:replay`);
     const attemptsBefore = await attempts();

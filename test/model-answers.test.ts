@@ -77,7 +77,7 @@ describe('malformed model answers never hang or mislead (llm-sim over HTTP, real
     expect(toolResults(state).map((r) => [r.id === r.result.tool_call_id, r.result.content?.echo])).toEqual(
       ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'].map((v) => [true, v]),
     );
-    expect(outcome.steps.map((s) => s.toolCallId)).toEqual(ids);
+    expect(outcome.steps.map((s) => s.tool_call_id)).toEqual(ids);
     expectValidHistory(state.messages);
     // Every request the provider got was accepted: no tool message without its call id.
     expect(h.turns('awkward-ids').map((r) => r.status)).toEqual([200, 200, 200]);
@@ -115,7 +115,7 @@ describe('malformed model answers never hang or mislead (llm-sim over HTTP, real
       { limits: { planning: false } },
     );
     expect(outcome).toMatchObject({ status: 'succeeded', answer: 'found it' });
-    expect(outcome.steps.map((s) => [s.tool, s.errorKind])).toEqual([
+    expect(outcome.steps.map((s) => [s.tool, s.error_kind])).toEqual([
       ['functions_query_weather', 'unknown_tool'],
       ['query_weather', undefined],
     ]);

@@ -56,7 +56,7 @@ describe('random model answers: every run ends within its deadline with a valid 
     for (const r of results) {
       expect(FINAL).toContain(r.outcome.status);
       expect({ run: r.i, problems: historyProblems(r.state.messages) }).toEqual({ run: r.i, problems: [] });
-      expect(new Set(r.outcome.steps.map((s) => s.toolCallId)).size).toBe(r.outcome.steps.length);
+      expect(new Set(r.outcome.steps.map((s) => s.tool_call_id)).size).toBe(r.outcome.steps.length);
     }
     // The answers really were varied: several outcomes, deadline stops among them.
     const reasons = new Set(results.map((r) => r.outcome.reason));

@@ -137,6 +137,36 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
     await expect(store.claim(state.runId)).rejects.toMatchObject(refusal);
   });
 
+  it('reads the steps of a run state stored by the previous release (camelCase) with snake_case names', async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    await writer.prepare(state, [started()])();
+    const stored = JSON.parse((await t.redis.get(t.keys.runState(state.runId))) ?? '{}') as object;
+    const legacy = {
+      turn: 1,
+      toolCallId: 'call_1',
+      tool: 't',
+      arguments: '{}',
+      ok: false,
+      errorKind: 'timeout',
+      durationMs: 7,
+      attempts: 3,
+    };
+    await t.redis.set(t.keys.runState(state.runId), JSON.stringify({ ...stored, v: 1, steps: [legacy] }));
+    expect((await store.load(state.runId)).state?.steps).toEqual([
+      {
+        turn: 1,
+        tool_call_id: 'call_1',
+        tool: 't',
+        arguments: '{}',
+        ok: false,
+        error_kind: 'timeout',
+        duration_ms: 7,
+        attempts: 3,
+      },
+    ]);
+  });
+
   it('reads the events of the previous release, which named calls toolCallId, with tool_call_id', async () => {
     const state = newRun();
     const { writer } = await store.claim(state.runId);

@@ -97,8 +97,11 @@ async function runs(argv: string[]): Promise<number> {
         ...(values.until ? { until: time(values.until, '--until') } : {}),
         limit: values.limit ? positive(values.limit, '--limit') : 50,
       });
-      if (values.json) for (const r of list) console.log(jsonLine(r));
-      else {
+      if (values.json) {
+        // The API's listing shape, snake_case like every other wire.
+        const { summaryView } = await import('@agent-reach/scheduler');
+        for (const r of list) console.log(jsonLine(summaryView(r)));
+      } else {
         console.log(`${'run id'.padEnd(44)} ${'agent'.padEnd(24)} ${'status'.padEnd(18)} created`);
         for (const r of list) {
           console.log(

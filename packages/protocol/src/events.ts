@@ -1,5 +1,11 @@
 import type { ToolErrorInfo } from './errors.js';
-import type { CompactionSummary, GuardName, RunOutcome, TaskStep } from './run-outcome.js';
+import {
+  readStepRecord,
+  type CompactionSummary,
+  type GuardName,
+  type RunOutcome,
+  type TaskStep,
+} from './run-outcome.js';
 
 /** Everything that happens in a run, in order; each event gets `at` (epoch ms) when it is emitted. */
 export type RunEventBody =
@@ -108,6 +114,8 @@ export function readEvent(json: string): RunEvent {
     const { toolCallId, ...rest } = e;
     return { ...rest, tool_call_id: toolCallId } as RunEvent;
   }
+  if (e.type === 'run_finished')
+    return { ...e, outcome: { ...e.outcome, steps: e.outcome.steps.map(readStepRecord) } };
   if (e.type === 'tool_dispatched' && e.calls.some((c) => 'toolCallId' in c)) {
     const calls = (e.calls as Array<{ toolCallId?: string; tool_call_id?: string }>).map(
       ({ toolCallId, ...c }) => ({ ...c, tool_call_id: c.tool_call_id ?? toolCallId ?? '' }),

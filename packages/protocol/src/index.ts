@@ -33,6 +33,7 @@ export { RUN_JOB_SCHEMA, runJob } from './run-job.js';
 export type { RunJobData } from './run-job.js';
 export { RUN_STATUSES, FINAL_STATUSES, isFinalStatus } from './run-status.js';
 export type { RunStatus, FinalStatus } from './run-status.js';
+export { readStepRecord } from './run-outcome.js';
 export type { TaskStep, CompactionSummary, StepRecord, Usage, GuardName, RunOutcome } from './run-outcome.js';
 export { RUN_EVENT_TYPES, readEvent } from './events.js';
 export type { RunEvent, RunEventBody, RunEventType } from './events.js';

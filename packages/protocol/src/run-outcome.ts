@@ -30,12 +30,12 @@ export interface CompactionSummary {
 /** One tool call as the run saw it. */
 export interface StepRecord {
   turn: number;
-  toolCallId: string;
+  tool_call_id: string;
   tool: string;
   arguments: string;
   ok: boolean;
-  errorKind?: ToolErrorKind;
-  durationMs: number;
+  error_kind?: ToolErrorKind;
+  duration_ms: number;
   attempts: number;
   truncated?: boolean;
 }
@@ -70,4 +70,24 @@ export interface RunOutcome {
   usage: Usage;
   iterations: number;
   steps: StepRecord[];
+}
+
+/**
+ * A step as stored, read back. Records of the previous release named its fields `toolCallId`,
+ * `errorKind` and `durationMs`; they are read with today's names, the shape being otherwise the same.
+ */
+export function readStepRecord(step: StepRecord): StepRecord {
+  const legacy = step as Partial<StepRecord> & {
+    toolCallId?: string;
+    errorKind?: ToolErrorKind;
+    durationMs?: number;
+  };
+  if (legacy.toolCallId === undefined) return step;
+  const { toolCallId, errorKind, durationMs, ...rest } = legacy;
+  return {
+    ...(rest as StepRecord),
+    tool_call_id: toolCallId,
+    ...(errorKind ? { error_kind: errorKind } : {}),
+    duration_ms: durationMs ?? 0,
+  };
 }

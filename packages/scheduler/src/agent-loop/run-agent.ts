@@ -554,12 +554,12 @@ async function answerCalls(
     state.messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(result) });
     state.steps.push({
       turn,
-      toolCallId: call.id,
+      tool_call_id: call.id,
       tool: call.name,
       arguments: call.arguments,
       ok: result.ok,
-      ...(result.error ? { errorKind: result.error.kind } : {}),
-      durationMs: result.duration_ms,
+      ...(result.error ? { error_kind: result.error.kind } : {}),
+      duration_ms: result.duration_ms,
       attempts: result.attempts,
       ...(result.truncated ? { truncated: true } : {}),
     });
@@ -655,14 +655,15 @@ function platformRefusals(state: RunState): string | undefined {
   const all = state.steps.every(
     (s) =>
       !s.ok &&
-      s.errorKind !== undefined &&
-      PLATFORM_REFUSALS.has(s.errorKind) &&
+      s.error_kind !== undefined &&
+      PLATFORM_REFUSALS.has(s.error_kind) &&
       !(
-        Object.hasOwn(state.approvals, s.toolCallId) && state.approvals[s.toolCallId]?.decision === 'rejected'
+        Object.hasOwn(state.approvals, s.tool_call_id) &&
+        state.approvals[s.tool_call_id]?.decision === 'rejected'
       ),
   );
   if (!all) return undefined;
-  const seen = [...new Set(state.steps.map((s) => `${s.tool.slice(0, 64)}: ${s.errorKind}`))].slice(0, 10);
+  const seen = [...new Set(state.steps.map((s) => `${s.tool.slice(0, 64)}: ${s.error_kind}`))].slice(0, 10);
   return `the model answered without any tool having run: every tool call was refused (${seen.join('; ')})`;
 }
 

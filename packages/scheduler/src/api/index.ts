@@ -4,7 +4,7 @@ export type { ApiServerDeps, ApiServerOptions } from './options.js';
 export type { ApiKeyConfig, Principal } from './auth.js';
 export { ApiError } from './errors.js';
 export type { ApiErrorBody } from './errors.js';
-export type { RunView, RunSummaryView } from '@agent-reach/protocol';
+export { summaryView } from './run-view.js';
 export { BOARD_PATH } from './bull-board.js';
 export {
   DEFAULT_API_PORT,

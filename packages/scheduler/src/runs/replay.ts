@@ -197,10 +197,12 @@ export async function replayRun(
     },
   });
   const recorded = events.flatMap((e) => (e.type === 'tool_result' ? [e] : []));
-  const now = new Map(state.steps.map((s) => [s.toolCallId, s]));
+  const now = new Map(state.steps.map((s) => [s.tool_call_id, s]));
   const differences = recorded.flatMap((r): ReplayDifference[] => {
     const step = now.get(r.tool_call_id);
-    const replayed = step ? { ok: step.ok, ...(step.errorKind ? { kind: step.errorKind } : {}) } : undefined;
+    const replayed = step
+      ? { ok: step.ok, ...(step.error_kind ? { kind: step.error_kind } : {}) }
+      : undefined;
     const before = { ok: r.ok, ...(r.error?.kind ? { kind: r.error.kind } : {}) };
     return replayed && replayed.ok === before.ok && replayed.kind === before.kind
       ? []

@@ -1,5 +1,11 @@
 import type { Redis } from 'ioredis';
-import { checkVersion, readEvent, TOOL_CALL_ID_PATTERN, type Keys } from '@agent-reach/protocol';
+import {
+  checkVersion,
+  readEvent,
+  readStepRecord,
+  TOOL_CALL_ID_PATTERN,
+  type Keys,
+} from '@agent-reach/protocol';
 import { callLedgerEntry, constants } from '@agent-reach/shared';
 import type { RunEvent } from '../agent-loop/events.js';
 import type { Approval, ChatMessage, RunState, RunStatus } from '../agent-loop/run-state.js';
@@ -437,6 +443,8 @@ function parseRecord(
   const parsed = JSON.parse(stateJson) as Omit<RunState, 'messages'>;
   // A record written by another release's format is refused by name rather than misread.
   checkVersion('stored run state', parsed);
+  parsed.steps = (parsed.steps ?? []).map(readStepRecord);
+  if (parsed.outcome) parsed.outcome = { ...parsed.outcome, steps: parsed.outcome.steps.map(readStepRecord) };
   const run: RunState = { ...parsed, messages: messages.map((m) => JSON.parse(m) as ChatMessage) };
   const approvals: Record<string, Approval> = Object.create(null) as Record<string, Approval>;
   for (const [id, a] of Object.entries(run.approvals ?? {})) if (TOOL_CALL_ID.test(id)) approvals[id] = a;
