@@ -1,7 +1,10 @@
 import { UnrecoverableError } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
+  isFinalStatus,
   isValidRunId,
+  RUN_STATUSES,
+  type RunStatus,
   NAME_PATTERN,
   UnsupportedVersionError,
   WIRE_VERSION,
@@ -95,7 +98,8 @@ export async function verifyJob(
     job.toolCallId,
   );
   if (typeof status !== 'string') throw new JobRefused('run_not_found', 'no such run');
-  if (!constants.RUN_STATUSES_ACCEPTING_CALLS.includes(status)) {
+  // Only a live run's calls run: a final status, or one this release does not know, refuses them.
+  if (!RUN_STATUSES.includes(status as RunStatus) || isFinalStatus(status)) {
     throw new JobRefused('run_final', `the run is ${status}`);
   }
   if (agent !== job.agent) throw new JobRefused('wrong_agent', 'the run belongs to another agent');

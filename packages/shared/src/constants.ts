@@ -50,8 +50,6 @@ export const DEFAULT_EXECUTOR_ANNOUNCEMENT_TTL_MS = 10_000;
  * most half the grace).
  */
 export const SHUTDOWN_HAND_BACK_RESERVE_MS = 1000;
-/** Run statuses under which an executor runs a run's calls; any other (final, unknown) refuses them. */
-export const RUN_STATUSES_ACCEPTING_CALLS: readonly string[] = ['queued', 'running', 'awaiting_approval'];
 /** Tool call ids an executor accepts on a job (the run's ledger is what proves the call). */
 export const TOOL_CALL_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 /** Ids of dispatcher reply lists: a job's `replyTo` must be `keys.replies(id)` with such an id. */
