@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { describe, expect, it } from 'vitest';
+import { TOOL_CALL_ID_PATTERN } from '@agent-reach/protocol';
 import { argumentsDigest, constants } from '@agent-reach/shared';
-import { answerText, readModelTurn, readUsage, TOOL_CALL_ID_PATTERN, uniqueIds } from './model-answer.js';
+import { answerText, readModelTurn, readUsage, uniqueIds } from './model-answer.js';
 import { createRunState, type RunState } from './run-state.js';
 
 const fresh = (): RunState => createRunState({ runId: 'run_m', agent: 'a', input: 'hi', deadlineMs: 60_000 });
