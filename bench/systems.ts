@@ -77,7 +77,7 @@ export async function startRawBullmq(options: SystemOptions): Promise<BenchSyste
   const worker = new Worker<ToolCallJob, ToolResult>(
     queueName,
     async (job) => ({
-      tool_call_id: job.data.toolCallId,
+      tool_call_id: job.data.tool_call_id,
       name: job.data.name,
       ok: true,
       status: 'ok',
@@ -103,15 +103,15 @@ export async function startRawBullmq(options: SystemOptions): Promise<BenchSyste
       const now = Date.now();
       const data: ToolCallJob = {
         v: WIRE_VERSION,
-        runId,
-        traceId: runId,
+        run_id: runId,
+        trace_id: runId,
         agent: AGENT,
-        toolCallId,
+        tool_call_id: toolCallId,
         name: TOOL,
         arguments: args,
         deadline: now + 30_000,
-        replyTo,
-        enqueuedAt: now,
+        reply_to: replyTo,
+        enqueued_at: now,
       };
       const job = await queue.add(TOOL, data, {
         ...JOB_OPTS,

@@ -251,14 +251,14 @@ describe('the client of other services: HTTP methods, event streams, enqueueRun'
       const stranger = `bare-stranger-${Date.now()}`;
       const broken = `bare-broken-${Date.now()}`;
       await queue.add('run', { v: 1, runId: stranger, agent: 'nobody', input: 'hi' }, { jobId: stranger });
-      await queue.add('run', { v: 2, runId: broken, agent: 'test_agent', inptu: 'typo' }, { jobId: broken });
+      await queue.add('run', { v: 3, run_id: broken, agent: 'test_agent', inptu: 'typo' }, { jobId: broken });
       const first = await h.client.waitForRun(stranger, { timeoutMs: 20_000 });
       expect(first).toMatchObject({ status: 'failed', reason: 'invalid_job' });
       expect(first.report).toBe('the run could not start: agent "nobody" is not declared');
       const second = await h.client.waitForRun(broken, { timeoutMs: 20_000 });
       expect(second.status).toBe('failed');
       expect(second.report).toMatch(/input must have required property|must have required property 'input'/);
-      expect(second.report).toContain('run job has wire version 2; this release reads version 1 only');
+      expect(second.report).toContain('run job has wire version 3; this release reads versions 1 and 2');
       expect(second.report).toMatch(/must NOT have additional properties "inptu"/);
     } finally {
       await queue.close();

@@ -85,24 +85,24 @@ describe('the executor verifies every job against its run record before running 
     const runId = `run-${randomUUID()}`;
     const call = { toolCallId: 'call_1', name: 'counted_effect', arguments: '{"ms":1}' };
     await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
-    const id = await forge.add({ runId, ...call, v: 2 });
+    const id = await forge.add({ runId, ...call, v: 3 });
     await expectRefused(id, 'unsupported_version');
     expect(log.warnings.find((w) => w.jobId === id)?.problem).toBe(
-      'tool-call job has wire version 2; this release reads version 1 only',
+      'tool-call job has wire version 3; this release reads versions 1 and 2',
     );
     expect(await effects()).toEqual({});
     expect(await p.redis.exists(p.keys.results(runId))).toBe(0);
   });
 
-  it('runs a job of the previous release, which carries no version, as version 1', async () => {
+  it('runs a job of the previous release, camelCase and without a version, as version 1', async () => {
     const runId = `run-${randomUUID()}`;
     const call = { toolCallId: 'call_1', name: 'noop', arguments: '{"value":"old"}' };
     await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' }, [call]);
-    const id = await forge.add({ runId, ...call, replyTo: p.keys.replies('old-release'), v: undefined });
+    const id = await forge.add({ runId, ...call, replyTo: p.keys.replies('old-release'), v: 1 });
     await forge.settled(id);
     const reply = await p.redis.lpop(p.keys.replies('old-release'));
     expect(JSON.parse(reply ?? '{}')).toMatchObject({
-      v: 1,
+      v: 2,
       run_id: runId,
       result: { tool_call_id: 'call_1', ok: true, content: { echo: 'old' } },
     });

@@ -35,18 +35,18 @@ describe('the wire contract in @agent-reach/protocol', () => {
     expect([...RESERVED_RUN_IDS].sort()).toEqual(bullmq.sort());
   });
 
-  it('reads the reply an executor writes, and a reply of the previous release as version 1', () => {
+  it("reads the reply an executor writes, and a reply of the previous release, in this release's shape", () => {
     expect(parseReply(serializeReply('run_1', JSON.stringify(result)))).toEqual({
-      v: 1,
+      v: 2,
       run_id: 'run_1',
       result,
     });
-    expect(parseReply(JSON.stringify({ runId: 'run_2', result }))).toEqual({ v: 1, run_id: 'run_2', result });
+    expect(parseReply(JSON.stringify({ runId: 'run_2', result }))).toEqual({ v: 2, run_id: 'run_2', result });
   });
 
   it('refuses a reply of an unknown version with an error naming that version', () => {
     expect(() => parseReply(JSON.stringify({ v: 3, run_id: 'run_1', result }))).toThrow(
-      'tool-call reply has wire version 3; this release reads version 1 only',
+      'tool-call reply has wire version 3; this release reads versions 1 and 2',
     );
   });
 });

@@ -130,13 +130,15 @@ export async function startLoopHarness(options: {
           calls.map(async (call) => {
             const job: ToolCallJob = {
               v: WIRE_VERSION,
-              ...run,
-              toolCallId: call.toolCallId,
+              run_id: run.runId,
+              trace_id: run.traceId,
+              agent: run.agent,
+              tool_call_id: call.toolCallId,
               name: call.name,
               arguments: call.arguments,
               deadline: now + runner.catalog.worstCaseMs(call.name) + constants.DEFAULT_DISPATCH_SLACK_MS,
-              replyTo: '',
-              enqueuedAt: now,
+              reply_to: '',
+              enqueued_at: now,
             };
             const { result } = await runTool(job, {
               registry,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Keys, ToolCallJob, ToolReply } from '@agent-reach/protocol';
+import { WIRE_VERSION, type Keys, type ToolCallJob, type ToolReply } from '@agent-reach/protocol';
 import { callLedgerEntry } from '@agent-reach/shared';
 import type { CheckpointWrite, RunState } from '@agent-reach/scheduler';
 import { waitFor } from './redis.js';
@@ -112,20 +112,48 @@ function addCalls(
 export function handAddedJobs(t: { redis: Redis; prefix: string; keys: Keys }) {
   const queue = new Queue<ToolCallJob>('tools-default', { connection: t.redis, prefix: t.prefix });
   const add = async (
-    data: Partial<ToolCallJob> & Pick<ToolCallJob, 'runId' | 'toolCallId' | 'name'>,
+    call: {
+      runId: string;
+      toolCallId: string;
+      name: string;
+      arguments?: string;
+      deadline?: number;
+      replyTo?: string;
+      agent?: string;
+      /** What an older release's job said of approval (executors ignore it). */
+      approval?: ToolCallJob['approval'];
+      /** The wire version to write; 1 writes the previous release's camelCase job without a `v`. */
+      v?: number;
+    },
     jobId = `hand-${randomUUID()}`,
   ) => {
-    const job: ToolCallJob = {
-      v: 1,
-      traceId: data.runId,
-      agent: 'test_agent',
-      arguments: '{}',
-      deadline: Date.now() + 30_000,
-      replyTo: t.keys.replies('forger'),
-      enqueuedAt: Date.now(),
-      ...data,
+    const fields = {
+      run_id: call.runId,
+      trace_id: call.runId,
+      agent: call.agent ?? 'test_agent',
+      tool_call_id: call.toolCallId,
+      name: call.name,
+      arguments: call.arguments ?? '{}',
+      deadline: call.deadline ?? Date.now() + 30_000,
+      reply_to: call.replyTo ?? t.keys.replies('forger'),
+      enqueued_at: Date.now(),
+      ...(call.approval ? { approval: call.approval } : {}),
     };
-    const added = await queue.add(job.name, job, { jobId, attempts: 3 });
+    const job =
+      call.v === 1
+        ? {
+            runId: fields.run_id,
+            traceId: fields.trace_id,
+            agent: fields.agent,
+            toolCallId: fields.tool_call_id,
+            name: fields.name,
+            arguments: fields.arguments,
+            deadline: fields.deadline,
+            replyTo: fields.reply_to,
+            enqueuedAt: fields.enqueued_at,
+          }
+        : { v: call.v ?? WIRE_VERSION, ...fields };
+    const added = await queue.add(call.name, job as ToolCallJob, { jobId, attempts: 3 });
     return added.id as string;
   };
   /** The job once the executor is done with it (state 'unknown' when it was removed on completion). */

@@ -8,13 +8,23 @@ import {
   RESERVED_RUN_IDS,
   RUN_ID_PATTERN,
   runJob,
-  type RunJobData,
 } from '@agent-reach/protocol';
 import { constants, maskUrl, reconnectDelayMs, runJobOptions, waitReady } from '@agent-reach/shared';
 import { AgentReachApiError } from './errors.js';
 
-/** What a job on `agent-runs` carries besides its version and run id (the README's job schema). */
-export type RunJobFields = Omit<RunJobData, 'v' | 'runId'>;
+/**
+ * What a job on `agent-runs` carries besides its version and run id (the README's job schema), in this
+ * API's camelCase; the job itself is written in the wire's snake_case.
+ */
+export interface RunJobFields {
+  agent: string;
+  input: string;
+  sessionId?: string;
+  /** The model to use instead of the scheduler's default. */
+  model?: string;
+  traceId?: string;
+  metadata?: Record<string, string>;
+}
 
 export interface EnqueueRunOptions extends RunJobFields {
   /** A connection to reuse (left open), or… */
@@ -66,7 +76,15 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
     queue = new Queue(keys.runsQueue, { connection, prefix: keys.prefix });
     // Connection errors are reported by the rejection below, not as an unhandled 'error' event.
     queue.on('error', () => undefined);
-    const data = runJob({ ...o, runId });
+    const data = runJob({
+      run_id: runId,
+      agent: o.agent,
+      input: o.input,
+      session_id: o.sessionId,
+      model: o.model,
+      trace_id: o.traceId,
+      metadata: o.metadata,
+    });
     await queue.add('run', data, runJobOptions(runId, o.retentionS)).catch((err: unknown) => {
       throw unavailable(url, `adding the run's job failed (${(err as Error).message})`, err);
     });

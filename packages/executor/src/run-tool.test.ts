@@ -6,6 +6,7 @@ import {
   defineTool,
   ToolError,
   Type,
+  WIRE_VERSION,
   type Keys,
   type ToolCallJob,
   type ToolContext,
@@ -63,16 +64,16 @@ let deps: RunToolDeps;
 
 function job(overrides: Partial<ToolCallJob> = {}): ToolCallJob {
   return {
-    v: 1,
-    runId: 'run_unit',
-    traceId: 'trace',
+    v: WIRE_VERSION,
+    run_id: 'run_unit',
+    trace_id: 'trace',
     agent: 'helper',
-    toolCallId: `call_${randomUUID().slice(0, 8)}`,
+    tool_call_id: `call_${randomUUID().slice(0, 8)}`,
     name: 'lookup',
     arguments: '{"n":1}',
     deadline: Date.now() + 60_000,
-    replyTo: 'unused',
-    enqueuedAt: Date.now(),
+    reply_to: 'unused',
+    enqueued_at: Date.now(),
     ...overrides,
   };
 }

@@ -68,7 +68,10 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const fail = (error: ToolErrorInfo, attempts = 0): ToolOutcome => ({
-    result: errorResult(job, error, { duration_ms: elapsed(), attempts }),
+    result: errorResult({ toolCallId: job.tool_call_id, name: job.name }, error, {
+      duration_ms: elapsed(),
+      attempts,
+    }),
   });
 
   if (Date.now() >= job.deadline) {
@@ -95,7 +98,7 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
   if (!check.ok) return fail(check.error);
   if (!reachable.has(tool.name)) {
     logger.log.warn(
-      { security: true, agent: job.agent, tool: tool.name, runId: job.runId },
+      { security: true, agent: job.agent, tool: tool.name, runId: job.run_id },
       'refused a call outside the agent scope',
     );
     return fail({
@@ -230,11 +233,11 @@ async function runAttempt(
   let child: Logger | undefined;
   const ctx = {
     signal: controller.signal,
-    runId: job.runId,
-    traceId: job.traceId,
+    runId: job.run_id,
+    traceId: job.trace_id,
     agent: job.agent,
-    toolCallId: job.toolCallId,
-    idempotencyKey: `${job.runId}.${job.toolCallId}`,
+    toolCallId: job.tool_call_id,
+    idempotencyKey: `${job.run_id}.${job.tool_call_id}`,
     attempt,
     get logger() {
       return (child ??= logger.log.child({ attempt }));
@@ -287,7 +290,7 @@ function succeed(
   durationMs: number,
 ): ToolOutcome {
   const base = {
-    tool_call_id: job.toolCallId,
+    tool_call_id: job.tool_call_id,
     name: tool.name,
     ok: true,
     status: 'ok' as const,

@@ -135,21 +135,21 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     let child: Logger | undefined;
     const log = () =>
       (child ??= logger.child({
-        runId: data.runId,
-        traceId: data.traceId,
-        toolCallId: data.toolCallId,
+        runId: data.run_id,
+        traceId: data.trace_id,
+        toolCallId: data.tool_call_id,
         tool: data.name,
       }));
     if (verified.recorded !== undefined) {
       // A redelivered or duplicate job: the recorded result is the call's only result.
-      await writer.lpush(data.replyTo, serializeReply(data.runId, verified.recorded));
+      await writer.lpush(data.reply_to, serializeReply(data.run_id, verified.recorded));
       log().info('call already had a result; not run again');
       return;
     }
-    if (typeof data.enqueuedAt === 'number') {
+    if (typeof data.enqueued_at === 'number') {
       metrics.queueWait.observe(
         { group: job.queueName.replace(/^tools-/, '') },
-        Math.max(0, Date.now() - data.enqueuedAt) / 1000,
+        Math.max(0, Date.now() - data.enqueued_at) / 1000,
       );
     }
     const flight: Flight = { job, token, stop: new AbortController(), returned: false, recording: false };
@@ -173,18 +173,18 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       if (result.error && REPLY_ONLY_KINDS.has(result.error.kind)) {
         await writer
           .multi()
-          .lpush(data.replyTo, serializeReply(data.runId, json))
-          .expire(data.replyTo, resultsTtlS)
+          .lpush(data.reply_to, serializeReply(data.run_id, json))
+          .expire(data.reply_to, resultsTtlS)
           .exec();
         return;
       }
       const duplicate = await recordResult(writer, {
         keys,
-        runId: data.runId,
+        runId: data.run_id,
         agent: data.agent,
         sessionId: verified.sessionId,
-        toolCallId: data.toolCallId,
-        replyTo: data.replyTo,
+        toolCallId: data.tool_call_id,
+        replyTo: data.reply_to,
         resultJson: json,
         ref: result.ref,
         full,
@@ -203,7 +203,13 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
 
   const refused = (job: Job<ToolCallJob>, err: JobRefused) => {
     metrics.toolJobsRefused.inc({ reason: err.reason });
-    const d = (typeof job.data === 'object' && job.data !== null ? job.data : {}) as Partial<ToolCallJob>;
+    const d = (typeof job.data === 'object' && job.data !== null ? job.data : {}) as Partial<ToolCallJob> & {
+      runId?: unknown;
+      toolCallId?: unknown;
+    };
+    // Either release's names: the job was refused, so it may be of any shape.
+    const runId = d.run_id ?? d.runId;
+    const toolCallId = d.tool_call_id ?? d.toolCallId;
     logger.warn(
       {
         security: true,
@@ -212,9 +218,9 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
         jobId: job.id,
         queue: job.queueName,
         // Only what matches its pattern is echoed into the log.
-        ...(typeof d.runId === 'string' && RUN_ID_PATTERN.test(d.runId) ? { runId: d.runId } : {}),
-        ...(typeof d.toolCallId === 'string' && constants.TOOL_CALL_ID_PATTERN.test(d.toolCallId)
-          ? { toolCallId: d.toolCallId }
+        ...(typeof runId === 'string' && RUN_ID_PATTERN.test(runId) ? { runId } : {}),
+        ...(typeof toolCallId === 'string' && constants.TOOL_CALL_ID_PATTERN.test(toolCallId)
+          ? { toolCallId }
           : {}),
       },
       'refused a tool job that does not match its run record',

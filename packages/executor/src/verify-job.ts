@@ -7,7 +7,7 @@ import {
   type RunStatus,
   NAME_PATTERN,
   UnsupportedVersionError,
-  WIRE_VERSION,
+  readToolCallJob,
   type Keys,
   type ToolCallJob,
 } from '@agent-reach/protocol';
@@ -85,17 +85,17 @@ export async function verifyJob(
   const tool = registry.get(job.name);
   const replies = keys.replies('');
   if (
-    !job.replyTo.startsWith(replies) ||
-    !constants.REPLY_ID_PATTERN.test(job.replyTo.slice(replies.length))
+    !job.reply_to.startsWith(replies) ||
+    !constants.REPLY_ID_PATTERN.test(job.reply_to.slice(replies.length))
   ) {
-    throw new JobRefused('reply_to', 'replyTo is not a dispatcher reply list');
+    throw new JobRefused('reply_to', 'reply_to is not a dispatcher reply list');
   }
   const [status, agent, sessionId, ledger, decision, recorded] = await client.agentReachVerifyJob(
-    keys.runMeta(job.runId),
-    keys.runCalls(job.runId),
-    keys.runApprovals(job.runId),
-    keys.results(job.runId),
-    job.toolCallId,
+    keys.runMeta(job.run_id),
+    keys.runCalls(job.run_id),
+    keys.runApprovals(job.run_id),
+    keys.results(job.run_id),
+    job.tool_call_id,
   );
   if (typeof status !== 'string') throw new JobRefused('run_not_found', 'no such run');
   // Only a live run's calls run: a final status, or one this release does not know, refuses them.
@@ -129,25 +129,28 @@ function decisionOf(json: string): unknown {
 
 /** The job's fields that key Redis or reach the handler, checked by type and pattern. */
 function wellFormed(data: unknown): ToolCallJob {
-  const d = data as Partial<Record<keyof ToolCallJob, unknown>> | null;
-  // A job of another release's format is refused by name, not read as if it were this one's.
-  if (typeof d === 'object' && d !== null && d.v !== undefined && d.v !== WIRE_VERSION)
-    throw new JobRefused('unsupported_version', new UnsupportedVersionError('tool-call job', d.v).message);
+  // A job of another release's format is refused by name, not read as if it were this one's; version 1
+  // (camelCase) is read with today's names.
+  let d: Partial<Record<keyof ToolCallJob, unknown>>;
+  try {
+    d = readToolCallJob(data);
+  } catch (err) {
+    if (err instanceof UnsupportedVersionError) throw new JobRefused('unsupported_version', err.message);
+    throw err;
+  }
   const ok =
-    typeof d === 'object' &&
-    d !== null &&
-    typeof d.runId === 'string' &&
-    isValidRunId(d.runId) &&
-    typeof d.toolCallId === 'string' &&
-    constants.TOOL_CALL_ID_PATTERN.test(d.toolCallId) &&
+    typeof d.run_id === 'string' &&
+    isValidRunId(d.run_id) &&
+    typeof d.tool_call_id === 'string' &&
+    constants.TOOL_CALL_ID_PATTERN.test(d.tool_call_id) &&
     typeof d.agent === 'string' &&
     NAME_PATTERN.test(d.agent) &&
     typeof d.name === 'string' &&
     d.name.length <= MAX_NAME_CHARS &&
     typeof d.arguments === 'string' &&
     typeof d.deadline === 'number' &&
-    typeof d.replyTo === 'string' &&
-    typeof d.traceId === 'string';
+    typeof d.reply_to === 'string' &&
+    typeof d.trace_id === 'string';
   if (!ok) throw new JobRefused('malformed', 'the job data does not have the tool-call job shape');
   return d as ToolCallJob;
 }

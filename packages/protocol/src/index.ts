@@ -1,6 +1,6 @@
 // The wire contract of Agent-Reach: every shape that crosses Redis, HTTP or a process boundary, and
 // nothing that needs Node at run time.
-export { WIRE_VERSION, UnsupportedVersionError, checkVersion } from './version.js';
+export { WIRE_VERSION, READABLE_VERSIONS, UnsupportedVersionError, checkVersion } from './version.js';
 export {
   NAME_PATTERN,
   RUN_ID_PATTERN,
@@ -27,9 +27,16 @@ export { defineTool, StringEnum } from './tool.js';
 export { Type } from '@sinclair/typebox';
 export type { Static, TSchema } from '@sinclair/typebox';
 export type { ToolContext, ToolLogger, ToolOptions, ToolDefinition, RetryOptions } from './tool.js';
-export { toolJobId, errorResult, replyPrefix, serializeReply, parseReply } from './tool-call.js';
+export {
+  toolJobId,
+  errorResult,
+  replyPrefix,
+  serializeReply,
+  parseReply,
+  readToolCallJob,
+} from './tool-call.js';
 export type { ToolCallJob, ToolResult, ToolReply } from './tool-call.js';
-export { RUN_JOB_SCHEMA, runJob } from './run-job.js';
+export { RUN_JOB_SCHEMA, runJob, upgradeRunJob } from './run-job.js';
 export type { RunJobData } from './run-job.js';
 export { RUN_STATUSES, FINAL_STATUSES, isFinalStatus } from './run-status.js';
 export type { RunStatus, FinalStatus } from './run-status.js';

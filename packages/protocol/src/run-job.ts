@@ -1,50 +1,69 @@
 import { RUN_ID_PATTERN } from './ids.js';
-import { WIRE_VERSION } from './version.js';
+import { renameVersion1Fields, WIRE_VERSION } from './version.js';
 
 /**
  * Data of a job on the `agent-runs` queue: what any service (in any language, with its own BullMQ
  * client) adds to start a run. The job id must be the run id.
  */
 export interface RunJobData {
-  /** Wire version; 1. */
+  /** Wire version: 2. Version 1 (or no `v`) named `run_id`, `session_id`, `trace_id` in camelCase. */
   v: typeof WIRE_VERSION;
-  runId: string;
+  run_id: string;
   agent: string;
   input: string;
-  sessionId?: string;
+  session_id?: string;
   /** The model to use instead of the scheduler's default. */
   model?: string;
-  traceId?: string;
+  trace_id?: string;
   metadata?: Record<string, string>;
 }
 
 /** JSON Schema of `RunJobData`, as the README documents it for services in other languages. */
 export const RUN_JOB_SCHEMA = {
   type: 'object',
-  required: ['v', 'runId', 'agent', 'input'],
+  required: ['v', 'run_id', 'agent', 'input'],
   additionalProperties: false,
   properties: {
     v: { const: WIRE_VERSION },
-    runId: { type: 'string', pattern: RUN_ID_PATTERN.source },
+    run_id: { type: 'string', pattern: RUN_ID_PATTERN.source },
     agent: { type: 'string', minLength: 1 },
     input: { type: 'string', minLength: 1, pattern: '\\S' },
-    sessionId: { type: 'string', minLength: 1 },
+    session_id: { type: 'string', minLength: 1 },
     model: { type: 'string', minLength: 1 },
-    traceId: { type: 'string', minLength: 1 },
+    trace_id: { type: 'string', minLength: 1 },
     metadata: { type: 'object', additionalProperties: { type: 'string' } },
   },
 } as const;
 
 /** The data of a run's job, with its version and without the optional fields left unset. */
-export function runJob(fields: Omit<RunJobData, 'v'>): RunJobData {
+export function runJob(
+  fields: Pick<RunJobData, 'run_id' | 'agent' | 'input'> & {
+    [K in 'session_id' | 'model' | 'trace_id' | 'metadata']?: RunJobData[K] | undefined;
+  },
+): RunJobData {
   return {
     v: WIRE_VERSION,
-    runId: fields.runId,
+    run_id: fields.run_id,
     agent: fields.agent,
     input: fields.input,
-    ...(fields.sessionId ? { sessionId: fields.sessionId } : {}),
+    ...(fields.session_id ? { session_id: fields.session_id } : {}),
     ...(fields.model ? { model: fields.model } : {}),
-    ...(fields.traceId ? { traceId: fields.traceId } : {}),
+    ...(fields.trace_id ? { trace_id: fields.trace_id } : {}),
     ...(fields.metadata ? { metadata: fields.metadata } : {}),
   };
+}
+
+/** Version-1 field names of a run job, and their names since version 2. */
+const RUN_JOB_V1_FIELDS = { runId: 'run_id', sessionId: 'session_id', traceId: 'trace_id' } as const;
+
+/**
+ * A run job's data in this release's shape, to be checked against {@link RUN_JOB_SCHEMA}: a version-1 job
+ * (camelCase, with or without `v`) is renamed field by field and given version 2; anything else is returned
+ * as it is (the schema then names what is wrong, an unknown version included).
+ */
+export function upgradeRunJob(data: unknown): unknown {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return data;
+  const d = data as Record<string, unknown>;
+  if (d.v !== undefined && d.v !== 1) return data;
+  return renameVersion1Fields(d, RUN_JOB_V1_FIELDS);
 }

@@ -1,23 +1,26 @@
 import type { ToolErrorInfo } from './errors.js';
-import { checkVersion, WIRE_VERSION } from './version.js';
+import { checkVersion, renameVersion1Fields, WIRE_VERSION } from './version.js';
 
 /** Data of one tool-call job on a tool queue. Plain JSON: it crosses Redis. */
 export interface ToolCallJob {
-  /** Wire version: {@link WIRE_VERSION}. Jobs of an older release without it are read as version 1. */
+  /**
+   * Wire version: {@link WIRE_VERSION}. Version 1 (and jobs without `v`, of the release before it) named
+   * the same fields in camelCase; {@link readToolCallJob} reads both.
+   */
   v: number;
-  runId: string;
-  traceId: string;
+  run_id: string;
+  trace_id: string;
   agent: string;
-  toolCallId: string;
+  tool_call_id: string;
   name: string;
   /** The model's raw argument string, parsed and validated only by the executor. */
   arguments: string;
   /** Epoch ms after which the dispatcher no longer waits; a job picked up later is answered `timeout` unrun. */
   deadline: number;
   /** Redis list the result is pushed to (the publishing dispatcher's own). */
-  replyTo: string;
+  reply_to: string;
   /** Epoch ms of publication, for queue-wait metrics. */
-  enqueuedAt: number;
+  enqueued_at: number;
   /**
    * Ignored, and no longer sent: an executor runs a `requiresConfirmation` tool only on the decision
    * recorded in the run's approvals, never on what a job says. Kept so that older jobs still parse.
@@ -101,4 +104,26 @@ export function parseReply(raw: string): ToolReply {
     run_id: reply.run_id ?? reply.runId ?? '',
     result: reply.result as ToolResult,
   };
+}
+
+/** Version-1 field names of a tool-call job, and their names since version 2. */
+const TOOL_CALL_JOB_V1_FIELDS = {
+  runId: 'run_id',
+  traceId: 'trace_id',
+  toolCallId: 'tool_call_id',
+  replyTo: 'reply_to',
+  enqueuedAt: 'enqueued_at',
+} as const;
+
+/**
+ * A tool-call job's data in this release's shape: a version-1 job (camelCase, with or without `v`) is
+ * renamed field by field; any other version throws `UnsupportedVersionError`. Fields are not checked
+ * here: the reader checks each one it uses.
+ */
+export function readToolCallJob(data: unknown): Partial<Record<keyof ToolCallJob, unknown>> {
+  if (typeof data !== 'object' || data === null) return {};
+  const d = data as Record<string, unknown>;
+  checkVersion('tool-call job', d);
+  if (d.v !== undefined && d.v !== 1) return d;
+  return renameVersion1Fields(d, TOOL_CALL_JOB_V1_FIELDS);
 }

@@ -10,7 +10,8 @@ export function runJobProblems(data: unknown): string[] {
   if (validateRunJob(data)) return [];
   const v = (data as { v?: unknown } | null)?.v;
   return (validateRunJob.errors ?? []).map((e) => {
-    // A job of another release names its version, not a schema keyword.
+    // A job of another release names its version, not a schema keyword (version-1 jobs were upgraded
+    // by `upgradeRunJob` before they got here).
     if (e.instancePath === '/v' && v !== WIRE_VERSION)
       return new UnsupportedVersionError('run job', v).message;
     const field = e.instancePath.slice(1).replace(/\//g, '.') || 'job data';

@@ -1,5 +1,6 @@
 import type { RunState } from '../agent-loop/run-state.js';
 import {
+  upgradeRunJob,
   RESERVED_RUN_IDS as BULLMQ_KEY_NAMES,
   type RunJobData,
   type RunSummaryView,
@@ -79,11 +80,11 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
 /** A run that is still a job only: no scheduler has checkpointed it yet. */
 export function queuedView(data: RunJobData, cancelRequested = false): RunView {
   return {
-    run_id: data.runId,
+    run_id: data.run_id,
     agent: data.agent,
     status: 'queued',
-    ...(data.traceId ? { trace_id: data.traceId } : {}),
-    ...(data.sessionId ? { session_id: data.sessionId } : {}),
+    ...(data.trace_id ? { trace_id: data.trace_id } : {}),
+    ...(data.session_id ? { session_id: data.session_id } : {}),
     created_at: 0,
     updated_at: 0,
     iterations: 0,
@@ -109,7 +110,10 @@ export async function loadRun(control: RunControl, runId: string): Promise<Loade
   if (got?.state) return { view: stateView(got.state, got.summary), state: got.state };
   const job = await control.queue.getJob(runId);
   if (job?.data?.agent)
-    return { view: queuedView(job.data, got?.summary.cancelRequested === true), state: undefined };
+    return {
+      view: queuedView(upgradeRunJob(job.data) as RunJobData, got?.summary.cancelRequested === true),
+      state: undefined,
+    };
   // A listing without state or job: the job was removed but the record kept (or the reverse).
   if (got?.summary.agent) {
     const view: RunView = {

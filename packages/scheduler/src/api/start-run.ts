@@ -39,11 +39,11 @@ export async function startRun(
 
   const derived = idempotencyKey === undefined ? undefined : idempotentIds(principal.id, idempotencyKey);
   const data = runJob({
-    runId: derived?.runId ?? `run_${randomUUID()}`,
-    traceId: derived?.traceId ?? randomUUID().replace(/-/g, ''),
+    run_id: derived?.runId ?? `run_${randomUUID()}`,
+    trace_id: derived?.traceId ?? randomUUID().replace(/-/g, ''),
     agent: req.agent,
     input: req.input,
-    sessionId: req.session_id,
+    session_id: req.session_id,
     model: req.model,
     metadata: req.metadata,
   });
@@ -53,7 +53,7 @@ export async function startRun(
     // Twice: the key may expire between a refused SET NX and the read of its record.
     for (let attempt = 0; attempt < 2; attempt += 1) {
       const claim = await ctx.idempotency.claim(principal.id, idempotencyKey, {
-        runId: data.runId,
+        runId: data.run_id,
         bodyHash: hash,
       });
       if (claim.claimed) break;
@@ -64,14 +64,14 @@ export async function startRun(
       if (existing) return { run: existing.view, created: false };
       // Claimed by a request that never queued its run: queue it now, under the id the claim names.
       created = false;
-      data.runId = claim.existing.runId;
-      data.traceId = createHash('sha256').update(data.runId).digest('hex').slice(0, 32);
+      data.run_id = claim.existing.runId;
+      data.trace_id = createHash('sha256').update(data.run_id).digest('hex').slice(0, 32);
       break;
     }
   }
-  await control.start(data);
+  await control.enqueue(data);
   ctx.log.info(
-    { runId: data.runId, traceId: data.traceId, agent: data.agent, key: principal.name, created },
+    { runId: data.run_id, traceId: data.trace_id, agent: data.agent, key: principal.name, created },
     created ? 'run created' : 'run queued again for a repeated request',
   );
   return { run: queuedView(data), created };

@@ -64,8 +64,23 @@ export class RunControl {
       throw new AgentReachError('RUN_INVALID', 'agent is required');
     if (typeof req.input !== 'string' || !req.input.trim())
       throw new AgentReachError('RUN_INVALID', 'input must be a non-empty string');
-    await this.queue.add('run', runJob({ ...req, runId }), runJobOptions(runId));
+    await this.enqueue(
+      runJob({
+        run_id: runId,
+        agent: req.agent,
+        input: req.input,
+        session_id: req.sessionId,
+        model: req.model,
+        trace_id: req.traceId,
+        metadata: req.metadata,
+      }),
+    );
     return runId;
+  }
+
+  /** Adds a run's job as it is (built with `runJob`); adding the same run id twice starts it once. */
+  async enqueue(job: RunJobData): Promise<void> {
+    await this.queue.add('run', job, runJobOptions(job.run_id));
   }
 
   /** The run's state and listing fields, or undefined when unknown (or not started yet). */

@@ -8,7 +8,7 @@ import type { RunEvent } from '../agent-loop/events.js';
 import { CheckpointFailed, RunLost } from '../agent-loop/run-agent.js';
 import { createRunState, type RunState } from '../agent-loop/run-state.js';
 import type { LlmClient } from '../llm.js';
-import type { RunJobData } from '@agent-reach/protocol';
+import { upgradeRunJob, type RunJobData } from '@agent-reach/protocol';
 import { CheckpointRefused, type RunCheckpointer, type RunStore } from './run-store.js';
 import type { SessionStore } from './sessions.js';
 
@@ -87,14 +87,18 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     token?: string,
   ): Promise<{ status: string; reason: string }> => {
     if (draining) throw await handBack(job, token);
-    const data = job.data;
-    const log = logger.child({ runId: data.runId });
-    if (job.id !== data.runId || !isValidRunId(String(job.id))) {
+    // Jobs of the release before snake_case (version 1) are read with today's names.
+    const data = upgradeRunJob(job.data) as RunJobData;
+    // The job id is the run id; data naming another run is refused, data naming none (a job of an unknown
+    // version, or missing the field) is ended below as a failed run that lists its problems.
+    const runId = String(job.id);
+    const log = logger.child({ runId });
+    if (!isValidRunId(runId) || (data.run_id !== undefined && data.run_id !== runId)) {
       throw new UnrecoverableError(
         `invalid agent-runs job ${job.id}: its id must be the run id and match the run id pattern`,
       );
     }
-    const claim = await store.claim(data.runId);
+    const claim = await store.claim(runId);
     if (claim.problems.length > 0) log.warn({ problems: claim.problems }, 'run record has problems');
     let state = claim.state;
     if (!state) {
@@ -103,14 +107,14 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       const problems = runJobProblems(data);
       if (problems.length === 0 && !runner.hasAgent(data.agent))
         problems.push(`agent "${data.agent}" is not declared`);
-      if (problems.length > 0) return recordRejected(data, problems, claim.writer);
-      const memory = data.sessionId ? await sessions.load(data.sessionId) : undefined;
+      if (problems.length > 0) return recordRejected(runId, data, problems, claim.writer);
+      const memory = data.session_id ? await sessions.load(data.session_id) : undefined;
       state = runner.newState({
         agent: data.agent,
         input: data.input,
-        runId: data.runId,
-        ...(data.traceId ? { traceId: data.traceId } : {}),
-        ...(data.sessionId ? { sessionId: data.sessionId } : {}),
+        runId,
+        ...(data.trace_id ? { traceId: data.trace_id } : {}),
+        ...(data.session_id ? { sessionId: data.session_id } : {}),
         ...(data.metadata ? { metadata: data.metadata } : {}),
         ...(memory
           ? {
@@ -188,9 +192,14 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
   };
 
   /** A run that could not start, recorded as failed with the problems of its job. */
-  const recordRejected = async (data: RunJobData, problems: string[], writer: RunCheckpointer) => {
+  const recordRejected = async (
+    runId: string,
+    data: RunJobData,
+    problems: string[],
+    writer: RunCheckpointer,
+  ) => {
     const state = createRunState({
-      runId: data.runId,
+      runId,
       agent: String(data.agent ?? ''),
       input: typeof data.input === 'string' ? data.input : '',
       deadlineMs: 0,
@@ -206,7 +215,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       steps: [],
     };
     await writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome: state.outcome }])();
-    logger.warn({ runId: data.runId, problems }, 'run job refused');
+    logger.warn({ runId, problems }, 'run job refused');
     return { status: 'failed', reason: 'invalid_job' };
   };
 
@@ -263,7 +272,12 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     logger.error({ err: { message: err.message }, runId: job?.id }, 'run job failed');
     // Out of attempts or stalled too often: the record must not stay `running`.
     const runId = job?.id;
-    if (!runId || !isValidRunId(runId) || job.data?.runId !== runId) return;
+    if (
+      !runId ||
+      !isValidRunId(runId) ||
+      (upgradeRunJob(job.data) as Partial<RunJobData> | undefined)?.run_id !== runId
+    )
+      return;
     if ((job.opts.attempts ?? 1) > job.attemptsMade && !/stalled/i.test(err.message)) return;
     void (err instanceof CheckpointFailed
       ? recordAbandoned(
