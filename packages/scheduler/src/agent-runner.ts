@@ -17,7 +17,7 @@ import {
   type RunOutcome,
   type RunState,
   type TaskStep,
-} from './agent-loop/run-state.js';
+} from './runs/run-state.js';
 import { BreakerView } from './breaker-view.js';
 import { Dispatcher } from './dispatcher.js';
 import type { LlmClient } from './llm.js';

@@ -8,7 +8,7 @@ export { AgentRunner } from './agent-runner.js';
 export type { AgentRunnerOptions, StartRun } from './agent-runner.js';
 export { runAgent, resolveLimits, RunLost, CheckpointFailed } from './agent-loop/run-agent.js';
 export type { AgentLoopDeps, LoopLimits, CheckpointWrite } from './agent-loop/run-agent.js';
-export { createRunState, unansweredCalls } from './agent-loop/run-state.js';
+export { createRunState, unansweredCalls } from './runs/run-state.js';
 export type {
   RunState,
   RunOutcome,
@@ -21,7 +21,7 @@ export type {
   ChatMessage,
   GuardName,
   Approval,
-} from './agent-loop/run-state.js';
+} from './runs/run-state.js';
 export type { RunEvent, RunEventBody, StepKind } from './agent-loop/events.js';
 export { countTokens } from './agent-loop/tokens.js';
 export { SUMMARY_HEADING, TASK_STACK_HEADING } from './agent-loop/prompt.js';

@@ -1,7 +1,7 @@
 import OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { constants } from '@agent-reach/shared';
-import type { ChatMessage } from './agent-loop/run-state.js';
+import type { ChatMessage } from './runs/run-state.js';
 
 export interface LlmOptions {
   /** OpenAI-compatible base URL (e.g. llm-sim's `http://127.0.0.1:4010/v1`). Default: the OpenAI API. */

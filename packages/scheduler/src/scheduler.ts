@@ -16,7 +16,7 @@ import {
 import { AgentRunner } from './agent-runner.js';
 import { startApiServer, type ApiServer } from './api/index.js';
 import type { RunEvent } from './agent-loop/events.js';
-import type { RunState } from './agent-loop/run-state.js';
+import type { RunState } from './runs/run-state.js';
 import { createLlmClient, type LlmClient } from './llm.js';
 import { startQueueSampler } from './queue-sampler.js';
 import { recordRunMetrics } from './run-metrics.js';

@@ -5,7 +5,7 @@ import {
   type ChatMessage,
   type CompactionSummary,
   type RunState,
-} from './run-state.js';
+} from '../runs/run-state.js';
 
 export interface CompactionRecord {
   beforeTokens: number;

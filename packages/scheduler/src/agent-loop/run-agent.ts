@@ -28,7 +28,7 @@ import {
   type RunOutcome,
   type RunState,
   type Usage,
-} from './run-state.js';
+} from '../runs/run-state.js';
 import { finishOpenSteps, keepReachable, requestPlan, tickOff } from './task-stack.js';
 import { exceedsTokens } from './tokens.js';
 import { resolveToolCalls } from './tool-calls.js';

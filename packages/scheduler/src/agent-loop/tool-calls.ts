@@ -1,7 +1,7 @@
 import { errorResult, type ToolResult } from '@agent-reach/protocol';
 import { closestName } from '@agent-reach/shared';
 import type { AgentLoopDeps } from './run-agent.js';
-import type { RunState } from './run-state.js';
+import type { RunState } from '../runs/run-state.js';
 
 /**
  * Results for a turn's calls, in order. Names the agent cannot reach are answered here as `unknown_tool`

@@ -5,7 +5,7 @@ import { parseJsonSafely, type ToolCatalogEntry } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { runAgent, type AgentLoopDeps } from '../agent-loop/run-agent.js';
-import type { ChatMessage, RunOutcome, RunState } from '../agent-loop/run-state.js';
+import type { ChatMessage, RunOutcome, RunState } from './run-state.js';
 import type { DispatchCall, DispatchOptions, DispatchRun } from '../dispatcher.js';
 import type { LlmClient } from '../llm.js';
 import type { ToolCatalog } from '../tool-catalog.js';

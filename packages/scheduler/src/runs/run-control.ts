@@ -10,7 +10,7 @@ import {
   type Keys,
   type RunJobData,
 } from '@agent-reach/protocol';
-import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
+import type { RunOutcome, RunState } from './run-state.js';
 import { runJobOptions } from '@agent-reach/shared';
 import { createRunQueue } from './run-jobs.js';
 import { RunStore, type RunListFilter, type RunSummary, type StoredEvent } from './run-store.js';

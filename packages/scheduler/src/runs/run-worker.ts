@@ -6,7 +6,7 @@ import { constants, runJobProblems, type Logger } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { CheckpointFailed, RunLost } from '../agent-loop/run-agent.js';
-import { createRunState, type RunState } from '../agent-loop/run-state.js';
+import { createRunState, type RunState } from './run-state.js';
 import type { LlmClient } from '../llm.js';
 import { upgradeRunJob, type RunJobData } from '@agent-reach/protocol';
 import { CheckpointRefused, type RunCheckpointer, type RunStore } from './run-store.js';

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { type Keys } from '@agent-reach/protocol';
 import { constants, parseJsonSafely } from '@agent-reach/shared';
-import type { ChatMessage, CompactionSummary, RunState, TaskStep } from '../agent-loop/run-state.js';
+import type { ChatMessage, CompactionSummary, RunState, TaskStep } from './run-state.js';
 
 /** What the runs of one session share. */
 export interface SessionMemory {

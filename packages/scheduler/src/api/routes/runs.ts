@@ -11,7 +11,7 @@ import {
   RunParams,
   RunView,
 } from '@agent-reach/protocol';
-import type { RunStatus } from '../../agent-loop/run-state.js';
+import type { RunStatus } from '../../runs/run-state.js';
 import type { RunSummary } from '../../runs/run-store.js';
 import { assertAgentAllowed, requirePrincipal } from '../auth.js';
 import { ApiError } from '../errors.js';
