@@ -3,6 +3,7 @@ import {
   errorResult,
   isNoResult,
   RETRYABLE_KINDS,
+  unconfirmedError,
   type ToolCallJob,
   type ToolErrorInfo,
   type ToolErrorKind,
@@ -109,11 +110,7 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
     });
   }
   if (tool.requiresConfirmation && deps.approved !== true) {
-    return fail({
-      kind: 'awaiting_confirmation',
-      message: `"${tool.name}" runs only after a person approves the call`,
-      retryable: false,
-    });
+    return fail(unconfirmedError(tool.name));
   }
 
   const maxAttempts = tool.retry.maxAttempts;

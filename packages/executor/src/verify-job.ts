@@ -6,6 +6,7 @@ import {
   RUN_STATUSES,
   type RunStatus,
   NAME_PATTERN,
+  readDecision,
   UnsupportedVersionError,
   readToolCallJob,
   type Keys,
@@ -111,20 +112,12 @@ export async function verifyJob(
     ...(typeof recorded === 'string' ? { recorded } : {}),
   };
   if (tool?.requiresConfirmation && typeof decision === 'string') {
-    if (decisionOf(decision) !== 'approved') {
+    if (readDecision(decision)?.decision !== 'approved') {
       throw new JobRefused('not_approved', 'the recorded decision on this call is not an approval');
     }
     verified.approved = true;
   }
   return verified;
-}
-
-function decisionOf(json: string): unknown {
-  try {
-    return (JSON.parse(json) as { decision?: unknown } | null)?.decision;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The job's fields that key Redis or reach the handler, checked by type and pattern. */

@@ -36,6 +36,8 @@ export {
   readToolCallJob,
 } from './tool-call.js';
 export type { ToolCallJob, ToolResult, ToolReply } from './tool-call.js';
+export { readDecision, rejectedError, unconfirmedError } from './approvals.js';
+export type { ApprovalDecision, RecordedDecision } from './approvals.js';
 export { RUN_JOB_SCHEMA, runJob, upgradeRunJob } from './run-job.js';
 export type { RunJobData } from './run-job.js';
 export { RUN_STATUSES, FINAL_STATUSES, isFinalStatus } from './run-status.js';

@@ -1,6 +1,7 @@
 import { errorResult, type ToolResult } from '@agent-reach/protocol';
 import { closestName } from '@agent-reach/shared';
-import type { AgentLoopDeps } from './run-agent.js';
+import { settledByApproval } from './approvals.js';
+import type { AgentLoopDeps } from './loop-options.js';
 import type { RunState } from '../runs/run-state.js';
 
 /**
@@ -20,28 +21,9 @@ export async function resolveToolCalls(
   const remote: Array<{ index: number; call: (typeof calls)[number] }> = [];
   calls.forEach((call, index) => {
     if (reachableSet.has(call.name)) {
-      const approval = state.approvals[call.id];
-      if (deps.catalog.get(call.name)?.requiresConfirmation) {
-        const check = deps.catalog.checkArguments(call.name, call.arguments);
-        if (!check.ok) {
-          local.set(index, errorResult({ toolCallId: call.id, name: call.name }, check.error));
-          return;
-        }
-      }
-      if (approval?.decision === 'rejected') {
-        local.set(
-          index,
-          errorResult(
-            { toolCallId: call.id, name: call.name },
-            {
-              kind: 'forbidden',
-              message: `refused by a person${approval.reason ? `: ${approval.reason}` : ''}; do not retry this call`,
-              ...(approval.by ? { decided_by: approval.by } : {}),
-              ...(approval.reason ? { reason: approval.reason } : {}),
-              retryable: false,
-            },
-          ),
-        );
+      const settled = settledByApproval(state, call, deps.catalog);
+      if (settled) {
+        local.set(index, settled);
         return;
       }
       remote.push({ index, call });

@@ -10,6 +10,7 @@ import {
   type Keys,
   type RunJobData,
 } from '@agent-reach/protocol';
+import { decisionEvent, pendingRequest } from '../agent-loop/approvals.js';
 import type { RunOutcome, RunState } from './run-state.js';
 import { runJobOptions } from '@agent-reach/shared';
 import { createRunQueue } from './run-jobs.js';
@@ -138,34 +139,18 @@ export class RunControl {
   async decide(req: DecisionRequest): Promise<void> {
     const { state } = await this.store.load(req.runId);
     if (!state) throw new AgentReachError('RUN_NOT_FOUND', `unknown run ${req.runId}`);
-    const pending = state.approvals[req.toolCallId];
-    if (!pending)
-      throw new AgentReachError(
-        'RUN_NOT_FOUND',
-        `run ${req.runId} has no approval request for ${req.toolCallId}`,
-      );
-    if (pending.decision)
-      throw new AgentReachError(
-        'RUN_INVALID_STATE',
-        `call ${req.toolCallId} was already ${pending.decision}`,
-      );
+    const pending = pendingRequest(state, req.toolCallId);
+    if ('refused' in pending) {
+      const code = pending.refused === 'no_request' ? 'RUN_NOT_FOUND' : 'RUN_INVALID_STATE';
+      throw new AgentReachError(code, pending.message);
+    }
     const first = await this.store.decide(req.runId, req.toolCallId, {
       decision: req.decision,
       ...(req.by ? { by: req.by } : {}),
       ...(req.reason ? { reason: req.reason } : {}),
     });
     if (!first) throw new AgentReachError('RUN_INVALID_STATE', `call ${req.toolCallId} was already decided`);
-    await this.store.appendEvents(req.runId, [
-      {
-        type: 'approval_decided',
-        at: Date.now(),
-        tool_call_id: req.toolCallId,
-        tool: pending.tool,
-        decision: req.decision,
-        ...(req.by ? { by: req.by } : {}),
-        ...(req.reason ? { reason: req.reason } : {}),
-      },
-    ]);
+    await this.store.appendEvents(req.runId, [decisionEvent(pending.request, req)]);
     await this.#wake(req.runId);
   }
 

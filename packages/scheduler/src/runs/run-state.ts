@@ -117,6 +117,30 @@ export function createRunState(init: {
   };
 }
 
+/*
+ * Status transitions. A run is `queued` until the loop first takes it up, `running` while the loop
+ * works on it, `awaiting_approval` while parked for a person, and final once it has an outcome.
+ */
+
+/** The loop takes the run up; returns true when it starts for the first time (it was queued). */
+export function markRunning(state: RunState): boolean {
+  if (state.status === 'awaiting_approval') state.status = 'running';
+  if (state.status !== 'queued') return false;
+  state.status = 'running';
+  return true;
+}
+
+/** The run waits for a person's decision on a call (the approvals say which). */
+export function markParked(state: RunState): void {
+  state.status = 'awaiting_approval';
+}
+
+/** The run ended: its status is its outcome's, for good. */
+export function markFinished(state: RunState, outcome: RunOutcome): void {
+  state.outcome = outcome;
+  state.status = outcome.status;
+}
+
 /** The tool calls of the last assistant message that have no tool message yet (a resumed run owes them). */
 export function unansweredCalls(state: RunState): Array<{ id: string; name: string; arguments: string }> {
   for (let i = state.messages.length - 1; i >= 0; i -= 1) {

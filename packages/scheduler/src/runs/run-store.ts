@@ -1,12 +1,7 @@
 import type { Redis } from 'ioredis';
-import {
-  checkVersion,
-  readEvent,
-  readStepRecord,
-  TOOL_CALL_ID_PATTERN,
-  type Keys,
-} from '@agent-reach/protocol';
+import { checkVersion, readEvent, readStepRecord, type Keys } from '@agent-reach/protocol';
 import { callLedgerEntry, constants } from '@agent-reach/shared';
+import { joinDecisions } from '../agent-loop/approvals.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import type { Approval, ChatMessage, RunState, RunStatus } from './run-state.js';
 
@@ -426,13 +421,9 @@ function toSummary(meta: Record<string, string>): RunSummary {
   };
 }
 
-/** Tool call ids as the loop makes them (the API refuses others); anything else in a record is ignored. */
-const TOOL_CALL_ID = TOOL_CALL_ID_PATTERN;
-
 /**
- * A stored record made whole: the state, its messages, and the decisions people made since it parked.
- * Decisions are looked up by own property only and their ids checked, so a record holding a hostile key
- * (`__proto__`) can never reach a prototype; what is ignored is reported.
+ * A stored record made whole: the state, its messages, and the decisions people made since it parked;
+ * what is ignored is reported.
  */
 function parseRecord(
   stateJson: string,
@@ -446,28 +437,7 @@ function parseRecord(
   parsed.steps = (parsed.steps ?? []).map(readStepRecord);
   if (parsed.outcome) parsed.outcome = { ...parsed.outcome, steps: parsed.outcome.steps.map(readStepRecord) };
   const run: RunState = { ...parsed, messages: messages.map((m) => JSON.parse(m) as ChatMessage) };
-  const approvals: Record<string, Approval> = Object.create(null) as Record<string, Approval>;
-  for (const [id, a] of Object.entries(run.approvals ?? {})) if (TOOL_CALL_ID.test(id)) approvals[id] = a;
+  const { approvals, problems } = joinDecisions(run.approvals, decisions);
   run.approvals = approvals;
-  const problems: string[] = [];
-  for (let i = 0; i + 1 < decisions.length; i += 2) {
-    const id = decisions[i] as string;
-    const pending = TOOL_CALL_ID.test(id) && Object.hasOwn(approvals, id) ? approvals[id] : undefined;
-    if (!pending) {
-      problems.push(`decision for unknown call ${JSON.stringify(id.slice(0, 80))} ignored`);
-      continue;
-    }
-    if (pending.decision) continue;
-    try {
-      const d = JSON.parse(decisions[i + 1] as string) as Partial<Approval>;
-      if (d.decision !== 'approved' && d.decision !== 'rejected') throw new Error('no decision');
-      pending.decision = d.decision;
-      if (typeof d.by === 'string') pending.by = d.by;
-      if (typeof d.reason === 'string') pending.reason = d.reason;
-      if (typeof d.decidedAt === 'number') pending.decidedAt = d.decidedAt;
-    } catch {
-      problems.push(`unreadable decision for call ${id} ignored`);
-    }
-  }
   return { state: run, problems };
 }

@@ -5,8 +5,9 @@ import { isValidRunId } from '@agent-reach/protocol';
 import { constants, runJobProblems, type Logger } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
+import { anyDecided, decideOverdue, parkedUntil } from '../agent-loop/approvals.js';
 import { CheckpointFailed, RunLost } from '../agent-loop/run-agent.js';
-import { createRunState, type RunState } from './run-state.js';
+import { createRunState, markFinished, type RunOutcome, type RunState } from './run-state.js';
 import type { LlmClient } from '../llm.js';
 import { upgradeRunJob, type RunJobData } from '@agent-reach/protocol';
 import { CheckpointRefused, type RunCheckpointer, type RunStore } from './run-store.js';
@@ -161,18 +162,13 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         throw new DelayedError();
       }
       if (result === 'parked') {
-        // Whichever comes first: the approval timeout, or the run's deadline (the loop then ends it).
-        const wakeAt = Math.min(
-          Date.now() + (options.approvalTimeoutMs ?? constants.DEFAULT_APPROVAL_TIMEOUT_MS),
-          state.deadlineAt,
-        );
+        const wakeAt = parkedUntil(state, options.approvalTimeoutMs);
         log.info({ wakeAt }, 'run parked until a person decides');
         await job.moveToDelayed(wakeAt, token);
         // A decision (or a cancel) that landed between the checkpoint and the move found no delayed job
         // to promote: look once more, and wake the run now if one did.
         const again = await store.load(state.runId);
-        const decided = Object.values(again.state?.approvals ?? {}).some((a) => a.decision);
-        if (decided || again.cancelRequested) await job.promote().catch(() => undefined);
+        if (anyDecided(again.state) || again.cancelRequested) await job.promote().catch(() => undefined);
         throw new DelayedError();
       }
       if (state.sessionId) await sessions.saveFrom(state);
@@ -205,8 +201,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       deadlineMs: 0,
     });
     const report = `the run could not start: ${problems.join('; ')}`;
-    state.status = 'failed';
-    state.outcome = {
+    const outcome: RunOutcome = {
       status: 'failed',
       reason: 'invalid_job',
       report,
@@ -214,7 +209,8 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       iterations: 0,
       steps: [],
     };
-    await writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome: state.outcome }])();
+    markFinished(state, outcome);
+    await writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
     logger.warn({ runId, problems }, 'run job refused');
     return { status: 'failed', reason: 'invalid_job' };
   };
@@ -230,8 +226,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         const claim = await store.claim(runId);
         const state = claim.state;
         if (!state || state.outcome) return;
-        state.status = 'failed';
-        state.outcome = {
+        const outcome: RunOutcome = {
           status: 'failed',
           reason,
           report,
@@ -239,9 +234,8 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
           iterations: state.iterations,
           steps: state.steps,
         };
-        await claim.writer.prepare(state, [
-          { type: 'run_finished', at: Date.now(), outcome: state.outcome },
-        ])();
+        markFinished(state, outcome);
+        await claim.writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
         return;
       } catch (e) {
         logger.warn({ runId, err: e }, 'recording the abandoned run failed; retrying');
@@ -318,19 +312,4 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-/** Pending approvals past the timeout count as rejected, so a forgotten run still ends. */
-function decideOverdue(state: RunState, timeoutMs = constants.DEFAULT_APPROVAL_TIMEOUT_MS): void {
-  const now = Date.now();
-  for (const a of Object.values(state.approvals)) {
-    if (!a.decision && now - a.requestedAt >= timeoutMs) {
-      Object.assign(a, {
-        decision: 'rejected',
-        by: 'agent-reach',
-        reason: 'no decision before the approval timeout',
-        decidedAt: now,
-      });
-    }
-  }
 }

@@ -11,6 +11,7 @@ import {
   RunParams,
   RunView,
 } from '@agent-reach/protocol';
+import { pendingRequest } from '../../agent-loop/approvals.js';
 import type { RunStatus } from '../../runs/run-state.js';
 import type { RunSummary } from '../../runs/run-store.js';
 import { assertAgentAllowed, requirePrincipal } from '../auth.js';
@@ -159,12 +160,10 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
       if (isFinalStatus(view.status))
         throw new ApiError('INVALID_STATE', `run ${view.run_id} already ended (${view.status})`);
       // The id matched its pattern (no prototype key); the own-property check keeps it that way.
-      const pending =
-        state && Object.hasOwn(state.approvals, toolCallId) ? state.approvals[toolCallId] : undefined;
-      if (!pending)
+      const pending = state && pendingRequest(state, toolCallId);
+      if (!pending || ('refused' in pending && pending.refused === 'no_request'))
         throw new ApiError('NOT_FOUND', `run ${view.run_id} has no approval request for ${toolCallId}`);
-      if (pending.decision)
-        throw new ApiError('INVALID_STATE', `call ${toolCallId} was already ${pending.decision}`);
+      if ('refused' in pending) throw new ApiError('INVALID_STATE', pending.message);
       const decision = request.body.decision === 'approve' ? 'approved' : 'rejected';
       const by = principal.name;
       try {
@@ -179,7 +178,7 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
       return {
         run_id: view.run_id,
         tool_call_id: toolCallId,
-        tool: pending.tool,
+        tool: pending.request.tool,
         decision,
         by,
         ...(reason ? { reason } : {}),

@@ -1,0 +1,121 @@
+import { describe, expect, it } from 'vitest';
+import { createRunState, type Approval, type RunState } from '../runs/run-state.js';
+import { anyDecided, decideOverdue, joinDecisions, parkedUntil, pendingRequest } from './approvals.js';
+
+const NOW = Date.now();
+
+function parked(approvals: Record<string, Approval>, deadlineMs = 3_600_000): RunState {
+  const state = createRunState({ runId: 'run_a', agent: 'a', input: 'hi', deadlineMs, now: NOW });
+  state.status = 'awaiting_approval';
+  state.approvals = approvals;
+  return state;
+}
+
+const request = (toolCallId: string, requestedAt = NOW): Approval => ({
+  toolCallId,
+  tool: 'send_email',
+  arguments: '{}',
+  requestedAt,
+});
+
+describe('joinDecisions', () => {
+  it('joins a stored decision to its request with who decided, why and when', () => {
+    const decision = JSON.stringify({ decision: 'approved', by: 'ops', reason: 'fine', decidedAt: 9 });
+    const { approvals, problems } = joinDecisions({ call_1: request('call_1') }, ['call_1', decision]);
+    expect(approvals.call_1).toMatchObject({ decision: 'approved', by: 'ops', reason: 'fine', decidedAt: 9 });
+    expect(problems).toEqual([]);
+  });
+
+  it('keeps a decision taken earlier over a later one for the same call', () => {
+    const earlier = { ...request('call_1'), decision: 'rejected' as const, by: 'agent-reach' };
+    const later = JSON.stringify({ decision: 'approved', by: 'ops' });
+    const { approvals } = joinDecisions({ call_1: earlier }, ['call_1', later]);
+    expect(approvals.call_1).toMatchObject({ decision: 'rejected', by: 'agent-reach' });
+  });
+
+  it('ignores and reports decisions for calls the run never asked about, __proto__ included', () => {
+    const decision = JSON.stringify({ decision: 'approved' });
+    const { approvals, problems } = joinDecisions({ call_1: request('call_1') }, [
+      '__proto__',
+      decision,
+      'call_9',
+      decision,
+    ]);
+    expect(Object.getPrototypeOf(approvals)).toBeNull();
+    expect(approvals.call_1?.decision).toBeUndefined();
+    expect(problems).toEqual([
+      'decision for unknown call "__proto__" ignored',
+      'decision for unknown call "call_9" ignored',
+    ]);
+  });
+
+  it('reports an unreadable decision and leaves the call waiting', () => {
+    const { approvals, problems } = joinDecisions({ call_1: request('call_1') }, [
+      'call_1',
+      '{"decision":1}',
+    ]);
+    expect(approvals.call_1?.decision).toBeUndefined();
+    expect(problems).toEqual(['unreadable decision for call call_1 ignored']);
+  });
+
+  it('drops stored requests whose id is not a tool call id', () => {
+    const { approvals } = joinDecisions({ 'bad id!': request('bad id!'), call_1: request('call_1') }, []);
+    expect(Object.keys(approvals)).toEqual(['call_1']);
+  });
+});
+
+describe('decideOverdue', () => {
+  it('rejects in the platform name only the requests older than the timeout', () => {
+    const state = parked({ old: request('old', NOW - 10_000), fresh: request('fresh') });
+    decideOverdue(state, 5_000);
+    expect(state.approvals.old).toMatchObject({
+      decision: 'rejected',
+      by: 'agent-reach',
+      reason: 'no decision before the approval timeout',
+    });
+    expect(state.approvals.fresh?.decision).toBeUndefined();
+    expect(anyDecided(state)).toBe(true);
+  });
+
+  it('leaves a person decision in place however old its request is', () => {
+    const state = parked({ c: { ...request('c', NOW - 10_000), decision: 'approved', by: 'ops' } });
+    decideOverdue(state, 5_000);
+    expect(state.approvals.c).toMatchObject({ decision: 'approved', by: 'ops' });
+  });
+});
+
+describe('pendingRequest', () => {
+  it('returns the request a decision would answer', () => {
+    const state = parked({ call_1: request('call_1') });
+    expect(pendingRequest(state, 'call_1')).toEqual({ request: state.approvals.call_1 });
+  });
+
+  it('refuses a call the run never asked about, looking at own properties only', () => {
+    const state = parked({});
+    expect(pendingRequest(state, 'constructor')).toEqual({
+      refused: 'no_request',
+      message: 'run run_a has no approval request for constructor',
+    });
+  });
+
+  it('refuses a second decision, naming the first', () => {
+    const state = parked({ call_1: { ...request('call_1'), decision: 'rejected' } });
+    expect(pendingRequest(state, 'call_1')).toEqual({
+      refused: 'already_decided',
+      message: 'call call_1 was already rejected',
+    });
+  });
+});
+
+describe('parkedUntil', () => {
+  it('wakes a parked run at the approval timeout when the run deadline is later', () => {
+    const wakeAt = parkedUntil(parked({}, 3_600_000), 60_000);
+    expect(wakeAt).toBeGreaterThanOrEqual(NOW + 60_000);
+    expect(wakeAt).toBeLessThan(NOW + 3_600_000);
+  });
+
+  it('wakes a parked run at its deadline when that comes before the approval timeout', () => {
+    const state = parked({}, 30_000);
+    expect(parkedUntil(state, 3_600_000)).toBe(state.deadlineAt);
+  });
+});

@@ -1,0 +1,68 @@
+import type { ToolResult } from '@agent-reach/protocol';
+import type { AgentSpec, Logger } from '@agent-reach/shared';
+import { constants } from '@agent-reach/shared';
+import type { DispatchCall, DispatchOptions, DispatchRun } from '../dispatcher.js';
+import type { LlmClient } from '../llm.js';
+import type { RunState } from '../runs/run-state.js';
+import type { ToolCatalog } from '../tool-catalog.js';
+import type { RunEvent, StepKind } from './events.js';
+import type { GuardLimits } from './guards.js';
+
+export interface LoopLimits extends GuardLimits {
+  /** Prompt size that triggers compaction, in tokens. Default 40 000. */
+  compactionThresholdTokens: number;
+  /** Model turns kept verbatim by a compaction. Default 2. */
+  compactionKeepRounds: number;
+  /** Ask the model for a plan before the first turn. Default true. */
+  planning: boolean;
+}
+
+export interface AgentLoopDeps {
+  llm: LlmClient;
+  dispatcher: {
+    dispatch(run: DispatchRun, calls: DispatchCall[], options?: DispatchOptions): Promise<ToolResult[]>;
+  };
+  catalog: ToolCatalog;
+  breakers: { openTools(): Promise<Set<string>>; invalidate?(): void };
+  agent: AgentSpec;
+  logger: Logger;
+  limits?: Partial<LoopLimits>;
+  /**
+   * Called after every step with the state and that step's events: the durability seam. It snapshots
+   * the step at once (synchronously) and returns the write, which the loop sends in order, possibly
+   * later. A write that throws `RunLost` means another process owns the run now: the loop stops at once.
+   * Any other failure of a write escapes `runAgent` as `CheckpointFailed` (the run is retried from its
+   * last good checkpoint by whoever runs it).
+   */
+  checkpoint?: (state: RunState, events: RunEvent[], step: StepKind) => CheckpointWrite;
+  /** Called for every event as it happens (progress printing, metrics). */
+  onEvent?: (event: RunEvent, state: RunState) => void;
+  /** Aborting it cancels the run: nothing more is dispatched. */
+  signal?: AbortSignal;
+  /**
+   * The checkpoint hook writes on the connection the dispatcher publishes on, so a checkpoint issued
+   * before a dispatch lands before it: the loop then need not wait for it. Default false.
+   */
+  orderedCheckpoints?: boolean;
+  /**
+   * Aborting it releases the run without ending it: this process lost the run (its lock lapsed and
+   * another scheduler took over), so it stops at once and writes nothing more.
+   */
+  release?: AbortSignal;
+}
+
+export function resolveLimits(agent: AgentSpec, limits: Partial<LoopLimits> = {}): LoopLimits {
+  return {
+    maxIterations: limits.maxIterations ?? agent.max_iterations ?? constants.DEFAULT_MAX_ITERATIONS,
+    repeatLimit: limits.repeatLimit ?? constants.DEFAULT_REPEAT_LIMIT,
+    maxFailedRounds: limits.maxFailedRounds ?? constants.DEFAULT_MAX_FAILED_ROUNDS,
+    tokenBudget: limits.tokenBudget ?? constants.DEFAULT_RUN_TOKEN_BUDGET,
+    compactionThresholdTokens:
+      limits.compactionThresholdTokens ?? constants.DEFAULT_COMPACTION_THRESHOLD_TOKENS,
+    compactionKeepRounds: limits.compactionKeepRounds ?? constants.DEFAULT_COMPACTION_KEEP_ROUNDS,
+    planning: limits.planning ?? true,
+  };
+}
+
+/** The write of one prepared checkpoint. */
+export type CheckpointWrite = () => Promise<void>;

@@ -1,0 +1,147 @@
+import { errorResult } from '@agent-reach/protocol';
+import type { ToolCatalogEntry } from '@agent-reach/shared';
+import { checkRepeat, checkTokenBudget, repeatNudge, turnSignature } from './guards.js';
+import { llmFailed } from './llm-failure.js';
+import { readModelTurn, readUsage, type ModelTurn } from './model-answer.js';
+import { buildMessages, toolSpecs } from './prompt.js';
+import { addUsage, modelSignals, reachableTools, type RunContext } from './run-context.js';
+import { platformRefusals } from './run-end.js';
+import type { NextStep, StepResult } from './steps.js';
+import { finishOpenSteps } from './task-stack.js';
+import { answerNotRun } from './tool-round.js';
+
+/** Asks the model for its next turn with the tools offered now, records the answer, and resolves it. */
+export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Promise<StepResult> {
+  const { state, deps } = run;
+  const turn = state.iterations + 1;
+  const started = performance.now();
+  const { deadline, signal } = modelSignals(run);
+  let res;
+  try {
+    res = await deps.llm.complete(buildMessages(deps.agent, state, tools), toolSpecs(tools), signal);
+  } catch (err) {
+    return { next: llmFailed(run, err, turn, started, deadline) };
+  }
+  const answer = readModelTurn(res, state, turn, reachableTools(deps));
+  const { calls } = answer;
+  state.iterations = turn;
+  const usage = readUsage(res);
+  if (usage) addUsage(state, usage);
+  run.emit({
+    type: 'llm_request',
+    turn,
+    model: (typeof res.model === 'string' && res.model.slice(0, 200)) || deps.llm.model,
+    latency_ms: Math.round(performance.now() - started),
+    prompt_tokens: usage?.prompt_tokens ?? 0,
+    completion_tokens: usage?.completion_tokens ?? 0,
+    finish_reason: answer.finishReason,
+    tool_calls: calls.length,
+    tools_offered: tools.map((t) => t.name),
+    message: {
+      content: answer.content,
+      ...(answer.refusal !== undefined ? { refusal: answer.refusal } : {}),
+      ...(calls.length
+        ? {
+            tool_calls: calls.map((c) => ({
+              id: c.id,
+              name: c.name,
+              arguments: c.arguments,
+              ...(c.original
+                ? { arguments_chars: c.original.chars, arguments_sha256: c.original.sha256 }
+                : {}),
+            })),
+          }
+        : {}),
+    },
+    ...(answer.droppedCalls > 0 ? { dropped_tool_calls: answer.droppedCalls } : {}),
+  });
+  return calls.length === 0 || answer.refusal !== undefined || answer.finishReason === 'content_filter'
+    ? { next: resolveAnswer(run, answer) }
+    : resolveCalls(run, answer);
+}
+
+/** A turn that ends the run: the model refused, was filtered, or answered without a tool call. */
+function resolveAnswer(run: RunContext, answer: ModelTurn): NextStep {
+  const { state } = run;
+  const text = answer.content ?? '';
+  const kept = text.trim() ? { answer: text } : {};
+  if (answer.refusal !== undefined) {
+    // A refusing model's calls are not run; its refusal stays in the history as what it said.
+    state.messages.push({ role: 'assistant', content: answer.refusal });
+    const report = `the model declined to answer: ${answer.refusal.slice(0, 1000)}`;
+    return { type: 'fail', reason: 'refused', ...kept, report };
+  }
+  if (answer.finishReason === 'content_filter') {
+    if (text.trim()) state.messages.push({ role: 'assistant', content: text });
+    const report =
+      "the provider's content filter stopped the model's answer; no tool call of that turn was run";
+    return { type: 'fail', reason: 'content_filter', ...kept, report };
+  }
+  if (!text.trim()) {
+    return answer.finishReason === 'length'
+      ? {
+          type: 'fail',
+          reason: 'output_truncated',
+          report: 'the model reached its output token limit before writing any answer or tool call',
+        }
+      : {
+          type: 'fail',
+          reason: 'empty_answer',
+          report: `the model answered with no text and no tool call (finish_reason ${answer.finishReason})`,
+        };
+  }
+  state.messages.push({ role: 'assistant', content: text });
+  const refused = platformRefusals(state);
+  if (refused) return { type: 'fail', reason: 'no_tool_available', answer: text, report: refused };
+  for (const step of finishOpenSteps(state)) run.emit({ type: 'step_done', step: { ...step } });
+  return {
+    type: 'final_output',
+    answer: text,
+    truncated: answer.finishReason === 'length' || answer.textCut,
+  };
+}
+
+/**
+ * A turn with tool calls: recorded in the history with the results already known locally, then the
+ * token budget and repeat guards decide whether its calls run.
+ */
+function resolveCalls(run: RunContext, answer: ModelTurn): StepResult {
+  const { state, limits } = run;
+  const { calls } = answer;
+  state.messages.push({
+    role: 'assistant',
+    content: answer.content,
+    tool_calls: calls.map((c) => ({
+      id: c.id,
+      type: 'function',
+      function: { name: c.name, arguments: c.arguments },
+    })),
+  });
+  const local = calls.flatMap((c) =>
+    c.refused ? [errorResult({ toolCallId: c.id, name: c.name }, c.refused)] : [],
+  );
+  if (local.length > 0) state.localResults = local;
+  else delete state.localResults;
+  if (answer.droppedCalls > 0) {
+    state.turnNote =
+      `Guard: your last answer made ${calls.length + answer.droppedCalls} tool calls; only the first ` +
+      `${calls.length} were taken and the rest were not run. Make at most ${calls.length} calls in one answer.`;
+  } else delete state.turnNote;
+  const overBudget = checkTokenBudget(state, limits);
+  if (overBudget) {
+    answerNotRun(state, calls, 'not run: the run used up its token budget');
+    return { checkpoint: 'llm_response', next: { type: 'guard_stop', stop: overBudget } };
+  }
+  const signature = turnSignature(calls);
+  const repeat = checkRepeat(state, signature, limits);
+  if (repeat === 'nudge') {
+    const report = repeatNudge(signature, state.guard.repeatCount);
+    run.emit({ type: 'guard', guard: 'repeat', action: 'nudge', report });
+  } else if (repeat !== 'ok') {
+    // Answer the owed calls without running them, so the history stays a valid conversation.
+    answerNotRun(state, calls, 'not run: the run was stopped for repeating this call');
+    return { checkpoint: 'llm_response', next: { type: 'guard_stop', stop: repeat } };
+  }
+  const owed = calls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments }));
+  return { checkpoint: 'llm_response', next: { type: 'run_tools', calls: owed, fresh: true } };
+}

@@ -1,0 +1,39 @@
+import { llmFailed } from './llm-failure.js';
+import { addUsage, modelSignals, offeredTools, reachableTools, type RunContext } from './run-context.js';
+import type { StepResult } from './steps.js';
+import { keepReachable, requestPlan } from './task-stack.js';
+
+/**
+ * Asks the model for a plan once, before the first turn. Steps naming a tool the agent cannot reach are
+ * dropped; a plan of one step is not kept (the task itself says as much).
+ */
+export async function planStep(run: RunContext): Promise<StepResult> {
+  const { state, deps } = run;
+  const tools = await offeredTools(run);
+  const started = performance.now();
+  const { deadline, signal } = modelSignals(run);
+  let plan: Awaited<ReturnType<typeof requestPlan>>;
+  try {
+    plan = await requestPlan(
+      deps.llm,
+      state.input,
+      tools.map((t) => t.name),
+      signal,
+    );
+  } catch (err) {
+    return { next: llmFailed(run, err, 0, started, deadline) };
+  }
+  const { kept, dropped } = keepReachable(plan.steps, new Set(reachableTools(deps)));
+  state.plan = {
+    requested: true,
+    steps: [...state.plan.steps, ...(kept.length > 1 ? kept : [])],
+  };
+  if (plan.usage) addUsage(state, plan.usage);
+  run.emit({
+    type: 'plan',
+    steps: state.plan.steps,
+    ...(plan.error ? { error: plan.error } : {}),
+    ...(dropped.length > 0 ? { dropped } : {}),
+  });
+  return { checkpoint: 'plan', next: { type: 'run_again' } };
+}

@@ -1,0 +1,52 @@
+import type { Logger, ToolCatalogEntry } from '@agent-reach/shared';
+import type { RunState, Usage } from '../runs/run-state.js';
+import { createCheckpoints, type Checkpoints } from './checkpoints.js';
+import { resolveLimits, type AgentLoopDeps, type LoopLimits } from './loop-options.js';
+
+/** What every step of one run works with: its state, its dependencies, and how it records progress. */
+export interface RunContext extends Checkpoints {
+  state: RunState;
+  deps: AgentLoopDeps;
+  limits: LoopLimits;
+  log: Logger;
+}
+
+export function createRunContext(state: RunState, deps: AgentLoopDeps): RunContext {
+  return {
+    state,
+    deps,
+    limits: resolveLimits(deps.agent, deps.limits),
+    log: deps.logger.child({ runId: state.runId, traceId: state.traceId, agent: state.agent }),
+    ...createCheckpoints(state, deps),
+  };
+}
+
+/** The tools offered to the model now: the agent's, less those whose breaker is open. */
+export async function offeredTools(run: RunContext): Promise<ToolCatalogEntry[]> {
+  const open = await run.deps.breakers.openTools();
+  return run.deps.agent.tools.flatMap((name) => {
+    const entry = run.deps.catalog.get(name);
+    return entry && !open.has(name) ? [entry] : [];
+  });
+}
+
+/** Names the agent may call and the fleet serves (open breakers included: they close again). */
+export function reachableTools(deps: Pick<AgentLoopDeps, 'agent' | 'catalog'>): string[] {
+  return deps.agent.tools.filter((name) => deps.catalog.has(name));
+}
+
+/**
+ * Signals for one model call: it stops when the run is cancelled or let go (shutdown, lost ownership),
+ * or at the run's deadline (`deadline` tells which).
+ */
+export function modelSignals(run: RunContext): { deadline: AbortSignal; signal: AbortSignal } {
+  const stops = [run.deps.signal, run.deps.release].filter((s): s is AbortSignal => s !== undefined);
+  const deadline = AbortSignal.timeout(Math.max(1, run.state.deadlineAt - Date.now()));
+  return { deadline, signal: AbortSignal.any([...stops, deadline]) };
+}
+
+export function addUsage(state: RunState, u: Usage): void {
+  state.usage.prompt_tokens += u.prompt_tokens;
+  state.usage.completion_tokens += u.completion_tokens;
+  state.usage.total_tokens += u.total_tokens;
+}

@@ -1,0 +1,68 @@
+import type { ToolCatalogEntry } from '@agent-reach/shared';
+import { unansweredCalls } from '../runs/run-state.js';
+import type { StepKind } from './events.js';
+import { checkBudgets, type GuardStop } from './guards.js';
+import { offeredTools, type RunContext } from './run-context.js';
+
+/** One tool call a model turn made and the run still owes an answer. */
+export interface OwedCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/**
+ * What a run does next. Every step resolves to one of these (a model turn to `run_tools`, `final_output`,
+ * `fail` or `guard_stop`), and `runAgent` runs it: the first five do work, `park_for_approval` and the
+ * last four end the pass of the loop.
+ */
+export type NextStep =
+  | { type: 'plan' }
+  /** Decide from the state alone: owed calls to answer, a budget spent, or a model turn. */
+  | { type: 'run_again' }
+  | { type: 'compact'; tools: ToolCatalogEntry[] }
+  | { type: 'model_turn'; tools: ToolCatalogEntry[] }
+  /** `fresh`: the calls come from a model turn taken in this process, so none can have a result yet. */
+  | { type: 'run_tools'; calls: OwedCall[]; fresh: boolean }
+  | { type: 'park_for_approval' }
+  | { type: 'final_output'; answer: string; truncated: boolean }
+  | { type: 'fail'; reason: FailReason; report: string; answer?: string }
+  | { type: 'guard_stop'; stop: GuardStop }
+  | { type: 'cancel' };
+
+/** `failed` reasons that are not guards (see `RunOutcome`). */
+export type FailReason =
+  'refused' | 'content_filter' | 'empty_answer' | 'output_truncated' | 'no_tool_available' | 'llm_error';
+
+export type WorkStep = Extract<
+  NextStep,
+  { type: 'plan' | 'run_again' | 'compact' | 'model_turn' | 'run_tools' }
+>;
+export type EndStep = Extract<NextStep, { type: 'final_output' | 'fail' | 'guard_stop' | 'cancel' }>;
+
+/** A step done: what comes next, and the checkpoint to take first (none when nothing changed). */
+export interface StepResult {
+  next: NextStep;
+  checkpoint?: StepKind;
+}
+
+export function isEndStep(step: NextStep): step is EndStep {
+  return (
+    step.type === 'final_output' ||
+    step.type === 'fail' ||
+    step.type === 'guard_stop' ||
+    step.type === 'cancel'
+  );
+}
+
+/**
+ * The step a run at rest takes: answer the calls the last model turn owes (a resumed run may owe some),
+ * stop on a spent budget, or prepare a model turn with the tools offered now.
+ */
+export async function pickStep(run: RunContext): Promise<NextStep> {
+  const owed = unansweredCalls(run.state);
+  if (owed.length > 0) return { type: 'run_tools', calls: owed, fresh: false };
+  const budget = checkBudgets(run.state, run.limits);
+  if (budget) return { type: 'guard_stop', stop: budget };
+  return { type: 'compact', tools: await offeredTools(run) };
+}

@@ -1,0 +1,160 @@
+import { errorResult, type ToolResult } from '@agent-reach/protocol';
+import type { RunState } from '../runs/run-state.js';
+import { requestApprovals } from './approvals.js';
+import { repeatNudge, type GuardStop } from './guards.js';
+import type { RunContext } from './run-context.js';
+import type { OwedCall, StepResult } from './steps.js';
+import { tickOff } from './task-stack.js';
+import { resolveToolCalls } from './tool-calls.js';
+
+/**
+ * Answers the calls a model turn owes, unless one waits for a person: then the run parks. Past the
+ * deadline nothing waits for a person: the owed calls are answered as not run.
+ */
+export async function toolRound(run: RunContext, owed: OwedCall[], fresh: boolean): Promise<StepResult> {
+  const { state, deps } = run;
+  if (Date.now() < state.deadlineAt && requestApprovals(state, owed, deps, run.emit)) {
+    return { next: { type: 'park_for_approval' } };
+  }
+  const stopped = await answerCalls(run, owed, fresh);
+  return {
+    checkpoint: 'tool_results',
+    next: stopped ? { type: 'guard_stop', stop: stopped } : { type: 'run_again' },
+  };
+}
+
+/** Answers the owed calls; returns a guard stop when too many rounds in a row failed. */
+async function answerCalls(
+  run: RunContext,
+  owed: OwedCall[],
+  fresh: boolean,
+): Promise<GuardStop | undefined> {
+  const { state, deps, limits } = run;
+  const turn = state.iterations;
+  run.emit({
+    type: 'tool_dispatched',
+    turn,
+    calls: owed.map((c) => ({ tool_call_id: c.id, tool: c.name, arguments: c.arguments })),
+  });
+  const local = new Map((state.localResults ?? []).map((r) => [r.tool_call_id, r]));
+  const toRun = owed.filter((c) => !local.has(c.id));
+  const remainingMs = state.deadlineAt - Date.now();
+  // The wait is bounded by the run's deadline; calls still out then are answered here as not observed.
+  const ran =
+    toRun.length > 0 && remainingMs > 0
+      ? await withinMs(resolveToolCalls(state, toRun, deps, fresh), remainingMs)
+      : toRun.length > 0
+        ? undefined
+        : [];
+  const late = ran === undefined;
+  const byId = new Map(
+    toRun.map((c, i) => [
+      c.id,
+      ran?.[i] ??
+        errorResult(
+          { toolCallId: c.id, name: c.name },
+          {
+            kind: 'unavailable',
+            message: "no result before the run's deadline: the run stopped without waiting for this call",
+            retryable: false,
+          },
+        ),
+    ]),
+  );
+  const results = owed.map((c) => local.get(c.id) ?? (byId.get(c.id) as ToolResult));
+  delete state.localResults;
+  for (const [i, result] of results.entries()) record(run, owed[i] as OwedCall, result, turn);
+  if (late) {
+    return {
+      guard: 'deadline',
+      status: 'not_converged',
+      report: `the run passed its wall-clock deadline while waiting for ${toRun.length} tool call(s)`,
+    };
+  }
+  if (state.turnNote) {
+    state.messages.push({ role: 'system', content: state.turnNote });
+    delete state.turnNote;
+  }
+  if (state.guard.nudged && state.guard.repeatCount === limits.repeatLimit) {
+    state.messages.push({
+      role: 'system',
+      content: repeatNudge(state.guard.lastSignature ?? '', state.guard.repeatCount),
+    });
+  }
+  if (results.some((r) => !r.ok)) deps.breakers.invalidate?.();
+  state.guard.failedRounds = results.every((r) => !r.ok) ? state.guard.failedRounds + 1 : 0;
+  if (state.guard.failedRounds >= limits.maxFailedRounds) {
+    const kinds = results.map((r) => `${r.name}: ${r.error?.kind ?? 'error'} (${r.error?.message ?? ''})`);
+    return {
+      guard: 'failed_rounds',
+      status: 'failed',
+      report: `${state.guard.failedRounds} tool rounds in a row failed; last round: ${kinds.join('; ')}`,
+    };
+  }
+  return undefined;
+}
+
+/** One call's result into the history, the steps and the events; a success ticks off its plan step. */
+function record(run: RunContext, call: OwedCall, result: ToolResult, turn: number): void {
+  const { state } = run;
+  state.messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(result) });
+  state.steps.push({
+    turn,
+    tool_call_id: call.id,
+    tool: call.name,
+    arguments: call.arguments,
+    ok: result.ok,
+    ...(result.error ? { error_kind: result.error.kind } : {}),
+    duration_ms: result.duration_ms,
+    attempts: result.attempts,
+    ...(result.truncated ? { truncated: true } : {}),
+  });
+  run.emit({
+    type: 'tool_result',
+    turn,
+    tool_call_id: call.id,
+    tool: call.name,
+    arguments: call.arguments,
+    ok: result.ok,
+    ...(result.error ? { error: result.error } : {}),
+    duration_ms: result.duration_ms,
+    attempts: result.attempts,
+    ...(result.truncated ? { truncated: true } : {}),
+  });
+  if (result.ok) {
+    const step = tickOff(state, call.name);
+    if (step) run.emit({ type: 'step_done', step: { ...step } });
+  }
+}
+
+/** `promise`'s value, or undefined when it has not settled within `ms`. */
+async function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Answers every call of a turn without running it, so the history stays a valid conversation. */
+export function answerNotRun(
+  state: RunState,
+  calls: Array<{ id: string; name: string }>,
+  message: string,
+): void {
+  delete state.localResults;
+  delete state.turnNote;
+  for (const c of calls) {
+    state.messages.push({
+      role: 'tool',
+      tool_call_id: c.id,
+      content: JSON.stringify(
+        errorResult({ toolCallId: c.id, name: c.name }, { kind: 'unavailable', message, retryable: false }),
+      ),
+    });
+  }
+}
