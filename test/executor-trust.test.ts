@@ -177,7 +177,7 @@ describe('the executor verifies every job against its run record before running 
     await seedDecision(p.producer, p.keys, runId, 'call_1', 'approved');
     await forge.add({ runId, ...call });
     expect(await forge.reply()).toMatchObject({
-      v: 1,
+      v: 2,
       run_id: runId,
       result: { ok: true, content: { done: true } },
     });
@@ -211,7 +211,7 @@ describe('the executor verifies every job against its run record before running 
       name: 'counted_effect',
       arguments: '{}',
     });
-    expect(await forge.reply()).toEqual({ v: 1, run_id: p.runId, result: JSON.parse(recorded!) });
+    expect(await forge.reply()).toEqual({ v: 2, run_id: p.runId, result: JSON.parse(recorded!) });
     expect((await forge.settled(id)).state).not.toBe('failed');
     expect(await p.redis.hget(p.keys.results(p.runId), first.tool_call_id)).toBe(recorded);
     expect(Object.values(await effects())).toEqual(['1']);
