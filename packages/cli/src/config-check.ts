@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createDemoTools, loadToolModules } from '@agent-reach/executor';
 import { AgentReachError, createKeys } from '@agent-reach/protocol';
-import { loadConfig, maskUrl, parseAgents, ToolRegistry } from '@agent-reach/shared';
+import { loadConfig, maskUrl, parseAgents, ToolRegistry, type AgentReachConfig } from '@agent-reach/shared';
 
 /**
  * Validates the configuration, the tool registry (built-in tools plus TOOL_MODULES) and the agents file
@@ -22,20 +22,11 @@ export async function configCheck(
   print(
     `config ok: redis ${maskUrl(config.redisUrl)}, prefix ${config.keyPrefix}, agents file ${config.agentsFile}`,
   );
-  // Tool factories may keep a client for later use; this one never connects.
-  const redis = new Redis(config.redisUrl, { lazyConnect: true, enableOfflineQueue: false });
-  const registry = new ToolRegistry();
-  try {
-    const modules = (env.TOOL_MODULES ?? '').split(',').filter(Boolean);
-    const factories = await loadToolModules(modules);
-    const deps = { redis, keys: createKeys(config.keyPrefix) };
-    registry.register(...createDemoTools({ ...deps, outputsDir: config.outputsDir }));
-    for (const f of factories) registry.register(...f(deps));
+  const local = await localRegistry(config, env);
+  problems.push(...local.problems);
+  const registry = local.registry;
+  if (local.problems.length === 0) {
     print(`tools ok: ${registry.names().length} registered (${registry.names().join(', ')})`);
-  } catch (err) {
-    problems.push((err as AgentReachError).message);
-  } finally {
-    redis.disconnect();
   }
   let text: string;
   try {
@@ -61,4 +52,29 @@ export async function configCheck(
     problems.push(...(e.details?.length ? e.details : [e.message]));
   }
   return problems;
+}
+
+/**
+ * The tools an executor started with this configuration would register (built-in tools plus
+ * TOOL_MODULES), without connecting to Redis; problems loading them are returned, not thrown.
+ */
+export async function localRegistry(
+  config: AgentReachConfig,
+  env: Record<string, string | undefined>,
+): Promise<{ registry: ToolRegistry; problems: string[] }> {
+  // Tool factories may keep a client for later use; this one never connects.
+  const redis = new Redis(config.redisUrl, { lazyConnect: true, enableOfflineQueue: false });
+  const registry = new ToolRegistry();
+  try {
+    const modules = (env.TOOL_MODULES ?? '').split(',').filter(Boolean);
+    const factories = await loadToolModules(modules);
+    const deps = { redis, keys: createKeys(config.keyPrefix) };
+    registry.register(...createDemoTools({ ...deps, outputsDir: config.outputsDir }));
+    for (const f of factories) registry.register(...f(deps));
+    return { registry, problems: [] };
+  } catch (err) {
+    return { registry, problems: [(err as AgentReachError).message] };
+  } finally {
+    redis.disconnect();
+  }
 }

@@ -348,13 +348,65 @@ async function config(argv: string[]): Promise<number> {
     console.log(usageOf('config'));
     return sub ? EXIT.ok : EXIT.usage;
   }
-  if (sub !== 'check') throw new UsageError(`unknown config command "${sub}"; use check`);
+  if (sub === 'apply') return configApplyCommand(argv.slice(1));
+  if (sub === 'show') return configShow(argv.slice(1));
+  if (sub !== 'check') throw new UsageError(`unknown config command "${sub}"; use check, apply or show`);
   if (argv.length > 1) throw new UsageError(`config check takes no arguments, got "${argv[1]}"`);
   const { configCheck } = await import('./config-check.js');
   const problems = await configCheck(process.env, (line) => console.log(inline(line)));
   for (const p of problems) console.error(`problem: ${multiline(p)}`);
   if (problems.length === 0) console.log('no problems found');
   return problems.length ? EXIT.configProblems : EXIT.ok;
+}
+
+async function configApplyCommand(argv: string[]): Promise<number> {
+  const [file, extra] = argv;
+  if (file === undefined) throw new UsageError('config apply needs the agents file to publish');
+  if (extra !== undefined) throw new UsageError(`config apply takes one file, got "${extra}" too`);
+  const [{ openContext }, { configApply }] = await Promise.all([
+    import('./context.js'),
+    import('./config-apply.js'),
+  ]);
+  const ctx = await openContext(process.env);
+  try {
+    const outcome = await configApply(ctx, process.env, file);
+    if (outcome.published) {
+      console.log(`published configuration version ${outcome.version}`);
+      return EXIT.ok;
+    }
+    for (const p of outcome.problems) console.error(`problem: ${multiline(p)}`);
+    console.error(
+      outcome.inForce === undefined
+        ? 'refused: nothing was published; processes keep their local agents file'
+        : `refused: configuration version ${outcome.inForce} stays in force`,
+    );
+    return EXIT.configProblems;
+  } finally {
+    await ctx.close();
+  }
+}
+
+async function configShow(argv: string[]): Promise<number> {
+  if (argv.length > 0) throw new UsageError(`config show takes no arguments, got "${argv[0]}"`);
+  const [{ openContext }, { createKeys }, { readPublishedConfig }] = await Promise.all([
+    import('./context.js'),
+    import('@agent-reach/protocol'),
+    import('@agent-reach/shared'),
+  ]);
+  const ctx = await openContext(process.env);
+  try {
+    const published = await readPublishedConfig(ctx.redis, createKeys(ctx.config.keyPrefix));
+    if (!published) return notFound('published configuration (processes run on their local agents file)');
+    console.log(
+      inline(
+        `version ${published.version}, digest ${published.digest}, applied ${new Date(published.appliedAt).toISOString()} by ${published.source}`,
+      ),
+    );
+    console.log(multiline(JSON.stringify(JSON.parse(published.document), null, 2)));
+    return EXIT.ok;
+  } finally {
+    await ctx.close();
+  }
 }
 
 function notFound(what: string): number {

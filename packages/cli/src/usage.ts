@@ -31,12 +31,15 @@ Runs
 Configuration
   config check                       validate the config, the tool registry and the agents file;
                                      print each agent's reachable tools
+  config apply FILE                  validate an agents file and publish it to every running
+                                     scheduler and executor as the next configuration version
+  config show                        print the published configuration's version and document
 
 Every command reads REDIS_URL, AR_KEY_PREFIX and the rest of the environment (see the README).
 T is an ISO date or epoch milliseconds. Add --help to a command for its options.
 
 Exit codes: 0 success; 1 failure (Redis unreachable, bad configuration, a replay that failed);
-2 bad usage; 3 run or call not found; 4 config check found problems; 5 a followed run ended
+2 bad usage; 3 run or call not found; 4 config check found problems or config apply refused the file; 5 a followed run ended
 without succeeding.`;
 
 const COMMANDS = {
@@ -74,10 +77,15 @@ when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. Flags win over the envir
   approve: `Usage: agent-reach approve <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`,
   reject: `Usage: agent-reach reject <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`,
   cancel: `Usage: agent-reach cancel <run-id>`,
-  config: `Usage: agent-reach config check
+  config: `Usage: agent-reach config check | config apply FILE | config show
 
-Validates the configuration (the environment), the tool registry and the agents file, and prints
-each agent's reachable tools. Exit 4 when it finds problems.`,
+check  validates the configuration (the environment), the tool registry and the agents file, and
+       prints each agent's reachable tools. Exit 4 when it finds problems.
+apply  validates FILE (agents, budgets, tool_groups) against the tools of the live executors and
+       publishes it to Redis as the fleet's next configuration version: every scheduler and executor
+       takes it within seconds, without a restart. A file with problems is refused, every problem
+       listed, and the version in force stays (exit 4).
+show   prints the published version, when and how it was applied, and its document.`,
 } as const;
 
 /** The usage of one command. */

@@ -4,13 +4,15 @@ import {
   createLogger,
   createMetrics,
   createRedis,
-  loadAgents,
+  LiveConfig,
+  registerConfigMetrics,
   startMetricsServer,
   ToolRegistry,
   waitReady,
   type AgentReachConfig,
   type Logger,
 } from '@agent-reach/shared';
+import { createGroupLimiter } from './group-limits.js';
 import { createToolWorker, type ToolWorker } from './tool-worker.js';
 import { createDemoTools } from './tools/index.js';
 
@@ -24,6 +26,8 @@ export interface ExecutorProcess {
   readonly worker: ToolWorker;
   readonly registry: ToolRegistry;
   readonly keys: Keys;
+  /** The fleet's configuration as this process holds it (agents, tool-group limits, version). */
+  readonly config: LiveConfig;
   readonly metricsPort: number;
   readonly logger: Logger;
   close(): Promise<void>;
@@ -57,14 +61,22 @@ export async function startExecutor(
       ? options.extraTools({ redis, keys })
       : (options.extraTools ?? [])),
   );
-  const agents = loadAgents(config.agentsFile, registry.names());
+  const live = await LiveConfig.start({
+    redis,
+    keys,
+    file: config.agentsFile,
+    logger,
+    knownTools: registry.names(),
+  });
   const metricsRegistry = new Registry();
   collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_executor_' });
   const metrics = createMetrics(metricsRegistry);
+  registerConfigMetrics(metricsRegistry, live);
   const worker = createToolWorker({
     connection: redis,
     registry,
-    agents,
+    // Read at each call: a tool removed from an agent is refused from the next call on.
+    agents: live.agents,
     keys,
     logger,
     metrics,
@@ -82,6 +94,9 @@ export async function startExecutor(
       : { heartbeatIntervalMs: options.heartbeatIntervalMs }),
     ...(options.announcementTtlMs === undefined ? {} : { announcementTtlMs: options.announcementTtlMs }),
   });
+  const limiter = createGroupLimiter({ connection: redis, keys, groups: worker.groups, logger });
+  await limiter.apply(live.current().agents.toolGroups);
+  live.onChange((next) => void limiter.apply(next.agents.toolGroups));
   await worker.publishCatalog();
   const server = await startMetricsServer(metricsRegistry, config.executor.metricsPort, config.metricsHost);
   logger.info(
@@ -97,10 +112,13 @@ export async function startExecutor(
     worker,
     registry,
     keys,
+    config: live,
     metricsPort: server.port,
     logger,
     async close() {
+      await live.close();
       await worker.close();
+      await limiter.close();
       await server.close();
       await redis.quit().catch(() => undefined);
       logger.info('executor stopped');

@@ -188,6 +188,12 @@ const summaryFields = {
   iterations: Type.Number(),
   cancel_requested: Type.Boolean(),
   reason: Type.Optional(Type.String({ description: 'why the run ended, once it has' })),
+  config_version: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description: 'version of the fleet configuration the run started under (0: a local agents file)',
+    }),
+  ),
 };
 export const RunSummaryView = Type.Object(summaryFields);
 export const RunView = Type.Object({

@@ -45,6 +45,13 @@ export interface Keys {
   readonly runIndex: string;
   /** Pub/sub channel: run ids whose cancellation was requested. */
   readonly cancelChannel: string;
+  /**
+   * Hash: the fleet's published configuration — `version` (only ever increases), `document` (the
+   * validated JSON bundle: agents, tool groups, …), `digest`, `applied_at`, `source`.
+   */
+  readonly config: string;
+  /** Pub/sub channel: a new configuration version was published (the message is its version). */
+  readonly configChannel: string;
   /** String: a session's shared memory (history, summary, task stack). */
   session(sessionId: string): string;
   /** String: the run id an idempotency key created. */
@@ -70,6 +77,8 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     runCalls: (id: string) => `${prefix}:run:${id}:calls`,
     runIndex: `${prefix}:runs`,
     cancelChannel: `${prefix}:run-cancel`,
+    config: `${prefix}:config`,
+    configChannel: `${prefix}:config-events`,
     session: (id: string) => `${prefix}:session:${id}`,
     idempotency: (key: string) => `${prefix}:idem:${key}`,
   });

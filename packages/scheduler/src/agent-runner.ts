@@ -27,7 +27,10 @@ export interface AgentRunnerOptions {
   /** Producer connection; the dispatcher makes its own blocking duplicate. */
   connection: Redis;
   keys: Keys;
+  /** The agents; a live view (LiveConfig.agents) makes changes apply to the next step of every run. */
   agents: AgentsFile;
+  /** The configuration version a new run records as the one it started under. Default: none recorded. */
+  configVersion?: () => number;
   llm: LlmClient;
   logger: Logger;
   limits?: Partial<LoopLimits>;
@@ -144,6 +147,7 @@ export class AgentRunner {
       agent: req.agent,
       input: req.input,
       deadlineMs: req.deadlineMs ?? this.#opts.runDeadlineMs ?? constants.DEFAULT_RUN_DEADLINE_MS,
+      ...(this.#opts.configVersion ? { configVersion: this.#opts.configVersion() } : {}),
       ...(req.history ? { history: req.history } : {}),
       ...(req.summary ? { summary: req.summary } : {}),
       ...(req.steps ? { steps: req.steps } : {}),
@@ -167,14 +171,20 @@ export class AgentRunner {
       'llm' | 'onEvent' | 'checkpoint' | 'signal' | 'release' | 'orderedCheckpoints' | 'limits'
     > = {},
   ): Promise<RunOutcome | 'parked' | 'released'> {
-    const agent = this.#opts.agents.agents.get(state.agent);
-    if (!agent) throw new AgentReachError('AGENTS_INVALID', `unknown agent "${state.agent}"`);
+    const agents = this.#opts.agents;
+    const started = agents.agents.get(state.agent);
+    if (!started) throw new AgentReachError('AGENTS_INVALID', `unknown agent "${state.agent}"`);
+    // An agent removed from the configuration mid-run keeps its other settings but reaches no tool.
+    const removed: AgentSpec = { ...started, tools: [] };
     return runAgent(state, {
       llm: req.llm ?? this.#opts.llm,
       dispatcher: this.dispatcher,
       catalog: this.catalog,
       breakers: this.breakers,
-      agent,
+      // Read at each step, so the tools offered follow the configuration in force.
+      get agent() {
+        return agents.agents.get(state.agent) ?? removed;
+      },
       logger: this.#opts.logger,
       limits: { ...this.#opts.limits, ...req.limits },
       ...(req.onEvent ? { onEvent: req.onEvent } : {}),

@@ -6,7 +6,8 @@ import {
   createSchedulerMetrics,
   createLogger,
   createRedis,
-  loadAgents,
+  LiveConfig,
+  registerConfigMetrics,
   startMetricsServer,
   waitReady,
   type AgentReachConfig,
@@ -30,6 +31,8 @@ export interface SchedulerProcess {
   readonly metricsRegistry: Registry;
   readonly control: RunControl;
   readonly worker: RunWorker;
+  /** The fleet's configuration as this process holds it. */
+  readonly config: LiveConfig;
   readonly metricsPort: number;
   /** The HTTP API's base URL; undefined when the scheduler serves no API (no `API_KEYS`). */
   readonly apiUrl: string | undefined;
@@ -72,7 +75,9 @@ export async function startScheduler(
   const redis = createRedis(config.redisUrl, 'worker', { connectionName: `${config.keyPrefix}-scheduler` });
   await waitReady(redis, config.redisUrl);
   const keys = createKeys(config.keyPrefix);
-  const agents = loadAgents(config.agentsFile);
+  const live = await LiveConfig.start({ redis, keys, file: config.agentsFile, logger });
+  // A view that answers from the configuration in force: agents change without a restart.
+  const agents = live.agents;
   const llm = options.llm ?? llmFromConfig(config);
   const clients = new Map<string, LlmClient>();
   // Jobs added straight to the queue may name any model: keep a bounded set of clients, most recent last.
@@ -91,6 +96,7 @@ export async function startScheduler(
     connection: redis,
     keys,
     agents,
+    configVersion: () => live.current().version,
     llm,
     logger,
     limits: { compactionThresholdTokens: config.scheduler.compactionThresholdTokens },
@@ -103,6 +109,7 @@ export async function startScheduler(
   const metricsRegistry = new Registry();
   collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_scheduler_' });
   const record = recordRunMetrics(createSchedulerMetrics(metricsRegistry));
+  registerConfigMetrics(metricsRegistry, live);
   const store = new RunStore(redis, keys, {
     retentionS: config.scheduler.runRetentionS,
     retentionCount: config.scheduler.runRetentionCount,
@@ -148,7 +155,12 @@ export async function startScheduler(
       ? await startApi(config, { runner, agents, metricsRegistry, logger })
       : undefined;
   logger.info(
-    { agents: [...agents.agents.keys()], metricsPort: server.port, apiUrl: api?.server.url },
+    {
+      agents: [...agents.agents.keys()],
+      configVersion: live.current().version,
+      metricsPort: server.port,
+      apiUrl: api?.server.url,
+    },
     'scheduler started',
   );
   return {
@@ -156,6 +168,7 @@ export async function startScheduler(
     metricsRegistry,
     control,
     worker,
+    config: live,
     metricsPort: server.port,
     apiUrl: api?.server.url,
     logger,
@@ -167,6 +180,7 @@ export async function startScheduler(
       await worker.close(config.scheduler.shutdownGraceMs);
       await control.close();
       await runner.close();
+      await live.close();
       await server.close();
       await redis.quit().catch(() => undefined);
       logger.info('scheduler stopped');

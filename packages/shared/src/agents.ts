@@ -4,6 +4,7 @@ import { parse } from 'yaml';
 import { AgentReachError, NAME_PATTERN } from '@agent-reach/protocol';
 import { closestName } from './suggest.js';
 import { deepFreeze } from './config.js';
+import { GROUP_NAME_PATTERN } from './constants.js';
 
 const Ajv = AjvModule.default;
 
@@ -16,12 +17,37 @@ export interface AgentSpec {
   readonly tools: readonly string[];
   readonly allowed_topic?: readonly string[];
   readonly max_iterations?: number;
+  /** Tokens (prompt + completion, over every model call) a run of this agent may use. Default: `RUN_TOKEN_BUDGET`. */
+  readonly max_tokens?: number;
+  /** Wall-clock time a run of this agent may take, in ms. Default: `RUN_DEADLINE_MS`. */
+  readonly max_wall_time_ms?: number;
+}
+
+/** Fleet-wide limits of one tool group's queue, enforced by BullMQ across every executor. */
+export interface ToolGroupLimits {
+  /** Calls of the group running at once across the fleet. */
+  readonly concurrency?: number;
+  /** Calls of the group started per window across the fleet. */
+  readonly rate?: { readonly max: number; readonly per_ms: number };
+}
+
+/**
+ * The configuration document as validated: plain JSON, what `config apply` publishes. Other sections of
+ * the fleet's configuration join it as further top-level keys.
+ */
+export interface ConfigDocument {
+  readonly agents: readonly AgentSpec[];
+  readonly tool_groups?: Readonly<Record<string, ToolGroupLimits>>;
 }
 
 export interface AgentsFile {
   readonly agents: ReadonlyMap<string, AgentSpec>;
   /** An agent's reachable tools; empty for an unknown agent (so nothing is reachable). */
   reachable(agent: string): ReadonlySet<string>;
+  /** Limits per tool group (groups without an entry have none). */
+  readonly toolGroups: ReadonlyMap<string, ToolGroupLimits>;
+  /** The validated document the file holds, frozen. */
+  readonly document: ConfigDocument;
 }
 
 const agentsSchema = {
@@ -43,6 +69,29 @@ const agentsSchema = {
           tools: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true },
           allowed_topic: { type: 'array', items: { type: 'string' } },
           max_iterations: { type: 'integer', minimum: 1, maximum: 100 },
+          max_tokens: { type: 'integer', minimum: 100 },
+          max_wall_time_ms: { type: 'integer', minimum: 1000 },
+        },
+      },
+    },
+    tool_groups: {
+      type: 'object',
+      propertyNames: { pattern: GROUP_NAME_PATTERN.source },
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        minProperties: 1,
+        properties: {
+          concurrency: { type: 'integer', minimum: 1, maximum: 100_000 },
+          rate: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['max', 'per_ms'],
+            properties: {
+              max: { type: 'integer', minimum: 1, maximum: 1_000_000 },
+              per_ms: { type: 'integer', minimum: 1, maximum: 3_600_000 },
+            },
+          },
         },
       },
     },
@@ -73,17 +122,29 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
   if (!validateAgents(doc)) {
     for (const e of validateAgents.errors ?? []) {
       const m = /^\/agents\/(\d+)(\/.*)?$/.exec(e.instancePath);
-      const field = m ? (m[2]?.slice(1).replace(/\//g, '.') ?? '') : e.instancePath.slice(1) || '(top level)';
+      const field = m
+        ? (m[2]?.slice(1).replace(/\//g, '.') ?? '')
+        : e.instancePath.slice(1).replace(/\//g, '.') || '(top level)';
       const extra =
         e.keyword === 'additionalProperties'
           ? ` "${String((e.params as { additionalProperty: string }).additionalProperty)}"`
           : '';
       const who = m ? `${agentName(m[1])}: ` : '';
+      // A bad group name is reported once, by its propertyNames error, not again by the inner pattern.
+      if ((e as { propertyName?: string }).propertyName !== undefined) continue;
+      if (e.keyword === 'propertyNames') {
+        const name = String((e.params as { propertyName?: string }).propertyName);
+        problems.push(
+          `${file}: tool_groups: "${name}" is not a valid group name (${GROUP_NAME_PATTERN.source})`,
+        );
+        continue;
+      }
       problems.push(`${file}: ${who}${field ? `${field} ` : ''}${e.message ?? 'is invalid'}${extra}`);
     }
     throw new AgentReachError('AGENTS_INVALID', problems.join('\n'), { details: problems });
   }
-  const specs = (doc as { agents: AgentSpec[] }).agents;
+  const document = doc as ConfigDocument;
+  const specs = document.agents;
   const agents = new Map<string, AgentSpec>();
   const known = knownTools === undefined ? undefined : new Set(knownTools);
   specs.forEach((spec, i) => {
@@ -100,10 +161,16 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
   });
   if (problems.length > 0)
     throw new AgentReachError('AGENTS_INVALID', problems.join('\n'), { details: problems });
+  deepFreeze(document);
   const frozen = deepFreeze(agents);
   const reachableSets = new Map([...frozen].map(([name, spec]) => [name, new Set(spec.tools)]));
   const none: ReadonlySet<string> = new Set();
-  return { agents: frozen, reachable: (agent) => reachableSets.get(agent) ?? none };
+  return {
+    agents: frozen,
+    reachable: (agent) => reachableSets.get(agent) ?? none,
+    toolGroups: deepFreeze(new Map(Object.entries(document.tool_groups ?? {}))),
+    document,
+  };
 }
 
 export function loadAgents(file: string, knownTools?: Iterable<string>): AgentsFile {

@@ -127,6 +127,12 @@ export const CALL_START_WAIT_MS = 60_000;
 /** Grace after a started call's deadline for its executor (which aborts it then) to record a result, in ms. */
 export const DISPATCH_STARTED_GRACE_MS = 2000;
 
+// Live configuration
+/** How often every process checks the published configuration's version (a missed pub/sub message is caught then), in ms. */
+export const DEFAULT_CONFIG_POLL_MS = 2000;
+/** How often a process started from a local file (and no published configuration) checks the file for changes, in ms. */
+export const DEFAULT_CONFIG_FILE_POLL_MS = 1000;
+
 // HTTP API (served by schedulers that have API keys)
 export const DEFAULT_API_PORT = 8080;
 export const DEFAULT_API_HOST = '0.0.0.0';

@@ -13,6 +13,7 @@ export type { Logger } from './logger.js';
 export {
   createMetrics,
   createSchedulerMetrics,
+  registerConfigMetrics,
   METRIC_PREFIX,
   DURATION_BUCKETS_S,
   RUN_DURATION_BUCKETS_S,
@@ -22,7 +23,7 @@ export type { Metrics, SchedulerMetrics } from './metrics.js';
 export { loadConfig, deepFreeze } from './config.js';
 export type { AgentReachConfig } from './config.js';
 export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';
-export type { AgentSpec, AgentsFile } from './agents.js';
+export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './agents.js';
 export { isOpen } from './breaker-state.js';
 export { liveAnnouncements, redisTimeMs } from './executor-presence.js';
 export type { ExecutorAnnouncement } from './executor-presence.js';
@@ -33,3 +34,5 @@ export { exitOnSignals } from './shutdown.js';
 export { redisUnavailable } from './redis-errors.js';
 export { runJobOptions } from './run-job-options.js';
 export { runJobProblems } from './run-job-schema.js';
+export { LiveConfig, publishConfig, readPublishedConfig, configDigest } from './live-config.js';
+export type { FleetConfig, PublishedConfig, LiveConfigOptions } from './live-config.js';

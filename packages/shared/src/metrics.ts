@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import type { ToolGroupLimits } from './agents.js';
 
 export const METRIC_PREFIX = 'agent_reach_';
 
@@ -161,3 +162,56 @@ export function createSchedulerMetrics(registry: Registry) {
 }
 
 export type SchedulerMetrics = ReturnType<typeof createSchedulerMetrics>;
+
+/**
+ * Gauges of the configuration a process runs under, read at each scrape: its version, and the fleet-wide
+ * limits of each tool group it declares (a group without a limit has no series).
+ */
+export function registerConfigMetrics(
+  registry: Registry,
+  config: {
+    current(): {
+      version: number;
+      agents: { toolGroups: ReadonlyMap<string, ToolGroupLimits> };
+    };
+  },
+): void {
+  const registers = [registry];
+  new Gauge({
+    name: `${METRIC_PREFIX}config_version`,
+    help: 'Version of the fleet configuration this process runs under (0: its local file, nothing published).',
+    registers,
+    collect() {
+      this.set(config.current().version);
+    },
+  });
+  const perGroup = (read: (limits: ToolGroupLimits) => number | undefined) =>
+    function (this: Gauge<'group'>) {
+      this.reset();
+      for (const [group, limits] of config.current().agents.toolGroups) {
+        const value = read(limits);
+        if (value !== undefined) this.set({ group }, value);
+      }
+    };
+  new Gauge({
+    name: `${METRIC_PREFIX}tool_group_concurrency_limit`,
+    help: 'Calls of a tool group allowed to run at once across the fleet (BullMQ global concurrency).',
+    labelNames: ['group'] as const,
+    registers,
+    collect: perGroup((l) => l.concurrency),
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}tool_group_rate_limit_max`,
+    help: 'Calls of a tool group allowed to start per rate window across the fleet (BullMQ global rate limit).',
+    labelNames: ['group'] as const,
+    registers,
+    collect: perGroup((l) => l.rate?.max),
+  });
+  new Gauge({
+    name: `${METRIC_PREFIX}tool_group_rate_limit_window_seconds`,
+    help: "Length of a tool group's rate window.",
+    labelNames: ['group'] as const,
+    registers,
+    collect: perGroup((l) => (l.rate ? l.rate.per_ms / 1000 : undefined)),
+  });
+}

@@ -26,6 +26,7 @@ export function summaryView(s: RunSummary): RunSummaryView {
     iterations: num(s.iterations),
     cancel_requested: s.cancelRequested === true,
     ...(s.reason ? { reason: s.reason } : {}),
+    ...(s.configVersion === undefined ? {} : { config_version: s.configVersion }),
   };
 }
 
@@ -48,6 +49,7 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
     ),
     // The state is the newer record when the listing lags a step behind.
     status: state.status,
+    ...(state.configVersion === undefined ? {} : { config_version: state.configVersion }),
     input: state.input,
     ...(state.sessionId ? { session_id: state.sessionId } : {}),
     ...(state.metadata ? { metadata: state.metadata } : {}),

@@ -40,6 +40,8 @@ export interface RunState {
   sessionId?: string;
   /** Caller-supplied labels, kept with the run. */
   metadata?: Record<string, string>;
+  /** Version of the fleet configuration the run started under (0: a local agents file). */
+  configVersion?: number;
   /** Calls waiting for, or decided by, a person, by tool call id. */
   approvals: Record<string, Approval>;
   status: RunStatus;
@@ -90,6 +92,7 @@ export function createRunState(init: {
   steps?: TaskStep[];
   sessionId?: string;
   metadata?: Record<string, string>;
+  configVersion?: number;
   now?: number;
 }): RunState {
   const now = init.now ?? Date.now();
@@ -101,6 +104,7 @@ export function createRunState(init: {
     input: init.input,
     ...(init.sessionId ? { sessionId: init.sessionId } : {}),
     ...(init.metadata ? { metadata: init.metadata } : {}),
+    ...(init.configVersion === undefined ? {} : { configVersion: init.configVersion }),
     approvals: {},
     status: 'queued',
     createdAt: now,

@@ -17,6 +17,8 @@ export interface RunSummary {
   sessionId?: string;
   reason?: string;
   cancelRequested?: boolean;
+  /** Version of the fleet configuration the run started under. */
+  configVersion?: number;
 }
 
 export interface RunListFilter {
@@ -403,6 +405,7 @@ function metaFields(state: RunState): Record<string, string> {
     iterations: String(state.iterations),
     ...(state.sessionId ? { sessionId: state.sessionId } : {}),
     ...(state.outcome ? { reason: state.outcome.reason } : {}),
+    ...(state.configVersion === undefined ? {} : { configVersion: String(state.configVersion) }),
   };
 }
 
@@ -418,6 +421,9 @@ function toSummary(meta: Record<string, string>): RunSummary {
     ...(meta.sessionId ? { sessionId: meta.sessionId } : {}),
     ...(meta.reason ? { reason: meta.reason } : {}),
     ...(meta.cancel_requested === '1' ? { cancelRequested: true } : {}),
+    ...(meta.configVersion !== undefined && /^\d{1,15}$/.test(meta.configVersion)
+      ? { configVersion: Number(meta.configVersion) }
+      : {}),
   };
 }
 

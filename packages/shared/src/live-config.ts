@@ -1,0 +1,287 @@
+import { createHash } from 'node:crypto';
+import { unwatchFile, watchFile, type Stats } from 'node:fs';
+import type { Redis } from 'ioredis';
+import { loadAgents, parseAgents, type AgentSpec, type AgentsFile, type ConfigDocument } from './agents.js';
+import { DEFAULT_CONFIG_FILE_POLL_MS, DEFAULT_CONFIG_POLL_MS } from './constants.js';
+import { AgentReachError, type Keys } from '@agent-reach/protocol';
+import type { Logger } from './logger.js';
+
+/** One version of the fleet's configuration, as a process holds it. */
+export interface FleetConfig {
+  /** The published version; 0 while the process runs on its local file (nothing published yet). */
+  readonly version: number;
+  /** sha256 (hex, first 16) of the canonical document: tells two file versions apart. */
+  readonly digest: string;
+  readonly source: 'file' | 'published';
+  readonly agents: AgentsFile;
+}
+
+/** What a published configuration looks like in Redis (`keys.config`). */
+export interface PublishedConfig {
+  version: number;
+  document: string;
+  digest: string;
+  appliedAt: number;
+  source: string;
+}
+
+export interface LiveConfigOptions {
+  /** A command connection; the subscription uses a duplicate of it. */
+  redis: Redis;
+  keys: Keys;
+  /** The local agents file, used while no configuration is published. */
+  file: string;
+  logger: Logger;
+  /**
+   * Tools this process registers: a local file naming another one is refused; a published configuration
+   * naming one is logged (the fleet's catalog was checked when it was applied; the tool stays unknown here).
+   */
+  knownTools?: Iterable<string>;
+  /** How often the published version is checked, in ms. Default DEFAULT_CONFIG_POLL_MS. */
+  pollMs?: number;
+  /** How often the local file is checked while it is in force, in ms. Default DEFAULT_CONFIG_FILE_POLL_MS. */
+  filePollMs?: number;
+}
+
+/** The digest of a configuration document (key order as written). */
+export function configDigest(document: ConfigDocument): string {
+  return createHash('sha256').update(JSON.stringify(document)).digest('hex').slice(0, 16);
+}
+
+/**
+ * Publishes a validated document as the fleet's next configuration version and tells every process.
+ * Returns the new version. Validation is the caller's: publish only what `parseAgents` accepted.
+ */
+export async function publishConfig(
+  redis: Redis,
+  keys: Keys,
+  document: ConfigDocument,
+  source: string,
+): Promise<number> {
+  const json = JSON.stringify(document);
+  // Version and document change in one transaction: a reader never sees a version with another's document.
+  const replies = await redis
+    .multi()
+    .hincrby(keys.config, 'version', 1)
+    .hset(keys.config, {
+      document: json,
+      digest: configDigest(document),
+      applied_at: String(Date.now()),
+      source: source.slice(0, 200),
+    })
+    .exec();
+  const version = Number(replies?.[0]?.[1]);
+  if (replies?.some(([err]) => err) || !Number.isInteger(version)) {
+    throw new AgentReachError('CONFIG_INVALID', 'the configuration could not be published');
+  }
+  await redis.publish(keys.configChannel, String(version));
+  return version;
+}
+
+/** The published configuration, or undefined when none was ever published. */
+export async function readPublishedConfig(redis: Redis, keys: Keys): Promise<PublishedConfig | undefined> {
+  const h = await redis.hgetall(keys.config);
+  const version = Number(h.version);
+  if (!h.document || !Number.isInteger(version) || version < 1) return undefined;
+  return {
+    version,
+    document: h.document,
+    digest: h.digest ?? '',
+    appliedAt: Number(h.applied_at ?? 0),
+    source: h.source ?? '',
+  };
+}
+
+/**
+ * The fleet's configuration as it changes while the process runs. Precedence: a published configuration
+ * (`agent-reach config apply`) always wins; the local file is in force only while nothing is published,
+ * and then a valid change of the file is taken up (each process re-reads its own file). A version that
+ * does not validate is never taken: the one in force stays, and the problems are logged. Swaps are atomic:
+ * `current()` returns one whole version, and the `agents` view reads the newest at each access.
+ */
+export class LiveConfig {
+  readonly #opts: LiveConfigOptions;
+  #current: FleetConfig;
+  readonly #listeners = new Set<(next: FleetConfig, previous: FleetConfig) => void>();
+  #subscriber: Redis | undefined;
+  #poll: NodeJS.Timeout | undefined;
+  #watching = false;
+  #refreshing: Promise<void> | undefined;
+  #closed = false;
+  /** A published version this process could not take (logged once, not on every poll). */
+  #refused: number | undefined;
+  /** An AgentsFile that always answers from the configuration in force. */
+  readonly agents: AgentsFile;
+
+  private constructor(opts: LiveConfigOptions, initial: FleetConfig) {
+    this.#opts = opts;
+    this.#current = initial;
+    const now = () => this.#current.agents;
+    this.agents = {
+      get agents() {
+        return now().agents;
+      },
+      reachable: (agent) => now().reachable(agent),
+      get toolGroups() {
+        return now().toolGroups;
+      },
+      get document() {
+        return now().document;
+      },
+    };
+  }
+
+  /**
+   * Reads the published configuration (or, when none is published, the file: then an invalid file is a
+   * start-up error), subscribes to new versions and starts polling as a fallback.
+   */
+  static async start(opts: LiveConfigOptions): Promise<LiveConfig> {
+    const published = await readPublishedConfig(opts.redis, opts.keys);
+    const initial = published ? parsePublished(published, opts) : fromFile(opts.file, opts.knownTools);
+    const live = new LiveConfig(opts, initial);
+    await live.#subscribe();
+    live.#poll = setInterval(() => void live.refresh(), opts.pollMs ?? DEFAULT_CONFIG_POLL_MS);
+    live.#poll.unref();
+    if (!published) live.#watchFile();
+    opts.logger.info({ configVersion: initial.version, source: initial.source }, 'configuration loaded');
+    return live;
+  }
+
+  current(): FleetConfig {
+    return this.#current;
+  }
+
+  /** Calls `listener` after every swap; returns a function that removes it. */
+  onChange(listener: (next: FleetConfig, previous: FleetConfig) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Checks for a newer published version now and takes it if it validates. */
+  refresh(): Promise<void> {
+    this.#refreshing ??= this.#refreshPublished().finally(() => {
+      this.#refreshing = undefined;
+    });
+    return this.#refreshing;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#poll);
+    this.#unwatchFile();
+    await this.#refreshing;
+    if (this.#subscriber) await this.#subscriber.quit().catch(() => this.#subscriber?.disconnect());
+  }
+
+  async #refreshPublished(): Promise<void> {
+    if (this.#closed) return;
+    const log = this.#opts.logger;
+    const isNewer = (version: number) =>
+      Number.isInteger(version) &&
+      version >= 1 &&
+      version !== this.#refused &&
+      (this.#current.source === 'file' || version > this.#current.version);
+    let published: PublishedConfig | undefined;
+    try {
+      if (!isNewer(Number(await this.#opts.redis.hget(this.#opts.keys.config, 'version')))) return;
+      published = await readPublishedConfig(this.#opts.redis, this.#opts.keys);
+    } catch (err) {
+      log.warn({ err }, 'could not read the published configuration; keeping the one in force');
+      return;
+    }
+    if (!published || !isNewer(published.version) || this.#closed) return;
+    let next: FleetConfig;
+    try {
+      next = parsePublished(published, this.#opts);
+    } catch (err) {
+      const e = err as AgentReachError;
+      log.error(
+        { configVersion: published.version, problems: e.details ?? [e.message] },
+        'published configuration refused; keeping the one in force',
+      );
+      this.#refused = published.version;
+      return;
+    }
+    this.#unwatchFile();
+    this.#swap(next);
+  }
+
+  #swap(next: FleetConfig): void {
+    const previous = this.#current;
+    this.#current = next;
+    this.#opts.logger.info(
+      { configVersion: next.version, digest: next.digest, previousVersion: previous.version },
+      'configuration changed',
+    );
+    for (const listener of this.#listeners) {
+      try {
+        listener(next, previous);
+      } catch (err) {
+        this.#opts.logger.error({ err }, 'a configuration listener failed');
+      }
+    }
+  }
+
+  async #subscribe(): Promise<void> {
+    const sub = this.#opts.redis.duplicate();
+    this.#subscriber = sub;
+    sub.on('error', (err: unknown) =>
+      this.#opts.logger.warn({ err }, 'configuration subscription error; polling continues'),
+    );
+    sub.on('message', () => void this.refresh());
+    await sub.subscribe(this.#opts.keys.configChannel);
+  }
+
+  #watchFile(): void {
+    this.#watching = true;
+    watchFile(
+      this.#opts.file,
+      { interval: this.#opts.filePollMs ?? DEFAULT_CONFIG_FILE_POLL_MS, persistent: false },
+      this.#onFile,
+    );
+  }
+
+  #unwatchFile(): void {
+    if (!this.#watching) return;
+    this.#watching = false;
+    unwatchFile(this.#opts.file, this.#onFile);
+  }
+
+  readonly #onFile = (now: Stats, before: Stats): void => {
+    if (this.#closed || this.#current.source !== 'file' || now.mtimeMs === before.mtimeMs) return;
+    let next: FleetConfig;
+    try {
+      next = fromFile(this.#opts.file, this.#opts.knownTools);
+    } catch (err) {
+      const e = err as AgentReachError;
+      this.#opts.logger.error(
+        { file: this.#opts.file, problems: e.details ?? [e.message] },
+        'changed agents file refused; keeping the configuration in force',
+      );
+      return;
+    }
+    if (next.digest !== this.#current.digest) this.#swap(next);
+  };
+}
+
+function fromFile(file: string, knownTools?: Iterable<string>): FleetConfig {
+  const agents = loadAgents(file, knownTools);
+  return { version: 0, digest: configDigest(agents.document), source: 'file', agents };
+}
+
+function parsePublished(published: PublishedConfig, opts: LiveConfigOptions): FleetConfig {
+  const agents = parseAgents(published.document, `configuration version ${published.version}`);
+  if (opts.knownTools) {
+    const known = new Set(opts.knownTools);
+    const unknown = [...agents.agents.values()].flatMap((a: AgentSpec) =>
+      a.tools.filter((t) => !known.has(t)).map((t) => `${a.name}: ${t}`),
+    );
+    if (unknown.length > 0) {
+      opts.logger.warn(
+        { configVersion: published.version, unknown },
+        'the configuration names tools this process does not register',
+      );
+    }
+  }
+  return { version: published.version, digest: published.digest, source: 'published', agents };
+}
