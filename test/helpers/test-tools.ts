@@ -112,6 +112,21 @@ export default function testTools({ redis, keys }: { redis: Redis; keys: Keys })
       handler: ({ value }) => ({ echo: value, pid: process.pid }),
     }),
     defineTool({
+      name: 'limited_work',
+      description:
+        'Works `ms` milliseconds in the "limited" group, recording when it started and ended and in which process. Test tool.',
+      parameters: Type.Object({ ms: Type.Integer({ minimum: 0 }) }, { additionalProperties: false }),
+      group: 'limited',
+      timeoutMs: 10_000,
+      retry: { maxAttempts: 1 },
+      handler: async ({ ms }) => {
+        const started = Date.now();
+        await new Promise((r) => setTimeout(r, ms));
+        await redis.rpush(k('limited:spans'), `${started}|${Date.now()}|${process.pid}`);
+        return { started };
+      },
+    }),
+    defineTool({
       name: 'needs_approval',
       description: 'Does something a person must approve first. Test tool.',
       parameters: Type.Object({}, { additionalProperties: false }),
