@@ -36,7 +36,7 @@ export interface AgentRunnerOptions {
   limits?: Partial<LoopLimits>;
   /** How long to wait at start for executors to publish every tool the agents name, in ms. Default 30 000. */
   catalogWaitMs?: number;
-  /** Wall-clock budget of one run, in ms. Default 10 minutes. */
+  /** Wall-clock budget of a run whose agent sets no `max_wall_time_ms`, in ms. Default 10 minutes. */
   runDeadlineMs?: number;
   /** See DispatcherOptions.startWaitMs. */
   toolStartWaitMs?: number;
@@ -146,7 +146,11 @@ export class AgentRunner {
       traceId: req.traceId ?? randomUUID().replace(/-/g, ''),
       agent: req.agent,
       input: req.input,
-      deadlineMs: req.deadlineMs ?? this.#opts.runDeadlineMs ?? constants.DEFAULT_RUN_DEADLINE_MS,
+      deadlineMs:
+        req.deadlineMs ??
+        this.#opts.agents.agents.get(req.agent)?.max_wall_time_ms ??
+        this.#opts.runDeadlineMs ??
+        constants.DEFAULT_RUN_DEADLINE_MS,
       ...(this.#opts.configVersion ? { configVersion: this.#opts.configVersion() } : {}),
       ...(req.history ? { history: req.history } : {}),
       ...(req.summary ? { summary: req.summary } : {}),
@@ -186,7 +190,7 @@ export class AgentRunner {
         return agents.agents.get(state.agent) ?? removed;
       },
       logger: this.#opts.logger,
-      limits: { ...this.#opts.limits, ...req.limits },
+      limits: agentLimits(started, this.#opts.limits, req.limits),
       ...(req.onEvent ? { onEvent: req.onEvent } : {}),
       ...(req.checkpoint ? { checkpoint: req.checkpoint } : {}),
       ...(req.signal ? { signal: req.signal } : {}),
@@ -199,4 +203,17 @@ export class AgentRunner {
     await this.dispatcher.close();
     await this.breakers.close();
   }
+}
+
+/** A run's limits: the run's own, then its agent's budgets, then the runner's (environment) defaults. */
+function agentLimits(
+  agent: AgentSpec,
+  runner: Partial<LoopLimits> = {},
+  run: Partial<LoopLimits> = {},
+): Partial<LoopLimits> {
+  return {
+    ...runner,
+    ...(agent.max_tokens === undefined ? {} : { tokenBudget: agent.max_tokens }),
+    ...run,
+  };
 }

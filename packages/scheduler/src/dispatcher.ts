@@ -15,6 +15,24 @@ import {
 import { constants, type Logger } from '@agent-reach/shared';
 import type { ToolCatalog } from './tool-catalog.js';
 
+/**
+ * How long a call may take from its publication, in ms: the deadline the executor receives, which stops
+ * its attempts and the retries between them. The tool's worst case (every attempt and backoff, plus
+ * slack), but never more than RETRY_WINDOW_SHARE_OF_RUN of the run's remaining time — except that a call
+ * always gets one attempt's timeout (within the run's time), so that it can run once.
+ */
+export function callWindowMs(call: {
+  worstCaseMs: number;
+  attemptMs: number;
+  /** Time left before the run's deadline; unset: no cap. */
+  runRemainingMs?: number;
+}): number {
+  if (call.runRemainingMs === undefined) return call.worstCaseMs;
+  const remaining = Math.max(0, call.runRemainingMs);
+  const share = Math.floor(remaining * constants.RETRY_WINDOW_SHARE_OF_RUN);
+  return Math.max(1, Math.min(call.worstCaseMs, Math.max(share, Math.min(call.attemptMs, remaining))));
+}
+
 /** One call of a model turn. */
 export interface DispatchCall {
   toolCallId: string;
@@ -188,7 +206,7 @@ export class Dispatcher {
     }
   }
 
-  /** The job of one call, with a deadline from its tool's worst case. */
+  /** The job of one call, with a deadline from its tool's worst case, capped by the run's remaining time. */
   #job(
     run: DispatchRun,
     call: DispatchCall,
@@ -196,7 +214,13 @@ export class Dispatcher {
   ): { queue: string; name: string; data: ToolCallJob; opts: object } {
     const { keys, catalog } = this.#opts;
     const deadline =
-      now + catalog.worstCaseMs(call.name) + (this.#opts.slackMs ?? constants.DEFAULT_DISPATCH_SLACK_MS);
+      now +
+      callWindowMs({
+        worstCaseMs:
+          catalog.worstCaseMs(call.name) + (this.#opts.slackMs ?? constants.DEFAULT_DISPATCH_SLACK_MS),
+        attemptMs: catalog.get(call.name)?.timeoutMs ?? constants.DEFAULT_TOOL_TIMEOUT_MS,
+        ...(run.deadlineAt === undefined ? {} : { runRemainingMs: run.deadlineAt - now }),
+      });
     return {
       queue: keys.toolQueue(catalog.group(call.name)),
       name: call.name,

@@ -1,4 +1,4 @@
-export { Dispatcher } from './dispatcher.js';
+export { Dispatcher, callWindowMs } from './dispatcher.js';
 export type { DispatchCall, DispatchRun, DispatcherOptions } from './dispatcher.js';
 export { ToolCatalog } from './tool-catalog.js';
 export { BreakerView } from './breaker-view.js';

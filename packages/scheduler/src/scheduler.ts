@@ -99,7 +99,11 @@ export async function startScheduler(
     configVersion: () => live.current().version,
     llm,
     logger,
-    limits: { compactionThresholdTokens: config.scheduler.compactionThresholdTokens },
+    limits: {
+      compactionThresholdTokens: config.scheduler.compactionThresholdTokens,
+      tokenBudget: config.scheduler.runTokenBudget,
+    },
+    runDeadlineMs: config.scheduler.runDeadlineMs,
     toolStartWaitMs: config.scheduler.toolStartWaitMs,
   });
   const refresh = setInterval(() => {

@@ -52,6 +52,10 @@ export interface AgentReachConfig {
     readonly queueSampleIntervalMs: number;
     /** How long a tool call no executor has started may wait (republished) before it is `unavailable`, in ms. */
     readonly toolStartWaitMs: number;
+    /** Tokens a run may use, for agents that set no `max_tokens`. */
+    readonly runTokenBudget: number;
+    /** Wall-clock budget of a run, in ms, for agents that set no `max_wall_time_ms`. */
+    readonly runDeadlineMs: number;
   };
   /** The HTTP API; a scheduler serves it only when `keys` has at least one key. */
   readonly api: {
@@ -112,6 +116,8 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['LLM_MAX_RETRIES', 'scheduler.llmMaxRetries'],
   ['QUEUE_SAMPLE_INTERVAL_MS', 'scheduler.queueSampleIntervalMs'],
   ['TOOL_START_WAIT_MS', 'scheduler.toolStartWaitMs'],
+  ['RUN_TOKEN_BUDGET', 'scheduler.runTokenBudget'],
+  ['RUN_DEADLINE_MS', 'scheduler.runDeadlineMs'],
   ['API_KEYS', 'api.keys'],
   ['API_PORT', 'api.port'],
   ['API_HOST', 'api.host'],
@@ -196,6 +202,8 @@ const schema = {
           default: C.DEFAULT_QUEUE_SAMPLE_INTERVAL_MS,
         },
         toolStartWaitMs: { type: 'integer', minimum: 0, default: C.CALL_START_WAIT_MS },
+        runTokenBudget: { type: 'integer', minimum: 100, default: C.DEFAULT_RUN_TOKEN_BUDGET },
+        runDeadlineMs: { type: 'integer', minimum: 1000, default: C.DEFAULT_RUN_DEADLINE_MS },
       },
     },
     api: {

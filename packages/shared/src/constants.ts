@@ -60,6 +60,11 @@ export const EXECUTOR_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 // Dispatcher
 /** Slack added to a call's worst-case running time before the dispatcher gives up on its result. */
 export const DEFAULT_DISPATCH_SLACK_MS = 5000;
+/**
+ * Largest share of a run's remaining time one tool call (its attempts and the retries between them) may
+ * take: the deadline the executor receives is capped by it (seeds: a retry window of at most 20%).
+ */
+export const RETRY_WINDOW_SHARE_OF_RUN = 0.2;
 /** Largest number of replies taken from the reply list per round trip. */
 export const REPLY_BATCH_SIZE = 256;
 /** How long one blocking read of the reply list waits before it re-checks for shutdown, in seconds. */
