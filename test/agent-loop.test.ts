@@ -99,18 +99,21 @@ describe('agent loop self-healing and guards (llm-sim over HTTP, real Redis and 
 
   it('shows the plan as a task stack in every request of a five-step task, ticking steps off', async () => {
     const plan = ['weather in 上海', 'weather in 北京', 'order ORD-100001', 'order ORD-100002', 'echo done'];
-    const { outcome } = await h.run({
-      name: 'five-steps',
-      plan,
-      turns: [
-        { tool_calls: [{ name: 'query_weather', arguments: { city: '上海' } }] },
-        { tool_calls: [{ name: 'query_weather', arguments: { city: '北京' } }] },
-        { tool_calls: [{ name: 'query_order_status', arguments: { order_id: 'ORD-100001' } }] },
-        { tool_calls: [{ name: 'query_order_status', arguments: { order_id: 'ORD-100002' } }] },
-        { tool_calls: [{ name: 'noop', arguments: { value: 'done' } }] },
-        { content: 'all five done' },
-      ],
-    });
+    const { outcome } = await h.run(
+      {
+        name: 'five-steps',
+        plan,
+        turns: [
+          { tool_calls: [{ name: 'query_weather', arguments: { city: '上海' } }] },
+          { tool_calls: [{ name: 'query_weather', arguments: { city: '北京' } }] },
+          { tool_calls: [{ name: 'query_order_status', arguments: { order_id: 'ORD-100001' } }] },
+          { tool_calls: [{ name: 'query_order_status', arguments: { order_id: 'ORD-100002' } }] },
+          { tool_calls: [{ name: 'noop', arguments: { value: 'done' } }] },
+          { content: 'all five done' },
+        ],
+      },
+      { input: '先查上海和北京的天气，再查订单 ORD-100001 和 ORD-100002，最后回一句 done' },
+    );
     expect(outcome.status).toBe('succeeded');
     const requests = h.turns('five-steps');
     expect(requests).toHaveLength(6);
@@ -120,6 +123,43 @@ describe('agent loop self-healing and guards (llm-sim over HTTP, real Redis and 
       plan.forEach((step) => expect(text).toContain(step));
       expect(text.match(/\[x\]/g) ?? []).toHaveLength(i);
     });
+  });
+
+  it('asks a simple question and a one-tool request without a plan call, with the default iteration limit', async () => {
+    for (const [name, input, intent] of [
+      ['greeting', '你好', 'simple'],
+      ['one-lookup', '上海周末天气怎么样？', 'single_tool'],
+    ] as const) {
+      const { outcome, state, events } = await h.run(
+        { name, plan: ['a plan nobody should ask for'], turns: [{ content: 'answered' }] },
+        { input },
+      );
+      expect(outcome.status).toBe('succeeded');
+      expect(state.intent?.intent).toBe(intent);
+      expect(events[0]).toMatchObject({ type: 'run_started', intent });
+      expect(events.some((e) => e.type === 'plan')).toBe(false);
+      expect(h.sim.requests.filter((r) => r.scenario === name)).toHaveLength(1);
+      expect(state.plan).toEqual({ requested: false, steps: [] });
+    }
+  });
+
+  it('gives a multi-step request a plan call and 15 model turns, where a simple one keeps 10', async () => {
+    const turns = Array.from({ length: 16 }, (_, i) => ({
+      tool_calls: [{ name: 'noop', arguments: { value: `step ${i}` } }],
+    }));
+    const { outcome, state } = await h.run(
+      { name: 'long-multi-step', plan: ['check', 'write'], turns: [...turns, { content: 'never' }] },
+      { input: 'check the weather in 上海 and 北京, then write the plan to a file' },
+    );
+    expect(state.intent?.intent).toBe('multi_step');
+    expect(state.plan.requested).toBe(true);
+    expect(outcome).toMatchObject({ status: 'not_converged', reason: 'max_iterations', iterations: 15 });
+    // A simple request keeps the default of 10.
+    const simple = await h.run(
+      { name: 'long-simple', turns: [...turns, { content: 'never' }] },
+      { input: 'hello' },
+    );
+    expect(simple.outcome).toMatchObject({ reason: 'max_iterations', iterations: 10 });
   });
 
   it('compacts the history past the token threshold, keeping the task stack above the summary', async () => {
@@ -132,7 +172,10 @@ describe('agent loop self-healing and guards (llm-sim over HTTP, real Redis and 
         plan: ['fetch rows', 'fetch more rows', 'summarize'],
         turns: [...turns, { content: 'compacted fine' }],
       },
-      { limits: { compactionThresholdTokens: 1500, compactionKeepRounds: 1 } },
+      {
+        input: 'fetch rows, then fetch more rows, then summarize them',
+        limits: { compactionThresholdTokens: 1500, compactionKeepRounds: 1 },
+      },
     );
     expect(outcome).toMatchObject({ status: 'succeeded', answer: 'compacted fine' });
     const compactions = events.filter((e) => e.type === 'compaction');
@@ -140,7 +183,7 @@ describe('agent loop self-healing and guards (llm-sim over HTTP, real Redis and 
     for (const c of compactions) {
       if (c.type !== 'compaction') continue;
       expect(c.after_tokens).toBeLessThan(c.before_tokens);
-      expect(c.summary.goal).toBe('do the compaction task');
+      expect(c.summary.goal).toBe('fetch rows, then fetch more rows, then summarize them');
       expect(c.summary.done.length).toBeGreaterThan(0);
       expect(c.summary.done[0]).toMatchObject({ tool: 'big_result', ok: true });
     }

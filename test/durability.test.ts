@@ -110,8 +110,12 @@ describe('durability: calls that never start, shutdown with work in flight, rete
     const first = startSchedulerChild(env);
     children.push(first);
     await first.ready;
-    const runId = await h.control.start({ agent: 'test_agent', input: 'stuck', model: 'stuck-model' });
-    // The plan is recorded just before the turn's model call, the one that hangs.
+    const runId = await h.control.start({
+      agent: 'test_agent',
+      input: 'check the weather, then write it to a file',
+      model: 'stuck-model',
+    });
+    // A multi-step request: its plan is recorded just before the turn's model call, the one that hangs.
     await waitFor(
       async () => (await h!.control.events(runId)).some((e) => e.event.type === 'plan'),
       15_000,

@@ -291,19 +291,22 @@ describe('malformed model answers never hang or mislead (llm-sim over HTTP, real
   });
 
   it('drops plan steps naming unreachable tools and ticks a step only by a call of its own tool', async () => {
-    const { outcome, events } = await h.run({
-      name: 'planned-tools',
-      plan: [
-        { title: 'look up the weather', tool: 'query_weather' },
-        { title: 'mail the result', tool: 'send_email' },
-        { title: 'check the order', tool: 'query_order_status' },
-      ],
-      turns: [
-        { tool_calls: [noop('unrelated')] },
-        { tool_calls: [{ name: 'query_weather', arguments: { city: '上海' } }] },
-        { content: 'weather done, order left' },
-      ],
-    });
+    const { outcome, events } = await h.run(
+      {
+        name: 'planned-tools',
+        plan: [
+          { title: 'look up the weather', tool: 'query_weather' },
+          { title: 'mail the result', tool: 'send_email' },
+          { title: 'check the order', tool: 'query_order_status' },
+        ],
+        turns: [
+          { tool_calls: [noop('unrelated')] },
+          { tool_calls: [{ name: 'query_weather', arguments: { city: '上海' } }] },
+          { content: 'weather done, order left' },
+        ],
+      },
+      { input: 'look up the weather, mail me the result, then check my order' },
+    );
     expect(outcome.status).toBe('succeeded');
     const plan = events.find((e) => e.type === 'plan') as Extract<RunEvent, { type: 'plan' }>;
     expect(plan.dropped).toEqual([{ title: 'mail the result', tool: 'send_email' }]);

@@ -7,9 +7,24 @@ import {
   type TaskStep,
 } from './run-outcome.js';
 
+/**
+ * What a request asks for, decided before the first model call: answered from knowledge, one tool
+ * call, or several (only those get a plan).
+ */
+export type RunIntent = 'simple' | 'single_tool' | 'multi_step';
+
 /** Everything that happens in a run, in order; each event gets `at` (epoch ms) when it is emitted. */
 export type RunEventBody =
-  | { type: 'run_started'; agent: string; input: string; model: string }
+  | {
+      type: 'run_started';
+      agent: string;
+      input: string;
+      model: string;
+      /** How the request was classified before the first model call (absent in older records). */
+      intent?: RunIntent;
+      /** The signals that decided it (stable words, e.g. `sequence`, `one_tool`). */
+      intent_signals?: string[];
+    }
   | {
       type: 'plan';
       steps: TaskStep[];

@@ -45,7 +45,7 @@ export type { RunStatus, FinalStatus } from './run-status.js';
 export { readStepRecord } from './run-outcome.js';
 export type { TaskStep, CompactionSummary, StepRecord, Usage, GuardName, RunOutcome } from './run-outcome.js';
 export { RUN_EVENT_TYPES, readEvent } from './events.js';
-export type { RunEvent, RunEventBody, RunEventType } from './events.js';
+export type { RunEvent, RunEventBody, RunEventType, RunIntent } from './events.js';
 export { API_ERRORS, API_ERROR_CODES, isApiErrorCode } from './api-errors.js';
 export type { ApiErrorCode } from './api-errors.js';
 export {

@@ -61,3 +61,5 @@ export {
 export type { QueueSampler, QueueSamplerOptions } from './queue-sampler.js';
 export { createApiServer, startApiServer, ApiError, BOARD_PATH, summaryView } from './api/index.js';
 export type { ApiServer, ApiServerDeps, ApiServerOptions, ApiKeyConfig, ApiErrorBody } from './api/index.js';
+export { classifyIntent, INTENTS } from './agent-loop/intent.js';
+export type { Intent, IntentDecision, IntentTool } from './agent-loop/intent.js';

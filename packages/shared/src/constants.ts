@@ -72,6 +72,8 @@ export const REPLY_BLOCK_S = 1;
 
 // Agent loop
 export const DEFAULT_MAX_ITERATIONS = 10;
+/** Model turns of a run whose request is classified multi-step (seeds: 10, relaxed to 15), unless its agent sets its own. */
+export const DEFAULT_MAX_ITERATIONS_MULTI_STEP = 15;
 export const DEFAULT_MAX_OUTPUT_TOKENS = 2000;
 export const DEFAULT_COMPACTION_THRESHOLD_TOKENS = 40_000;
 /** Tool rounds kept verbatim after a compaction (the rest is folded into the summary). */

@@ -6,6 +6,7 @@ import type { LlmClient } from '../llm.js';
 import type { RunState } from '../runs/run-state.js';
 import type { ToolCatalog } from '../tool-catalog.js';
 import type { RunEvent, StepKind } from './events.js';
+import type { Intent } from './intent.js';
 import type { GuardLimits } from './guards.js';
 
 export interface LoopLimits extends GuardLimits {
@@ -13,7 +14,7 @@ export interface LoopLimits extends GuardLimits {
   compactionThresholdTokens: number;
   /** Model turns kept verbatim by a compaction. Default 2. */
   compactionKeepRounds: number;
-  /** Ask the model for a plan before the first turn. Default true. */
+  /** Ask the model for a plan before the first turn of a request classified multi-step. Default true. */
   planning: boolean;
 }
 
@@ -51,9 +52,19 @@ export interface AgentLoopDeps {
   release?: AbortSignal;
 }
 
-export function resolveLimits(agent: AgentSpec, limits: Partial<LoopLimits> = {}): LoopLimits {
+/** A run's limits: the run's own, its agent's, then the defaults (15 model turns for multi-step requests). */
+export function resolveLimits(
+  agent: AgentSpec,
+  limits: Partial<LoopLimits> = {},
+  intent?: Intent,
+): LoopLimits {
   return {
-    maxIterations: limits.maxIterations ?? agent.max_iterations ?? constants.DEFAULT_MAX_ITERATIONS,
+    maxIterations:
+      limits.maxIterations ??
+      agent.max_iterations ??
+      (intent === 'multi_step'
+        ? constants.DEFAULT_MAX_ITERATIONS_MULTI_STEP
+        : constants.DEFAULT_MAX_ITERATIONS),
     repeatLimit: limits.repeatLimit ?? constants.DEFAULT_REPEAT_LIMIT,
     maxFailedRounds: limits.maxFailedRounds ?? constants.DEFAULT_MAX_FAILED_ROUNDS,
     tokenBudget: limits.tokenBudget ?? constants.DEFAULT_RUN_TOKEN_BUDGET,

@@ -1,5 +1,6 @@
 import { markRunning, type RunOutcome, type RunState } from '../runs/run-state.js';
 import { compactionStep } from './compaction-step.js';
+import { classifyIntent } from './intent.js';
 import type { AgentLoopDeps } from './loop-options.js';
 import { modelTurn } from './model-turn.js';
 import { planStep } from './planning.js';
@@ -24,12 +25,25 @@ export async function runAgent(
   deps: AgentLoopDeps,
 ): Promise<RunOutcome | 'parked' | 'released'> {
   if (state.outcome) return state.outcome;
+  // Decided once, before the first model call, without calling the model; kept across resumes.
+  state.intent ??= classifyIntent(
+    state.input,
+    deps.agent.tools.map((name) => ({ name })),
+  );
   const run = createRunContext(state, deps);
   if (markRunning(state)) {
-    run.emit({ type: 'run_started', agent: state.agent, input: state.input, model: deps.llm.model });
+    run.emit({
+      type: 'run_started',
+      agent: state.agent,
+      input: state.input,
+      model: deps.llm.model,
+      intent: state.intent.intent,
+      intent_signals: state.intent.signals,
+    });
   }
-  let next: NextStep =
-    run.limits.planning && !state.plan.requested ? { type: 'plan' } : { type: 'run_again' };
+  // Only a multi-step request is worth a model call for a plan.
+  const plans = run.limits.planning && state.intent.intent === 'multi_step' && !state.plan.requested;
+  let next: NextStep = plans ? { type: 'plan' } : { type: 'run_again' };
   try {
     for (;;) {
       // A cancelled run does no more work; a step already ending it still ends it as it says.

@@ -15,7 +15,7 @@ export function createRunContext(state: RunState, deps: AgentLoopDeps): RunConte
   return {
     state,
     deps,
-    limits: resolveLimits(deps.agent, deps.limits),
+    limits: resolveLimits(deps.agent, deps.limits, state.intent?.intent),
     log: deps.logger.child({ runId: state.runId, traceId: state.traceId, agent: state.agent }),
     ...createCheckpoints(state, deps),
   };

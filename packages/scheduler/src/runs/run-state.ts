@@ -12,6 +12,7 @@ import type {
 } from '@agent-reach/protocol';
 
 export type { CompactionSummary, FinalStatus, GuardName, RunOutcome, RunStatus, StepRecord, TaskStep, Usage };
+import type { IntentDecision } from '../agent-loop/intent.js';
 
 export type ChatMessage = ChatCompletionMessageParam;
 
@@ -40,6 +41,8 @@ export interface RunState {
   sessionId?: string;
   /** Caller-supplied labels, kept with the run. */
   metadata?: Record<string, string>;
+  /** How the request was classified before the first model call (multi-step runs get a plan). */
+  intent?: IntentDecision;
   /** Version of the fleet configuration the run started under (0: a local agents file). */
   configVersion?: number;
   /** Calls waiting for, or decided by, a person, by tool call id. */

@@ -1,0 +1,155 @@
+import type { RunIntent } from '@agent-reach/protocol';
+
+/**
+ * What a request asks for, decided before the first model call and without calling the model:
+ * - `simple`: a question or remark the model answers from what it knows (greetings, explanations);
+ * - `single_tool`: one action, one tool call;
+ * - `multi_step`: several tool calls (sequenced, different tools, or one tool for several things).
+ * Only multi-step runs get a plan (an extra model call) and the larger iteration limit.
+ */
+export type Intent = RunIntent;
+
+export const INTENTS: readonly Intent[] = ['simple', 'single_tool', 'multi_step'];
+
+/** A tool the agent may reach, as the classifier sees it (its name says its topic). */
+export interface IntentTool {
+  name: string;
+}
+
+export interface IntentDecision {
+  intent: Intent;
+  /** Which signals decided it, for the run's events (stable words). */
+  signals: string[];
+}
+
+/** Words that order actions: "first … then …", "先…再…", "最后". */
+const SEQUENCE = [
+  /\b(then|afterwards?|after that|next|finally|followed by|and also|as well as|once (?:that|done|you)|before (?:you|writing|sending|answering))\b/i,
+  /\bfirst\b.*\b(then|and|after)\b/i,
+  /\b(step \d|steps)\b/i,
+  /然后|接着|之后|随后|最后|首先|其次|再把|再帮|再写|再查|再给|并且|并把|同时|顺便|第[一二三四五1-5]步|先.{1,30}再/,
+];
+
+/** Words that ask for one action over several things: "compare", "each", "both", "分别", "所有". */
+const SEVERAL = [
+  /\b(compare|comparison|each|every|both|all (?:of|the|my)|for all|summar(?:y|ize|ise) of|report on|between)\b/i,
+  /比较|对比|分别|每个|每一个|各个|所有|全部|两个|三个|几个|这些|哪个更|汇总|总结一下/,
+];
+
+/** Verbs that ask for an action (a tool), in English and Chinese. */
+const ACTION = [
+  /\b(check|look ?up|find|get|fetch|query|search|track|show me|tell me (?:the|about my)|what(?:'s| is) the (?:status|weather|forecast)|write|save|create|draft|store|export|send|book|cancel|refund|convert|calculate|where is|is my|will it)\b/i,
+  /查|查询|查看|查一下|看看|看一下|找|搜|帮我|写|保存|生成|记录|导出|发送|预订|取消|退款|计算|转换|在哪|到哪|会不会|下雨|怎么样了/,
+];
+
+/** Greetings and talk about the assistant itself: no tool. */
+const SMALL_TALK = [
+  /^\s*(hi|hello|hey|thanks|thank you|good (?:morning|evening|night)|bye|ok(?:ay)?|who are you|what can you do)\b[\s!.?,]*$/i,
+  /^\s*(你好|您好|嗨|谢谢|多谢|再见|早上好|晚上好|你是谁|你能做什么|你会什么)[\s!！。.?？,，]*$/,
+];
+
+/** Asking for an explanation, not an action: "why …", "explain …", "为什么", "一般". */
+const EXPLAIN = [
+  /\b(why|explain|difference between|what does .{1,40} mean|how does|in general|usually)\b/i,
+  /为什么|为啥|解释|什么是|区别|原理|一般|通常/,
+];
+
+/** Something only a tool can look up: an order id, a reference, a number of several digits. */
+const CONCRETE = /ORD-\d+|\bref_\w+|\d{4,}/i;
+
+/**
+ * Words naming what each tool is about, beyond its name and description: the bilingual vocabulary of the
+ * shipped tools' domains. A tool matches when the request names its topic.
+ */
+const TOPICS: ReadonlyArray<{ when: RegExp; words: RegExp }> = [
+  {
+    when: /weather|forecast/i,
+    words: /weather|forecast|rain|sunny|temperature|umbrella|天气|气温|温度|下雨|降雨|晴|阴|预报|带伞/i,
+  },
+  {
+    when: /order/i,
+    words:
+      /\border|ORD-\d+|shipping|shipment|deliver|parcel|package|tracking|refund|订单|单号|物流|快递|发货|配送|包裹|退款/i,
+  },
+  {
+    when: /markdown|file|write/i,
+    words:
+      /\bfile|markdown|\.md\b|write (?:it|a|the|up)|save (?:it|a|the)|report|document|文件|文档|报告|写成|写到|写入|保存/i,
+  },
+  { when: /full_result|page/i, words: /full result|rest of (?:the )?result|完整结果|剩下的结果/i },
+];
+
+/** Lists with several items ("1. … 2. …", "- … - …", "；"-separated asks). */
+const LIST_ITEMS = /(?:^|\n)\s*(?:\d+[.)、]|[-*•])\s+\S/g;
+
+/** Places, orders and other things named several times: "上海和北京", "ORD-1 and ORD-2", "A、B". */
+const ENUMERATION = [
+  /[\u4e00-\u9fa5A-Za-z0-9-]{1,12}\s*(?:和|与|跟|及|、|以及)\s*[\u4e00-\u9fa5A-Za-z0-9-]{1,12}/,
+  /\b[A-Z][\w-]+\s*(?:,\s*[A-Z][\w-]+\s*)*(?:,\s*)?(?:and|or|vs\.?|versus)\s+[A-Z][\w-]+/,
+  /ORD-\d+.*ORD-\d+/,
+];
+
+/**
+ * Classifies a request by keyword and structure over Chinese and English; the agent's tools (names,
+ * descriptions and the vocabulary of their topics) tell which tools it names. With no tools, everything
+ * is `simple`: the agent can only answer.
+ */
+export function classifyIntent(input: string, tools: readonly IntentTool[]): IntentDecision {
+  const text = input.trim();
+  if (tools.length === 0) return { intent: 'simple', signals: ['no_tools'] };
+  if (text === '' || SMALL_TALK.some((r) => r.test(text)))
+    return { intent: 'simple', signals: ['small_talk'] };
+  // A general question about a topic the tools cover is still answered from knowledge.
+  if (EXPLAIN.some((r) => r.test(text)) && !CONCRETE.test(text) && !SEQUENCE.some((r) => r.test(text)))
+    return { intent: 'simple', signals: ['explanation'] };
+  const named = toolsNamed(text, tools);
+  const signals: string[] = [];
+  if (SEQUENCE.some((r) => r.test(text))) signals.push('sequence');
+  if ((text.match(LIST_ITEMS) ?? []).length >= 2) signals.push('list');
+  if (named.length >= 2) signals.push('several_tools');
+  const action = ACTION.some((r) => r.test(text));
+  if (named.length === 1 || action) {
+    if (SEVERAL.some((r) => r.test(text))) signals.push('several_things');
+    if (named.length === 1 && ENUMERATION.some((r) => r.test(text))) signals.push('enumeration');
+    if (questions(text) >= 2) signals.push('several_questions');
+  }
+  if (signals.length > 0 && (named.length > 0 || action)) return { intent: 'multi_step', signals };
+  if (named.length === 1) return { intent: 'single_tool', signals: ['one_tool'] };
+  if (action) return { intent: 'single_tool', signals: ['action'] };
+  return { intent: 'simple', signals: ['no_action'] };
+}
+
+/** The agent's tools the request names, by name words, description words or topic vocabulary. */
+function toolsNamed(text: string, tools: readonly IntentTool[]): string[] {
+  const lower = text.toLowerCase();
+  return tools
+    .filter((tool) => {
+      const topic = TOPICS.find((t) => t.when.test(tool.name));
+      if (topic) return topic.words.test(text);
+      // A tool outside the known topics matches on its name's distinctive words.
+      return tool.name
+        .toLowerCase()
+        .split(/[_-]/)
+        .filter((w) => w.length >= 4 && !GENERIC_NAME_WORDS.has(w))
+        .some((w) => lower.includes(w));
+    })
+    .map((t) => t.name);
+}
+
+/** Parts of tool names that say nothing about their topic. */
+const GENERIC_NAME_WORDS = new Set([
+  'query',
+  'get',
+  'fetch',
+  'full',
+  'result',
+  'status',
+  'list',
+  'tool',
+  'with',
+]);
+
+/** Questions asked, by their question marks. */
+function questions(text: string): number {
+  return (text.match(/[?？]/g) ?? []).length;
+}

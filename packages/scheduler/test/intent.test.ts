@@ -1,0 +1,73 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { classifyIntent, type Intent } from '../src/agent-loop/intent.js';
+import { resolveLimits } from '../src/agent-loop/run-agent.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const fixture = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/intents.json'), 'utf8')) as {
+  tools: string[];
+  requests: Array<{ lang: 'zh' | 'en'; intent: Intent; input: string }>;
+};
+const TOOLS = fixture.tools.map((name) => ({ name }));
+const intentOf = (input: string, tools = TOOLS) => classifyIntent(input, tools).intent;
+
+describe('classifyIntent', () => {
+  it('classifies at least 90% of the labelled Chinese and English requests right, in each language', () => {
+    expect(fixture.requests.length).toBeGreaterThanOrEqual(60);
+    for (const lang of ['zh', 'en'] as const) {
+      const rs = fixture.requests.filter((r) => r.lang === lang);
+      const right = rs.filter((r) => intentOf(r.input) === r.intent).length;
+      expect(right / rs.length).toBeGreaterThanOrEqual(0.9);
+    }
+  });
+
+  it('answers greetings and general questions without a tool', () => {
+    expect(classifyIntent('你好！', TOOLS)).toEqual({ intent: 'simple', signals: ['small_talk'] });
+    expect(intentOf('hello')).toBe('simple');
+    expect(intentOf('Why do orders sometimes arrive late?')).toBe('simple');
+    expect(intentOf('什么是退款流程？')).toBe('simple');
+  });
+
+  it('takes one named tool with no sequence or enumeration as one tool call', () => {
+    expect(classifyIntent('上海周末天气怎么样？', TOOLS)).toEqual({
+      intent: 'single_tool',
+      signals: ['one_tool'],
+    });
+    expect(intentOf('Where is my order ORD-100001?')).toBe('single_tool');
+  });
+
+  it('says multi-step for sequences, several tools, several things and numbered lists, with the signal', () => {
+    expect(classifyIntent('先查北京天气，再写到文件里', TOOLS)).toMatchObject({
+      intent: 'multi_step',
+      signals: expect.arrayContaining(['sequence', 'several_tools']),
+    });
+    expect(classifyIntent('分别查一下北京、上海的天气', TOOLS).signals).toContain('several_things');
+    expect(classifyIntent('Weather in Beijing and Shanghai, please', TOOLS).signals).toContain('enumeration');
+    expect(classifyIntent('1. check ORD-1\n2. check ORD-2', TOOLS).signals).toContain('list');
+  });
+
+  it('knows an agent without tools can only answer, and a tool outside the known topics by its name', () => {
+    expect(classifyIntent('check the weather, then write a file', [])).toEqual({
+      intent: 'simple',
+      signals: ['no_tools'],
+    });
+    const translator = [{ name: 'translate_text' }];
+    expect(intentOf('please translate this sentence into German', translator)).toBe('single_tool');
+    expect(intentOf('tell me a joke', translator)).toBe('simple');
+  });
+});
+
+describe('iteration limit by intent', () => {
+  it("is 15 for multi-step requests and 10 otherwise, and an agent's own max_iterations wins over both", () => {
+    const agent = { name: 'a', tools: ['noop'] };
+    expect(resolveLimits(agent, {}, 'multi_step').maxIterations).toBe(15);
+    expect(resolveLimits(agent, {}, 'single_tool').maxIterations).toBe(10);
+    expect(resolveLimits(agent, {}, 'simple').maxIterations).toBe(10);
+    expect(resolveLimits({ ...agent, max_iterations: 8 }, {}, 'multi_step').maxIterations).toBe(8);
+    expect(
+      resolveLimits({ ...agent, max_iterations: 8 }, { maxIterations: 3 }, 'multi_step').maxIterations,
+    ).toBe(3);
+  });
+});
