@@ -43,9 +43,20 @@ export async function configCheck(
           ? `${name}${tool.requiresConfirmation ? ' (needs approval)' : ''}${tool.group !== 'default' ? ` [group ${tool.group}]` : ''}`
           : name;
       });
+      const budgets = [
+        ...(spec.max_tokens === undefined ? [] : [`max_tokens ${spec.max_tokens}`]),
+        ...(spec.max_wall_time_ms === undefined ? [] : [`max_wall_time_ms ${spec.max_wall_time_ms}`]),
+      ];
       print(
-        `agent ${spec.name}: ${tools.join(', ') || '(no tools)'}; max_iterations ${spec.max_iterations ?? 'default'}`,
+        `agent ${spec.name}: ${tools.join(', ') || '(no tools)'}; max_iterations ${spec.max_iterations ?? 'default'}${budgets.map((b) => `; ${b}`).join('')}`,
       );
+    }
+    for (const [group, limits] of agents.toolGroups) {
+      const parts = [
+        ...(limits.concurrency === undefined ? [] : [`concurrency ${limits.concurrency}`]),
+        ...(limits.rate ? [`at most ${limits.rate.max} starts per ${limits.rate.per_ms} ms`] : []),
+      ];
+      print(`tool group ${group}: ${parts.join(', ')} (fleet-wide)`);
     }
   } catch (err) {
     const e = err as AgentReachError;

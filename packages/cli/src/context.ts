@@ -5,6 +5,8 @@ import {
   createRedis,
   loadAgents,
   loadConfig,
+  parseAgents,
+  readPublishedConfig,
   waitReady,
   type AgentReachConfig,
 } from '@agent-reach/shared';
@@ -46,10 +48,14 @@ export async function openContext(env: Record<string, string | undefined>): Prom
 /** An agent runner for in-process work (replay): needs executors serving the agents' tools. */
 export async function openRunner(ctx: CliContext): Promise<{ runner: AgentRunner; store: RunStore }> {
   const keys = createKeys(ctx.config.keyPrefix);
+  // The fleet's published configuration, as the schedulers use it; the local file only when none is.
+  const published = await readPublishedConfig(ctx.redis, keys);
   const runner = await AgentRunner.start({
     connection: ctx.redis,
     keys,
-    agents: loadAgents(ctx.config.agentsFile),
+    agents: published
+      ? parseAgents(published.document, `configuration version ${published.version}`)
+      : loadAgents(ctx.config.agentsFile),
     llm: ctx.config.llm.apiKey || ctx.config.llm.baseUrl ? llmFromConfig(ctx.config) : placeholderLlm(),
     logger: createLogger('cli', { level: ctx.config.logLevel === 'info' ? 'warn' : ctx.config.logLevel }),
     catalogWaitMs: 5000,
