@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { classifyIntent, type Intent } from '../src/agent-loop/intent.js';
-import { resolveLimits } from '../src/agent-loop/run-agent.js';
+import { classifyIntent, type Intent } from './intent.js';
+import { resolveLimits } from './run-agent.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
 const fixture = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/intents.json'), 'utf8')) as {
   tools: string[];
   requests: Array<{ lang: 'zh' | 'en'; intent: Intent; input: string }>;
