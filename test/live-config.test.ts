@@ -212,7 +212,7 @@ describe('live configuration in one process', { timeout: 30_000 }, () => {
     await t.cleanup();
   });
 
-  it('takes up a valid change of its file while nothing is published, keeps the old one on an invalid change, and lets a published version win', async () => {
+  it('takes up a valid change of its file while nothing is published, keeps the old one on an invalid change, lets a published version win, and follows one published afresh after Redis lost it', async () => {
     const file = path.join(dir, 'agents.yaml');
     await writeFile(file, 'agents:\n  - name: a\n    tools: [noop]\n');
     const lines: string[] = [];
@@ -249,6 +249,17 @@ describe('live configuration in one process', { timeout: 30_000 }, () => {
       expect(live.agents.agents.has('a')).toBe(false);
       expect(live.agents.reachable('b')).toEqual(new Set(['noop']));
       expect(changes).toEqual([0, published]);
+      // Redis lost the configuration and it was published afresh: the same version number, another document.
+      await t.redis.del(t.keys.config);
+      const again = await publishConfig(
+        t.redis,
+        t.keys,
+        { agents: [{ name: 'c', tools: ['noop'] }] },
+        'test',
+      );
+      expect(again).toBe(published);
+      await waitFor(() => live.agents.agents.has('c'), 5000, 'the document published afresh');
+      expect(live.agents.agents.has('b')).toBe(false);
     } finally {
       await live.close();
     }

@@ -108,8 +108,8 @@ export class LiveConfig {
   #watching = false;
   #refreshing: Promise<void> | undefined;
   #closed = false;
-  /** A published version this process could not take (logged once, not on every poll). */
-  #refused: number | undefined;
+  /** `version:digest` of a published version this process could not take (logged once, not every poll). */
+  #refused: string | undefined;
   /** An AgentsFile that always answers from the configuration in force. */
   readonly agents: AgentsFile;
 
@@ -176,30 +176,35 @@ export class LiveConfig {
   async #refreshPublished(): Promise<void> {
     if (this.#closed) return;
     const log = this.#opts.logger;
-    const isNewer = (version: number) =>
+    // The hash holds only the latest version, so any difference from the one in force is news (a
+    // version lower than ours means Redis lost the configuration and it was published afresh).
+    const differs = (version: number, digest: string | null) =>
       Number.isInteger(version) &&
       version >= 1 &&
-      version !== this.#refused &&
-      (this.#current.source === 'file' || version > this.#current.version);
+      `${version}:${digest}` !== this.#refused &&
+      (this.#current.source === 'file' ||
+        version !== this.#current.version ||
+        digest !== this.#current.digest);
     let published: PublishedConfig | undefined;
     try {
-      if (!isNewer(Number(await this.#opts.redis.hget(this.#opts.keys.config, 'version')))) return;
+      const [version, digest] = await this.#opts.redis.hmget(this.#opts.keys.config, 'version', 'digest');
+      if (!differs(Number(version), digest ?? null)) return;
       published = await readPublishedConfig(this.#opts.redis, this.#opts.keys);
     } catch (err) {
       log.warn({ err }, 'could not read the published configuration; keeping the one in force');
       return;
     }
-    if (!published || !isNewer(published.version) || this.#closed) return;
+    if (!published || !differs(published.version, published.digest) || this.#closed) return;
     let next: FleetConfig;
     try {
       next = parsePublished(published, this.#opts);
     } catch (err) {
       const e = err as AgentReachError;
       log.error(
-        { configVersion: published.version, problems: e.details ?? [e.message] },
+        { configVersion: published.version, problems: e.details?.length ? e.details : [e.message] },
         'published configuration refused; keeping the one in force',
       );
-      this.#refused = published.version;
+      this.#refused = `${published.version}:${published.digest}`;
       return;
     }
     this.#unwatchFile();
@@ -255,7 +260,7 @@ export class LiveConfig {
     } catch (err) {
       const e = err as AgentReachError;
       this.#opts.logger.error(
-        { file: this.#opts.file, problems: e.details ?? [e.message] },
+        { file: this.#opts.file, problems: e.details?.length ? e.details : [e.message] },
         'changed agents file refused; keeping the configuration in force',
       );
       return;
