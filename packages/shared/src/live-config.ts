@@ -107,6 +107,7 @@ export class LiveConfig {
   #poll: NodeJS.Timeout | undefined;
   #watching = false;
   #refreshing: Promise<void> | undefined;
+  #again = false;
   #closed = false;
   /** `version:digest` of a published version this process could not take (logged once, not every poll). */
   #refused: string | undefined;
@@ -159,7 +160,17 @@ export class LiveConfig {
 
   /** Checks for a newer published version now and takes it if it validates. */
   refresh(): Promise<void> {
-    this.#refreshing ??= this.#refreshPublished().finally(() => {
+    if (this.#refreshing) {
+      // A read already under way may have missed what this call was made for: read once more after it.
+      this.#again = true;
+      return this.#refreshing;
+    }
+    this.#refreshing = (async () => {
+      do {
+        this.#again = false;
+        await this.#refreshPublished();
+      } while (this.#again && !this.#closed);
+    })().finally(() => {
       this.#refreshing = undefined;
     });
     return this.#refreshing;
