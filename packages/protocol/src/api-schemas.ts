@@ -254,6 +254,8 @@ export const AgentList = Type.Object({
       name: Type.String(),
       description: Type.Optional(Type.String()),
       max_iterations: Type.Optional(Type.Integer()),
+      max_tokens: Type.Optional(Type.Integer({ description: 'tokens a run of the agent may use' })),
+      max_wall_time_ms: Type.Optional(Type.Integer({ description: 'wall-clock budget of a run, in ms' })),
       allowed_topic: Type.Optional(Type.Array(Type.String())),
       tools: Type.Array(AgentTool),
     }),

@@ -34,6 +34,8 @@ export function agentRoutes(app: FastifyInstance, ctx: ApiContext): void {
             name: a.name,
             ...(a.description ? { description: a.description } : {}),
             ...(a.max_iterations ? { max_iterations: a.max_iterations } : {}),
+            ...(a.max_tokens ? { max_tokens: a.max_tokens } : {}),
+            ...(a.max_wall_time_ms ? { max_wall_time_ms: a.max_wall_time_ms } : {}),
             ...(a.allowed_topic ? { allowed_topic: [...a.allowed_topic] } : {}),
             tools: a.tools.map((name) => {
               const entry = runner.catalog.get(name);
