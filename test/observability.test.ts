@@ -397,6 +397,7 @@ describe.skipIf(!HAVE_PROMETHEUS)(
         'agent-runs',
         'tools-default',
         'tools-isolated',
+        'tools-limited',
       ]);
     });
 

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { createKeys, type Keys, type ToolDefinition } from '@agent-reach/protocol';
 import {
+  constants,
   createLogger,
   createMetrics,
   createRedis,
@@ -97,6 +98,12 @@ export async function startExecutor(
   const limiter = createGroupLimiter({ connection: redis, keys, groups: worker.groups, logger });
   await limiter.apply(live.current().agents.toolGroups);
   live.onChange((next) => void limiter.apply(next.agents.toolGroups));
+  // Written again now and then: queue metadata that Redis lost (a restart without persistence) comes back.
+  const reapply = setInterval(
+    () => void limiter.apply(live.current().agents.toolGroups),
+    constants.GROUP_LIMITS_REAPPLY_MS,
+  );
+  reapply.unref();
   await worker.publishCatalog();
   const server = await startMetricsServer(metricsRegistry, config.executor.metricsPort, config.metricsHost);
   logger.info(
@@ -116,6 +123,7 @@ export async function startExecutor(
     metricsPort: server.port,
     logger,
     async close() {
+      clearInterval(reapply);
       await live.close();
       await worker.close();
       await limiter.close();

@@ -139,6 +139,8 @@ export const DISPATCH_STARTED_GRACE_MS = 2000;
 export const DEFAULT_CONFIG_POLL_MS = 2000;
 /** How often a process started from a local file (and no published configuration) checks the file for changes, in ms. */
 export const DEFAULT_CONFIG_FILE_POLL_MS = 1000;
+/** How often each executor writes its groups' limits to their queues again, in ms (queue metadata lost with Redis data comes back). */
+export const GROUP_LIMITS_REAPPLY_MS = 30_000;
 
 // HTTP API (served by schedulers that have API keys)
 export const DEFAULT_API_PORT = 8080;
