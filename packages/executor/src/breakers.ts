@@ -2,6 +2,7 @@ import CircuitBreaker from 'opossum';
 import type { Redis } from 'ioredis';
 import { BREAKER_FAILURE_KINDS, type Keys, type ToolErrorKind } from '@agent-reach/protocol';
 import {
+  activeSpanEvent,
   type BreakerSnapshot,
   type BreakerState,
   BREAKER_STATE_VALUE,
@@ -99,6 +100,8 @@ export class BreakerBoard {
     const { redis, keys, executorId, logger, metrics } = this.deps;
     metrics.breakerState.set({ tool }, BREAKER_STATE_VALUE[state]);
     metrics.breakerTransitions.inc({ tool, to: state });
+    // On the span of the call that caused it (a reset timer's half-open has none).
+    activeSpanEvent('breaker_transition', { 'gen_ai.tool.name': tool, 'agent_reach.breaker.state': state });
     const snapshot: BreakerSnapshot = {
       tool,
       state,

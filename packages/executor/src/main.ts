@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { constants, exitOnSignals, loadConfig } from '@agent-reach/shared';
+import { constants, createLogger, exitOnSignals, loadConfig, startTracing } from '@agent-reach/shared';
 import { startExecutor } from './executor.js';
 import { loadToolModules } from './tool-modules.js';
 
@@ -14,7 +14,9 @@ Usage: executor [--groups a,b] [--tools ./my-tools.ts,...] [--concurrency N]
 
 Environment: REDIS_URL, AR_KEY_PREFIX, AGENTS_FILE, OUTPUTS_DIR, EXECUTOR_METRICS_PORT, SHUTDOWN_GRACE_MS,
 BREAKER_FAILURE_THRESHOLD, BREAKER_RESET_TIMEOUT_MS, LOCK_DURATION_MS, STALLED_INTERVAL_MS,
-HEARTBEAT_INTERVAL_MS, ANNOUNCEMENT_TTL_MS, LOG_LEVEL.
+HEARTBEAT_INTERVAL_MS, ANNOUNCEMENT_TTL_MS, LOG_LEVEL;
+traces (off unless asked for): OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL,
+OTEL_SERVICE_NAME, OTEL_SDK_DISABLED and the other standard OTEL_* variables.
 Exit codes: 0 after a clean shutdown, 1 on bad configuration or a failed start.`;
 
 async function main(): Promise<void> {
@@ -34,6 +36,11 @@ async function main(): Promise<void> {
   if (values.groups) env.EXECUTOR_GROUPS = values.groups;
   if (values.concurrency) env.EXECUTOR_CONCURRENCY = values.concurrency;
   const config = loadConfig(env);
+  // Before anything that makes spans: until a provider is registered they go nowhere.
+  const tracing = await startTracing(env, {
+    serviceName: constants.EXECUTOR_SERVICE_NAME,
+    logger: createLogger('executor', { level: config.logLevel }),
+  });
   const modules = (values.tools ?? env.TOOL_MODULES ?? '').split(',').filter(Boolean);
   const factories = await loadToolModules(modules);
   const num = (name: string) => (env[name] ? Number(env[name]) : undefined);
@@ -50,7 +57,11 @@ async function main(): Promise<void> {
       ? {}
       : { announcementTtlMs: num('ANNOUNCEMENT_TTL_MS') as number }),
   });
-  exitOnSignals(() => executor.close(), executor.logger, {
+  const close = async () => {
+    await executor.close();
+    await tracing?.shutdown();
+  };
+  exitOnSignals(close, executor.logger, {
     forceAfterMs: config.executor.shutdownGraceMs + constants.SHUTDOWN_BACKSTOP_MS,
   });
   process.send?.({ type: 'ready', metricsPort: executor.metricsPort });

@@ -10,6 +10,7 @@ import {
   type ToolResult,
 } from '@agent-reach/protocol';
 import {
+  activeSpanEvent,
   checkArguments,
   type AgentsFile,
   type Logger,
@@ -121,6 +122,12 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
       const wait = tool.retry.backoffMs * (attempt - 1);
       // A retry that could be cut off by the deadline is not started: its outcome would reach nobody.
       if (Date.now() + wait + tool.timeoutMs > job.deadline) break;
+      // The attempt about to start, after the backoff, and why the one before failed.
+      activeSpanEvent('retry', {
+        'agent_reach.tool.attempt': attempt,
+        'agent_reach.tool.backoff_ms': wait,
+        ...(lastError ? { 'error.type': lastError.kind } : {}),
+      });
       try {
         await backoff(wait, deps.signal);
       } catch {

@@ -11,10 +11,15 @@ import {
   type ToolResult,
 } from '@agent-reach/protocol';
 import {
+  carriedContext,
   constants,
+  failSpan,
+  SpanKind,
+  tracer,
   type AgentsFile,
   type Logger,
   type Metrics,
+  type Span,
   type ToolRegistry,
 } from '@agent-reach/shared';
 import { BreakerBoard, type BreakerOptions } from './breakers.js';
@@ -123,14 +128,46 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       await job.moveToDelayed(Date.now(), token);
       throw new DelayedError();
     }
+    // The consumer span continues the trace of the span that published the call.
+    const name = typeof job.data?.name === 'string' ? job.data.name.slice(0, 64) : '';
+    return tracer.startActiveSpan(
+      `execute_tool ${name}`,
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'gen_ai.operation.name': 'execute_tool',
+          'gen_ai.tool.name': name,
+          'messaging.system': 'bullmq',
+          'messaging.operation.type': 'process',
+          'messaging.destination.name': job.queueName,
+          'messaging.message.id': String(job.id),
+          'agent_reach.executor.id': executorId,
+        },
+      },
+      carriedContext(job.data?.trace),
+      async (span) => {
+        try {
+          await executeJob(job, token, span);
+        } finally {
+          span.end();
+        }
+      },
+    );
+  };
+
+  const executeJob = async (job: Job<ToolCallJob>, token: string | undefined, span: Span) => {
     let verified;
     try {
       verified = await verifyJob(writer, keys, job.data, registry);
     } catch (err) {
-      if (err instanceof JobRefused) refused(job, err);
+      if (err instanceof JobRefused) {
+        refused(job, err);
+        failSpan(span, 'refused', err.reason);
+      }
       throw err;
     }
     const data = verified.job;
+    span.setAttributes({ 'gen_ai.tool.call.id': data.tool_call_id, 'agent_reach.run.id': data.run_id });
     // Child loggers cost an allocation per call (bindings go through redaction): made only when used.
     let child: Logger | undefined;
     const log = () =>
@@ -143,6 +180,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     if (verified.recorded !== undefined) {
       // A redelivered or duplicate job: the recorded result is the call's only result.
       await writer.lpush(data.reply_to, serializeReply(data.run_id, verified.recorded));
+      span.setAttribute('agent_reach.tool.already_recorded', true);
       log().info('call already had a result; not run again');
       return;
     }
@@ -169,6 +207,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       if (flight.returned) throw new DelayedError();
       flight.recording = true;
       record(metrics, result);
+      traceResult(span, result);
       const json = JSON.stringify(result);
       if (result.error && REPLY_ONLY_KINDS.has(result.error.kind)) {
         await writer
@@ -323,6 +362,18 @@ function defaultExecutorId(): string {
     .replace(/[^A-Za-z0-9_.-]/g, '-')
     .slice(0, 64);
   return `executor-${host}-${process.pid}-${randomUUID().slice(0, 8)}`;
+}
+
+/** What a call's execution span says of its outcome. */
+function traceResult(span: Span, result: ToolResult): void {
+  if (!span.isRecording()) return;
+  span.setAttributes({
+    'agent_reach.tool.status': result.status,
+    'agent_reach.tool.attempts': result.attempts,
+    ...(result.no_result ? { 'agent_reach.tool.no_result': true } : {}),
+    ...(result.truncated ? { 'agent_reach.tool.truncated': true } : {}),
+  });
+  if (result.error) failSpan(span, result.error.kind, result.error.message.slice(0, 500));
 }
 
 function record(metrics: Metrics, result: ToolResult): void {

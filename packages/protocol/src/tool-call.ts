@@ -1,6 +1,12 @@
 import type { ToolErrorInfo } from './errors.js';
 import { checkVersion, renameVersion1Fields, WIRE_VERSION } from './version.js';
 
+/** The W3C trace context a tool-call job carries from the span that published it to its executor. */
+export interface TraceCarrier {
+  traceparent: string;
+  tracestate?: string;
+}
+
 /** Data of one tool-call job on a tool queue. Plain JSON: it crosses Redis. */
 export interface ToolCallJob {
   /**
@@ -21,6 +27,8 @@ export interface ToolCallJob {
   reply_to: string;
   /** Epoch ms of publication, for queue-wait metrics. */
   enqueued_at: number;
+  /** W3C trace context of the span that published the call, when traces are exported; the executor continues it. */
+  trace?: TraceCarrier;
   /**
    * Ignored, and no longer sent: an executor runs a `requiresConfirmation` tool only on the decision
    * recorded in the run's approvals, never on what a job says. Kept so that older jobs still parse.

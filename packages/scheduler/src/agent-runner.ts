@@ -3,7 +3,9 @@ import type { Redis } from 'ioredis';
 import { AgentReachError, type Keys } from '@agent-reach/protocol';
 import {
   constants,
+  emitRunSpan,
   parseAgentsCheck,
+  withRunTrace,
   type AgentSpec,
   type AgentsFile,
   type Logger,
@@ -167,8 +169,11 @@ export class AgentRunner {
     return { outcome, state };
   }
 
-  /** Continues a run from its state (a checkpoint), to its outcome or to its next parking. */
-  resume(
+  /**
+   * Continues a run from its state (a checkpoint), to its outcome or to its next parking. Its model calls
+   * and published tool calls are traced under the run's root span, which is emitted when it finishes.
+   */
+  async resume(
     state: RunState,
     req: Pick<
       StartRun,
@@ -180,23 +185,41 @@ export class AgentRunner {
     if (!started) throw new AgentReachError('AGENTS_INVALID', `unknown agent "${state.agent}"`);
     // An agent removed from the configuration mid-run keeps its other settings but reaches no tool.
     const removed: AgentSpec = { ...started, tools: [] };
-    return runAgent(state, {
-      llm: req.llm ?? this.#opts.llm,
-      dispatcher: this.dispatcher,
-      catalog: this.catalog,
-      breakers: this.breakers,
-      // Read at each step, so the tools offered follow the configuration in force.
-      get agent() {
-        return agents.agents.get(state.agent) ?? removed;
-      },
-      logger: this.#opts.logger,
-      limits: agentLimits(started, this.#opts.limits, req.limits),
-      ...(req.onEvent ? { onEvent: req.onEvent } : {}),
-      ...(req.checkpoint ? { checkpoint: req.checkpoint } : {}),
-      ...(req.signal ? { signal: req.signal } : {}),
-      ...(req.release ? { release: req.release } : {}),
-      ...(req.orderedCheckpoints ? { orderedCheckpoints: true } : {}),
-    });
+    const finishedBefore = state.outcome !== undefined;
+    const outcome = await withRunTrace(state, () =>
+      runAgent(state, {
+        llm: req.llm ?? this.#opts.llm,
+        dispatcher: this.dispatcher,
+        catalog: this.catalog,
+        breakers: this.breakers,
+        // Read at each step, so the tools offered follow the configuration in force.
+        get agent() {
+          return agents.agents.get(state.agent) ?? removed;
+        },
+        logger: this.#opts.logger,
+        limits: agentLimits(started, this.#opts.limits, req.limits),
+        ...(req.onEvent ? { onEvent: req.onEvent } : {}),
+        ...(req.checkpoint ? { checkpoint: req.checkpoint } : {}),
+        ...(req.signal ? { signal: req.signal } : {}),
+        ...(req.release ? { release: req.release } : {}),
+        ...(req.orderedCheckpoints ? { orderedCheckpoints: true } : {}),
+      }),
+    );
+    if (typeof outcome === 'object' && !finishedBefore) {
+      emitRunSpan(state, {
+        agent: state.agent,
+        startedAt: state.createdAt,
+        status: outcome.status,
+        reason: outcome.reason,
+        attributes: {
+          'gen_ai.usage.input_tokens': outcome.usage.prompt_tokens,
+          'gen_ai.usage.output_tokens': outcome.usage.completion_tokens,
+          'agent_reach.run.iterations': outcome.iterations,
+          'agent_reach.run.tool_calls': outcome.steps.length,
+        },
+      });
+    }
+    return outcome;
   }
 
   async close(): Promise<void> {

@@ -8,11 +8,20 @@ import {
   toolJobId,
   WIRE_VERSION,
   type Keys,
+  type TraceCarrier,
   type ToolCallJob,
   type ToolReply,
   type ToolResult,
 } from '@agent-reach/protocol';
-import { constants, type Logger } from '@agent-reach/shared';
+import {
+  constants,
+  failSpan,
+  SpanKind,
+  traceCarrier,
+  tracer,
+  type Logger,
+  type Span,
+} from '@agent-reach/shared';
 import type { ToolCatalog } from './tool-catalog.js';
 
 /**
@@ -90,6 +99,8 @@ interface Pending {
   expired?: boolean;
   /** When the call was first published (republishing keeps it). */
   firstPublishedAt: number;
+  /** The trace context of its first publication, carried by every republication too. */
+  trace?: TraceCarrier;
 }
 
 /**
@@ -163,14 +174,31 @@ export class Dispatcher {
     const byQueue = new Map<string, Array<{ name: string; data: ToolCallJob; opts: object }>>();
     const now = Date.now();
     const mine: string[] = [];
+    const spans: Span[] = [];
     calls.forEach((call, i) => {
       const existing = recorded[i];
       if (existing !== null && existing !== undefined) {
         results[i] = Promise.resolve(JSON.parse(existing) as ToolResult);
         return;
       }
-      const job = this.#job(run, call, now);
-      const result = this.#await(run, call, job.data.deadline, now);
+      // A producer span per call, in the run's trace (the agent runner made it the active context).
+      const span = tracer.startSpan(`publish ${call.name}`, {
+        kind: SpanKind.PRODUCER,
+        attributes: {
+          'messaging.system': 'bullmq',
+          'messaging.operation.type': 'send',
+          'messaging.operation.name': 'publish',
+          'messaging.message.id': toolJobId(run.runId, call.toolCallId),
+          'gen_ai.tool.name': call.name,
+          'gen_ai.tool.call.id': call.toolCallId,
+          'agent_reach.run.id': run.runId,
+        },
+      });
+      spans.push(span);
+      const trace = traceCarrier(span);
+      const job = this.#job(run, call, now, trace);
+      span.setAttribute('messaging.destination.name', job.queue);
+      const result = this.#await(run, call, job.data.deadline, now, trace);
       // Abandoned calls reject possibly before anyone awaits them (while publishing): never unhandled.
       result.catch(() => undefined);
       results[i] = result;
@@ -193,13 +221,14 @@ export class Dispatcher {
     try {
       this.#startReading();
       // addBulk builds a pipeline, which on BullMQ's script-laden connection costs more than one add.
-      await Promise.all(
+      const published = Promise.all(
         [...byQueue].map(([name, jobs]) => {
           const queue = this.#queue(name);
           const [only] = jobs;
           return jobs.length === 1 && only ? queue.add(only.name, only.data, only.opts) : queue.addBulk(jobs);
         }),
       );
+      await endSpans(spans, published);
       return await Promise.all(results);
     } finally {
       options.signal?.removeEventListener('abort', abandon);
@@ -211,6 +240,7 @@ export class Dispatcher {
     run: DispatchRun,
     call: DispatchCall,
     now: number,
+    trace: TraceCarrier | undefined,
   ): { queue: string; name: string; data: ToolCallJob; opts: object } {
     const { keys, catalog } = this.#opts;
     const deadline =
@@ -235,6 +265,7 @@ export class Dispatcher {
         deadline,
         reply_to: this.#replyKey,
         enqueued_at: now,
+        ...(trace ? { trace } : {}),
       },
       opts: {
         jobId: toolJobId(run.runId, call.toolCallId),
@@ -269,6 +300,7 @@ export class Dispatcher {
     call: DispatchCall,
     deadline: number,
     firstPublishedAt: number,
+    trace: TraceCarrier | undefined,
   ): Promise<ToolResult> {
     const key = pendingKey(run.runId, call.toolCallId);
     return new Promise<ToolResult>((resolve, reject) => {
@@ -283,6 +315,7 @@ export class Dispatcher {
         name: call.name,
         since: Date.now(),
         firstPublishedAt,
+        ...(trace ? { trace } : {}),
       });
       this.#startRechecking();
     });
@@ -320,7 +353,7 @@ export class Dispatcher {
       const now = Date.now();
       const startWait = this.#opts.startWaitMs ?? constants.CALL_START_WAIT_MS;
       const limit = Math.min(p.firstPublishedAt + startWait, p.run.deadlineAt ?? Infinity);
-      const next = this.#job(p.run, p.call, now);
+      const next = this.#job(p.run, p.call, now, p.trace);
       if (next.data.deadline <= limit) {
         this.#opts.logger.info(
           { runId: p.runId, toolCallId: p.toolCallId, tool: p.name },
@@ -474,6 +507,18 @@ export class Dispatcher {
       this.#queues.set(name, queue);
     }
     return queue;
+  }
+}
+
+/** Ends the publish spans of a turn once its jobs are added (failed if the add failed). */
+async function endSpans(spans: Span[], published: Promise<unknown>): Promise<void> {
+  try {
+    await published;
+  } catch (err) {
+    for (const span of spans) failSpan(span, 'publish_failed', (err as Error)?.message);
+    throw err;
+  } finally {
+    for (const span of spans) span.end();
   }
 }
 

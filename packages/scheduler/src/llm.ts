@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionTool } from 'openai/resources/chat/completions';
-import { constants } from '@agent-reach/shared';
+import { constants, failSpan, SpanKind, tracer, type Span } from '@agent-reach/shared';
 import type { ChatMessage } from './runs/run-state.js';
 
 export interface LlmOptions {
@@ -41,22 +41,91 @@ export function createLlmClient(options: LlmOptions): LlmClient {
     maxRetries: options.maxRetries ?? constants.DEFAULT_LLM_MAX_RETRIES,
   });
   const maxTokens = options.maxOutputTokens ?? constants.DEFAULT_MAX_OUTPUT_TOKENS;
+  const server = serverOf(client.baseURL);
+  const traced = (output: 'text' | 'json', call: () => Promise<ChatCompletion>) =>
+    tracer.startActiveSpan(
+      `chat ${options.model}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'gen_ai.operation.name': 'chat',
+          'gen_ai.provider.name': 'openai',
+          'gen_ai.system': 'openai',
+          'gen_ai.request.model': options.model,
+          'gen_ai.request.max_tokens': maxTokens,
+          'gen_ai.output.type': output,
+          ...server,
+        },
+      },
+      (span) => endModelSpan(span, call()),
+    );
   return {
     model: options.model,
     complete: (messages, tools, signal) =>
-      client.chat.completions.create(
-        {
-          model: options.model,
-          messages,
-          ...(tools.length > 0 ? { tools, tool_choice: 'auto' as const } : {}),
-          max_tokens: maxTokens,
-        },
-        signal ? { signal } : undefined,
+      traced('text', () =>
+        client.chat.completions.create(
+          {
+            model: options.model,
+            messages,
+            ...(tools.length > 0 ? { tools, tool_choice: 'auto' as const } : {}),
+            max_tokens: maxTokens,
+          },
+          signal ? { signal } : undefined,
+        ),
       ),
     completeJson: (messages, signal) =>
-      client.chat.completions.create(
-        { model: options.model, messages, response_format: { type: 'json_object' }, max_tokens: maxTokens },
-        signal ? { signal } : undefined,
+      traced('json', () =>
+        client.chat.completions.create(
+          { model: options.model, messages, response_format: { type: 'json_object' }, max_tokens: maxTokens },
+          signal ? { signal } : undefined,
+        ),
       ),
   };
+}
+
+/**
+ * Ends a model call's span with what the answer says, in the GenAI semantic conventions' terms (the SDK's
+ * own retries are inside it). A span that records nothing (traces off) is ended without reading anything.
+ */
+async function endModelSpan(span: Span, answer: Promise<ChatCompletion>): Promise<ChatCompletion> {
+  try {
+    const res = await answer;
+    if (span.isRecording()) {
+      span.setAttributes({
+        ...(typeof res.id === 'string' ? { 'gen_ai.response.id': res.id } : {}),
+        ...(typeof res.model === 'string' ? { 'gen_ai.response.model': res.model } : {}),
+        ...(typeof res.usage?.prompt_tokens === 'number'
+          ? { 'gen_ai.usage.input_tokens': res.usage.prompt_tokens }
+          : {}),
+        ...(typeof res.usage?.completion_tokens === 'number'
+          ? { 'gen_ai.usage.output_tokens': res.usage.completion_tokens }
+          : {}),
+        'gen_ai.response.finish_reasons': (Array.isArray(res.choices) ? res.choices : []).map((c) =>
+          String(c?.finish_reason ?? ''),
+        ),
+      });
+    }
+    return res;
+  } catch (err) {
+    const e = err as { status?: unknown; name?: unknown; message?: unknown };
+    failSpan(
+      span,
+      typeof e.status === 'number' ? String(e.status) : typeof e.name === 'string' ? e.name : 'Error',
+      typeof e.message === 'string' ? e.message.slice(0, 500) : undefined,
+    );
+    throw err;
+  } finally {
+    span.end();
+  }
+}
+
+/** `server.address` and `server.port` of the model's endpoint. */
+function serverOf(baseURL: string): Record<string, string | number> {
+  try {
+    const url = new URL(baseURL);
+    const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+    return { 'server.address': url.hostname, 'server.port': port };
+  } catch {
+    return {};
+  }
 }

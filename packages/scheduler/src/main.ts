@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { constants, exitOnSignals, loadConfig } from '@agent-reach/shared';
+import { constants, createLogger, exitOnSignals, loadConfig, startTracing } from '@agent-reach/shared';
 import { startScheduler } from './scheduler.js';
 
 const HELP = `agent-reach scheduler: runs agent runs from the agent-runs queue.
@@ -11,6 +11,8 @@ SCHEDULER_CONCURRENCY, SCHEDULER_METRICS_PORT, RUN_LOCK_DURATION_MS, RUN_STALLED
 APPROVAL_TIMEOUT_MS, RUN_RETENTION_S, RUN_RETENTION_COUNT, SCHEDULER_SHUTDOWN_GRACE_MS,
 COMPACTION_THRESHOLD_TOKENS, MAX_OUTPUT_TOKENS, RUN_TOKEN_BUDGET, RUN_DEADLINE_MS, LLM_TIMEOUT_MS, LLM_MAX_RETRIES, QUEUE_SAMPLE_INTERVAL_MS,
 LOG_LEVEL;
+traces (off unless asked for): OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL,
+OTEL_SERVICE_NAME, OTEL_SDK_DISABLED and the other standard OTEL_* variables;
 the HTTP API (served when API_KEYS is set): API_KEYS, API_PORT, API_HOST, API_OPEN_HEALTH,
 API_OPEN_METRICS, API_RATE_LIMIT_PER_MINUTE, API_BODY_LIMIT_BYTES, API_TRUST_PROXY, ALLOWED_MODELS,
 API_MAX_INPUT_TOKENS, API_REDIS_TIMEOUT_MS.
@@ -27,8 +29,17 @@ async function main(): Promise<void> {
   const env = { ...process.env };
   if (values.concurrency) env.SCHEDULER_CONCURRENCY = values.concurrency;
   const config = loadConfig(env);
+  // Before anything that makes spans: until a provider is registered they go nowhere.
+  const tracing = await startTracing(env, {
+    serviceName: constants.SCHEDULER_SERVICE_NAME,
+    logger: createLogger('scheduler', { level: config.logLevel }),
+  });
   const scheduler = await startScheduler(config);
-  exitOnSignals(() => scheduler.close(), scheduler.logger, {
+  const close = async () => {
+    await scheduler.close();
+    await tracing?.shutdown();
+  };
+  exitOnSignals(close, scheduler.logger, {
     forceAfterMs: config.scheduler.shutdownGraceMs + constants.SHUTDOWN_BACKSTOP_MS,
   });
   process.send?.({ type: 'ready', metricsPort: scheduler.metricsPort, apiUrl: scheduler.apiUrl });

@@ -152,3 +152,8 @@ export const DEFAULT_API_BODY_LIMIT_BYTES = 1024 * 1024;
 export const DEFAULT_API_MAX_INPUT_TOKENS = 32_000;
 /** How long an API request waits on one Redis command before it answers 503 UNAVAILABLE, in ms. */
 export const DEFAULT_API_REDIS_TIMEOUT_MS = 3000;
+
+// Traces (OpenTelemetry; off unless the OTEL_* variables ask for them)
+/** `service.name` of each process's spans when OTEL_SERVICE_NAME is unset. */
+export const SCHEDULER_SERVICE_NAME = 'agent-reach-scheduler';
+export const EXECUTOR_SERVICE_NAME = 'agent-reach-executor';

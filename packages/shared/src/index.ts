@@ -36,3 +36,20 @@ export { runJobOptions } from './run-job-options.js';
 export { runJobProblems } from './run-job-schema.js';
 export { LiveConfig, publishConfig, readPublishedConfig, configDigest } from './live-config.js';
 export type { FleetConfig, PublishedConfig, LiveConfigOptions } from './live-config.js';
+export {
+  TRACER_NAME,
+  tracer,
+  otelTraceId,
+  runSpanId,
+  runTraceContext,
+  withRunTrace,
+  emitRunSpan,
+  traceCarrier,
+  carriedContext,
+  failSpan,
+  activeSpanEvent,
+  SpanKind,
+} from './tracing.js';
+export type { TracedRun, RunSpan, Span } from './tracing.js';
+export { startTracing, tracingSettings } from './tracing-sdk.js';
+export type { Tracing, TracingSettings } from './tracing-sdk.js';
