@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startExecutorWith, startSchedulerChild, type Child } from './helpers/processes.js';
+import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './helpers/otlp-receiver.js';
+import { waitFor } from './helpers/redis.js';
+import { startRunsHarness, testEnv } from './helpers/runs.js';
+
+/** OTLP span kinds. */
+const KIND = { internal: 1, client: 3, producer: 4, consumer: 5 } as const;
+
+describe('OpenTelemetry traces of a run across scheduler and executor processes (real OTLP/HTTP receiver)', () => {
+  let h: Awaited<ReturnType<typeof startRunsHarness>>;
+  let receiver: OtlpReceiver;
+  let children: Child[] = [];
+  let runId: string;
+  let traceId: string;
+  let toolCallId: string;
+  let spans: ReceivedSpan[];
+
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    h = await startRunsHarness({}, { executor: false, scheduler: false });
+    // One tool call that fails once (transient) and succeeds on its retry, then the answer.
+    h.sim.addScenario({
+      name: 'traced',
+      turns: [
+        { tool_calls: [{ name: 'flaky', arguments: { key: randomUUID(), failures: 1 } }] },
+        { content: 'done' },
+      ],
+    });
+    const env = testEnv(h.prefix, h.sim, {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
+    children = [startExecutorWith(env), startSchedulerChild(env)];
+    await Promise.all(children.map((c) => c.ready));
+    runId = await h.control.start({ agent: 'test_agent', input: 'trace me', model: 'traced' });
+    expect(await h.control.wait(runId, 30_000)).toMatchObject({ status: 'succeeded', answer: 'done' });
+    const run = await h.control.get(runId);
+    traceId = run?.summary.traceId ?? '';
+    toolCallId = run?.state?.steps[0]?.toolCallId ?? '';
+    const runSpans = () => receiver.spans.filter((s) => s.traceId === traceId);
+    // The root span is emitted when the run ends; the executor's span may be exported a batch later.
+    spans = await waitFor(
+      () => {
+        const mine = runSpans();
+        return mine.some((s) => s.name === 'invoke_agent test_agent') &&
+          mine.some((s) => s.name === 'execute_tool flaky')
+          ? mine
+          : undefined;
+      },
+      20_000,
+      "the run's root span and the executor's span at the receiver",
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => c.exited));
+    await h?.close();
+    await receiver?.close();
+  });
+
+  const one = (name: string) => {
+    const found = spans.filter((s) => s.name === name);
+    expect(found, `spans named ${name}`).toHaveLength(1);
+    return found[0] as ReceivedSpan;
+  };
+
+  it("puts every span of the run in one trace whose id is the run's trace_id", () => {
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(receiver.rejected).toEqual([]);
+    const ofRun = receiver.spans.filter((s) => s.attributes['agent_reach.run.id'] === runId);
+    expect(ofRun.length).toBeGreaterThanOrEqual(3);
+    expect(new Set(ofRun.map((s) => s.traceId))).toEqual(new Set([traceId]));
+    expect(new Set(spans.map((s) => s.service))).toEqual(
+      new Set(['agent-reach-scheduler', 'agent-reach-executor']),
+    );
+  });
+
+  it('emits the run as the root span once, with its outcome, from the scheduler', () => {
+    const root = one('invoke_agent test_agent');
+    expect(root).toMatchObject({ parentSpanId: '', kind: KIND.internal, service: 'agent-reach-scheduler' });
+    expect(root.attributes).toMatchObject({
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.name': 'test_agent',
+      'agent_reach.run.id': runId,
+      'agent_reach.run.status': 'succeeded',
+      'agent_reach.run.reason': 'final_answer',
+      'agent_reach.run.tool_calls': 1,
+    });
+    expect(spans.filter((s) => s.parentSpanId === '')).toEqual([root]);
+  });
+
+  it('records each model call as a chat span under the root, with the GenAI attributes', () => {
+    const root = one('invoke_agent test_agent');
+    const chats = spans.filter((s) => s.name === 'chat traced');
+    expect(chats.length).toBeGreaterThanOrEqual(2);
+    for (const chat of chats) {
+      expect(chat).toMatchObject({ parentSpanId: root.spanId, kind: KIND.client });
+      expect(chat.attributes).toMatchObject({
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': 'openai',
+        'gen_ai.request.model': 'traced',
+      });
+      expect(chat.attributes['gen_ai.usage.input_tokens']).toEqual(expect.any(Number));
+      expect(chat.attributes['gen_ai.usage.output_tokens']).toEqual(expect.any(Number));
+    }
+    const reasons = chats.map((c) => c.attributes['gen_ai.response.finish_reasons']);
+    expect(reasons).toEqual(expect.arrayContaining([['tool_calls'], ['stop']]));
+  });
+
+  it('records the published tool call as a producer span under the root', () => {
+    const root = one('invoke_agent test_agent');
+    const publish = one('publish flaky');
+    expect(publish).toMatchObject({
+      parentSpanId: root.spanId,
+      kind: KIND.producer,
+      service: 'agent-reach-scheduler',
+    });
+    expect(publish.attributes).toMatchObject({
+      'messaging.system': 'bullmq',
+      'gen_ai.tool.name': 'flaky',
+      'gen_ai.tool.call.id': toolCallId,
+    });
+  });
+
+  it("continues the trace in the executor's consumer span, with its retry as a span event", () => {
+    const publish = one('publish flaky');
+    const execution = one('execute_tool flaky');
+    expect(execution).toMatchObject({
+      parentSpanId: publish.spanId,
+      kind: KIND.consumer,
+      service: 'agent-reach-executor',
+    });
+    expect(execution.attributes).toMatchObject({
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.call.id': toolCallId,
+      'agent_reach.tool.status': 'ok',
+      'agent_reach.tool.attempts': 2,
+    });
+    expect(execution.events).toEqual([
+      {
+        name: 'retry',
+        attributes: {
+          'agent_reach.tool.attempt': 2,
+          'agent_reach.tool.backoff_ms': 100,
+          'error.type': 'transient',
+        },
+      },
+    ]);
+  });
+});
