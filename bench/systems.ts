@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Queue, QueueEvents, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { context, type Context } from '@opentelemetry/api';
 import { startExecutor } from '@agent-reach/executor';
 import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
 import {
@@ -20,6 +21,7 @@ import {
   createLogger,
   createRedis,
   loadConfig,
+  runTraceContext,
   waitReady,
 } from '@agent-reach/shared';
 import { deleteByPrefix } from './redis-stats.js';
@@ -167,6 +169,7 @@ export async function startPlatform(options: SystemOptions & { tmpDir: string })
   const dispatcher = new Dispatcher({ connection: producer, keys, catalog, logger });
   const args = JSON.stringify({ payload });
   const runBase = `run-${shortId()}`;
+  const runContexts = new Map<string, Context>();
   let seq = 0;
   return {
     label: 'platform',
@@ -187,11 +190,17 @@ export async function startPlatform(options: SystemOptions & { tmpDir: string })
           callLedgerEntry({ agent: AGENT, name: TOOL, arguments: args }),
         )
         .catch(() => undefined);
-      // As the agent loop publishes a model turn it has just received: `fresh`, no record to consult.
-      const [result] = await dispatcher.dispatch(
-        { runId, traceId: runId, agent: AGENT },
-        [{ toolCallId, name: TOOL, arguments: args }],
-        { fresh: true },
+      // As the agent loop publishes a model turn it has just received: `fresh`, no record to consult, in
+      // the run's trace (the agent runner makes it the active context once per run, as here).
+      const run = { runId, traceId: runId, agent: AGENT };
+      let traced = runContexts.get(runId);
+      if (!traced) {
+        runContexts.clear();
+        traced = runTraceContext(run);
+        runContexts.set(runId, traced);
+      }
+      const [result] = await context.with(traced, () =>
+        dispatcher.dispatch(run, [{ toolCallId, name: TOOL, arguments: args }], { fresh: true }),
       );
       if (!result?.ok || (result.content as { echo?: string }).echo !== payload) {
         throw new Error(`platform call ${toolCallId} returned ${JSON.stringify(result)}`);

@@ -14,84 +14,20 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { constants } from '@agent-reach/shared';
-import {
-  benchEnvironment,
-  closedLoop,
-  median,
-  sequential,
-  summarize,
-  type LatencySummary,
-} from './measure.js';
-import { diffRedis, sampleRedis, type RedisDelta } from './redis-stats.js';
+import { benchEnvironment } from './measure.js';
+import type { RedisDelta } from './redis-stats.js';
 import { startPlatform, startRawBullmq, type BenchSystem } from './systems.js';
 import { envInt } from './env.js';
+import {
+  IN_FLIGHT,
+  measureRound,
+  medianFigures,
+  type Medians,
+  type RoundFigures,
+} from './tool-call-round.js';
 
-const IN_FLIGHT = 64;
 const PAYLOAD_CHARS = 300;
 const TOP_COMMANDS = 12;
-
-interface RoundFigures {
-  throughputPerS: number;
-  underLoad: LatencySummary;
-  sequential: LatencySummary;
-  /** CPU of this Node process (both sides of the system live in it) per call under load, in µs. */
-  nodeCpuUsPerCall: number;
-  /** Redis server CPU per call under load, in µs. */
-  redisCpuUsPerCall: number;
-  /** Commands Redis executed per sequential call, script-internal calls included. */
-  redisCommandsPerCall: number;
-  redisCommands: RedisDelta;
-}
-
-async function measureRound(
-  system: BenchSystem,
-  admin: Redis,
-  plan: { calls: number; warmup: number; seqCalls: number; seqWarmup: number },
-): Promise<RoundFigures> {
-  const call = () => system.call();
-  await closedLoop(call, plan.warmup, IN_FLIGHT);
-  const redisBefore = await sampleRedis(admin);
-  const cpuBefore = process.cpuUsage();
-  const load = await closedLoop(call, plan.calls, IN_FLIGHT);
-  const cpu = process.cpuUsage(cpuBefore);
-  const loadRedis = diffRedis(redisBefore, await sampleRedis(admin));
-
-  await sequential(call, plan.seqWarmup);
-  const seqBefore = await sampleRedis(admin);
-  const seq = await sequential(call, plan.seqCalls);
-  const seqRedis = diffRedis(seqBefore, await sampleRedis(admin));
-  return {
-    throughputPerS: plan.calls / (load.elapsedMs / 1000),
-    underLoad: summarize(load.latenciesMs),
-    sequential: summarize(seq.latenciesMs),
-    nodeCpuUsPerCall: (cpu.user + cpu.system) / plan.calls,
-    redisCpuUsPerCall: loadRedis.cpuUs / plan.calls,
-    redisCommandsPerCall: seqRedis.total / plan.seqCalls,
-    redisCommands: seqRedis,
-  };
-}
-
-/** The median of each figure over rounds. */
-function medianFigures(rounds: RoundFigures[]) {
-  const m = (pick: (r: RoundFigures) => number) => median(rounds.map(pick));
-  const lat = (pick: (r: RoundFigures) => LatencySummary): LatencySummary => ({
-    p50: m((r) => pick(r).p50),
-    p90: m((r) => pick(r).p90),
-    p99: m((r) => pick(r).p99),
-    mean: m((r) => pick(r).mean),
-    max: m((r) => pick(r).max),
-  });
-  return {
-    throughputPerS: m((r) => r.throughputPerS),
-    underLoad: lat((r) => r.underLoad),
-    sequential: lat((r) => r.sequential),
-    nodeCpuUsPerCall: m((r) => r.nodeCpuUsPerCall),
-    redisCpuUsPerCall: m((r) => r.redisCpuUsPerCall),
-    redisCommandsPerCall: m((r) => r.redisCommandsPerCall),
-  };
-}
-
-type Medians = ReturnType<typeof medianFigures>;
 
 function printTable(raw: Medians, platform: Medians): void {
   const rows: Array<[string, number, number, number]> = [];

@@ -39,7 +39,7 @@ describe('OpenTelemetry traces of a run across scheduler and executor processes 
     expect(await h.control.wait(runId, 30_000)).toMatchObject({ status: 'succeeded', answer: 'done' });
     const run = await h.control.get(runId);
     traceId = run?.summary.traceId ?? '';
-    toolCallId = run?.state?.steps[0]?.toolCallId ?? '';
+    toolCallId = run?.state?.steps[0]?.tool_call_id ?? '';
     const runSpans = () => receiver.spans.filter((s) => s.traceId === traceId);
     // The root span is emitted when the run ends; the executor's span may be exported a batch later.
     spans = await waitFor(
