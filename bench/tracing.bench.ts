@@ -12,7 +12,7 @@
  *   pnpm bench:tracing               BENCH_CALLS (default 3000), BENCH_ROUNDS (default 5), REDIS_URL
  */
 import { fork } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -203,6 +203,18 @@ async function main(): Promise<void> {
       `traces off/baseline (raw BullMQ): throughput ${(med.off.throughputPerS / med.baseline.throughputPerS).toFixed(2)}, ` +
         `sequential p50 ${(med.off.sequential.p50 / med.baseline.sequential.p50).toFixed(2)}`,
     );
+    const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
+    await mkdir(resultsDir, { recursive: true });
+    const jsonPath = path.join(resultsDir, 'tracing.json');
+    const report = {
+      date: new Date().toISOString(),
+      settings: { calls, rounds, inFlight: IN_FLIGHT, payloadChars: PAYLOAD_CHARS, on: ON_ENV },
+      median: med,
+      spansPerCall: median(spansPerCall),
+      rounds: figures,
+    };
+    await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
+    console.log(`\nwrote ${path.relative(process.cwd(), jsonPath)}`);
   } finally {
     await sink.close();
   }

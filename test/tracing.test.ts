@@ -20,15 +20,23 @@ describe('OpenTelemetry traces of a run across scheduler and executor processes 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
     h = await startRunsHarness({}, { executor: false, scheduler: false });
-    // One tool call that fails once (transient) and succeeds on its retry, then the answer.
+    // A turn of three calls: one that fails once (transient) and succeeds on its retry, and two to a tool
+    // that always fails, whose second failure in a row opens its breaker; then the answer.
     h.sim.addScenario({
       name: 'traced',
       turns: [
-        { tool_calls: [{ name: 'flaky', arguments: { key: randomUUID(), failures: 1 } }] },
+        {
+          tool_calls: [
+            { name: 'flaky', arguments: { key: randomUUID(), failures: 1 } },
+            { name: 'always_failing', arguments: {} },
+            { name: 'always_failing', arguments: {} },
+          ],
+        },
         { content: 'done' },
       ],
     });
     const env = testEnv(h.prefix, h.sim, {
+      BREAKER_FAILURE_THRESHOLD: '2',
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       OTEL_BSP_SCHEDULE_DELAY: '100',
@@ -39,19 +47,19 @@ describe('OpenTelemetry traces of a run across scheduler and executor processes 
     expect(await h.control.wait(runId, 30_000)).toMatchObject({ status: 'succeeded', answer: 'done' });
     const run = await h.control.get(runId);
     traceId = run?.summary.traceId ?? '';
-    toolCallId = run?.state?.steps[0]?.tool_call_id ?? '';
+    toolCallId = run?.state?.steps.find((step) => step.tool === 'flaky')?.tool_call_id ?? '';
     const runSpans = () => receiver.spans.filter((s) => s.traceId === traceId);
     // The root span is emitted when the run ends; the executor's span may be exported a batch later.
     spans = await waitFor(
       () => {
         const mine = runSpans();
-        return mine.some((s) => s.name === 'invoke_agent test_agent') &&
-          mine.some((s) => s.name === 'execute_tool flaky')
+        const executions = mine.filter((s) => s.name.startsWith('execute_tool '));
+        return mine.some((s) => s.name === 'invoke_agent test_agent') && executions.length === 3
           ? mine
           : undefined;
       },
       20_000,
-      "the run's root span and the executor's span at the receiver",
+      "the run's root span and the executor's three spans at the receiver",
     );
   }, 60_000);
 
@@ -88,7 +96,7 @@ describe('OpenTelemetry traces of a run across scheduler and executor processes 
       'agent_reach.run.id': runId,
       'agent_reach.run.status': 'succeeded',
       'agent_reach.run.reason': 'final_answer',
-      'agent_reach.run.tool_calls': 1,
+      'agent_reach.run.tool_calls': 3,
     });
     expect(spans.filter((s) => s.parentSpanId === '')).toEqual([root]);
   });
@@ -148,6 +156,29 @@ describe('OpenTelemetry traces of a run across scheduler and executor processes 
           'agent_reach.tool.backoff_ms': 100,
           'error.type': 'transient',
         },
+      },
+    ]);
+  });
+
+  it('marks failed executions as errors, and the breaker opening as an event on the call that opened it', () => {
+    const root = one('invoke_agent test_agent');
+    const publishes = spans.filter((s) => s.name === 'publish always_failing');
+    const executions = spans.filter((s) => s.name === 'execute_tool always_failing');
+    expect(publishes).toHaveLength(2);
+    expect(publishes.every((p) => p.parentSpanId === root.spanId)).toBe(true);
+    expect(executions).toHaveLength(2);
+    expect(executions.map((e) => e.parentSpanId).sort()).toEqual(publishes.map((p) => p.spanId).sort());
+    for (const execution of executions) {
+      expect(execution.status).toBe(2);
+      expect(execution.attributes).toMatchObject({
+        'error.type': 'transient',
+        'agent_reach.tool.status': 'error',
+      });
+    }
+    expect(executions.flatMap((e) => e.events)).toEqual([
+      {
+        name: 'breaker_transition',
+        attributes: { 'gen_ai.tool.name': 'always_failing', 'agent_reach.breaker.state': 'open' },
       },
     ]);
   });

@@ -158,9 +158,13 @@ export function carriedContext(carrier: unknown): Context {
   return trace.setSpanContext(ROOT_CONTEXT, parent);
 }
 
-/** Adds an event to the active span (retries, breaker transitions); nothing when none records. */
+/**
+ * Adds an event to the active span (retries, breaker transitions); nothing when none records, or when it
+ * has ended (a timer set during a call, such as a breaker's reset, still runs in that call's context).
+ */
 export function activeSpanEvent(name: string, attributes?: Attributes): void {
-  trace.getActiveSpan()?.addEvent(name, attributes);
+  const span = trace.getActiveSpan();
+  if (span?.isRecording()) span.addEvent(name, attributes);
 }
 
 /** Marks a span failed with an error kind (`error.type`), as the semantic conventions name it. */
