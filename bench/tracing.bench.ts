@@ -19,7 +19,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { constants, createLogger, startTracing } from '@agent-reach/shared';
+import {
+  activeSpanEvent,
+  carriedContext,
+  constants,
+  createLogger,
+  SpanKind,
+  startTracing,
+  traceCarrier,
+  tracer,
+} from '@agent-reach/shared';
 import { fmt, printTable } from './agent-loop/figures.js';
 import { envInt } from './env.js';
 import { median } from './measure.js';
@@ -88,6 +97,41 @@ async function child(mode: Mode, redisUrl: string, calls: number): Promise<void>
     // Exports what is still queued: the parent counts the spans of every call.
     await tracing?.shutdown();
   }
+}
+
+/**
+ * What the tracing calls of one tool call cost with traces off, in ns: the same API calls the dispatcher
+ * and the executor make (a producer span with its attributes, the carrier, a consumer span continued from
+ * the job's carrier, an event), against `@opentelemetry/api`'s no-op tracer. Run in the parent, which
+ * never registers an SDK.
+ */
+function noopCallCostNs(iterations: number): number {
+  const attributes = {
+    'messaging.system': 'bullmq',
+    'gen_ai.tool.name': 'bench_noop',
+    'gen_ai.tool.call.id': 'c',
+  };
+  let carried = 0;
+  const started = process.hrtime.bigint();
+  for (let i = 0; i < iterations; i += 1) {
+    const publish = tracer.startSpan('publish bench_noop', { kind: SpanKind.PRODUCER, attributes });
+    publish.setAttribute('messaging.destination.name', 'tools-default');
+    if (traceCarrier(publish)) carried += 1;
+    publish.end();
+    tracer.startActiveSpan(
+      'execute_tool bench_noop',
+      { kind: SpanKind.CONSUMER, attributes },
+      carriedContext(undefined),
+      (span) => {
+        activeSpanEvent('retry');
+        span.setAttributes({ 'agent_reach.tool.status': 'ok' });
+        span.end();
+      },
+    );
+  }
+  const ns = Number(process.hrtime.bigint() - started) / iterations;
+  if (carried > 0) throw new Error('traces are on in the parent process');
+  return ns;
 }
 
 /** Stands in for a collector: accepts OTLP/HTTP JSON exports and counts their spans. */
@@ -199,6 +243,11 @@ async function main(): Promise<void> {
         `node CPU per call ${(med.on.nodeCpuUsPerCall / med.off.nodeCpuUsPerCall).toFixed(2)} ` +
         `(${median(spansPerCall).toFixed(2)} spans exported per call)`,
     );
+    const noopNs = noopCallCostNs(1_000_000);
+    console.log(
+      `traces off: the tracing calls of one tool call cost ${noopNs.toFixed(0)} ns on the no-op API, ` +
+        `${((noopNs / 1000 / med.off.nodeCpuUsPerCall) * 100).toFixed(3)} % of the node CPU of a call`,
+    );
     console.log(
       `traces off/baseline (raw BullMQ): throughput ${(med.off.throughputPerS / med.baseline.throughputPerS).toFixed(2)}, ` +
         `sequential p50 ${(med.off.sequential.p50 / med.baseline.sequential.p50).toFixed(2)}`,
@@ -211,6 +260,7 @@ async function main(): Promise<void> {
       settings: { calls, rounds, inFlight: IN_FLIGHT, payloadChars: PAYLOAD_CHARS, on: ON_ENV },
       median: med,
       spansPerCall: median(spansPerCall),
+      noopTracingNsPerCall: noopNs,
       rounds: figures,
     };
     await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
