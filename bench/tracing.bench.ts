@@ -25,10 +25,10 @@ import {
   constants,
   createLogger,
   SpanKind,
-  startTracing,
   traceCarrier,
   tracer,
 } from '@agent-reach/shared';
+import { startTracing } from '@agent-reach/shared/tracing-sdk';
 import { fmt, printTable } from './agent-loop/figures.js';
 import { envInt } from './env.js';
 import { median } from './measure.js';

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { constants, createLogger, exitOnSignals, loadConfig, startTracing } from '@agent-reach/shared';
+import { constants, createLogger, exitOnSignals, loadConfig } from '@agent-reach/shared';
+import { startTracing } from '@agent-reach/shared/tracing-sdk';
 import { startScheduler } from './scheduler.js';
 
 const HELP = `agent-reach scheduler: runs agent runs from the agent-runs queue.

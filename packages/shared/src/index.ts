@@ -51,5 +51,3 @@ export {
   SpanKind,
 } from './tracing.js';
 export type { TracedRun, RunSpan, Span } from './tracing.js';
-export { startTracing, tracingSettings } from './tracing-sdk.js';
-export type { Tracing, TracingSettings } from './tracing-sdk.js';

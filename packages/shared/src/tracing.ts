@@ -17,7 +17,7 @@ import type { TraceCarrier } from '@agent-reach/protocol';
 /**
  * OpenTelemetry traces of runs, through `@opentelemetry/api` only: with no SDK registered (the default)
  * every tracer is the API's no-op one, so the code on the call paths costs a few property reads. The SDK
- * is loaded by `startTracing` (tracing-sdk.ts) only when the `OTEL_*` settings ask for traces.
+ * is loaded by `startTracing` (`@agent-reach/shared/tracing-sdk`, kept out of the index) only when the `OTEL_*` settings ask for traces.
  *
  * How one run becomes one trace, although it spans many jobs and possibly several scheduler processes
  * (takeover after a crash, a parked run resumed elsewhere):
@@ -37,7 +37,7 @@ import type { TraceCarrier } from '@agent-reach/protocol';
 export const TRACER_NAME = 'agent-reach';
 
 /** The platform's tracer: a proxy that stays a no-op until an SDK is registered. */
-export const tracer: Tracer = trace.getTracer(TRACER_NAME);
+export const tracer: Tracer = /* @__PURE__ */ trace.getTracer(TRACER_NAME);
 
 /** What the trace of a run is derived from. */
 export interface TracedRun {
