@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createLogger, loadConfig, type Logger } from '@agent-reach/shared';
+import { constants, createLogger, loadConfig, type Logger } from '@agent-reach/shared';
+import { startTracing } from '@agent-reach/shared/tracing-sdk';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
 import { BUNDLED_SCENARIOS_DIR, startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
 import { BOARD_PATH, startScheduler, type SchedulerProcess } from '@agent-reach/scheduler';
@@ -54,6 +55,8 @@ export async function startDev(
   e.EXECUTOR_METRICS_PORT ??= '0';
   e.SCHEDULER_METRICS_PORT ??= '0';
   const config = loadConfig(e);
+  // One process, one service: its spans are the scheduler's and the executor's alike.
+  const tracing = await startTracing(e, { serviceName: constants.DEV_SERVICE_NAME, logger });
   const factories = await loadToolModules((e.TOOL_MODULES ?? '').split(',').filter(Boolean));
   const executor = await startExecutor(config, {
     logger,
@@ -75,6 +78,7 @@ export async function startDev(
       await scheduler.close();
       await executor.close();
       await sim?.close();
+      await tracing?.shutdown();
     },
   };
 }

@@ -157,3 +157,5 @@ export const DEFAULT_API_REDIS_TIMEOUT_MS = 3000;
 /** `service.name` of each process's spans when OTEL_SERVICE_NAME is unset. */
 export const SCHEDULER_SERVICE_NAME = 'agent-reach-scheduler';
 export const EXECUTOR_SERVICE_NAME = 'agent-reach-executor';
+/** `agent-reach dev`: scheduler, executor (and llm-sim) in one process. */
+export const DEV_SERVICE_NAME = 'agent-reach-dev';
