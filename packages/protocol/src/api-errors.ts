@@ -13,6 +13,7 @@ export const API_ERRORS = {
   RATE_LIMITED: { status: 429, message: 'too many requests' },
   CONFLICT: { status: 409, message: 'conflicts with an earlier request' },
   UNKNOWN_AGENT: { status: 422, message: 'unknown agent' },
+  UNKNOWN_WORKFLOW: { status: 422, message: 'unknown workflow' },
   INVALID_STATE: { status: 409, message: 'the run is not in a state that allows this' },
   MODEL_NOT_ALLOWED: { status: 400, message: 'the model is not allowed' },
   INPUT_TOO_LONG: { status: 400, message: 'the input is longer than the server accepts' },

@@ -32,7 +32,7 @@ const RunStatusSchema = StringEnum(RUN_STATUSES);
 
 const Id = (what: string) => Type.String({ pattern: ID_PATTERN, description: `${what}: ${ID_RULE}` });
 const AgentName = Type.String({ pattern: AGENT_PATTERN, description: 'an agent of the agents file' });
-const Input = Type.String({
+export const Input = Type.String({
   minLength: 1,
   maxLength: MAX_INPUT_CHARS,
   pattern: '\\S',
@@ -43,7 +43,7 @@ const Model = Type.String({
   maxLength: 200,
   description: 'a model of the allowed list instead of the default (400 MODEL_NOT_ALLOWED otherwise)',
 });
-const Metadata = Type.Unsafe<Record<string, string>>({
+export const Metadata = Type.Unsafe<Record<string, string>>({
   type: 'object',
   propertyNames: {
     pattern: METADATA_KEY_PATTERN,
@@ -53,7 +53,7 @@ const Metadata = Type.Unsafe<Record<string, string>>({
   maxProperties: MAX_METADATA_ENTRIES,
   description: 'caller labels kept with the run (string values)',
 });
-const Millis = (description: string) => Type.Number({ description });
+export const Millis = (description: string) => Type.Number({ description });
 
 export const ErrorResponse = Type.Object(
   {

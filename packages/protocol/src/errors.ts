@@ -66,6 +66,9 @@ export const ERROR_CODES = [
   'RUN_NOT_FOUND',
   'RUN_INVALID_STATE',
   'RUN_WAIT_TIMEOUT',
+  'WORKFLOWS_INVALID',
+  'WORKFLOW_INVALID',
+  'WORKFLOW_NOT_FOUND',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

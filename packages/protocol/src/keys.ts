@@ -56,6 +56,18 @@ export interface Keys {
   session(sessionId: string): string;
   /** String: the run id an idempotency key created. */
   idempotency(key: string): string;
+  /** BullMQ queue of workflow coordination jobs (one job per workflow, its id the workflow id). */
+  readonly workflowsQueue: string;
+  /** Hash: a workflow's record (definition, input, status, times, outcome, cancel request). */
+  workflowMeta(workflowId: string): string;
+  /** Hash: node id → when its run was started and under which run id (first start wins, HSETNX). */
+  workflowStarted(workflowId: string): string;
+  /** Hash: node id → its output, status and confidence (first result wins, HSETNX). */
+  workflowDone(workflowId: string): string;
+  /** Stream: a workflow's events. */
+  workflowEvents(workflowId: string): string;
+  /** Sorted set: workflow ids by creation time. */
+  readonly workflowIndex: string;
 }
 
 export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
@@ -81,5 +93,11 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     configChannel: `${prefix}:config-events`,
     session: (id: string) => `${prefix}:session:${id}`,
     idempotency: (key: string) => `${prefix}:idem:${key}`,
+    workflowsQueue: 'agent-workflows',
+    workflowMeta: (id: string) => `${prefix}:wf:${id}:meta`,
+    workflowStarted: (id: string) => `${prefix}:wf:${id}:started`,
+    workflowDone: (id: string) => `${prefix}:wf:${id}:done`,
+    workflowEvents: (id: string) => `${prefix}:wf:${id}:events`,
+    workflowIndex: `${prefix}:workflows`,
   });
 }

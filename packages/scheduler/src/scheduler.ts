@@ -4,15 +4,19 @@ import { AgentReachError, createKeys } from '@agent-reach/protocol';
 import {
   constants,
   createSchedulerMetrics,
+  createWorkflowMetrics,
   createLogger,
   createRedis,
   LiveConfig,
   registerConfigMetrics,
+  loadWorkflows,
+  workflowsFileOf,
   startMetricsServer,
   waitReady,
   type AgentReachConfig,
   type AgentsFile,
   type Logger,
+  type WorkflowsFile,
 } from '@agent-reach/shared';
 import { AgentRunner } from './agent-runner.js';
 import { startApiServer, type ApiServer } from './api/index.js';
@@ -25,6 +29,8 @@ import { RunControl } from './runs/run-control.js';
 import { RunStore } from './runs/run-store.js';
 import { createRunWorker, type RunWorker } from './runs/run-worker.js';
 import { SessionStore } from './runs/sessions.js';
+import { createWorkflowWorker, type WorkflowWorker } from './workflows/coordinator.js';
+import { WorkflowControl } from './workflows/workflow-control.js';
 
 export interface SchedulerProcess {
   readonly runner: AgentRunner;
@@ -33,6 +39,9 @@ export interface SchedulerProcess {
   readonly worker: RunWorker;
   /** The fleet's configuration as this process holds it. */
   readonly config: LiveConfig;
+  readonly workflows: WorkflowControl;
+  /** The workflow coordinator of this process. */
+  readonly coordinator: WorkflowWorker;
   readonly metricsPort: number;
   /** The HTTP API's base URL; undefined when the scheduler serves no API (no `API_KEYS`). */
   readonly apiUrl: string | undefined;
@@ -78,6 +87,9 @@ export async function startScheduler(
   const live = await LiveConfig.start({ redis, keys, file: config.agentsFile, logger });
   // A view that answers from the configuration in force: agents change without a restart.
   const agents = live.agents;
+  // A workflow file with a cycle, an unknown agent or dependency stops the scheduler here: no workflow
+  // of it can ever start.
+  const workflowsFile = loadWorkflows(workflowsFileOf(config), agents.agents.keys());
   const llm = options.llm ?? llmFromConfig(config);
   const clients = new Map<string, LlmClient>();
   // Jobs added straight to the queue may name any model: keep a bounded set of clients, most recent last.
@@ -136,6 +148,29 @@ export async function startScheduler(
     },
   });
   const control = new RunControl(redis, keys, store);
+  const workflows = new WorkflowControl(redis, keys, workflowsFile, {
+    retentionS: config.scheduler.runRetentionS,
+  });
+  const coordinator = createWorkflowWorker({
+    connection: redis,
+    workflows,
+    runs: control,
+    logger,
+    metrics: createWorkflowMetrics(metricsRegistry),
+    lockDurationMs: config.scheduler.lockDurationMs,
+    stalledIntervalMs: config.scheduler.stalledIntervalMs,
+    retentionS: config.scheduler.runRetentionS,
+  });
+  // A node run that ended wakes its workflow's coordinator, so that dependants start at once.
+  const wakeWorkflow = (job: { data?: { metadata?: Record<string, string> } } | undefined) => {
+    const workflowId = job?.data?.metadata?.workflow_id;
+    if (workflowId)
+      workflows
+        .wake(workflowId)
+        .catch((err: unknown) => logger.warn({ err, workflowId }, 'workflow wake failed'));
+  };
+  worker.worker.on('completed', wakeWorkflow);
+  worker.worker.on('failed', wakeWorkflow);
   // One scheduler of the fleet (the lease holder) samples the depth of the runs queue and of every tool
   // group's queue the catalog knows (the default group always).
   const sampler = startQueueSampler({
@@ -156,7 +191,7 @@ export async function startScheduler(
   const server = await startMetricsServer(metricsRegistry, config.scheduler.metricsPort, config.metricsHost);
   const api =
     config.api.keys.length > 0
-      ? await startApi(config, { runner, agents, metricsRegistry, logger })
+      ? await startApi(config, { runner, agents, workflows: workflowsFile, metricsRegistry, logger })
       : undefined;
   logger.info(
     {
@@ -173,6 +208,8 @@ export async function startScheduler(
     control,
     worker,
     config: live,
+    workflows,
+    coordinator,
     metricsPort: server.port,
     apiUrl: api?.server.url,
     logger,
@@ -181,7 +218,9 @@ export async function startScheduler(
       // First: no new runs from HTTP, and open event streams end.
       await api?.close();
       await sampler.stop();
+      await coordinator.close();
       await worker.close(config.scheduler.shutdownGraceMs);
+      await workflows.close();
       await control.close();
       await runner.close();
       await live.close();
@@ -198,7 +237,13 @@ export async function startScheduler(
  */
 async function startApi(
   config: AgentReachConfig,
-  deps: { runner: AgentRunner; agents: AgentsFile; metricsRegistry: Registry; logger: Logger },
+  deps: {
+    runner: AgentRunner;
+    agents: AgentsFile;
+    workflows: WorkflowsFile;
+    metricsRegistry: Registry;
+    logger: Logger;
+  },
 ): Promise<{ server: ApiServer; close(): Promise<void> }> {
   const redis: Redis = createRedis(config.redisUrl, 'producer', {
     connectionName: `${config.keyPrefix}-api`,
@@ -212,6 +257,7 @@ async function startApi(
     retentionCount: config.scheduler.runRetentionCount,
   };
   const control = new RunControl(redis, keys, new RunStore(redis, keys, retention));
+  const workflows = new WorkflowControl(redis, keys, deps.workflows, { retentionS: retention.retentionS });
   // BullMQ checks the Redis version once per connection and keeps a failure for good: let the check end
   // before the server's set-up holds the event loop longer than the command timeout.
   await control.queue.waitUntilReady();
@@ -219,6 +265,7 @@ async function startApi(
   const server = await startApiServer(
     {
       control,
+      workflows,
       sessions: new SessionStore(redis, keys, config.scheduler.runRetentionS),
       runner: deps.runner,
       agents: deps.agents,
@@ -245,6 +292,7 @@ async function startApi(
     server,
     async close() {
       await server.close();
+      await workflows.close();
       await control.close();
       await redis.quit().catch(() => undefined);
     },

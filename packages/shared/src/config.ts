@@ -20,6 +20,8 @@ export interface AgentReachConfig {
   readonly keyPrefix: string;
   readonly logLevel: string;
   readonly agentsFile: string;
+  /** The workflows file; unset: `workflows.yaml` beside the agents file, when there is one. */
+  readonly workflowsFile: string | undefined;
   readonly outputsDir: string;
   /** Address the executor's and scheduler's `/metrics` servers listen on (`0.0.0.0` in containers). */
   readonly metricsHost: string;
@@ -94,6 +96,7 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['AR_KEY_PREFIX', 'keyPrefix'],
   ['LOG_LEVEL', 'logLevel'],
   ['AGENTS_FILE', 'agentsFile'],
+  ['WORKFLOWS_FILE', 'workflowsFile'],
   ['OUTPUTS_DIR', 'outputsDir'],
   ['METRICS_HOST', 'metricsHost'],
   ['EXECUTOR_CONCURRENCY', 'executor.concurrency'],
@@ -146,6 +149,7 @@ const schema = {
       default: DEFAULT_LOG_LEVEL,
     },
     agentsFile: { type: 'string', minLength: 1, default: 'config/agents.yaml' },
+    workflowsFile: { type: 'string', minLength: 1 },
     metricsHost: { type: 'string', minLength: 1, default: C.DEFAULT_METRICS_HOST },
     outputsDir: { type: 'string', minLength: 1, default: DEFAULT_OUTPUTS_DIR },
     executor: {

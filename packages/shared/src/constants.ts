@@ -159,3 +159,14 @@ export const SCHEDULER_SERVICE_NAME = 'agent-reach-scheduler';
 export const EXECUTOR_SERVICE_NAME = 'agent-reach-executor';
 /** `agent-reach dev`: scheduler, executor (and llm-sim) in one process. */
 export const DEV_SERVICE_NAME = 'agent-reach-dev';
+
+// Multi-agent workflows
+/** How long a workflow node may wait (for its dependencies) and run before the watchdog acts, from the workflow's start. */
+export const DEFAULT_WORKFLOW_NODE_TIMEOUT_MS = 10 * 60_000;
+/** How often a coordinator looks at a waiting workflow when nothing woke it sooner (a missed wake-up costs at most this). */
+export const WORKFLOW_POLL_MS = 2000;
+/** Workflows coordinated at once per scheduler process (a coordination step is short; waiting holds no slot). */
+export const DEFAULT_WORKFLOW_CONCURRENCY = 20;
+/** Attempts of a workflow's coordination job when a step cannot reach Redis, with exponential backoff from this. */
+export const WORKFLOW_JOB_ATTEMPTS = 8;
+export const WORKFLOW_JOB_BACKOFF_MS = 1000;

@@ -24,6 +24,17 @@ export { loadConfig, deepFreeze } from './config.js';
 export type { AgentReachConfig } from './config.js';
 export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';
 export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './agents.js';
+export {
+  findCycle,
+  loadWorkflows,
+  parseWorkflows,
+  renderNodeInput,
+  templateRefs,
+  workflowsFileOf,
+} from './workflows.js';
+export type { NodeOutput, OnTimeout, WorkflowNodeSpec, WorkflowSpec, WorkflowsFile } from './workflows.js';
+export { createWorkflowMetrics } from './workflow-metrics.js';
+export type { WorkflowMetrics } from './workflow-metrics.js';
 export { isOpen } from './breaker-state.js';
 export { liveAnnouncements, redisTimeMs } from './executor-presence.js';
 export type { ExecutorAnnouncement } from './executor-presence.js';

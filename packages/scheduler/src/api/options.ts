@@ -5,6 +5,7 @@ import type { AgentsFile, Logger } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunControl } from '../runs/run-control.js';
 import type { SessionStore } from '../runs/sessions.js';
+import type { WorkflowControl } from '../workflows/workflow-control.js';
 import type { ApiKeyConfig, ApiKeyTable } from './auth.js';
 import { constants } from '@agent-reach/shared';
 import {
@@ -21,6 +22,8 @@ import type { IdempotencyStore } from './idempotency.js';
 /** What the API serves from: the scheduler's run control, sessions, tool catalog, agents and Redis. */
 export interface ApiServerDeps {
   control: RunControl;
+  /** Workflows of the workflows file; without it, no workflow can be started and none is found. */
+  workflows?: WorkflowControl;
   sessions: SessionStore;
   /** For the tool catalog (`/v1/agents`, Bull Board's tool queues) and the fleet's breaker states. */
   runner: Pick<AgentRunner, 'catalog' | 'breakers'>;

@@ -16,6 +16,8 @@ import {
 } from './options.js';
 import { agentRoutes } from './routes/agents.js';
 import { eventRoutes } from './routes/events.js';
+import { workflowRoutes } from './routes/workflows.js';
+import { createEventStreamer } from './event-stream.js';
 import { healthRoutes } from './routes/health.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -120,6 +122,10 @@ export async function createApiServer(
       security: [{ bearer: [] }],
       tags: [
         { name: 'runs', description: 'start, read, follow, cancel runs; decide approvals' },
+        {
+          name: 'workflows',
+          description: 'several agents collaborating: nodes run as runs once their dependencies finished',
+        },
         { name: 'sessions', description: 'history shared by the runs of a conversation' },
         { name: 'agents', description: 'agents, their tools and breaker states' },
         { name: 'health', description: 'liveness, readiness, metrics' },
@@ -131,7 +137,9 @@ export async function createApiServer(
 
   healthRoutes(app, ctx);
   runRoutes(app, ctx);
-  eventRoutes(app, ctx);
+  const streamEvents = createEventStreamer(app, ctx);
+  eventRoutes(app, ctx, streamEvents);
+  workflowRoutes(app, ctx, streamEvents);
   sessionRoutes(app, ctx);
   agentRoutes(app, ctx);
   if (opts.board) await registerBoard(app, ctx);

@@ -1,0 +1,139 @@
+import type { ServerResponse } from 'node:http';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { Logger } from '@agent-reach/shared';
+import { ApiError } from './errors.js';
+import type { ApiContext } from './options.js';
+
+/** One open event stream, so that closing the server can end it. */
+interface OpenStream {
+  end(): void;
+}
+
+/** A stored event: its Redis stream id and the event (with its `type`). */
+export interface StreamedItem {
+  id: string;
+  event: { type: string };
+}
+
+/** Where a stream's events come from: a run's, a workflow's. */
+export interface EventSource {
+  /** The subject has ended already: its stored events are all there will be. */
+  final: boolean;
+  /** Stored events after `after` (exclusive), all of them without it. */
+  stored(after?: string): Promise<StreamedItem[]>;
+  /** Waits up to `blockMs` on `reader` for events after `after`. */
+  wait(after: string, blockMs: number, reader: Redis): Promise<StreamedItem[]>;
+  /** Whether the subject has ended by now (asked after a quiet heartbeat interval). */
+  ended(): Promise<boolean>;
+  /** The event type after which the stream ends. */
+  lastType: string;
+  log: Logger;
+}
+
+/** Writes, and waits for the socket to drain when its buffer is full. */
+async function write(res: ServerResponse, chunk: string): Promise<void> {
+  if (res.destroyed || res.writableEnded) return;
+  if (!res.write(chunk)) {
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        resolve();
+      };
+      res.on('drain', done);
+      res.on('close', done);
+    });
+  }
+}
+
+const message = (e: StreamedItem) =>
+  `id: ${e.id}\nevent: ${e.event.type}\ndata: ${JSON.stringify(e.event)}\n\n`;
+
+export type EventStreamer = (
+  reply: FastifyReply,
+  lastEventId: string | undefined,
+  source: EventSource,
+) => Promise<void>;
+
+/**
+ * Server-Sent Events for every event route of the server (they share the limit on open streams, and
+ * closing the server ends them all). A stream replays the stored events after `Last-Event-ID` (all of
+ * them without one), then streams new ones as they are recorded — one blocking XREAD loop on a
+ * connection of the stream's own — and ends after the source's last event type. Each message's `id` is
+ * the Redis stream id, `event` the event type, `data` the event as JSON. A comment every heartbeat
+ * interval keeps idle connections open through proxies.
+ */
+export function createEventStreamer(app: FastifyInstance, ctx: ApiContext): EventStreamer {
+  const open = new Set<OpenStream>();
+  app.addHook('preClose', async () => {
+    for (const s of open) s.end();
+  });
+
+  return async (reply, lastEventId, source) => {
+    if (open.size >= ctx.options.maxEventStreams)
+      throw new ApiError('RATE_LIMITED', 'too many event streams are open; retry later');
+    let last = lastEventId ?? '0-0';
+    const log = source.log;
+
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.flushHeaders();
+
+    let reader: Redis | undefined;
+    let closed = false;
+    const stream: OpenStream = {
+      end() {
+        closed = true;
+        // Cuts a blocking XREAD short: its promise rejects and the loop ends.
+        reader?.disconnect();
+        if (!res.writableEnded) res.end();
+      },
+    };
+    open.add(stream);
+    // The response closes when the client goes away (or the stream ended): stop reading either way.
+    res.on('close', () => stream.end());
+
+    try {
+      // A subject that already ended has all its events stored: replay them and end.
+      if (source.final) {
+        for (const e of await source.stored(last === '0-0' ? undefined : last)) await write(res, message(e));
+        return;
+      }
+      reader = ctx.deps.redis.duplicate({
+        connectionName: `${ctx.deps.keys.prefix}-api-events`,
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: 1,
+        // Its XREAD blocks for a heartbeat interval: the API connection's command timeout is not for it.
+        commandTimeout: undefined,
+        lazyConnect: false,
+      });
+      reader.on('error', (err: unknown) => log.debug({ err }, 'event stream connection error'));
+      while (!closed) {
+        const events = await source.wait(last, ctx.options.sseHeartbeatMs, reader);
+        for (const e of events) {
+          await write(res, message(e));
+          last = e.id;
+          if (e.event.type === source.lastType) return;
+        }
+        if (events.length > 0 || closed) continue;
+        await write(res, ': heartbeat\n\n');
+        // Quiet for a whole interval: a subject that ended before `last` (a resumed stream) sends no more.
+        if ((await source.ended()) && (await source.stored(last)).length === 0) return;
+      }
+    } catch (err) {
+      if (!closed) log.warn({ err }, 'event stream failed');
+    } finally {
+      open.delete(stream);
+      closed = true;
+      reader?.disconnect();
+      if (!res.writableEnded) res.end();
+    }
+  };
+}

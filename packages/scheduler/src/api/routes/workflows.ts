@@ -1,0 +1,219 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { WorkflowSpec } from '@agent-reach/shared';
+import type { WorkflowControl } from '../../workflows/workflow-control.js';
+import { FINAL_WORKFLOW_STATUSES, type WorkflowStatus } from '../../workflows/workflow-store.js';
+import { assertAgentAllowed, requirePrincipal, type Principal } from '../auth.js';
+import { ApiError, notFound } from '../errors.js';
+import type { EventStreamer } from '../event-stream.js';
+import { bodyHash } from '../idempotency.js';
+import type { ApiContext } from '../options.js';
+import { CreateRunHeaders, EventsHeaders, responses } from '../schemas.js';
+import {
+  CreateWorkflowBody,
+  ListWorkflowsQuery,
+  WorkflowList,
+  WorkflowParams,
+  WorkflowView,
+} from '../workflow-schemas.js';
+import { workflowSummaryView, workflowView } from '../workflow-view.js';
+
+type Params = { id: string };
+
+/** A key limited to some agents may use a workflow only when it may use the agent of every node. */
+function assertWorkflowAllowed(principal: Principal, spec: WorkflowSpec): void {
+  for (const node of spec.nodes) assertAgentAllowed(principal, node.agent);
+}
+
+/**
+ * `/v1/workflows`: start (idempotent with `Idempotency-Key`, like runs), list, get with each node's
+ * state, follow its events, cancel.
+ */
+export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEvents: EventStreamer): void {
+  const none = (what: string) => notFound(what);
+  const control = (): WorkflowControl | undefined => ctx.deps.workflows;
+
+  /** A workflow the caller may see: 404 when unknown, 403 when the key may not use one of its agents. */
+  const forCaller = async (id: string, principal: Principal) => {
+    const record = await control()?.get(id);
+    if (!record) throw none(`workflow ${id}`);
+    assertWorkflowAllowed(principal, record.spec);
+    return record;
+  };
+
+  app.post<{ Body: CreateWorkflowBody; Headers: { 'idempotency-key'?: string } }>(
+    '/v1/workflows',
+    {
+      schema: {
+        tags: ['workflows'],
+        summary: 'Start a workflow (201); with an Idempotency-Key already used, the same workflow (200)',
+        description:
+          'The workflow must be declared in the workflows file (422 UNKNOWN_WORKFLOW otherwise); a key limited to some agents must be allowed every agent of its nodes (403).',
+        headers: CreateRunHeaders,
+        body: CreateWorkflowBody,
+        response: responses({ 200: WorkflowView, 201: WorkflowView }),
+      },
+    },
+    async (request, reply) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      const wf = control();
+      const spec = wf?.workflows.workflows.get(request.body.workflow);
+      if (!wf || !spec) {
+        const known = [...(wf?.workflows.workflows.keys() ?? [])];
+        throw new ApiError(
+          422,
+          'UNKNOWN_WORKFLOW',
+          `unknown workflow "${request.body.workflow}"; declared: ${known.join(', ') || '(none)'}`,
+        );
+      }
+      assertWorkflowAllowed(principal, spec);
+      const key = request.headers['idempotency-key'];
+      let workflowId: string | undefined;
+      if (key !== undefined) {
+        const h = createHash('sha256').update(`${principal.id}\n${key}`).digest('hex');
+        workflowId = `wf_${h.slice(0, 32)}`;
+        // Namespaced apart from run creation: the same key may start a run and a workflow.
+        const claim = await ctx.idempotency.claim(`workflow:${principal.id}`, key, {
+          runId: workflowId,
+          bodyHash: bodyHash(request.body),
+        });
+        if (!claim.claimed && claim.existing && claim.existing.bodyHash !== bodyHash(request.body))
+          throw new ApiError(409, 'CONFLICT', 'this Idempotency-Key was already used with a different body');
+      }
+      const { workflowId: id, created } = await wf.start({
+        workflow: spec.name,
+        input: request.body.input,
+        ...(workflowId ? { workflowId } : {}),
+        ...(request.body.metadata ? { metadata: request.body.metadata } : {}),
+      });
+      ctx.log.info({ workflowId: id, workflow: spec.name, key: principal.name, created }, 'workflow started');
+      const record = await wf.get(id);
+      if (!record) throw none(`workflow ${id}`);
+      return reply.code(created ? 201 : 200).send(workflowView(record));
+    },
+  );
+
+  app.get<{ Querystring: ListWorkflowsQuery }>(
+    '/v1/workflows',
+    {
+      schema: {
+        tags: ['workflows'],
+        summary: 'List workflows, newest first',
+        querystring: ListWorkflowsQuery,
+        response: responses({ 200: WorkflowList }),
+      },
+    },
+    async (request) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      const { workflow, status, limit, offset } = request.query;
+      const wf = control();
+      if (!wf) return { workflows: [] };
+      const filter = status ? { status: status as WorkflowStatus } : {};
+      let page;
+      if (!principal.agents) {
+        // One more than asked, to know whether there is a next page.
+        page = await wf.list({
+          ...filter,
+          ...(workflow ? { name: workflow } : {}),
+          limit: limit + 1,
+          offset,
+        });
+      } else {
+        // A limited key sees the workflows whose every agent it may use: each one's first pages, merged.
+        const names = [...wf.workflows.workflows.values()]
+          .filter(
+            (w) => (!workflow || w.name === workflow) && w.nodes.every((n) => principal.agents?.has(n.agent)),
+          )
+          .map((w) => w.name);
+        const lists = await Promise.all(
+          names.map((name) => wf.list({ ...filter, name, limit: offset + limit + 1 })),
+        );
+        page = lists
+          .flat()
+          .sort((x, y) => y.createdAt - x.createdAt || (x.workflowId < y.workflowId ? 1 : -1))
+          .slice(offset, offset + limit + 1);
+      }
+      const slice = page;
+      return {
+        workflows: slice.slice(0, limit).map(workflowSummaryView),
+        ...(slice.length > limit ? { next_offset: offset + limit } : {}),
+      };
+    },
+  );
+
+  app.get<{ Params: Params }>(
+    '/v1/workflows/:id',
+    {
+      schema: {
+        tags: ['workflows'],
+        summary: "A workflow: status, output, each node's state, output and run, the watchdog's report",
+        params: WorkflowParams,
+        response: responses({ 200: WorkflowView }),
+      },
+    },
+    async (request) => workflowView(await forCaller(request.params.id, requirePrincipal(ctx.auth, request))),
+  );
+
+  app.post<{ Params: Params }>(
+    '/v1/workflows/:id/cancel',
+    {
+      schema: {
+        tags: ['workflows'],
+        summary: 'Cancel a running workflow and its running node runs (202); 409 INVALID_STATE once it ended',
+        params: WorkflowParams,
+        response: responses({ 202: WorkflowView }),
+      },
+    },
+    async (request, reply) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      const record = await forCaller(request.params.id, principal);
+      if (FINAL_WORKFLOW_STATUSES.has(record.status))
+        throw new ApiError(
+          409,
+          'INVALID_STATE',
+          `workflow ${record.workflowId} already ended (${record.status})`,
+        );
+      await control()?.cancel(record.workflowId);
+      ctx.log.info({ workflowId: record.workflowId, key: principal.name }, 'workflow cancellation requested');
+      return reply.code(202).send({ ...workflowView(record), cancel_requested: true });
+    },
+  );
+
+  app.get<{ Params: Params; Headers: { 'last-event-id'?: string } }>(
+    '/v1/workflows/:id/events',
+    {
+      schema: {
+        tags: ['workflows'],
+        summary: "Stream a workflow's events (text/event-stream), resumable with Last-Event-ID",
+        description:
+          "Events: workflow_started, node_started, node_finished, watchdog_fired, cancel_requested, workflow_finished. Node events carry the node's `run_id`, whose own events are at /v1/runs/{run_id}/events.",
+        params: WorkflowParams,
+        headers: EventsHeaders,
+        response: responses({
+          200: {
+            description:
+              'id: Redis stream id; event: event type; data: the event (JSON); ends after workflow_finished',
+            content: { 'text/event-stream': { schema: { type: 'string' } } },
+          },
+        }),
+      },
+    },
+    async (request, reply) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      const record = await forCaller(request.params.id, principal);
+      const wf = control() as WorkflowControl;
+      const id = record.workflowId;
+      await streamEvents(reply, request.headers['last-event-id'], {
+        final: FINAL_WORKFLOW_STATUSES.has(record.status),
+        stored: (after) => wf.events(id, after),
+        wait: (after, blockMs, reader) => wf.store.waitEvents(id, after, blockMs, reader),
+        ended: async () => {
+          const now = await wf.get(id);
+          return !now || FINAL_WORKFLOW_STATUSES.has(now.status);
+        },
+        lastType: 'workflow_finished',
+        log: ctx.log.child({ workflowId: id }),
+      });
+    },
+  );
+}

@@ -1,0 +1,122 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, MAX_LIST_OFFSET } from './constants.js';
+import { Input, Metadata, Millis } from './schemas.js';
+
+/** JSON Schemas of the workflow routes (snake_case on the wire, like the run routes). */
+
+const WORKFLOW_STATUSES = ['running', 'succeeded', 'failed', 'aborted', 'cancelled'] as const;
+const NODE_STATUSES = [
+  'waiting',
+  'running',
+  'succeeded',
+  'defaulted',
+  'failed',
+  'cancelled',
+  'skipped',
+] as const;
+const NAME_PATTERN = '^[a-zA-Z0-9_-]{1,64}$';
+
+export const WorkflowParams = Type.Object(
+  {
+    id: Type.String({
+      pattern: '^(?!(?:__proto__|constructor|prototype)$)[A-Za-z0-9_-]{1,63}$',
+      description: 'workflow id: 1-63 of A-Z a-z 0-9 _ -',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateWorkflowBody = Type.Object(
+  {
+    workflow: Type.String({ pattern: NAME_PATTERN, description: 'a workflow of the workflows file' }),
+    input: Input,
+    metadata: Type.Optional(Metadata),
+  },
+  { additionalProperties: false },
+);
+export type CreateWorkflowBody = Static<typeof CreateWorkflowBody>;
+
+export const ListWorkflowsQuery = Type.Object(
+  {
+    workflow: Type.Optional(Type.String({ pattern: NAME_PATTERN })),
+    status: Type.Optional(Type.String({ enum: [...WORKFLOW_STATUSES] })),
+    limit: Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: DEFAULT_LIST_LIMIT }),
+    offset: Type.Integer({ minimum: 0, maximum: MAX_LIST_OFFSET, default: 0 }),
+  },
+  { additionalProperties: false },
+);
+export type ListWorkflowsQuery = Static<typeof ListWorkflowsQuery>;
+
+const Wait = Type.Object({
+  node: Type.String(),
+  agent: Type.String(),
+  state: Type.String({ enum: ['waiting', 'running'] }),
+  waiting_on: Type.Array(Type.String(), { description: 'the nodes it waited on (none when running)' }),
+  since: Millis('epoch ms: the workflow start for a waiting node, its run start for a running one'),
+  run_id: Type.Optional(Type.String()),
+  why: Type.String(),
+});
+const AbortReport = Type.Object(
+  {
+    timed_out: Type.String({ description: 'the node whose timeout aborted the workflow' }),
+    timeout_ms: Type.Integer(),
+    at: Millis('epoch ms'),
+    waits: Type.Array(Wait),
+    text: Type.String({ description: 'the waits, one line each' }),
+  },
+  { description: 'who was waiting on whom, since when and why, when the watchdog aborted the workflow' },
+);
+
+const WorkflowNode = Type.Object({
+  id: Type.String(),
+  agent: Type.String(),
+  depends_on: Type.Array(Type.String()),
+  status: Type.String({
+    enum: [...NODE_STATUSES],
+    description:
+      'waiting (on dependencies), running, succeeded, defaulted (its declared default, low-confidence), failed; cancelled or skipped when the workflow ended first',
+  }),
+  run_id: Type.Optional(Type.String({ description: "the node's run: /v1/runs/{run_id}" })),
+  timeout_ms: Type.Integer(),
+  on_timeout: Type.String({ enum: ['abort', 'default'] }),
+  started_at: Type.Optional(Millis('epoch ms when its run was queued')),
+  finished_at: Type.Optional(Millis('epoch ms when its result was recorded')),
+  waited_ms: Type.Optional(Type.Integer({ description: 'how long it waited for its dependencies' })),
+  output: Type.Optional(Type.String()),
+  low_confidence: Type.Boolean({ description: 'its output is its declared default, not an answer' }),
+  low_confidence_inputs: Type.Array(Type.String(), {
+    description: 'dependencies whose low-confidence outputs its input used',
+  }),
+  reason: Type.Optional(Type.String()),
+});
+
+const summaryFields = {
+  workflow_id: Type.String(),
+  workflow: Type.String(),
+  status: Type.String({ enum: [...WORKFLOW_STATUSES] }),
+  created_at: Millis('epoch ms'),
+  updated_at: Millis('epoch ms'),
+  finished_at: Type.Optional(Millis('epoch ms')),
+  cancel_requested: Type.Boolean(),
+  reason: Type.Optional(Type.String({ description: 'why it ended, once it has' })),
+};
+export const WorkflowSummaryView = Type.Object(summaryFields);
+export type WorkflowSummaryView = Static<typeof WorkflowSummaryView>;
+
+export const WorkflowView = Type.Object({
+  ...summaryFields,
+  input: Type.String(),
+  trace_id: Type.String(),
+  metadata: Type.Optional(Metadata),
+  output: Type.Optional(Type.String()),
+  low_confidence: Type.Boolean({ description: 'some node used or produced a low-confidence default' }),
+  error: Type.Optional(Type.String()),
+  report: Type.Optional(AbortReport),
+  nodes: Type.Array(WorkflowNode),
+});
+export type WorkflowView = Static<typeof WorkflowView>;
+
+export const WorkflowList = Type.Object({
+  workflows: Type.Array(WorkflowSummaryView),
+  next_offset: Type.Optional(Type.Integer({ description: 'offset of the next page; absent on the last' })),
+});

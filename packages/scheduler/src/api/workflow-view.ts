@@ -1,0 +1,63 @@
+import {
+  FINAL_WORKFLOW_STATUSES,
+  type WorkflowRecord,
+  type WorkflowSummary,
+} from '../workflows/workflow-store.js';
+import type { WorkflowSummaryView, WorkflowView } from './workflow-schemas.js';
+
+/** A workflow's listing fields on the wire. */
+export function workflowSummaryView(s: WorkflowSummary): WorkflowSummaryView {
+  return {
+    workflow_id: s.workflowId,
+    workflow: s.name,
+    status: s.status,
+    created_at: s.createdAt,
+    updated_at: s.updatedAt,
+    ...(s.finishedAt ? { finished_at: s.finishedAt } : {}),
+    cancel_requested: s.cancelRequested,
+    ...(s.reason ? { reason: s.reason } : {}),
+  };
+}
+
+/** A workflow on the wire: its record with each node's state. */
+export function workflowView(rec: WorkflowRecord): WorkflowView {
+  const ended = FINAL_WORKFLOW_STATUSES.has(rec.status);
+  const o = rec.outcome;
+  return {
+    ...workflowSummaryView(rec),
+    input: rec.input,
+    trace_id: rec.traceId,
+    ...(rec.metadata ? { metadata: rec.metadata } : {}),
+    ...(o?.output !== undefined ? { output: o.output } : {}),
+    low_confidence: o?.low_confidence ?? [...rec.done.values()].some((d) => d.low_confidence),
+    ...(o?.error ? { error: o.error } : {}),
+    ...(o?.report ? { report: o.report } : {}),
+    nodes: rec.spec.nodes.map((n) => {
+      const start = rec.started.get(n.id);
+      const done = rec.done.get(n.id);
+      const status = done
+        ? done.status
+        : ended
+          ? start
+            ? 'cancelled'
+            : 'skipped'
+          : start
+            ? 'running'
+            : 'waiting';
+      return {
+        id: n.id,
+        agent: n.agent,
+        depends_on: [...n.depends_on],
+        status,
+        ...(start ? { run_id: start.run_id, started_at: start.at, waited_ms: start.at - rec.createdAt } : {}),
+        timeout_ms: n.timeout_ms,
+        on_timeout: n.on_timeout === 'abort' ? 'abort' : 'default',
+        ...(done ? { finished_at: done.at } : {}),
+        ...(done?.output !== undefined ? { output: done.output } : {}),
+        low_confidence: done?.low_confidence ?? false,
+        low_confidence_inputs: start?.low_confidence_inputs ?? [],
+        ...(done?.reason ? { reason: done.reason } : {}),
+      };
+    }),
+  };
+}

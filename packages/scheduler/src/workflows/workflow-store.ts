@@ -1,0 +1,379 @@
+import type { Redis } from 'ioredis';
+import { constants, type Keys, type WorkflowSpec } from '@agent-reach/shared';
+import type { WorkflowEvent } from './workflow-events.js';
+
+/** A workflow's status: `running` until it ends in one of the other four. */
+export type WorkflowStatus = 'running' | 'succeeded' | 'failed' | 'aborted' | 'cancelled';
+export const FINAL_WORKFLOW_STATUSES: ReadonlySet<WorkflowStatus> = new Set([
+  'succeeded',
+  'failed',
+  'aborted',
+  'cancelled',
+]);
+
+/** A node whose run was queued: once, under `run_id`, with the input rendered then. */
+export interface NodeStart {
+  run_id: string;
+  /** Epoch ms when the run was queued. */
+  at: number;
+  input: string;
+  /** Dependencies whose outputs were low-confidence when this node's input was rendered. */
+  low_confidence_inputs: string[];
+}
+
+/** A node's result: what dependants see, recorded once (the first result wins). */
+export interface NodeResult {
+  /** `defaulted`: the declared default, injected by the watchdog or after the node's run failed. */
+  status: 'succeeded' | 'defaulted' | 'failed';
+  output?: string;
+  low_confidence: boolean;
+  /** Why the output is low-confidence, as later nodes are told. */
+  note?: string;
+  /** `timeout`, `run_failed`, …; absent on success. */
+  reason?: string;
+  /** Epoch ms. */
+  at: number;
+}
+
+/** One node the watchdog found still waiting or running when a node's timeout aborted the workflow. */
+export interface WaitRecord {
+  node: string;
+  agent: string;
+  /** `waiting`: on its dependencies; `running`: its run has not answered. */
+  state: 'waiting' | 'running';
+  /** The nodes it was waiting on (empty for a running node). */
+  waiting_on: string[];
+  /** Epoch ms since when: the workflow's start for a waiting node, its run's start for a running one. */
+  since: number;
+  run_id?: string;
+  why: string;
+}
+
+/** Why an aborted workflow ended: the node whose timeout fired, and every wait at that moment. */
+export interface AbortReport {
+  timed_out: string;
+  timeout_ms: number;
+  at: number;
+  waits: WaitRecord[];
+  /** The same, one line per wait. */
+  text: string;
+}
+
+export interface WorkflowOutcome {
+  status: Exclude<WorkflowStatus, 'running'>;
+  /** `completed`, `node_failed`, `timeout`, `cancel_requested`, `coordinator_failed`. */
+  reason: string;
+  output?: string;
+  /** Some node's output was a default the watchdog injected, or a node used one. */
+  low_confidence: boolean;
+  report?: AbortReport;
+  /** What went wrong, for failed workflows. */
+  error?: string;
+}
+
+/** A workflow's record: its definition as it was when it started, its input, and each node's progress. */
+export interface WorkflowRecord {
+  workflowId: string;
+  name: string;
+  input: string;
+  spec: WorkflowSpec;
+  traceId: string;
+  metadata?: Record<string, string>;
+  status: WorkflowStatus;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt?: number;
+  cancelRequested: boolean;
+  outcome?: WorkflowOutcome;
+  started: Map<string, NodeStart>;
+  done: Map<string, NodeResult>;
+}
+
+export interface WorkflowSummary {
+  workflowId: string;
+  name: string;
+  status: WorkflowStatus;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt?: number;
+  cancelRequested: boolean;
+  reason?: string;
+}
+
+export interface WorkflowListFilter {
+  name?: string;
+  status?: WorkflowStatus;
+  limit?: number;
+  offset?: number;
+}
+
+export interface StoredWorkflowEvent {
+  id: string;
+  event: WorkflowEvent;
+}
+
+/**
+ * Creates a workflow's record unless it exists. KEYS: meta, events, index. ARGV: id, created at, then
+ * field/value pairs, the `workflow_started` event last. Returns 1 when created.
+ */
+const CREATE_LUA = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local n = #ARGV
+redis.call('HSET', KEYS[1], unpack(ARGV, 3, n - 1))
+redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
+redis.call('XADD', KEYS[2], '*', 'e', ARGV[n])
+return 1
+`;
+
+/**
+ * One transition of a workflow, applied once: sets a field of the node-start, node-result or meta hash
+ * unless it is set (HSETNX), and only then appends the events and stamps the record. A finished workflow
+ * (its `outcome` set) takes no more transitions. Setting `outcome` ends the workflow: status and finish
+ * time are written and every key of the workflow expires after the retention.
+ * KEYS: meta, started, done, events, index. ARGV: target (started|done|outcome), field, value, now, ttl
+ * in s, final status ('' unless target is outcome), then the events.
+ */
+const TRANSITION_LUA = `
+if redis.call('HEXISTS', KEYS[1], 'outcome') == 1 then return 0 end
+local target = KEYS[1]
+if ARGV[1] == 'started' then target = KEYS[2] elseif ARGV[1] == 'done' then target = KEYS[3] end
+if redis.call('HSETNX', target, ARGV[2], ARGV[3]) == 0 then return 0 end
+for i = 7, #ARGV do redis.call('XADD', KEYS[4], '*', 'e', ARGV[i]) end
+redis.call('HSET', KEYS[1], 'updatedAt', ARGV[4])
+if ARGV[1] == 'outcome' then
+  local ttl = tonumber(ARGV[5])
+  redis.call('HSET', KEYS[1], 'status', ARGV[6], 'finishedAt', ARGV[4])
+  for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', tonumber(ARGV[4]) - ttl * 1000)
+end
+return 1
+`;
+
+type StoreClient = Redis & {
+  agentReachWorkflowCreate(...keysAndArgs: Array<string | number>): Promise<number>;
+  agentReachWorkflowTransition(...keysAndArgs: Array<string | number>): Promise<number>;
+};
+
+/** A transition to apply once (see TRANSITION_LUA). */
+export type Transition =
+  | { target: 'started'; node: string; value: NodeStart; events: WorkflowEvent[] }
+  | { target: 'done'; node: string; value: NodeResult; events: WorkflowEvent[] }
+  | { target: 'outcome'; value: WorkflowOutcome; events: WorkflowEvent[] };
+
+/**
+ * Workflows' durable records in Redis: a meta hash (definition snapshot, input, status, outcome), a hash
+ * of node starts and one of node results — each field written once, by a script that also appends the
+ * event — an event stream, and an index by creation time. Any coordinator may apply a transition; the
+ * first one wins, so a coordinator that was replaced mid-step (killed, or stalled) cannot start a node
+ * twice or deliver two outputs for one node.
+ */
+export class WorkflowStore {
+  readonly retentionS: number;
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly keys: Keys,
+    options: { retentionS?: number } = {},
+  ) {
+    const client = redis as unknown as Partial<StoreClient>;
+    if (!client.agentReachWorkflowCreate)
+      redis.defineCommand('agentReachWorkflowCreate', { numberOfKeys: 3, lua: CREATE_LUA });
+    if (!client.agentReachWorkflowTransition)
+      redis.defineCommand('agentReachWorkflowTransition', { numberOfKeys: 5, lua: TRANSITION_LUA });
+    this.retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
+  }
+
+  /** Creates the record; false when a workflow with this id exists already. */
+  async create(
+    record: Pick<
+      WorkflowRecord,
+      'workflowId' | 'name' | 'input' | 'spec' | 'traceId' | 'metadata' | 'createdAt'
+    >,
+  ): Promise<boolean> {
+    const k = this.keys;
+    const fields: string[] = [
+      'workflowId',
+      record.workflowId,
+      'name',
+      record.name,
+      'input',
+      record.input,
+      'spec',
+      JSON.stringify(record.spec),
+      'traceId',
+      record.traceId,
+      'status',
+      'running',
+      'createdAt',
+      String(record.createdAt),
+      'updatedAt',
+      String(record.createdAt),
+      ...(record.metadata ? ['metadata', JSON.stringify(record.metadata)] : []),
+    ];
+    const event: WorkflowEvent = {
+      type: 'workflow_started',
+      at: record.createdAt,
+      workflow: record.name,
+      nodes: record.spec.nodes.map((n) => n.id),
+    };
+    const created = await (this.redis as unknown as StoreClient).agentReachWorkflowCreate(
+      k.workflowMeta(record.workflowId),
+      k.workflowEvents(record.workflowId),
+      k.workflowIndex,
+      record.workflowId,
+      record.createdAt,
+      ...fields,
+      JSON.stringify(event),
+    );
+    return created === 1;
+  }
+
+  /** Applies a transition once; true when this call applied it. */
+  async apply(workflowId: string, t: Transition, now = Date.now()): Promise<boolean> {
+    const k = this.keys;
+    const applied = await (this.redis as unknown as StoreClient).agentReachWorkflowTransition(
+      k.workflowMeta(workflowId),
+      k.workflowStarted(workflowId),
+      k.workflowDone(workflowId),
+      k.workflowEvents(workflowId),
+      k.workflowIndex,
+      t.target,
+      t.target === 'outcome' ? 'outcome' : t.node,
+      JSON.stringify(t.value),
+      now,
+      this.retentionS,
+      t.target === 'outcome' ? t.value.status : '',
+      ...t.events.map((e) => JSON.stringify(e)),
+    );
+    return applied === 1;
+  }
+
+  /** The workflow's record, or undefined when unknown. One round trip. */
+  async load(workflowId: string): Promise<WorkflowRecord | undefined> {
+    const k = this.keys;
+    const [[, meta], [, started], [, done]] = (await this.redis
+      .multi()
+      .hgetall(k.workflowMeta(workflowId))
+      .hgetall(k.workflowStarted(workflowId))
+      .hgetall(k.workflowDone(workflowId))
+      .exec()) as Array<[null, Record<string, string>]> as [
+      [null, Record<string, string>],
+      [null, Record<string, string>],
+      [null, Record<string, string>],
+    ];
+    if (!meta.workflowId || !meta.spec) return undefined;
+    const spec = JSON.parse(meta.spec) as WorkflowSpec;
+    const ids = new Set(spec.nodes.map((n) => n.id));
+    // Only the spec's own node ids are read back: a record is never keyed by a stray field.
+    const parsed = <T>(hash: Record<string, string>) =>
+      new Map(
+        Object.entries(hash)
+          .filter(([id]) => ids.has(id))
+          .map(([id, v]) => [id, JSON.parse(v) as T]),
+      );
+    return {
+      ...toSummary(meta),
+      input: meta.input ?? '',
+      spec,
+      traceId: meta.traceId ?? '',
+      ...(meta.metadata ? { metadata: JSON.parse(meta.metadata) as Record<string, string> } : {}),
+      ...(meta.outcome ? { outcome: JSON.parse(meta.outcome) as WorkflowOutcome } : {}),
+      started: parsed<NodeStart>(started),
+      done: parsed<NodeResult>(done),
+    };
+  }
+
+  /** Workflows newest first, filtered by name and status. */
+  async list(filter: WorkflowListFilter = {}): Promise<WorkflowSummary[]> {
+    const limit = filter.limit ?? 50;
+    const offset = filter.offset ?? 0;
+    const out: WorkflowSummary[] = [];
+    const page = 500;
+    for (let start = 0; out.length < offset + limit; start += page) {
+      const ids = await this.redis.zrevrange(this.keys.workflowIndex, start, start + page - 1);
+      if (ids.length === 0) break;
+      const pipe = this.redis.pipeline();
+      for (const id of ids) pipe.hmget(this.keys.workflowMeta(id), ...SUMMARY_FIELDS);
+      const rows = (await pipe.exec()) ?? [];
+      for (const [, row] of rows) {
+        const values = row as Array<string | null>;
+        const meta = Object.fromEntries(
+          SUMMARY_FIELDS.flatMap((f, i) => (values[i] == null ? [] : [[f, values[i] as string]])),
+        );
+        if (!meta.workflowId) continue;
+        const s = toSummary(meta);
+        if (filter.name && s.name !== filter.name) continue;
+        if (filter.status && s.status !== filter.status) continue;
+        out.push(s);
+      }
+      if (ids.length < page) break;
+    }
+    return out.slice(offset, offset + limit);
+  }
+
+  /** A workflow's events in order, after the stream id `after` (exclusive) when given. */
+  async events(workflowId: string, after?: string): Promise<StoredWorkflowEvent[]> {
+    const rows = await this.redis.xrange(
+      this.keys.workflowEvents(workflowId),
+      after ? `(${after}` : '-',
+      '+',
+    );
+    return rows.map(([id, fields]) => ({ id, event: JSON.parse(fields[1] as string) as WorkflowEvent }));
+  }
+
+  /** Waits up to `blockMs` for events after `after` on `reader` (a connection that may block). */
+  async waitEvents(
+    workflowId: string,
+    after: string,
+    blockMs: number,
+    reader: Redis,
+  ): Promise<StoredWorkflowEvent[]> {
+    const res = (await reader.xread(
+      'BLOCK',
+      blockMs,
+      'STREAMS',
+      this.keys.workflowEvents(workflowId),
+      after,
+    )) as Array<[string, Array<[string, string[]]>]> | null;
+    const rows = res?.[0]?.[1] ?? [];
+    return rows.map(([id, fields]) => ({ id, event: JSON.parse(fields[1] as string) as WorkflowEvent }));
+  }
+
+  /** Marks the workflow for cancellation; false when it is unknown. */
+  async requestCancel(workflowId: string): Promise<boolean> {
+    const key = this.keys.workflowMeta(workflowId);
+    if ((await this.redis.exists(key)) === 0) return false;
+    const event: WorkflowEvent = { type: 'cancel_requested', at: Date.now() };
+    await this.redis
+      .multi()
+      .hset(key, 'cancel_requested', '1')
+      .xadd(this.keys.workflowEvents(workflowId), '*', 'e', JSON.stringify(event))
+      .exec();
+    return true;
+  }
+}
+
+const SUMMARY_FIELDS = [
+  'workflowId',
+  'name',
+  'status',
+  'createdAt',
+  'updatedAt',
+  'finishedAt',
+  'cancel_requested',
+  'outcome',
+] as const;
+
+function toSummary(meta: Record<string, string>): WorkflowSummary {
+  const outcome = meta.outcome ? (JSON.parse(meta.outcome) as WorkflowOutcome) : undefined;
+  return {
+    workflowId: meta.workflowId ?? '',
+    name: meta.name ?? '',
+    status: (meta.status ?? 'running') as WorkflowStatus,
+    createdAt: Number(meta.createdAt ?? 0),
+    updatedAt: Number(meta.updatedAt ?? 0),
+    ...(meta.finishedAt ? { finishedAt: Number(meta.finishedAt) } : {}),
+    cancelRequested: meta.cancel_requested === '1',
+    ...(outcome ? { reason: outcome.reason } : {}),
+  };
+}

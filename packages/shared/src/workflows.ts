@@ -1,0 +1,325 @@
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import AjvModule from 'ajv';
+import { parse } from 'yaml';
+import { DEFAULT_WORKFLOW_NODE_TIMEOUT_MS } from './constants.js';
+import { AgentReachError } from './errors.js';
+import { closestName } from './suggest.js';
+import { deepFreeze } from './config.js';
+
+const Ajv = AjvModule.default;
+
+/**
+ * What the watchdog does with a node that has no output when its timeout passes: inject `default` as
+ * its output (marked low-confidence), or abort the workflow with a report of the waits.
+ */
+export type OnTimeout = 'abort' | { readonly default: string };
+
+/** One node of a workflow: an ordinary run of `agent` on `input`, started once its dependencies finished. */
+export interface WorkflowNodeSpec {
+  readonly id: string;
+  readonly agent: string;
+  /**
+   * The run's input, a template over `{{request}}` (the workflow's input) and `{{nodes.ID.output}}` of the
+   * nodes it depends on.
+   */
+  readonly input: string;
+  readonly depends_on: readonly string[];
+  /** From the workflow's start, how long the node may wait and run before the watchdog acts, in ms. */
+  readonly timeout_ms: number;
+  readonly on_timeout: OnTimeout;
+  /** The model of the node's run instead of the scheduler's default. */
+  readonly model?: string;
+}
+
+export interface WorkflowSpec {
+  readonly name: string;
+  readonly description?: string;
+  /** Nodes in declaration order (dependencies may be declared after their dependants). */
+  readonly nodes: readonly WorkflowNodeSpec[];
+}
+
+export interface WorkflowsFile {
+  readonly workflows: ReadonlyMap<string, WorkflowSpec>;
+}
+
+const NAME = '^[a-zA-Z0-9_-]{1,64}$';
+
+const workflowsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['workflows'],
+  properties: {
+    workflows: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'nodes'],
+        properties: {
+          name: { type: 'string', pattern: NAME },
+          description: { type: 'string' },
+          nodes: {
+            type: 'array',
+            minItems: 1,
+            maxItems: 64,
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['id', 'agent'],
+              properties: {
+                id: { type: 'string', pattern: NAME },
+                agent: { type: 'string', pattern: NAME },
+                input: { type: 'string', minLength: 1 },
+                depends_on: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true },
+                timeout_ms: { type: 'integer', minimum: 1, maximum: 7 * 24 * 3600 * 1000 },
+                on_timeout: {
+                  oneOf: [
+                    { const: 'abort' },
+                    {
+                      type: 'object',
+                      additionalProperties: false,
+                      required: ['default'],
+                      properties: { default: { type: 'string' } },
+                    },
+                  ],
+                },
+                model: { type: 'string', minLength: 1, maxLength: 200 },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+} as const;
+
+const validateWorkflows = new Ajv({ allErrors: true, strict: true }).compile(workflowsSchema);
+
+/** `{{ request }}` or `{{ nodes.ID.output }}`; anything else between braces is a problem. */
+const TEMPLATE = /\{\{\s*([^{}]*?)\s*\}\}/g;
+const NODE_OUTPUT = /^nodes\.([a-zA-Z0-9_-]{1,64})\.output$/;
+
+/** The nodes whose outputs a template uses, and the expressions it cannot resolve. */
+export function templateRefs(template: string): { nodes: string[]; unknown: string[] } {
+  const nodes: string[] = [];
+  const unknown: string[] = [];
+  for (const m of template.matchAll(TEMPLATE)) {
+    const expr = m[1] ?? '';
+    if (expr === 'request') continue;
+    const node = NODE_OUTPUT.exec(expr)?.[1];
+    if (node) nodes.push(node);
+    else unknown.push(expr);
+  }
+  return { nodes, unknown };
+}
+
+/** A dependency's output as a later node sees it. */
+export interface NodeOutput {
+  readonly output: string;
+  /** The output is the node's declared default, injected by the watchdog (or after its run failed). */
+  readonly low_confidence: boolean;
+  /** Why it is low-confidence, in words (shown to the later node's agent). */
+  readonly note?: string;
+}
+
+/**
+ * Fills a node's input template. A low-confidence output reaches the later node's agent marked as such,
+ * so that the model knows the value is a stand-in.
+ */
+export function renderNodeInput(
+  template: string,
+  request: string,
+  outputs: ReadonlyMap<string, NodeOutput>,
+): string {
+  return template.replace(TEMPLATE, (whole, expr: string) => {
+    if (expr === 'request') return request;
+    const id = NODE_OUTPUT.exec(expr)?.[1];
+    const out = id === undefined ? undefined : outputs.get(id);
+    if (!out) return whole;
+    return out.low_confidence
+      ? `[low_confidence: ${out.note ?? `node ${id} did not answer; this is its declared default`}] ${out.output}`
+      : out.output;
+  });
+}
+
+/**
+ * The first cycle of a workflow's wait graph (a node waits on each node of its `depends_on`), in order,
+ * its first node repeated at the end; undefined when there is none. Nodes are visited in declaration
+ * order, dependencies in the order listed, so the same file always names the same cycle.
+ */
+export function findCycle(
+  nodes: ReadonlyArray<Pick<WorkflowNodeSpec, 'id' | 'depends_on'>>,
+): string[] | undefined {
+  const deps = new Map(nodes.map((n) => [n.id, n.depends_on]));
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (id: string): string[] | undefined => {
+    const s = state.get(id);
+    if (s === 'done') return undefined;
+    if (s === 'open') return [...stack.slice(stack.indexOf(id)), id];
+    state.set(id, 'open');
+    stack.push(id);
+    for (const d of deps.get(id) ?? []) {
+      if (!deps.has(d)) continue;
+      const cycle = visit(d);
+      if (cycle) return cycle;
+    }
+    stack.pop();
+    state.set(id, 'done');
+    return undefined;
+  };
+  for (const n of nodes) {
+    const cycle = visit(n.id);
+    if (cycle) return cycle;
+  }
+  return undefined;
+}
+
+interface RawNode {
+  id: string;
+  agent: string;
+  input?: string;
+  depends_on?: string[];
+  timeout_ms?: number;
+  on_timeout?: OnTimeout;
+  model?: string;
+}
+
+/**
+ * Parses and checks a workflows document before anything can start: the schema, then per workflow
+ * duplicate node ids, agents not in `knownAgents`, dependencies on undeclared nodes, templates naming
+ * nodes the node does not depend on, and cycles (named in order, `a → b → c → a`). Every problem is
+ * reported at once, each naming the file, the workflow, the node and the field.
+ */
+export function parseWorkflows(text: string, file: string, knownAgents: Iterable<string>): WorkflowsFile {
+  let doc: unknown;
+  try {
+    doc = parse(text);
+  } catch (err) {
+    throw new AgentReachError('WORKFLOWS_INVALID', `${file}: not valid YAML: ${(err as Error).message}`);
+  }
+  const problems: string[] = [];
+  const raw = doc as { workflows?: Array<{ name?: unknown; nodes?: Array<{ id?: unknown }> }> };
+  const where = (w: string | undefined, n: string | undefined) => {
+    const wf = w === undefined ? undefined : raw.workflows?.[Number(w)];
+    const wName = typeof wf?.name === 'string' ? `workflow "${wf.name}"` : `workflows[${w}]`;
+    if (n === undefined) return wName;
+    const node = wf?.nodes?.[Number(n)];
+    return `${wName}: ${typeof node?.id === 'string' ? `node "${node.id}"` : `nodes[${n}]`}`;
+  };
+  if (!validateWorkflows(doc)) {
+    const seen = new Set<string>();
+    for (const e of validateWorkflows.errors ?? []) {
+      // oneOf reports each branch and then itself: one line for the field is enough.
+      if (e.keyword === 'const' || e.keyword === 'oneOf') {
+        if (!/\/on_timeout/.test(e.instancePath)) continue;
+      }
+      const m = /^\/workflows\/(\d+)(?:\/nodes\/(\d+))?(\/.*)?$/.exec(e.instancePath);
+      const field = m ? (m[3]?.slice(1).replace(/\//g, '.') ?? '') : e.instancePath.slice(1) || '(top level)';
+      const message =
+        field.startsWith('on_timeout') || e.keyword === 'oneOf'
+          ? 'must be "abort" or { default: TEXT }'
+          : `${e.message ?? 'is invalid'}${
+              e.keyword === 'additionalProperties'
+                ? ` "${String((e.params as { additionalProperty: string }).additionalProperty)}"`
+                : ''
+            }`;
+      const line = `${file}: ${m ? `${where(m[1], m[2])}: ` : ''}${field ? `${field} ` : ''}${message}`;
+      if (!seen.has(line)) problems.push(line);
+      seen.add(line);
+    }
+    throw new AgentReachError('WORKFLOWS_INVALID', problems.join('\n'), { details: problems });
+  }
+  const agents = new Set(knownAgents);
+  const workflows = new Map<string, WorkflowSpec>();
+  const docs = (doc as { workflows: Array<{ name: string; description?: string; nodes: RawNode[] }> })
+    .workflows;
+  for (const w of docs) {
+    const at = `${file}: workflow "${w.name}"`;
+    if (workflows.has(w.name)) problems.push(`${at}: name is declared twice`);
+    const ids = new Set<string>();
+    for (const n of w.nodes) {
+      if (ids.has(n.id)) problems.push(`${at}: node "${n.id}": id is declared twice`);
+      ids.add(n.id);
+    }
+    const nodes: WorkflowNodeSpec[] = w.nodes.map((n) => {
+      const here = `${at}: node "${n.id}"`;
+      if (!agents.has(n.agent)) {
+        const guess = closestName(n.agent, agents);
+        problems.push(
+          `${here}: agent "${n.agent}" is not declared in the agents file${guess ? ` (did you mean "${guess}"?)` : ''}`,
+        );
+      }
+      const dependsOn = n.depends_on ?? [];
+      dependsOn.forEach((d, j) => {
+        if (d === n.id) problems.push(`${here}: depends_on[${j}] "${d}" is the node itself`);
+        else if (!ids.has(d)) {
+          const guess = closestName(d, ids);
+          problems.push(
+            `${here}: depends_on[${j}] "${d}" is not a node of this workflow${guess ? ` (did you mean "${guess}"?)` : ''}`,
+          );
+        }
+      });
+      const input = n.input ?? (dependsOn.length === 0 ? '{{request}}' : undefined);
+      if (input === undefined)
+        problems.push(
+          `${here}: input is required for a node with dependencies (a template over their outputs)`,
+        );
+      const refs = templateRefs(input ?? '');
+      for (const expr of refs.unknown)
+        problems.push(
+          `${here}: input uses "{{${expr}}}"; a template may use {{request}} and {{nodes.ID.output}}`,
+        );
+      for (const ref of refs.nodes)
+        if (!dependsOn.includes(ref))
+          problems.push(`${here}: input uses nodes.${ref}.output but "${ref}" is not in depends_on`);
+      return {
+        id: n.id,
+        agent: n.agent,
+        input: input ?? '',
+        depends_on: dependsOn,
+        timeout_ms: n.timeout_ms ?? DEFAULT_WORKFLOW_NODE_TIMEOUT_MS,
+        on_timeout: n.on_timeout ?? 'abort',
+        ...(n.model ? { model: n.model } : {}),
+      };
+    });
+    const cycle = findCycle(nodes);
+    if (cycle)
+      problems.push(
+        `${at}: depends_on has a cycle: ${cycle.join(' → ')} (each waits on the next, so none could ever start)`,
+      );
+    workflows.set(w.name, { name: w.name, ...(w.description ? { description: w.description } : {}), nodes });
+  }
+  if (problems.length > 0)
+    throw new AgentReachError('WORKFLOWS_INVALID', problems.join('\n'), { details: problems });
+  return { workflows: deepFreeze(workflows) };
+}
+
+/**
+ * The workflows file a configuration names: `WORKFLOWS_FILE` when set, else `workflows.yaml` beside the
+ * agents file when that exists; undefined when there is none (then no workflow is declared).
+ */
+export function workflowsFileOf(config: {
+  agentsFile: string;
+  workflowsFile?: string | undefined;
+}): string | undefined {
+  if (config.workflowsFile) return config.workflowsFile;
+  const beside = path.join(path.dirname(config.agentsFile), 'workflows.yaml');
+  return existsSync(beside) ? beside : undefined;
+}
+
+/** Reads and checks a workflows file (see `parseWorkflows`); no file means no workflows. */
+export function loadWorkflows(file: string | undefined, knownAgents: Iterable<string>): WorkflowsFile {
+  if (file === undefined) return { workflows: new Map() };
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new AgentReachError(
+      'WORKFLOWS_INVALID',
+      `${file}: cannot read workflows file: ${(err as Error).message}`,
+    );
+  }
+  return parseWorkflows(text, file, knownAgents);
+}
