@@ -1,0 +1,217 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentReachError, loadAgents, loadWorkflows, parseWorkflows } from '@agent-reach/shared';
+import type { WorkflowRecord } from '@agent-reach/scheduler';
+import { ROOT, TEST_AGENTS } from './helpers/processes.js';
+import { startRunsHarness } from './helpers/runs.js';
+import { waitFor } from './helpers/redis.js';
+import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
+
+const invalid = (fn: () => unknown): AgentReachError => {
+  try {
+    fn();
+  } catch (err) {
+    return err as AgentReachError;
+  }
+  throw new Error('expected the workflows file to be refused');
+};
+
+describe('workflow files are checked before anything starts', () => {
+  it("refuses the seeds' three-agent cycle at load, naming the cycle in order", () => {
+    const agents = loadAgents(path.join(ROOT, 'test/fixtures/workflow-cycle-agents.yaml'));
+    const file = path.join(ROOT, 'test/fixtures/workflow-cycle.yaml');
+    const err = invalid(() => loadWorkflows(file, agents.agents.keys()));
+    expect(err.code).toBe('WORKFLOWS_INVALID');
+    expect(err.details).toEqual([
+      `${file}: workflow "purchase": depends_on has a cycle: procurement → inventory → finance → procurement (each waits on the next, so none could ever start)`,
+    ]);
+  });
+
+  it('lists every problem at once, each naming the workflow, the node and the field', () => {
+    const text = `
+workflows:
+  - name: broken
+    nodes:
+      - id: a
+        agent: test_agnt
+      - id: b
+        agent: test_agent
+        depends_on: [a, z]
+        input: '{{nodes.a.output}} {{nodes.c.output}} {{weather}}'
+      - id: c
+        agent: test_agent
+        depends_on: [b]
+      - id: d
+        agent: test_agent
+        on_timeout: retry
+`;
+    const err = invalid(() => parseWorkflows(text, 'w.yaml', ['test_agent']));
+    expect(err.details).toEqual([
+      'w.yaml: workflow "broken": node "d": on_timeout must be "abort" or { default: TEXT }',
+    ]);
+    const fixed = text.replace('on_timeout: retry', 'on_timeout: { default: none }');
+    const all = invalid(() => parseWorkflows(fixed, 'w.yaml', ['test_agent']));
+    expect(all.details).toEqual([
+      'w.yaml: workflow "broken": node "a": agent "test_agnt" is not declared in the agents file (did you mean "test_agent"?)',
+      'w.yaml: workflow "broken": node "b": depends_on[1] "z" is not a node of this workflow (did you mean "a"?)',
+      'w.yaml: workflow "broken": node "b": input uses "{{weather}}"; a template may use {{request}} and {{nodes.ID.output}}',
+      'w.yaml: workflow "broken": node "b": input uses nodes.c.output but "c" is not in depends_on',
+      'w.yaml: workflow "broken": node "c": input is required for a node with dependencies (a template over their outputs)',
+    ]);
+  });
+
+  it('loads the test workflows with defaults for timeout and on_timeout', () => {
+    const agents = loadAgents(TEST_AGENTS);
+    const { workflows } = loadWorkflows(WORKFLOWS_FIXTURE, agents.agents.keys());
+    const d = workflows.get('diamond')?.nodes.find((n) => n.id === 'd');
+    expect(d).toMatchObject({ depends_on: ['b', 'c'], on_timeout: 'abort', timeout_ms: 600_000 });
+    expect(workflows.get('diamond')?.nodes[0]?.input).toBe('{{request}}');
+  });
+});
+
+describe('workflows on real Redis: nodes as runs, the watchdog, cancellation', () => {
+  let h: Awaited<ReturnType<typeof startRunsHarness>>;
+  beforeAll(async () => {
+    h = await startRunsHarness({ WORKFLOWS_FILE: WORKFLOWS_FIXTURE });
+    for (const s of WORKFLOW_SCENARIOS) h.sim.addScenario(s);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const workflows = () => h.schedulers[0]!.workflows;
+  const runTimes = async (runId: string) => {
+    const events = await h.control.events(runId);
+    const at = (type: string) => events.find((e) => e.event.type === type)?.event.at;
+    return { started: at('run_started') ?? NaN, finished: at('run_finished') ?? NaN };
+  };
+  const node = (rec: WorkflowRecord, id: string) => rec.spec.nodes.find((n) => n.id === id)!;
+
+  it('runs b and c of a diamond at the same time, and d sees both their outputs', async () => {
+    const { workflowId } = await workflows().start({ workflow: 'diamond', input: 'restock the shop' });
+    const rec = await workflows().wait(workflowId, 30_000);
+    expect(rec.outcome).toMatchObject({ status: 'succeeded', reason: 'completed', low_confidence: false });
+    const b = await runTimes(rec.started.get('b')!.run_id);
+    const c = await runTimes(rec.started.get('c')!.run_id);
+    const d = await runTimes(rec.started.get('d')!.run_id);
+    // Overlap: each of b and c started before the other finished.
+    expect(b.started).toBeLessThan(c.finished);
+    expect(c.started).toBeLessThan(b.finished);
+    // d started only once both had finished.
+    expect(d.started).toBeGreaterThanOrEqual(Math.max(b.finished, c.finished));
+    expect(rec.started.get('d')!.input).toBe(
+      'combine (b saw [b task: a found 12 crates]) and (c saw [c task: a found 12 crates]) for restock the shop',
+    );
+    expect(rec.outcome?.output).toBe(`d saw [${rec.started.get('d')!.input}]`);
+    expect(node(rec, 'd').depends_on).toEqual(['b', 'c']);
+    // The event stream links each node's run.
+    const started = (await workflows().events(workflowId)).flatMap((e) =>
+      e.event.type === 'node_started' ? [[e.event.node, e.event.run_id]] : [],
+    );
+    expect(Object.fromEntries(started)).toEqual({
+      a: `${workflowId}.a`,
+      b: `${workflowId}.b`,
+      c: `${workflowId}.c`,
+      d: `${workflowId}.d`,
+    });
+    const run = await h.control.get(`${workflowId}.d`);
+    expect(run?.state?.metadata).toEqual({ workflow_id: workflowId, workflow_node: 'd' });
+  });
+
+  it('gives a node past its timeout its default, marked low_confidence, and the next node sees it marked so', async () => {
+    const { workflowId } = await workflows().start({ workflow: 'late_with_default', input: 'order paper' });
+    const rec = await workflows().wait(workflowId, 30_000);
+    expect(rec.outcome).toMatchObject({ status: 'succeeded', low_confidence: true });
+    expect(rec.done.get('stock')).toMatchObject({
+      status: 'defaulted',
+      output: 'no stock data',
+      low_confidence: true,
+      reason: 'timeout',
+    });
+    const order = rec.started.get('order')!;
+    expect(order.low_confidence_inputs).toEqual(['stock']);
+    expect(order.input).toBe(
+      'order with [low_confidence: node stock timed out after 1500 ms; this is its declared default] no stock data',
+    );
+    expect(rec.done.get('order')).toMatchObject({ status: 'succeeded', low_confidence: false });
+    const fired = (await workflows().events(workflowId)).filter((e) => e.event.type === 'watchdog_fired');
+    expect(fired.map((e) => e.event)).toMatchObject([
+      { node: 'stock', action: 'default', timeout_ms: 1500, run_id: `${workflowId}.stock` },
+    ]);
+    // The late node's run is cancelled rather than left to answer into the void.
+    await waitFor(
+      async () => (await h.control.get(`${workflowId}.stock`))?.summary.status === 'cancelled',
+      15_000,
+      "the timed-out node's run to be cancelled",
+    );
+  });
+
+  it('aborts with a report of who was waiting on whom, since when and why', async () => {
+    const { workflowId } = await workflows().start({ workflow: 'late_aborts', input: 'order paper' });
+    const rec = await workflows().wait(workflowId, 30_000);
+    expect(rec.outcome).toMatchObject({ status: 'aborted', reason: 'timeout' });
+    const report = rec.outcome!.report!;
+    const stockRun = `${workflowId}.stock`;
+    expect(report).toMatchObject({
+      timed_out: 'stock',
+      timeout_ms: 1500,
+      waits: [
+        {
+          node: 'stock',
+          state: 'running',
+          waiting_on: [],
+          run_id: stockRun,
+          since: rec.started.get('stock')!.at,
+          why: `its run ${stockRun} (agent test_agent) has not answered; timed out after 1500 ms (on_timeout: abort)`,
+        },
+        {
+          node: 'order',
+          state: 'waiting',
+          waiting_on: ['stock'],
+          since: rec.createdAt,
+          why: `needs the output of stock: stock is running as run ${stockRun} since ${new Date(rec.started.get('stock')!.at).toISOString()}`,
+        },
+      ],
+    });
+    expect(report.text.split('\n')).toEqual([
+      `stock running since ${new Date(rec.started.get('stock')!.at).toISOString()}: ${report.waits[0]!.why}`,
+      `order waiting on stock since ${new Date(rec.createdAt).toISOString()}: ${report.waits[1]!.why}`,
+    ]);
+    expect(rec.started.has('order')).toBe(false);
+    await waitFor(
+      async () => (await h.control.get(stockRun))?.summary.status === 'cancelled',
+      15_000,
+      'the running node to be cancelled',
+    );
+  });
+
+  it('cancels its running nodes when the workflow is cancelled', async () => {
+    const { workflowId } = await workflows().start({ workflow: 'hangs', input: 'wait forever' });
+    const runId = `${workflowId}.stuck`;
+    // Its model never answers, so the run records nothing: its job being worked on is what shows.
+    await waitFor(
+      async () => (await (await h.control.queue.getJob(runId))?.isActive()) === true,
+      15_000,
+      'the node run to start',
+    );
+    await workflows().cancel(workflowId);
+    const rec = await workflows().wait(workflowId, 15_000);
+    expect(rec.outcome).toMatchObject({ status: 'cancelled', reason: 'cancel_requested' });
+    await waitFor(
+      async () => (await h.control.get(runId))?.summary.status === 'cancelled',
+      15_000,
+      'the node run to be cancelled',
+    );
+  });
+
+  it('starts a workflow once for one id, however often it is started', async () => {
+    const first = await workflows().start({ workflow: 'diamond', input: 'again', workflowId: 'wf_once' });
+    const second = await workflows().start({ workflow: 'diamond', input: 'again', workflowId: 'wf_once' });
+    expect([first.created, second.created]).toEqual([true, false]);
+    const rec = await workflows().wait('wf_once', 30_000);
+    expect(rec.status).toBe('succeeded');
+    const types = (await workflows().events('wf_once')).map((e) => e.event.type);
+    expect(types.filter((t) => t === 'workflow_started')).toHaveLength(1);
+    expect(types.filter((t) => t === 'node_started')).toHaveLength(4);
+  });
+});
