@@ -68,6 +68,7 @@ export async function startApiHarness(
   const scheduler = h.schedulers[0]!;
   const deps: ApiServerDeps = {
     control: h.control,
+    workflows: scheduler.workflows,
     sessions: new SessionStore(h.producer, h.keys, 600),
     runner: scheduler.runner,
     agents: loadAgents(h.config.agentsFile),

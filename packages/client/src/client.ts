@@ -1,7 +1,19 @@
 import { AgentReachApiError } from './errors.js';
 import { parseSse } from './sse.js';
 import { isFinalStatus } from '@agent-reach/protocol';
-import type { Agent, Decision, Run, RunList, RunStatus, StreamedEvent } from './types.js';
+import {
+  FINAL_WORKFLOW_STATUSES,
+  type Agent,
+  type Decision,
+  type Run,
+  type RunList,
+  type RunStatus,
+  type StreamedEvent,
+  type StreamedWorkflowEvent,
+  type Workflow,
+  type WorkflowList,
+  type WorkflowStatus,
+} from './types.js';
 
 export interface ClientOptions {
   /** The API's base URL, e.g. `http://scheduler:8080`. */
@@ -29,6 +41,23 @@ export interface ListRunsFilter {
   /** Epoch ms bounds on creation time. */
   since?: number;
   until?: number;
+  limit?: number;
+  offset?: number;
+}
+
+export interface CreateWorkflowInput {
+  /** A workflow of the workflows file. */
+  workflow: string;
+  /** The request: `{{request}}` in its nodes' input templates. */
+  input: string;
+  metadata?: Record<string, string>;
+  /** The same key (per API key, 24 h) returns the same workflow instead of starting another. */
+  idempotencyKey?: string;
+}
+
+export interface ListWorkflowsFilter {
+  workflow?: string;
+  status?: WorkflowStatus;
   limit?: number;
   offset?: number;
 }
@@ -68,6 +97,16 @@ export interface AgentReachClient {
   /** Starts a run of `agent` in the session (continuing its history). */
   sendMessage(sessionId: string, input: Omit<CreateRunInput, 'sessionId'>): Promise<Run>;
   listAgents(): Promise<Agent[]>;
+  createWorkflow(input: CreateWorkflowInput): Promise<Workflow>;
+  /** The workflow with each node's state, output and run. */
+  getWorkflow(workflowId: string): Promise<Workflow>;
+  listWorkflows(filter?: ListWorkflowsFilter): Promise<WorkflowList>;
+  /** The workflow's events, stored then live, ending after `workflow_finished`. */
+  streamWorkflowEvents(workflowId: string, options?: StreamOptions): AsyncGenerator<StreamedWorkflowEvent>;
+  /** Follows the workflow's events until it ends (reconnecting as needed), then returns it. */
+  waitForWorkflow(workflowId: string, options?: WaitOptions): Promise<Workflow>;
+  /** Cancels the workflow and its running node runs. */
+  cancelWorkflow(workflowId: string): Promise<Workflow>;
 }
 
 const sleep = (ms: number, signal: AbortSignal) =>
@@ -126,6 +165,13 @@ export function createClient(options: ClientOptions): AgentReachClient {
   };
 
   const run = (id: string) => `/v1/runs/${encodeURIComponent(id)}`;
+  /** A list filter as a query string (`?a=1&b=2`, or nothing). */
+  const query = (f: object) => {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(f)) if (v !== undefined) q.set(k, String(v));
+    const qs = q.toString();
+    return qs ? `?${qs}` : '';
+  };
   const runBody = (i: Omit<CreateRunInput, 'sessionId' | 'idempotencyKey'>) => ({
     agent: i.agent,
     input: i.input,
@@ -148,8 +194,9 @@ export function createClient(options: ClientOptions): AgentReachClient {
       },
     });
 
-  async function* streamEvents(runId: string, o: StreamOptions = {}): AsyncGenerator<StreamedEvent> {
-    const res = await send('GET', `${run(runId)}/events`, {
+  /** An SSE route's messages with ids (heartbeat comments skipped). */
+  async function* sse<E>(path: string, o: StreamOptions = {}): AsyncGenerator<E> {
+    const res = await send('GET', path, {
       headers: { accept: 'text/event-stream', ...(o.lastEventId ? { 'last-event-id': o.lastEventId } : {}) },
       ...(o.signal ? { signal: o.signal } : {}),
     });
@@ -165,9 +212,72 @@ export function createClient(options: ClientOptions): AgentReachClient {
     }
     for await (const m of parseSse(res.body)) {
       if (m.id === undefined) continue;
-      yield { id: m.id, type: m.event, data: JSON.parse(m.data) } as StreamedEvent;
+      yield { id: m.id, type: m.event, data: JSON.parse(m.data) as unknown } as E;
     }
   }
+
+  const streamEvents = (runId: string, o?: StreamOptions) => sse<StreamedEvent>(`${run(runId)}/events`, o);
+  const workflow = (id: string) => `/v1/workflows/${encodeURIComponent(id)}`;
+  const streamWorkflowEvents = (id: string, o?: StreamOptions) =>
+    sse<StreamedWorkflowEvent>(`${workflow(id)}/events`, o);
+
+  /**
+   * Reads the subject until it is final, following its events in between (resuming a dropped stream
+   * after the last event seen), up to the timeout.
+   */
+  const follow = async <T extends { status: string }>(
+    what: string,
+    get: (signal: AbortSignal) => Promise<T>,
+    isFinal: (t: T) => boolean,
+    stream: (o: StreamOptions) => AsyncGenerator<{ id: string; type: string }>,
+    lastType: string,
+    o: WaitOptions,
+  ): Promise<T> => {
+    const controller = new AbortController();
+    const timeoutMs = o.timeoutMs ?? 10 * 60_000;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, timeoutMs);
+    const onAbort = () => controller.abort();
+    o.signal?.addEventListener('abort', onAbort, { once: true });
+    let last: string | undefined;
+    try {
+      for (;;) {
+        const current = await get(controller.signal);
+        if (isFinal(current)) return current;
+        let finished = false;
+        try {
+          for await (const e of stream({
+            signal: controller.signal,
+            ...(last ? { lastEventId: last } : {}),
+          })) {
+            last = e.id;
+            if (e.type === lastType) {
+              finished = true;
+              break;
+            }
+          }
+        } catch (err) {
+          // A dropped stream is resumed; an API error answer is the caller's.
+          if (controller.signal.aborted || (err instanceof AgentReachApiError && err.status !== 0)) throw err;
+        }
+        if (!finished) await sleep(o.reconnectDelayMs ?? 500, controller.signal);
+      }
+    } catch (err) {
+      if (timedOut)
+        throw new AgentReachApiError({
+          status: 0,
+          code: 'TIMEOUT',
+          message: `${what} did not end within ${timeoutMs} ms`,
+        });
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      o.signal?.removeEventListener('abort', onAbort);
+    }
+  };
 
   const client: AgentReachClient = {
     createRun: (i) =>
@@ -176,59 +286,16 @@ export function createClient(options: ClientOptions): AgentReachClient {
         ...(i.idempotencyKey ? { headers: idem(i.idempotencyKey) } : {}),
       }),
     getRun: (id) => call<Run>('GET', run(id)),
-    listRuns: (f = {}) => {
-      const q = new URLSearchParams();
-      for (const [k, v] of Object.entries(f)) if (v !== undefined) q.set(k, String(v));
-      const qs = q.toString();
-      return call<RunList>('GET', `/v1/runs${qs ? `?${qs}` : ''}`);
-    },
-    async waitForRun(runId, o = {}) {
-      const controller = new AbortController();
-      const timeoutMs = o.timeoutMs ?? 10 * 60_000;
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, timeoutMs);
-      const onAbort = () => controller.abort();
-      o.signal?.addEventListener('abort', onAbort, { once: true });
-      let last: string | undefined;
-      try {
-        for (;;) {
-          const current = await call<Run>('GET', run(runId), { signal: controller.signal });
-          if (isFinalStatus(current.status)) return current;
-          let finished = false;
-          try {
-            for await (const e of streamEvents(runId, {
-              signal: controller.signal,
-              ...(last ? { lastEventId: last } : {}),
-            })) {
-              last = e.id;
-              if (e.type === 'run_finished') {
-                finished = true;
-                break;
-              }
-            }
-          } catch (err) {
-            // A dropped stream is resumed; an API error answer is the caller's.
-            if (controller.signal.aborted || (err instanceof AgentReachApiError && err.status !== 0))
-              throw err;
-          }
-          if (!finished) await sleep(o.reconnectDelayMs ?? 500, controller.signal);
-        }
-      } catch (err) {
-        if (timedOut)
-          throw new AgentReachApiError({
-            status: 0,
-            code: 'TIMEOUT',
-            message: `run ${runId} did not end within ${timeoutMs} ms`,
-          });
-        throw err;
-      } finally {
-        clearTimeout(timer);
-        o.signal?.removeEventListener('abort', onAbort);
-      }
-    },
+    listRuns: (f = {}) => call<RunList>('GET', `/v1/runs${query(f)}`),
+    waitForRun: (runId, o = {}) =>
+      follow(
+        `run ${runId}`,
+        (signal) => call<Run>('GET', run(runId), { signal }),
+        (r) => isFinalStatus(r.status),
+        (so) => streamEvents(runId, so),
+        'run_finished',
+        o,
+      ),
     streamEvents,
     approve: (runId, toolCallId, o) => decide(runId, toolCallId, 'approve', o),
     reject: (runId, toolCallId, o) => decide(runId, toolCallId, 'reject', o),
@@ -243,6 +310,24 @@ export function createClient(options: ClientOptions): AgentReachClient {
         ...(i.idempotencyKey ? { headers: idem(i.idempotencyKey) } : {}),
       }),
     listAgents: async () => (await call<{ agents: Agent[] }>('GET', '/v1/agents')).agents,
+    createWorkflow: (i) =>
+      call<Workflow>('POST', '/v1/workflows', {
+        body: { workflow: i.workflow, input: i.input, ...(i.metadata ? { metadata: i.metadata } : {}) },
+        ...(i.idempotencyKey ? { headers: idem(i.idempotencyKey) } : {}),
+      }),
+    getWorkflow: (id) => call<Workflow>('GET', workflow(id)),
+    listWorkflows: (f = {}) => call<WorkflowList>('GET', `/v1/workflows${query(f)}`),
+    streamWorkflowEvents,
+    waitForWorkflow: (id, o = {}) =>
+      follow(
+        `workflow ${id}`,
+        (signal) => call<Workflow>('GET', workflow(id), { signal }),
+        (w) => FINAL_WORKFLOW_STATUSES.has(w.status),
+        (so) => streamWorkflowEvents(id, so),
+        'workflow_finished',
+        o,
+      ),
+    cancelWorkflow: (id) => call<Workflow>('POST', `${workflow(id)}/cancel`),
   };
   return client;
 }

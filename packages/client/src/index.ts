@@ -7,12 +7,15 @@ export type {
   StreamOptions,
   WaitOptions,
   DecisionOptions,
+  CreateWorkflowInput,
+  ListWorkflowsFilter,
 } from './client.js';
 export { AgentReachApiError, API_ERROR_CODES } from './errors.js';
 export type { ApiErrorCode, ClientErrorCode } from './errors.js';
 export { parseSse } from './sse.js';
 export type { SseMessage } from './sse.js';
 export { FINAL_STATUSES, isFinalStatus } from '@agent-reach/protocol';
+export { FINAL_WORKFLOW_STATUSES } from './types.js';
 export type {
   Run,
   RunSummary,
@@ -27,4 +30,12 @@ export type {
   RunEventType,
   RunEventData,
   StreamedEvent,
+  Workflow,
+  WorkflowSummary,
+  WorkflowList,
+  WorkflowNode,
+  WorkflowWait,
+  WorkflowStatus,
+  WorkflowEventType,
+  StreamedWorkflowEvent,
 } from './types.js';
