@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from './helpers/processes.js';
 import { startRunsHarness, testEnv } from './helpers/runs.js';
 import { waitFor } from './helpers/redis.js';
+import { runCli } from './helpers/cli.js';
 
 const run = promisify(execFile);
 const BIN = path.join(ROOT, 'packages/cli/bin/agent-reach.js');
@@ -13,17 +14,8 @@ const BIN = path.join(ROOT, 'packages/cli/bin/agent-reach.js');
 describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => {
   let h: Awaited<ReturnType<typeof startRunsHarness>>;
   const cli = async (...args: string[]) => cliWith({}, ...args);
-  const cliWith = async (env: Record<string, string>, ...args: string[]) => {
-    try {
-      const { stdout, stderr } = await run('node', [BIN, ...args], {
-        env: { ...process.env, ...testEnv(h.prefix, h.sim), LOG_LEVEL: 'warn', ...env },
-      });
-      return { code: 0, stdout, stderr };
-    } catch (err) {
-      const e = err as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  };
+  const cliWith = async (env: Record<string, string>, ...args: string[]) =>
+    runCli({ ...testEnv(h.prefix, h.sim), ...env }, args);
   beforeAll(async () => {
     h = await startRunsHarness({ BREAKER_FAILURE_THRESHOLD: '100' });
     h.sim.addScenario({

@@ -2,11 +2,21 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createDemoTools, loadToolModules } from '@agent-reach/executor';
 import { AgentReachError, createKeys } from '@agent-reach/protocol';
-import { loadConfig, maskUrl, parseAgents, ToolRegistry, type AgentReachConfig } from '@agent-reach/shared';
+import {
+  loadConfig,
+  maskUrl,
+  parseAgents,
+  parseWorkflows,
+  ToolRegistry,
+  workflowsFileOf,
+  type AgentReachConfig,
+  type AgentsFile,
+} from '@agent-reach/shared';
 
 /**
- * Validates the configuration, the tool registry (built-in tools plus TOOL_MODULES) and the agents file
- * against it, without touching Redis. Prints each agent's reachable tools; returns the problems found.
+ * Validates the configuration, the tool registry (built-in tools plus TOOL_MODULES), the agents file
+ * against it and the workflows file against the agents, without touching Redis. Prints each agent's
+ * reachable tools and each workflow's nodes; returns the problems found.
  */
 export async function configCheck(
   env: Record<string, string | undefined>,
@@ -34,8 +44,9 @@ export async function configCheck(
   } catch (err) {
     return [...problems, `${config.agentsFile}: cannot read agents file: ${(err as Error).message}`];
   }
+  let agents: AgentsFile | undefined;
   try {
-    const agents = parseAgents(text, config.agentsFile, problems.length ? undefined : registry.names());
+    agents = parseAgents(text, config.agentsFile, problems.length ? undefined : registry.names());
     for (const spec of agents.agents.values()) {
       const tools = spec.tools.map((name) => {
         const tool = registry.get(name);
@@ -62,6 +73,7 @@ export async function configCheck(
     const e = err as AgentReachError;
     problems.push(...(e.details?.length ? e.details : [e.message]));
   }
+  if (agents) problems.push(...checkWorkflows(workflowsFileOf(config), agents, print));
   return problems;
 }
 
@@ -87,5 +99,34 @@ export async function localRegistry(
     return { registry, problems: [(err as AgentReachError).message] };
   } finally {
     redis.disconnect();
+  }
+}
+
+/** The workflows file's problems (a cycle, an unknown agent or dependency); prints each workflow's nodes. */
+function checkWorkflows(
+  file: string | undefined,
+  agents: AgentsFile,
+  print: (line: string) => void,
+): string[] {
+  if (file === undefined) return [];
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    return [`${file}: cannot read workflows file: ${(err as Error).message}`];
+  }
+  try {
+    const { workflows } = parseWorkflows(text, file, agents.agents.keys());
+    print(`workflows file ${file}: ${workflows.size} workflow(s)`);
+    for (const w of workflows.values()) {
+      const nodes = w.nodes.map(
+        (n) => `${n.id} (${n.agent}${n.depends_on.length ? ` after ${n.depends_on.join(', ')}` : ''})`,
+      );
+      print(`workflow ${w.name}: ${nodes.join('; ')}`);
+    }
+    return [];
+  } catch (err) {
+    const e = err as AgentReachError;
+    return e.details?.length ? [...e.details] : [e.message];
   }
 }

@@ -39,6 +39,8 @@ async function main(argv: string[]): Promise<number> {
       return runs(rest);
     case 'run':
       return startRun(rest);
+    case 'workflows':
+      return workflows(rest);
     case 'config':
       return config(rest);
     case 'approve':
@@ -193,6 +195,104 @@ async function runs(argv: string[]): Promise<number> {
     }
     return EXIT.usage; // unreachable: checked above
   } finally {
+    await ctx.close();
+  }
+}
+
+async function workflows(argv: string[]): Promise<number> {
+  const sub = argv[0]?.startsWith('-') ? undefined : argv[0];
+  const { values, positionals } = parseArgs({
+    args: sub === undefined ? argv : argv.slice(1),
+    allowPositionals: true,
+    options: {
+      workflow: { type: 'string' },
+      status: { type: 'string' },
+      limit: { type: 'string' },
+      json: { type: 'boolean' },
+      wait: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help || !sub) {
+    console.log(usageOf('workflows'));
+    return sub || values.help ? EXIT.ok : EXIT.usage;
+  }
+  if (!['ls', 'show', 'events', 'start', 'cancel'].includes(sub))
+    throw new UsageError(`unknown workflows command "${sub}"; use ls, show, events, start or cancel`);
+  const [{ openContext }, shared, { WorkflowControl, workflowView, FINAL_WORKFLOW_STATUSES }] =
+    await Promise.all([
+      import('./context.js'),
+      import('@agent-reach/shared'),
+      import('@agent-reach/scheduler'),
+    ]);
+  const ctx = await openContext(process.env);
+  // Definitions are needed to start one; reading and cancelling go by the record alone.
+  const defs =
+    sub === 'start'
+      ? shared.loadWorkflows(
+          shared.workflowsFileOf(ctx.config),
+          shared.loadAgents(ctx.config.agentsFile).agents.keys(),
+        )
+      : { workflows: new Map() };
+  const control = new WorkflowControl(ctx.redis, shared.createKeys(ctx.config.keyPrefix), defs);
+  try {
+    if (sub === 'ls') {
+      const list = await control.list({
+        ...(values.workflow ? { name: values.workflow } : {}),
+        ...(values.status ? { status: values.status as never } : {}),
+        limit: values.limit ? positive(values.limit, '--limit') : 50,
+      });
+      if (values.json) for (const w of list) console.log(jsonLine(w));
+      else {
+        console.log(`${'workflow id'.padEnd(40)} ${'workflow'.padEnd(24)} ${'status'.padEnd(10)} created`);
+        for (const w of list)
+          console.log(
+            `${inline(w.workflowId).padEnd(40)} ${inline(w.name).padEnd(24)} ${inline(w.status).padEnd(10)} ${new Date(w.createdAt).toISOString()}`,
+          );
+      }
+      return EXIT.ok;
+    }
+    let id = positionals[0];
+    if (sub === 'start') {
+      const input = positionals.slice(1).join(' ').trim();
+      if (!id || !input) throw new UsageError('workflows start needs a workflow name and a request');
+      id = (await control.start({ workflow: id, input })).workflowId;
+      console.log(`started ${id}`);
+      if (!values.wait) return EXIT.ok;
+      await control.wait(id, 24 * 3600_000, 250);
+    }
+    if (!id) throw new UsageError(`workflows ${sub} needs a workflow id`);
+    const record = await control.get(id);
+    if (!record) return notFound(`workflow ${id}`);
+    if (sub === 'cancel') {
+      if (FINAL_WORKFLOW_STATUSES.has(record.status)) {
+        console.error(inline(`workflow ${id} already ended (${record.status})`));
+        return EXIT.failure;
+      }
+      await control.cancel(id);
+      console.log(inline(`cancellation of ${id} requested`));
+      return EXIT.ok;
+    }
+    if (sub === 'events') {
+      for (const e of await control.events(id)) console.log(jsonLine({ id: e.id, ...e.event }));
+      return EXIT.ok;
+    }
+    const view = inlineStrings(workflowView(record));
+    console.log(
+      `workflow ${view.workflow_id}  ${view.workflow}  status ${view.status}${view.reason ? ` (${view.reason})` : ''}`,
+    );
+    for (const n of view.nodes)
+      console.log(
+        `  ${n.id.padEnd(16)} ${n.status.padEnd(10)} ${n.agent}${n.depends_on.length ? ` after ${n.depends_on.join(', ')}` : ''}${n.run_id ? `  run ${n.run_id}` : ''}${n.low_confidence ? '  low_confidence' : ''}`,
+      );
+    if (view.output !== undefined)
+      console.log(`output${view.low_confidence ? ' (low_confidence)' : ''}: ${multiline(view.output)}`);
+    if (view.error) console.log(`error: ${view.error}`);
+    if (view.report)
+      console.log(`report (node ${view.report.timed_out} timed out):\n${multiline(view.report.text)}`);
+    return sub === 'start' && view.status !== 'succeeded' ? EXIT.runNotSucceeded : EXIT.ok;
+  } finally {
+    await control.close();
     await ctx.close();
   }
 }

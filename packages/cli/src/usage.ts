@@ -28,9 +28,16 @@ Runs
   reject <run-id> <tool-call-id> [--by NAME] [--reason TEXT]
   cancel <run-id>
 
+Workflows
+  workflows start <workflow> "<request>" [--wait]   start a workflow of the workflows file
+  workflows ls [--workflow W] [--status S] [--limit N] [--json]
+  workflows show <workflow-id>       each node's state and run, the output, the watchdog's report
+  workflows events <workflow-id>     the workflow's raw events, one JSON object per line
+  workflows cancel <workflow-id>     cancel it and its running node runs
+
 Configuration
-  config check                       validate the config, the tool registry and the agents file;
-                                     print each agent's reachable tools
+  config check                       validate the config, the tool registry, the agents file and
+                                     the workflows file; print each agent's reachable tools
   config apply FILE                  validate an agents file and publish it to every running
                                      scheduler and executor as the next configuration version
   config show                        print the published configuration's version and document
@@ -39,8 +46,8 @@ Every command reads REDIS_URL, AR_KEY_PREFIX and the rest of the environment (se
 T is an ISO date or epoch milliseconds. Add --help to a command for its options.
 
 Exit codes: 0 success; 1 failure (Redis unreachable, bad configuration, a replay that failed);
-2 bad usage; 3 run or call not found; 4 config check found problems or config apply refused the file; 5 a followed run ended
-without succeeding.`;
+2 bad usage; 3 run, call or workflow not found; 4 config check found problems or config apply refused
+the file; 5 a followed run (or a waited workflow) ended without succeeding.`;
 
 const COMMANDS = {
   dev: `Usage: agent-reach dev [options]
@@ -79,13 +86,25 @@ when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. Flags win over the envir
   cancel: `Usage: agent-reach cancel <run-id>`,
   config: `Usage: agent-reach config check | config apply FILE | config show
 
-check  validates the configuration (the environment), the tool registry and the agents file, and
-       prints each agent's reachable tools. Exit 4 when it finds problems.
+check  validates the configuration (the environment), the tool registry, the agents file and the
+       workflows file (unknown agents and dependencies, cycles named in order), and prints each
+       agent's reachable tools and each workflow's nodes. Exit 4 when it finds problems.
 apply  validates FILE (agents, budgets, tool_groups) against the tools of the live executors and
        publishes it to Redis as the fleet's next configuration version: every scheduler and executor
        takes it within seconds, without a restart. A file with problems is refused, every problem
        listed, and the version in force stays (exit 4).
 show   prints the published version, when and how it was applied, and its document.`,
+  workflows: `Usage: agent-reach workflows <start|ls|show|events|cancel> [options]
+
+  workflows start <workflow> "<request>" [--wait]
+                                     start a workflow of the workflows file (WORKFLOWS_FILE, default
+                                     workflows.yaml beside the agents file); --wait: until it ends,
+                                     then show it (exit 5 when it did not succeed)
+  workflows ls [--workflow W] [--status S] [--limit N] [--json]
+                                     workflows, newest first (--limit default 50)
+  workflows show <workflow-id>       each node's state and run, the output, the watchdog's report
+  workflows events <workflow-id>     the workflow's raw events, one JSON object per line
+  workflows cancel <workflow-id>     cancel it and its running node runs`,
 } as const;
 
 /** The usage of one command. */

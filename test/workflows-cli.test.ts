@@ -1,0 +1,58 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT } from './helpers/processes.js';
+import { runCli } from './helpers/cli.js';
+import { startRunsHarness, testEnv } from './helpers/runs.js';
+import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
+
+describe('agent-reach CLI: workflows and config check of the workflows file', { timeout: 90_000 }, () => {
+  let h: Awaited<ReturnType<typeof startRunsHarness>>;
+  const cli = async (env: Record<string, string>, ...args: string[]) =>
+    runCli({ ...testEnv(h.prefix, h.sim), ...env }, args);
+  beforeAll(async () => {
+    h = await startRunsHarness({ WORKFLOWS_FILE: WORKFLOWS_FIXTURE });
+    for (const s of WORKFLOW_SCENARIOS) h.sim.addScenario(s);
+  });
+  afterAll(async () => h.close());
+
+  it("refuses the seeds' cyclic workflow in config check, naming the cycle in order", async () => {
+    const res = await cli(
+      {
+        AGENTS_FILE: path.join(ROOT, 'test/fixtures/workflow-cycle-agents.yaml'),
+        WORKFLOWS_FILE: path.join(ROOT, 'test/fixtures/workflow-cycle.yaml'),
+        TOOL_MODULES: '',
+      },
+      'config',
+      'check',
+    );
+    expect(res.code).toBe(4);
+    expect(res.stderr).toMatch(
+      /problem: .*workflow-cycle\.yaml: workflow "purchase": depends_on has a cycle: procurement → inventory → finance → procurement/,
+    );
+  });
+
+  it('prints each workflow of a valid file in config check', async () => {
+    const res = await cli({ WORKFLOWS_FILE: WORKFLOWS_FIXTURE }, 'config', 'check');
+    expect(res.stdout).toMatch(
+      /workflow diamond: a \(test_agent\); b \(test_agent after a\); c \(test_agent after a\); d \(test_agent after b, c\)/,
+    );
+    expect(res.code).toBe(0);
+  });
+
+  it('starts a workflow, waits for it and shows each node with its run; lists and cancels by id', async () => {
+    const env = { WORKFLOWS_FILE: WORKFLOWS_FIXTURE };
+    const started = await cli(env, 'workflows', 'start', 'diamond', 'restock', 'the', 'shop', '--wait');
+    expect(started.stderr).toBe('');
+    const id = /started (\S+)/.exec(started.stdout)?.[1] ?? '';
+    expect(started.stdout).toMatch(new RegExp(`workflow ${id}  diamond  status succeeded \\(completed\\)`));
+    expect(started.stdout).toMatch(new RegExp(`d {16}succeeded  test_agent after b, c  run ${id}\\.d`));
+    expect(started.stdout).toMatch(/output: d saw \[combine \(b saw/);
+    expect(started.code).toBe(0);
+    const ls = await cli(env, 'workflows', 'ls', '--status', 'succeeded');
+    expect(ls.stdout).toContain(id);
+    const cancel = await cli(env, 'workflows', 'cancel', id);
+    expect(cancel.stderr).toMatch(/already ended \(succeeded\)/);
+    expect(cancel.code).toBe(1);
+    expect((await cli(env, 'workflows', 'show', 'wf_unknown')).code).toBe(3);
+  });
+});
