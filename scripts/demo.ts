@@ -5,34 +5,14 @@
  * printing the run's live events as the API streams them, the API's address, its docs page and Bull Board.
  */
 import { createClient, type StreamedEvent } from '@agent-reach/client';
-import { startDev } from '@agent-reach/cli';
-import { createRedis, waitReady } from '@agent-reach/shared';
+import { exitWith, startDemoStack } from './demo-stack.js';
 
 const TASK = process.argv[2] ?? '查一下上海天气，然后写一份周末两日游建议存成 md 文件';
 const AGENT = process.env.DEMO_AGENT ?? 'trip_planner';
 
 async function main(): Promise<number> {
-  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const probe = createRedis(redisUrl, 'producer');
-  try {
-    await waitReady(probe, redisUrl, 3000);
-  } catch {
-    console.error(`Redis does not answer at ${redisUrl}. Start one (redis-server) or set REDIS_URL.`);
-    probe.disconnect();
-    return 1;
-  }
-  await probe.quit();
-
-  const stack = await startDev({ API_PORT: '0', ...process.env });
-  console.log(
-    stack.simUrl
-      ? `No model configured (OPENAI_API_KEY is unset): llm-sim, the bundled simulator, plays the model (scenario "${stack.model}").\n` +
-          '  The queues, executor, tools, scheduler and HTTP API are real.'
-      : `Model: ${stack.model}`,
-  );
-  console.log(`API:        ${stack.apiUrl}  (Authorization: Bearer ${stack.apiKey})`);
-  console.log(`Docs:       ${stack.docsUrl}`);
-  console.log(`Bull Board: ${stack.boardUrl}\n`);
+  const stack = await startDemoStack(process.env);
+  if (!stack) return 1;
 
   const client = createClient({ baseUrl: stack.apiUrl, apiKey: stack.apiKey });
   const run = await client.createRun({ agent: AGENT, input: TASK });
@@ -100,10 +80,4 @@ function print({ type, data }: StreamedEvent): void {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  },
-);
+exitWith(main());
