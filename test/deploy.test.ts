@@ -125,7 +125,11 @@ function commandOf(s: Service): string[] {
 /** Metric names the code defines: the platform's own (createMetrics, createSchedulerMetrics, the sampler). */
 function definedMetrics(): Set<string> {
   const names = new Set<string>();
-  for (const file of ['packages/shared/src/metrics.ts', 'packages/scheduler/src/queue-sampler.ts']) {
+  for (const file of [
+    'packages/shared/src/metrics.ts',
+    'packages/shared/src/workflow-metrics.ts',
+    'packages/scheduler/src/queue-sampler.ts',
+  ]) {
     for (const m of read(file).matchAll(/`\$\{METRIC_PREFIX\}([a-z0-9_]+)`/g))
       names.add(`agent_reach_${m[1]}`);
   }

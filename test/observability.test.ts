@@ -4,9 +4,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger, startMetricsServer } from '@agent-reach/shared';
+import { createLogger, loadAgents, loadWorkflows, startMetricsServer } from '@agent-reach/shared';
 import {
   ToolCatalog,
+  WorkflowControl,
   queueSamplerLeaseKey,
   startQueueSampler,
   type QueueSampler,
@@ -26,6 +27,7 @@ import {
 } from './helpers/prometheus.js';
 import { waitFor } from './helpers/redis.js';
 import { startRunsHarness, testEnv } from './helpers/runs.js';
+import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
 
 const HAVE_PROMETHEUS = onPath('prometheus') && onPath('promtool');
 if (!HAVE_PROMETHEUS) {
@@ -59,6 +61,7 @@ const PROCESS_ENV = {
   EXECUTOR_GROUPS: 'default',
   QUEUE_SAMPLE_INTERVAL_MS: '1000',
   TOOL_START_WAIT_MS: '600000',
+  WORKFLOWS_FILE: WORKFLOWS_FIXTURE,
 };
 
 /**
@@ -121,6 +124,7 @@ describe.skipIf(!HAVE_PROMETHEUS)(
     let sampler: QueueSampler | undefined;
     let samplerServer: { server: Server; port: number; close(): Promise<void> } | undefined;
     let prometheus: Prometheus | undefined;
+    let workflows: WorkflowControl | undefined;
     let dir: string;
     /** /metrics ports of every process, by Prometheus job. */
     const ports: Record<string, number[]> = { [SCHEDULER_JOB]: [], [EXECUTOR_JOB]: [] };
@@ -145,7 +149,10 @@ describe.skipIf(!HAVE_PROMETHEUS)(
       // Waits for an executor of its group for the whole test, like the parked run waits for a person.
       if (withIsolated) await start('obs-isolated');
       const parked = await start('obs-approval');
+      // A workflow whose first node times out: the watchdog injects its default, the next node runs.
+      const workflow = await workflows!.start({ workflow: 'late_with_default', input: phase });
       const outcomes = await Promise.all(finishing.map((id) => h.control.wait(id, 30_000)));
+      await workflows!.wait(workflow.workflowId, 30_000);
       await waitFor(
         async () => (await h.control.get(parked))?.summary.status === 'awaiting_approval',
         15_000,
@@ -157,6 +164,12 @@ describe.skipIf(!HAVE_PROMETHEUS)(
     beforeAll(async () => {
       dir = mkdtempSync(path.join(tmpdir(), 'agent-reach-prom-'));
       h = await startRunsHarness(PROCESS_ENV, { executor: false, scheduler: false });
+      for (const s of WORKFLOW_SCENARIOS) h.sim.addScenario(s);
+      workflows = new WorkflowControl(
+        h.producer,
+        h.keys,
+        loadWorkflows(WORKFLOWS_FIXTURE, loadAgents(h.config.agentsFile).agents.keys()),
+      );
       h.sim.addScenario({
         name: 'obs-weather',
         plan: ['weather', 'answer'],
@@ -291,6 +304,7 @@ describe.skipIf(!HAVE_PROMETHEUS)(
       await sampler?.stop();
       await samplerServer?.close();
       await prometheus?.stop();
+      await workflows?.close();
       await h?.close();
       if (dir) rmSync(dir, { recursive: true, force: true });
     }, 30_000);

@@ -214,4 +214,39 @@ describe('workflows on real Redis: nodes as runs, the watchdog, cancellation', (
     expect(types.filter((t) => t === 'workflow_started')).toHaveLength(1);
     expect(types.filter((t) => t === 'node_started')).toHaveLength(4);
   });
+
+  // After the tests above: two diamonds, a default injected, an abort, a cancel.
+  it('counts workflows by outcome, node waits and watchdog firings in the scheduler metrics', async () => {
+    const registry = h.schedulers[0]!.metricsRegistry;
+    const value = async (name: string, labels: Record<string, string>) =>
+      (await registry.getSingleMetric(name)?.get())?.values.find((v) =>
+        Object.entries(labels).every(([k, x]) => v.labels[k] === x),
+      )?.value;
+    expect(await value('agent_reach_workflows_total', { workflow: 'diamond', outcome: 'succeeded' })).toBe(2);
+    expect(await value('agent_reach_workflows_total', { workflow: 'late_aborts', outcome: 'aborted' })).toBe(
+      1,
+    );
+    expect(await value('agent_reach_workflows_total', { workflow: 'hangs', outcome: 'cancelled' })).toBe(1);
+    expect(
+      await value('agent_reach_workflow_watchdog_firings_total', {
+        workflow: 'late_with_default',
+        action: 'default',
+      }),
+    ).toBe(1);
+    expect(
+      await value('agent_reach_workflow_watchdog_firings_total', {
+        workflow: 'late_aborts',
+        action: 'abort',
+      }),
+    ).toBe(1);
+    // Every node of both diamonds waited once.
+    const waits = (
+      await registry.getSingleMetric('agent_reach_workflow_node_wait_seconds')?.get()
+    )?.values.find(
+      (v) =>
+        (v as { metricName?: string }).metricName === 'agent_reach_workflow_node_wait_seconds_count' &&
+        v.labels.workflow === 'diamond',
+    );
+    expect(waits?.value).toBe(8);
+  });
 });
