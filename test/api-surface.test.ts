@@ -229,6 +229,10 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
         '/v1/sessions',
         '/v1/sessions/{id}',
         '/v1/sessions/{id}/messages',
+        '/v1/workflows',
+        '/v1/workflows/{id}',
+        '/v1/workflows/{id}/cancel',
+        '/v1/workflows/{id}/events',
       ].sort(),
     );
     // The approver is the key: the OpenAPI document says a `by` in the body is refused.
