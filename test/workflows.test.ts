@@ -1,30 +1,24 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentReachError, loadAgents, loadWorkflows } from '@agent-reach/shared';
+import { loadAgents, loadWorkflows } from '@agent-reach/shared';
 import type { WorkflowRecord } from '@agent-reach/scheduler';
 import { ROOT, TEST_AGENTS } from './helpers/processes.js';
 import { startRunsHarness } from './helpers/runs.js';
 import { waitFor } from './helpers/redis.js';
 import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
 
-const invalid = (fn: () => unknown): AgentReachError => {
-  try {
-    fn();
-  } catch (err) {
-    return err as AgentReachError;
-  }
-  throw new Error('expected the workflows file to be refused');
-};
-
 describe('workflow files are checked before anything starts', () => {
   it("refuses the seeds' three-agent cycle at load, naming the cycle in order", () => {
     const agents = loadAgents(path.join(ROOT, 'test/fixtures/workflow-cycle-agents.yaml'));
     const file = path.join(ROOT, 'test/fixtures/workflow-cycle.yaml');
-    const err = invalid(() => loadWorkflows(file, agents.agents.keys()));
-    expect(err.code).toBe('WORKFLOWS_INVALID');
-    expect(err.details).toEqual([
-      `${file}: workflow "purchase": depends_on has a cycle: procurement → inventory → finance → procurement (each waits on the next, so none could ever start)`,
-    ]);
+    expect(() => loadWorkflows(file, agents.agents.keys())).toThrow(
+      expect.objectContaining({
+        code: 'WORKFLOWS_INVALID',
+        details: [
+          `${file}: workflow "purchase": depends_on has a cycle: procurement → inventory → finance → procurement (each waits on the next, so none could ever start)`,
+        ],
+      }),
+    );
   });
 
   it('loads the test workflows with defaults for timeout and on_timeout', () => {
