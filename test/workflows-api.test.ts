@@ -49,6 +49,7 @@ describe('HTTP API: /v1/workflows (real Redis, real scheduler and executor, llm-
     // Each node's run is an ordinary run, readable by its id.
     const run = await h.client.getRun(done.nodes[3]!.run_id!);
     expect(run.metadata).toEqual({ workflow_id: done.workflow_id, workflow_node: 'd' });
+    expect(run.workflow).toEqual({ workflow_id: done.workflow_id, node: 'd' });
   });
 
   it("streams a workflow's events, linking each node's run, and ends after workflow_finished", async () => {

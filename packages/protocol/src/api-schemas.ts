@@ -200,6 +200,12 @@ export const RunView = Type.Object({
   ...summaryFields,
   input: Type.Optional(Type.String()),
   metadata: Type.Optional(Metadata),
+  workflow: Type.Optional(
+    Type.Object(
+      { workflow_id: Type.String(), node: Type.String() },
+      { description: 'the workflow node this run is: /v1/workflows/{workflow_id}' },
+    ),
+  ),
   answer: Type.Optional(Type.String()),
   report: Type.Optional(Type.String()),
   usage: Usage,

@@ -11,6 +11,12 @@ import type { RunSummary } from '../runs/run-store.js';
 import { assertAgentAllowed, type Principal } from './auth.js';
 import { notFound } from './errors.js';
 
+/** The workflow node a run is, from the metadata its coordinator gave it. */
+const workflowLink = (metadata: Record<string, string> | undefined) =>
+  metadata?.workflow_id && metadata.workflow_node
+    ? { workflow: { workflow_id: metadata.workflow_id, node: metadata.workflow_node } }
+    : {};
+
 const num = (n: number | undefined) => (typeof n === 'number' && Number.isFinite(n) ? n : 0);
 
 /** A run's listing fields on the wire. */
@@ -53,6 +59,7 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
     input: state.input,
     ...(state.sessionId ? { session_id: state.sessionId } : {}),
     ...(state.metadata ? { metadata: state.metadata } : {}),
+    ...workflowLink(state.metadata),
     ...(outcome ? { reason: outcome.reason } : {}),
     ...(outcome?.answer !== undefined ? { answer: outcome.answer } : {}),
     ...(outcome?.report !== undefined ? { report: outcome.report } : {}),
@@ -93,6 +100,7 @@ export function queuedView(data: RunJobData, cancelRequested = false): RunView {
     cancel_requested: cancelRequested,
     input: data.input,
     ...(data.metadata ? { metadata: data.metadata } : {}),
+    ...workflowLink(data.metadata),
     usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
     steps: [],
     pending_approvals: [],
