@@ -50,6 +50,12 @@ describe('agent-reach CLI: workflows and config check of the workflows file', { 
     expect(started.code).toBe(0);
     const ls = await cli(env, 'workflows', 'ls', '--status', 'succeeded');
     expect(ls.stdout).toContain(id);
+    const json = await cli(env, 'workflows', 'ls', '--json', '--workflow', 'diamond');
+    expect(JSON.parse(json.stdout.trim().split('\n')[0] ?? '{}')).toMatchObject({
+      workflow_id: id,
+      workflow: 'diamond',
+      status: 'succeeded',
+    });
     const cancel = await cli(env, 'workflows', 'cancel', id);
     expect(cancel.stderr).toMatch(/already ended \(succeeded\)/);
     expect(cancel.code).toBe(1);

@@ -219,12 +219,15 @@ async function workflows(argv: string[]): Promise<number> {
   }
   if (!['ls', 'show', 'events', 'start', 'cancel'].includes(sub))
     throw new UsageError(`unknown workflows command "${sub}"; use ls, show, events, start or cancel`);
-  const [{ openContext }, shared, { WorkflowControl, workflowView, FINAL_WORKFLOW_STATUSES }] =
-    await Promise.all([
-      import('./context.js'),
-      import('@agent-reach/shared'),
-      import('@agent-reach/scheduler'),
-    ]);
+  const [
+    { openContext },
+    shared,
+    { WorkflowControl, workflowView, workflowSummaryView, FINAL_WORKFLOW_STATUSES },
+  ] = await Promise.all([
+    import('./context.js'),
+    import('@agent-reach/shared'),
+    import('@agent-reach/scheduler'),
+  ]);
   const ctx = await openContext(process.env);
   // Definitions are needed to start one; reading and cancelling go by the record alone.
   const defs =
@@ -242,7 +245,7 @@ async function workflows(argv: string[]): Promise<number> {
         ...(values.status ? { status: values.status as never } : {}),
         limit: values.limit ? positive(values.limit, '--limit') : 50,
       });
-      if (values.json) for (const w of list) console.log(jsonLine(w));
+      if (values.json) for (const w of list) console.log(jsonLine(workflowSummaryView(w)));
       else {
         console.log(`${'workflow id'.padEnd(40)} ${'workflow'.padEnd(24)} ${'status'.padEnd(10)} created`);
         for (const w of list)
