@@ -222,11 +222,13 @@ async function workflows(argv: string[]): Promise<number> {
   const [
     { openContext },
     shared,
-    { WorkflowControl, workflowView, workflowSummaryView, FINAL_WORKFLOW_STATUSES },
+    { WorkflowControl, workflowView, workflowSummaryView },
+    { createKeys, FINAL_WORKFLOW_STATUSES },
   ] = await Promise.all([
     import('./context.js'),
     import('@agent-reach/shared'),
     import('@agent-reach/scheduler'),
+    import('@agent-reach/protocol'),
   ]);
   const ctx = await openContext(process.env);
   // Definitions are needed to start one; reading and cancelling go by the record alone.
@@ -237,7 +239,7 @@ async function workflows(argv: string[]): Promise<number> {
           shared.loadAgents(ctx.config.agentsFile).agents.keys(),
         )
       : { workflows: new Map() };
-  const control = new WorkflowControl(ctx.redis, shared.createKeys(ctx.config.keyPrefix), defs);
+  const control = new WorkflowControl(ctx.redis, createKeys(ctx.config.keyPrefix), defs);
   try {
     if (sub === 'ls') {
       const list = await control.list({

@@ -1,8 +1,7 @@
 import { AgentReachApiError } from './errors.js';
 import { parseSse } from './sse.js';
-import { isFinalStatus } from '@agent-reach/protocol';
+import { isFinalStatus, isFinalWorkflowStatus } from '@agent-reach/protocol';
 import {
-  FINAL_WORKFLOW_STATUSES,
   type Agent,
   type Decision,
   type Run,
@@ -322,7 +321,7 @@ export function createClient(options: ClientOptions): AgentReachClient {
       follow(
         `workflow ${id}`,
         (signal) => call<Workflow>('GET', workflow(id), { signal }),
-        (w) => FINAL_WORKFLOW_STATUSES.has(w.status),
+        (w) => isFinalWorkflowStatus(w.status),
         (so) => streamWorkflowEvents(id, so),
         'workflow_finished',
         o,

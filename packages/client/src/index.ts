@@ -14,8 +14,12 @@ export { AgentReachApiError, API_ERROR_CODES } from './errors.js';
 export type { ApiErrorCode, ClientErrorCode } from './errors.js';
 export { parseSse } from './sse.js';
 export type { SseMessage } from './sse.js';
-export { FINAL_STATUSES, isFinalStatus } from '@agent-reach/protocol';
-export { FINAL_WORKFLOW_STATUSES } from './types.js';
+export {
+  FINAL_STATUSES,
+  isFinalStatus,
+  FINAL_WORKFLOW_STATUSES,
+  isFinalWorkflowStatus,
+} from '@agent-reach/protocol';
 export type {
   Run,
   RunSummary,

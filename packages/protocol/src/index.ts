@@ -77,5 +77,21 @@ export {
   Health,
   Ready,
 } from './api-schemas.js';
+export {
+  WORKFLOW_STATUSES,
+  FINAL_WORKFLOW_STATUSES,
+  isFinalWorkflowStatus,
+  WorkflowParams,
+  CreateWorkflowBody,
+  ListWorkflowsQuery,
+  AbortReport,
+  WaitRecord,
+  WorkflowNode,
+  WorkflowSummaryView,
+  WorkflowView,
+  WorkflowList,
+} from './workflow-schemas.js';
+export type { WorkflowStatus } from './workflow-schemas.js';
+export type { NodeResult, WorkflowOutcome, WorkflowEvent, WorkflowEventType } from './workflow-events.js';
 export { createKeys, DEFAULT_KEY_PREFIX } from './keys.js';
 export type { Keys } from './keys.js';

@@ -67,19 +67,12 @@ export { WorkflowControl, nodeRunId, WORKFLOW_ID_PATTERN } from './workflows/wor
 export type { StartWorkflowRequest, WorkflowJobData } from './workflows/workflow-control.js';
 export { createWorkflowWorker, abortReport } from './workflows/coordinator.js';
 export type { WorkflowWorker, WorkflowWorkerOptions } from './workflows/coordinator.js';
-export { WorkflowStore, FINAL_WORKFLOW_STATUSES } from './workflows/workflow-store.js';
+export { WorkflowStore } from './workflows/workflow-store.js';
 export type {
-  AbortReport,
-  NodeResult,
   NodeStart,
-  WaitRecord,
   WorkflowListFilter,
-  WorkflowOutcome,
   WorkflowRecord,
-  WorkflowStatus,
   WorkflowSummary,
   StoredWorkflowEvent,
 } from './workflows/workflow-store.js';
-export type { WorkflowEvent, WorkflowEventType } from './workflows/workflow-events.js';
 export { workflowView, workflowSummaryView } from './api/workflow-view.js';
-export type { WorkflowView, WorkflowSummaryView } from './api/workflow-schemas.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { AgentReachError } from './errors.js';
+import type { AgentReachError } from '@agent-reach/protocol';
 import { findCycle, parseWorkflows, renderNodeInput, templateRefs } from './workflows.js';
 
 const invalid = (fn: () => unknown): AgentReachError => {

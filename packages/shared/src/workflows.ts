@@ -3,7 +3,7 @@ import path from 'node:path';
 import AjvModule from 'ajv';
 import { parse } from 'yaml';
 import { DEFAULT_WORKFLOW_NODE_TIMEOUT_MS } from './constants.js';
-import { AgentReachError } from './errors.js';
+import { AgentReachError } from '@agent-reach/protocol';
 import { closestName } from './suggest.js';
 import { deepFreeze } from './config.js';
 

@@ -1,9 +1,5 @@
-import {
-  FINAL_WORKFLOW_STATUSES,
-  type WorkflowRecord,
-  type WorkflowSummary,
-} from '../workflows/workflow-store.js';
-import type { WorkflowSummaryView, WorkflowView } from './workflow-schemas.js';
+import { FINAL_WORKFLOW_STATUSES, type WorkflowSummaryView, type WorkflowView } from '@agent-reach/protocol';
+import type { WorkflowRecord, WorkflowSummary } from '../workflows/workflow-store.js';
 
 /** A workflow's listing fields on the wire. */
 export function workflowSummaryView(s: WorkflowSummary): WorkflowSummaryView {

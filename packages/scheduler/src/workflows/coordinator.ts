@@ -9,16 +9,15 @@ import {
   type WorkflowNodeSpec,
 } from '@agent-reach/shared';
 import type { RunControl } from '../runs/run-control.js';
-import type { WorkflowEvent } from './workflow-events.js';
 import { nodeRunId, type WorkflowControl, type WorkflowJobData } from './workflow-control.js';
+import type { NodeStart, WorkflowRecord } from './workflow-store.js';
 import type {
   AbortReport,
   NodeResult,
-  NodeStart,
   WaitRecord,
+  WorkflowEvent,
   WorkflowOutcome,
-  WorkflowRecord,
-} from './workflow-store.js';
+} from '@agent-reach/protocol';
 
 const FINAL_RUN = new Set(['succeeded', 'not_converged', 'failed', 'cancelled']);
 

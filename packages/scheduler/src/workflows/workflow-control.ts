@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { AgentReachError, constants, type Keys, type WorkflowsFile } from '@agent-reach/shared';
+import { AgentReachError, FINAL_WORKFLOW_STATUSES, type Keys } from '@agent-reach/protocol';
+import { constants, type WorkflowsFile } from '@agent-reach/shared';
 import {
-  FINAL_WORKFLOW_STATUSES,
   WorkflowStore,
   type StoredWorkflowEvent,
   type WorkflowListFilter,

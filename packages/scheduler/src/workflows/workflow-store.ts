@@ -1,15 +1,6 @@
 import type { Redis } from 'ioredis';
-import { constants, type Keys, type WorkflowSpec } from '@agent-reach/shared';
-import type { WorkflowEvent } from './workflow-events.js';
-
-/** A workflow's status: `running` until it ends in one of the other four. */
-export type WorkflowStatus = 'running' | 'succeeded' | 'failed' | 'aborted' | 'cancelled';
-export const FINAL_WORKFLOW_STATUSES: ReadonlySet<WorkflowStatus> = new Set([
-  'succeeded',
-  'failed',
-  'aborted',
-  'cancelled',
-]);
+import type { Keys, NodeResult, WorkflowEvent, WorkflowOutcome, WorkflowStatus } from '@agent-reach/protocol';
+import { constants, type WorkflowSpec } from '@agent-reach/shared';
 
 /** A node whose run was queued: once, under `run_id`, with the input rendered then. */
 export interface NodeStart {
@@ -19,56 +10,6 @@ export interface NodeStart {
   input: string;
   /** Dependencies whose outputs were low-confidence when this node's input was rendered. */
   low_confidence_inputs: string[];
-}
-
-/** A node's result: what dependants see, recorded once (the first result wins). */
-export interface NodeResult {
-  /** `defaulted`: the declared default, injected by the watchdog or after the node's run failed. */
-  status: 'succeeded' | 'defaulted' | 'failed';
-  output?: string;
-  low_confidence: boolean;
-  /** Why the output is low-confidence, as later nodes are told. */
-  note?: string;
-  /** `timeout`, `run_failed`, …; absent on success. */
-  reason?: string;
-  /** Epoch ms. */
-  at: number;
-}
-
-/** One node the watchdog found still waiting or running when a node's timeout aborted the workflow. */
-export interface WaitRecord {
-  node: string;
-  agent: string;
-  /** `waiting`: on its dependencies; `running`: its run has not answered. */
-  state: 'waiting' | 'running';
-  /** The nodes it was waiting on (empty for a running node). */
-  waiting_on: string[];
-  /** Epoch ms since when: the workflow's start for a waiting node, its run's start for a running one. */
-  since: number;
-  run_id?: string;
-  why: string;
-}
-
-/** Why an aborted workflow ended: the node whose timeout fired, and every wait at that moment. */
-export interface AbortReport {
-  timed_out: string;
-  timeout_ms: number;
-  at: number;
-  waits: WaitRecord[];
-  /** The same, one line per wait. */
-  text: string;
-}
-
-export interface WorkflowOutcome {
-  status: Exclude<WorkflowStatus, 'running'>;
-  /** `completed`, `node_failed`, `timeout`, `cancel_requested`, `coordinator_failed`. */
-  reason: string;
-  output?: string;
-  /** Some node's output was a default the watchdog injected, or a node used one. */
-  low_confidence: boolean;
-  report?: AbortReport;
-  /** What went wrong, for failed workflows. */
-  error?: string;
 }
 
 /** A workflow's record: its definition as it was when it started, its input, and each node's progress. */

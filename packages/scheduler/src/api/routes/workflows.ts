@@ -2,20 +2,23 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { WorkflowSpec } from '@agent-reach/shared';
 import type { WorkflowControl } from '../../workflows/workflow-control.js';
-import { FINAL_WORKFLOW_STATUSES, type WorkflowStatus } from '../../workflows/workflow-store.js';
 import { assertAgentAllowed, requirePrincipal, type Principal } from '../auth.js';
 import { ApiError, notFound } from '../errors.js';
 import type { EventStreamer } from '../event-stream.js';
 import { bodyHash } from '../idempotency.js';
 import type { ApiContext } from '../options.js';
-import { CreateRunHeaders, EventsHeaders, responses } from '../schemas.js';
+import { responses } from '../responses.js';
 import {
+  CreateRunHeaders,
   CreateWorkflowBody,
+  EventsHeaders,
+  FINAL_WORKFLOW_STATUSES,
   ListWorkflowsQuery,
   WorkflowList,
   WorkflowParams,
   WorkflowView,
-} from '../workflow-schemas.js';
+  type WorkflowStatus,
+} from '@agent-reach/protocol';
 import { workflowSummaryView, workflowView } from '../workflow-view.js';
 
 type Params = { id: string };
@@ -61,7 +64,6 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
       if (!wf || !spec) {
         const known = [...(wf?.workflows.workflows.keys() ?? [])];
         throw new ApiError(
-          422,
           'UNKNOWN_WORKFLOW',
           `unknown workflow "${request.body.workflow}"; declared: ${known.join(', ') || '(none)'}`,
         );
@@ -78,7 +80,7 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
           bodyHash: bodyHash(request.body),
         });
         if (!claim.claimed && claim.existing && claim.existing.bodyHash !== bodyHash(request.body))
-          throw new ApiError(409, 'CONFLICT', 'this Idempotency-Key was already used with a different body');
+          throw new ApiError('CONFLICT', 'this Idempotency-Key was already used with a different body');
       }
       const { workflowId: id, created } = await wf.start({
         workflow: spec.name,
@@ -168,11 +170,7 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
       const principal = requirePrincipal(ctx.auth, request);
       const record = await forCaller(request.params.id, principal);
       if (FINAL_WORKFLOW_STATUSES.has(record.status))
-        throw new ApiError(
-          409,
-          'INVALID_STATE',
-          `workflow ${record.workflowId} already ended (${record.status})`,
-        );
+        throw new ApiError('INVALID_STATE', `workflow ${record.workflowId} already ended (${record.status})`);
       await control()?.cancel(record.workflowId);
       ctx.log.info({ workflowId: record.workflowId, key: principal.name }, 'workflow cancellation requested');
       return reply.code(202).send({ ...workflowView(record), cancel_requested: true });

@@ -1,4 +1,30 @@
-import type { AbortReport, NodeResult, WorkflowOutcome } from './workflow-store.js';
+import type { AbortReport, WorkflowStatus } from './workflow-schemas.js';
+
+/** A node's result: what dependants see, recorded once (the first result wins). */
+export interface NodeResult {
+  /** `defaulted`: the declared default, injected by the watchdog or after the node's run failed. */
+  status: 'succeeded' | 'defaulted' | 'failed';
+  output?: string;
+  low_confidence: boolean;
+  /** Why the output is low-confidence, as later nodes are told. */
+  note?: string;
+  /** `timeout`, `run_failed`, …; absent on success. */
+  reason?: string;
+  /** Epoch ms. */
+  at: number;
+}
+
+export interface WorkflowOutcome {
+  status: Exclude<WorkflowStatus, 'running'>;
+  /** `completed`, `node_failed`, `timeout`, `cancel_requested`, `coordinator_failed`. */
+  reason: string;
+  output?: string;
+  /** Some node's output was a default the watchdog injected, or a node used one. */
+  low_confidence: boolean;
+  report?: AbortReport;
+  /** What went wrong, for failed workflows. */
+  error?: string;
+}
 
 /**
  * What a workflow's event stream records, in snake_case as it goes on the wire. Every event about a node

@@ -1,10 +1,27 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, MAX_LIST_OFFSET } from './constants.js';
-import { Input, Metadata, Millis } from './schemas.js';
+import { NAME_PATTERN } from './ids.js';
+import {
+  DEFAULT_LIST_LIMIT,
+  Input,
+  MAX_LIST_LIMIT,
+  MAX_LIST_OFFSET,
+  Metadata,
+  Millis,
+} from './api-schemas.js';
 
 /** JSON Schemas of the workflow routes (snake_case on the wire, like the run routes). */
 
-const WORKFLOW_STATUSES = ['running', 'succeeded', 'failed', 'aborted', 'cancelled'] as const;
+/** A workflow's status: `running` until it ends in one of the other four. */
+export const WORKFLOW_STATUSES = ['running', 'succeeded', 'failed', 'aborted', 'cancelled'] as const;
+export type WorkflowStatus = (typeof WORKFLOW_STATUSES)[number];
+export const FINAL_WORKFLOW_STATUSES: ReadonlySet<WorkflowStatus> = new Set([
+  'succeeded',
+  'failed',
+  'aborted',
+  'cancelled',
+]);
+export const isFinalWorkflowStatus = (status: string): boolean =>
+  FINAL_WORKFLOW_STATUSES.has(status as WorkflowStatus);
 const NODE_STATUSES = [
   'waiting',
   'running',
@@ -14,7 +31,6 @@ const NODE_STATUSES = [
   'cancelled',
   'skipped',
 ] as const;
-const NAME_PATTERN = '^[a-zA-Z0-9_-]{1,64}$';
 
 export const WorkflowParams = Type.Object(
   {
@@ -28,7 +44,7 @@ export const WorkflowParams = Type.Object(
 
 export const CreateWorkflowBody = Type.Object(
   {
-    workflow: Type.String({ pattern: NAME_PATTERN, description: 'a workflow of the workflows file' }),
+    workflow: Type.String({ pattern: NAME_PATTERN.source, description: 'a workflow of the workflows file' }),
     input: Input,
     metadata: Type.Optional(Metadata),
   },
@@ -38,7 +54,7 @@ export type CreateWorkflowBody = Static<typeof CreateWorkflowBody>;
 
 export const ListWorkflowsQuery = Type.Object(
   {
-    workflow: Type.Optional(Type.String({ pattern: NAME_PATTERN })),
+    workflow: Type.Optional(Type.String({ pattern: NAME_PATTERN.source })),
     status: Type.Optional(Type.String({ enum: [...WORKFLOW_STATUSES] })),
     limit: Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: DEFAULT_LIST_LIMIT }),
     offset: Type.Integer({ minimum: 0, maximum: MAX_LIST_OFFSET, default: 0 }),
@@ -47,7 +63,7 @@ export const ListWorkflowsQuery = Type.Object(
 );
 export type ListWorkflowsQuery = Static<typeof ListWorkflowsQuery>;
 
-const Wait = Type.Object({
+export const WaitRecord = Type.Object({
   node: Type.String(),
   agent: Type.String(),
   state: Type.String({ enum: ['waiting', 'running'] }),
@@ -56,18 +72,18 @@ const Wait = Type.Object({
   run_id: Type.Optional(Type.String()),
   why: Type.String(),
 });
-const AbortReport = Type.Object(
+export const AbortReport = Type.Object(
   {
     timed_out: Type.String({ description: 'the node whose timeout aborted the workflow' }),
     timeout_ms: Type.Integer(),
     at: Millis('epoch ms'),
-    waits: Type.Array(Wait),
+    waits: Type.Array(WaitRecord),
     text: Type.String({ description: 'the waits, one line each' }),
   },
   { description: 'who was waiting on whom, since when and why, when the watchdog aborted the workflow' },
 );
 
-const WorkflowNode = Type.Object({
+export const WorkflowNode = Type.Object({
   id: Type.String(),
   agent: Type.String(),
   depends_on: Type.Array(Type.String()),
@@ -120,3 +136,7 @@ export const WorkflowList = Type.Object({
   workflows: Type.Array(WorkflowSummaryView),
   next_offset: Type.Optional(Type.Integer({ description: 'offset of the next page; absent on the last' })),
 });
+export type WorkflowList = Static<typeof WorkflowList>;
+export type WorkflowNode = Static<typeof WorkflowNode>;
+export type AbortReport = Static<typeof AbortReport>;
+export type WaitRecord = Static<typeof WaitRecord>;
