@@ -1,9 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_ERRORS, WorkflowList, WorkflowView, type TSchema } from '@agent-reach/protocol';
+import { createAjv } from '@agent-reach/shared';
 import { LIMITED_KEY, sseMessages, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
 
 describe('HTTP API: /v1/workflows (real Redis, real scheduler and executor, llm-sim)', () => {
   let h: ApiHarness;
+  const ajv = createAjv();
+  const expectValid = (schema: TSchema, value: unknown) => {
+    const validate = ajv.compile(schema);
+    expect(validate(value), JSON.stringify(validate.errors)).toBe(true);
+  };
   beforeAll(async () => {
     h = await startApiHarness({}, { WORKFLOWS_FILE: WORKFLOWS_FIXTURE });
     for (const s of WORKFLOW_SCENARIOS) h.sim.addScenario(s);
@@ -38,7 +45,9 @@ describe('HTTP API: /v1/workflows (real Redis, real scheduler and executor, llm-
     expect(other.status).toBe(409);
     expect(other.json.error.code).toBe('CONFLICT');
 
+    expectValid(WorkflowView, first.json);
     const done = await h.client.waitForWorkflow(first.json.workflow_id as string, { timeoutMs: 30_000 });
+    expectValid(WorkflowView, done);
     expect(done).toMatchObject({ status: 'succeeded', reason: 'completed', low_confidence: false });
     expect(done.nodes.map((n) => [n.id, n.status, n.run_id])).toEqual(
       ['a', 'b', 'c', 'd'].map((id) => [id, 'succeeded', `${done.workflow_id}.${id}`]),
@@ -71,6 +80,7 @@ describe('HTTP API: /v1/workflows (real Redis, real scheduler and executor, llm-
 
   it('lists workflows newest first, filtered by workflow and status', async () => {
     const list = await h.client.listWorkflows({ workflow: 'diamond', status: 'succeeded' });
+    expectValid(WorkflowList, list);
     expect(list.workflows.length).toBeGreaterThanOrEqual(2);
     expect(list.workflows.every((w) => w.workflow === 'diamond' && w.status === 'succeeded')).toBe(true);
     const times = list.workflows.map((w) => w.created_at);
@@ -91,7 +101,7 @@ describe('HTTP API: /v1/workflows (real Redis, real scheduler and executor, llm-
 
   it('answers 422 UNKNOWN_WORKFLOW, 404 for an unknown id, and 403 to a key limited to other agents', async () => {
     const unknown = await h.call('POST', '/v1/workflows', { body: { workflow: 'nope', input: 'x' } });
-    expect(unknown.status).toBe(422);
+    expect(unknown.status).toBe(API_ERRORS.UNKNOWN_WORKFLOW.status);
     expect(unknown.json.error).toMatchObject({ code: 'UNKNOWN_WORKFLOW' });
     expect(unknown.json.error.message).toMatch(/declared: diamond, late_with_default, late_aborts, hangs/);
     expect((await h.call('GET', '/v1/workflows/wf_missing')).status).toBe(404);
