@@ -1,4 +1,4 @@
-import { DelayedError, Worker, type Job } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import {
   constants,
@@ -9,7 +9,12 @@ import {
   type WorkflowNodeSpec,
 } from '@agent-reach/shared';
 import type { RunControl } from '../runs/run-control.js';
-import { nodeRunId, type WorkflowControl, type WorkflowJobData } from './workflow-control.js';
+import {
+  nodeRunId,
+  WORKFLOW_ID_PATTERN,
+  type WorkflowControl,
+  type WorkflowJobData,
+} from './workflow-control.js';
 import type { NodeStart, WorkflowRecord } from './workflow-store.js';
 import type {
   AbortReport,
@@ -321,7 +326,10 @@ export function createWorkflowWorker(options: WorkflowWorkerOptions): WorkflowWo
   };
 
   const processJob = async (job: Job<WorkflowJobData>, token?: string): Promise<void> => {
-    const workflowId = job.data.workflowId;
+    const workflowId = job.data?.workflow_id;
+    // Redis is a trust boundary: a job added by hand must name the workflow its id is.
+    if (job.id !== workflowId || !WORKFLOW_ID_PATTERN.test(String(workflowId)))
+      throw new UnrecoverableError(`invalid agent-workflows job ${job.id}: its id must be its workflow_id`);
     const wakeAt = await step(workflowId);
     if (wakeAt === undefined) return;
     await job.moveToDelayed(Math.max(wakeAt, Date.now() + 1), token);
@@ -344,10 +352,11 @@ export function createWorkflowWorker(options: WorkflowWorkerOptions): WorkflowWo
   worker.on('failed', (job, err) => {
     if (err.name === 'DelayedError' || !job) return;
     logger.error({ err: { message: err.message }, workflowId: job.id }, 'workflow step failed');
+    if (job.id !== job.data?.workflow_id || err.name === 'UnrecoverableError') return;
     if ((job.opts.attempts ?? 1) > job.attemptsMade && !/stalled/i.test(err.message)) return;
     // Out of attempts: the record must not stay `running` with nobody coordinating it.
     void (async () => {
-      const rec = await store.load(job.data.workflowId);
+      const rec = await store.load(job.data.workflow_id);
       if (!rec || rec.outcome) return;
       await finish(
         rec,

@@ -14,7 +14,7 @@ import {
 /** Data of a job on the `agent-workflows` queue; the job id is the workflow id. */
 export interface WorkflowJobData {
   v: 1;
-  workflowId: string;
+  workflow_id: string;
 }
 
 /**
@@ -95,7 +95,7 @@ export class WorkflowControl {
       ...(req.metadata ? { metadata: req.metadata } : {}),
       createdAt: Date.now(),
     });
-    await this.queue.add('workflow', { v: 1, workflowId }, workflowJobOptions(workflowId));
+    await this.queue.add('workflow', { v: 1, workflow_id: workflowId }, workflowJobOptions(workflowId));
     return { workflowId, created };
   }
 
