@@ -210,4 +210,20 @@ describe('workflows on real Redis: nodes as runs, the watchdog, cancellation', (
     );
     expect(waits?.value).toBe(8);
   });
+
+  it('refuses a workflow job added by hand whose id is not its workflow_id, touching no workflow', async () => {
+    await workflows().queue.add('workflow', { v: 1, workflow_id: 'wf_other' }, { jobId: 'wf_forged' });
+    const failed = await waitFor(
+      async () => {
+        const job = await workflows().queue.getJob('wf_forged');
+        return (await job?.isFailed()) ? job : undefined;
+      },
+      15_000,
+      'the forged job to fail',
+    );
+    expect(failed?.failedReason).toBe(
+      'invalid agent-workflows job wf_forged: its id must be its workflow_id',
+    );
+    expect(await workflows().get('wf_other')).toBeUndefined();
+  });
 });
