@@ -128,10 +128,10 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
     const { writer } = await store.claim(state.runId);
     await writer.prepare(state, [started()])();
     const stored = JSON.parse((await t.redis.get(t.keys.runState(state.runId))) ?? '{}') as { v: number };
-    await t.redis.set(t.keys.runState(state.runId), JSON.stringify({ ...stored, v: 2 }));
+    await t.redis.set(t.keys.runState(state.runId), JSON.stringify({ ...stored, v: 3 }));
     const refusal = {
       name: 'UnsupportedVersionError',
-      message: 'stored run state has wire version 2; this release reads version 1 only',
+      message: 'stored run state has wire version 3; this release reads versions 1 and 2',
     };
     await expect(store.load(state.runId)).rejects.toMatchObject(refusal);
     await expect(store.claim(state.runId)).rejects.toMatchObject(refusal);
