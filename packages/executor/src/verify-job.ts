@@ -12,7 +12,7 @@ import {
   type Keys,
   type ToolCallJob,
 } from '@agent-reach/protocol';
-import { constants, matchesLedger, type ToolRegistry } from '@agent-reach/shared';
+import { constants, matchesLedger, redisScripts, type ToolRegistry } from '@agent-reach/shared';
 
 /** Why a job was refused, as a metric label and a log field. */
 export type RefusalReason =
@@ -49,25 +49,7 @@ export interface VerifiedJob {
   approved: boolean;
 }
 
-/**
- * One round trip for everything a job is checked against: the run's status, agent and session, the
- * ledger's entry for the call, the person's decision and any recorded result.
- * KEYS: run meta, run ledger, run approvals, run results. ARGV: tool call id.
- */
-export const VERIFY_JOB_LUA = `
-local meta = redis.call('HMGET', KEYS[1], 'status', 'agent', 'sessionId')
-return {
-  meta[1], meta[2], meta[3],
-  redis.call('HGET', KEYS[2], ARGV[1]),
-  redis.call('HGET', KEYS[3], ARGV[1]),
-  redis.call('HGET', KEYS[4], ARGV[1])
-}
-`;
-
-export type VerifyingClient = Redis & {
-  agentReachVerifyJob(...keysAndArgs: string[]): Promise<Array<string | null>>;
-};
-
+const AGENT_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 const MAX_NAME_CHARS = 256;
 
 /**
@@ -77,7 +59,7 @@ const MAX_NAME_CHARS = 256;
  * reply list. Throws `JobRefused` otherwise.
  */
 export async function verifyJob(
-  client: VerifyingClient,
+  client: Redis,
   keys: Keys,
   data: unknown,
   registry: Pick<ToolRegistry, 'get'>,
@@ -91,12 +73,15 @@ export async function verifyJob(
   ) {
     throw new JobRefused('reply_to', 'reply_to is not a dispatcher reply list');
   }
-  const [status, agent, sessionId, ledger, decision, recorded] = await client.agentReachVerifyJob(
-    keys.runMeta(job.run_id),
-    keys.runCalls(job.run_id),
-    keys.runApprovals(job.run_id),
-    keys.results(job.run_id),
-    job.tool_call_id,
+  // One round trip for everything the job is checked against.
+  const [status, agent, sessionId, ledger, decision, recorded] = await redisScripts(client).verifyJob(
+    [
+      keys.runMeta(job.run_id),
+      keys.runCalls(job.run_id),
+      keys.runApprovals(job.run_id),
+      keys.results(job.run_id),
+    ],
+    [job.tool_call_id],
   );
   if (typeof status !== 'string') throw new JobRefused('run_not_found', 'no such run');
   // Only a live run's calls run: a final status, or one this release does not know, refuses them.

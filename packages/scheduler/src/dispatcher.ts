@@ -16,6 +16,7 @@ import {
 import {
   constants,
   failSpan,
+  redisScripts,
   SpanKind,
   traceCarrier,
   tracer,
@@ -107,18 +108,6 @@ interface Pending {
  * Records a result unless the call already has one, and returns the one the record holds: the first
  * recorded result of a call is the one the model sees. KEYS: results hash. ARGV: call id, result, TTL.
  */
-const RECORD_FIRST_LUA = `
-local existing = redis.call('HGET', KEYS[1], ARGV[1])
-if existing then return existing end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-return ARGV[2]
-`;
-
-type RecordingClient = Redis & {
-  agentReachRecordFirst(key: string, id: string, json: string, ttl: number): Promise<string>;
-};
-
 /**
  * Publishes the tool calls of a model turn and awaits their results by `tool_call_id`.
  *
@@ -398,15 +387,9 @@ export class Dispatcher {
 
   /** Records a result the dispatcher gives itself, unless the call has one, and returns the recorded one. */
   async #recordFirst(p: Pending, result: ToolResult): Promise<ToolResult> {
-    const client = this.#opts.connection as RecordingClient;
-    if (!client.agentReachRecordFirst) {
-      client.defineCommand('agentReachRecordFirst', { numberOfKeys: 1, lua: RECORD_FIRST_LUA });
-    }
-    const json = await client.agentReachRecordFirst(
-      this.#opts.keys.results(p.runId),
-      p.toolCallId,
-      JSON.stringify(result),
-      constants.DEFAULT_RESULTS_TTL_S,
+    const json = await redisScripts(this.#opts.connection).recordFirst(
+      [this.#opts.keys.results(p.runId)],
+      [p.toolCallId, JSON.stringify(result), constants.DEFAULT_RESULTS_TTL_S],
     );
     return JSON.parse(json) as ToolResult;
   }

@@ -4,7 +4,7 @@ import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { Gauge, type Registry } from 'prom-client';
 import { type Keys } from '@agent-reach/protocol';
-import { constants, METRIC_PREFIX, type Logger } from '@agent-reach/shared';
+import { constants, METRIC_PREFIX, redisScripts, type Logger } from '@agent-reach/shared';
 
 /** Gauge: jobs per queue and state, exposed by the lease holder only. */
 export const QUEUE_JOBS_METRIC = `${METRIC_PREFIX}queue_jobs`;
@@ -35,11 +35,6 @@ export interface QueueSampler {
   stop(): Promise<void>;
 }
 
-/** Renews the lease only while this sampler still holds it. */
-const RENEW_SCRIPT = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
-/** Gives the lease up only if this sampler holds it. */
-const RELEASE_SCRIPT = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
-
 /** The lease key of the fleet's queue sampler. */
 export function queueSamplerLeaseKey(keys: Keys): string {
   return `${keys.prefix}:queue-sampler:leader`;
@@ -66,6 +61,7 @@ export function startQueueSampler(options: QueueSamplerOptions): QueueSampler {
   }
   const id = options.id ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   const leaseKey = queueSamplerLeaseKey(keys);
+  const scripts = redisScripts(redis);
   const log = logger.child({ component: 'queue-sampler' });
 
   const jobs = new Gauge({
@@ -105,7 +101,7 @@ export function startQueueSampler(options: QueueSamplerOptions): QueueSampler {
 
   const lead = async (): Promise<boolean> => {
     if (leader) {
-      const renewed = await redis.eval(RENEW_SCRIPT, 1, leaseKey, id, String(leaseMs));
+      const renewed = await scripts.renewLease([leaseKey], [id, leaseMs]);
       if (renewed === 1) return true;
       follow();
     }
@@ -169,7 +165,7 @@ export function startQueueSampler(options: QueueSamplerOptions): QueueSampler {
       await running;
       if (leader) {
         // Hand over at once instead of leaving the fleet blind until the lease lapses.
-        await redis.eval(RELEASE_SCRIPT, 1, leaseKey, id).catch((err: unknown) => {
+        await scripts.releaseLease([leaseKey], [id]).catch((err: unknown) => {
           log.warn({ err }, 'could not release the queue sampler lease');
         });
       }

@@ -8,6 +8,8 @@ export { argumentsDigest, callLedgerEntry, matchesLedger } from './call-ledger.j
 export type { CallLedgerEntry } from './call-ledger.js';
 export { createRedis, waitReady, maskUrl, reconnectDelayMs } from './redis.js';
 export type { CreateRedisOptions } from './redis.js';
+export { redisScripts } from './scripts.js';
+export type { RedisScripts, RedisClient } from './scripts.js';
 export { createLogger } from './logger.js';
 export type { Logger } from './logger.js';
 export {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { checkVersion, readEvent, readStepRecord, type Keys } from '@agent-reach/protocol';
-import { callLedgerEntry, constants } from '@agent-reach/shared';
+import { callLedgerEntry, constants, redisScripts, type RedisScripts } from '@agent-reach/shared';
 import { joinDecisions } from '../agent-loop/approvals.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import type { Approval, ChatMessage, RunState, RunStatus } from './run-state.js';
@@ -42,74 +42,6 @@ export interface RunStoreOptions {
   /** How many runs the index keeps. Default 100 000. */
   retentionCount?: number;
 }
-
-/**
- * One checkpoint in one script call, fenced and sequenced. Nothing is written unless every check passes:
- * - the caller's ownership epoch is the run's current one (a scheduler that lost the run is refused);
- * - the record is not final (a finished run is never written again);
- * - the checkpoint's step number is the next one (a re-sent step is a no-op, a gap is refused);
- * - the stored message count is the one the step was prepared against.
- * Then it appends (or rewrites) messages, sets the state, adds events, records the calls of the model
- * turn in the run's ledger, updates the listing and the index, and on the run's end sets the retention
- * TTLs. The shebang makes Redis refuse the whole script up front when it is out of memory, so a record is
- * never half-written.
- * KEYS: meta, state, messages, events, index, results, approvals, calls.
- * ARGV: epoch, seq, base, rewrite, state, n, messages…, n, events…, n, meta fields…, n, (call id, entry)…,
- *       createdAt, runId, final, ttl, now, keep.
- * Returns { verdict, cancel }: verdict is ok | dup | fenced | final | gap.
- */
-const CHECKPOINT_LUA = `#!lua
-local cur = redis.call('HMGET', KEYS[1], 'epoch', 'seq', 'final', 'cancel_requested')
-local cancel = cur[4] or ''
-if cur[1] ~= ARGV[1] then return { 'fenced', cancel } end
-local stored = tonumber(cur[2] or '0')
-local seq = tonumber(ARGV[2])
-if seq <= stored then return { 'dup', cancel } end
-if cur[3] == '1' then return { 'final', cancel } end
-if seq ~= stored + 1 then return { 'gap', cancel } end
-if ARGV[4] ~= '1' and redis.call('LLEN', KEYS[3]) ~= tonumber(ARGV[3]) then return { 'gap', cancel } end
-local i = 6
-if ARGV[4] == '1' then redis.call('DEL', KEYS[3]) end
-local n = tonumber(ARGV[i]); i = i + 1
-for j = i, i + n - 1, 200 do redis.call('RPUSH', KEYS[3], unpack(ARGV, j, math.min(j + 199, i + n - 1))) end
-i = i + n
-redis.call('SET', KEYS[2], ARGV[5])
-n = tonumber(ARGV[i]); i = i + 1
-for j = i, i + n - 1 do redis.call('XADD', KEYS[4], '*', 'e', ARGV[j]) end
-i = i + n
-n = tonumber(ARGV[i]); i = i + 1
-redis.call('HSET', KEYS[1], 'seq', seq, unpack(ARGV, i, i + n - 1))
-i = i + n
-n = tonumber(ARGV[i]); i = i + 1
-for j = i, i + n - 1, 2 do redis.call('HSETNX', KEYS[8], ARGV[j], ARGV[j + 1]) end
-i = i + n
-redis.call('ZADD', KEYS[5], 'NX', ARGV[i], ARGV[i + 1])
-local ttl = tonumber(ARGV[i + 3])
-if n > 0 then redis.call('EXPIRE', KEYS[8], ttl) end
-if ARGV[i + 2] == '1' then
-  redis.call('HSET', KEYS[1], 'final', '1')
-  for _, key in ipairs({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7], KEYS[8] }) do redis.call('EXPIRE', key, ttl) end
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', tonumber(ARGV[i + 4]) - ttl * 1000)
-  redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -tonumber(ARGV[i + 5]) - 1)
-end
-return { 'ok', cancel }
-`;
-
-/**
- * Takes ownership of a run: bumps its epoch (so any earlier owner's writes are refused from now on) and
- * reads its last checkpoint, the decisions people made since, and whether cancellation was requested.
- * KEYS: meta, state, messages, approvals. Returns epoch, seq, cancel flag, state, messages, decisions.
- */
-const CLAIM_LUA = `
-local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
-local f = redis.call('HMGET', KEYS[1], 'seq', 'cancel_requested')
-return { epoch, f[1] or '0', f[2] or '', redis.call('GET', KEYS[2]) or '', redis.call('LRANGE', KEYS[3], 0, -1), redis.call('HGETALL', KEYS[4]) }
-`;
-
-type StoreClient = Redis & {
-  agentReachCheckpoint(...keysAndArgs: Array<string | number>): Promise<[string, string]>;
-  agentReachClaim(...keys: string[]): Promise<[number, string, string, string, string[], string[]]>;
-};
 
 /** Why a checkpoint was not written; `fenced` and `final` mean another process owns (or ended) the run. */
 export type CheckpointVerdict = 'ok' | 'dup' | 'fenced' | 'final' | 'gap';
@@ -219,6 +151,7 @@ export class RunCheckpointer {
  */
 export class RunStore {
   readonly retentionS: number;
+  readonly #scripts: RedisScripts;
   readonly retentionCount: number;
 
   constructor(
@@ -226,11 +159,7 @@ export class RunStore {
     private readonly keys: Keys,
     options: RunStoreOptions = {},
   ) {
-    const client = redis as unknown as Partial<StoreClient>;
-    if (!client.agentReachCheckpoint) {
-      redis.defineCommand('agentReachCheckpoint', { numberOfKeys: 8, lua: CHECKPOINT_LUA });
-    }
-    if (!client.agentReachClaim) redis.defineCommand('agentReachClaim', { numberOfKeys: 4, lua: CLAIM_LUA });
+    this.#scripts = redisScripts(redis);
     this.retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
     this.retentionCount = options.retentionCount ?? constants.DEFAULT_RUN_RETENTION_COUNT;
   }
@@ -246,9 +175,12 @@ export class RunStore {
    */
   async claim(runId: string): Promise<RunClaim> {
     const k = this.keys;
-    const [epoch, seq, cancel, stateJson, messages, decisions] = await (
-      this.redis as unknown as StoreClient
-    ).agentReachClaim(k.runMeta(runId), k.runState(runId), k.runMessages(runId), k.runApprovals(runId));
+    const [epoch, seq, cancel, stateJson, messages, decisions] = await this.#scripts.claim([
+      k.runMeta(runId),
+      k.runState(runId),
+      k.runMessages(runId),
+      k.runApprovals(runId),
+    ]);
     const { state, problems } = parseRecord(stateJson, messages, decisions);
     return {
       state,
@@ -268,16 +200,18 @@ export class RunStore {
   /** Sends a prepared checkpoint; throws `CheckpointRefused` unless it was applied (now or before). */
   async write(runId: string, args: Array<string | number>): Promise<{ cancelRequested: boolean }> {
     const k = this.keys;
-    const [verdict, cancel] = await (this.redis as unknown as StoreClient).agentReachCheckpoint(
-      k.runMeta(runId),
-      k.runState(runId),
-      k.runMessages(runId),
-      k.runEvents(runId),
-      k.runIndex,
-      k.results(runId),
-      k.runApprovals(runId),
-      k.runCalls(runId),
-      ...args,
+    const [verdict, cancel] = await this.#scripts.checkpoint(
+      [
+        k.runMeta(runId),
+        k.runState(runId),
+        k.runMessages(runId),
+        k.runEvents(runId),
+        k.runIndex,
+        k.results(runId),
+        k.runApprovals(runId),
+        k.runCalls(runId),
+      ],
+      args,
     );
     if (verdict !== 'ok' && verdict !== 'dup') {
       throw new CheckpointRefused(runId, verdict as Exclude<CheckpointVerdict, 'ok' | 'dup'>);

@@ -1,0 +1,120 @@
+import { readFileSync } from 'node:fs';
+import type { Cluster, Redis } from 'ioredis';
+
+/** A connection to one Redis or to a Redis Cluster. */
+export type RedisClient = Redis | Cluster;
+
+type Arg = string | number;
+
+/**
+ * The platform's Lua scripts, one file each in `commands/` (`<name>-<number of keys>.lua`, with a header
+ * listing KEYS and ARGV), as typed functions: keys first, then arguments, in the order the header lists.
+ */
+export interface RedisScripts {
+  /** `checkpoint-8.lua`: one fenced, sequenced checkpoint of a run; resolves to `[verdict, cancel flag]`. */
+  checkpoint(
+    keys: readonly [
+      meta: string,
+      state: string,
+      messages: string,
+      events: string,
+      index: string,
+      results: string,
+      approvals: string,
+      calls: string,
+    ],
+    args: readonly Arg[],
+  ): Promise<[verdict: string, cancel: string]>;
+  /** `claim-4.lua`: takes ownership of a run and reads its record. */
+  claim(
+    keys: readonly [meta: string, state: string, messages: string, approvals: string],
+  ): Promise<
+    [epoch: number, seq: string, cancel: string, state: string, messages: string[], decisions: string[]]
+  >;
+  /** `record-result-3.lua`: the first result of a call, and the reply; resolves to the recorded one on a duplicate. */
+  recordResult(
+    keys: readonly [results: string, replies: string, ref: string],
+    args: readonly [
+      toolCallId: string,
+      resultJson: string,
+      replyPrefix: string,
+      resultsTtlS: number,
+      full: string,
+      refTtlS: number,
+      runId: string,
+      agent: string,
+      sessionId: string,
+    ],
+  ): Promise<string | null>;
+  /** `record-first-1.lua`: records a result unless the call has one; resolves to the recorded one. */
+  recordFirst(
+    keys: readonly [results: string],
+    args: readonly [toolCallId: string, resultJson: string, ttlS: number],
+  ): Promise<string>;
+  /** `verify-job-4.lua`: what the run's record says about a tool job. */
+  verifyJob(
+    keys: readonly [meta: string, calls: string, approvals: string, results: string],
+    args: readonly [toolCallId: string],
+  ): Promise<Array<string | null>>;
+  /** `heartbeat-1.lua`: one executor announcement; resolves to Redis's time in ms. */
+  heartbeat(
+    keys: readonly [catalog: string],
+    args: readonly [executorId: string, ttlMs: number, body: string],
+  ): Promise<number>;
+  /** `renew-lease-1.lua`: 1 when the holder still held the lease and renewed it, else 0. */
+  renewLease(
+    keys: readonly [lease: string],
+    args: readonly [holder: string, leaseMs: number],
+  ): Promise<number>;
+  /** `release-lease-1.lua`: 1 when the holder held the lease and gave it up, else 0. */
+  releaseLease(keys: readonly [lease: string], args: readonly [holder: string]): Promise<number>;
+}
+
+const FILES: Readonly<Record<keyof RedisScripts, string>> = {
+  checkpoint: 'checkpoint-8',
+  claim: 'claim-4',
+  recordResult: 'record-result-3',
+  recordFirst: 'record-first-1',
+  verifyJob: 'verify-job-4',
+  heartbeat: 'heartbeat-1',
+  renewLease: 'renew-lease-1',
+  releaseLease: 'release-lease-1',
+};
+
+const sources = new Map<string, string>();
+
+/** A script's source, read once from the `commands/` directory beside this module (src or dist). */
+function source(file: string): string {
+  let lua = sources.get(file);
+  if (lua === undefined) {
+    lua = readFileSync(new URL(`./commands/${file}.lua`, import.meta.url), 'utf8');
+    sources.set(file, lua);
+  }
+  return lua;
+}
+
+const defined = new WeakMap<RedisClient, RedisScripts>();
+
+/**
+ * The scripts, defined on `client` (ioredis `defineCommand`: EVALSHA, falling back to EVAL when Redis
+ * does not have the script yet, as after a restart or a failover). Defined once per client.
+ */
+export function redisScripts(client: RedisClient): RedisScripts {
+  const known = defined.get(client);
+  if (known) return known;
+  const commands = client as unknown as Record<string, (...keysAndArgs: Arg[]) => Promise<unknown>>;
+  const scripts = Object.fromEntries(
+    Object.entries(FILES).map(([name, file]) => {
+      const command = `agentReach_${name}`;
+      const numberOfKeys = Number(/-(\d+)$/.exec(file)?.[1]);
+      if (typeof commands[command] !== 'function') {
+        client.defineCommand(command, { numberOfKeys, lua: source(file) });
+      }
+      const call = (keys: readonly string[], args: readonly Arg[] = []) =>
+        (commands[command] as (...keysAndArgs: Arg[]) => Promise<unknown>).call(client, ...keys, ...args);
+      return [name, call];
+    }),
+  ) as unknown as RedisScripts;
+  defined.set(client, scripts);
+  return scripts;
+}
