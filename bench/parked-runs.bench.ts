@@ -98,7 +98,7 @@ async function main(): Promise<void> {
     ['events', keys.runEvents(one)],
     ['meta', keys.runMeta(one)],
     ['results', keys.results(one)],
-    ['job hash', `${prefix}:${keys.runsQueue}:${one}`],
+    ['job hash', `${keys.queuePrefix(keys.runsQueue)}:${keys.runsQueue}:${one}`],
   ] as const) {
     perKey[label] = Number((await redis.call('MEMORY', 'USAGE', key)) ?? 0);
   }

@@ -379,7 +379,7 @@ async function finishedRunBytes(redis: Redis, keys: Keys, runIds: string[]) {
     meta: (id: string) => keys.runMeta(id),
     results: (id: string) => keys.results(id),
     ledger: (id: string) => keys.runCalls(id),
-    'run job': (id: string) => `${keys.prefix}:${keys.runsQueue}:${id}`,
+    'run job': (id: string) => `${keys.queuePrefix(keys.runsQueue)}:${keys.runsQueue}:${id}`,
   };
   const perKey: Record<string, number> = {};
   for (const [label, key] of Object.entries(parts)) {
@@ -455,7 +455,10 @@ async function schedulerScaling(opts: {
     await startScheduler();
     const c = new RunControl(producer, keys);
     control = c;
-    const ev = new QueueEvents(keys.runsQueue, { connection: eventsConn, prefix });
+    const ev = new QueueEvents(keys.runsQueue, {
+      connection: eventsConn,
+      prefix: keys.queuePrefix(keys.runsQueue),
+    });
     events = ev;
     const pending = new Map<string, { resolve: () => void; reject: (err: Error) => void }>();
     const settle = (jobId: string, err?: Error) => {

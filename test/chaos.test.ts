@@ -48,7 +48,10 @@ describe('chaos: processes killed mid-run, connections dropped (real processes, 
     await first.ready;
     await h.addScheduler();
     const runId = await h.control.start({ agent: 'test_agent', input: 'slow tool', model: 'slow-tool' });
-    const tools = new Queue('tools-default', { connection: h.redis, prefix: h.prefix });
+    const tools = new Queue('tools-default', {
+      connection: h.redis,
+      prefix: h.keys.queuePrefix('tools-default'),
+    });
     await waitFor(async () => (await tools.getActiveCount()) === 1, 10_000, 'the call to be running');
     first.kill('SIGKILL');
     await first.exited;

@@ -214,7 +214,7 @@ describe('the client of other services: HTTP methods, event streams, enqueueRun'
   it('completes a run added with a bare BullMQ Queue.add that follows the documented job schema', async () => {
     const queue = new Queue('agent-runs', {
       connection: { host: '127.0.0.1', port: Number(new URL(REDIS_URL).port || 6379) },
-      prefix: h.prefix,
+      prefix: `${h.prefix}:{agent-runs}`,
     });
     try {
       const runId = `bare-${Date.now()}`;
@@ -245,7 +245,7 @@ describe('the client of other services: HTTP methods, event streams, enqueueRun'
   it('ends a bare job with an undeclared agent, missing fields or an unknown version as a failed run that names each problem', async () => {
     const queue = new Queue('agent-runs', {
       connection: { host: '127.0.0.1', port: Number(new URL(REDIS_URL).port || 6379) },
-      prefix: h.prefix,
+      prefix: `${h.prefix}:{agent-runs}`,
     });
     try {
       const stranger = `bare-stranger-${Date.now()}`;

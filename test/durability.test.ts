@@ -53,7 +53,10 @@ describe('durability: calls that never start, shutdown with work in flight, rete
       ok: false,
       error: { kind: 'unavailable', retryable: true },
     });
-    const queue = new Queue('tools-isolated', { connection: h.redis, prefix: h.prefix });
+    const queue = new Queue('tools-isolated', {
+      connection: h.redis,
+      prefix: h.keys.queuePrefix('tools-isolated'),
+    });
     const callId = result!.tool_call_id;
     expect(await queue.getJob(toolJobId(runId, callId))).toBeUndefined();
     expect(await queue.getWaitingCount()).toBe(0);
@@ -71,7 +74,10 @@ describe('durability: calls that never start, shutdown with work in flight, rete
       turns: [{ tool_calls: [{ name: 'isolated_echo', arguments: { value: 'late' } }] }, { content: 'done' }],
     });
     const runId = await h.control.start({ agent: 'test_agent', input: 'echo', model: 'late-executor' });
-    const queue = new Queue('tools-isolated', { connection: h.redis, prefix: h.prefix });
+    const queue = new Queue('tools-isolated', {
+      connection: h.redis,
+      prefix: h.keys.queuePrefix('tools-isolated'),
+    });
     const firstJob = await waitFor(
       async () => (await queue.getWaiting())[0],
       10_000,

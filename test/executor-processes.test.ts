@@ -127,7 +127,10 @@ describe('executor processes', () => {
       AGENTS_FILE: agentsFile,
       SHUTDOWN_GRACE_MS: '2000',
     };
-    const queue = new Queue('tools-default', { connection: t.redis, prefix: t.prefix });
+    const queue = new Queue('tools-default', {
+      connection: t.redis,
+      prefix: t.keys.queuePrefix('tools-default'),
+    });
     try {
       const first = spawn(env);
       await first.ready;

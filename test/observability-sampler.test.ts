@@ -53,8 +53,14 @@ describe('queue depth sampler: one leader across the fleet, by a lease in Redis'
 
   it('reports waiting, active, delayed and failed jobs per queue, and delayed runs as parked', async () => {
     t = testRedis();
-    const tools = new Queue(t.keys.toolQueue('default'), { connection: t.redis, prefix: t.prefix });
-    const runs = new Queue(t.keys.runsQueue, { connection: t.redis, prefix: t.prefix });
+    const tools = new Queue(t.keys.toolQueue('default'), {
+      connection: t.redis,
+      prefix: t.keys.queuePrefix(t.keys.toolQueue('default')),
+    });
+    const runs = new Queue(t.keys.runsQueue, {
+      connection: t.redis,
+      prefix: t.keys.queuePrefix(t.keys.runsQueue),
+    });
     closers.push(
       () => tools.close(),
       () => runs.close(),
@@ -74,14 +80,17 @@ describe('queue depth sampler: one leader across the fleet, by a lease in Redis'
       async (job) => {
         if (job.data.fails) throw new Error('boom');
       },
-      { connection: t.redis, prefix: t.prefix },
+      { connection: t.redis, prefix: t.keys.queuePrefix(t.keys.runsQueue) },
     );
     closers.push(() => worker.close(true));
     await waitFor(async () => (await runs.getFailedCount()) === 1, 5000, 'the failing run to fail');
     await worker.close();
     // One run held active by a worker that does not finish until released.
     await runs.add('run', { holds: true }, { jobId: 'held-run' });
-    const holder = new Worker(t.keys.runsQueue, () => held, { connection: t.redis, prefix: t.prefix });
+    const holder = new Worker(t.keys.runsQueue, () => held, {
+      connection: t.redis,
+      prefix: t.keys.queuePrefix(t.keys.runsQueue),
+    });
     closers.push(async () => {
       release();
       await holder.close();
@@ -109,7 +118,10 @@ describe('queue depth sampler: one leader across the fleet, by a lease in Redis'
 
   it('exposes queue depths from exactly one of three samplers, and another takes over when the leader stops', async () => {
     t = testRedis();
-    const tools = new Queue(t.keys.toolQueue('default'), { connection: t.redis, prefix: t.prefix });
+    const tools = new Queue(t.keys.toolQueue('default'), {
+      connection: t.redis,
+      prefix: t.keys.queuePrefix(t.keys.toolQueue('default')),
+    });
     closers.push(() => tools.close());
     await tools.add('call', { n: 1 });
     const registries = [new Registry(), new Registry(), new Registry()];

@@ -408,7 +408,10 @@ export async function runFaultScenario(
     }
     control = new RunControl(conn, keys);
     const runsQueue = control.queue as unknown as Queue;
-    const toolsQueue = new Queue(keys.toolQueue('default'), { connection: conn, prefix });
+    const toolsQueue = new Queue(keys.toolQueue('default'), {
+      connection: conn,
+      prefix: keys.queuePrefix(keys.toolQueue('default')),
+    });
     queues.push(toolsQueue);
     // Connection errors while Redis is down are the fault itself, not news.
     for (const q of [runsQueue, toolsQueue]) q.on('error', () => undefined);

@@ -110,7 +110,10 @@ function addCalls(
  * `keys.replies('forger')` unless the job says otherwise). Close `queue` after use.
  */
 export function handAddedJobs(t: { redis: Redis; prefix: string; keys: Keys }) {
-  const queue = new Queue<ToolCallJob>('tools-default', { connection: t.redis, prefix: t.prefix });
+  const queue = new Queue<ToolCallJob>('tools-default', {
+    connection: t.redis,
+    prefix: t.keys.queuePrefix('tools-default'),
+  });
   const add = async (
     call: {
       runId: string;

@@ -73,7 +73,7 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
         cause: err,
       });
     });
-    queue = new Queue(keys.runsQueue, { connection, prefix: keys.prefix });
+    queue = new Queue(keys.runsQueue, { connection, prefix: keys.queuePrefix(keys.runsQueue) });
     // Connection errors are reported by the rejection below, not as an unhandled 'error' event.
     queue.on('error', () => undefined);
     const data = runJob({

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { replyPrefix, type Keys } from '@agent-reach/protocol';
+import { serializeReply, type Keys } from '@agent-reach/protocol';
 import { redisScripts } from '@agent-reach/shared';
 
 /** The executor's own plain connection for results, with its scripts defined. */
@@ -24,22 +24,36 @@ export interface CallRecord {
   refTtlS: number;
 }
 
-/** Records the call's result unless it has one; resolves to the recorded result when it was a duplicate. */
-export function recordResult(writer: Redis, r: CallRecord): Promise<string | null> {
-  const resultsKey = r.keys.results(r.runId);
-  const cut = r.ref !== undefined && r.full !== undefined;
-  return redisScripts(writer).recordResult(
-    [resultsKey, r.replyTo, cut ? r.keys.ref(r.ref as string) : resultsKey],
-    [
-      r.toolCallId,
-      r.resultJson,
-      replyPrefix(r.runId),
-      r.resultsTtlS,
-      cut ? (r.full as string) : '',
-      r.refTtlS,
-      r.runId,
-      r.agent,
-      r.sessionId ?? '',
-    ],
+/**
+ * Records the call's result unless it has one, then replies with the recorded one; resolves to the
+ * recorded result when this one was a duplicate. Three steps, each on one slot of a cluster, in the
+ * order that keeps the record first: the full content of a cut result (so a recorded ref never points
+ * at nothing; a duplicate's content is left to expire), the result in the run's record, the reply.
+ */
+export async function recordResult(writer: Redis, r: CallRecord): Promise<string | null> {
+  if (r.ref !== undefined && r.full !== undefined) {
+    const ref = r.keys.ref(r.ref);
+    await writer
+      .multi()
+      .hset(ref, { content: r.full, runId: r.runId, agent: r.agent, sessionId: r.sessionId ?? '' })
+      .expire(ref, r.refTtlS)
+      .exec();
+  }
+  const duplicate = await redisScripts(writer).recordResult(
+    [r.keys.results(r.runId)],
+    [r.toolCallId, r.resultJson, r.resultsTtlS],
   );
+  await pushReply(writer, r.replyTo, r.runId, duplicate ?? r.resultJson, r.resultsTtlS);
+  return duplicate;
+}
+
+/** Pushes a result onto the dispatcher's reply list, which lives as long as results do. */
+export async function pushReply(
+  writer: Redis,
+  replyTo: string,
+  runId: string,
+  resultJson: string,
+  ttlS: number,
+): Promise<void> {
+  await writer.multi().lpush(replyTo, serializeReply(runId, resultJson)).expire(replyTo, ttlS).exec();
 }

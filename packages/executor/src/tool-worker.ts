@@ -3,13 +3,7 @@ import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import {
-  RUN_ID_PATTERN,
-  serializeReply,
-  type Keys,
-  type ToolCallJob,
-  type ToolResult,
-} from '@agent-reach/protocol';
+import { RUN_ID_PATTERN, type Keys, type ToolCallJob, type ToolResult } from '@agent-reach/protocol';
 import {
   carriedContext,
   constants,
@@ -24,7 +18,7 @@ import {
 } from '@agent-reach/shared';
 import { BreakerBoard, type BreakerOptions } from './breakers.js';
 import { startPresence } from './presence.js';
-import { recordResult, resultWriter } from './record-result.js';
+import { pushReply, recordResult, resultWriter } from './record-result.js';
 import { runTool } from './run-tool.js';
 import { JobRefused, verifyJob } from './verify-job.js';
 
@@ -179,7 +173,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       }));
     if (verified.recorded !== undefined) {
       // A redelivered or duplicate job: the recorded result is the call's only result.
-      await writer.lpush(data.reply_to, serializeReply(data.run_id, verified.recorded));
+      await pushReply(writer, data.reply_to, data.run_id, verified.recorded, resultsTtlS);
       span.setAttribute('agent_reach.tool.already_recorded', true);
       log().info('call already had a result; not run again');
       return;
@@ -210,11 +204,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       traceResult(span, result);
       const json = JSON.stringify(result);
       if (result.error && REPLY_ONLY_KINDS.has(result.error.kind)) {
-        await writer
-          .multi()
-          .lpush(data.reply_to, serializeReply(data.run_id, json))
-          .expire(data.reply_to, resultsTtlS)
-          .exec();
+        await pushReply(writer, data.reply_to, data.run_id, json, resultsTtlS);
         return;
       }
       const duplicate = await recordResult(writer, {
@@ -270,7 +260,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     (group) =>
       new Worker<ToolCallJob>(keys.toolQueue(group), processJob, {
         connection,
-        prefix: keys.prefix,
+        prefix: keys.queuePrefix(keys.toolQueue(group)),
         concurrency: options.concurrency ?? constants.DEFAULT_EXECUTOR_CONCURRENCY,
         removeOnComplete: { count: 0 },
         removeOnFail: { age: constants.TOOL_JOB_KEEP_FAILED_S },

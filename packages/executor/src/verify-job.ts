@@ -49,7 +49,6 @@ export interface VerifiedJob {
   approved: boolean;
 }
 
-const AGENT_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 const MAX_NAME_CHARS = 256;
 
 /**

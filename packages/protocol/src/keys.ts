@@ -3,12 +3,20 @@ export const DEFAULT_KEY_PREFIX = 'ar';
 
 /**
  * Names of every queue and Redis key the platform owns, derived from one prefix so that tests (and
- * tenants) can run side by side on one Redis without meeting.
+ * tenants) can run side by side on one Redis without meeting. Every key starts with `<prefix>:`.
+ *
+ * Laid out for Redis Cluster, and the same on a single Redis: every key of one run carries the run's
+ * hash tag (`<prefix>:{run:<id>}:…`), so a script over them touches one slot; each BullMQ queue carries
+ * its own tag in its prefix (`queuePrefix`), so tool groups spread over the shards; the fleet's breakers
+ * and catalog share the `{fleet}` tag (read together); every other key is on a slot of its own, and no
+ * script, transaction or pipeline spans two slots.
  */
 export interface Keys {
   readonly prefix: string;
-  /** BullMQ queue name of a tool group (BullMQ's own `prefix` option is `prefix`). */
+  /** BullMQ queue name of a tool group; its BullMQ `prefix` is `queuePrefix(name)`. */
   toolQueue(group: string): string;
+  /** The BullMQ `prefix` option of a queue: `<prefix>:{<name>}`, which keeps all its keys on one slot. */
+  queuePrefix(queue: string): string;
   /** Hash: toolCallId → serialized ToolResult, the run's record of finished calls. */
   results(runId: string): string;
   /** List a dispatcher's replies are pushed to. */
@@ -71,22 +79,24 @@ export interface Keys {
 }
 
 export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
+  const run = (id: string) => `${prefix}:{run:${id}}`;
   return Object.freeze({
     prefix,
     toolQueue: (group: string) => `tools-${group}`,
-    results: (runId: string) => `${prefix}:results:${runId}`,
+    queuePrefix: (queue: string) => `${prefix}:{${queue}}`,
+    results: (runId: string) => `${run(runId)}:results`,
     replies: (id: string) => `${prefix}:replies:${id}`,
     ref: (id: string) => `${prefix}:ref:${id}`,
-    breakers: `${prefix}:breakers`,
+    breakers: `${prefix}:{fleet}:breakers`,
     breakerChannel: `${prefix}:breaker-events`,
-    catalog: `${prefix}:catalog`,
+    catalog: `${prefix}:{fleet}:catalog`,
     runsQueue: 'agent-runs',
-    runState: (id: string) => `${prefix}:run:${id}:state`,
-    runMessages: (id: string) => `${prefix}:run:${id}:messages`,
-    runEvents: (id: string) => `${prefix}:run:${id}:events`,
-    runMeta: (id: string) => `${prefix}:run:${id}:meta`,
-    runApprovals: (id: string) => `${prefix}:run:${id}:approvals`,
-    runCalls: (id: string) => `${prefix}:run:${id}:calls`,
+    runState: (id: string) => `${run(id)}:state`,
+    runMessages: (id: string) => `${run(id)}:messages`,
+    runEvents: (id: string) => `${run(id)}:events`,
+    runMeta: (id: string) => `${run(id)}:meta`,
+    runApprovals: (id: string) => `${run(id)}:approvals`,
+    runCalls: (id: string) => `${run(id)}:calls`,
     runIndex: `${prefix}:runs`,
     cancelChannel: `${prefix}:run-cancel`,
     config: `${prefix}:config`,

@@ -112,9 +112,9 @@ interface Pending {
  * Publishes the tool calls of a model turn and awaits their results by `tool_call_id`.
  *
  * How results come back: every job carries `replyTo`, the Redis list of the dispatcher that published
- * it. The executor records the result in the run's results hash and pushes it onto that list in one
- * MULTI; this dispatcher drains its own list with a blocking BLMPOP (up to REPLY_BATCH_SIZE replies per
- * round trip). So each scheduler reads only the completions of its own calls — unlike BullMQ's
+ * it. The executor records the result in the run's results hash, then pushes it onto that list (two
+ * commands: on a cluster they are on different slots); this dispatcher drains its own list with a
+ * blocking BLMPOP (up to REPLY_BATCH_SIZE replies per round trip). So each scheduler reads only the completions of its own calls — unlike BullMQ's
  * QueueEvents, where every listener reads every completion of the fleet — and a result reaches the
  * waiting run before BullMQ has even moved the job to completed. The results hash is the durable record:
  * it is read before publishing (a call with a result is never dispatched again) and at each call's
@@ -419,12 +419,11 @@ export class Dispatcher {
         }
         return;
       }
-      const pipe = this.#opts.connection.pipeline();
-      for (const [, p] of stale) pipe.hget(this.#opts.keys.results(p.runId), p.toolCallId);
-      pipe
-        .exec()
+      // One command per run, sent together: the runs' results are on different slots of a cluster.
+      const { connection, keys } = this.#opts;
+      Promise.all(stale.map(([, p]) => connection.hget(keys.results(p.runId), p.toolCallId)))
         .then((replies) => {
-          replies?.forEach(([, value], i) => {
+          replies.forEach((value, i) => {
             const entry = stale[i];
             if (typeof value !== 'string' || !entry) return;
             const [key, p] = entry;
@@ -485,7 +484,10 @@ export class Dispatcher {
   #queue(name: string): Queue {
     let queue = this.#queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: this.#opts.connection, prefix: this.#opts.keys.prefix });
+      queue = new Queue(name, {
+        connection: this.#opts.connection,
+        prefix: this.#opts.keys.queuePrefix(name),
+      });
       queue.on('error', (err) => this.#opts.logger.warn({ err, queue: name }, 'tool queue error'));
       this.#queues.set(name, queue);
     }

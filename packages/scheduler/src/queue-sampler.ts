@@ -81,7 +81,7 @@ export function startQueueSampler(options: QueueSamplerOptions): QueueSampler {
   const queueOf = (name: string) => {
     let queue = queues.get(name);
     if (!queue) {
-      queue = new Queue(name, { connection: redis, prefix: keys.prefix });
+      queue = new Queue(name, { connection: redis, prefix: keys.queuePrefix(name) });
       queues.set(name, queue);
     }
     return queue;

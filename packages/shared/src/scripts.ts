@@ -11,14 +11,13 @@ type Arg = string | number;
  * listing KEYS and ARGV), as typed functions: keys first, then arguments, in the order the header lists.
  */
 export interface RedisScripts {
-  /** `checkpoint-8.lua`: one fenced, sequenced checkpoint of a run; resolves to `[verdict, cancel flag]`. */
+  /** `checkpoint-7.lua`: one fenced, sequenced checkpoint of a run; resolves to `[verdict, cancel flag]`. */
   checkpoint(
     keys: readonly [
       meta: string,
       state: string,
       messages: string,
       events: string,
-      index: string,
       results: string,
       approvals: string,
       calls: string,
@@ -31,20 +30,10 @@ export interface RedisScripts {
   ): Promise<
     [epoch: number, seq: string, cancel: string, state: string, messages: string[], decisions: string[]]
   >;
-  /** `record-result-3.lua`: the first result of a call, and the reply; resolves to the recorded one on a duplicate. */
+  /** `record-result-1.lua`: the first result of a call; resolves to the recorded one on a duplicate, else null. */
   recordResult(
-    keys: readonly [results: string, replies: string, ref: string],
-    args: readonly [
-      toolCallId: string,
-      resultJson: string,
-      replyPrefix: string,
-      resultsTtlS: number,
-      full: string,
-      refTtlS: number,
-      runId: string,
-      agent: string,
-      sessionId: string,
-    ],
+    keys: readonly [results: string],
+    args: readonly [toolCallId: string, resultJson: string, resultsTtlS: number],
   ): Promise<string | null>;
   /** `record-first-1.lua`: records a result unless the call has one; resolves to the recorded one. */
   recordFirst(
@@ -71,9 +60,9 @@ export interface RedisScripts {
 }
 
 const FILES: Readonly<Record<keyof RedisScripts, string>> = {
-  checkpoint: 'checkpoint-8',
+  checkpoint: 'checkpoint-7',
   claim: 'claim-4',
-  recordResult: 'record-result-3',
+  recordResult: 'record-result-1',
   recordFirst: 'record-first-1',
   verifyJob: 'verify-job-4',
   heartbeat: 'heartbeat-1',

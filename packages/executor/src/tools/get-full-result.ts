@@ -62,19 +62,17 @@ async function readOwned(
   ref: string,
   ctx: Pick<ToolContext, 'runId' | 'agent'>,
 ): Promise<string | undefined> {
-  const replies = await redis
-    .pipeline()
-    .hmget(keys.ref(ref), 'content', 'runId', 'agent', 'sessionId')
-    .hget(keys.runMeta(ctx.runId), 'sessionId')
-    .exec();
-  const [stored, caller] = replies ?? [];
-  // A ref of another shape (an older string one) is answered as missing too.
-  if (!stored || stored[0]) return undefined;
-  const [content, runId, agent, sessionId] = stored[1] as Array<string | null>;
+  // Two slots in a cluster: two commands sent together rather than one pipeline. A ref of another
+  // shape (an older string one) is answered as missing, as is an unreadable caller session.
+  const [stored, caller] = await Promise.all([
+    redis.hmget(keys.ref(ref), 'content', 'runId', 'agent', 'sessionId').catch(() => []),
+    redis.hget(keys.runMeta(ctx.runId), 'sessionId').catch(() => null),
+  ]);
+  const [content, runId, agent, sessionId] = stored;
   if (typeof content !== 'string') return undefined;
   if (runId === ctx.runId) return content;
   if (agent !== ctx.agent) return undefined;
   const owned = sessionId ?? '';
   if (owned === '') return content;
-  return caller && !caller[0] && caller[1] === owned ? content : undefined;
+  return caller === owned ? content : undefined;
 }

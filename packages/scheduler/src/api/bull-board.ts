@@ -38,7 +38,8 @@ export async function registerBoard(app: FastifyInstance, ctx: ApiContext): Prom
     let added = false;
     for (const group of new Set(runner.catalog.names().map((n) => runner.catalog.group(n)))) {
       if (toolQueues.has(group)) continue;
-      toolQueues.set(group, new Queue(keys.toolQueue(group), { connection: redis, prefix: keys.prefix }));
+      const name = keys.toolQueue(group);
+      toolQueues.set(group, new Queue(name, { connection: redis, prefix: keys.queuePrefix(name) }));
       added = true;
     }
     if (added) board.replaceQueues(adapters());

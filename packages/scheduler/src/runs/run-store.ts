@@ -85,6 +85,7 @@ export class RunCheckpointer {
   #seq: number;
   #count: number;
   #compactions: number | undefined;
+  #listed = false;
 
   constructor(
     private readonly store: RunStore,
@@ -133,14 +134,19 @@ export class RunCheckpointer {
       ...meta,
       calls.length,
       ...calls,
-      state.createdAt,
-      state.runId,
       state.outcome ? 1 : 0,
       this.store.retentionS,
-      Date.now(),
-      this.store.retentionCount,
     ];
-    return () => this.store.write(this.runId, args);
+    const { createdAt } = state;
+    const final = state.outcome !== undefined;
+    return async () => {
+      // Listed before its first checkpoint (idempotently), so no written run is ever missing from the index.
+      if (!this.#listed) await this.store.index(this.runId, createdAt);
+      this.#listed = true;
+      const written = await this.store.write(this.runId, args);
+      if (final) await this.store.trimIndex();
+      return written;
+    };
   }
 }
 
@@ -206,7 +212,6 @@ export class RunStore {
         k.runState(runId),
         k.runMessages(runId),
         k.runEvents(runId),
-        k.runIndex,
         k.results(runId),
         k.runApprovals(runId),
         k.runCalls(runId),
@@ -217,6 +222,28 @@ export class RunStore {
       throw new CheckpointRefused(runId, verdict as Exclude<CheckpointVerdict, 'ok' | 'dup'>);
     }
     return { cancelRequested: cancel === '1' };
+  }
+
+  /**
+   * Adds a run to the index of runs by its creation time, unless it is there. The index is a key of its
+   * own (another slot than the run's in a cluster), so this is a command of its own, not part of a
+   * checkpoint; a run listed before its first checkpoint lands is skipped by `list` until it does.
+   */
+  async index(runId: string, createdAt: number): Promise<void> {
+    await this.redis.zadd(this.keys.runIndex, 'NX', createdAt, runId);
+  }
+
+  /**
+   * Drops from the index the runs past the retention time, then the oldest beyond the retention count.
+   * Run on each run's end; one that fails is made up for by the next.
+   */
+  async trimIndex(): Promise<void> {
+    await this.redis
+      .multi()
+      .zremrangebyscore(this.keys.runIndex, '-inf', Date.now() - this.retentionS * 1000)
+      .zremrangebyrank(this.keys.runIndex, 0, -this.retentionCount - 1)
+      .exec()
+      .catch(() => undefined);
   }
 
   /**
@@ -288,12 +315,11 @@ export class RunStore {
         page,
       );
       if (ids.length === 0) break;
-      const pipe = this.redis.pipeline();
-      for (const id of ids) pipe.hgetall(this.keys.runMeta(id));
-      const metas = (await pipe.exec()) ?? [];
-      for (const [, meta] of metas) {
-        if (!meta || !(meta as Record<string, string>).runId) continue;
-        const s = toSummary(meta as Record<string, string>);
+      // Each run's listing is on its run's slot: one command each, sent together, not one pipeline.
+      const metas = await Promise.all(ids.map((id) => this.redis.hgetall(this.keys.runMeta(id))));
+      for (const meta of metas) {
+        if (!meta.runId) continue;
+        const s = toSummary(meta);
         if (filter.agent && s.agent !== filter.agent) continue;
         if (filter.status && s.status !== filter.status) continue;
         out.push(s);

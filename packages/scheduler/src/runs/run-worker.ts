@@ -247,7 +247,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
   const retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
   const worker = new Worker<RunJobData>(runner.keys.runsQueue, processRun, {
     connection: options.connection,
-    prefix: runner.keys.prefix,
+    prefix: runner.keys.queuePrefix(runner.keys.runsQueue),
     concurrency: options.concurrency ?? constants.DEFAULT_SCHEDULER_CONCURRENCY,
     lockDuration: options.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS,
     stalledInterval: options.stalledIntervalMs ?? constants.DEFAULT_RUN_STALLED_INTERVAL_MS,

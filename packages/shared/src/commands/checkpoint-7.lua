@@ -6,21 +6,20 @@
   - the checkpoint's step number is the next one (a re-sent step is a no-op, a gap is refused);
   - the stored message count is the one the step was prepared against.
   Then it appends (or rewrites) messages, sets the state, adds events, records the calls of the model
-  turn in the run's ledger, updates the listing and the index, and on the run's end sets the retention
-  TTLs. The shebang makes Redis refuse the whole script up front when it is out of memory, so a record
+  turn in the run's ledger, updates the listing, and on the run's end sets the retention TTLs. Every key
+  is the run's (one slot in a cluster): the index of runs is written by the caller, not here. The shebang makes Redis refuse the whole script up front when it is out of memory, so a record
   is never half-written.
 
   KEYS[1] run meta (hash)
   KEYS[2] run state (string)
   KEYS[3] run messages (list)
   KEYS[4] run events (stream)
-  KEYS[5] run index (sorted set)
-  KEYS[6] run results (hash)
-  KEYS[7] run approvals (hash)
-  KEYS[8] run call ledger (hash)
+  KEYS[5] run results (hash)
+  KEYS[6] run approvals (hash)
+  KEYS[7] run call ledger (hash)
 
   ARGV epoch, seq, base, rewrite, state, n, messages…, n, events…, n, meta fields…, n,
-       (call id, entry)…, createdAt, runId, final, ttl, now, keep
+       (call id, entry)…, final ('1' or '0'), retention TTL in s
 
   Returns { verdict, cancel }: verdict is ok | dup | fenced | final | gap.
 ]]
@@ -46,15 +45,12 @@ n = tonumber(ARGV[i]); i = i + 1
 redis.call('HSET', KEYS[1], 'seq', seq, unpack(ARGV, i, i + n - 1))
 i = i + n
 n = tonumber(ARGV[i]); i = i + 1
-for j = i, i + n - 1, 2 do redis.call('HSETNX', KEYS[8], ARGV[j], ARGV[j + 1]) end
+for j = i, i + n - 1, 2 do redis.call('HSETNX', KEYS[7], ARGV[j], ARGV[j + 1]) end
 i = i + n
-redis.call('ZADD', KEYS[5], 'NX', ARGV[i], ARGV[i + 1])
-local ttl = tonumber(ARGV[i + 3])
-if n > 0 then redis.call('EXPIRE', KEYS[8], ttl) end
-if ARGV[i + 2] == '1' then
+local ttl = tonumber(ARGV[i + 1])
+if n > 0 then redis.call('EXPIRE', KEYS[7], ttl) end
+if ARGV[i] == '1' then
   redis.call('HSET', KEYS[1], 'final', '1')
-  for _, key in ipairs({ KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[6], KEYS[7], KEYS[8] }) do redis.call('EXPIRE', key, ttl) end
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', tonumber(ARGV[i + 4]) - ttl * 1000)
-  redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -tonumber(ARGV[i + 5]) - 1)
+  for _, key in ipairs(KEYS) do redis.call('EXPIRE', key, ttl) end
 end
 return { 'ok', cancel }
