@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
 import { defineTool, Type, type Keys, type ToolDefinition } from '@agent-reach/protocol';
+import type { RedisClient } from '@agent-reach/shared';
 
 /** Environment variable naming a file each execution start is appended to (one JSON line each). */
 export const STARTS_FILE_ENV = 'FAULTS_STARTS_FILE';
@@ -25,7 +25,7 @@ export interface StartRecord {
  * start is on record even while Redis is down, paused or out of memory; the Redis write is not awaited
  * for the same reason (the tool's own outcome must not depend on the faults injected into Redis).
  */
-export default function faultTools({ redis, keys }: { redis: Redis; keys: Keys }): ToolDefinition[] {
+export default function faultTools({ redis, keys }: { redis: RedisClient; keys: Keys }): ToolDefinition[] {
   const file = process.env[STARTS_FILE_ENV];
   return [
     defineTool({

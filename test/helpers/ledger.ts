@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { WIRE_VERSION, type Keys, type ToolCallJob, type ToolReply } from '@agent-reach/protocol';
-import { callLedgerEntry } from '@agent-reach/shared';
+import { callLedgerEntry, type RedisClient } from '@agent-reach/shared';
 import type { CheckpointWrite, RunState } from '@agent-reach/scheduler';
 import { waitFor } from './redis.js';
 
@@ -27,7 +26,7 @@ export interface SeededCall {
  * first, or the executor refuses the jobs as not matching any run.
  */
 export async function seedRun(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keys,
   run: SeededRun,
   calls: readonly SeededCall[] = [],
@@ -49,7 +48,7 @@ export async function seedRun(
  * executors verify jobs against (the run, and the calls of its model turns in its ledger), snapshotted
  * when the step ends and written before the turn's calls are dispatched.
  */
-export function recordingCheckpoint(redis: Redis, keys: Keys): (state: RunState) => CheckpointWrite {
+export function recordingCheckpoint(redis: RedisClient, keys: Keys): (state: RunState) => CheckpointWrite {
   return (state) => {
     const run = { runId: state.runId, agent: state.agent, status: state.status, sessionId: state.sessionId };
     const calls = state.messages.flatMap((m) =>
@@ -67,7 +66,7 @@ export function recordingCheckpoint(redis: Redis, keys: Keys): (state: RunState)
 
 /** Adds calls to a seeded run's ledger. */
 export async function seedCalls(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keys,
   run: Pick<SeededRun, 'runId' | 'agent'>,
   calls: readonly SeededCall[],
@@ -79,7 +78,7 @@ export async function seedCalls(
 
 /** Records a person's decision on a call, as the approvals door does. */
 export async function seedDecision(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keys,
   runId: string,
   toolCallId: string,
@@ -93,7 +92,7 @@ export async function seedDecision(
 }
 
 function addCalls(
-  pipe: ReturnType<Redis['pipeline']>,
+  pipe: ReturnType<RedisClient['pipeline']>,
   keys: Keys,
   run: Pick<SeededRun, 'runId' | 'agent'>,
   calls: readonly SeededCall[],
@@ -109,7 +108,7 @@ function addCalls(
  * Adds tool jobs to the default tool queue by hand, as anything with Redis access can (replies go to
  * `keys.replies('forger')` unless the job says otherwise). Close `queue` after use.
  */
-export function handAddedJobs(t: { redis: Redis; prefix: string; keys: Keys }) {
+export function handAddedJobs(t: { redis: RedisClient; prefix: string; keys: Keys }) {
   const queue = new Queue<ToolCallJob>('tools-default', {
     connection: t.redis,
     prefix: t.keys.queuePrefix('tools-default'),

@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import { defineTool, Type, type Keys, type ToolDefinition } from '@agent-reach/protocol';
+import type { RedisClient } from '@agent-reach/shared';
 
 /** Agents file line of the agent that may call the tools below. */
 export const STUCK_AGENTS_YAML = 'agents:\n  - name: test_agent\n    tools: [stuck_once]\n';
@@ -8,7 +8,7 @@ export const STUCK_AGENTS_YAML = 'agents:\n  - name: test_agent\n    tools: [stu
  * A tool module for shutdown tests: the first execution of each call never settles (and ignores its abort
  * signal); any later execution of the same call succeeds. Executions are counted per call in Redis.
  */
-export default function stuckTools({ redis, keys }: { redis: Redis; keys: Keys }): ToolDefinition[] {
+export default function stuckTools({ redis, keys }: { redis: RedisClient; keys: Keys }): ToolDefinition[] {
   return [
     defineTool({
       name: 'stuck_once',

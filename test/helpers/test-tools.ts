@@ -1,11 +1,11 @@
-import type { Redis } from 'ioredis';
 import { defineTool, ToolError, Type, type Keys, type ToolDefinition } from '@agent-reach/protocol';
+import type { RedisClient } from '@agent-reach/shared';
 
 /**
  * Tools with controllable behaviour for the tests. Their state lives in Redis under the test's prefix so
  * that tools running in executor child processes report to the test process.
  */
-export default function testTools({ redis, keys }: { redis: Redis; keys: Keys }): ToolDefinition[] {
+export default function testTools({ redis, keys }: { redis: RedisClient; keys: Keys }): ToolDefinition[] {
   const k = (name: string) => `${keys.prefix}:test:${name}`;
   return [
     defineTool({

@@ -7,6 +7,7 @@ import {
   maskUrl,
   parseAgents,
   parseWorkflows,
+  redisNodeUrls,
   ToolRegistry,
   workflowsFileOf,
   type AgentReachConfig,
@@ -86,7 +87,10 @@ export async function localRegistry(
   env: Record<string, string | undefined>,
 ): Promise<{ registry: ToolRegistry; problems: string[] }> {
   // Tool factories may keep a client for later use; this one never connects.
-  const redis = new Redis(config.redisUrl, { lazyConnect: true, enableOfflineQueue: false });
+  const redis = new Redis(redisNodeUrls(config.redisUrl)[0] ?? config.redisUrl, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+  });
   const registry = new ToolRegistry();
   try {
     const modules = (env.TOOL_MODULES ?? '').split(',').filter(Boolean);

@@ -2,21 +2,21 @@ import { createKeys } from '@agent-reach/protocol';
 import {
   constants,
   createLogger,
-  createRedis,
+  connectRedis,
   loadAgents,
   loadConfig,
   parseAgents,
   readPublishedConfig,
   waitReady,
   type AgentReachConfig,
+  type RedisClient,
 } from '@agent-reach/shared';
 import { AgentRunner, RunControl, RunStore, llmFromConfig } from '@agent-reach/scheduler';
-import type { Redis } from 'ioredis';
 
 /** What most commands need: config, a Redis connection, the run API. Closed by `close()`. */
 export interface CliContext {
   config: AgentReachConfig;
-  redis: Redis;
+  redis: RedisClient;
   control: RunControl;
   close(): Promise<void>;
 }
@@ -24,7 +24,8 @@ export interface CliContext {
 export async function openContext(env: Record<string, string | undefined>): Promise<CliContext> {
   const config = loadConfig(env);
   // Connection errors are summed up by waitReady's one message, not logged as they come.
-  const redis = createRedis(config.redisUrl, 'producer', {
+  const redis = connectRedis(config.redisUrl, 'producer', {
+    cluster: config.redisCluster,
     logger: createLogger('cli', { level: 'silent' }),
   });
   try {

@@ -1,5 +1,4 @@
 import CircuitBreaker from 'opossum';
-import type { Redis } from 'ioredis';
 import { BREAKER_FAILURE_KINDS, type Keys, type ToolErrorKind } from '@agent-reach/protocol';
 import {
   activeSpanEvent,
@@ -8,6 +7,7 @@ import {
   BREAKER_STATE_VALUE,
   type Logger,
   type Metrics,
+  type RedisClient,
 } from '@agent-reach/shared';
 
 export type { BreakerSnapshot, BreakerState };
@@ -46,7 +46,13 @@ export class BreakerBoard {
 
   constructor(
     private readonly options: BreakerOptions,
-    private readonly deps: { redis: Redis; keys: Keys; executorId: string; logger: Logger; metrics: Metrics },
+    private readonly deps: {
+      redis: RedisClient;
+      keys: Keys;
+      executorId: string;
+      logger: Logger;
+      metrics: Metrics;
+    },
   ) {}
 
   /** Runs an attempt through the tool's breaker; rejects with `EOPENBREAKER` code when open. */

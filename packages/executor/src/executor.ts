@@ -4,7 +4,7 @@ import {
   constants,
   createLogger,
   createMetrics,
-  createRedis,
+  connectRedis,
   LiveConfig,
   registerConfigMetrics,
   startMetricsServer,
@@ -19,7 +19,7 @@ import { createDemoTools } from './tools/index.js';
 
 /** What a tool module's factory receives. */
 export interface ToolModuleDeps {
-  redis: import('ioredis').Redis;
+  redis: import('@agent-reach/shared').RedisClient;
   keys: import('@agent-reach/protocol').Keys;
 }
 
@@ -53,7 +53,10 @@ export async function startExecutor(
 ): Promise<ExecutorProcess> {
   const logger = options.logger ?? createLogger('executor', { level: config.logLevel });
   // Named so that operators (and chaos tests) can tell this process's connections apart in CLIENT LIST.
-  const redis = createRedis(config.redisUrl, 'worker', { connectionName: `${config.keyPrefix}-executor` });
+  const redis = connectRedis(config.redisUrl, 'worker', {
+    cluster: config.redisCluster,
+    connectionName: `${config.keyPrefix}-executor`,
+  });
   await waitReady(redis, config.redisUrl);
   const keys = createKeys(config.keyPrefix);
   const registry = new ToolRegistry().register(

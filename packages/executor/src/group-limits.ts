@@ -1,7 +1,6 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Keys } from '@agent-reach/protocol';
-import type { Logger, ToolGroupLimits } from '@agent-reach/shared';
+import type { Logger, RedisClient, ToolGroupLimits } from '@agent-reach/shared';
 
 export interface GroupLimiter {
   /** Writes each served group's limits (or their absence) to its queue; BullMQ enforces them fleet-wide. */
@@ -16,7 +15,7 @@ export interface GroupLimiter {
  * within a poll interval of a change; a group whose limit was removed gets it removed.
  */
 export function createGroupLimiter(options: {
-  connection: Redis;
+  connection: RedisClient;
   keys: Keys;
   groups: readonly string[];
   logger: Logger;
@@ -25,7 +24,7 @@ export function createGroupLimiter(options: {
   const queues = new Map(
     options.groups.map((group) => [
       group,
-      new Queue(keys.toolQueue(group), { connection, prefix: keys.prefix }),
+      new Queue(keys.toolQueue(group), { connection, prefix: keys.queuePrefix(keys.toolQueue(group)) }),
     ]),
   );
   // Applications run one after another, so an older version never lands after a newer one.

@@ -1,10 +1,9 @@
-import type { Redis } from 'ioredis';
 import type { Keys } from '@agent-reach/protocol';
-import { redisScripts, type Logger, type ToolRegistry } from '@agent-reach/shared';
+import { redisScripts, type Logger, type ToolRegistry, type RedisClient } from '@agent-reach/shared';
 
 export interface PresenceOptions {
   /** A connection of this process's own (the heartbeat script is defined on it). */
-  client: Redis;
+  client: RedisClient;
   keys: Keys;
   executorId: string;
   groups: readonly string[];

@@ -1,9 +1,8 @@
-import type { Redis } from 'ioredis';
 import { serializeReply, type Keys } from '@agent-reach/protocol';
-import { redisScripts } from '@agent-reach/shared';
+import { redisScripts, type RedisClient } from '@agent-reach/shared';
 
 /** The executor's own plain connection for results, with its scripts defined. */
-export function resultWriter(connection: Redis): Redis {
+export function resultWriter(connection: RedisClient): RedisClient {
   const writer = connection.duplicate();
   redisScripts(writer);
   return writer;
@@ -30,7 +29,7 @@ export interface CallRecord {
  * order that keeps the record first: the full content of a cut result (so a recorded ref never points
  * at nothing; a duplicate's content is left to expire), the result in the run's record, the reply.
  */
-export async function recordResult(writer: Redis, r: CallRecord): Promise<string | null> {
+export async function recordResult(writer: RedisClient, r: CallRecord): Promise<string | null> {
   if (r.ref !== undefined && r.full !== undefined) {
     const ref = r.keys.ref(r.ref);
     await writer
@@ -49,7 +48,7 @@ export async function recordResult(writer: Redis, r: CallRecord): Promise<string
 
 /** Pushes a result onto the dispatcher's reply list, which lives as long as results do. */
 export async function pushReply(
-  writer: Redis,
+  writer: RedisClient,
   replyTo: string,
   runId: string,
   resultJson: string,

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { DelayedError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { RUN_ID_PATTERN, type Keys, type ToolCallJob, type ToolResult } from '@agent-reach/protocol';
 import {
   carriedContext,
@@ -15,6 +14,7 @@ import {
   type Metrics,
   type Span,
   type ToolRegistry,
+  type RedisClient,
 } from '@agent-reach/shared';
 import { BreakerBoard, type BreakerOptions } from './breakers.js';
 import { startPresence } from './presence.js';
@@ -24,7 +24,7 @@ import { JobRefused, verifyJob } from './verify-job.js';
 
 export interface ToolWorkerOptions {
   /** Connection for commands (results, breakers); BullMQ makes its own blocking connections from it. */
-  connection: Redis;
+  connection: RedisClient;
   registry: ToolRegistry;
   agents: AgentsFile;
   keys: Keys;

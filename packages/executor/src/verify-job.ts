@@ -1,5 +1,4 @@
 import { UnrecoverableError } from 'bullmq';
-import type { Redis } from 'ioredis';
 import {
   isFinalStatus,
   isValidRunId,
@@ -12,7 +11,13 @@ import {
   type Keys,
   type ToolCallJob,
 } from '@agent-reach/protocol';
-import { constants, matchesLedger, redisScripts, type ToolRegistry } from '@agent-reach/shared';
+import {
+  constants,
+  matchesLedger,
+  redisScripts,
+  type ToolRegistry,
+  type RedisClient,
+} from '@agent-reach/shared';
 
 /** Why a job was refused, as a metric label and a log field. */
 export type RefusalReason =
@@ -58,7 +63,7 @@ const MAX_NAME_CHARS = 256;
  * reply list. Throws `JobRefused` otherwise.
  */
 export async function verifyJob(
-  client: Redis,
+  client: RedisClient,
   keys: Keys,
   data: unknown,
   registry: Pick<ToolRegistry, 'get'>,

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { AgentReachError, type Keys } from '@agent-reach/protocol';
 import {
   constants,
@@ -9,6 +8,7 @@ import {
   type AgentSpec,
   type AgentsFile,
   type Logger,
+  type RedisClient,
 } from '@agent-reach/shared';
 import type { RunEvent, StepKind } from './agent-loop/events.js';
 import { runAgent, type CheckpointWrite, type LoopLimits } from './agent-loop/run-agent.js';
@@ -27,7 +27,7 @@ import { ToolCatalog } from './tool-catalog.js';
 
 export interface AgentRunnerOptions {
   /** Producer connection; the dispatcher makes its own blocking duplicate. */
-  connection: Redis;
+  connection: RedisClient;
   keys: Keys;
   /** The agents; a live view (LiveConfig.agents) makes changes apply to the next step of every run. */
   agents: AgentsFile;
@@ -106,7 +106,7 @@ export class AgentRunner {
   }
 
   /** The connection the dispatcher publishes tool calls on. */
-  get connection(): Redis {
+  get connection(): RedisClient {
     return this.#opts.connection;
   }
 

@@ -1,11 +1,12 @@
-import type { Redis } from 'ioredis';
 import { type Keys } from '@agent-reach/protocol';
 import {
+  duplicateRedis,
   isOpen,
   liveAnnouncements,
   redisTimeMs,
   type BreakerSnapshot,
   type Logger,
+  type RedisClient,
 } from '@agent-reach/shared';
 
 /** How long a full read of the breakers hash is trusted when no transition arrived meanwhile, in ms. */
@@ -24,10 +25,10 @@ export class BreakerView {
   #live: ReadonlySet<string> | undefined;
   #readAt = 0;
   #reading: Promise<void> | undefined;
-  #subscriber: Redis | undefined;
+  #subscriber: RedisClient | undefined;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
     private readonly logger?: Logger,
   ) {}
@@ -99,7 +100,7 @@ export class BreakerView {
 
   #subscribe(): void {
     if (this.#subscriber) return;
-    const sub = this.redis.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
+    const sub = duplicateRedis(this.redis, { maxRetriesPerRequest: null, enableOfflineQueue: true });
     this.#subscriber = sub;
     sub.on('error', (err) => this.logger?.warn({ err }, 'breaker subscription error'));
     sub.on('message', (_channel: string, json: string) => {

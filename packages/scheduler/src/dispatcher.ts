@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import {
   AgentReachError,
   errorResult,
@@ -15,12 +14,14 @@ import {
 } from '@agent-reach/protocol';
 import {
   constants,
+  duplicateRedis,
   failSpan,
   redisScripts,
   SpanKind,
   traceCarrier,
   tracer,
   type Logger,
+  type RedisClient,
   type Span,
 } from '@agent-reach/shared';
 import type { ToolCatalog } from './tool-catalog.js';
@@ -71,7 +72,7 @@ export interface DispatchOptions {
 
 export interface DispatcherOptions {
   /** Producer connection (adds, result look-ups). A blocking duplicate is made for replies. */
-  connection: Redis;
+  connection: RedisClient;
   keys: Keys;
   catalog: ToolCatalog;
   logger: Logger;
@@ -133,7 +134,7 @@ export class Dispatcher {
   readonly #queues = new Map<string, Queue>();
   readonly #pending = new Map<string, Pending>();
   readonly #replyKey: string;
-  #reader: Redis | undefined;
+  #reader: RedisClient | undefined;
   #reading: Promise<void> | undefined;
   #closed = false;
 
@@ -457,7 +458,10 @@ export class Dispatcher {
 
   #startReading(): void {
     if (this.#reading) return;
-    const reader = this.#opts.connection.duplicate({ maxRetriesPerRequest: null, enableOfflineQueue: true });
+    const reader = duplicateRedis(this.#opts.connection, {
+      maxRetriesPerRequest: null,
+      enableOfflineQueue: true,
+    });
     this.#reader = reader;
     reader.on('error', (err) => this.#opts.logger.warn({ err }, 'reply reader connection error'));
     this.#reading = (async () => {

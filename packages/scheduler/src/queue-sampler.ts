@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { Gauge, type Registry } from 'prom-client';
 import { type Keys } from '@agent-reach/protocol';
-import { constants, METRIC_PREFIX, redisScripts, type Logger } from '@agent-reach/shared';
+import { constants, METRIC_PREFIX, redisScripts, type Logger, type RedisClient } from '@agent-reach/shared';
 
 /** Gauge: jobs per queue and state, exposed by the lease holder only. */
 export const QUEUE_JOBS_METRIC = `${METRIC_PREFIX}queue_jobs`;
@@ -13,7 +12,7 @@ export const QUEUE_SAMPLER_LEADER_METRIC = `${METRIC_PREFIX}queue_sampler_leader
 
 export interface QueueSamplerOptions {
   /** Connection for the lease and the counts (shared, never closed here). */
-  redis: Redis;
+  redis: RedisClient;
   keys: Keys;
   /** Registry the gauges are registered on: the scheduler's `/metrics` registry. */
   registry: Registry;

@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { AgentReachError, createKeys } from '@agent-reach/protocol';
 import {
@@ -6,7 +5,7 @@ import {
   createSchedulerMetrics,
   createWorkflowMetrics,
   createLogger,
-  createRedis,
+  connectRedis,
   LiveConfig,
   registerConfigMetrics,
   loadWorkflows,
@@ -16,6 +15,7 @@ import {
   type AgentReachConfig,
   type AgentsFile,
   type Logger,
+  type RedisClient,
   type WorkflowsFile,
 } from '@agent-reach/shared';
 import { AgentRunner } from './agent-runner.js';
@@ -81,7 +81,10 @@ export async function startScheduler(
 ): Promise<SchedulerProcess> {
   const logger = options.logger ?? createLogger('scheduler', { level: config.logLevel });
   // Schedulers queue commands through a reconnect rather than fail a run over a dropped connection.
-  const redis = createRedis(config.redisUrl, 'worker', { connectionName: `${config.keyPrefix}-scheduler` });
+  const redis = connectRedis(config.redisUrl, 'worker', {
+    cluster: config.redisCluster,
+    connectionName: `${config.keyPrefix}-scheduler`,
+  });
   await waitReady(redis, config.redisUrl);
   const keys = createKeys(config.keyPrefix);
   const live = await LiveConfig.start({ redis, keys, file: config.agentsFile, logger });
@@ -245,7 +248,8 @@ async function startApi(
     logger: Logger;
   },
 ): Promise<{ server: ApiServer; close(): Promise<void> }> {
-  const redis: Redis = createRedis(config.redisUrl, 'producer', {
+  const redis: RedisClient = connectRedis(config.redisUrl, 'producer', {
+    cluster: config.redisCluster,
     connectionName: `${config.keyPrefix}-api`,
     // A paused or stuck Redis answers 503 after this, instead of holding the request.
     commandTimeout: config.api.redisTimeoutMs,

@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import type { ValidateFunction } from 'ajv';
 import { type Keys } from '@agent-reach/protocol';
 import {
@@ -9,6 +8,7 @@ import {
   redisTimeMs,
   type ArgumentsCheck,
   type ToolCatalogEntry,
+  type RedisClient,
 } from '@agent-reach/shared';
 
 /**
@@ -24,7 +24,7 @@ export class ToolCatalog {
   readonly #ajv = createAjv();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
   ) {}
 

@@ -11,12 +11,16 @@ import {
 } from './constants.js';
 import * as C from './constants.js';
 import { AgentReachError, DEFAULT_KEY_PREFIX, NAME_PATTERN } from '@agent-reach/protocol';
+import { redisNodeUrls } from './redis-urls.js';
 
 const Ajv = AjvModule.default;
 
 /** Process configuration, resolved from the environment once and frozen. */
 export interface AgentReachConfig {
+  /** One Redis URL, or a Redis Cluster's startup nodes as comma-separated URLs (`REDIS_CLUSTER_NODES` wins). */
   readonly redisUrl: string;
+  /** Connect to a Redis Cluster: set by `REDIS_CLUSTER=1`, `REDIS_CLUSTER_NODES`, or a URL listing several nodes. */
+  readonly redisCluster: boolean;
   readonly keyPrefix: string;
   readonly logLevel: string;
   readonly agentsFile: string;
@@ -93,6 +97,8 @@ export interface AgentReachConfig {
 /** Which environment variable feeds which config path. */
 const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['REDIS_URL', 'redisUrl'],
+  ['REDIS_CLUSTER_NODES', 'redisUrl'],
+  ['REDIS_CLUSTER', 'redisCluster'],
   ['AR_KEY_PREFIX', 'keyPrefix'],
   ['LOG_LEVEL', 'logLevel'],
   ['AGENTS_FILE', 'agentsFile'],
@@ -137,11 +143,15 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['OPENAI_MODEL', 'llm.model'],
 ];
 
+/** One `redis://` (or `rediss://`) URL, or several separated by commas. */
+const REDIS_URLS_PATTERN = '^rediss?://[^,]+(,\\s*rediss?://[^,]+)*$';
+
 const schema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    redisUrl: { type: 'string', pattern: '^rediss?://', default: DEFAULT_REDIS_URL },
+    redisUrl: { type: 'string', pattern: REDIS_URLS_PATTERN, default: DEFAULT_REDIS_URL },
+    redisCluster: { type: 'boolean', default: false },
     keyPrefix: { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,32}$', default: DEFAULT_KEY_PREFIX },
     logLevel: {
       type: 'string',
@@ -299,7 +309,12 @@ export function loadConfig(env: Record<string, string | undefined>): AgentReachC
     );
   }
   if (!validateConfig(raw)) {
-    const byPath = new Map(ENV_MAP.map(([name, path]) => [`/${path.replace('.', '/')}`, name]));
+    // A path fed by two variables is reported under the one that is set.
+    const byPath = new Map<string, string>();
+    for (const [name, path] of ENV_MAP) {
+      const key = `/${path.replace('.', '/')}`;
+      if (!byPath.has(key) || env[name]) byPath.set(key, name);
+    }
     const details = (validateConfig.errors ?? []).map((e) => {
       // An item's problem is reported under its list's variable (`/api/keys/0/key` → API_KEYS).
       const path = e.instancePath.replace(/\/\d+(\/.*)?$/, '');
@@ -308,6 +323,8 @@ export function loadConfig(env: Record<string, string | undefined>): AgentReachC
     });
     throw new AgentReachError('CONFIG_INVALID', `invalid configuration: ${details.join('; ')}`, { details });
   }
+  // A list of nodes, or nodes named as such, is a cluster whatever REDIS_CLUSTER says.
+  if (env.REDIS_CLUSTER_NODES || redisNodeUrls(raw.redisUrl as string).length > 1) raw.redisCluster = true;
   const api = raw.api as { allowedModels?: string[] };
   const llm = raw.llm as { model?: string };
   // Without a list, callers may name only the model the scheduler would use anyway.

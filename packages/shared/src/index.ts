@@ -6,10 +6,19 @@ export type { ArgumentsCheck } from './arguments.js';
 export { closestName } from './suggest.js';
 export { argumentsDigest, callLedgerEntry, matchesLedger } from './call-ledger.js';
 export type { CallLedgerEntry } from './call-ledger.js';
-export { createRedis, waitReady, maskUrl, reconnectDelayMs } from './redis.js';
-export type { CreateRedisOptions } from './redis.js';
+export {
+  createRedis,
+  connectRedis,
+  duplicateRedis,
+  waitReady,
+  maskUrl,
+  reconnectDelayMs,
+  redisMasters,
+} from './redis.js';
+export { redisNodeUrls } from './redis-urls.js';
+export type { CreateRedisOptions, RedisClient } from './redis.js';
 export { redisScripts } from './scripts.js';
-export type { RedisScripts, RedisClient } from './scripts.js';
+export type { RedisScripts } from './scripts.js';
 export { createLogger } from './logger.js';
 export type { Logger } from './logger.js';
 export {

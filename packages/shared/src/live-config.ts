@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { unwatchFile, watchFile, type Stats } from 'node:fs';
-import type { Redis } from 'ioredis';
 import { loadAgents, parseAgents, type AgentSpec, type AgentsFile, type ConfigDocument } from './agents.js';
 import { DEFAULT_CONFIG_FILE_POLL_MS, DEFAULT_CONFIG_POLL_MS } from './constants.js';
 import { AgentReachError, type Keys } from '@agent-reach/protocol';
 import type { Logger } from './logger.js';
+import type { RedisClient } from './redis.js';
 
 /** One version of the fleet's configuration, as a process holds it. */
 export interface FleetConfig {
@@ -27,7 +27,7 @@ export interface PublishedConfig {
 
 export interface LiveConfigOptions {
   /** A command connection; the subscription uses a duplicate of it. */
-  redis: Redis;
+  redis: RedisClient;
   keys: Keys;
   /** The local agents file, used while no configuration is published. */
   file: string;
@@ -53,7 +53,7 @@ export function configDigest(document: ConfigDocument): string {
  * Returns the new version. Validation is the caller's: publish only what `parseAgents` accepted.
  */
 export async function publishConfig(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keys,
   document: ConfigDocument,
   source: string,
@@ -79,7 +79,10 @@ export async function publishConfig(
 }
 
 /** The published configuration, or undefined when none was ever published. */
-export async function readPublishedConfig(redis: Redis, keys: Keys): Promise<PublishedConfig | undefined> {
+export async function readPublishedConfig(
+  redis: RedisClient,
+  keys: Keys,
+): Promise<PublishedConfig | undefined> {
   const h = await redis.hgetall(keys.config);
   const version = Number(h.version);
   if (!h.document || !Number.isInteger(version) || version < 1) return undefined;
@@ -103,7 +106,7 @@ export class LiveConfig {
   readonly #opts: LiveConfigOptions;
   #current: FleetConfig;
   readonly #listeners = new Set<(next: FleetConfig, previous: FleetConfig) => void>();
-  #subscriber: Redis | undefined;
+  #subscriber: RedisClient | undefined;
   #poll: NodeJS.Timeout | undefined;
   #watching = false;
   #refreshing: Promise<void> | undefined;

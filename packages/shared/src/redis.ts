@@ -1,11 +1,20 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { REDIS_RECONNECT_FIRST_DELAY_MS, REDIS_RECONNECT_MAX_DELAY_MS } from './constants.js';
 import { createLogger, type Logger } from './logger.js';
+import { redisNodeUrls } from './redis-urls.js';
+
+/** A connection to one Redis or to a Redis Cluster. */
+export type RedisClient = Redis | Cluster;
 
 /** Options of `createRedis`: ioredis's, plus where connection events are logged. */
 export interface CreateRedisOptions extends RedisOptions {
   /** Logs one structured line per connection error and one when the connection is back. Default: a `redis` logger. */
   logger?: Logger;
+  /**
+   * Connects to a Redis Cluster, the URL's nodes being where discovery starts. Default: true when the
+   * URL lists more than one node.
+   */
+  cluster?: boolean;
 }
 
 /**
@@ -13,6 +22,7 @@ export interface CreateRedisOptions extends RedisOptions {
  * Text that is not a URL is returned with anything between `//` and `@` masked.
  */
 export function maskUrl(url: string): string {
+  if (url.includes(',')) return redisNodeUrls(url).map(maskUrl).join(',');
   try {
     const u = new URL(url);
     if (u.password) u.password = '***';
@@ -40,6 +50,23 @@ function errorFields(err: Error & { code?: string; syscall?: string; address?: s
   };
 }
 
+/** Logs a connection's errors as one structured line each, and the moment it is back. */
+function observe(client: RedisClient, logger: Logger, where: () => Record<string, unknown>): void {
+  let failures = 0;
+  let downSince = 0;
+  client.on('error', (err: Error) => {
+    failures++;
+    downSince ||= Date.now();
+    logger.warn({ ...where(), attempt: failures, err: errorFields(err) }, 'redis connection error');
+  });
+  client.on('ready', () => {
+    if (failures > 0)
+      logger.info({ ...where(), downMs: Date.now() - downSince }, 'redis connection restored');
+    failures = 0;
+    downSince = 0;
+  });
+}
+
 /**
  * An ioredis client whose duplicates (BullMQ's blocking connections, subscribers, the project's own
  * readers) carry the same error handling: ioredis copies options to a duplicate but not listeners, and
@@ -54,33 +81,10 @@ class ObservedRedis extends Redis {
     else super(target as RedisOptions);
     this.#logger = logger;
     this.#label = label;
-    let failures = 0;
-    let downSince = 0;
-    this.on('error', (err: Error) => {
-      failures++;
-      downSince ||= Date.now();
-      this.#logger.warn(
-        {
-          redis: this.#label,
-          connection: this.options.connectionName,
-          attempt: failures,
-          err: errorFields(err),
-        },
-        'redis connection error',
-      );
+    observe(this, logger, () => {
+      const name = this.options.connectionName;
+      return { redis: label, ...(name ? { connection: name } : {}) };
     });
-    this.on('ready', () => {
-      if (failures > 0) {
-        this.#logger.info({ ...this.#where(), downMs: Date.now() - downSince }, 'redis connection restored');
-      }
-      failures = 0;
-      downSince = 0;
-    });
-  }
-
-  #where(): { redis: string; connection?: string } {
-    const name = this.options.connectionName;
-    return { redis: this.#label, ...(name ? { connection: name } : {}) };
   }
 
   override duplicate(override?: Partial<RedisOptions>): Redis {
@@ -88,8 +92,75 @@ class ObservedRedis extends Redis {
   }
 }
 
+/** The cluster counterpart of `ObservedRedis`: its duplicates (BullMQ's among them) are observed too. */
+class ObservedCluster extends Cluster {
+  readonly #nodes: ClusterNode[];
+  readonly #logger: Logger;
+  readonly #label: string;
+
+  constructor(nodes: ClusterNode[], options: ClusterOptions, logger: Logger, label: string) {
+    super(nodes, options);
+    this.#nodes = nodes;
+    this.#logger = logger;
+    this.#label = label;
+    observe(this, logger, () => {
+      const name = this.options.redisOptions?.connectionName;
+      return { redis: label, cluster: true, ...(name ? { connection: name } : {}) };
+    });
+  }
+
+  override duplicate(nodes: ClusterNode[] = [], override: Partial<ClusterOptions> = {}): Cluster {
+    return new ObservedCluster(
+      nodes.length > 0 ? nodes : this.#nodes.slice(0),
+      { ...this.options, ...override },
+      this.#logger,
+      this.#label,
+    );
+  }
+}
+
+/** The connections to every master: the one Redis, or each master of a cluster known to the client. */
+export function redisMasters(client: RedisClient): Redis[] {
+  return client instanceof Cluster ? client.nodes('master') : [client];
+}
+
 /**
- * Redis connections for the two roles BullMQ distinguishes:
+ * A second connection like `client` (same target, options and logging) with some connection options
+ * changed: readers that block or subscribe need one of their own. A cluster client takes them as the
+ * options of each node's connection, and `enableOfflineQueue` for the cluster as well.
+ */
+export function duplicateRedis(client: RedisClient, override: Partial<RedisOptions> = {}): RedisClient {
+  if (!(client instanceof Cluster)) return client.duplicate(override);
+  return client.duplicate(undefined, {
+    redisOptions: { ...client.options.redisOptions, ...override },
+    ...(override.enableOfflineQueue === undefined ? {} : { enableOfflineQueue: override.enableOfflineQueue }),
+  });
+}
+
+/**
+ * The options of a cluster client from those of a single connection: each node's connection gets them,
+ * and the few that ioredis reads at the cluster level (offline queue, ready check, lazy connect,
+ * reconnection) are set there as well. Credentials and TLS come from the first node URL.
+ */
+function clusterOptions(url: string, options: RedisOptions): ClusterOptions {
+  const { enableOfflineQueue, enableReadyCheck, lazyConnect, retryStrategy, ...perNode } = options;
+  const first = new URL(redisNodeUrls(url)[0] ?? url);
+  const credentials = {
+    ...(first.username ? { username: decodeURIComponent(first.username) } : {}),
+    ...(first.password ? { password: decodeURIComponent(first.password) } : {}),
+    ...(first.protocol === 'rediss:' ? { tls: {} } : {}),
+  };
+  return {
+    redisOptions: { ...credentials, ...perNode },
+    ...(enableOfflineQueue === undefined ? {} : { enableOfflineQueue }),
+    ...(enableReadyCheck === undefined ? {} : { enableReadyCheck }),
+    ...(lazyConnect === undefined ? {} : { lazyConnect }),
+    ...(retryStrategy ? { clusterRetryStrategy: (times: number) => retryStrategy(times) } : {}),
+  };
+}
+
+/**
+ * A connection to one Redis for the two roles BullMQ distinguishes:
  * - `worker`: blocking commands, must never give up (`maxRetriesPerRequest: null`), reconnects forever;
  * - `producer`: fails fast so a caller learns at once that Redis is away instead of queueing commands.
  *
@@ -101,26 +172,48 @@ export function createRedis(
   role: 'worker' | 'producer',
   options: CreateRedisOptions = {},
 ): Redis {
-  const { logger, ...rest } = options;
-  const base: RedisOptions =
-    role === 'worker'
-      ? { maxRetriesPerRequest: null, enableReadyCheck: true }
-      : { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 5000 };
+  const { logger, cluster: _cluster, ...rest } = options;
   return new ObservedRedis(
-    {
-      url,
-      options: { retryStrategy: reconnectDelayMs, ...base, ...rest, lazyConnect: rest.lazyConnect ?? false },
-    },
+    { url, options: connectionOptions(role, rest) },
     logger ?? createLogger('redis'),
     maskUrl(url),
   );
 }
 
 /**
+ * Like `createRedis`, to one Redis or to a Redis Cluster: a cluster client when the URL lists more
+ * than one node or `cluster` is set, its startup nodes being the URL's. What every process uses for
+ * its own connections (BullMQ's included: a cluster client is a valid BullMQ `connection`).
+ */
+export function connectRedis(
+  url: string,
+  role: 'worker' | 'producer',
+  options: CreateRedisOptions = {},
+): RedisClient {
+  const { logger, cluster, ...rest } = options;
+  const nodes = redisNodeUrls(url);
+  if (!(cluster ?? nodes.length > 1)) return createRedis(nodes[0] ?? url, role, options);
+  return new ObservedCluster(
+    nodes,
+    clusterOptions(url, connectionOptions(role, rest)),
+    logger ?? createLogger('redis'),
+    maskUrl(url),
+  );
+}
+
+function connectionOptions(role: 'worker' | 'producer', options: RedisOptions): RedisOptions {
+  const base: RedisOptions =
+    role === 'worker'
+      ? { maxRetriesPerRequest: null, enableReadyCheck: true }
+      : { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 5000 };
+  return { retryStrategy: reconnectDelayMs, ...base, ...options, lazyConnect: options.lazyConnect ?? false };
+}
+
+/**
  * Waits for a connection to be ready, or rejects with one message naming the URL (password masked), the
  * last connection error and what to check.
  */
-export async function waitReady(redis: Redis, url: string, timeoutMs = 5000): Promise<void> {
+export async function waitReady(redis: RedisClient, url: string, timeoutMs = 5000): Promise<void> {
   if (redis.status === 'ready') return;
   let last: Error | undefined;
   const onError = (err: Error) => (last = err);

@@ -1,8 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { Cluster, Redis } from 'ioredis';
-
-/** A connection to one Redis or to a Redis Cluster. */
-export type RedisClient = Redis | Cluster;
+import type { RedisClient } from './redis.js';
 
 type Arg = string | number;
 

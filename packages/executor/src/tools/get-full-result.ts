@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import {
   defineTool,
   noResult,
@@ -7,7 +6,7 @@ import {
   type ToolContext,
   type ToolDefinition,
 } from '@agent-reach/protocol';
-import { constants } from '@agent-reach/shared';
+import { constants, type RedisClient } from '@agent-reach/shared';
 
 const PAGE = constants.DEFAULT_GET_FULL_RESULT_PAGE_CHARS;
 
@@ -16,7 +15,7 @@ const PAGE = constants.DEFAULT_GET_FULL_RESULT_PAGE_CHARS;
  * it: it is served to the same run, or to the same agent in the same session (any run of that agent when
  * the run that left it had no session). The caller's run, agent and session come from its verified job.
  */
-export function createGetFullResult(redis: Redis, keys: Keys): ToolDefinition {
+export function createGetFullResult(redis: RedisClient, keys: Keys): ToolDefinition {
   return defineTool({
     name: 'get_full_result',
     description:
@@ -57,7 +56,7 @@ export function createGetFullResult(redis: Redis, keys: Keys): ToolDefinition {
 
 /** The full content under `ref` when the calling run may read it. */
 async function readOwned(
-  redis: Redis,
+  redis: RedisClient,
   keys: Keys,
   ref: string,
   ctx: Pick<ToolContext, 'runId' | 'agent'>,

@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Redis } from 'ioredis';
 import type { Logger } from '@agent-reach/shared';
 import { ApiError } from './errors.js';
 import type { ApiContext } from './options.js';
+import { duplicateRedis, type RedisClient } from '@agent-reach/shared';
 
 /** One open event stream, so that closing the server can end it. */
 interface OpenStream {
@@ -23,7 +23,7 @@ export interface EventSource {
   /** Stored events after `after` (exclusive), all of them without it. */
   stored(after?: string): Promise<StreamedItem[]>;
   /** Waits up to `blockMs` on `reader` for events after `after`. */
-  wait(after: string, blockMs: number, reader: Redis): Promise<StreamedItem[]>;
+  wait(after: string, blockMs: number, reader: RedisClient): Promise<StreamedItem[]>;
   /** Whether the subject has ended by now (asked after a quiet heartbeat interval). */
   ended(): Promise<boolean>;
   /** The event type after which the stream ends. */
@@ -86,7 +86,7 @@ export function createEventStreamer(app: FastifyInstance, ctx: ApiContext): Even
     });
     res.flushHeaders();
 
-    let reader: Redis | undefined;
+    let reader: RedisClient | undefined;
     let closed = false;
     const stream: OpenStream = {
       end() {
@@ -106,7 +106,7 @@ export function createEventStreamer(app: FastifyInstance, ctx: ApiContext): Even
         for (const e of await source.stored(last === '0-0' ? undefined : last)) await write(res, message(e));
         return;
       }
-      reader = ctx.deps.redis.duplicate({
+      reader = duplicateRedis(ctx.deps.redis, {
         connectionName: `${ctx.deps.keys.prefix}-api-events`,
         enableOfflineQueue: true,
         maxRetriesPerRequest: 1,

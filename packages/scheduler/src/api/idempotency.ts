@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { Keys } from '@agent-reach/protocol';
+import type { RedisClient } from '@agent-reach/shared';
 
 /** What an idempotency key points at: the run it created and a hash of the body that created it. */
 export interface IdempotencyRecord {
@@ -28,7 +28,7 @@ export const bodyHash = (body: unknown) => createHash('sha256').update(canonical
  */
 export class IdempotencyStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
     private readonly ttlS: number,
   ) {}

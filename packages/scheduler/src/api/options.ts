@@ -1,7 +1,6 @@
-import type { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import type { Keys } from '@agent-reach/protocol';
-import type { AgentsFile, Logger } from '@agent-reach/shared';
+import type { AgentsFile, Logger, RedisClient } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunControl } from '../runs/run-control.js';
 import type { SessionStore } from '../runs/sessions.js';
@@ -29,7 +28,7 @@ export interface ApiServerDeps {
   runner: Pick<AgentRunner, 'catalog' | 'breakers'>;
   agents: AgentsFile;
   /** A non-blocking connection; event streams and rate limits make their own use of it (see README). */
-  redis: Redis;
+  redis: RedisClient;
   keys: Keys;
   /** Served at `/metrics`; without one, `/metrics` is a 404. */
   metricsRegistry?: Registry;

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import {
   AgentReachError,
   isFinalStatus,
@@ -12,7 +11,7 @@ import {
 } from '@agent-reach/protocol';
 import { decisionEvent, pendingRequest } from '../agent-loop/approvals.js';
 import type { RunOutcome, RunState } from './run-state.js';
-import { runJobOptions } from '@agent-reach/shared';
+import { runJobOptions, type RedisClient } from '@agent-reach/shared';
 import { createRunQueue } from './run-jobs.js';
 import { RunStore, type RunListFilter, type RunSummary, type StoredEvent } from './run-store.js';
 
@@ -44,7 +43,7 @@ export class RunControl {
   readonly queue: Queue<RunJobData>;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
     store?: RunStore,
   ) {

@@ -1,6 +1,11 @@
-import type { Redis } from 'ioredis';
 import { checkVersion, readEvent, readStepRecord, type Keys } from '@agent-reach/protocol';
-import { callLedgerEntry, constants, redisScripts, type RedisScripts } from '@agent-reach/shared';
+import {
+  callLedgerEntry,
+  constants,
+  redisScripts,
+  type RedisClient,
+  type RedisScripts,
+} from '@agent-reach/shared';
 import { joinDecisions } from '../agent-loop/approvals.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import type { Approval, ChatMessage, RunState, RunStatus } from './run-state.js';
@@ -161,7 +166,7 @@ export class RunStore {
   readonly retentionCount: number;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
     options: RunStoreOptions = {},
   ) {
@@ -171,7 +176,7 @@ export class RunStore {
   }
 
   /** The connection checkpoints are written on. */
-  get connection(): Redis {
+  get connection(): RedisClient {
     return this.redis;
   }
 
@@ -336,7 +341,12 @@ export class RunStore {
   }
 
   /** Waits up to `blockMs` for events after `after`; for live streaming. */
-  async waitEvents(runId: string, after: string, blockMs: number, reader: Redis): Promise<StoredEvent[]> {
+  async waitEvents(
+    runId: string,
+    after: string,
+    blockMs: number,
+    reader: RedisClient,
+  ): Promise<StoredEvent[]> {
     const res = (await reader.xread('BLOCK', blockMs, 'STREAMS', this.keys.runEvents(runId), after)) as Array<
       [string, Array<[string, string[]]>]
     > | null;

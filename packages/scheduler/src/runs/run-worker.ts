@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { isValidRunId } from '@agent-reach/protocol';
-import { constants, runJobProblems, type Logger } from '@agent-reach/shared';
+import { constants, runJobProblems, type Logger, type RedisClient } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { anyDecided, decideOverdue, parkedUntil } from '../agent-loop/approvals.js';
@@ -15,7 +14,7 @@ import type { SessionStore } from './sessions.js';
 
 export interface RunWorkerOptions {
   /** Connection for BullMQ (it makes its own blocking duplicate). */
-  connection: Redis;
+  connection: RedisClient;
   runner: AgentRunner;
   store: RunStore;
   sessions: SessionStore;

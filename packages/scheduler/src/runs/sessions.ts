@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import { type Keys } from '@agent-reach/protocol';
-import { constants, parseJsonSafely } from '@agent-reach/shared';
+import { constants, parseJsonSafely, type RedisClient } from '@agent-reach/shared';
 import type { ChatMessage, CompactionSummary, RunState, TaskStep } from './run-state.js';
 
 /** What the runs of one session share. */
@@ -40,7 +39,7 @@ export interface SessionInfo extends SessionOwner {
  */
 export class SessionStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
     private readonly retentionS: number = constants.DEFAULT_RUN_RETENTION_S,
   ) {}

@@ -1,5 +1,4 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
 import {
   constants,
   renderNodeInput,
@@ -23,12 +22,13 @@ import type {
   WorkflowEvent,
   WorkflowOutcome,
 } from '@agent-reach/protocol';
+import type { RedisClient } from '@agent-reach/shared';
 
 const FINAL_RUN = new Set(['succeeded', 'not_converged', 'failed', 'cancelled']);
 
 export interface WorkflowWorkerOptions {
   /** Connection for BullMQ (it makes its own blocking duplicate). */
-  connection: Redis;
+  connection: RedisClient;
   workflows: WorkflowControl;
   runs: RunControl;
   logger: Logger;

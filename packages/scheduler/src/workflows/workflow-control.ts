@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { AgentReachError, FINAL_WORKFLOW_STATUSES, type Keys } from '@agent-reach/protocol';
 import { constants, type WorkflowsFile } from '@agent-reach/shared';
 import {
@@ -10,6 +9,7 @@ import {
   type WorkflowRecord,
   type WorkflowSummary,
 } from './workflow-store.js';
+import type { RedisClient } from '@agent-reach/shared';
 
 /** Data of a job on the `agent-workflows` queue; the job id is the workflow id. */
 export interface WorkflowJobData {
@@ -59,13 +59,16 @@ export class WorkflowControl {
   readonly queue: Queue<WorkflowJobData>;
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     keys: Keys,
     readonly workflows: WorkflowsFile,
     options: { retentionS?: number } = {},
   ) {
     this.store = new WorkflowStore(redis, keys, options);
-    this.queue = new Queue<WorkflowJobData>(keys.workflowsQueue, { connection: redis, prefix: keys.prefix });
+    this.queue = new Queue<WorkflowJobData>(keys.workflowsQueue, {
+      connection: redis,
+      prefix: keys.queuePrefix(keys.workflowsQueue),
+    });
   }
 
   /**

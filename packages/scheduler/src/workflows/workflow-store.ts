@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import type { Keys, NodeResult, WorkflowEvent, WorkflowOutcome, WorkflowStatus } from '@agent-reach/protocol';
 import { constants, type WorkflowSpec } from '@agent-reach/shared';
+import type { RedisClient } from '@agent-reach/shared';
 
 /** A node whose run was queued: once, under `run_id`, with the input rendered then. */
 export interface NodeStart {
@@ -90,7 +90,7 @@ end
 return 1
 `;
 
-type StoreClient = Redis & {
+type StoreClient = RedisClient & {
   agentReachWorkflowCreate(...keysAndArgs: Array<string | number>): Promise<number>;
   agentReachWorkflowTransition(...keysAndArgs: Array<string | number>): Promise<number>;
 };
@@ -112,7 +112,7 @@ export class WorkflowStore {
   readonly retentionS: number;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
     options: { retentionS?: number } = {},
   ) {
@@ -267,7 +267,7 @@ export class WorkflowStore {
     workflowId: string,
     after: string,
     blockMs: number,
-    reader: Redis,
+    reader: RedisClient,
   ): Promise<StoredWorkflowEvent[]> {
     const res = (await reader.xread(
       'BLOCK',

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { redisMasters, type RedisClient } from '@agent-reach/shared';
 import { notFound } from '../errors.js';
 import type { ApiContext } from '../options.js';
 import { READYZ_REDIS_TIMEOUT_MS, UNAVAILABLE_RETRY_AFTER_S } from '../constants.js';
@@ -14,12 +15,35 @@ function within<T>(promise: Promise<T>, ms: number): Promise<T> {
 }
 
 /**
+ * The eviction policy Redis runs with: `noeviction` only when every master says so (a cluster's masters
+ * are asked one by one), else the first other policy found, `unknown` when a master refuses CONFIG GET.
+ */
+async function evictionPolicy(redis: RedisClient): Promise<string> {
+  const policies = await Promise.all(
+    redisMasters(redis).map(async (node) => {
+      try {
+        const answer = (await within(
+          node.config('GET', 'maxmemory-policy'),
+          READYZ_REDIS_TIMEOUT_MS,
+        )) as unknown;
+        return Array.isArray(answer) && typeof answer[1] === 'string' ? answer[1] : 'unknown';
+      } catch {
+        // CONFIG is often disabled on managed Redis: say so rather than guess.
+        return 'unknown';
+      }
+    }),
+  );
+  return policies.find((p) => p !== 'noeviction') ?? (policies.length > 0 ? 'noeviction' : 'unknown');
+}
+
+/**
  * `/healthz` (the process answers), `/readyz` (Redis answers, and evicts nothing) and `/metrics`.
  *
  * Readiness: Redis down is a 503. An eviction policy other than `noeviction` — under which Redis may
  * silently drop queued jobs and run records — is still a 200, with a `warning` field and a `warn` log
  * (once per policy seen): the API works, and failing readiness would take every scheduler out of service
- * for a setting only an operator can change. `unknown` means CONFIG GET was refused (managed Redis).
+ * for a setting only an operator can change. `unknown` means CONFIG GET was refused (managed Redis). On
+ * a Redis Cluster every master is checked.
  */
 export function healthRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { redis, metricsRegistry } = ctx.deps;
@@ -50,16 +74,7 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext): void {
           .header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S))
           .send({ status: 'not_ready', redis: 'down', maxmemory_policy: 'unknown' });
       }
-      let policy = 'unknown';
-      try {
-        const answer = (await within(
-          redis.config('GET', 'maxmemory-policy'),
-          READYZ_REDIS_TIMEOUT_MS,
-        )) as unknown;
-        if (Array.isArray(answer) && typeof answer[1] === 'string') policy = answer[1];
-      } catch {
-        // CONFIG is often disabled on managed Redis: say so rather than guess.
-      }
+      const policy = await evictionPolicy(redis);
       const warning =
         policy === 'noeviction'
           ? undefined
