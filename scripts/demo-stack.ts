@@ -1,11 +1,11 @@
 /** What both demos share: the Redis check and the all-in-one stack, announced the same way. */
 import { startDev, type DevStack } from '@agent-reach/cli';
-import { createRedis, waitReady } from '@agent-reach/shared';
+import { connectRedis, waitReady } from '@agent-reach/shared';
 
 /** Starts the all-in-one stack on the local Redis and prints where it is; undefined when Redis is away. */
 export async function startDemoStack(env: Record<string, string | undefined>): Promise<DevStack | undefined> {
   const redisUrl = env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-  const probe = createRedis(redisUrl, 'producer');
+  const probe = connectRedis(redisUrl, 'producer');
   try {
     await waitReady(probe, redisUrl, 3000);
   } catch {

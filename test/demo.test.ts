@@ -1,13 +1,9 @@
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ROOT } from './helpers/processes.js';
+import { runDemo } from './helpers/demo.js';
 import { testRedis } from './helpers/redis.js';
-
-const run = promisify(execFile);
 
 describe('the main job (pnpm demo)', () => {
   const t = testRedis();
@@ -19,19 +15,7 @@ describe('the main job (pnpm demo)', () => {
 
   it('runs the example task through the HTTP API on llm-sim and writes the markdown file', async () => {
     outputs = await mkdtemp(path.join(tmpdir(), 'ar-demo-'));
-    const env: Record<string, string | undefined> = {
-      ...process.env,
-      AR_KEY_PREFIX: t.prefix,
-      OUTPUTS_DIR: outputs,
-      LOG_LEVEL: 'warn',
-    };
-    delete env.OPENAI_API_KEY;
-    delete env.OPENAI_BASE_URL;
-    const { stdout } = await run('node', ['--import', 'tsx', path.join(ROOT, 'scripts/demo.ts')], {
-      cwd: ROOT,
-      env,
-      timeout: 60_000,
-    });
+    const stdout = await runDemo(t.prefix, outputs);
     expect(stdout).toMatch(/No model configured \(OPENAI_API_KEY is unset\): llm-sim/);
     expect(stdout).toMatch(/API: +http:\/\/127\.0\.0\.1:\d+/);
     expect(stdout).toMatch(/Docs: +http:\/\/127\.0\.0\.1:\d+\/docs/);

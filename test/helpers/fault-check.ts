@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { FINAL_STATUSES as PROTOCOL_FINAL_STATUSES, type Keys } from '@agent-reach/protocol';
+import type { RedisClient } from '@agent-reach/shared';
 import { startsKey, type StartRecord } from './fault-tools.js';
 
 export const FINAL_STATUSES: readonly string[] = PROTOCOL_FINAL_STATUSES;
@@ -44,7 +44,11 @@ interface Message {
 }
 
 /** Execution starts per `<runId>/<toolCallId>`: the larger of the starts file's and Redis's counts. */
-export async function readStarts(redis: Redis, keys: Keys, file?: string): Promise<Map<string, number>> {
+export async function readStarts(
+  redis: RedisClient,
+  keys: Keys,
+  file?: string,
+): Promise<Map<string, number>> {
   const starts = new Map<string, number>();
   if (file && existsSync(file)) {
     for (const line of readFileSync(file, 'utf8').split('\n')) {
@@ -150,7 +154,7 @@ export function historyProblems(messages: Message[]): string[] {
 }
 
 export interface CheckInput {
-  redis: Redis;
+  redis: RedisClient;
   keys: Keys;
   runIds: readonly string[];
   /** Every request llm-sim recorded during the scenario. */

@@ -5,12 +5,13 @@ import path from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createKeys } from '@agent-reach/protocol';
-import { createLogger, createRedis } from '@agent-reach/shared';
+import { connectRedis, createLogger, type RedisClient } from '@agent-reach/shared';
 import { startLlmSim, type LlmSim, type Scenario } from '@agent-reach/llm-sim';
 import { RunControl } from '@agent-reach/scheduler';
 import { ROOT, startExecutorWith, startSchedulerChild, type Child } from './processes.js';
 import { testEnv } from './runs.js';
 import { startPrivateRedis, type PrivateRedis } from './redis-server.js';
+import type { PrivateCluster } from './redis-cluster.js';
 import { STARTS_FILE_ENV } from './fault-tools.js';
 import { forget, killOnExit } from './reaper.js';
 import {
@@ -135,6 +136,18 @@ export class Fleet {
     m.child.kill(signal);
   }
 
+  /** `kill -9` one process and start it again in its place, as a supervisor would (not a crash). */
+  async kill9(role: Role, index: number): Promise<void> {
+    const m = this.member(role, index);
+    m.stopping = true;
+    m.child.kill('SIGKILL');
+    await m.child.exited;
+    const next = this.#spawn(role, index);
+    const i = this.#members.indexOf(m);
+    if (i >= 0) this.#members[i] = next;
+    await next.child.ready;
+  }
+
   /**
    * SIGTERM to every process at once; waits for each to exit, up to `boundMs`, then SIGKILLs what is left.
    * Returns how long each took.
@@ -209,8 +222,14 @@ export class Fleet {
 /** What an injected fault can use and report. */
 export interface FaultContext {
   fleet: Fleet;
-  redis: PrivateRedis;
-  /** A connection of its own to the private Redis, for admin commands (CLIENT PAUSE, CONFIG SET, …). */
+  /** The private Redis, unless the scenario runs on a cluster. */
+  redis: PrivateRedis | undefined;
+  /** The Redis Cluster the scenario runs on (`FaultRunOptions.cluster`), if any. */
+  cluster: PrivateCluster | undefined;
+  /**
+   * A connection of its own to the private Redis (to the first node of a cluster), for admin commands
+   * (CLIENT PAUSE, CONFIG SET, …).
+   */
   admin: Redis;
   /** Tool executions started so far (from the starts file, independent of Redis). */
   progress(): number;
@@ -246,6 +265,7 @@ export const SCENARIOS: readonly FaultScenario[] = [
     id: 'redis-killed',
     title: 'Redis is killed (kill -9) mid-load and restarted from its AOF on the same port 4 s later',
     async inject({ redis }) {
+      if (!redis) throw new Error('this scenario needs a single private Redis');
       await redis.kill9();
       await sleep(4000);
       await redis.restart();
@@ -328,6 +348,8 @@ export interface FaultRunOptions {
    * is over (completed, failed or gone): nothing will ever finish it. In ms.
    */
   quietMs?: number;
+  /** Runs on this Redis Cluster (left running: the caller owns it) instead of a private Redis. */
+  cluster?: PrivateCluster;
 }
 
 export interface FaultReport {
@@ -361,7 +383,7 @@ export async function runFaultScenario(
   let redis: PrivateRedis | undefined;
   let sim: LlmSim | undefined;
   let fleet: Fleet | undefined;
-  const connections: Redis[] = [];
+  const connections: RedisClient[] = [];
   const queues: Queue[] = [];
   let control: RunControl | undefined;
   let released = false;
@@ -378,12 +400,13 @@ export async function runFaultScenario(
   };
   live.add(release);
   try {
-    redis = await startPrivateRedis();
+    if (!options.cluster) redis = await startPrivateRedis();
+    const url = options.cluster?.url ?? (redis as PrivateRedis).url;
     sim = await startLlmSim({ scenarios: faultModelScenarios() });
     const prefix = `f${randomUUID().slice(0, 8)}`;
     const keys = createKeys(prefix);
     const env = testEnv(prefix, sim, {
-      REDIS_URL: redis.url,
+      REDIS_URL: url,
       AGENTS_FILE: path.join(ROOT, 'test/fixtures/fault-agents.yaml'),
       TOOL_MODULES: path.join(ROOT, 'test/helpers/fault-tools.ts'),
       [STARTS_FILE_ENV]: startsFile,
@@ -393,12 +416,12 @@ export async function runFaultScenario(
       ...FAULT_ENV,
     });
     fleet = new Fleet(env);
-    const conn = createRedis(redis.url, 'worker', {
+    const conn = connectRedis(url, 'worker', {
       connectionName: `${prefix}-faults-check`,
       // Its connection errors while Redis is down are the fault itself, not news.
       logger: createLogger('faults', { level: 'silent' }),
     });
-    const admin = new Redis(redis.url, {
+    const admin = new Redis(url.split(',')[0] ?? url, {
       maxRetriesPerRequest: null,
       connectionName: `${prefix}-faults-admin`,
     });
@@ -445,6 +468,7 @@ export async function runFaultScenario(
     const ctx: FaultContext = {
       fleet,
       redis,
+      cluster: options.cluster,
       admin,
       progress,
       async waitProgress(more, timeoutMs) {
@@ -574,17 +598,12 @@ export function formatReport(report: FaultReport, examples = 10): string {
 }
 
 async function statusesOf(
-  redis: Redis,
+  redis: RedisClient,
   metaKey: (runId: string) => string,
   runIds: readonly string[],
 ): Promise<Array<string | null>> {
-  const pipe = redis.pipeline();
-  for (const id of runIds) pipe.hget(metaKey(id), 'status');
-  const replies = (await pipe.exec()) ?? [];
-  return replies.map(([err, v]) => {
-    if (err) throw err;
-    return v as string | null;
-  });
+  // One command per run, sent together: on a cluster the runs are on different slots.
+  return Promise.all(runIds.map((id) => redis.hget(metaKey(id), 'status')));
 }
 
 /** The error a crashed process printed last (its first line and its code), from the end of its output. */
@@ -607,14 +626,12 @@ function crashError(output: string): string {
 
 /** The ownership epoch of each run's record (bumped on every claim), where the record has one. */
 async function epochsOf(
-  redis: Redis,
+  redis: RedisClient,
   metaKey: (runId: string) => string,
   runIds: readonly string[],
 ): Promise<Array<number | undefined>> {
-  const pipe = redis.pipeline();
-  for (const id of runIds) pipe.hget(metaKey(id), 'epoch');
-  const replies = (await pipe.exec()) ?? [];
-  return replies.map(([, v]) => (typeof v === 'string' ? Number(v) : undefined));
+  const epochs = await Promise.all(runIds.map((id) => redis.hget(metaKey(id), 'epoch').catch(() => null)));
+  return epochs.map((v) => (typeof v === 'string' ? Number(v) : undefined));
 }
 
 function countLines(file: string): number {

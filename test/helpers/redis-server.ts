@@ -134,8 +134,8 @@ export async function startPrivateRedis(options: { extraArgs?: string[] } = {}):
   };
 }
 
-/** Whether a Redis on the port answers PING within a second (loading an AOF answers an error: not yet). */
-async function answers(port: number): Promise<boolean> {
+/** A one-off connection to the Redis on a local port: connects when told, never retries nor queues. */
+export function probeRedis(port: number): Redis {
   const probe = new Redis({
     port,
     host: '127.0.0.1',
@@ -146,6 +146,12 @@ async function answers(port: number): Promise<boolean> {
     connectTimeout: 1000,
   });
   probe.on('error', () => undefined);
+  return probe;
+}
+
+/** Whether a Redis on the port answers PING within a second (loading an AOF answers an error: not yet). */
+export async function answers(port: number): Promise<boolean> {
+  const probe = probeRedis(port);
   try {
     await probe.connect();
     return (await probe.ping()) === 'PONG';

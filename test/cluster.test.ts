@@ -1,0 +1,90 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  BASELINE,
+  cleanupAll,
+  formatReport,
+  runFaultScenario,
+  type FaultScenario,
+} from './helpers/faults.js';
+import { runDemo } from './helpers/demo.js';
+import { hasRedisServer, startPrivateCluster, type PrivateCluster } from './helpers/redis-cluster.js';
+
+/**
+ * The platform on a Redis Cluster of the test's own: six `redis-server` processes (three masters,
+ * three replicas). The workloads are the fault suite's (test/helpers/faults.ts): two schedulers and two
+ * executors as child processes, llm-sim as the model, runs of six tool calls each, every run's records
+ * and what the model was sent checked afterwards (test/helpers/fault-check.ts).
+ */
+describe.skipIf(!hasRedisServer())('Redis Cluster', () => {
+  let cluster: PrivateCluster;
+  beforeAll(async () => {
+    cluster = await startPrivateCluster();
+  }, 90_000);
+  afterAll(async () => {
+    await cleanupAll();
+    await cluster?.destroy();
+  });
+
+  /** Runs a workload on the cluster and expects every invariant to hold. */
+  const expectClean = async (scenario: FaultScenario, runs: number) => {
+    const report = await runFaultScenario(scenario, { runs, cluster, settleMs: 60_000, quietMs: 10_000 });
+    const text = formatReport(report);
+    expect(report.counts, text).toEqual({});
+    return { report, text };
+  };
+
+  it('runs the demo (a run that calls tools, through the HTTP API) with REDIS_URL listing the nodes', async () => {
+    const outputs = await mkdtemp(path.join(tmpdir(), 'ar-cluster-demo-'));
+    try {
+      const stdout = await runDemo(`cdemo${Date.now()}`, outputs, { REDIS_URL: cluster.url });
+      expect(stdout).toMatch(/✓ query_weather \{"city":"上海"\} → ok/);
+      expect(stdout).toMatch(/Outcome: succeeded \(final_answer\)/);
+      const file = /Written file: (.+)$/m.exec(stdout)?.[1] ?? '';
+      expect(await readFile(file, 'utf8')).toMatch(/^# 上海周末两日游建议/);
+    } finally {
+      await rm(outputs, { recursive: true, force: true });
+    }
+  }, 90_000);
+
+  it('ends every one of 100 concurrent runs succeeded, each call recorded and answered once', async () => {
+    const { report, text } = await expectClean(BASELINE, 100);
+    expect(report.statuses, text).toEqual({ succeeded: 100 });
+  }, 120_000);
+
+  it('keeps every run invariant when an executor and then a scheduler are killed (kill -9) mid-load', async () => {
+    await expectClean(
+      {
+        id: 'cluster-processes-killed',
+        title: 'an executor and then a scheduler are killed (kill -9) mid-load and started again',
+        async inject({ fleet, waitProgress }) {
+          await fleet.kill9('executor', 0);
+          await waitProgress(10, 20_000);
+          await fleet.kill9('scheduler', 0);
+        },
+      },
+      40,
+    );
+  }, 120_000);
+
+  it('keeps every run invariant when a master is killed (kill -9) mid-load and its replica takes over', async () => {
+    // The master of the default tool group's queue: every call of the workload goes through its slot.
+    const victim = await cluster.masterOf('{tools-default}');
+    await expectClean(
+      {
+        id: 'cluster-master-killed',
+        title: 'the master of the tool queue is killed (kill -9) mid-load and its replica is promoted',
+        async inject({ cluster: c }) {
+          await victim.kill9();
+          await c?.waitHealthy(30_000);
+        },
+      },
+      40,
+    );
+    const promoted = await cluster.masterOf('{tools-default}');
+    expect(victim.running).toBe(false);
+    expect(promoted.port).not.toBe(victim.port);
+  }, 150_000);
+});
