@@ -2,6 +2,11 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectRedis, createKeys, createLogger, loadAgents, waitReady } from '@agent-reach/shared';
+import { RunControl, SessionStore } from '@agent-reach/scheduler';
+import { startApiServer, type ApiServerDeps } from '../packages/scheduler/src/api/index.js';
+import { ToolCatalog } from '../packages/scheduler/src/tool-catalog.js';
+import { request, TEST_API_KEYS } from './helpers/api.js';
 import {
   BASELINE,
   cleanupAll,
@@ -10,6 +15,8 @@ import {
   type FaultScenario,
 } from './helpers/faults.js';
 import { runDemo } from './helpers/demo.js';
+import { TEST_AGENTS } from './helpers/processes.js';
+import { probeRedis } from './helpers/redis-server.js';
 import { hasRedisServer, startPrivateCluster, type PrivateCluster } from './helpers/redis-cluster.js';
 
 /**
@@ -48,6 +55,57 @@ describe.skipIf(!hasRedisServer())('Redis Cluster', () => {
       await rm(outputs, { recursive: true, force: true });
     }
   }, 90_000);
+
+  it('is ready on /readyz with noeviction only while every master has it', async () => {
+    const redis = connectRedis(cluster.url, 'producer', {
+      logger: createLogger('test', { level: 'silent' }),
+    });
+    await waitReady(redis, cluster.url);
+    const keys = createKeys(`cready${Date.now()}`);
+    const control = new RunControl(redis, keys);
+    const deps: ApiServerDeps = {
+      control,
+      sessions: new SessionStore(redis, keys, 600),
+      runner: {
+        catalog: new ToolCatalog(redis, keys),
+        breakers: { all: async () => [] } as unknown as ApiServerDeps['runner']['breakers'],
+      },
+      agents: loadAgents(TEST_AGENTS),
+      redis,
+      keys,
+      logger: createLogger('test', { level: 'silent' }),
+    };
+    const api = await startApiServer(deps, {
+      apiKeys: TEST_API_KEYS,
+      port: 0,
+      host: '127.0.0.1',
+      allowedModels: ['echo'],
+      board: false,
+      docs: false,
+    });
+    // One master of three evicts: readiness names its policy.
+    const master = probeRedis((await cluster.masterOf('{agent-runs}')).port);
+    try {
+      expect((await request(api.url, 'GET', '/readyz', { key: null })).json).toEqual({
+        status: 'ready',
+        redis: 'ok',
+        maxmemory_policy: 'noeviction',
+      });
+      await master.connect();
+      await master.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      expect((await request(api.url, 'GET', '/readyz', { key: null })).json).toMatchObject({
+        status: 'ready',
+        maxmemory_policy: 'allkeys-lru',
+        warning: expect.stringMatching(/not noeviction/),
+      });
+    } finally {
+      await master.config('SET', 'maxmemory-policy', 'noeviction').catch(() => undefined);
+      master.disconnect();
+      await api.close();
+      await control.close();
+      await redis.quit();
+    }
+  }, 30_000);
 
   it('ends every one of 100 concurrent runs succeeded, each call recorded and answered once', async () => {
     const { report, text } = await expectClean(BASELINE, 100);

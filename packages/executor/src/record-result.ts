@@ -32,11 +32,13 @@ export interface CallRecord {
 export async function recordResult(writer: RedisClient, r: CallRecord): Promise<string | null> {
   if (r.ref !== undefined && r.full !== undefined) {
     const ref = r.keys.ref(r.ref);
-    await writer
-      .multi()
-      .hset(ref, { content: r.full, runId: r.runId, agent: r.agent, sessionId: r.sessionId ?? '' })
-      .expire(ref, r.refTtlS)
-      .exec();
+    await settled(
+      writer
+        .pipeline()
+        .hset(ref, { content: r.full, runId: r.runId, agent: r.agent, sessionId: r.sessionId ?? '' })
+        .expire(ref, r.refTtlS)
+        .exec(),
+    );
   }
   const duplicate = await redisScripts(writer).recordResult(
     [r.keys.results(r.runId)],
@@ -54,5 +56,13 @@ export async function pushReply(
   resultJson: string,
   ttlS: number,
 ): Promise<void> {
-  await writer.multi().lpush(replyTo, serializeReply(runId, resultJson)).expire(replyTo, ttlS).exec();
+  // A pipeline, not a transaction: one round trip, and the list's TTL is set again on the next push.
+  await settled(
+    writer.pipeline().lpush(replyTo, serializeReply(runId, resultJson)).expire(replyTo, ttlS).exec(),
+  );
+}
+
+/** Rejects with the first command's error of a pipeline (ioredis resolves a pipeline whatever its commands did). */
+async function settled(replies: Promise<Array<[Error | null, unknown]> | null>): Promise<void> {
+  for (const [err] of (await replies) ?? []) if (err) throw err;
 }

@@ -244,7 +244,7 @@ export class RunStore {
    */
   async trimIndex(): Promise<void> {
     await this.redis
-      .multi()
+      .pipeline()
       .zremrangebyscore(this.keys.runIndex, '-inf', Date.now() - this.retentionS * 1000)
       .zremrangebyrank(this.keys.runIndex, 0, -this.retentionCount - 1)
       .exec()
