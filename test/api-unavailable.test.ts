@@ -4,17 +4,9 @@ import { createServer } from 'node:net';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKeys } from '@agent-reach/protocol';
-import { createLogger, createRedis, loadAgents, redisUnavailable, waitReady } from '@agent-reach/shared';
-import {
-  RunControl,
-  SessionStore,
-  startApiServer,
-  ToolCatalog,
-  type ApiServer,
-  type ApiServerDeps,
-} from '@agent-reach/scheduler';
-import { request, TEST_API_KEYS } from './helpers/api.js';
-import { TEST_AGENTS } from './helpers/processes.js';
+import { createRedis, redisUnavailable, waitReady } from '@agent-reach/shared';
+import { RunControl, startApiServer, type ApiServer } from '@agent-reach/scheduler';
+import { bareApiDeps, request, TEST_API_KEYS } from './helpers/api.js';
 import { waitFor } from './helpers/redis.js';
 
 async function freePort(): Promise<number> {
@@ -74,18 +66,7 @@ describe('HTTP API while Redis is unavailable: 503 UNAVAILABLE with Retry-After,
     // holds the event loop longer than the command timeout.
     await control.queue.waitUntilReady();
     control.queue.on('error', () => undefined);
-    const deps: ApiServerDeps = {
-      control,
-      sessions: new SessionStore(redis, keys, 600),
-      runner: {
-        catalog: new ToolCatalog(queued, keys),
-        breakers: { all: async () => [] } as unknown as ApiServerDeps['runner']['breakers'],
-      },
-      agents: loadAgents(TEST_AGENTS),
-      redis,
-      keys,
-      logger: createLogger('api-test', { level: 'silent' }),
-    };
+    const deps = bareApiDeps(control, redis, keys, queued);
     api = await startApiServer(deps, {
       apiKeys: TEST_API_KEYS,
       port: 0,

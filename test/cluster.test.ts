@@ -2,11 +2,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, createKeys, createLogger, loadAgents, waitReady } from '@agent-reach/shared';
-import { RunControl, SessionStore } from '@agent-reach/scheduler';
-import { startApiServer, type ApiServerDeps } from '../packages/scheduler/src/api/index.js';
-import { ToolCatalog } from '../packages/scheduler/src/tool-catalog.js';
-import { request, TEST_API_KEYS } from './helpers/api.js';
+import { createKeys } from '@agent-reach/protocol';
+import { connectRedis, createLogger, waitReady } from '@agent-reach/shared';
+import { RunControl, startApiServer } from '@agent-reach/scheduler';
+import { bareApiDeps, request, TEST_API_KEYS } from './helpers/api.js';
 import {
   BASELINE,
   cleanupAll,
@@ -15,7 +14,6 @@ import {
   type FaultScenario,
 } from './helpers/faults.js';
 import { runDemo } from './helpers/demo.js';
-import { TEST_AGENTS } from './helpers/processes.js';
 import { probeRedis } from './helpers/redis-server.js';
 import { hasRedisServer, startPrivateCluster, type PrivateCluster } from './helpers/redis-cluster.js';
 
@@ -63,19 +61,7 @@ describe.skipIf(!hasRedisServer())('Redis Cluster', () => {
     await waitReady(redis, cluster.url);
     const keys = createKeys(`cready${Date.now()}`);
     const control = new RunControl(redis, keys);
-    const deps: ApiServerDeps = {
-      control,
-      sessions: new SessionStore(redis, keys, 600),
-      runner: {
-        catalog: new ToolCatalog(redis, keys),
-        breakers: { all: async () => [] } as unknown as ApiServerDeps['runner']['breakers'],
-      },
-      agents: loadAgents(TEST_AGENTS),
-      redis,
-      keys,
-      logger: createLogger('test', { level: 'silent' }),
-    };
-    const api = await startApiServer(deps, {
+    const api = await startApiServer(bareApiDeps(control, redis, keys), {
       apiKeys: TEST_API_KEYS,
       port: 0,
       host: '127.0.0.1',

@@ -1,9 +1,13 @@
-import { createLogger, loadAgents } from '@agent-reach/shared';
+import type { Keys } from '@agent-reach/protocol';
+import { createLogger, loadAgents, type RedisClient } from '@agent-reach/shared';
+import { TEST_AGENTS } from './processes.js';
 import {
   SessionStore,
   startApiServer,
+  ToolCatalog,
   type ApiServerDeps,
   type ApiServerOptions,
+  type RunControl,
 } from '@agent-reach/scheduler';
 import { createClient } from '@agent-reach/client';
 import { waitFor } from './redis.js';
@@ -107,6 +111,30 @@ export async function startApiHarness(
 }
 
 export type ApiHarness = Awaited<ReturnType<typeof startApiHarness>>;
+
+/**
+ * What the API needs when no scheduler runs in the test: the test agents, a catalog read on `catalog`
+ * (default: `redis`), and no breaker open.
+ */
+export function bareApiDeps(
+  control: RunControl,
+  redis: RedisClient,
+  keys: Keys,
+  catalog: RedisClient = redis,
+): ApiServerDeps {
+  return {
+    control,
+    sessions: new SessionStore(redis, keys, 600),
+    runner: {
+      catalog: new ToolCatalog(catalog, keys),
+      breakers: { all: async () => [] } as unknown as ApiServerDeps['runner']['breakers'],
+    },
+    agents: loadAgents(TEST_AGENTS),
+    redis,
+    keys,
+    logger: createLogger('api-test', { level: 'silent' }),
+  };
+}
 
 /** Creates session `sessionId` and a run that has finished, for tests that need existing objects. */
 export async function seedSessionAndFinishedRun(h: ApiHarness, sessionId: string): Promise<string> {
