@@ -14,6 +14,7 @@ export {
   maskUrl,
   reconnectDelayMs,
   redisMasters,
+  isCluster,
 } from './redis.js';
 export { redisNodeUrls } from './redis-urls.js';
 export type { CreateRedisOptions, RedisClient } from './redis.js';

@@ -119,9 +119,14 @@ class ObservedCluster extends Cluster {
   }
 }
 
+/** Whether a client is a Redis Cluster client (commands on different slots go to different nodes). */
+export function isCluster(client: RedisClient): client is Cluster {
+  return client instanceof Cluster;
+}
+
 /** The connections to every master: the one Redis, or each master of a cluster known to the client. */
 export function redisMasters(client: RedisClient): Redis[] {
-  return client instanceof Cluster ? client.nodes('master') : [client];
+  return isCluster(client) ? client.nodes('master') : [client];
 }
 
 /**
@@ -130,7 +135,7 @@ export function redisMasters(client: RedisClient): Redis[] {
  * options of each node's connection, and `enableOfflineQueue` for the cluster as well.
  */
 export function duplicateRedis(client: RedisClient, override: Partial<RedisOptions> = {}): RedisClient {
-  if (!(client instanceof Cluster)) return client.duplicate(override);
+  if (!isCluster(client)) return client.duplicate(override);
   return client.duplicate(undefined, {
     redisOptions: { ...client.options.redisOptions, ...override },
     ...(override.enableOfflineQueue === undefined ? {} : { enableOfflineQueue: override.enableOfflineQueue }),

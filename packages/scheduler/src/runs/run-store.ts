@@ -145,10 +145,11 @@ export class RunCheckpointer {
     const { createdAt } = state;
     const final = state.outcome !== undefined;
     return async () => {
-      // Listed before its first checkpoint (idempotently), so no written run is ever missing from the index.
-      if (!this.#listed) await this.store.index(this.runId, createdAt);
+      // Listed with its first checkpoint (idempotently), so no written run is ever missing from the index.
+      // Both are sent at once: the checkpoint must go out now, ahead of any call dispatched after it.
+      const listed = this.#listed ? undefined : this.store.index(this.runId, createdAt);
       this.#listed = true;
-      const written = await this.store.write(this.runId, args);
+      const [written] = await Promise.all([this.store.write(this.runId, args), listed]);
       if (final) await this.store.trimIndex();
       return written;
     };

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { isValidRunId } from '@agent-reach/protocol';
-import { constants, runJobProblems, type Logger, type RedisClient } from '@agent-reach/shared';
+import { constants, isCluster, runJobProblems, type Logger, type RedisClient } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { anyDecided, decideOverdue, parkedUntil } from '../agent-loop/approvals.js';
@@ -135,8 +135,9 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       const result = await runner.resume(state, {
         signal: run.cancel.signal,
         release: run.release.signal,
-        // One connection for checkpoints and tool calls: a checkpoint issued first lands first.
-        orderedCheckpoints: store.connection === runner.connection,
+        // One connection for checkpoints and tool calls: a checkpoint issued first lands first. Not on a
+        // cluster, where the run's keys and the tool queue are on different nodes.
+        orderedCheckpoints: store.connection === runner.connection && !isCluster(store.connection),
         ...(data.model && options.llmFor ? { llm: options.llmFor(data.model) } : {}),
         ...(options.onEvent ? { onEvent: options.onEvent } : {}),
         checkpoint: (s, events) => {
