@@ -86,7 +86,10 @@ describe('tool-group limits across executor processes', { timeout: 120_000 }, ()
     await waitReady(producer, REDIS_URL);
     const catalog = await new ToolCatalog(producer, t.keys).refresh();
     dispatcher = new Dispatcher({ connection: producer, keys: t.keys, catalog, logger });
-    queue = new Queue(t.keys.toolQueue('limited'), { connection: producer, prefix: t.prefix });
+    queue = new Queue(t.keys.toolQueue('limited'), {
+      connection: producer,
+      prefix: t.keys.queuePrefix(t.keys.toolQueue('limited')),
+    });
   });
   afterAll(async () => {
     await dispatcher?.close();
