@@ -80,6 +80,7 @@ export interface Keys {
 
 export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
   const run = (id: string) => `${prefix}:{run:${id}}`;
+  const workflow = (id: string) => `${prefix}:{wf:${id}}`;
   return Object.freeze({
     prefix,
     toolQueue: (group: string) => `tools-${group}`,
@@ -104,10 +105,10 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     session: (id: string) => `${prefix}:session:${id}`,
     idempotency: (key: string) => `${prefix}:idem:${key}`,
     workflowsQueue: 'agent-workflows',
-    workflowMeta: (id: string) => `${prefix}:wf:${id}:meta`,
-    workflowStarted: (id: string) => `${prefix}:wf:${id}:started`,
-    workflowDone: (id: string) => `${prefix}:wf:${id}:done`,
-    workflowEvents: (id: string) => `${prefix}:wf:${id}:events`,
+    workflowMeta: (id: string) => `${workflow(id)}:meta`,
+    workflowStarted: (id: string) => `${workflow(id)}:started`,
+    workflowDone: (id: string) => `${workflow(id)}:done`,
+    workflowEvents: (id: string) => `${workflow(id)}:events`,
     workflowIndex: `${prefix}:workflows`,
   });
 }

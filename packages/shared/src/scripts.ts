@@ -54,6 +54,13 @@ export interface RedisScripts {
   ): Promise<number>;
   /** `release-lease-1.lua`: 1 when the holder held the lease and gave it up, else 0. */
   releaseLease(keys: readonly [lease: string], args: readonly [holder: string]): Promise<number>;
+  /** `workflow-create-2.lua`: 1 when the workflow's record was created, 0 when it exists. */
+  workflowCreate(keys: readonly [meta: string, events: string], args: readonly string[]): Promise<number>;
+  /** `workflow-transition-4.lua`: 1 when the transition was applied (once), else 0. */
+  workflowTransition(
+    keys: readonly [meta: string, started: string, done: string, events: string],
+    args: readonly Arg[],
+  ): Promise<number>;
 }
 
 const FILES: Readonly<Record<keyof RedisScripts, string>> = {
@@ -65,6 +72,8 @@ const FILES: Readonly<Record<keyof RedisScripts, string>> = {
   heartbeat: 'heartbeat-1',
   renewLease: 'renew-lease-1',
   releaseLease: 'release-lease-1',
+  workflowCreate: 'workflow-create-2',
+  workflowTransition: 'workflow-transition-4',
 };
 
 const sources = new Map<string, string>();

@@ -1,5 +1,5 @@
 import type { Keys, NodeResult, WorkflowEvent, WorkflowOutcome, WorkflowStatus } from '@agent-reach/protocol';
-import { constants, type WorkflowSpec } from '@agent-reach/shared';
+import { constants, redisScripts, type RedisScripts, type WorkflowSpec } from '@agent-reach/shared';
 import type { RedisClient } from '@agent-reach/shared';
 
 /** A node whose run was queued: once, under `run_id`, with the input rendered then. */
@@ -53,49 +53,7 @@ export interface StoredWorkflowEvent {
   event: WorkflowEvent;
 }
 
-/**
- * Creates a workflow's record unless it exists. KEYS: meta, events, index. ARGV: id, created at, then
- * field/value pairs, the `workflow_started` event last. Returns 1 when created.
- */
-const CREATE_LUA = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-local n = #ARGV
-redis.call('HSET', KEYS[1], unpack(ARGV, 3, n - 1))
-redis.call('ZADD', KEYS[3], ARGV[2], ARGV[1])
-redis.call('XADD', KEYS[2], '*', 'e', ARGV[n])
-return 1
-`;
-
-/**
- * One transition of a workflow, applied once: sets a field of the node-start, node-result or meta hash
- * unless it is set (HSETNX), and only then appends the events and stamps the record. A finished workflow
- * (its `outcome` set) takes no more transitions. Setting `outcome` ends the workflow: status and finish
- * time are written and every key of the workflow expires after the retention.
- * KEYS: meta, started, done, events, index. ARGV: target (started|done|outcome), field, value, now, ttl
- * in s, final status ('' unless target is outcome), then the events.
- */
-const TRANSITION_LUA = `
-if redis.call('HEXISTS', KEYS[1], 'outcome') == 1 then return 0 end
-local target = KEYS[1]
-if ARGV[1] == 'started' then target = KEYS[2] elseif ARGV[1] == 'done' then target = KEYS[3] end
-if redis.call('HSETNX', target, ARGV[2], ARGV[3]) == 0 then return 0 end
-for i = 7, #ARGV do redis.call('XADD', KEYS[4], '*', 'e', ARGV[i]) end
-redis.call('HSET', KEYS[1], 'updatedAt', ARGV[4])
-if ARGV[1] == 'outcome' then
-  local ttl = tonumber(ARGV[5])
-  redis.call('HSET', KEYS[1], 'status', ARGV[6], 'finishedAt', ARGV[4])
-  for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ttl) end
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', tonumber(ARGV[4]) - ttl * 1000)
-end
-return 1
-`;
-
-type StoreClient = RedisClient & {
-  agentReachWorkflowCreate(...keysAndArgs: Array<string | number>): Promise<number>;
-  agentReachWorkflowTransition(...keysAndArgs: Array<string | number>): Promise<number>;
-};
-
-/** A transition to apply once (see TRANSITION_LUA). */
+/** A transition to apply once (see `workflow-transition-4.lua`). */
 export type Transition =
   | { target: 'started'; node: string; value: NodeStart; events: WorkflowEvent[] }
   | { target: 'done'; node: string; value: NodeResult; events: WorkflowEvent[] }
@@ -110,17 +68,14 @@ export type Transition =
  */
 export class WorkflowStore {
   readonly retentionS: number;
+  readonly #scripts: RedisScripts;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keys,
     options: { retentionS?: number } = {},
   ) {
-    const client = redis as unknown as Partial<StoreClient>;
-    if (!client.agentReachWorkflowCreate)
-      redis.defineCommand('agentReachWorkflowCreate', { numberOfKeys: 3, lua: CREATE_LUA });
-    if (!client.agentReachWorkflowTransition)
-      redis.defineCommand('agentReachWorkflowTransition', { numberOfKeys: 5, lua: TRANSITION_LUA });
+    this.#scripts = redisScripts(redis);
     this.retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
   }
 
@@ -157,35 +112,39 @@ export class WorkflowStore {
       workflow: record.name,
       nodes: record.spec.nodes.map((n) => n.id),
     };
-    const created = await (this.redis as unknown as StoreClient).agentReachWorkflowCreate(
-      k.workflowMeta(record.workflowId),
-      k.workflowEvents(record.workflowId),
-      k.workflowIndex,
-      record.workflowId,
-      record.createdAt,
-      ...fields,
-      JSON.stringify(event),
+    const created = await this.#scripts.workflowCreate(
+      [k.workflowMeta(record.workflowId), k.workflowEvents(record.workflowId)],
+      [...fields, JSON.stringify(event)],
     );
+    // The index is on another slot: written after the record, idempotently (a repeat after a crash
+    // between the two adds it then; a listing skips an entry whose record is gone).
+    await this.redis.zadd(k.workflowIndex, 'NX', record.createdAt, record.workflowId);
     return created === 1;
   }
 
   /** Applies a transition once; true when this call applied it. */
   async apply(workflowId: string, t: Transition, now = Date.now()): Promise<boolean> {
     const k = this.keys;
-    const applied = await (this.redis as unknown as StoreClient).agentReachWorkflowTransition(
-      k.workflowMeta(workflowId),
-      k.workflowStarted(workflowId),
-      k.workflowDone(workflowId),
-      k.workflowEvents(workflowId),
-      k.workflowIndex,
-      t.target,
-      t.target === 'outcome' ? 'outcome' : t.node,
-      JSON.stringify(t.value),
-      now,
-      this.retentionS,
-      t.target === 'outcome' ? t.value.status : '',
-      ...t.events.map((e) => JSON.stringify(e)),
+    const applied = await this.#scripts.workflowTransition(
+      [
+        k.workflowMeta(workflowId),
+        k.workflowStarted(workflowId),
+        k.workflowDone(workflowId),
+        k.workflowEvents(workflowId),
+      ],
+      [
+        t.target,
+        t.target === 'outcome' ? 'outcome' : t.node,
+        JSON.stringify(t.value),
+        now,
+        this.retentionS,
+        t.target === 'outcome' ? t.value.status : '',
+        ...t.events.map((e) => JSON.stringify(e)),
+      ],
     );
+    // A finished workflow trims the index of workflows past retention (another slot on a cluster).
+    if (applied === 1 && t.target === 'outcome')
+      await this.redis.zremrangebyscore(k.workflowIndex, '-inf', now - this.retentionS * 1000);
     return applied === 1;
   }
 
@@ -233,11 +192,11 @@ export class WorkflowStore {
     for (let start = 0; out.length < offset + limit; start += page) {
       const ids = await this.redis.zrevrange(this.keys.workflowIndex, start, start + page - 1);
       if (ids.length === 0) break;
-      const pipe = this.redis.pipeline();
-      for (const id of ids) pipe.hmget(this.keys.workflowMeta(id), ...SUMMARY_FIELDS);
-      const rows = (await pipe.exec()) ?? [];
-      for (const [, row] of rows) {
-        const values = row as Array<string | null>;
+      // One command per workflow, concurrently: on a cluster each record is on its own slot.
+      const rows = await Promise.all(
+        ids.map((id) => this.redis.hmget(this.keys.workflowMeta(id), ...SUMMARY_FIELDS)),
+      );
+      for (const values of rows) {
         const meta = Object.fromEntries(
           SUMMARY_FIELDS.flatMap((f, i) => (values[i] == null ? [] : [[f, values[i] as string]])),
         );
