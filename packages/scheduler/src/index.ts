@@ -59,7 +59,15 @@ export {
   QUEUE_SAMPLER_LEADER_METRIC,
 } from './queue-sampler.js';
 export type { QueueSampler, QueueSamplerOptions } from './queue-sampler.js';
-export { createApiServer, startApiServer, ApiError, BOARD_PATH, summaryView } from './api/index.js';
+export {
+  createApiServer,
+  startApiServer,
+  ApiError,
+  BOARD_PATH,
+  summaryView,
+  IdempotencyStore,
+  bodyHash,
+} from './api/index.js';
 export type { ApiServer, ApiServerDeps, ApiServerOptions, ApiKeyConfig, ApiErrorBody } from './api/index.js';
 export { classifyIntent, INTENTS } from './agent-loop/intent.js';
 export type { Intent, IntentDecision, IntentTool } from './agent-loop/intent.js';

@@ -5,6 +5,7 @@ export type { ApiKeyConfig, Principal } from './auth.js';
 export { ApiError } from './errors.js';
 export type { ApiErrorBody } from './errors.js';
 export { summaryView } from './run-view.js';
+export { IdempotencyStore, bodyHash } from './idempotency.js';
 export { BOARD_PATH } from './bull-board.js';
 export {
   DEFAULT_API_PORT,
