@@ -18,17 +18,14 @@ async function main(): Promise<number> {
   const run = await client.createRun({ agent: AGENT, input: TASK });
   console.log(`POST /v1/runs → ${run.run_id} (${AGENT}): ${TASK}\n`);
   console.log(`Live events (GET /v1/runs/${run.run_id}/events):`);
-  const written: string[] = [];
   for await (const event of client.streamEvents(run.run_id)) print(event);
   const final = await client.getRun(run.run_id);
-  for (const step of final.steps) {
-    if (step.tool === 'write_markdown_file' && step.ok) written.push(step.tool_call_id);
-  }
-  const state = (await stack.scheduler.control.get(run.run_id))?.state;
-  const paths = (state?.messages ?? []).flatMap((m) => {
-    if (m.role !== 'tool' || typeof m.content !== 'string') return [];
-    const r = JSON.parse(m.content) as { name: string; ok: boolean; content?: { path?: string } };
-    return r.name === 'write_markdown_file' && r.ok && r.content?.path ? [r.content.path] : [];
+  // The file's path, from the tool result exactly as the model saw it (GET /v1/runs/:id).
+  const paths = final.steps.flatMap((step) => {
+    const content = step.result?.content as { path?: unknown } | undefined;
+    return step.tool === 'write_markdown_file' && step.kind === 'ok' && typeof content?.path === 'string'
+      ? [content.path]
+      : [];
   });
 
   console.log(
@@ -39,7 +36,7 @@ async function main(): Promise<number> {
   for (const file of paths) console.log(`Written file: ${file}`);
   console.log(`\nInspect it again with: pnpm exec agent-reach runs show ${run.run_id}`);
   await stack.close();
-  return final.status === 'succeeded' && written.length > 0 ? 0 : 2;
+  return final.status === 'succeeded' && paths.length > 0 ? 0 : 2;
 }
 
 function print({ type, data }: StreamedEvent): void {

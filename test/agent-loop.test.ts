@@ -186,7 +186,17 @@ describe('agent loop self-healing and guards (llm-sim over HTTP, real Redis and 
       expect(c.summary.goal).toBe('fetch rows, then fetch more rows, then summarize them');
       expect(c.summary.done.length).toBeGreaterThan(0);
       expect(c.summary.done[0]).toMatchObject({ tool: 'big_result', ok: true });
+      expect(c.folded_digest).toMatch(/^[0-9a-f]{64}$/);
     }
+    // Each compaction shows the summary before it (none before the first) and after it.
+    const [first, ...later] = compactions.flatMap((c) => (c.type === 'compaction' ? [c] : []));
+    expect(first).not.toHaveProperty('summary_before');
+    expect(later.length).toBeGreaterThan(0);
+    later.forEach((c, i) => {
+      const previous = i === 0 ? first! : later[i - 1]!;
+      expect(c.summary_before).toEqual(previous.summary);
+      expect(c.folded_digest).not.toBe(previous.folded_digest);
+    });
     expect(state.compactions).toBe(compactions.length);
     const last = h.turns('compaction').at(-1)!;
     const text = systemText(last.body);

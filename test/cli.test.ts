@@ -152,6 +152,59 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
     );
   });
 
+  it('shows in runs show what each call came to (ok, no_result, error), where it ran, its arguments and result, and finds runs by metadata and tool', async () => {
+    h.sim.addScenario({
+      name: 'cli-kinds',
+      turns: [
+        {
+          tool_calls: [
+            { name: 'query_weather', arguments: { city: '杭州' } },
+            { name: 'query_order_status', arguments: { order_id: 'ORD-123000' } },
+            { name: 'no_such_tool', arguments: {} },
+          ],
+        },
+        { content: 'done' },
+      ],
+    });
+    const tag = `cli-${Date.now()}`;
+    const runId = await h.control.start({
+      agent: 'test_agent',
+      input: 'kinds',
+      model: 'cli-kinds',
+      metadata: { user_id: tag },
+    });
+    await h.control.wait(runId, 10_000);
+    const show = await cli('runs', 'show', runId);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toMatch(
+      /ms {4}ok {8}query_weather \[\S+\] \d+ ms, 1 attempt\(s\), dispatched to executor-\S+; args \{"city":"杭州"\} → \{"city":"杭州"/m,
+    );
+    expect(show.stdout).toMatch(/ms {4}no_result query_order_status \[\S+\] .*dispatched to executor-/m);
+    expect(show.stdout).toMatch(
+      /ms {4}error {5}no_such_tool \[\S+\] 0 ms, 0 attempt\(s\), answered locally \(not dispatched\): unknown_tool: /m,
+    );
+    expect(show.stdout).not.toMatch(/ms {2}dispatched /);
+    const found = await cli(
+      'runs',
+      'ls',
+      '--metadata',
+      `user_id=${tag}`,
+      '--tool',
+      'query_order_status',
+      '--json',
+    );
+    expect(found.code).toBe(0);
+    expect(
+      found.stdout
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { run_id: string }).run_id),
+    ).toEqual([runId]);
+    const none = await cli('runs', 'ls', '--metadata', `user_id=${tag}`, '--error-kind', 'timeout', '--json');
+    expect(none.stdout).toBe('');
+    expect((await cli('runs', 'ls', '--metadata', 'no-equals-sign')).code).toBe(2);
+  });
+
   it('exits 3 for an unknown run and 2 for bad usage, with a message', async () => {
     const missing = await cli('runs', 'show', 'no-such-run');
     expect(missing.code).toBe(3);

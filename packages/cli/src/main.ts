@@ -76,6 +76,11 @@ async function runs(argv: string[]): Promise<number> {
       since: { type: 'string' },
       until: { type: 'string' },
       limit: { type: 'string' },
+      metadata: { type: 'string' },
+      trace: { type: 'string' },
+      tool: { type: 'string' },
+      'error-kind': { type: 'string' },
+      cursor: { type: 'string' },
       json: { type: 'boolean' },
       live: { type: 'boolean' },
       force: { type: 'boolean' },
@@ -92,25 +97,37 @@ async function runs(argv: string[]): Promise<number> {
   const ctx = await openContext(process.env);
   try {
     if (sub === 'ls') {
-      const list = await ctx.control.list({
-        ...(values.agent ? { agent: values.agent } : {}),
+      const pair = values.metadata;
+      if (pair !== undefined && !/^[^=]+=/.test(pair))
+        throw new UsageError('--metadata must be KEY=VALUE, e.g. --metadata user_id=42');
+      const page = await ctx.control.search({
+        ...(values.agent ? { agents: new Set([values.agent]) } : {}),
         ...(values.status ? { status: values.status as RunStatus } : {}),
         ...(values.since ? { since: time(values.since, '--since') } : {}),
         ...(values.until ? { until: time(values.until, '--until') } : {}),
+        ...(values.trace ? { traceId: values.trace } : {}),
+        ...(values.tool ? { tool: values.tool } : {}),
+        ...(values['error-kind'] ? { errorKind: values['error-kind'] } : {}),
+        ...(pair !== undefined
+          ? { metadata: { [pair.slice(0, pair.indexOf('='))]: pair.slice(pair.indexOf('=') + 1) } }
+          : {}),
+        ...(values.cursor ? { cursor: values.cursor } : {}),
         limit: values.limit ? positive(values.limit, '--limit') : 50,
       });
       if (values.json) {
         // The API's listing shape, snake_case like every other wire.
         const { summaryView } = await import('@agent-reach/scheduler');
-        for (const r of list) console.log(jsonLine(summaryView(r)));
+        for (const r of page.runs) console.log(jsonLine(summaryView(r)));
       } else {
         console.log(`${'run id'.padEnd(44)} ${'agent'.padEnd(24)} ${'status'.padEnd(18)} created`);
-        for (const r of list) {
+        for (const r of page.runs) {
           console.log(
             `${inline(r.runId).padEnd(44)} ${inline(r.agent).padEnd(24)} ${inline(r.status).padEnd(18)} ${new Date(r.createdAt).toISOString()}`,
           );
         }
       }
+      // On stderr, so that --json output stays one run per line.
+      if (page.nextCursor) console.error(`more: --cursor ${page.nextCursor}`);
       return EXIT.ok;
     }
     const runId = positionals[0];

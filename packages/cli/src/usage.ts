@@ -16,7 +16,8 @@ Processes
 
 Runs
   run "<task>" --agent A [--follow] [--model M] [--session S]   start a run (and follow its progress)
-  runs ls [--agent A] [--status S] [--since T] [--until T] [--limit N] [--json]
+  runs ls [--agent A] [--status S] [--since T] [--until T] [--metadata K=V] [--trace ID]
+          [--tool NAME] [--error-kind KIND] [--cursor C] [--limit N] [--json]
   runs show <run-id>                 the run as a readable timeline, then its outcome
   runs events <run-id>               the run's raw events, one JSON object per line
   runs replay <run-id> [--live [--force]]
@@ -71,7 +72,8 @@ when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. Flags win over the envir
   --session S       continue this session's history`,
   runs: `Usage: agent-reach runs <ls|show|events|replay> [options]
 
-  runs ls [--agent A] [--status S] [--since T] [--until T] [--limit N] [--json]
+  runs ls [--agent A] [--status S] [--since T] [--until T] [--metadata K=V] [--trace ID]
+          [--tool NAME] [--error-kind KIND] [--cursor C] [--limit N] [--json]
                                      runs, newest first (--limit default 50); T is an ISO date or
                                      epoch milliseconds; --json prints one object per line
   runs show <run-id>                 the run as a readable timeline, then its outcome

@@ -41,7 +41,17 @@ export interface ListRunsFilter {
   since?: number;
   until?: number;
   limit?: number;
+  /** Skip this many matches (prefer `cursor`). */
   offset?: number;
+  /** Runs started with this metadata, e.g. `{ user_id: '42' }` (one pair). */
+  metadata?: Record<string, string>;
+  traceId?: string;
+  /** Runs that called this tool. */
+  tool?: string;
+  /** Runs with a tool call that ended with this error kind (`timeout`, `forbidden`, …). */
+  errorKind?: string;
+  /** `next_cursor` of the previous page. */
+  cursor?: string;
 }
 
 export interface CreateWorkflowInput {
@@ -285,7 +295,20 @@ export function createClient(options: ClientOptions): AgentReachClient {
         ...(i.idempotencyKey ? { headers: idem(i.idempotencyKey) } : {}),
       }),
     getRun: (id) => call<Run>('GET', run(id)),
-    listRuns: (f = {}) => call<RunList>('GET', `/v1/runs${query(f)}`),
+    listRuns: (f = {}) => {
+      const { metadata, traceId, errorKind, ...rest } = f;
+      const [pair, ...more] = Object.entries(metadata ?? {});
+      if (more.length > 0) throw new TypeError('listRuns: filter by one metadata pair');
+      return call<RunList>(
+        'GET',
+        `/v1/runs${query({
+          ...rest,
+          trace_id: traceId,
+          error_kind: errorKind,
+          metadata: pair ? `${pair[0]}=${pair[1]}` : undefined,
+        })}`,
+      );
+    },
     waitForRun: (runId, o = {}) =>
       follow(
         `run ${runId}`,

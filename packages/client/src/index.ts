@@ -26,6 +26,8 @@ export type {
   RunList,
   RunStatus,
   RunStep,
+  ToolResult,
+  ModelTurn,
   Usage,
   PendingApproval,
   Decision,

@@ -17,13 +17,15 @@ import type {
 
 /** Wire types of the Agent-Reach HTTP API: the `Static` types of its schemas in `@agent-reach/protocol`. */
 
-export type { RunStatus, Usage, RunEventType } from '@agent-reach/protocol';
+export type { RunStatus, Usage, RunEventType, ToolResult } from '@agent-reach/protocol';
 
-/** A run's listing fields. Times are epoch ms (0 while the run is still only queued). */
+/** A run's listing fields. Times are epoch ms (`updated_at` is 0 while the run is still only queued). */
 export type RunSummary = RunSummaryView;
 export type Run = RunView;
 /** One tool call as the run saw it. */
 export type RunStep = RunView['steps'][number];
+/** One model turn: tokens, latency, and the reasoning text when the provider sent one. */
+export type ModelTurn = NonNullable<RunView['turns']>[number];
 export type PendingApproval = RunView['pending_approvals'][number];
 export type RunList = RunListView;
 export type Decision = DecisionView;

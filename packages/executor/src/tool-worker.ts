@@ -202,7 +202,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       flight.recording = true;
       record(metrics, result);
       traceResult(span, result);
-      const json = JSON.stringify(result);
+      const json = JSON.stringify({ ...result, executor_id: executorId });
       if (result.error && REPLY_ONLY_KINDS.has(result.error.kind)) {
         await pushReply(writer, data.reply_to, data.run_id, json, resultsTtlS);
         return;

@@ -132,6 +132,7 @@ function playTurn({ turn, scriptIndex, turnIndex, conversation, ctx, plan, warni
     content,
     toolCalls,
     ...(turn.refusal === undefined ? {} : { refusal: turn.refusal }),
+    ...(turn.reasoning === undefined ? {} : { reasoning: turn.reasoning }),
     ...(turn.finish_reason === undefined ? {} : { finishReason: turn.finish_reason }),
   };
 }

@@ -27,6 +27,8 @@ export interface ChatCompletionBody {
         role: 'assistant';
         content: string | null;
         refusal: string | null;
+        /** The reasoning text of a thinking model, when the turn scripts one. */
+        reasoning_content?: string;
         annotations: [];
         tool_calls?: SentToolCall[];
       };
@@ -59,6 +61,8 @@ export interface Answer {
   toolCalls: SentToolCall[];
   /** Sent as `message.refusal`. */
   refusal?: string;
+  /** Sent as `message.reasoning_content`. */
+  reasoning?: string;
   /** Overrides the finish reason the answer would get. */
   finishReason?: FinishReason;
 }
@@ -86,6 +90,7 @@ export function buildCompletion(request: ChatRequest, answer: Answer): ChatCompl
     content,
     refusal: answer.refusal ?? null,
     annotations: [],
+    ...(answer.reasoning === undefined ? {} : { reasoning_content: answer.reasoning }),
   };
   if (toolCalls.length > 0) message.tool_calls = toolCalls;
   return {

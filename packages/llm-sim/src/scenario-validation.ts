@@ -32,7 +32,7 @@ const FAULT_FIELDS: Record<string, readonly string[]> = {
   oversized_content: ['chars', 'times'],
 };
 const SCENARIO_FIELDS = ['name', 'description', 'plan', 'latency_ms', 'noise', 'fault', 'turns', 'random'];
-const TURN_FIELDS = ['content', 'refusal', 'finish_reason', 'tool_calls', 'fault', 'repeat'];
+const TURN_FIELDS = ['content', 'refusal', 'reasoning', 'finish_reason', 'tool_calls', 'fault', 'repeat'];
 const CALL_FIELDS = ['name', 'arguments', 'id', 'type'];
 const FINISH_REASONS = ['stop', 'tool_calls', 'length', 'content_filter'];
 const RANDOM_FIELDS = [
@@ -155,6 +155,7 @@ function checkTurn(c: Checker, turn: unknown, path: string, isLast: boolean): vo
     c.fail(join(path, 'content'), 'must be a string');
   }
   if (turn.refusal !== undefined) c.string(turn, 'refusal', path, false);
+  if (turn.reasoning !== undefined) c.string(turn, 'reasoning', path, false);
   if (turn.finish_reason !== undefined && !FINISH_REASONS.includes(String(turn.finish_reason))) {
     c.fail(join(path, 'finish_reason'), `must be one of ${FINISH_REASONS.join(', ')}`);
   }

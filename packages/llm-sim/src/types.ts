@@ -110,6 +110,11 @@ export interface ScenarioTurn {
   content?: string;
   /** Sent as `message.refusal`: the model declines to answer. */
   refusal?: string;
+  /**
+   * The model's reasoning text, sent as `message.reasoning_content` (the field DeepSeek, Qwen and vLLM
+   * use for thinking models); the answer's `content` and calls are unchanged.
+   */
+  reasoning?: string;
   /** Overrides the answer's `finish_reason` (default: `tool_calls` with calls, else `stop`). */
   finish_reason?: ScriptedFinishReason;
   /** Tool calls made in this answer (several make a parallel-call turn). */

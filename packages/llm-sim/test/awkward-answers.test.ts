@@ -33,6 +33,7 @@ const scenarios: Scenario[] = [
     ],
   },
   { name: 'refusing', turns: [{ refusal: 'I cannot help with that.' }] },
+  { name: 'thinking', turns: [{ reasoning: 'The user says hi; greet back.', content: 'hello' }] },
   { name: 'filtered', turns: [{ content: 'half', finish_reason: 'content_filter' }] },
   {
     name: 'planner-with-tools',
@@ -75,6 +76,18 @@ describe('awkward answers on request', () => {
       finish_reason: 'content_filter',
       message: { content: 'half' },
     });
+  });
+
+  it('sends a scripted reasoning text as message.reasoning_content beside the answer, and none unscripted', async () => {
+    const thinking = await ask('thinking');
+    expect(thinking.choices[0]!.message).toMatchObject({
+      content: 'hello',
+      reasoning_content: 'The user says hi; greet back.',
+    });
+    expect((await ask('refusing')).choices[0]!.message).not.toHaveProperty('reasoning_content');
+    expect(() =>
+      sim.addScenario({ name: 'bad-thinking', turns: [{ content: 'x', reasoning: 5 as never }] }),
+    ).toThrow(/turns\[0\]\.reasoning/);
   });
 
   it('answers planning requests with steps that name tools', async () => {

@@ -3,6 +3,7 @@ import { API_ERROR_CODES } from './api-errors.js';
 import { NAME_PATTERN, PROTOTYPE_KEYS, RUN_ID_PATTERN, TOOL_CALL_ID_PATTERN } from './ids.js';
 import { RUN_STATUSES } from './run-status.js';
 import { StringEnum } from './tool.js';
+import type { ToolResult } from './tool-call.js';
 
 /**
  * JSON Schemas of every request part and response of the HTTP API: the server validates and serializes
@@ -106,8 +107,36 @@ export const ListRunsQuery = Type.Object(
     status: Type.Optional(RunStatusSchema),
     since: Type.Optional(Type.Integer({ minimum: 0, description: 'created at or after (epoch ms)' })),
     until: Type.Optional(Type.Integer({ minimum: 0, description: 'created at or before (epoch ms)' })),
+    trace_id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$', description: 'a trace id' })),
+    tool: Type.Optional(
+      Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'runs that called this tool' }),
+    ),
+    error_kind: Type.Optional(
+      Type.String({
+        pattern: '^[a-z_]{1,64}$',
+        description: 'runs with a tool call that ended with this error kind',
+      }),
+    ),
+    metadata: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z0-9_.:-]{1,64}=',
+        maxLength: 64 + 1 + MAX_METADATA_VALUE_CHARS,
+        description: 'KEY=VALUE: runs started with this metadata pair',
+      }),
+    ),
+    cursor: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z0-9_-]{1,400}$',
+        description: 'next_cursor of the previous page: pages that stay fast however many runs there are',
+      }),
+    ),
     limit: Type.Integer({ minimum: 1, maximum: MAX_LIST_LIMIT, default: DEFAULT_LIST_LIMIT }),
-    offset: Type.Integer({ minimum: 0, maximum: MAX_LIST_OFFSET, default: 0 }),
+    offset: Type.Integer({
+      minimum: 0,
+      maximum: MAX_LIST_OFFSET,
+      default: 0,
+      description: 'skip this many matches (prefer cursor: an offset reads every run it skips)',
+    }),
   },
   { additionalProperties: false },
 );
@@ -169,6 +198,33 @@ const Step = Type.Object({
   duration_ms: Type.Number(),
   attempts: Type.Number(),
   truncated: Type.Optional(Type.Boolean()),
+  kind: Type.Optional(StringEnum(['ok', 'no_result', 'error'])),
+  answered: Type.Optional(
+    StringEnum(['local', 'dispatched'], {
+      description: 'local: answered by the scheduler without running anything (refused, rejected)',
+    }),
+  ),
+  executor_id: Type.Optional(Type.String({ description: 'the executor that ran the call' })),
+  ref: Type.Optional(
+    Type.String({ description: 'id of the full result when the model saw a shortened one' }),
+  ),
+  result: Type.Optional(
+    Type.Unsafe<ToolResult>({
+      description: 'the result exactly as the model saw it (shaped; truncated and ref kept)',
+    }),
+  ),
+});
+const Turn = Type.Object({
+  turn: Type.Number(),
+  model: Type.String(),
+  latency_ms: Type.Number(),
+  prompt_tokens: Type.Number(),
+  completion_tokens: Type.Number(),
+  finish_reason: Type.String(),
+  tool_calls: Type.Number(),
+  reasoning: Type.Optional(
+    Type.String({ description: "the model's reasoning text, when the provider sent one" }),
+  ),
 });
 const PendingApproval = Type.Object({
   tool_call_id: Type.String(),
@@ -183,7 +239,7 @@ const summaryFields = {
   status: RunStatusSchema,
   trace_id: Type.Optional(Type.String()),
   session_id: Type.Optional(Type.String()),
-  created_at: Millis('epoch ms; 0 while queued'),
+  created_at: Millis('epoch ms the run was created'),
   updated_at: Millis('epoch ms of the last checkpoint; 0 while queued'),
   iterations: Type.Number(),
   cancel_requested: Type.Boolean(),
@@ -194,12 +250,14 @@ const summaryFields = {
       description: 'version of the fleet configuration the run started under (0: a local agents file)',
     }),
   ),
+  metadata: Type.Optional(Metadata),
+  tools: Type.Optional(Type.Array(Type.String(), { description: 'tools the run called' })),
+  error_kinds: Type.Optional(Type.Array(Type.String(), { description: 'error kinds of its tool calls' })),
 };
 export const RunSummaryView = Type.Object(summaryFields);
 export const RunView = Type.Object({
   ...summaryFields,
   input: Type.Optional(Type.String()),
-  metadata: Type.Optional(Metadata),
   workflow: Type.Optional(
     Type.Object(
       { workflow_id: Type.String(), node: Type.String() },
@@ -210,6 +268,7 @@ export const RunView = Type.Object({
   report: Type.Optional(Type.String()),
   usage: Usage,
   steps: Type.Array(Step),
+  turns: Type.Optional(Type.Array(Turn, { description: 'model turns: tokens, latency, reasoning' })),
   pending_approvals: Type.Array(PendingApproval),
 });
 export type RunView = Static<typeof RunView>;
@@ -218,6 +277,7 @@ export type RunSummaryView = Static<typeof RunSummaryView>;
 export const RunList = Type.Object({
   runs: Type.Array(RunSummaryView),
   next_offset: Type.Optional(Type.Integer({ description: 'offset of the next page; absent on the last' })),
+  next_cursor: Type.Optional(Type.String({ description: 'cursor of the next page; absent on the last' })),
 });
 
 export const DecisionView = Type.Object({

@@ -1,9 +1,11 @@
 import type { ToolErrorInfo } from './errors.js';
+import type { ToolResult } from './tool-call.js';
 import {
   readStepRecord,
   type CompactionSummary,
   type GuardName,
   type RunOutcome,
+  type StepResultKind,
   type TaskStep,
 } from './run-outcome.js';
 
@@ -60,6 +62,8 @@ export type RunEventBody =
       };
       /** Tool calls past the per-turn limit, left out. */
       dropped_tool_calls?: number;
+      /** The model's reasoning text, when the provider sent one (`reasoning_content` or `reasoning`). */
+      reasoning?: string;
     }
   | { type: 'llm_error'; turn: number; model: string; latency_ms: number; message: string; status?: number }
   | {
@@ -78,6 +82,13 @@ export type RunEventBody =
       duration_ms: number;
       attempts: number;
       truncated?: boolean;
+      /** `ok`, `no_result` or `error`. */
+      kind?: StepResultKind;
+      /** Answered by the scheduler itself (`local`: refused, rejected) or by the executors. */
+      answered?: 'local' | 'dispatched';
+      executor_id?: string;
+      /** The result exactly as the model saw it (shaped: `truncated` and `ref` when shortened). */
+      result?: ToolResult;
     }
   | { type: 'step_done'; step: TaskStep }
   | { type: 'approval_requested'; tool_call_id: string; tool: string; arguments: string }
@@ -96,6 +107,10 @@ export type RunEventBody =
       after_tokens: number;
       folded_messages: number;
       folded_turns: number;
+      /** sha256 (hex) of the folded messages as JSON, in order. */
+      folded_digest?: string;
+      /** The summary before this compaction (absent on the first), and after it. */
+      summary_before?: CompactionSummary;
       summary: CompactionSummary;
     }
   | { type: 'run_finished'; outcome: RunOutcome };

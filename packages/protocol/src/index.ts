@@ -43,7 +43,15 @@ export type { RunJobData } from './run-job.js';
 export { RUN_STATUSES, FINAL_STATUSES, isFinalStatus } from './run-status.js';
 export type { RunStatus, FinalStatus } from './run-status.js';
 export { readStepRecord } from './run-outcome.js';
-export type { TaskStep, CompactionSummary, StepRecord, Usage, GuardName, RunOutcome } from './run-outcome.js';
+export type {
+  TaskStep,
+  CompactionSummary,
+  StepRecord,
+  StepResultKind,
+  Usage,
+  GuardName,
+  RunOutcome,
+} from './run-outcome.js';
 export { RUN_EVENT_TYPES, readEvent } from './events.js';
 export type { RunEvent, RunEventBody, RunEventType, RunIntent } from './events.js';
 export { API_ERRORS, API_ERROR_CODES, isApiErrorCode } from './api-errors.js';

@@ -16,6 +16,8 @@ export interface RunJobData {
   model?: string;
   trace_id?: string;
   metadata?: Record<string, string>;
+  /** Epoch ms the run was created (by the API or the library): the run keeps it as its `createdAt`. */
+  created_at?: number;
 }
 
 /** JSON Schema of `RunJobData`, as the README documents it for services in other languages. */
@@ -32,13 +34,14 @@ export const RUN_JOB_SCHEMA = {
     model: { type: 'string', minLength: 1 },
     trace_id: { type: 'string', minLength: 1 },
     metadata: { type: 'object', additionalProperties: { type: 'string' } },
+    created_at: { type: 'integer', minimum: 0 },
   },
 } as const;
 
 /** The data of a run's job, with its version and without the optional fields left unset. */
 export function runJob(
   fields: Pick<RunJobData, 'run_id' | 'agent' | 'input'> & {
-    [K in 'session_id' | 'model' | 'trace_id' | 'metadata']?: RunJobData[K] | undefined;
+    [K in 'session_id' | 'model' | 'trace_id' | 'metadata' | 'created_at']?: RunJobData[K] | undefined;
   },
 ): RunJobData {
   return {
@@ -50,6 +53,7 @@ export function runJob(
     ...(fields.model ? { model: fields.model } : {}),
     ...(fields.trace_id ? { trace_id: fields.trace_id } : {}),
     ...(fields.metadata ? { metadata: fields.metadata } : {}),
+    ...(fields.created_at !== undefined ? { created_at: fields.created_at } : {}),
   };
 }
 

@@ -38,7 +38,18 @@ export interface StepRecord {
   duration_ms: number;
   attempts: number;
   truncated?: boolean;
+  /** `ok`, `no_result` (the tool ran and found nothing) or `error`. */
+  kind?: StepResultKind;
+  /** Where the result came from: the scheduler itself (a refusal, a rejection) or the executors. */
+  answered?: 'local' | 'dispatched';
+  /** The executor that ran the call, when one did. */
+  executor_id?: string;
+  /** Id under which the full result is kept, when the model saw a shortened one. */
+  ref?: string;
 }
+
+/** What a tool call came to, as the model saw it. */
+export type StepResultKind = 'ok' | 'no_result' | 'error';
 
 export interface Usage {
   prompt_tokens: number;

@@ -51,6 +51,11 @@ export interface ToolResult {
   error?: ToolErrorInfo;
   duration_ms: number;
   attempts: number;
+  /**
+   * The executor that ran the call, recorded with the result for people (API, inspector); the run
+   * takes it off before the model sees the result.
+   */
+  executor_id?: string;
 }
 
 /**

@@ -54,6 +54,8 @@ export interface StartRun {
   steps?: TaskStep[];
   sessionId?: string;
   metadata?: Record<string, string>;
+  /** Epoch ms the run was created (its job's), when it is not now. */
+  createdAt?: number;
   /** The model client for this run (default: the runner's). */
   llm?: LlmClient;
   onEvent?: (event: RunEvent, state: RunState) => void;
@@ -159,6 +161,7 @@ export class AgentRunner {
       ...(req.steps ? { steps: req.steps } : {}),
       ...(req.sessionId ? { sessionId: req.sessionId } : {}),
       ...(req.metadata ? { metadata: req.metadata } : {}),
+      ...(req.createdAt !== undefined ? { createdAt: req.createdAt } : {}),
     });
   }
 

@@ -37,6 +37,7 @@ export type {
   CheckpointVerdict,
 } from './runs/run-store.js';
 export { RunControl } from './runs/run-control.js';
+export type { RunSearch, RunSearchPage } from './runs/run-search.js';
 export type { StartRunRequest, DecisionRequest } from './runs/run-control.js';
 export { createRunWorker } from './runs/run-worker.js';
 export type { RunWorker, RunWorkerOptions } from './runs/run-worker.js';

@@ -14,7 +14,8 @@ export function compactionStep(run: RunContext, tools: ToolCatalogEntry[]): Step
   const next = { type: 'model_turn', tools } as const;
   const size = exceedsTokens(promptText(run, tools), limits.compactionThresholdTokens);
   if (!size.exceeds) return { next };
-  const { folded, foldedTurns } = compact(state, limits.compactionKeepRounds);
+  const before = state.summary ? structuredClone(state.summary) : undefined;
+  const { folded, foldedTurns, digest } = compact(state, limits.compactionKeepRounds);
   if (folded === 0) return { next };
   const after = exceedsTokens(promptText(run, tools), 0);
   run.emit({
@@ -23,6 +24,8 @@ export function compactionStep(run: RunContext, tools: ToolCatalogEntry[]): Step
     after_tokens: after.tokens ?? 0,
     folded_messages: folded,
     folded_turns: foldedTurns,
+    ...(digest ? { folded_digest: digest } : {}),
+    ...(before ? { summary_before: before } : {}),
     summary: structuredClone(state.summary!),
   });
   return { checkpoint: 'compaction', next };

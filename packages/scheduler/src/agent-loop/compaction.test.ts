@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compact, keyValues } from './compaction.js';
@@ -31,7 +32,13 @@ function runWith(turns: number, history: ChatMessage[] = []): RunState {
 describe('compact', () => {
   it('keeps the input first and the last rounds whole, folding the earlier turns into the summary', () => {
     const s = runWith(4);
-    expect(compact(s, 2)).toEqual({ folded: 4, foldedTurns: 2 });
+    const folded = s.messages.slice(1, 5);
+    expect(compact(s, 2)).toEqual({
+      folded: 4,
+      foldedTurns: 2,
+      // The digest names exactly the messages folded away, so an inspector can tell compactions apart.
+      digest: createHash('sha256').update(JSON.stringify(folded)).digest('hex'),
+    });
     expect(s.messages[0]).toEqual({ role: 'user', content: 'plan my weekend' });
     expect(s.messages.slice(1).map((m) => m.role)).toEqual(['assistant', 'tool', 'assistant', 'tool']);
     expect(s.messages[1]).toMatchObject({ content: 'turn 3' });

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ToolResult } from '@agent-reach/protocol';
 import {
   MAX_SUMMARY_NOTES,
@@ -26,7 +27,10 @@ const MAX_SUMMARY_DONE = 60;
  * followed by the kept tail, which starts at an assistant message so every tool message still follows
  * the call it answers. A session's earlier messages (before the input) are folded too.
  */
-export function compact(state: RunState, keepRounds: number): { folded: number; foldedTurns: number } {
+export function compact(
+  state: RunState,
+  keepRounds: number,
+): { folded: number; foldedTurns: number; digest?: string } {
   const input = state.messages.findLastIndex((m) => m.role === 'user');
   const assistantAt = state.messages.flatMap((m, i) => (m.role === 'assistant' && i > input ? [i] : []));
   const cut =
@@ -75,7 +79,8 @@ export function compact(state: RunState, keepRounds: number): { folded: number; 
   const head = input >= 0 ? [state.messages[input] as ChatMessage] : [];
   state.messages = [...head, ...state.messages.slice(cut)];
   state.compactions += 1;
-  return { folded: folded.length, foldedTurns };
+  const digest = createHash('sha256').update(JSON.stringify(folded)).digest('hex');
+  return { folded: folded.length, foldedTurns, digest };
 }
 
 /** The run's summary with the current run's goal (a session's summary starts with an earlier run's). */

@@ -24,6 +24,17 @@ const call = (name: string, args: unknown = '{}', more: object = {}) => ({
 });
 
 describe('readModelTurn', () => {
+  it('reads the reasoning text of reasoning_content or reasoning, capped, and none when it is blank or not text', () => {
+    const read = (message: object) =>
+      readModelTurn(answer({ content: 'ok', ...message }, 'stop'), fresh(), 1);
+    expect(read({ reasoning_content: 'first the weather' }).reasoning).toBe('first the weather');
+    expect(read({ reasoning: 'from another provider' }).reasoning).toBe('from another provider');
+    expect(read({ reasoning_content: '  ' })).not.toHaveProperty('reasoning');
+    expect(read({ reasoning_content: { text: 'x' } })).not.toHaveProperty('reasoning');
+    const long = read({ reasoning_content: 'x'.repeat(constants.MAX_MODEL_TEXT_CHARS + 10) });
+    expect(long.reasoning).toHaveLength(constants.MAX_MODEL_TEXT_CHARS);
+  });
+
   it('reads text, finish reason and well-formed calls as they were sent', () => {
     const turn = readModelTurn(
       answer({ content: 'looking', tool_calls: [call('weather', '{"city":"Paris"}')] }),

@@ -27,6 +27,8 @@ export interface ModelTurn {
   droppedCalls: number;
   /** The text was longer than {@link constants.MAX_MODEL_TEXT_CHARS} and was cut. */
   textCut: boolean;
+  /** The reasoning text a thinking model sent (`reasoning_content` or `reasoning`), capped. */
+  reasoning?: string;
 }
 
 type Raw = Record<string, unknown>;
@@ -225,11 +227,15 @@ export function readModelTurn(
     typeof message.refusal === 'string' && message.refusal.trim() !== ''
       ? capText(message.refusal)
       : undefined;
+  const rawReasoning = message.reasoning_content ?? message.reasoning;
+  const reasoning =
+    typeof rawReasoning === 'string' && rawReasoning.trim() !== '' ? capText(rawReasoning) : undefined;
   const rawCalls = Array.isArray(message.tool_calls) ? message.tool_calls : [];
   const taken = rawCalls.slice(0, constants.MAX_TOOL_CALLS_PER_TURN);
   return {
     content: content?.text ?? null,
     ...(refusal ? { refusal: refusal.text } : {}),
+    ...(reasoning ? { reasoning: reasoning.text } : {}),
     finishReason,
     calls: uniqueIds(
       state,

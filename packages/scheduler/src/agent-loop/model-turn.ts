@@ -54,6 +54,7 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
         : {}),
     },
     ...(answer.droppedCalls > 0 ? { dropped_tool_calls: answer.droppedCalls } : {}),
+    ...(answer.reasoning !== undefined ? { reasoning: answer.reasoning } : {}),
   });
   return calls.length === 0 || answer.refusal !== undefined || answer.finishReason === 'content_filter'
     ? { next: resolveAnswer(run, answer) }

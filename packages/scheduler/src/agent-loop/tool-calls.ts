@@ -14,6 +14,8 @@ export async function resolveToolCalls(
   calls: Array<{ id: string; name: string; arguments: string }>,
   deps: Pick<AgentLoopDeps, 'dispatcher' | 'catalog' | 'agent' | 'release'>,
   fresh = false,
+  /** Filled with the ids of the calls answered here, without a dispatch. */
+  answeredLocally?: Set<string>,
 ): Promise<ToolResult[]> {
   const reachable = deps.agent.tools.filter((name) => deps.catalog.has(name));
   const reachableSet = new Set(reachable);
@@ -51,6 +53,7 @@ export async function resolveToolCalls(
         { fresh, ...(deps.release ? { signal: deps.release } : {}) },
       )
     : [];
+  for (const i of local.keys()) answeredLocally?.add((calls[i] as (typeof calls)[number]).id);
   const byIndex = new Map(remote.map(({ index }, i) => [index, dispatched[i] as ToolResult]));
   return calls.map((_, i) => local.get(i) ?? (byIndex.get(i) as ToolResult));
 }

@@ -37,12 +37,13 @@ async function answerCalls(
     calls: owed.map((c) => ({ tool_call_id: c.id, tool: c.name, arguments: c.arguments })),
   });
   const local = new Map((state.localResults ?? []).map((r) => [r.tool_call_id, r]));
+  const answeredLocally = new Set(local.keys());
   const toRun = owed.filter((c) => !local.has(c.id));
   const remainingMs = state.deadlineAt - Date.now();
   // The wait is bounded by the run's deadline; calls still out then are answered here as not observed.
   const ran =
     toRun.length > 0 && remainingMs > 0
-      ? await withinMs(resolveToolCalls(state, toRun, deps, fresh), remainingMs)
+      ? await withinMs(resolveToolCalls(state, toRun, deps, fresh, answeredLocally), remainingMs)
       : toRun.length > 0
         ? undefined
         : [];
@@ -63,7 +64,10 @@ async function answerCalls(
   );
   const results = owed.map((c) => local.get(c.id) ?? (byId.get(c.id) as ToolResult));
   delete state.localResults;
-  for (const [i, result] of results.entries()) record(run, owed[i] as OwedCall, result, turn);
+  for (const [i, result] of results.entries()) {
+    const call = owed[i] as OwedCall;
+    record(run, call, result, turn, answeredLocally.has(call.id) ? 'local' : 'dispatched');
+  }
   if (late) {
     return {
       guard: 'deadline',
@@ -95,8 +99,17 @@ async function answerCalls(
 }
 
 /** One call's result into the history, the steps and the events; a success ticks off its plan step. */
-function record(run: RunContext, call: OwedCall, result: ToolResult, turn: number): void {
+function record(
+  run: RunContext,
+  call: OwedCall,
+  recorded: ToolResult,
+  turn: number,
+  answered: 'local' | 'dispatched',
+): void {
   const { state } = run;
+  // Who ran the call is for people, not for the model.
+  const { executor_id: executorId, ...result } = recorded;
+  const kind = result.ok ? (result.no_result ? 'no_result' : 'ok') : 'error';
   state.messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(result) });
   state.steps.push({
     turn,
@@ -108,6 +121,10 @@ function record(run: RunContext, call: OwedCall, result: ToolResult, turn: numbe
     duration_ms: result.duration_ms,
     attempts: result.attempts,
     ...(result.truncated ? { truncated: true } : {}),
+    kind,
+    answered,
+    ...(executorId ? { executor_id: executorId } : {}),
+    ...(result.ref ? { ref: result.ref } : {}),
   });
   run.emit({
     type: 'tool_result',
@@ -120,6 +137,10 @@ function record(run: RunContext, call: OwedCall, result: ToolResult, turn: numbe
     duration_ms: result.duration_ms,
     attempts: result.attempts,
     ...(result.truncated ? { truncated: true } : {}),
+    kind,
+    answered,
+    ...(executorId ? { executor_id: executorId } : {}),
+    result,
   });
   if (result.ok) {
     const step = tickOff(state, call.name);

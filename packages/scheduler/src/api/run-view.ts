@@ -5,9 +5,10 @@ import {
   type RunJobData,
   type RunSummaryView,
   type RunView,
+  type ToolResult,
 } from '@agent-reach/protocol';
 import type { RunControl } from '../runs/run-control.js';
-import type { RunSummary } from '../runs/run-store.js';
+import type { RunSummary, StoredEvent } from '../runs/run-store.js';
 import { assertAgentAllowed, type Principal } from './auth.js';
 import { notFound } from './errors.js';
 
@@ -33,6 +34,9 @@ export function summaryView(s: RunSummary): RunSummaryView {
     cancel_requested: s.cancelRequested === true,
     ...(s.reason ? { reason: s.reason } : {}),
     ...(s.configVersion === undefined ? {} : { config_version: s.configVersion }),
+    ...(s.metadata ? { metadata: s.metadata } : {}),
+    ...(s.tools?.length ? { tools: s.tools } : {}),
+    ...(s.errorKinds?.length ? { error_kinds: s.errorKinds } : {}),
   };
 }
 
@@ -74,6 +78,10 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
       duration_ms: s.duration_ms,
       attempts: s.attempts,
       ...(s.truncated ? { truncated: true } : {}),
+      ...(s.kind ? { kind: s.kind } : {}),
+      ...(s.answered ? { answered: s.answered } : {}),
+      ...(s.executor_id ? { executor_id: s.executor_id } : {}),
+      ...(s.ref ? { ref: s.ref } : {}),
     })),
     pending_approvals: Object.values(state.approvals)
       .filter((a) => !a.decision)
@@ -87,14 +95,14 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
 }
 
 /** A run that is still a job only: no scheduler has checkpointed it yet. */
-export function queuedView(data: RunJobData, cancelRequested = false): RunView {
+export function queuedView(data: RunJobData, createdAt: number, cancelRequested = false): RunView {
   return {
     run_id: data.run_id,
     agent: data.agent,
     status: 'queued',
     ...(data.trace_id ? { trace_id: data.trace_id } : {}),
     ...(data.session_id ? { session_id: data.session_id } : {}),
-    created_at: 0,
+    created_at: createdAt,
     updated_at: 0,
     iterations: 0,
     cancel_requested: cancelRequested,
@@ -121,7 +129,11 @@ export async function loadRun(control: RunControl, runId: string): Promise<Loade
   const job = await control.queue.getJob(runId);
   if (job?.data?.agent)
     return {
-      view: queuedView(upgradeRunJob(job.data) as RunJobData, got?.summary.cancelRequested === true),
+      view: queuedView(
+        upgradeRunJob(job.data) as RunJobData,
+        (upgradeRunJob(job.data) as RunJobData).created_at ?? job.timestamp,
+        got?.summary.cancelRequested === true,
+      ),
       state: undefined,
     };
   // A listing without state or job: the job was removed but the record kept (or the reverse).
@@ -147,4 +159,35 @@ export async function runForCaller(
   if (!run) throw notFound(`run ${runId}`);
   assertAgentAllowed(principal, run.view.agent);
   return run;
+}
+
+/**
+ * The run with what its events hold: each step's result exactly as the model saw it, and its model turns
+ * (tokens, latency, reasoning). Steps keep only small fields in the run's state, which is rewritten at
+ * every checkpoint; results are read from the append-only event stream instead.
+ */
+export function withEvents(view: RunView, events: StoredEvent[]): RunView {
+  const results = new Map<string, ToolResult>();
+  const turns: NonNullable<RunView['turns']> = [];
+  for (const { event: e } of events) {
+    if (e.type === 'tool_result' && e.result !== undefined) results.set(e.tool_call_id, e.result);
+    if (e.type === 'llm_request')
+      turns.push({
+        turn: e.turn,
+        model: e.model,
+        latency_ms: e.latency_ms,
+        prompt_tokens: e.prompt_tokens,
+        completion_tokens: e.completion_tokens,
+        finish_reason: e.finish_reason,
+        tool_calls: e.tool_calls,
+        ...(e.reasoning !== undefined ? { reasoning: e.reasoning } : {}),
+      });
+  }
+  return {
+    ...view,
+    steps: view.steps.map((s) =>
+      results.has(s.tool_call_id) ? { ...s, result: results.get(s.tool_call_id) } : s,
+    ),
+    turns,
+  };
 }

@@ -46,6 +46,7 @@ export async function startRun(
     session_id: req.session_id,
     model: req.model,
     metadata: req.metadata,
+    created_at: Date.now(),
   });
   let created = true;
   if (idempotencyKey !== undefined) {
@@ -74,7 +75,7 @@ export async function startRun(
     { runId: data.run_id, traceId: data.trace_id, agent: data.agent, key: principal.name, created },
     created ? 'run created' : 'run queued again for a repeated request',
   );
-  return { run: queuedView(data), created };
+  return { run: queuedView(data, data.created_at ?? Date.now()), created };
 }
 
 /** The run and trace ids of an idempotent request, the same for every request with the key. */

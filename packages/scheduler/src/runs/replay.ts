@@ -244,8 +244,8 @@ const notRecorded = (call: DispatchCall): ToolResult =>
 
 /**
  * The results the original run's model saw, by call id: its tool messages first (exactly what the model
- * read), then the run's results hash (calls folded away by compaction), then the outline of each
- * recorded `tool_result` event. Parsed without letting a poisoned key reach a prototype.
+ * read), then the run's results hash (calls folded away by compaction), then each recorded `tool_result`
+ * event's result (its outline in runs recorded before events carried the result). Parsed without letting a poisoned key reach a prototype.
  */
 async function recordedResultsOf(
   original: RunState,
@@ -268,6 +268,11 @@ async function recordedResultsOf(
   for (const [id, raw] of Object.entries(hash)) add(id, raw);
   for (const e of events) {
     if (e.type !== 'tool_result' || results.has(e.tool_call_id)) continue;
+    // Recorded since tool results carry the result the model saw: that, else the outline.
+    if (e.result && typeof e.result.ok === 'boolean') {
+      results.set(e.tool_call_id, e.result);
+      continue;
+    }
     results.set(e.tool_call_id, {
       tool_call_id: e.tool_call_id,
       name: e.tool,

@@ -13,6 +13,7 @@ import { decisionEvent, pendingRequest } from '../agent-loop/approvals.js';
 import type { RunOutcome, RunState } from './run-state.js';
 import { runJobOptions, type RedisClient } from '@agent-reach/shared';
 import { createRunQueue } from './run-jobs.js';
+import { searchRuns, type RunSearch, type RunSearchPage } from './run-search.js';
 import { RunStore, type RunListFilter, type RunSummary, type StoredEvent } from './run-store.js';
 
 export interface StartRunRequest {
@@ -23,6 +24,8 @@ export interface StartRunRequest {
   model?: string;
   traceId?: string;
   metadata?: Record<string, string>;
+  /** Epoch ms the run counts as created at. Default: now. */
+  createdAt?: number;
 }
 
 export interface DecisionRequest {
@@ -73,6 +76,7 @@ export class RunControl {
         model: req.model,
         trace_id: req.traceId,
         metadata: req.metadata,
+        created_at: req.createdAt ?? Date.now(),
       }),
     );
     return runId;
@@ -104,6 +108,11 @@ export class RunControl {
 
   list(filter?: RunListFilter): Promise<RunSummary[]> {
     return this.store.list(filter);
+  }
+
+  /** Runs newest first found by metadata, agent, status, time, trace id, tool or error kind, a page at a time. */
+  search(q: RunSearch): Promise<RunSearchPage> {
+    return searchRuns(this.store.connection, this.keys, q);
   }
 
   events(runId: string, after?: string): Promise<StoredEvent[]> {

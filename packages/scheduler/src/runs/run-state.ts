@@ -97,6 +97,8 @@ export function createRunState(init: {
   metadata?: Record<string, string>;
   configVersion?: number;
   now?: number;
+  /** When the run was created, if before now (it waited in the queue). Default: now. */
+  createdAt?: number;
 }): RunState {
   const now = init.now ?? Date.now();
   return {
@@ -110,7 +112,7 @@ export function createRunState(init: {
     ...(init.configVersion === undefined ? {} : { configVersion: init.configVersion }),
     approvals: {},
     status: 'queued',
-    createdAt: now,
+    createdAt: init.createdAt ?? now,
     deadlineAt: now + init.deadlineMs,
     plan: { requested: false, steps: (init.steps ?? []).filter((s) => !s.done) },
     // A session's summary was written for an earlier run: this run's goal is its own input.

@@ -24,6 +24,12 @@ export interface RunSummary {
   cancelRequested?: boolean;
   /** Version of the fleet configuration the run started under. */
   configVersion?: number;
+  /** Caller labels given when the run was started. */
+  metadata?: Record<string, string>;
+  /** Names of the tools the run called, each once. */
+  tools?: string[];
+  /** Error kinds its tool calls ended with, each once. */
+  errorKinds?: string[];
 }
 
 export interface RunListFilter {
@@ -377,10 +383,33 @@ function metaFields(state: RunState): Record<string, string> {
     ...(state.sessionId ? { sessionId: state.sessionId } : {}),
     ...(state.outcome ? { reason: state.outcome.reason } : {}),
     ...(state.configVersion === undefined ? {} : { configVersion: String(state.configVersion) }),
+    // What runs are searched by, kept in the listing so a search reads one small hash per run.
+    ...(state.metadata ? { metadata: JSON.stringify(state.metadata) } : {}),
+    tools: distinct(state.steps.map((s) => s.tool)),
+    errorKinds: distinct(state.steps.flatMap((s) => (s.error_kind ? [s.error_kind] : []))),
   };
 }
 
-function toSummary(meta: Record<string, string>): RunSummary {
+/** Names (tool names, error kinds: no commas in either) as one comma-separated field. */
+const distinct = (names: string[]) => [...new Set(names)].join(',');
+const names = (field: string | undefined) => (field ? field.split(',') : []);
+
+function parseMetadata(json: string | undefined): Record<string, string> | undefined {
+  if (!json) return undefined;
+  try {
+    const parsed = JSON.parse(json) as unknown;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
+    const out: Record<string, string> = Object.create(null) as Record<string, string>;
+    for (const [k, v] of Object.entries(parsed)) if (typeof v === 'string') out[k] = v;
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A run's listing as stored in its meta hash. */
+export function toSummary(meta: Record<string, string>): RunSummary {
+  const metadata = parseMetadata(meta.metadata);
   return {
     runId: meta.runId ?? '',
     traceId: meta.traceId ?? '',
@@ -395,6 +424,9 @@ function toSummary(meta: Record<string, string>): RunSummary {
     ...(meta.configVersion !== undefined && /^\d{1,15}$/.test(meta.configVersion)
       ? { configVersion: Number(meta.configVersion) }
       : {}),
+    ...(metadata ? { metadata } : {}),
+    ...(meta.tools ? { tools: names(meta.tools) } : {}),
+    ...(meta.errorKinds ? { errorKinds: names(meta.errorKinds) } : {}),
   };
 }
 

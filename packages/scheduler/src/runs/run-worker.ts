@@ -116,6 +116,9 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         ...(data.trace_id ? { traceId: data.trace_id } : {}),
         ...(data.session_id ? { sessionId: data.session_id } : {}),
         ...(data.metadata ? { metadata: data.metadata } : {}),
+        ...(typeof data.created_at === 'number' && Number.isFinite(data.created_at)
+          ? { createdAt: data.created_at }
+          : {}),
         ...(memory
           ? {
               history: memory.messages,

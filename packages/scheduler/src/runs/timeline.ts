@@ -20,13 +20,14 @@ function describe(e: RunEvent): string {
         ? `plan: ${e.steps.map((s, i) => `${i + 1}. ${s.title}`).join('  ')}`
         : `no plan${e.error ? ` (${e.error})` : ''}`;
     case 'llm_request':
-      return `model turn ${e.turn}: ${e.tool_calls ? `${e.tool_calls} tool call(s)` : 'answer'}, ${e.latency_ms} ms, ${e.prompt_tokens}+${e.completion_tokens} tokens, ${e.finish_reason}`;
+      return `model turn ${e.turn}: ${e.tool_calls ? `${e.tool_calls} tool call(s)` : 'answer'}, ${e.latency_ms} ms, ${e.prompt_tokens}+${e.completion_tokens} tokens, ${e.finish_reason}${e.reasoning ? `; reasoning: ${clip(e.reasoning)}` : ''}`;
     case 'llm_error':
       return `model turn ${e.turn} failed after ${e.latency_ms} ms: ${e.message}`;
     case 'tool_dispatched':
-      return `dispatched ${e.calls.map((c) => `${c.tool}(${clip(c.arguments, 60)})`).join(', ')}`;
+      // Some of these may be answered without a dispatch (refused, rejected): their results say so.
+      return `calls ${e.calls.map((c) => `${c.tool}(${clip(c.arguments, 60)})`).join(', ')}`;
     case 'tool_result':
-      return `  ${e.ok ? 'ok   ' : 'error'} ${e.tool} [${e.tool_call_id}] ${e.duration_ms} ms, ${e.attempts} attempt(s)${e.truncated ? ', truncated' : ''}${e.error ? `: ${e.error.kind}: ${clip(e.error.message)}` : ''}`;
+      return toolResultLine(e);
     case 'step_done':
       return `  step done: ${e.step.title}`;
     case 'approval_requested':
@@ -42,4 +43,17 @@ function describe(e: RunEvent): string {
     default:
       return JSON.stringify(e);
   }
+}
+
+function toolResultLine(e: Extract<RunEvent, { type: 'tool_result' }>): string {
+  const kind = e.kind ?? (e.ok ? 'ok' : 'error');
+  const where =
+    e.answered === 'local'
+      ? 'answered locally (not dispatched)'
+      : `dispatched${e.executor_id ? ` to ${e.executor_id}` : ''}`;
+  const head = `  ${kind.padEnd(9)} ${e.tool} [${e.tool_call_id}] ${e.duration_ms} ms, ${e.attempts} attempt(s), ${where}${e.truncated ? ', truncated' : ''}${e.result?.ref ? `, ref ${e.result.ref}` : ''}`;
+  const error = e.error ? `: ${e.error.kind}: ${clip(e.error.message)}` : '';
+  const result =
+    e.result && e.result.content !== undefined ? ` → ${clip(JSON.stringify(e.result.content))}` : '';
+  return `${head}${error}; args ${clip(e.arguments, 80)}${result}`;
 }

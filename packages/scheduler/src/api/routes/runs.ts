@@ -18,7 +18,9 @@ import { assertAgentAllowed, requirePrincipal } from '../auth.js';
 import { ApiError } from '../errors.js';
 import type { ApiContext } from '../options.js';
 import { checkRunRequest } from '../run-request.js';
-import { runForCaller, summaryView } from '../run-view.js';
+import { runForCaller, summaryView, withEvents } from '../run-view.js';
+import { searchPage } from '../run-search-query.js';
+import { encodeCursor } from '../../runs/run-search.js';
 import { admitToSession } from '../session-access.js';
 import { responses } from '../responses.js';
 import { startRun } from '../start-run.js';
@@ -62,7 +64,10 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
     {
       schema: {
         tags: ['runs'],
-        summary: 'List runs, newest first',
+        summary:
+          'List runs, newest first; find them by metadata, agent, status, time, trace id, tool, error kind',
+        description:
+          'Pages follow `next_cursor` (each page reads a bounded slice of the run index, so a page may hold fewer runs than `limit` while `next_cursor` is still given). `offset` is kept for older callers.',
         querystring: ListRunsQuery,
         response: responses({ 200: RunList }),
       },
@@ -71,6 +76,7 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
       const principal = requirePrincipal(ctx.auth, request);
       const { agent, status, since, until, limit, offset } = request.query;
       if (agent) assertAgentAllowed(principal, agent);
+      if (offset === 0) return searchPage(ctx, principal, request.query);
       const filter = {
         ...(status ? { status: status as RunStatus } : {}),
         ...(since !== undefined ? { since } : {}),
@@ -90,9 +96,14 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
           .sort((x, y) => y.createdAt - x.createdAt || (x.runId < y.runId ? 1 : -1))
           .slice(offset, offset + limit + 1);
       }
+      const shown = page.slice(0, limit);
+      const last = shown[shown.length - 1];
       return {
-        runs: page.slice(0, limit).map(summaryView),
+        runs: shown.map(summaryView),
         ...(page.length > limit ? { next_offset: offset + limit } : {}),
+        ...(page.length > limit && last
+          ? { next_cursor: encodeCursor({ score: last.createdAt, runId: last.runId }) }
+          : {}),
       };
     },
   );
@@ -109,7 +120,8 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     async (request) => {
       const principal = requirePrincipal(ctx.auth, request);
-      return (await runForCaller(control, request.params.id, principal)).view;
+      const { view } = await runForCaller(control, request.params.id, principal);
+      return withEvents(view, await control.events(view.run_id));
     },
   );
 

@@ -1,0 +1,44 @@
+import type { RunStatus } from '../runs/run-state.js';
+import { decodeCursor, searchRuns } from '../runs/run-search.js';
+import type { Principal } from './auth.js';
+import { ApiError } from './errors.js';
+import type { ApiContext } from './options.js';
+import { summaryView } from './run-view.js';
+import type { ListRunsQuery, RunSummaryView } from '@agent-reach/protocol';
+
+/** A page of `GET /v1/runs` found by a cursor-paged search; a limited key sees only its agents' runs. */
+export async function searchPage(
+  ctx: ApiContext,
+  principal: Principal,
+  q: ListRunsQuery,
+): Promise<{ runs: RunSummaryView[]; next_offset?: number; next_cursor?: string }> {
+  if (q.cursor !== undefined && !decodeCursor(q.cursor))
+    throw new ApiError('VALIDATION_FAILED', 'querystring/cursor is not a cursor this API gave', [
+      { in: 'querystring', path: '/cursor', message: 'is not a cursor this API gave' },
+    ]);
+  const agents = q.agent ? new Set([q.agent]) : principal.agents;
+  const page = await searchRuns(ctx.deps.redis, ctx.deps.keys, {
+    ...(agents ? { agents } : {}),
+    ...(q.status ? { status: q.status as RunStatus } : {}),
+    ...(q.since !== undefined ? { since: q.since } : {}),
+    ...(q.until !== undefined ? { until: q.until } : {}),
+    ...(q.trace_id ? { traceId: q.trace_id } : {}),
+    ...(q.tool ? { tool: q.tool } : {}),
+    ...(q.error_kind ? { errorKind: q.error_kind } : {}),
+    ...(q.metadata ? { metadata: metadataPair(q.metadata) } : {}),
+    ...(q.cursor ? { cursor: q.cursor } : {}),
+    limit: q.limit,
+  });
+  return {
+    runs: page.runs.map(summaryView),
+    ...(page.nextCursor
+      ? { next_cursor: page.nextCursor, ...(q.cursor ? {} : { next_offset: page.runs.length }) }
+      : {}),
+  };
+}
+
+/** `KEY=VALUE` as a one-pair filter (the value may hold `=`). */
+function metadataPair(text: string): Record<string, string> {
+  const at = text.indexOf('=');
+  return { [text.slice(0, at)]: text.slice(at + 1) };
+}

@@ -1,0 +1,119 @@
+import type { Redis } from 'ioredis';
+import type { Keys } from '@agent-reach/protocol';
+import type { RunStatus } from './run-state.js';
+import { toSummary, type RunSummary } from './run-store.js';
+
+/** What runs are searched by; every field narrows the result. */
+export interface RunSearch {
+  /** Only runs of these agents (a limited key's list, or the one asked for). */
+  agents?: ReadonlySet<string>;
+  status?: RunStatus;
+  /** Epoch ms bounds on creation time (inclusive). */
+  since?: number;
+  until?: number;
+  traceId?: string;
+  /** A tool the run called. */
+  tool?: string;
+  /** An error kind one of its tool calls ended with. */
+  errorKind?: string;
+  /** Caller metadata the run was started with: every pair must match. */
+  metadata?: Record<string, string>;
+  /** Where the previous page stopped (its `nextCursor`). */
+  cursor?: string;
+  /** Matches wanted. Default 50. */
+  limit?: number;
+  /** Runs read at most before the page is returned, matched or not. Default 5000. */
+  maxScan?: number;
+}
+
+export interface RunSearchPage {
+  runs: RunSummary[];
+  /** Resume here for the next page; absent when the index holds no older run in range. */
+  nextCursor?: string;
+  /** Runs read for this page. */
+  scanned: number;
+}
+
+/** Runs read per round trip: one ZREVRANGEBYSCORE and one pipeline of HGETALLs. */
+const BATCH = 500;
+const DEFAULT_MAX_SCAN = 5000;
+
+interface Position {
+  score: number;
+  runId: string;
+}
+
+export function encodeCursor(p: Position): string {
+  return Buffer.from(JSON.stringify([p.score, p.runId])).toString('base64url');
+}
+
+/** The position a cursor names, or undefined when it is not one this server made. */
+export function decodeCursor(cursor: string): Position | undefined {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
+    if (!Array.isArray(v) || typeof v[0] !== 'number' || typeof v[1] !== 'string') return undefined;
+    return { score: v[0], runId: v[1] };
+  } catch {
+    return undefined;
+  }
+}
+
+function matches(s: RunSummary, q: RunSearch): boolean {
+  if (q.agents && !q.agents.has(s.agent)) return false;
+  if (q.status && s.status !== q.status) return false;
+  if (q.traceId && s.traceId !== q.traceId) return false;
+  if (q.tool && !s.tools?.includes(q.tool)) return false;
+  if (q.errorKind && !s.errorKinds?.includes(q.errorKind)) return false;
+  for (const [k, v] of Object.entries(q.metadata ?? {})) {
+    if (!s.metadata || !Object.hasOwn(s.metadata, k) || s.metadata[k] !== v) return false;
+  }
+  return true;
+}
+
+/**
+ * Runs newest first, filtered, in pages that resume from a cursor. A bounded scan of the run index (a
+ * sorted set by creation time) rather than an index per filter: filters combine freely, a run's status,
+ * tools and error kinds change as it runs, and its listing hash already holds them, so there is nothing
+ * else to keep in step. Each page reads at most `maxScan` runs, so a rare match over 100 000 runs costs
+ * a few pages (each with a cursor), never one unbounded request; the time range narrows the scan in Redis.
+ */
+export async function searchRuns(redis: Redis, keys: Keys, q: RunSearch): Promise<RunSearchPage> {
+  const limit = q.limit ?? 50;
+  const maxScan = q.maxScan ?? DEFAULT_MAX_SCAN;
+  const after = q.cursor ? decodeCursor(q.cursor) : undefined;
+  const top = after ? Math.min(after.score, q.until ?? Infinity) : (q.until ?? Infinity);
+  const max = Number.isFinite(top) ? String(top) : '+inf';
+  const min = q.since !== undefined ? String(q.since) : '-inf';
+  const runs: RunSummary[] = [];
+  let scanned = 0;
+  let last: Position | undefined;
+  for (let offset = 0; scanned < maxScan; offset += BATCH) {
+    const rows = await redis.zrevrangebyscore(keys.runIndex, max, min, 'WITHSCORES', 'LIMIT', offset, BATCH);
+    if (rows.length === 0) return { runs, scanned };
+    const batch: Position[] = [];
+    for (let i = 0; i + 1 < rows.length; i += 2) {
+      const p = { runId: rows[i] as string, score: Number(rows[i + 1]) };
+      // Runs of the cursor's own millisecond that an earlier page returned (same score: id order, reversed).
+      if (after && p.score === after.score && p.runId >= after.runId) continue;
+      batch.push(p);
+    }
+    const pipe = redis.pipeline();
+    for (const p of batch) pipe.hgetall(keys.runMeta(p.runId));
+    const metas = batch.length > 0 ? ((await pipe.exec()) ?? []) : [];
+    for (const [i, p] of batch.entries()) {
+      scanned += 1;
+      last = p;
+      const meta = metas[i]?.[1] as Record<string, string> | undefined;
+      if (meta?.runId) {
+        const s = toSummary(meta);
+        if (matches(s, q)) runs.push(s);
+      }
+      if (runs.length >= limit || scanned >= maxScan) {
+        const more = i + 1 < batch.length || rows.length === BATCH * 2;
+        return { runs, scanned, ...(more || scanned >= maxScan ? { nextCursor: encodeCursor(p) } : {}) };
+      }
+    }
+    if (rows.length < BATCH * 2) return { runs, scanned };
+  }
+  return { runs, scanned, ...(last ? { nextCursor: encodeCursor(last) } : {}) };
+}
