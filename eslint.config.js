@@ -10,6 +10,8 @@ export default tseslint.config(
       'eslint.config.js',
       'packages/*/bin/*.js',
       'packages/*/dist/**',
+      'packages/*/ui-dist/**',
+      'test-results/**',
       // Plain JavaScript run by test/pack-install.test.ts in a project outside the workspace.
       'test/fixtures/consumer/*.mjs',
     ],
@@ -37,5 +39,31 @@ export default tseslint.config(
       'packages/*/src/cli.ts',
     ],
     rules: { 'no-console': 'off', '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    // The run inspector: browser JavaScript bundled by esbuild, outside the TypeScript projects.
+    files: ['packages/scheduler/ui/**/*.js', 'packages/scheduler/scripts/*.mjs'],
+    ...tseslint.configs.disableTypeChecked,
+    languageOptions: {
+      ...tseslint.configs.disableTypeChecked.languageOptions,
+      globals: Object.fromEntries(
+        [
+          'window',
+          'document',
+          'location',
+          'fetch',
+          'URLSearchParams',
+          'TextDecoder',
+          'AbortController',
+          'Event',
+          'URL',
+          'setInterval',
+          'clearInterval',
+          'setTimeout',
+          'clearTimeout',
+          'process',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
   },
 );

@@ -125,6 +125,10 @@ describe('the packages, packed and installed into a project outside the workspac
     }
     expect((await tarManifest(tarballs.cli ?? '')).bin).toEqual({ 'agent-reach': './dist/main.js' });
     expect(await tarList(tarballs['llm-sim'] ?? '')).toContain('package/scenarios/weather-trip.yaml');
+    // The run inspector's bundle ships in the scheduler package: the API serves it offline, from no CDN.
+    const scheduler = await tarList(tarballs.scheduler ?? '');
+    expect(scheduler).toEqual(expect.arrayContaining(['package/ui-dist/app.js', 'package/ui-dist/app.css']));
+    expect(scheduler.filter((f) => f.startsWith('package/ui/'))).toEqual([]);
   });
 
   it('shows in the README exactly the client examples this test runs', async () => {

@@ -33,6 +33,7 @@ const digest = (secret: string) => createHash('sha256').update(secret, 'utf8').d
  */
 export class ApiKeyTable {
   readonly #entries: Array<{ digest: Buffer; principal: Principal }>;
+  readonly #byId = new Map<string, Principal>();
   /** Per request, once for Bearer only and once with Basic accepted too. */
   readonly #cache = [
     new WeakMap<FastifyRequest, Principal | null>(),
@@ -60,6 +61,17 @@ export class ApiKeyTable {
         }),
       };
     });
+    for (const e of this.#entries) this.#byId.set(e.principal.id, e.principal);
+  }
+
+  /** The principal of a key by its non-secret id (an inspector session holds the id, not the key). */
+  byId(id: string): Principal | undefined {
+    return this.#byId.get(id);
+  }
+
+  /** Takes `principal` as the request's caller (authenticated another way: a session cookie). */
+  remember(request: FastifyRequest, principal: Principal): void {
+    this.#cache[0]?.set(request, principal);
   }
 
   /** The key's principal, or undefined for an unknown key. */
@@ -98,11 +110,39 @@ function credentials(header: string | undefined, basic: boolean): string | undef
 
 const unauthorized = () => new ApiError('UNAUTHORIZED');
 
-/** The onRequest hook that enforces a route's policy; it answers directly instead of throwing. */
-export function authHook(table: ApiKeyTable, policy: RoutePolicy) {
+/** Sessions of the inspector: the principal id of a request's session cookie. */
+export interface SessionLookup {
+  principalId(request: FastifyRequest): Promise<string | undefined>;
+}
+
+/**
+ * The onRequest hook that enforces a route's policy; it answers directly instead of throwing. Keyed
+ * routes also accept an inspector session cookie (never the admin board); a request on a session that
+ * changes something must carry the inspector's header, which a cross-site form or image cannot send.
+ */
+export function authHook(
+  table: ApiKeyTable,
+  policy: RoutePolicy,
+  sessions?: SessionLookup,
+  csrfHeader?: string,
+) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     if (policy === 'public') return;
-    const principal = table.principalOf(request, policy === 'admin');
+    let principal = table.principalOf(request, policy === 'admin');
+    if (!principal && policy === 'key' && sessions && request.headers.authorization === undefined) {
+      const id = await sessions.principalId(request);
+      const viaSession = id === undefined ? undefined : table.byId(id);
+      if (viaSession) {
+        const safe = request.method === 'GET' || request.method === 'HEAD';
+        if (!safe && csrfHeader && request.headers[csrfHeader] !== '1')
+          return sendError(
+            reply,
+            new ApiError('FORBIDDEN', `a request on an inspector session must send ${csrfHeader}: 1`),
+          );
+        table.remember(request, viaSession);
+        principal = viaSession;
+      }
+    }
     if (!principal) {
       if (policy === 'admin')
         reply.header('www-authenticate', 'Basic realm="agent-reach admin", charset="UTF-8"');

@@ -22,3 +22,15 @@ export const DEFAULT_MAX_EVENT_STREAMS = 500;
 export const READYZ_REDIS_TIMEOUT_MS = 1000;
 /** How often Bull Board's list of tool queues is re-read from the catalog, at most, in ms. */
 export const BOARD_QUEUES_REFRESH_MS = 10_000;
+/** Where the run inspector is served. */
+export const UI_PATH = '/ui';
+/** How long an inspector login lasts without use, in seconds. */
+export const UI_SESSION_TTL_S = 8 * 3600;
+/** The inspector's session cookie. */
+export const UI_SESSION_COOKIE = 'ar_session';
+/** Header the inspector sends on every request that changes something (a cross-site form cannot). */
+export const UI_CSRF_HEADER = 'x-agent-reach-ui';
+/** Recent runs the inspector's tool error rates are computed over. */
+export const UI_TOOL_STATS_RUNS = 200;
+/** Parked runs the approvals inbox shows at most. */
+export const UI_APPROVALS_RUNS = 100;

@@ -57,6 +57,8 @@ export interface ApiServerOptions {
   board?: boolean;
   /** Bull Board may only look, not retry, remove or promote jobs. Default true. */
   boardReadOnly?: boolean;
+  /** Serve the run inspector at `/ui` (login with an API key; a session cookie after). Default true. */
+  ui?: boolean;
   /** Serve `/docs` (Swagger UI). `/openapi.json` is always served. Default true. */
   docs?: boolean;
   /**
@@ -96,6 +98,7 @@ export function resolveApiOptions(o: ApiServerOptions): ResolvedApiOptions {
     board: o.board ?? true,
     boardReadOnly: o.boardReadOnly ?? true,
     docs: o.docs ?? true,
+    ui: o.ui ?? true,
     trustProxy: o.trustProxy ?? false,
     allowedModels: new Set(o.allowedModels ?? [constants.DEFAULT_LLM_MODEL]),
     maxInputTokens: o.maxInputTokens ?? DEFAULT_API_MAX_INPUT_TOKENS,

@@ -22,7 +22,9 @@ import { healthRoutes } from './routes/health.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { createValidatorCompiler } from './validation.js';
-import { DEFAULT_API_HOST, DEFAULT_API_PORT } from './constants.js';
+import { DEFAULT_API_HOST, DEFAULT_API_PORT, UI_CSRF_HEADER, UI_PATH } from './constants.js';
+import { uiRoutes } from './ui/ui-routes.js';
+import { UiSessions } from './ui/ui-sessions.js';
 
 /** Who may call a route, by its URL. */
 function policyFor(url: string, o: ResolvedApiOptions): RoutePolicy {
@@ -30,6 +32,9 @@ function policyFor(url: string, o: ResolvedApiOptions): RoutePolicy {
   if (url === '/metrics') return o.openMetrics ? 'public' : 'key';
   if (url === '/openapi.json' || url === '/docs' || url.startsWith('/docs/')) return 'public';
   if (url === BOARD_PATH || url.startsWith(`${BOARD_PATH}/`)) return 'admin';
+  // The inspector's page, bundle, login and logout hold no data; its reads need a key or a session.
+  if (url === UI_PATH || (url.startsWith(`${UI_PATH}/`) && !url.startsWith(`${UI_PATH}/api/`)))
+    return 'public';
   return 'key';
 }
 
@@ -45,6 +50,7 @@ export async function createApiServer(
   const opts = resolveApiOptions(options);
   const auth = new ApiKeyTable(options.apiKeys);
   const log = deps.logger.child({ component: 'api' });
+  const sessions = opts.ui ? new UiSessions(deps.redis, deps.keys) : undefined;
   const ctx: ApiContext = {
     deps,
     options: opts,
@@ -102,7 +108,7 @@ export async function createApiServer(
         : Array.isArray(route.onRequest)
           ? route.onRequest
           : [route.onRequest];
-    route.onRequest = [...hooks, authHook(auth, policy)];
+    route.onRequest = [...hooks, authHook(auth, policy, sessions, UI_CSRF_HEADER)];
     if (policy === 'public' && route.schema) route.schema = { ...route.schema, security: [] };
   });
   app.setNotFoundHandler({ preHandler: app.rateLimit() }, (request, reply) =>
@@ -143,6 +149,7 @@ export async function createApiServer(
   sessionRoutes(app, ctx);
   agentRoutes(app, ctx);
   if (opts.board) await registerBoard(app, ctx);
+  if (sessions) uiRoutes(app, ctx, sessions);
   return app;
 }
 

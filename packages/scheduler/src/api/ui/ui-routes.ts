@@ -1,0 +1,161 @@
+import { readFile } from 'node:fs/promises';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import type { RunState } from '../../agent-loop/run-state.js';
+import { searchRuns } from '../../runs/run-search.js';
+import { requirePrincipal } from '../auth.js';
+import { UI_APPROVALS_RUNS, UI_PATH, UI_TOOL_STATS_RUNS } from '../constants.js';
+import { ApiError } from '../errors.js';
+import type { ApiContext } from '../options.js';
+import type { UiSessions } from './ui-sessions.js';
+
+/** The bundle `pnpm build` writes (esbuild): the same place relative to `src/api/ui` and `dist/api/ui`. */
+const BUNDLE_DIR = new URL('../../../ui-dist/', import.meta.url);
+const ASSETS: Record<string, string> = {
+  'app.js': 'text/javascript; charset=utf-8',
+  'app.css': 'text/css; charset=utf-8',
+};
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; " +
+  "base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+const SHELL = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Agent-Reach inspector</title>
+<link rel="stylesheet" href="${UI_PATH}/app.css">
+</head>
+<body>
+<div id="app"></div>
+<script type="module" src="${UI_PATH}/app.js"></script>
+</body>
+</html>
+`;
+
+const LoginBody = Type.Object(
+  { key: Type.String({ minLength: 1, maxLength: 512 }) },
+  { additionalProperties: false },
+);
+
+function secured(reply: FastifyReply): FastifyReply {
+  return reply
+    .header('content-security-policy', CSP)
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'no-referrer')
+    .header('cache-control', 'no-store');
+}
+
+/**
+ * The run inspector at `/ui`: a page and its bundle (public: they hold no data), a login that turns an
+ * API key into a session cookie, and the few reads the pages need beyond `/v1` (approvals waiting,
+ * tool error rates). Its pages call `/v1` with the session cookie, so a limited key sees only its agents.
+ */
+export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSessions): void {
+  const cache = new Map<string, Buffer>();
+  const hide = { hide: true };
+
+  const shell = async (_: unknown, reply: FastifyReply) =>
+    secured(reply).type('text/html; charset=utf-8').send(SHELL);
+  app.get(UI_PATH, { schema: hide }, shell);
+  app.get(`${UI_PATH}/`, { schema: hide }, shell);
+
+  app.get<{ Params: { asset: string } }>(`${UI_PATH}/:asset`, { schema: hide }, async (request, reply) => {
+    const { asset } = request.params;
+    const type = Object.hasOwn(ASSETS, asset) ? ASSETS[asset] : undefined;
+    if (!type) throw new ApiError('NOT_FOUND', `no route GET ${UI_PATH}/${asset}`);
+    let body = cache.get(asset);
+    if (!body) {
+      try {
+        body = await readFile(new URL(asset, BUNDLE_DIR));
+      } catch {
+        throw new ApiError(
+          'UNAVAILABLE',
+          'the inspector bundle is not built: run `pnpm build` (or `pnpm --filter @agent-reach/scheduler build:ui`)',
+        );
+      }
+      cache.set(asset, body);
+    }
+    return secured(reply).type(type).send(body);
+  });
+
+  app.post<{ Body: { key: string } }>(
+    `${UI_PATH}/login`,
+    { schema: { ...hide, body: LoginBody } },
+    async (request, reply) => {
+      const principal = ctx.auth.identify(request.body.key);
+      if (!principal) throw new ApiError('UNAUTHORIZED', 'that is not a valid API key');
+      await sessions.open(reply, request, principal.id);
+      ctx.log.info({ key: principal.name }, 'inspector login');
+      return reply.code(204).send();
+    },
+  );
+
+  app.post(`${UI_PATH}/logout`, { schema: hide }, async (request, reply) => {
+    await sessions.close(reply, request);
+    return reply.code(204).send();
+  });
+
+  app.get(`${UI_PATH}/api/me`, { schema: hide }, async (request) => {
+    const principal = requirePrincipal(ctx.auth, request);
+    return { name: principal.name, ...(principal.agents ? { agents: [...principal.agents] } : {}) };
+  });
+
+  app.get(`${UI_PATH}/api/approvals`, { schema: hide }, async (request) => {
+    const principal = requirePrincipal(ctx.auth, request);
+    const page = await searchRuns(ctx.deps.redis, ctx.deps.keys, {
+      status: 'awaiting_approval',
+      ...(principal.agents ? { agents: principal.agents } : {}),
+      limit: UI_APPROVALS_RUNS,
+    });
+    const loaded = await Promise.all(page.runs.map((r) => ctx.deps.control.get(r.runId)));
+    return {
+      approvals: loaded.flatMap((got) => {
+        const state = got?.state;
+        if (!state || state.status !== 'awaiting_approval') return [];
+        return Object.values(state.approvals)
+          .filter((a) => !a.decision)
+          .map((a) => ({
+            run_id: state.runId,
+            agent: state.agent,
+            input: state.input.slice(0, 300),
+            tool_call_id: a.toolCallId,
+            tool: a.tool,
+            arguments: a.arguments,
+            requested_at: a.requestedAt,
+          }));
+      }),
+    };
+  });
+
+  app.get(`${UI_PATH}/api/tool-stats`, { schema: hide }, async (request) => {
+    const principal = requirePrincipal(ctx.auth, request);
+    const page = await searchRuns(ctx.deps.redis, ctx.deps.keys, {
+      ...(principal.agents ? { agents: principal.agents } : {}),
+      limit: UI_TOOL_STATS_RUNS,
+    });
+    const pipe = ctx.deps.redis.pipeline();
+    for (const r of page.runs) pipe.get(ctx.deps.keys.runState(r.runId));
+    const states = page.runs.length > 0 ? ((await pipe.exec()) ?? []) : [];
+    const tools = new Map<string, { calls: number; errors: number; error_kinds: Record<string, number> }>();
+    for (const [, json] of states) {
+      if (typeof json !== 'string') continue;
+      const state = JSON.parse(json) as Pick<RunState, 'steps'>;
+      for (const s of state.steps ?? []) {
+        const t = tools.get(s.tool) ?? { calls: 0, errors: 0, error_kinds: {} };
+        t.calls += 1;
+        if (!s.ok) {
+          t.errors += 1;
+          const kind = s.error_kind ?? 'error';
+          t.error_kinds[kind] = (t.error_kinds[kind] ?? 0) + 1;
+        }
+        tools.set(s.tool, t);
+      }
+    }
+    return {
+      runs: page.runs.length,
+      tools: [...tools].map(([tool, t]) => ({ tool, ...t })).sort((a, b) => (a.tool < b.tool ? -1 : 1)),
+    };
+  });
+}

@@ -1,0 +1,43 @@
+import { html } from 'htm/preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api } from './api.js';
+import { time } from './format.js';
+
+const pct = (n, d) => (d === 0 ? '—' : `${((100 * n) / d).toFixed(n === 0 || n === d ? 0 : 1)} %`);
+
+function ToolRow({ t, s }) {
+  return html`<tr data-tool=${t.name}>
+    <td><span class="tool">${t.name}</span>${t.requires_confirmation ? html` <span class="badge warn" title="a person approves each call">approval</span>` : null}</td>
+    <td>${t.registered ? 'yes' : html`<span class="badge status-failed">no executor</span>`}</td>
+    <td>${t.group ?? '—'}</td>
+    <td><span class=${`badge breaker-${t.breaker.state}`}>${t.breaker.state.replace('_', ' ')}</span>${t.breaker.open_until ? html`<span class="muted"> until ${time(t.breaker.open_until)}</span>` : null}</td>
+    <td>${s?.calls ?? 0}</td>
+    <td>${s?.errors ?? 0}</td>
+    <td>${pct(s?.errors ?? 0, s?.calls ?? 0)}</td>
+    <td>${Object.entries(s?.error_kinds ?? {}).map(([k, n]) => html`<span class="chip">${k} ${n}</span>`)}</td>
+  </tr>`;
+}
+
+/** Agents and the tools they reach: served or not, the fleet's breaker state, recent error rates. */
+export function AgentsPage({ agents, reloadAgents }) {
+  const [stats, setStats] = useState(undefined);
+  useEffect(() => {
+    reloadAgents();
+    api.toolStats().then(setStats, () => setStats({ runs: 0, tools: [] }));
+  }, []);
+  const byTool = new Map((stats?.tools ?? []).map((t) => [t.tool, t]));
+  return html`<section>
+    <h1>Agents and tools</h1>
+    <p class="muted">Error rates over the last ${stats?.runs ?? '…'} runs you can see; breaker states as the fleet shares them now.</p>
+    ${agents.map(
+      (a) => html`<div class="agent">
+        <h2>${a.name}</h2>
+        ${a.description ? html`<p class="muted">${a.description}</p>` : null}
+        <table>
+          <thead><tr><th>Tool</th><th>Served</th><th>Group</th><th>Breaker</th><th>Calls</th><th>Errors</th><th>Error rate</th><th>Error kinds</th></tr></thead>
+          <tbody>${a.tools.map((t) => html`<${ToolRow} t=${t} s=${byTool.get(t.name)} />`)}</tbody>
+        </table>
+      </div>`,
+    )}
+  </section>`;
+}

@@ -1,0 +1,77 @@
+// Requests of the inspector: same origin, the session cookie, and the header that marks its writes.
+
+export class HttpError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+async function call(method, path, body) {
+  const res = await fetch(path, {
+    method,
+    credentials: 'same-origin',
+    headers: {
+      ...(method === 'GET' ? {} : { 'x-agent-reach-ui': '1' }),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  if (res.status === 204) return undefined;
+  const json = await res.json().catch(() => undefined);
+  if (!res.ok) {
+    if (res.status === 401) window.dispatchEvent(new Event('ar-logged-out'));
+    throw new HttpError(res.status, json?.error?.code ?? 'HTTP', json?.error?.message ?? res.statusText);
+  }
+  return json;
+}
+
+export const api = {
+  login: (key) => call('POST', '/ui/login', { key }),
+  logout: () => call('POST', '/ui/logout'),
+  me: () => call('GET', '/ui/api/me'),
+  runs: (query) => call('GET', `/v1/runs?${new URLSearchParams(query)}`),
+  run: (id) => call('GET', `/v1/runs/${encodeURIComponent(id)}`),
+  agents: () => call('GET', '/v1/agents'),
+  toolStats: () => call('GET', '/ui/api/tool-stats'),
+  approvals: () => call('GET', '/ui/api/approvals'),
+  decide: (runId, toolCallId, decision, reason) =>
+    call('POST', `/v1/runs/${encodeURIComponent(runId)}/approvals`, {
+      tool_call_id: toolCallId,
+      decision,
+      ...(reason ? { reason } : {}),
+    }),
+};
+
+/**
+ * Reads a run's event stream (stored events, then live ones) and calls `onEvent` for each until the run
+ * finishes or `signal` aborts. fetch rather than EventSource: no reconnect loop after the stream ends.
+ */
+export async function followEvents(runId, onEvent, signal) {
+  const res = await fetch(`/v1/runs/${encodeURIComponent(runId)}/events`, {
+    credentials: 'same-origin',
+    signal,
+  });
+  if (!res.ok || !res.body) throw new HttpError(res.status, 'HTTP', `event stream: ${res.status}`);
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let id = '';
+      const data = [];
+      for (const line of block.split('\n')) {
+        if (line.startsWith('id:')) id = line.slice(3).trim();
+        else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+      }
+      if (data.length > 0) onEvent({ id, ...JSON.parse(data.join('\n')) });
+    }
+  }
+}
