@@ -170,7 +170,8 @@ describe.skipIf(!HAVE_CHROMIUM)(
       const created = await h.call('POST', '/v1/runs', {
         body: {
           agent: 'test_agent',
-          input: 'weather in Hangzhou',
+          // Two tools named in sequence: a multi-step request, so the run asks for a plan (the task stack).
+          input: 'Check the weather in Hangzhou, then the status of order ORD-123456',
           model: 'inspect',
           metadata: { user_id: 'ada' },
         },
