@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
 import type { Keys } from '@agent-reach/protocol';
+import type { RedisClient } from '@agent-reach/shared';
 import type { RunStatus } from './run-state.js';
 import { toSummary, type RunSummary } from './run-store.js';
 
@@ -34,7 +34,7 @@ export interface RunSearchPage {
   scanned: number;
 }
 
-/** Runs read per round trip: one ZREVRANGEBYSCORE and one pipeline of HGETALLs. */
+/** Runs read per batch: one ZREVRANGEBYSCORE, then one HGETALL each, sent together (each its own slot on a cluster). */
 const BATCH = 500;
 const DEFAULT_MAX_SCAN = 5000;
 
@@ -77,7 +77,7 @@ function matches(s: RunSummary, q: RunSearch): boolean {
  * else to keep in step. Each page reads at most `maxScan` runs, so a rare match over 100 000 runs costs
  * a few pages (each with a cursor), never one unbounded request; the time range narrows the scan in Redis.
  */
-export async function searchRuns(redis: Redis, keys: Keys, q: RunSearch): Promise<RunSearchPage> {
+export async function searchRuns(redis: RedisClient, keys: Keys, q: RunSearch): Promise<RunSearchPage> {
   const limit = q.limit ?? 50;
   const maxScan = q.maxScan ?? DEFAULT_MAX_SCAN;
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
@@ -97,13 +97,11 @@ export async function searchRuns(redis: Redis, keys: Keys, q: RunSearch): Promis
       if (after && p.score === after.score && p.runId >= after.runId) continue;
       batch.push(p);
     }
-    const pipe = redis.pipeline();
-    for (const p of batch) pipe.hgetall(keys.runMeta(p.runId));
-    const metas = batch.length > 0 ? ((await pipe.exec()) ?? []) : [];
+    const metas = await Promise.all(batch.map((p) => redis.hgetall(keys.runMeta(p.runId))));
     for (const [i, p] of batch.entries()) {
       scanned += 1;
       last = p;
-      const meta = metas[i]?.[1] as Record<string, string> | undefined;
+      const meta = metas[i];
       if (meta?.runId) {
         const s = toSummary(meta);
         if (matches(s, q)) runs.push(s);

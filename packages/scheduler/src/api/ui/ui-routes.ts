@@ -135,11 +135,12 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
       ...(principal.agents ? { agents: principal.agents } : {}),
       limit: UI_TOOL_STATS_RUNS,
     });
-    const pipe = ctx.deps.redis.pipeline();
-    for (const r of page.runs) pipe.get(ctx.deps.keys.runState(r.runId));
-    const states = page.runs.length > 0 ? ((await pipe.exec()) ?? []) : [];
+    // One GET each, sent together: every run's keys are in a slot of their own on a cluster.
+    const states = await Promise.all(
+      page.runs.map((r) => ctx.deps.redis.get(ctx.deps.keys.runState(r.runId))),
+    );
     const tools = new Map<string, { calls: number; errors: number; error_kinds: Record<string, number> }>();
-    for (const [, json] of states) {
+    for (const json of states) {
       if (typeof json !== 'string') continue;
       const state = JSON.parse(json) as Pick<RunState, 'steps'>;
       for (const s of state.steps ?? []) {

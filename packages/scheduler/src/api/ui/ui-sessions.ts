@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Redis } from 'ioredis';
 import type { Keys } from '@agent-reach/protocol';
+import type { RedisClient } from '@agent-reach/shared';
 import { UI_SESSION_COOKIE, UI_SESSION_TTL_S } from '../constants.js';
 
 /**
@@ -11,7 +11,7 @@ import { UI_SESSION_COOKIE, UI_SESSION_TTL_S } from '../constants.js';
  */
 export class UiSessions {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly keys: Keys,
     readonly ttlS = UI_SESSION_TTL_S,
   ) {}
