@@ -8,6 +8,7 @@ import { buildUi } from '../packages/scheduler/scripts/build-ui.mjs';
 import { FULL_KEY, LIMITED_KEY, TEST_MODELS, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { waitFor } from './helpers/redis.js';
 import { addCommonScenarios } from './helpers/scenarios.js';
+import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -17,8 +18,12 @@ const REASONING = 'Look up the weather first, then answer.';
 /** The API with the inspector, runs of every kind, and the session cookie of a login done with fetch. */
 async function startInspector() {
   await (buildUi as () => Promise<void>)();
-  const h = await startApiHarness({ allowedModels: [...TEST_MODELS, 'inspect'] });
+  const h = await startApiHarness(
+    { allowedModels: [...TEST_MODELS, 'inspect'] },
+    { WORKFLOWS_FILE: WORKFLOWS_FIXTURE },
+  );
   addCommonScenarios(h.sim);
+  for (const s of WORKFLOW_SCENARIOS) h.sim.addScenario(s);
   h.sim.addScenario({
     name: 'inspect',
     plan: [{ title: 'Look up the weather', tool: 'query_weather' }, 'Answer'],
@@ -260,6 +265,47 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await shot('agents');
     });
 
+    it("shows a workflow's nodes by depth, the watchdog's firing, and links each node to its run", async () => {
+      // stock → order: the watchdog gives stock its default after 1.5 s, then order runs on it.
+      const started = await h.client.createWorkflow({ workflow: 'late_with_default', input: 'restock' });
+      const done = await h.client.waitForWorkflow(started.workflow_id, { timeoutMs: 30_000 });
+      expect(done.status).toBe('succeeded');
+      await page.goto(`${h.url}/ui#/runs`);
+      await page.getByRole('link', { name: 'Workflows' }).click();
+      const row = page.locator('table.workflows tbody tr').filter({ hasText: started.workflow_id });
+      await expect.poll(() => row.innerText()).toMatch(/late_with_default\s+succeeded/);
+      await shot('workflows');
+      await row.getByRole('link', { name: started.workflow_id }).click();
+      const nodes = page.locator('table.nodes tbody tr');
+      await expect
+        .poll(() => nodes.allInnerTexts())
+        .toEqual([
+          expect.stringMatching(/^0\s+stock\s+test_agent\s+—\s+defaulted\s+low confidence/),
+          expect.stringMatching(/^1\s+order\s+test_agent\s+stock\s+succeeded\s+inputs: stock/),
+        ]);
+      expect(await nodes.nth(0).locator('td.output').innerText()).toContain('no stock data');
+      await page.getByText(/Watchdog fired on node stock after 1\.5 s/).waitFor();
+      await page.getByText('Workflow finished:').waitFor();
+      expect(await page.getByRole('button', { name: 'Cancel' }).count()).toBe(0);
+      await shot('workflow');
+      const order = done.nodes.find((n) => n.id === 'order')!;
+      await nodes.nth(1).getByRole('link', { name: order.run_id! }).click();
+      await page.getByText('Run finished:').waitFor();
+      expect(page.url()).toContain(`#/runs/${order.run_id!}`);
+      await expect.poll(() => page.locator('h1 .badge').innerText()).toBe('succeeded');
+    });
+
+    it('cancels a running workflow from its page and shows it cancelled live', async () => {
+      const started = await h.client.createWorkflow({ workflow: 'hangs', input: 'wait' });
+      await page.goto(`${h.url}/ui#/workflows/${started.workflow_id}`);
+      await expect.poll(() => page.locator('h1 .badge').innerText()).toBe('running');
+      await page.getByRole('button', { name: 'Cancel' }).click();
+      // The same page, never reloaded: the event stream brings the end.
+      await page.getByText('Cancellation requested').waitFor();
+      await expect.poll(() => page.locator('h1 .badge').innerText()).toBe('cancelled');
+      expect((await h.client.getWorkflow(started.workflow_id)).reason).toBe('cancel_requested');
+    });
+
     it('shows a limited key only the runs of its agents', async () => {
       const mine = (
         await h.call('POST', '/v1/runs', {
@@ -277,6 +323,8 @@ describe.skipIf(!HAVE_CHROMIUM)(
       const agents = page.locator('table.runs tbody tr td:nth-child(2)');
       await expect.poll(() => agents.allInnerTexts()).toContain('weather_only');
       expect(new Set(await agents.allInnerTexts())).toEqual(new Set(['weather_only']));
+      // The test workflows use only test_agent: this key sees none, so no Workflows link either.
+      expect(await page.getByRole('link', { name: 'Workflows' }).count()).toBe(0);
     });
   },
 );

@@ -34,6 +34,9 @@ export const api = {
   runs: (query) => call('GET', `/v1/runs?${new URLSearchParams(query)}`),
   run: (id) => call('GET', `/v1/runs/${encodeURIComponent(id)}`),
   agents: () => call('GET', '/v1/agents'),
+  workflows: (query) => call('GET', `/v1/workflows?${new URLSearchParams(query)}`),
+  workflow: (id) => call('GET', `/v1/workflows/${encodeURIComponent(id)}`),
+  cancelWorkflow: (id) => call('POST', `/v1/workflows/${encodeURIComponent(id)}/cancel`),
   toolStats: () => call('GET', '/ui/api/tool-stats'),
   approvals: () => call('GET', '/ui/api/approvals'),
   decide: (runId, toolCallId, decision, reason) =>
@@ -44,12 +47,20 @@ export const api = {
     }),
 };
 
+/** Reads a run's event stream (stored events, then live ones) until the run finishes or `signal` aborts. */
+export const followEvents = (runId, onEvent, signal) =>
+  followStream(`/v1/runs/${encodeURIComponent(runId)}/events`, onEvent, signal);
+
+/** Reads a workflow's event stream until the workflow finishes or `signal` aborts. */
+export const followWorkflowEvents = (workflowId, onEvent, signal) =>
+  followStream(`/v1/workflows/${encodeURIComponent(workflowId)}/events`, onEvent, signal);
+
 /**
- * Reads a run's event stream (stored events, then live ones) and calls `onEvent` for each until the run
- * finishes or `signal` aborts. fetch rather than EventSource: no reconnect loop after the stream ends.
+ * Calls `onEvent` for each event of an SSE stream until it ends or `signal` aborts. fetch rather than
+ * EventSource: no reconnect loop after the stream ends.
  */
-export async function followEvents(runId, onEvent, signal) {
-  const res = await fetch(`/v1/runs/${encodeURIComponent(runId)}/events`, {
+async function followStream(path, onEvent, signal) {
+  const res = await fetch(path, {
     credentials: 'same-origin',
     signal,
   });

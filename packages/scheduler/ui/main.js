@@ -6,6 +6,7 @@ import { AgentsPage } from './agents-page.js';
 import { ApprovalsPage } from './approvals-page.js';
 import { RunPage } from './run-page.js';
 import { RunsPage } from './runs-page.js';
+import { WorkflowPage, WorkflowsPage } from './workflows-page.js';
 import './styles.css';
 
 /** Pages live in the hash (`#/runs/<id>`): nothing secret is ever in a URL, and the server serves one page. */
@@ -45,6 +46,7 @@ function Login({ onIn }) {
 function App() {
   const [me, setMe] = useState(undefined);
   const [agents, setAgents] = useState([]);
+  const [hasWorkflows, setHasWorkflows] = useState(false);
   const route = useRoute();
   const check = () => api.me().then(setMe, () => setMe(null));
   const reloadAgents = () =>
@@ -59,8 +61,18 @@ function App() {
     return () => window.removeEventListener('ar-logged-out', out);
   }, []);
   useEffect(() => {
+    setHasWorkflows(false);
     if (me) void reloadAgents();
   }, [me]);
+  useEffect(() => {
+    if (!me || hasWorkflows) return;
+    // The Workflows link appears once this key can see a workflow (the API lists none otherwise);
+    // asked again on each page change until then, so a workflow started later shows up.
+    void api.workflows({ limit: '1' }).then(
+      (l) => setHasWorkflows(l.workflows.length > 0),
+      () => undefined,
+    );
+  }, [me, route.page]);
   if (me === undefined) return html`<p class="muted pad">Loading…</p>`;
   if (me === null) return html`<${Login} onIn=${check} />`;
   const link = (page, label) =>
@@ -69,18 +81,22 @@ function App() {
   return html`<div>
     <header>
       <span class="brand">Agent-Reach</span>
-      <nav>${link('runs', 'Runs')}${link('approvals', 'Approvals')}${link('agents', 'Agents & tools')}</nav>
+      <nav>${link('runs', 'Runs')}${link('approvals', 'Approvals')}${link('agents', 'Agents & tools')}${hasWorkflows || route.page === 'workflows' ? link('workflows', 'Workflows') : null}</nav>
       <span class="who">${me.name}${me.agents ? html` <span class="muted">(${me.agents.join(', ')})</span>` : null}<button class="secondary" onClick=${signOut}>Sign out</button></span>
     </header>
     <main>
       ${
         route.page === 'runs' && route.id
           ? html`<${RunPage} runId=${route.id} />`
-          : route.page === 'approvals'
-            ? html`<${ApprovalsPage} />`
-            : route.page === 'agents'
-              ? html`<${AgentsPage} agents=${agents} reloadAgents=${reloadAgents} />`
-              : html`<${RunsPage} agents=${agents} />`
+          : route.page === 'workflows'
+            ? route.id
+              ? html`<${WorkflowPage} workflowId=${route.id} />`
+              : html`<${WorkflowsPage} />`
+            : route.page === 'approvals'
+              ? html`<${ApprovalsPage} />`
+              : route.page === 'agents'
+                ? html`<${AgentsPage} agents=${agents} reloadAgents=${reloadAgents} />`
+                : html`<${RunsPage} agents=${agents} />`
       }
     </main>
   </div>`;

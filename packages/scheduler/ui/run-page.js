@@ -1,8 +1,8 @@
 import { html } from 'htm/preact';
-import { useEffect, useState } from 'preact/hooks';
 import { api, followEvents } from './api.js';
 import { Code, Kind, Status, duration, time } from './format.js';
 import { Approvals } from './approvals.js';
+import { useFollowed } from './use-followed.js';
 
 /** One tool call: a line that opens to its arguments and the result exactly as the model saw it. */
 function ToolCall({ e }) {
@@ -130,28 +130,7 @@ const REFRESH_ON = new Set([
 
 /** One run: its outcome, pending approvals, task stack and a live timeline of everything it did. */
 export function RunPage({ runId }) {
-  const [run, setRun] = useState(undefined);
-  const [events, setEvents] = useState([]);
-  const [error, setError] = useState('');
-
-  const reload = () => api.run(runId).then(setRun, (e) => setError(e.message));
-  useEffect(() => {
-    setEvents([]);
-    setRun(undefined);
-    void reload();
-    const stop = new AbortController();
-    followEvents(
-      runId,
-      (e) => {
-        setEvents((list) => [...list, e]);
-        if (REFRESH_ON.has(e.type)) void reload();
-      },
-      stop.signal,
-    ).catch((e) => {
-      if (!stop.signal.aborted) setError(e.message);
-    });
-    return () => stop.abort();
-  }, [runId]);
+  const { record: run, events, error, reload } = useFollowed(runId, api.run, followEvents, REFRESH_ON);
 
   if (error && !run) return html`<p class="error">${error}</p>`;
   if (!run) return html`<p class="muted">Loading…</p>`;
