@@ -295,6 +295,18 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await expect.poll(() => page.locator('h1 .badge').innerText()).toBe('succeeded');
     });
 
+    it("shows the watchdog's abort report of a workflow whose node timed out with on_timeout: abort", async () => {
+      const started = await h.client.createWorkflow({ workflow: 'late_aborts', input: 'restock' });
+      await page.goto(`${h.url}/ui#/workflows/${started.workflow_id}`);
+      // Opened while it runs: the abort arrives over the event stream.
+      await page.getByText(/Abort report: stock timed out after 1\.5 s/).waitFor();
+      await expect.poll(() => page.locator('h1 .badge').innerText()).toBe('aborted');
+      await page.getByText(/Watchdog fired on node stock after 1\.5 s:\s*abort/).waitFor();
+      const report = (await h.client.getWorkflow(started.workflow_id)).report!;
+      expect(await page.locator('.box.warn p').innerText()).toBe(report.text);
+      await shot('workflow-aborted');
+    });
+
     it('cancels a running workflow from its page and shows it cancelled live', async () => {
       const started = await h.client.createWorkflow({ workflow: 'hangs', input: 'wait' });
       await page.goto(`${h.url}/ui#/workflows/${started.workflow_id}`);
