@@ -17,11 +17,11 @@ describe('fault injection: every run ends final, started and finished once, with
 
   for (const scenario of SCENARIOS) {
     it(`every run invariant holds when ${scenario.title}`, async () => {
-      const report = await runFaultScenario(scenario, { runs: RUNS, settleMs: 60_000, quietMs: 10_000 });
+      const report = await runFaultScenario(scenario, { runs: RUNS, settleMs: 130_000, quietMs: 10_000 });
       const text = formatReport(report);
       console.log(text);
       expect(report.counts, text).toEqual({});
-    }, 240_000);
+    }, 300_000);
   }
 });
 
