@@ -111,37 +111,26 @@ function record(
   const { executor_id: executorId, ...result } = recorded;
   const kind = result.ok ? (result.no_result ? 'no_result' : 'ok') : 'error';
   state.messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(result) });
-  state.steps.push({
+  // What the run's step and its `tool_result` event both say of the call.
+  const shared = {
     turn,
     tool_call_id: call.id,
     tool: call.name,
     arguments: call.arguments,
     ok: result.ok,
-    ...(result.error ? { error_kind: result.error.kind } : {}),
     duration_ms: result.duration_ms,
     attempts: result.attempts,
     ...(result.truncated ? { truncated: true } : {}),
     kind,
     answered,
     ...(executorId ? { executor_id: executorId } : {}),
+  } as const;
+  state.steps.push({
+    ...shared,
+    ...(result.error ? { error_kind: result.error.kind } : {}),
     ...(result.ref ? { ref: result.ref } : {}),
   });
-  run.emit({
-    type: 'tool_result',
-    turn,
-    tool_call_id: call.id,
-    tool: call.name,
-    arguments: call.arguments,
-    ok: result.ok,
-    ...(result.error ? { error: result.error } : {}),
-    duration_ms: result.duration_ms,
-    attempts: result.attempts,
-    ...(result.truncated ? { truncated: true } : {}),
-    kind,
-    answered,
-    ...(executorId ? { executor_id: executorId } : {}),
-    result,
-  });
+  run.emit({ type: 'tool_result', ...shared, ...(result.error ? { error: result.error } : {}), result });
   if (result.ok) {
     const step = tickOff(state, call.name);
     if (step) run.emit({ type: 'step_done', step: { ...step } });
