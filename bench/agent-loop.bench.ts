@@ -42,7 +42,7 @@ import {
   type LoopHarness,
 } from './agent-loop/harness.js';
 import { stepsOf, type RunProbe, type StepSample } from './agent-loop/probe.js';
-import { TOOL_STEPS } from './agent-loop/task.js';
+import { taskInput, TOOL_STEPS } from './agent-loop/task.js';
 import { envInt } from './env.js';
 
 const TARGET_OVERHEAD_P50_MS = 3;
@@ -66,7 +66,7 @@ async function measurePhase(
   runs: number,
 ): Promise<PhaseFigures> {
   // Every run's input is unique, so the simulator plays a different conversation each time.
-  const runOnce = () => harness.run(config, `task #${++runSeq}`);
+  const runOnce = () => harness.run(config, taskInput(++runSeq));
   await closedLoop(async () => void (await runOnce()), Math.max(inFlight, Math.ceil(runs / 10)), inFlight);
   const probes: RunProbe[] = [];
   await harness.sim.take();

@@ -45,7 +45,7 @@ import { Dispatcher, RunControl, ToolCatalog } from '@agent-reach/scheduler';
 import { createKeys, type Keys } from '@agent-reach/protocol';
 import { callLedgerEntry, constants, createLogger, createRedis, waitReady } from '@agent-reach/shared';
 import { startSimHost, type SimHost } from './agent-loop/sim-host.js';
-import { AGENT as LOOP_AGENT, AGENTS_YAML, SCENARIO, TOOL_STEPS } from './agent-loop/task.js';
+import { AGENT as LOOP_AGENT, AGENTS_YAML, SCENARIO, taskInput, TOOL_STEPS } from './agent-loop/task.js';
 import { benchEnvironment, closedLoop, median } from './measure.js';
 import { deleteByPrefix, diffRedis, sampleRedis, type RedisDelta } from './redis-stats.js';
 import {
@@ -486,7 +486,7 @@ async function schedulerScaling(opts: {
     const runOnce = async () => {
       const runId = `run_${randomUUID()}`;
       const done = new Promise<void>((resolve, reject) => pending.set(runId, { resolve, reject }));
-      await c.start({ runId, agent: LOOP_AGENT, input: `task #${++seq}` });
+      await c.start({ runId, agent: LOOP_AGENT, input: taskInput(++seq) });
       await done;
       finished.push(runId);
     };

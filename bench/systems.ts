@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Queue, QueueEvents, Worker } from 'bullmq';
+import { Queue, QueueEvents, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { context, type Context } from '@opentelemetry/api';
 import { startExecutor } from '@agent-reach/executor';
@@ -62,6 +62,36 @@ function ids(seq: number, runBase: string): { runId: string; toolCallId: string 
   return { runId: `${runBase}-${Math.floor(seq / CALLS_PER_RUN)}`, toolCallId: `call_${seq}` };
 }
 
+/** A tool-call job as the dispatcher builds it, for the baselines. */
+function jobData(runId: string, toolCallId: string, args: string, replyTo: string): ToolCallJob {
+  const now = Date.now();
+  return {
+    v: WIRE_VERSION,
+    run_id: runId,
+    trace_id: runId,
+    agent: AGENT,
+    tool_call_id: toolCallId,
+    name: TOOL,
+    arguments: args,
+    deadline: now + 30_000,
+    reply_to: replyTo,
+    enqueued_at: now,
+  };
+}
+
+/** The baselines' processor: a result of the platform's shape and size, echoing the payload. */
+async function echoJob(job: Job<ToolCallJob>): Promise<ToolResult> {
+  return {
+    tool_call_id: job.data.tool_call_id,
+    name: job.data.name,
+    ok: true,
+    status: 'ok',
+    content: { echo: (JSON.parse(job.data.arguments) as { payload: string }).payload },
+    duration_ms: 0,
+    attempts: 1,
+  };
+}
+
 /**
  * BullMQ as one would use it directly: `Queue.add`, a `Worker` whose processor returns a result of the
  * platform's shape and size, and `job.waitUntilFinished(queueEvents)`. Job data and options mirror the
@@ -76,19 +106,11 @@ export async function startRawBullmq(options: SystemOptions): Promise<BenchSyste
   const conns = [connect(), connect(), connect()] as const;
   const [queueConn, workerConn, eventsConn] = conns;
   const queue = new Queue<ToolCallJob, ToolResult>(queueName, { connection: queueConn, prefix });
-  const worker = new Worker<ToolCallJob, ToolResult>(
-    queueName,
-    async (job) => ({
-      tool_call_id: job.data.tool_call_id,
-      name: job.data.name,
-      ok: true,
-      status: 'ok',
-      content: { echo: (JSON.parse(job.data.arguments) as { payload: string }).payload },
-      duration_ms: 0,
-      attempts: 1,
-    }),
-    { connection: workerConn, prefix, concurrency: options.concurrency },
-  );
+  const worker = new Worker<ToolCallJob, ToolResult>(queueName, echoJob, {
+    connection: workerConn,
+    prefix,
+    concurrency: options.concurrency,
+  });
   const events = new QueueEvents(queueName, { connection: eventsConn, prefix });
   // waitUntilFinished adds a 'closing' listener to the queue per waiting call.
   queue.setMaxListeners(0);
@@ -102,20 +124,7 @@ export async function startRawBullmq(options: SystemOptions): Promise<BenchSyste
     prefix,
     async call() {
       const { runId, toolCallId } = ids(seq++, runBase);
-      const now = Date.now();
-      const data: ToolCallJob = {
-        v: WIRE_VERSION,
-        run_id: runId,
-        trace_id: runId,
-        agent: AGENT,
-        tool_call_id: toolCallId,
-        name: TOOL,
-        arguments: args,
-        deadline: now + 30_000,
-        reply_to: replyTo,
-        enqueued_at: now,
-      };
-      const job = await queue.add(TOOL, data, {
+      const job = await queue.add(TOOL, jobData(runId, toolCallId, args, replyTo), {
         ...JOB_OPTS,
         jobId: toolJobId(runId, toolCallId),
         removeOnComplete: { count: 1000 },
@@ -129,6 +138,62 @@ export async function startRawBullmq(options: SystemOptions): Promise<BenchSyste
       await worker.close();
       await queue.obliterate({ force: true });
       await Promise.all([queue.close(), events.close()]);
+      await deleteByPrefix(queueConn, prefix);
+      await Promise.all(conns.map((c) => c.quit().catch(() => undefined)));
+    },
+  };
+}
+
+/**
+ * The least any design pays that keeps one BullMQ job per call: `Queue.add`, a `Worker` that takes the job
+ * and completes it (removed on completion, as the dispatcher's jobs are), and the caller told in this
+ * process by the worker's `completed` event, with no Redis round trip of its own. Nothing is verified,
+ * recorded or replied: it is the job's own Redis work, the floor under the platform's.
+ */
+export async function startJobFloor(options: SystemOptions): Promise<BenchSystem> {
+  const { redisUrl, payload } = options;
+  const prefix = `bench-job-${shortId()}`;
+  const queueName = createKeys(prefix).toolQueue(constants.DEFAULT_TOOL_GROUP);
+  const connect = () => new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const conns = [connect(), connect()] as const;
+  const [queueConn, workerConn] = conns;
+  const queue = new Queue<ToolCallJob, ToolResult>(queueName, { connection: queueConn, prefix });
+  const worker = new Worker<ToolCallJob, ToolResult>(queueName, echoJob, {
+    connection: workerConn,
+    prefix,
+    concurrency: options.concurrency,
+  });
+  const pending = new Map<string, (result: ToolResult) => void>();
+  worker.on('completed', (job, result) => {
+    if (job.id) pending.get(job.id)?.(result);
+  });
+  await Promise.all([queue.waitUntilReady(), worker.waitUntilReady()]);
+  const args = JSON.stringify({ payload });
+  const runBase = `run-${shortId()}`;
+  const replyTo = createKeys(prefix).replies(randomUUID());
+  let seq = 0;
+  return {
+    label: 'BullMQ job',
+    prefix,
+    async call() {
+      const { runId, toolCallId } = ids(seq++, runBase);
+      const jobId = toolJobId(runId, toolCallId);
+      const done = new Promise<ToolResult>((resolve) => pending.set(jobId, resolve));
+      await queue.add(TOOL, jobData(runId, toolCallId, args, replyTo), {
+        ...JOB_OPTS,
+        jobId,
+        removeOnComplete: true,
+      });
+      const result = await done;
+      pending.delete(jobId);
+      if (!result.ok || (result.content as { echo?: string }).echo !== payload) {
+        throw new Error(`BullMQ job ${toolCallId} returned ${JSON.stringify(result)}`);
+      }
+    },
+    async close() {
+      await worker.close();
+      await queue.obliterate({ force: true });
+      await queue.close();
       await deleteByPrefix(queueConn, prefix);
       await Promise.all(conns.map((c) => c.quit().catch(() => undefined)));
     },

@@ -3,10 +3,13 @@
  * Worker → QueueEvents) on one Redis, for a no-op tool with a few hundred bytes of arguments.
  *
  * Per round and system: throughput of a closed loop with IN_FLIGHT calls outstanding, then latency of
- * calls made one at a time. Systems alternate (raw, platform, raw, platform, …) and the median of rounds
- * is reported, because the machine is shared and noisy.
+ * calls made one at a time. A third system, the BullMQ job alone (add, take, complete, seen in process),
+ * is the floor under any design that keeps one BullMQ job per call. Systems take turns, each round starting
+ * with the next one, and the median of rounds is reported, because the machine is shared and noisy. Redis
+ * is a redis-server of the benchmark's own, so its CPU and commands are the systems' alone.
  *
- *   pnpm bench                       BENCH_CALLS (default 5000), BENCH_ROUNDS (default 5), REDIS_URL
+ *   pnpm bench      BENCH_CALLS (default 5000), BENCH_ROUNDS (default 5),
+ *                   BENCH_REDIS=shared to use REDIS_URL instead of a redis-server of its own
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -16,7 +19,8 @@ import { Redis } from 'ioredis';
 import { constants } from '@agent-reach/shared';
 import { benchEnvironment } from './measure.js';
 import type { RedisDelta } from './redis-stats.js';
-import { startPlatform, startRawBullmq, type BenchSystem } from './systems.js';
+import { startPrivateRedis } from './scale-out/processes.js';
+import { startJobFloor, startPlatform, startRawBullmq, type BenchSystem } from './systems.js';
 import { envInt } from './env.js';
 import {
   IN_FLIGHT,
@@ -29,24 +33,31 @@ import {
 const PAYLOAD_CHARS = 300;
 const TOP_COMMANDS = 12;
 
-function printTable(raw: Medians, platform: Medians): void {
-  const rows: Array<[string, number, number, number]> = [];
-  const row = (label: string, pick: (f: Medians) => number, digits: number) =>
-    rows.push([label, pick(raw), pick(platform), digits]);
-  row('throughput (calls/s)', (f) => f.throughputPerS, 0);
-  row(`latency @${IN_FLIGHT} p50 (ms)`, (f) => f.underLoad.p50, 2);
-  row(`latency @${IN_FLIGHT} p99 (ms)`, (f) => f.underLoad.p99, 2);
-  row('sequential p50 (ms)', (f) => f.sequential.p50, 3);
-  row('sequential p90 (ms)', (f) => f.sequential.p90, 3);
-  row('sequential p99 (ms)', (f) => f.sequential.p99, 3);
-  row('sequential mean (ms)', (f) => f.sequential.mean, 3);
-  row('node CPU / call (µs)', (f) => f.nodeCpuUsPerCall, 0);
-  row('redis CPU / call (µs)', (f) => f.redisCpuUsPerCall, 0);
-  row('redis commands / call', (f) => f.redisCommandsPerCall, 1);
+function printTable(raw: Medians, job: Medians, platform: Medians): void {
+  const rows: Array<[string, (f: Medians) => number, number]> = [
+    ['throughput (calls/s)', (f) => f.throughputPerS, 0],
+    [`latency @${IN_FLIGHT} p50 (ms)`, (f) => f.underLoad.p50, 2],
+    [`latency @${IN_FLIGHT} p99 (ms)`, (f) => f.underLoad.p99, 2],
+    ['sequential p50 (ms)', (f) => f.sequential.p50, 3],
+    ['sequential p90 (ms)', (f) => f.sequential.p90, 3],
+    ['sequential p99 (ms)', (f) => f.sequential.p99, 3],
+    ['sequential mean (ms)', (f) => f.sequential.mean, 3],
+    ['node CPU / call (µs)', (f) => f.nodeCpuUsPerCall, 0],
+    ['redis CPU / call (µs)', (f) => f.redisCpuUsPerCall, 0],
+    ['redis commands / call', (f) => f.redisCommandsPerCall, 1],
+  ];
   const fmt = (v: number, digits: number) =>
     v.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-  const header = ['', 'raw BullMQ', 'platform', 'platform/raw'];
-  const lines = rows.map(([label, r, p, digits]) => [label, fmt(r, digits), fmt(p, digits), fmt(p / r, 2)]);
+  const header = ['', 'raw BullMQ', 'BullMQ job', 'platform', 'platform/raw', 'platform/job', 'job/raw'];
+  const lines = rows.map(([label, pick, digits]) => [
+    label,
+    fmt(pick(raw), digits),
+    fmt(pick(job), digits),
+    fmt(pick(platform), digits),
+    fmt(pick(platform) / pick(raw), 2),
+    fmt(pick(platform) / pick(job), 2),
+    fmt(pick(job) / pick(raw), 2),
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? '').length)));
   const render = (cells: string[]) =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('   ');
@@ -64,7 +75,6 @@ function printCommands(label: string, delta: RedisDelta, calls: number): void {
 }
 
 async function main(): Promise<void> {
-  const redisUrl = process.env.REDIS_URL ?? constants.DEFAULT_REDIS_URL;
   const calls = envInt('BENCH_CALLS', 5000, 10);
   const rounds = envInt('BENCH_ROUNDS', 5, 1);
   const plan = {
@@ -75,69 +85,98 @@ async function main(): Promise<void> {
   };
   const payload = 'x'.repeat(PAYLOAD_CHARS);
   const concurrency = constants.DEFAULT_EXECUTOR_CONCURRENCY;
+  // Redis's CPU and commands are this benchmark's alone on a redis-server of its own; on a shared one
+  // (BENCH_REDIS=shared) every other client's work counts too.
+  const privateRedis = process.env.BENCH_REDIS === 'shared' ? undefined : await startPrivateRedis();
+  const redisUrl = privateRedis?.url ?? process.env.REDIS_URL ?? constants.DEFAULT_REDIS_URL;
   const admin = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
   const tmpDir = await mkdtemp(path.join(os.tmpdir(), 'agent-reach-bench-'));
   const systems: BenchSystem[] = [];
   const started = performance.now();
   try {
     const environment = await benchEnvironment((section) => admin.info(section));
-    const redisVersion = environment.redis;
     const raw = await startRawBullmq({ redisUrl, payload, concurrency });
     systems.push(raw);
+    const job = await startJobFloor({ redisUrl, payload, concurrency });
+    systems.push(job);
     const platform = await startPlatform({ redisUrl, payload, concurrency, tmpDir });
     systems.push(platform);
+    const named = [
+      ['raw', raw],
+      ['job', job],
+      ['platform', platform],
+    ] as const;
     console.log(
       `tool-call bench: ${calls} calls @ ${IN_FLIGHT} in flight (warm-up ${plan.warmup}), ` +
         `${plan.seqCalls} sequential (warm-up ${plan.seqWarmup}), ${rounds} rounds, ` +
         `worker concurrency ${concurrency}, arguments ${JSON.stringify({ payload }).length} B`,
     );
     console.log(
-      `node ${process.version}, redis ${redisVersion} at ${redisUrl}, ${os.cpus().length} CPUs, ${os.loadavg()[0]?.toFixed(2)} load`,
+      `node ${process.version}, redis ${environment.redis} ` +
+        `(${privateRedis ? 'a redis-server of its own, no persistence' : `shared, at ${redisUrl}`}), ` +
+        `${os.cpus().length} CPUs, ${os.loadavg()[0]?.toFixed(2)} load`,
     );
-    const figures = { raw: [] as RoundFigures[], platform: [] as RoundFigures[] };
+    const figures = { raw: [] as RoundFigures[], job: [] as RoundFigures[], platform: [] as RoundFigures[] };
     for (let round = 1; round <= rounds; round += 1) {
-      for (const [name, system] of [
-        ['raw', raw],
-        ['platform', platform],
-      ] as const) {
+      // Each round starts with the next system, so no system always runs after the same one.
+      for (let i = 0; i < named.length; i += 1) {
+        const [name, system] = named[(i + round - 1) % named.length] ?? named[0];
         const f = await measureRound(system, admin, plan);
         figures[name].push(f);
         console.log(
           `  round ${round} ${system.label.padEnd(10)} ${f.throughputPerS.toFixed(0).padStart(6)} calls/s   ` +
-            `sequential p50 ${f.sequential.p50.toFixed(3)} ms   p99 ${f.sequential.p99.toFixed(3)} ms`,
+            `sequential p50 ${f.sequential.p50.toFixed(3)} ms   p99 ${f.sequential.p99.toFixed(3)} ms   ` +
+            `redis CPU ${f.redisCpuUsPerCall.toFixed(0)} µs/call`,
         );
       }
     }
-    const med = { raw: medianFigures(figures.raw), platform: medianFigures(figures.platform) };
+    const med = {
+      raw: medianFigures(figures.raw),
+      job: medianFigures(figures.job),
+      platform: medianFigures(figures.platform),
+    };
     const ratios = {
       throughput: med.platform.throughputPerS / med.raw.throughputPerS,
       sequentialP50: med.platform.sequential.p50 / med.raw.sequential.p50,
       sequentialP99: med.platform.sequential.p99 / med.raw.sequential.p99,
       underLoadP50: med.platform.underLoad.p50 / med.raw.underLoad.p50,
+      redisCpu: med.platform.redisCpuUsPerCall / med.raw.redisCpuUsPerCall,
+      jobRedisCpu: med.job.redisCpuUsPerCall / med.raw.redisCpuUsPerCall,
+      platformOverJobRedisCpu: med.platform.redisCpuUsPerCall / med.job.redisCpuUsPerCall,
     };
     console.log(`\nmedian of ${rounds} rounds`);
-    printTable(med.raw, med.platform);
+    printTable(med.raw, med.job, med.platform);
     console.log(
-      'node CPU: this process (callers and worker/executor, all threads) under load; redis CPU: the server ' +
-        'under load; commands: per sequential call, Lua-internal calls included',
+      'raw BullMQ: Queue.add + Worker + QueueEvents.waitUntilFinished; BullMQ job: Queue.add + Worker, ' +
+        'completion seen in process (the floor of one BullMQ job per call); node CPU: this process ' +
+        '(callers and worker/executor, all threads) under load; redis CPU: the server under load; ' +
+        'commands: per sequential call, Lua-internal calls included',
     );
     console.log(
       `\nthroughput platform/raw ${ratios.throughput.toFixed(2)} (want >= 1.00), ` +
         `sequential p50 platform/raw ${ratios.sequentialP50.toFixed(2)} (want <= 1.00)`,
     );
+    console.log(
+      `redis CPU per call: platform/raw ${ratios.redisCpu.toFixed(2)}, BullMQ job/raw ` +
+        `${ratios.jobRedisCpu.toFixed(2)} (no design with one BullMQ job per call goes below that), ` +
+        `platform/BullMQ job ${ratios.platformOverJobRedisCpu.toFixed(2)}`,
+    );
     console.log(`\nredis commands per sequential call (last round; script-internal calls included)`);
-    const last = { raw: figures.raw.at(-1), platform: figures.platform.at(-1) };
-    if (last.raw) printCommands('raw', last.raw.redisCommands, plan.seqCalls);
-    if (last.platform) printCommands('platform', last.platform.redisCommands, plan.seqCalls);
+    for (const [name, system] of named) {
+      const last = figures[name].at(-1);
+      if (last) printCommands(system.label, last.redisCommands, plan.seqCalls);
+    }
 
     const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
     await mkdir(resultsDir, { recursive: true });
     const jsonPath = path.join(resultsDir, 'tool-call.json');
     const perCall = (d: RedisDelta | undefined) =>
       Object.fromEntries((d?.calls ?? []).map(([name, n]) => [name, n / plan.seqCalls]));
+    const withoutCommands = (rs: RoundFigures[]) => rs.map(({ redisCommands: _, ...f }) => f);
     const report = {
       date: new Date().toISOString(),
       environment,
+      redis: privateRedis ? 'private' : 'shared',
       settings: {
         ...plan,
         rounds,
@@ -148,12 +187,14 @@ async function main(): Promise<void> {
       median: med,
       ratios,
       rounds: {
-        raw: figures.raw.map(({ redisCommands: _, ...f }) => f),
-        platform: figures.platform.map(({ redisCommands: _, ...f }) => f),
+        raw: withoutCommands(figures.raw),
+        job: withoutCommands(figures.job),
+        platform: withoutCommands(figures.platform),
       },
       redisCommandsPerSequentialCall: {
-        raw: perCall(last.raw?.redisCommands),
-        platform: perCall(last.platform?.redisCommands),
+        raw: perCall(figures.raw.at(-1)?.redisCommands),
+        job: perCall(figures.job.at(-1)?.redisCommands),
+        platform: perCall(figures.platform.at(-1)?.redisCommands),
       },
       durationS: (performance.now() - started) / 1000,
     };
@@ -162,6 +203,7 @@ async function main(): Promise<void> {
   } finally {
     for (const system of systems.reverse()) await system.close();
     await admin.quit();
+    await privateRedis?.stop();
     await rm(tmpDir, { recursive: true, force: true });
   }
 }

@@ -35,6 +35,14 @@ export function benchScenario(latencyMs = 0): Scenario {
   };
 }
 
+/**
+ * The request of run `n`: a multi-step task, so the loop classifies it `multi_step` and plans, as the
+ * scenario's plan step expects.
+ */
+export function taskInput(n: number): string {
+  return `task #${n}: look up the first fact, then the second, then the third`;
+}
+
 /** Expected final answer, to check each run really went through all its steps. */
 export const FINAL_ANSWER = `Done: fact ${TOOL_STEPS}.`;
 
