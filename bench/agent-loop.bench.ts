@@ -2,7 +2,9 @@
  * Agent-loop benchmark: end-to-end runs of a 3-tool-step task (plan, three no-op tool turns, final answer)
  * against a zero-latency llm-sim, through the platform (AgentRunner → dispatcher → tool queue → executor →
  * reply) and, as the baseline, through the same `runAgent` loop with each tool run in-process by the
- * executor's `runTool` (no Redis on the path). Optionally a third configuration checkpoints every step to
+ * executor's `runTool` (no Redis on the path). A third configuration runs each call as a bare BullMQ job
+ * (add, a worker in this process running `runTool`, completion seen in process): the floor under any design
+ * that keeps one BullMQ job per call. Optionally a fourth configuration checkpoints every step to
  * Redis with `RunStore`.
  *
  * Per round, in-flight count (1, then IN_FLIGHT) and configuration: runs/s of a closed loop and, for every
@@ -213,6 +215,7 @@ async function main(): Promise<void> {
       levels.map(({ inFlight }) => {
         const base = get(`baseline@${inFlight}`);
         const plat = get(`platform@${inFlight}`);
+        const job = get(`job@${inFlight}`);
         const ckpt = med.get(`checkpoints@${inFlight}`);
         return [
           `inFlight${inFlight}`,
@@ -223,6 +226,10 @@ async function main(): Promise<void> {
               p99: plat.overheadMs.p99 - base.overheadMs.p99,
             },
             runsPerSPlatformOverBaseline: plat.runsPerS / base.runsPerS,
+            overheadP50PlatformOverBaseline: plat.overheadMs.p50 / base.overheadMs.p50,
+            overheadP50JobOverBaseline: job.overheadMs.p50 / base.overheadMs.p50,
+            overheadP50PlatformOverJob: plat.overheadMs.p50 / job.overheadMs.p50,
+            runsPerSJobOverBaseline: job.runsPerS / base.runsPerS,
             ...(ckpt
               ? {
                   checkpointsMinusPlatformOverheadMs: {
@@ -249,6 +256,12 @@ async function main(): Promise<void> {
           `platform - in-process p50 ${fmt(d.platformMinusBaselineOverheadMs.p50, 3)} ` +
           `p90 ${fmt(d.platformMinusBaselineOverheadMs.p90, 3)} p99 ${fmt(d.platformMinusBaselineOverheadMs.p99, 3)} ms; ` +
           `runs/s platform/in-process ${fmt(d.runsPerSPlatformOverBaseline, 2)}`,
+      );
+      console.log(
+        `     overhead/step p50 as a ratio to in-process: platform ${fmt(d.overheadP50PlatformOverBaseline, 2)}, ` +
+          `BullMQ job ${fmt(d.overheadP50JobOverBaseline, 2)} (the floor of one BullMQ job per call); ` +
+          `platform/BullMQ job ${fmt(d.overheadP50PlatformOverJob, 2)}; ` +
+          `runs/s BullMQ job/in-process ${fmt(d.runsPerSJobOverBaseline, 2)}`,
       );
       if (d.checkpointsMinusPlatformOverheadMs) {
         console.log(

@@ -15,7 +15,14 @@ import {
   type AgentLoopDeps,
   type RunState,
 } from '@agent-reach/scheduler';
-import { WIRE_VERSION, createKeys, type ToolCallJob } from '@agent-reach/protocol';
+import { Queue, Worker } from 'bullmq';
+import {
+  WIRE_VERSION,
+  createKeys,
+  toolJobId,
+  type ToolCallJob,
+  type ToolResult,
+} from '@agent-reach/protocol';
 import {
   constants,
   createLogger,
@@ -36,12 +43,16 @@ import { startSimHost, type SimHost, type SimMode } from './sim-host.js';
 import { AGENT, AGENTS_YAML, FINAL_ANSWER, noopTool, SCENARIO, TOOL_STEPS } from './task.js';
 import { recordingCheckpoint } from '../../test/helpers/ledger.js';
 
-/** The configurations compared: the same loop with tools in-process, through the platform, and durable. */
-export const CONFIGS = ['baseline', 'platform', 'checkpoints'] as const;
+/**
+ * The configurations compared: the same loop with tools in-process, with each call a bare BullMQ job (the
+ * floor under any design that keeps one BullMQ job per call), through the platform, and durable.
+ */
+export const CONFIGS = ['baseline', 'job', 'platform', 'checkpoints'] as const;
 export type ConfigName = (typeof CONFIGS)[number];
 
 export const CONFIG_LABELS: Record<ConfigName, string> = {
   baseline: 'in-process',
+  job: 'BullMQ job',
   platform: 'platform',
   checkpoints: 'platform+ckpt',
 };
@@ -151,6 +162,12 @@ export async function startLoopHarness(options: {
         );
       },
     };
+    const jobs = await startJobDispatcher(redisUrl, `${prefix}-job`, config.executor.concurrency, (job) =>
+      inProcess.dispatch({ runId: job.run_id, traceId: job.trace_id, agent: job.agent }, [
+        { toolCallId: job.tool_call_id, name: job.name, arguments: job.arguments },
+      ]),
+    );
+    closers.push(() => jobs.close());
     const noneOpen = { openTools: async () => new Set<string>() };
 
     const check = (probe: RunProbe, outcome: unknown, state: RunState) => {
@@ -173,7 +190,7 @@ export async function startLoopHarness(options: {
         const probe = new RunProbe(input);
         probes.set(input, probe);
         try {
-          if (name === 'baseline') {
+          if (name === 'baseline' || name === 'job') {
             const state = createRunState({
               runId: `run_${randomUUID()}`,
               agent: AGENT,
@@ -182,7 +199,7 @@ export async function startLoopHarness(options: {
             });
             const outcome = await runAgent(state, {
               llm,
-              dispatcher: inProcess,
+              dispatcher: name === 'job' ? jobs.dispatcher : inProcess,
               catalog: runner.catalog,
               breakers: noneOpen,
               agent,
@@ -223,6 +240,71 @@ export async function startLoopHarness(options: {
     await closeAll(closers);
     throw err;
   }
+}
+
+/**
+ * Each call a bare BullMQ job: `Queue.add` on a queue of its own, a `Worker` in this process running the
+ * call as the in-process configuration does, the caller told by the worker's `completed` event (no Redis
+ * round trip of its own). Nothing recorded, verified or replied through Redis.
+ */
+async function startJobDispatcher(
+  redisUrl: string,
+  prefix: string,
+  concurrency: number,
+  run: (job: ToolCallJob) => Promise<ToolResult[]>,
+): Promise<{ dispatcher: AgentLoopDeps['dispatcher']; close(): Promise<void> }> {
+  const queueName = createKeys(prefix).toolQueue(constants.DEFAULT_TOOL_GROUP);
+  const conns = [createRedis(redisUrl, 'worker'), createRedis(redisUrl, 'worker')] as const;
+  const queue = new Queue<ToolCallJob, ToolResult>(queueName, { connection: conns[0], prefix });
+  const worker = new Worker<ToolCallJob, ToolResult>(
+    queueName,
+    async (job) => {
+      const [result] = await run(job.data);
+      if (!result) throw new Error(`no result for ${job.data.tool_call_id}`);
+      return result;
+    },
+    { connection: conns[1], prefix, concurrency },
+  );
+  const pending = new Map<string, (result: ToolResult) => void>();
+  worker.on('completed', (job, result) => {
+    if (job.id) pending.get(job.id)?.(result);
+  });
+  await Promise.all([queue.waitUntilReady(), worker.waitUntilReady()]);
+  return {
+    dispatcher: {
+      async dispatch(run, calls) {
+        const now = Date.now();
+        return Promise.all(
+          calls.map(async (call) => {
+            const jobId = toolJobId(run.runId, call.toolCallId);
+            const done = new Promise<ToolResult>((resolve) => pending.set(jobId, resolve));
+            const data: ToolCallJob = {
+              v: WIRE_VERSION,
+              run_id: run.runId,
+              trace_id: run.traceId,
+              agent: run.agent,
+              tool_call_id: call.toolCallId,
+              name: call.name,
+              arguments: call.arguments,
+              deadline: now + 30_000,
+              reply_to: '',
+              enqueued_at: now,
+            };
+            await queue.add(call.name, data, { jobId, removeOnComplete: true });
+            const result = await done;
+            pending.delete(jobId);
+            return result;
+          }),
+        );
+      },
+    },
+    async close() {
+      await worker.close();
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      await Promise.all(conns.map((c) => c.quit().catch(() => undefined)));
+    },
+  };
 }
 
 export type ExecutorMode = 'inline' | 'process';
