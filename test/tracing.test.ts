@@ -3,7 +3,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startExecutorWith, startSchedulerChild, type Child } from './helpers/processes.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './helpers/otlp-receiver.js';
 import { waitFor } from './helpers/redis.js';
+import { freePort } from './helpers/redis-server.js';
 import { startRunsHarness, testEnv } from './helpers/runs.js';
+
+/** Stops the processes, then the harness and the receiver. */
+async function stopAll(
+  children: Child[],
+  h: { close(): Promise<void> } | undefined,
+  receiver: OtlpReceiver | undefined,
+): Promise<void> {
+  for (const c of children) c.kill('SIGTERM');
+  await Promise.all(children.map((c) => c.exited));
+  await h?.close();
+  await receiver?.close();
+}
 
 /** OTLP span kinds. */
 const KIND = { internal: 1, client: 3, producer: 4, consumer: 5 } as const;
@@ -63,12 +76,7 @@ describe('OpenTelemetry traces of a run across scheduler and executor processes 
     );
   }, 60_000);
 
-  afterAll(async () => {
-    for (const c of children) c.kill('SIGTERM');
-    await Promise.all(children.map((c) => c.exited));
-    await h?.close();
-    await receiver?.close();
-  });
+  afterAll(() => stopAll(children, h, receiver));
 
   const one = (name: string) => {
     const found = spans.filter((s) => s.name === name);
@@ -181,5 +189,73 @@ describe('OpenTelemetry traces of a run across scheduler and executor processes 
         attributes: { 'gen_ai.tool.name': 'always_failing', 'agent_reach.breaker.state': 'open' },
       },
     ]);
+  });
+});
+
+describe("a run started over HTTP with the caller's traceparent (real scheduler process, OTLP receiver)", () => {
+  let h: Awaited<ReturnType<typeof startRunsHarness>>;
+  let receiver: OtlpReceiver;
+  let children: Child[] = [];
+  let apiUrl: string;
+  const apiKey = 'trace-key-0123456789abcdef';
+
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    h = await startRunsHarness({}, { executor: false, scheduler: false });
+    h.sim.addScenario({ name: 'hello', turns: [{ content: 'hello' }] });
+    const port = await freePort();
+    apiUrl = `http://127.0.0.1:${port}`;
+    const env = testEnv(h.prefix, h.sim, {
+      OPENAI_MODEL: 'hello',
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      API_KEYS: `tracer:${apiKey}`,
+      API_PORT: String(port),
+      API_HOST: '127.0.0.1',
+    });
+    children = [startExecutorWith(env), startSchedulerChild(env)];
+    await Promise.all(children.map((c) => c.ready));
+  }, 60_000);
+
+  afterAll(() => stopAll(children, h, receiver));
+
+  const startRun = async (traceparent: string) => {
+    const res = await fetch(`${apiUrl}/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json', traceparent },
+      body: JSON.stringify({ agent: 'test_agent', input: 'hi' }),
+    });
+    expect(res.status, await res.clone().text()).toBe(201);
+    const run = (await res.json()) as { run_id: string; trace_id: string };
+    expect(await h.control.wait(run.run_id, 30_000)).toMatchObject({ status: 'succeeded' });
+    const root = await waitFor(
+      () =>
+        receiver.spans.find(
+          (s) => s.name === 'invoke_agent test_agent' && s.attributes['agent_reach.run.id'] === run.run_id,
+        ),
+      20_000,
+      "the run's root span at the receiver",
+    );
+    return { run, root };
+  };
+
+  it("joins the caller's trace: the run's trace id is the caller's and its root span a child of the caller's span", async () => {
+    const callerTrace = randomUUID().replace(/-/g, '');
+    const callerSpan = randomUUID().replace(/-/g, '').slice(0, 16);
+    const { run, root } = await startRun(`00-${callerTrace}-${callerSpan}-01`);
+    expect(run.trace_id).toBe(callerTrace);
+    expect(root).toMatchObject({ traceId: callerTrace, parentSpanId: callerSpan });
+    const chat = receiver.spans.filter(
+      (s) => s.traceId === callerTrace && s.name.startsWith('chat ') && s.parentSpanId === root.spanId,
+    );
+    expect(chat.length, "the run's model call under its root span").toBeGreaterThanOrEqual(1);
+  });
+
+  it('ignores a malformed traceparent, as W3C Trace Context asks: the run starts a trace of its own', async () => {
+    const { run, root } = await startRun(`00-${'0'.repeat(32)}-${'a'.repeat(16)}-01`);
+    expect(run.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(run.trace_id).not.toBe('0'.repeat(32));
+    expect(root).toMatchObject({ traceId: run.trace_id, parentSpanId: '' });
   });
 });

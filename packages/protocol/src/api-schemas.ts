@@ -93,6 +93,13 @@ export const CreateRunHeaders = Type.Object({
       description: 'the same key (per API key, 24 h) returns the same run; with another body, 409',
     }),
   ),
+  traceparent: Type.Optional(
+    Type.String({
+      maxLength: 512,
+      description:
+        "the caller's span (W3C Trace Context): the run joins its trace and its root span is a child of it; a malformed value is ignored, as the standard asks",
+    }),
+  ),
 });
 
 export const MessageBody = Type.Object(

@@ -7,6 +7,12 @@ export const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 export const RUN_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 
 /** Tool call ids as the platform records them (the loop rewrites any other id a model sends). */
+/**
+ * A W3C `traceparent` (version 00): trace id, parent span id, flags; all-zero ids are invalid.
+ * https://www.w3.org/TR/trace-context/#traceparent-header
+ */
+export const TRACEPARENT_PATTERN = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
+
 export const TOOL_CALL_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Session ids: the same alphabet as run ids (they name Redis keys). */

@@ -1,4 +1,4 @@
-import { RUN_ID_PATTERN } from './ids.js';
+import { RUN_ID_PATTERN, TRACEPARENT_PATTERN } from './ids.js';
 import { renameVersion1Fields, WIRE_VERSION } from './version.js';
 
 /**
@@ -15,6 +15,11 @@ export interface RunJobData {
   /** The model to use instead of the scheduler's default. */
   model?: string;
   trace_id?: string;
+  /**
+   * The caller's span, as a W3C `traceparent`: the run's root span becomes its child, and the run's trace
+   * is the caller's (its trace id must then be `trace_id`).
+   */
+  trace_parent?: string;
   metadata?: Record<string, string>;
   /** Epoch ms the run was created (by the API or the library): the run keeps it as its `createdAt`. */
   created_at?: number;
@@ -33,6 +38,7 @@ export const RUN_JOB_SCHEMA = {
     session_id: { type: 'string', minLength: 1 },
     model: { type: 'string', minLength: 1 },
     trace_id: { type: 'string', minLength: 1 },
+    trace_parent: { type: 'string', pattern: TRACEPARENT_PATTERN.source },
     metadata: { type: 'object', additionalProperties: { type: 'string' } },
     created_at: { type: 'integer', minimum: 0 },
   },
@@ -41,7 +47,8 @@ export const RUN_JOB_SCHEMA = {
 /** The data of a run's job, with its version and without the optional fields left unset. */
 export function runJob(
   fields: Pick<RunJobData, 'run_id' | 'agent' | 'input'> & {
-    [K in 'session_id' | 'model' | 'trace_id' | 'metadata' | 'created_at']?: RunJobData[K] | undefined;
+    [K in 'session_id' | 'model' | 'trace_id' | 'trace_parent' | 'metadata' | 'created_at']?:
+      RunJobData[K] | undefined;
   },
 ): RunJobData {
   return {
@@ -52,6 +59,7 @@ export function runJob(
     ...(fields.session_id ? { session_id: fields.session_id } : {}),
     ...(fields.model ? { model: fields.model } : {}),
     ...(fields.trace_id ? { trace_id: fields.trace_id } : {}),
+    ...(fields.trace_parent ? { trace_parent: fields.trace_parent } : {}),
     ...(fields.metadata ? { metadata: fields.metadata } : {}),
     ...(fields.created_at !== undefined ? { created_at: fields.created_at } : {}),
   };

@@ -49,6 +49,8 @@ export interface StartRun {
   input: string;
   runId?: string;
   traceId?: string;
+  /** The caller's span, as a W3C `traceparent`: the run joins its trace, its root span a child of it. */
+  traceParent?: string;
   history?: ChatMessage[];
   summary?: CompactionSummary;
   steps?: TaskStep[];
@@ -147,7 +149,8 @@ export class AgentRunner {
     const runId = req.runId ?? `run_${randomUUID()}`;
     return createRunState({
       runId,
-      traceId: req.traceId ?? randomUUID().replace(/-/g, ''),
+      traceId: req.traceId ?? req.traceParent?.split('-')[1] ?? randomUUID().replace(/-/g, ''),
+      ...(req.traceParent ? { traceParent: req.traceParent } : {}),
       agent: req.agent,
       input: req.input,
       deadlineMs:

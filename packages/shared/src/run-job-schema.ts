@@ -1,5 +1,10 @@
 import AjvModule from 'ajv';
-import { RUN_JOB_SCHEMA, UnsupportedVersionError, WIRE_VERSION } from '@agent-reach/protocol';
+import {
+  RUN_JOB_SCHEMA,
+  UnsupportedVersionError,
+  WIRE_VERSION,
+  type RunJobData,
+} from '@agent-reach/protocol';
 
 const Ajv = AjvModule.default;
 
@@ -7,7 +12,13 @@ const validateRunJob = new Ajv({ allErrors: true, strict: true }).compile(RUN_JO
 
 /** Every problem of a job's data, each naming the field; empty when the data is a valid run job. */
 export function runJobProblems(data: unknown): string[] {
-  if (validateRunJob(data)) return [];
+  if (validateRunJob(data)) {
+    const { trace_id: traceId, trace_parent: traceParent } = data as RunJobData;
+    const parentTrace = traceParent?.split('-')[1];
+    return parentTrace && traceId && parentTrace !== traceId
+      ? [`trace_parent names trace ${parentTrace}, but trace_id is ${traceId}: a run has one trace`]
+      : [];
+  }
   const v = (data as { v?: unknown } | null)?.v;
   return (validateRunJob.errors ?? []).map((e) => {
     // A job of another release names its version, not a schema keyword (version-1 jobs were upgraded

@@ -43,6 +43,8 @@ export const tracer: Tracer = /* @__PURE__ */ trace.getTracer(TRACER_NAME);
 export interface TracedRun {
   runId: string;
   traceId: string;
+  /** The caller's span (W3C `traceparent`), parent of the run's root span. */
+  traceParent?: string;
 }
 
 const TRACE_ID = /^[0-9a-f]{32}$/;
@@ -112,8 +114,17 @@ export function emitRunSpan(run: TracedRun, finished: RunSpan): void {
   fixedIds = { traceId: otelTraceId(run.traceId), spanId: runSpanId(run.runId) };
   let span: Span;
   try {
-    span = tracer.startSpan(`invoke_agent ${finished.agent}`, {
-      root: true,
+    // Under the caller's span when the run came with one of the same trace, else a trace's root.
+    // Sampled as the run's own spans were (`runTraceContext`), whatever the caller's flags said.
+    const caller = trace.getSpanContext(carriedContext({ traceparent: run.traceParent }));
+    const parented = caller?.traceId === fixedIds.traceId;
+    const parent = caller
+      ? trace.setSpanContext(ROOT_CONTEXT, {
+          ...caller,
+          traceFlags: sampledTrace(caller.traceId) ? TraceFlags.SAMPLED : TraceFlags.NONE,
+        })
+      : ROOT_CONTEXT;
+    const options = {
       kind: SpanKind.INTERNAL,
       startTime: finished.startedAt,
       attributes: {
@@ -125,7 +136,10 @@ export function emitRunSpan(run: TracedRun, finished: RunSpan): void {
         'agent_reach.run.reason': finished.reason,
         ...finished.attributes,
       },
-    });
+    };
+    span = parented
+      ? tracer.startSpan(`invoke_agent ${finished.agent}`, options, parent)
+      : tracer.startSpan(`invoke_agent ${finished.agent}`, { ...options, root: true });
   } finally {
     fixedIds = undefined;
   }

@@ -4,7 +4,7 @@ import { ApiError, notFound } from './errors.js';
 import { bodyHash } from './idempotency.js';
 import type { ApiContext } from './options.js';
 import { loadRun, queuedView } from './run-view.js';
-import { runJob, type RunView } from '@agent-reach/protocol';
+import { runJob, TRACEPARENT_PATTERN, type RunView } from '@agent-reach/protocol';
 
 /** A run to start, as `POST /v1/runs` and `POST /v1/sessions/:id/messages` receive it. */
 export interface StartRunInput {
@@ -27,6 +27,7 @@ export async function startRun(
   principal: Principal,
   req: StartRunInput,
   idempotencyKey?: string,
+  traceparent?: string,
 ): Promise<{ run: RunView; created: boolean }> {
   const { control, agents, redis, keys } = ctx.deps;
   assertAgentAllowed(principal, req.agent);
@@ -38,9 +39,12 @@ export async function startRun(
     throw notFound(`session ${req.session_id}`);
 
   const derived = idempotencyKey === undefined ? undefined : idempotentIds(principal.id, idempotencyKey);
+  // A caller's valid `traceparent` makes the run part of its trace; a malformed one is ignored (W3C).
+  const parent = traceparent !== undefined && TRACEPARENT_PATTERN.test(traceparent) ? traceparent : undefined;
   const data = runJob({
     run_id: derived?.runId ?? `run_${randomUUID()}`,
-    trace_id: derived?.traceId ?? randomUUID().replace(/-/g, ''),
+    trace_id: parent?.split('-')[1] ?? derived?.traceId ?? randomUUID().replace(/-/g, ''),
+    trace_parent: parent,
     agent: req.agent,
     input: req.input,
     session_id: req.session_id,
@@ -66,7 +70,7 @@ export async function startRun(
       // Claimed by a request that never queued its run: queue it now, under the id the claim names.
       created = false;
       data.run_id = claim.existing.runId;
-      data.trace_id = createHash('sha256').update(data.run_id).digest('hex').slice(0, 32);
+      if (!parent) data.trace_id = createHash('sha256').update(data.run_id).digest('hex').slice(0, 32);
       break;
     }
   }

@@ -36,6 +36,8 @@ export interface RunState {
   v: 1;
   runId: string;
   traceId: string;
+  /** The caller's span (W3C `traceparent`) the run's root span is a child of, when it came with one. */
+  traceParent?: string;
   agent: string;
   input: string;
   sessionId?: string;
@@ -86,6 +88,7 @@ export function retarget(summary: CompactionSummary, goal: string): CompactionSu
 export function createRunState(init: {
   runId: string;
   traceId?: string;
+  traceParent?: string;
   agent: string;
   input: string;
   deadlineMs: number;
@@ -105,6 +108,7 @@ export function createRunState(init: {
     v: 1,
     runId: init.runId,
     traceId: init.traceId ?? init.runId,
+    ...(init.traceParent ? { traceParent: init.traceParent } : {}),
     agent: init.agent,
     input: init.input,
     ...(init.sessionId ? { sessionId: init.sessionId } : {}),

@@ -114,6 +114,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         input: data.input,
         runId,
         ...(data.trace_id ? { traceId: data.trace_id } : {}),
+        ...(data.trace_parent ? { traceParent: data.trace_parent } : {}),
         ...(data.session_id ? { sessionId: data.session_id } : {}),
         ...(data.metadata ? { metadata: data.metadata } : {}),
         ...(typeof data.created_at === 'number' && Number.isFinite(data.created_at)

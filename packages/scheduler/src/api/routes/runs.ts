@@ -31,7 +31,7 @@ type Params = { id: string };
 export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const { control } = ctx.deps;
 
-  app.post<{ Body: CreateRunBody; Headers: { 'idempotency-key'?: string } }>(
+  app.post<{ Body: CreateRunBody; Headers: { 'idempotency-key'?: string; traceparent?: string } }>(
     '/v1/runs',
     {
       schema: {
@@ -54,6 +54,7 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
         principal,
         request.body,
         request.headers['idempotency-key'],
+        request.headers.traceparent,
       );
       return reply.code(created ? 201 : 200).send(run);
     },

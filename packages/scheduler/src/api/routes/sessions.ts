@@ -78,7 +78,11 @@ export function sessionRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
   );
 
-  app.post<{ Params: { id: string }; Body: MessageBody; Headers: { 'idempotency-key'?: string } }>(
+  app.post<{
+    Params: { id: string };
+    Body: MessageBody;
+    Headers: { 'idempotency-key'?: string; traceparent?: string };
+  }>(
     '/v1/sessions/:id/messages',
     {
       schema: {
@@ -100,6 +104,7 @@ export function sessionRoutes(app: FastifyInstance, ctx: ApiContext): void {
         principal,
         { ...request.body, session_id: request.params.id },
         request.headers['idempotency-key'],
+        request.headers.traceparent,
       );
       return reply.code(created ? 201 : 200).send(run);
     },
