@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -334,5 +334,23 @@ describe('workflows as live configuration across running processes', { timeout: 
       / {2}report +skipped +test_agent after lookup, slow {2}\(node lookup failed\)/,
     );
     expect(shown.stdout).toContain(`error: node lookup (agent test_agent) failed: ${error}`);
+  });
+
+  it('applies one file that holds both agents and workflows, and refuses it together with --workflows', async () => {
+    const agents = await readFile(TEST_AGENTS, 'utf8');
+    const fleet = await write('fleet.yaml', `${agents}\n${workflowsYaml('v4', PAIR)}\n`);
+    const applied = await cli('config', 'apply', fleet);
+    expect(applied.stdout).toBe(`published configuration version 4 with 2 workflows (${fleet})\n`);
+    expect(applied.code).toBe(0);
+    const v2 = path.join(dir, 'v2.yaml');
+    const both = await cli('config', 'apply', fleet, '--workflows', v2);
+    expect(both.code).toBe(4);
+    expect(both.stderr).toContain(
+      `problem: ${fleet}: declares workflows, and ${v2} is given too: use one of them`,
+    );
+    expect(both.stderr).toContain('refused: configuration version 4 stays in force');
+    await allAt(4);
+    const done = await ended(await start('pair', 'from one file'));
+    expect(done).toMatchObject({ status: 'succeeded', config_version: 4 });
   });
 });
