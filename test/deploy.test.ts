@@ -422,7 +422,7 @@ describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafa
     }
   });
 
-  it('charts every required signal: calls, errors, latency, retries, breakers, queues, runs, steps, LLM, guards, throughput', () => {
+  it('charts every required signal: calls, errors, latency, retries, breakers, queues, runs, steps, LLM, guards, throughput, group limits, config version', () => {
     const exprs = dashboardFiles.flatMap((f) =>
       allPanels(JSON.parse(read(f)) as { panels?: DashboardPanel[] }).flatMap((p) =>
         (p.targets ?? []).map((t) => t.expr ?? ''),
@@ -446,6 +446,10 @@ describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafa
       'LLM tokens': /agent_reach_llm_tokens_total/,
       'guard firings': /agent_reach_guard_firings_total/,
       'executor throughput per instance': /sum by \(instance\) \(rate\(agent_reach_tool_calls_total/,
+      'tool group concurrency limit': /agent_reach_tool_group_concurrency_limit\b/,
+      'tool group rate limit':
+        /agent_reach_tool_group_rate_limit_max \/ agent_reach_tool_group_rate_limit_window_seconds/,
+      'configuration version per process': /agent_reach_config_version\b/,
     };
     const missing = Object.entries(required)
       .filter(([, pattern]) => !charted(pattern))

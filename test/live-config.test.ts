@@ -18,6 +18,7 @@ import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
 import { Dispatcher, RunControl, ToolCatalog } from '@agent-reach/scheduler';
 import { seedCalls, seedRun } from './helpers/ledger.js';
 import {
+  atConfigVersion,
   ROOT,
   startExecutorWith,
   startSchedulerChild,
@@ -25,7 +26,7 @@ import {
   type Child,
 } from './helpers/processes.js';
 import { REDIS_URL, testRedis, waitFor } from './helpers/redis.js';
-import { testEnv } from './helpers/runs.js';
+import { apiEnv, testEnv } from './helpers/runs.js';
 
 const exec = promisify(execFile);
 const BIN = path.join(ROOT, 'packages/cli/bin/agent-reach.js');
@@ -66,16 +67,7 @@ describe('live configuration across running processes', { timeout: 120_000 }, ()
     return new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1];
   };
   /** Waits until both processes run under `version` (their own /metrics say so). */
-  const bothAt = async (version: number) => {
-    const ports = [(await executor.ready).metricsPort, (await scheduler.ready).metricsPort];
-    for (const port of ports) {
-      await waitFor(
-        async () => (await metric(port, 'agent_reach_config_version')) === String(version),
-        15_000,
-        `config version ${version} on port ${String(port)}`,
-      );
-    }
-  };
+  const bothAt = (version: number) => atConfigVersion([executor, scheduler], version);
   let seq = 0;
   /** One call by `agent`, recorded in a run's ledger first as a scheduler does, run by the executor process. */
   const call = async (agent: string, name: string, args: object): Promise<ToolResult> => {
@@ -107,9 +99,7 @@ describe('live configuration across running processes', { timeout: 120_000 }, ()
     sim = await startLlmSim({ scenarios: [{ name: 'echo', turns: [{ content: 'hello' }] }] });
     env = testEnv(t.prefix, sim, {
       AGENTS_FILE: file,
-      API_KEYS: `test:${API_KEY}`,
-      API_PORT: '0',
-      API_HOST: '127.0.0.1',
+      ...apiEnv(API_KEY),
       LOG_LEVEL: 'warn',
     });
     executor = startExecutorWith(env);
@@ -260,6 +250,54 @@ describe('live configuration in one process', { timeout: 30_000 }, () => {
       expect(again).toBe(published);
       await waitFor(() => live.agents.agents.has('c'), 5000, 'the document published afresh');
       expect(live.agents.agents.has('b')).toBe(false);
+    } finally {
+      await live.close();
+    }
+  });
+
+  it('takes up a valid change of the workflows file, keeps the definitions in force on a cyclic one, and logs every problem', async () => {
+    // Nothing published: the test before left a version behind.
+    await t.redis.del(t.keys.config);
+    const agents = path.join(dir, 'wf-agents.yaml');
+    const workflows = path.join(dir, 'wf-workflows.yaml');
+    await writeFile(agents, 'agents:\n  - name: a\n    tools: [noop]\n');
+    await writeFile(workflows, 'workflows:\n  - name: one\n    nodes: [{ id: x, agent: a }]\n');
+    const lines: string[] = [];
+    const logger = createLogger('test', { level: 'info' }, { write: (line: string) => lines.push(line) });
+    const live = await LiveConfig.start({
+      redis: t.redis,
+      keys: t.keys,
+      file: agents,
+      workflowsFile: workflows,
+      logger,
+      filePollMs: 50,
+    });
+    try {
+      expect([...live.workflows.workflows.keys()]).toEqual(['one']);
+      await writeFile(
+        workflows,
+        'workflows:\n  - name: one\n    nodes: [{ id: x, agent: a }]\n  - name: two\n    nodes: [{ id: y, agent: a }]\n',
+      );
+      await waitFor(() => live.workflows.workflows.has('two'), 5000, 'the new workflow');
+      await writeFile(
+        workflows,
+        [
+          'workflows:',
+          '  - name: three',
+          '    nodes:',
+          "      - { id: p, agent: a, depends_on: [q], input: 'p' }",
+          "      - { id: q, agent: b, depends_on: [p], input: 'q' }",
+        ].join('\n'),
+      );
+      const refused = await waitFor(
+        () => lines.find((l) => l.includes('changed workflows file refused')),
+        5000,
+        'the refusal',
+      );
+      expect(refused).toContain('depends_on has a cycle: p → q → p');
+      expect(refused).toContain('agent \\"b\\" is not declared in the agents file');
+      expect([...live.workflows.workflows.keys()]).toEqual(['one', 'two']);
+      expect(live.current().version).toBe(0);
     } finally {
       await live.close();
     }

@@ -65,3 +65,17 @@ export function startSchedulerChild(env: Record<string, string>): Child {
 export function startExecutorWith(env: Record<string, string>): Child {
   return startChild('packages/executor/src/main.ts', env);
 }
+
+/** Waits until every child runs under configuration `version` (its own /metrics says so). */
+export async function atConfigVersion(children: Child[], version: number): Promise<void> {
+  for (const child of children) {
+    const port = String((await child.ready).metricsPort);
+    const end = Date.now() + 15_000;
+    for (;;) {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      if (/^agent_reach_config_version (\d+)$/m.exec(text)?.[1] === String(version)) break;
+      if (Date.now() > end) throw new Error(`config version ${version} not reached on port ${port}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  }
+}

@@ -30,6 +30,11 @@ export function testEnv(
   };
 }
 
+/** The environment of a scheduler serving the HTTP API with one key, on a free local port. */
+export function apiEnv(apiKey: string): Record<string, string> {
+  return { API_KEYS: `test:${apiKey}`, API_PORT: '0', API_HOST: '127.0.0.1' };
+}
+
 /** llm-sim, an executor and a scheduler in this process, a RunControl, on a prefix of their own. */
 export async function startRunsHarness(
   extra: Record<string, string> = {},

@@ -1,40 +1,62 @@
-import { readFileSync } from 'node:fs';
 import { createKeys, type AgentReachError } from '@agent-reach/protocol';
 import {
   liveAnnouncements,
-  parseAgents,
+  parseConfigDocument,
   publishConfig,
+  readConfigFile,
   readPublishedConfig,
   redisTimeMs,
+  workflowsFileOf,
+  type WorkflowsSource,
 } from '@agent-reach/shared';
 import { localRegistry } from './config-check.js';
 import type { CliContext } from './context.js';
 
-/** What `config apply` did: the version published, or the problems that refused the file. */
+/** What `config apply` did: the version published, or the problems that refused the files. */
 export type ApplyOutcome =
-  | { published: true; version: number }
+  | {
+      published: true;
+      version: number;
+      /** How many workflows the version declares, and where they came from, in words. */
+      workflows: { count: number; from: string };
+    }
   | { published: false; problems: string[]; inForce: number | undefined };
 
 /**
- * Validates an agents file and publishes it as the fleet's next configuration version. The tools it names
- * are checked against the live executors' catalog (or, with no executor live, against the tools an
- * executor started with this environment would register). A file with any problem is refused as a
- * whole, every problem listed, and the version in force stays.
+ * Validates an agents file, and the workflows that go with it, and publishes both as the fleet's next
+ * configuration version. The tools it names are checked against the live executors' catalog (or, with no
+ * executor live, against the tools an executor started with this environment would register); the
+ * workflows' agents against the agents of the same file. The workflows are, in order: those the file
+ * itself declares (a `workflows` key, as `config show` prints a version), else `workflowsFile`, else the
+ * ones in force, kept (the published version's, or the local workflows file while nothing published
+ * carries workflows). Anything wrong refuses the whole apply, every problem listed, and the version in
+ * force stays.
  */
 export async function configApply(
   ctx: CliContext,
   env: Record<string, string | undefined>,
   file: string,
+  options: { workflowsFile?: string } = {},
 ): Promise<ApplyOutcome> {
   const keys = createKeys(ctx.config.keyPrefix);
-  const inForce = (await readPublishedConfig(ctx.redis, keys))?.version;
-  const refuse = (problems: string[]): ApplyOutcome => ({ published: false, problems, inForce });
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    return refuse([`${file}: cannot read agents file: ${(err as Error).message}`]);
-  }
+  const inForce = await readPublishedConfig(ctx.redis, keys);
+  const refuse = (problems: string[]): ApplyOutcome => ({
+    published: false,
+    problems,
+    inForce: inForce?.version,
+  });
+  const read = (path: string, what: string): { doc?: unknown; problem?: string } => {
+    try {
+      return { doc: readConfigFile(path, what) };
+    } catch (err) {
+      return { problem: (err as Error).message };
+    }
+  };
+  const agentsDoc = read(file, 'agents file');
+  const workflowsDoc = options.workflowsFile ? read(options.workflowsFile, 'workflows file') : undefined;
+  const unreadable = [agentsDoc.problem, workflowsDoc?.problem].filter((p): p is string => !!p);
+  if (unreadable.length > 0) return refuse(unreadable);
+
   const [catalog, time] = await Promise.all([ctx.redis.hgetall(keys.catalog), ctx.redis.time()]);
   const live = liveAnnouncements(catalog, redisTimeMs(time.map(String)));
   let known: Iterable<string>;
@@ -45,13 +67,58 @@ export async function configApply(
     if (local.problems.length > 0) return refuse(local.problems);
     known = local.registry.names();
   }
-  let document;
+
+  const declaresOwn =
+    typeof agentsDoc.doc === 'object' && agentsDoc.doc !== null && 'workflows' in agentsDoc.doc;
+  const source: { workflows: WorkflowsSource; from: string } =
+    options.workflowsFile && workflowsDoc
+      ? {
+          workflows: { document: workflowsDoc.doc, label: options.workflowsFile },
+          from: options.workflowsFile,
+        }
+      : declaresOwn
+        ? { workflows: { file: undefined }, from: file }
+        : carriedWorkflows(inForce, workflowsFileOf(ctx.config));
+  let parsed;
   try {
-    document = parseAgents(text, file, known).document;
+    parsed = parseConfigDocument(agentsDoc.doc, file, { knownTools: known, workflows: source.workflows });
   } catch (err) {
     const e = err as AgentReachError;
     return refuse(e.details?.length ? [...e.details] : [e.message]);
   }
-  const version = await publishConfig(ctx.redis, keys, document, `config apply ${file}`);
-  return { published: true, version };
+  const document = { ...parsed.agents.document, workflows: parsed.workflows.document };
+  const version = await publishConfig(
+    ctx.redis,
+    keys,
+    document,
+    `config apply ${file}${options.workflowsFile ? ` --workflows ${options.workflowsFile}` : ''}`,
+  );
+  return {
+    published: true,
+    version,
+    workflows: { count: parsed.workflows.workflows.size, from: source.from },
+  };
+}
+
+/**
+ * The workflows in force, for an apply that names none: the published version's, or, while no published
+ * version carries workflows, the local workflows file the processes read.
+ */
+function carriedWorkflows(
+  inForce: { version: number; document: string } | undefined,
+  localFile: string | undefined,
+): { workflows: WorkflowsSource; from: string } {
+  const doc = inForce ? (JSON.parse(inForce.document) as { workflows?: unknown }) : undefined;
+  if (inForce && doc?.workflows !== undefined)
+    return {
+      workflows: {
+        document: { workflows: doc.workflows },
+        label: `the workflows kept from configuration version ${inForce.version}`,
+      },
+      from: `kept from version ${inForce.version}`,
+    };
+  return {
+    workflows: { file: localFile },
+    from: localFile ? `${localFile}, the workflows file in force` : 'no workflows file',
+  };
 }

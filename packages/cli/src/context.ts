@@ -3,10 +3,8 @@ import {
   constants,
   createLogger,
   connectRedis,
-  loadAgents,
   loadConfig,
-  parseAgents,
-  readPublishedConfig,
+  readFleetConfig,
   waitReady,
   type AgentReachConfig,
   type RedisClient,
@@ -50,13 +48,16 @@ export async function openContext(env: Record<string, string | undefined>): Prom
 export async function openRunner(ctx: CliContext): Promise<{ runner: AgentRunner; store: RunStore }> {
   const keys = createKeys(ctx.config.keyPrefix);
   // The fleet's published configuration, as the schedulers use it; the local file only when none is.
-  const published = await readPublishedConfig(ctx.redis, keys);
+  const fleet = await readFleetConfig({
+    redis: ctx.redis,
+    keys,
+    file: ctx.config.agentsFile,
+    logger: createLogger('cli', { level: 'silent' }),
+  });
   const runner = await AgentRunner.start({
     connection: ctx.redis,
     keys,
-    agents: published
-      ? parseAgents(published.document, `configuration version ${published.version}`)
-      : loadAgents(ctx.config.agentsFile),
+    agents: fleet.agents,
     llm: ctx.config.llm.apiKey || ctx.config.llm.baseUrl ? llmFromConfig(ctx.config) : placeholderLlm(),
     logger: createLogger('cli', { level: ctx.config.logLevel === 'info' ? 'warn' : ctx.config.logLevel }),
     catalogWaitMs: 5000,

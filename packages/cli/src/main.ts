@@ -248,15 +248,25 @@ async function workflows(argv: string[]): Promise<number> {
     import('@agent-reach/protocol'),
   ]);
   const ctx = await openContext(process.env);
-  // Definitions are needed to start one; reading and cancelling go by the record alone.
-  const defs =
+  const keys = createKeys(ctx.config.keyPrefix);
+  // Definitions are needed to start one: the fleet's configuration in force (the published version, or
+  // the local files while nothing is published). Reading and cancelling go by the record alone.
+  const fleet =
     sub === 'start'
-      ? shared.loadWorkflows(
-          shared.workflowsFileOf(ctx.config),
-          shared.loadAgents(ctx.config.agentsFile).agents.keys(),
-        )
-      : { workflows: new Map() };
-  const control = new WorkflowControl(ctx.redis, createKeys(ctx.config.keyPrefix), defs);
+      ? await shared.readFleetConfig({
+          redis: ctx.redis,
+          keys,
+          file: ctx.config.agentsFile,
+          workflowsFile: shared.workflowsFileOf(ctx.config),
+          logger: shared.createLogger('cli', { level: 'silent' }),
+        })
+      : undefined;
+  const control = new WorkflowControl(
+    ctx.redis,
+    keys,
+    fleet?.workflows ?? { workflows: new Map(), document: [] },
+    { configVersion: () => fleet?.version ?? 0 },
+  );
   try {
     if (sub === 'ls') {
       const list = await control.list({
@@ -278,6 +288,7 @@ async function workflows(argv: string[]): Promise<number> {
     if (sub === 'start') {
       const input = positionals.slice(1).join(' ').trim();
       if (!id || !input) throw new UsageError('workflows start needs a workflow name and a request');
+      if (!control.resolve(id)) return notFound(control.unknown(id));
       id = (await control.start({ workflow: id, input })).workflowId;
       console.log(`started ${id}`);
       if (!values.wait) return EXIT.ok;
@@ -301,11 +312,11 @@ async function workflows(argv: string[]): Promise<number> {
     }
     const view = inlineStrings(workflowView(record));
     console.log(
-      `workflow ${view.workflow_id}  ${view.workflow}  status ${view.status}${view.reason ? ` (${view.reason})` : ''}`,
+      `workflow ${view.workflow_id}  ${view.workflow}  status ${view.status}${view.reason ? ` (${view.reason})` : ''}${view.config_version === undefined ? '' : `  config version ${view.config_version}`}`,
     );
     for (const n of view.nodes)
       console.log(
-        `  ${n.id.padEnd(16)} ${n.status.padEnd(10)} ${n.agent}${n.depends_on.length ? ` after ${n.depends_on.join(', ')}` : ''}${n.run_id ? `  run ${n.run_id}` : ''}${n.low_confidence ? '  low_confidence' : ''}`,
+        `  ${n.id.padEnd(16)} ${n.status.padEnd(10)} ${n.agent}${n.depends_on.length ? ` after ${n.depends_on.join(', ')}` : ''}${n.run_id ? `  run ${n.run_id}` : ''}${n.low_confidence ? '  low_confidence' : ''}${n.status === 'succeeded' || !n.reason ? '' : `  (${n.reason})`}`,
       );
     if (view.output !== undefined)
       console.log(`output${view.low_confidence ? ' (low_confidence)' : ''}: ${multiline(view.output)}`);
@@ -482,18 +493,33 @@ async function config(argv: string[]): Promise<number> {
 }
 
 async function configApplyCommand(argv: string[]): Promise<number> {
-  const [file, extra] = argv;
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { workflows: { type: 'string' } },
+  });
+  const [file, extra] = positionals;
   if (file === undefined) throw new UsageError('config apply needs the agents file to publish');
-  if (extra !== undefined) throw new UsageError(`config apply takes one file, got "${extra}" too`);
+  if (extra !== undefined)
+    throw new UsageError(
+      `config apply takes one agents file, got "${extra}" too (a workflows file goes with --workflows)`,
+    );
   const [{ openContext }, { configApply }] = await Promise.all([
     import('./context.js'),
     import('./config-apply.js'),
   ]);
   const ctx = await openContext(process.env);
   try {
-    const outcome = await configApply(ctx, process.env, file);
+    const outcome = await configApply(ctx, process.env, file, {
+      ...(values.workflows ? { workflowsFile: values.workflows } : {}),
+    });
     if (outcome.published) {
-      console.log(`published configuration version ${outcome.version}`);
+      const { count, from } = outcome.workflows;
+      console.log(
+        inline(
+          `published configuration version ${outcome.version} with ${count} workflow${count === 1 ? '' : 's'} (${from})`,
+        ),
+      );
       return EXIT.ok;
     }
     for (const p of outcome.problems) console.error(`problem: ${multiline(p)}`);

@@ -39,8 +39,8 @@ Workflows
 Configuration
   config check                       validate the config, the tool registry, the agents file and
                                      the workflows file; print each agent's reachable tools
-  config apply FILE                  validate an agents file and publish it to every running
-                                     scheduler and executor as the next configuration version
+  config apply FILE [--workflows W]  validate an agents file (and workflows) and publish them to
+                                     every running scheduler and executor as the next version
   config show                        print the published configuration's version and document
 
 Every command reads REDIS_URL, AR_KEY_PREFIX and the rest of the environment (see the README).
@@ -86,22 +86,28 @@ when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. Flags win over the envir
   approve: `Usage: agent-reach approve <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`,
   reject: `Usage: agent-reach reject <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`,
   cancel: `Usage: agent-reach cancel <run-id>`,
-  config: `Usage: agent-reach config check | config apply FILE | config show
+  config: `Usage: agent-reach config check | config apply FILE [--workflows FILE] | config show
 
 check  validates the configuration (the environment), the tool registry, the agents file and the
        workflows file (unknown agents and dependencies, cycles named in order), and prints each
        agent's reachable tools and each workflow's nodes. Exit 4 when it finds problems.
-apply  validates FILE (agents, budgets, tool_groups) against the tools of the live executors and
-       publishes it to Redis as the fleet's next configuration version: every scheduler and executor
-       takes it within seconds, without a restart. A file with problems is refused, every problem
-       listed, and the version in force stays (exit 4).
+apply  validates FILE (agents, budgets, tool_groups) against the tools of the live executors, and
+       the workflows against its agents, and publishes both to Redis as the fleet's next
+       configuration version: every scheduler and executor takes it within seconds, without a
+       restart. The workflows: --workflows FILE; else a "workflows" key of FILE itself; else the
+       ones in force are kept (the published version's, or the local workflows file while no
+       published version has any). "workflows: []" removes them all. Anything wrong (a cycle, an
+       unknown agent or tool) refuses the whole apply, every problem listed, and the version in
+       force stays (exit 4).
 show   prints the published version, when and how it was applied, and its document.`,
   workflows: `Usage: agent-reach workflows <start|ls|show|events|cancel> [options]
 
   workflows start <workflow> "<request>" [--wait]
-                                     start a workflow of the workflows file (WORKFLOWS_FILE, default
-                                     workflows.yaml beside the agents file); --wait: until it ends,
-                                     then show it (exit 5 when it did not succeed)
+                                     start a workflow of the configuration in force (the published
+                                     version's, else WORKFLOWS_FILE, default workflows.yaml beside
+                                     the agents file; exit 3 when it declares none of that name);
+                                     --wait: until it ends, then show it (exit 5 when it did not
+                                     succeed)
   workflows ls [--workflow W] [--status S] [--limit N] [--json]
                                      workflows, newest first (--limit default 50)
   workflows show <workflow-id>       each node's state and run, the output, the watchdog's report

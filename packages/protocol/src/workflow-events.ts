@@ -10,6 +10,8 @@ export interface NodeResult {
   note?: string;
   /** `timeout`, `run_failed`, …; absent on success. */
   reason?: string;
+  /** How the node's run ended when it did not succeed: its status, reason and report, in words. */
+  error?: string;
   /** Epoch ms. */
   at: number;
 }
@@ -24,6 +26,8 @@ export interface WorkflowOutcome {
   report?: AbortReport;
   /** What went wrong, for failed workflows. */
   error?: string;
+  /** The node whose failed run ended the workflow (`reason: node_failed`). */
+  failed_node?: string;
 }
 
 /**
@@ -31,7 +35,13 @@ export interface WorkflowOutcome {
  * names the node's run (`run_id`), whose own events are at `/v1/runs/{run_id}/events`.
  */
 export type WorkflowEvent = { at: number } & (
-  | { type: 'workflow_started'; workflow: string; nodes: string[] }
+  | {
+      type: 'workflow_started';
+      workflow: string;
+      nodes: string[];
+      /** The configuration version whose definition the workflow runs. */
+      config_version?: number;
+    }
   | {
       type: 'node_started';
       node: string;
@@ -49,6 +59,8 @@ export type WorkflowEvent = { at: number } & (
       status: NodeResult['status'];
       low_confidence: boolean;
       reason?: string;
+      /** How a failed node's run ended. */
+      error?: string;
     }
   | {
       type: 'watchdog_fired';

@@ -90,7 +90,7 @@ export const WorkflowNode = Type.Object({
   status: Type.String({
     enum: [...NODE_STATUSES],
     description:
-      'waiting (on dependencies), running, succeeded, defaulted (its declared default, low-confidence), failed; cancelled or skipped when the workflow ended first',
+      'waiting (on dependencies), running, succeeded, defaulted (its declared default, low-confidence), failed; when the workflow ended first: cancelled (its run was cancelled) or skipped (never started), `reason` saying why',
   }),
   run_id: Type.Optional(Type.String({ description: "the node's run: /v1/runs/{run_id}" })),
   timeout_ms: Type.Integer(),
@@ -103,7 +103,13 @@ export const WorkflowNode = Type.Object({
   low_confidence_inputs: Type.Array(Type.String(), {
     description: 'dependencies whose low-confidence outputs its input used',
   }),
-  reason: Type.Optional(Type.String()),
+  reason: Type.Optional(
+    Type.String({
+      description:
+        'why it did not succeed: run_failed, timeout, …; for a cancelled or skipped node what ended the workflow, e.g. "node b failed"',
+    }),
+  ),
+  error: Type.Optional(Type.String({ description: "a failed node's run: how it ended, and its report" })),
 });
 
 const summaryFields = {
@@ -123,10 +129,20 @@ export const WorkflowView = Type.Object({
   ...summaryFields,
   input: Type.String(),
   trace_id: Type.String(),
+  config_version: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description:
+        'version of the fleet configuration whose definition the workflow runs (0: local files); kept for its whole life',
+    }),
+  ),
   metadata: Type.Optional(Metadata),
   output: Type.Optional(Type.String()),
   low_confidence: Type.Boolean({ description: 'some node used or produced a low-confidence default' }),
-  error: Type.Optional(Type.String()),
+  error: Type.Optional(Type.String({ description: 'what went wrong, for a failed workflow' })),
+  failed_node: Type.Optional(
+    Type.String({ description: 'the node whose run failed and so failed the workflow (reason node_failed)' }),
+  ),
   report: Type.Optional(AbortReport),
   nodes: Type.Array(WorkflowNode),
 });

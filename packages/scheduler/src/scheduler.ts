@@ -8,7 +8,6 @@ import {
   connectRedis,
   LiveConfig,
   registerConfigMetrics,
-  loadWorkflows,
   workflowsFileOf,
   startMetricsServer,
   waitReady,
@@ -87,12 +86,18 @@ export async function startScheduler(
   });
   await waitReady(redis, config.redisUrl);
   const keys = createKeys(config.keyPrefix);
-  const live = await LiveConfig.start({ redis, keys, file: config.agentsFile, logger });
-  // A view that answers from the configuration in force: agents change without a restart.
+  // A local workflows file with a cycle, an unknown agent or dependency stops the scheduler here: no
+  // workflow of it can ever start.
+  const live = await LiveConfig.start({
+    redis,
+    keys,
+    file: config.agentsFile,
+    workflowsFile: workflowsFileOf(config),
+    logger,
+  });
+  // Views that answer from the configuration in force: agents and workflows change without a restart.
   const agents = live.agents;
-  // A workflow file with a cycle, an unknown agent or dependency stops the scheduler here: no workflow
-  // of it can ever start.
-  const workflowsFile = loadWorkflows(workflowsFileOf(config), agents.agents.keys());
+  const configVersion = () => live.current().version;
   const llm = options.llm ?? llmFromConfig(config);
   const clients = new Map<string, LlmClient>();
   // Jobs added straight to the queue may name any model: keep a bounded set of clients, most recent last.
@@ -111,7 +116,7 @@ export async function startScheduler(
     connection: redis,
     keys,
     agents,
-    configVersion: () => live.current().version,
+    configVersion,
     llm,
     logger,
     limits: {
@@ -151,8 +156,9 @@ export async function startScheduler(
     },
   });
   const control = new RunControl(redis, keys, store);
-  const workflows = new WorkflowControl(redis, keys, workflowsFile, {
+  const workflows = new WorkflowControl(redis, keys, live.workflows, {
     retentionS: config.scheduler.runRetentionS,
+    configVersion,
   });
   const coordinator = createWorkflowWorker({
     connection: redis,
@@ -194,7 +200,14 @@ export async function startScheduler(
   const server = await startMetricsServer(metricsRegistry, config.scheduler.metricsPort, config.metricsHost);
   const api =
     config.api.keys.length > 0
-      ? await startApi(config, { runner, agents, workflows: workflowsFile, metricsRegistry, logger })
+      ? await startApi(config, {
+          runner,
+          agents,
+          workflows: live.workflows,
+          configVersion,
+          metricsRegistry,
+          logger,
+        })
       : undefined;
   logger.info(
     {
@@ -244,6 +257,7 @@ async function startApi(
     runner: AgentRunner;
     agents: AgentsFile;
     workflows: WorkflowsFile;
+    configVersion: () => number;
     metricsRegistry: Registry;
     logger: Logger;
   },
@@ -261,7 +275,10 @@ async function startApi(
     retentionCount: config.scheduler.runRetentionCount,
   };
   const control = new RunControl(redis, keys, new RunStore(redis, keys, retention));
-  const workflows = new WorkflowControl(redis, keys, deps.workflows, { retentionS: retention.retentionS });
+  const workflows = new WorkflowControl(redis, keys, deps.workflows, {
+    retentionS: retention.retentionS,
+    configVersion: deps.configVersion,
+  });
   // BullMQ checks the Redis version once per connection and keeps a failure for good: let the check end
   // before the server's set-up holds the event loop longer than the command timeout.
   await control.queue.waitUntilReady();

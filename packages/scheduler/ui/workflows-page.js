@@ -144,6 +144,7 @@ export function WorkflowPage({ workflowId }) {
       <dt>Workflow</dt><dd>${wf.workflow}</dd>
       <dt>Created</dt><dd>${time(wf.created_at)}</dd>
       <dt>Trace</dt><dd class="mono">${wf.trace_id ?? '—'}</dd>
+      ${wf.config_version !== undefined ? html`<dt>Config version</dt><dd>${wf.config_version}</dd>` : null}
       <dt>Finished</dt><dd>${time(wf.finished_at)}</dd>
       ${wf.reason ? html`<dt>Reason</dt><dd>${wf.reason}</dd>` : null}
       ${wf.cancel_requested ? html`<dt>Cancel</dt><dd>requested</dd>` : null}

@@ -5,6 +5,7 @@ import { AgentReachError, NAME_PATTERN } from '@agent-reach/protocol';
 import { closestName } from './suggest.js';
 import { deepFreeze } from './config.js';
 import { GROUP_NAME_PATTERN } from './constants.js';
+import type { WorkflowDocument } from './workflows.js';
 
 const Ajv = AjvModule.default;
 
@@ -38,6 +39,8 @@ export interface ToolGroupLimits {
 export interface ConfigDocument {
   readonly agents: readonly AgentSpec[];
   readonly tool_groups?: Readonly<Record<string, ToolGroupLimits>>;
+  /** The fleet's workflows (checked against these agents); see `parseWorkflowsDocument`. */
+  readonly workflows?: readonly WorkflowDocument[];
 }
 
 export interface AgentsFile {

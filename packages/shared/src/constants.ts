@@ -170,3 +170,5 @@ export const DEFAULT_WORKFLOW_CONCURRENCY = 20;
 /** Attempts of a workflow's coordination job when a step cannot reach Redis, with exponential backoff from this. */
 export const WORKFLOW_JOB_ATTEMPTS = 8;
 export const WORKFLOW_JOB_BACKOFF_MS = 1000;
+/** Characters of a failed node's run report kept in the node's `error` and the workflow's (a run report can be long). */
+export const WORKFLOW_NODE_ERROR_MAX_CHARS = 1000;

@@ -40,11 +40,19 @@ export {
   findCycle,
   loadWorkflows,
   parseWorkflows,
+  parseWorkflowsDocument,
   renderNodeInput,
   templateRefs,
   workflowsFileOf,
 } from './workflows.js';
-export type { NodeOutput, OnTimeout, WorkflowNodeSpec, WorkflowSpec, WorkflowsFile } from './workflows.js';
+export type {
+  NodeOutput,
+  OnTimeout,
+  WorkflowDocument,
+  WorkflowNodeSpec,
+  WorkflowSpec,
+  WorkflowsFile,
+} from './workflows.js';
 export { createWorkflowMetrics } from './workflow-metrics.js';
 export type { WorkflowMetrics } from './workflow-metrics.js';
 export { isOpen } from './breaker-state.js';
@@ -57,8 +65,16 @@ export { exitOnSignals } from './shutdown.js';
 export { redisUnavailable } from './redis-errors.js';
 export { runJobOptions } from './run-job-options.js';
 export { runJobProblems } from './run-job-schema.js';
-export { LiveConfig, publishConfig, readPublishedConfig, configDigest } from './live-config.js';
-export type { FleetConfig, PublishedConfig, LiveConfigOptions } from './live-config.js';
+export {
+  LiveConfig,
+  parseConfigDocument,
+  publishConfig,
+  readConfigFile,
+  readFleetConfig,
+  readPublishedConfig,
+  configDigest,
+} from './live-config.js';
+export type { FleetConfig, PublishedConfig, LiveConfigOptions, WorkflowsSource } from './live-config.js';
 export {
   TRACER_NAME,
   tracer,

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
-import { unwatchFile, watchFile, type Stats } from 'node:fs';
+import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
+import { parse } from 'yaml';
 import { loadAgents, parseAgents, type AgentSpec, type AgentsFile, type ConfigDocument } from './agents.js';
+import { loadWorkflows, parseWorkflowsDocument, type WorkflowsFile } from './workflows.js';
 import { DEFAULT_CONFIG_FILE_POLL_MS, DEFAULT_CONFIG_POLL_MS } from './constants.js';
 import { AgentReachError, type Keys } from '@agent-reach/protocol';
 import type { Logger } from './logger.js';
@@ -14,6 +16,8 @@ export interface FleetConfig {
   readonly digest: string;
   readonly source: 'file' | 'published';
   readonly agents: AgentsFile;
+  /** The workflows in force, checked against these agents. */
+  readonly workflows: WorkflowsFile;
 }
 
 /** What a published configuration looks like in Redis (`keys.config`). */
@@ -31,6 +35,12 @@ export interface LiveConfigOptions {
   keys: Keys;
   /** The local agents file, used while no configuration is published. */
   file: string;
+  /**
+   * The local workflows file, used (and watched) beside `file` while no configuration is published, and
+   * for a published version that carries no `workflows` (one published before workflows joined the
+   * configuration). Without it such a version, or the local files, declare no workflows.
+   */
+  workflowsFile?: string | undefined;
   logger: Logger;
   /**
    * Tools this process registers: a local file naming another one is refused; a published configuration
@@ -116,6 +126,8 @@ export class LiveConfig {
   #refused: string | undefined;
   /** An AgentsFile that always answers from the configuration in force. */
   readonly agents: AgentsFile;
+  /** The workflows of the configuration in force, read afresh at each access. */
+  readonly workflows: WorkflowsFile;
 
   private constructor(opts: LiveConfigOptions, initial: FleetConfig) {
     this.#opts = opts;
@@ -133,6 +145,15 @@ export class LiveConfig {
         return now().document;
       },
     };
+    const workflows = () => this.#current.workflows;
+    this.workflows = {
+      get workflows() {
+        return workflows().workflows;
+      },
+      get document() {
+        return workflows().document;
+      },
+    };
   }
 
   /**
@@ -141,7 +162,7 @@ export class LiveConfig {
    */
   static async start(opts: LiveConfigOptions): Promise<LiveConfig> {
     const published = await readPublishedConfig(opts.redis, opts.keys);
-    const initial = published ? parsePublished(published, opts) : fromFile(opts.file, opts.knownTools);
+    const initial = published ? parsePublished(published, opts) : fromFile(opts);
     const live = new LiveConfig(opts, initial);
     await live.#subscribe();
     live.#poll = setInterval(() => void live.refresh(), opts.pollMs ?? DEFAULT_CONFIG_POLL_MS);
@@ -251,31 +272,43 @@ export class LiveConfig {
     await sub.subscribe(this.#opts.keys.configChannel);
   }
 
+  /** The local files in force: the agents file, and the workflows file when there is one. */
+  #files(): string[] {
+    return [this.#opts.file, ...(this.#opts.workflowsFile ? [this.#opts.workflowsFile] : [])];
+  }
+
   #watchFile(): void {
     this.#watching = true;
-    watchFile(
-      this.#opts.file,
-      { interval: this.#opts.filePollMs ?? DEFAULT_CONFIG_FILE_POLL_MS, persistent: false },
-      this.#onFile,
-    );
+    for (const file of this.#files())
+      watchFile(
+        file,
+        { interval: this.#opts.filePollMs ?? DEFAULT_CONFIG_FILE_POLL_MS, persistent: false },
+        this.#onFile,
+      );
   }
 
   #unwatchFile(): void {
     if (!this.#watching) return;
     this.#watching = false;
-    unwatchFile(this.#opts.file, this.#onFile);
+    for (const file of this.#files()) unwatchFile(file, this.#onFile);
   }
 
+  /** Either file changed: both are read again, as one version (a workflow is checked against the agents). */
   readonly #onFile = (now: Stats, before: Stats): void => {
     if (this.#closed || this.#current.source !== 'file' || now.mtimeMs === before.mtimeMs) return;
     let next: FleetConfig;
     try {
-      next = fromFile(this.#opts.file, this.#opts.knownTools);
+      next = fromFile(this.#opts);
     } catch (err) {
       const e = err as AgentReachError;
       this.#opts.logger.error(
-        { file: this.#opts.file, problems: e.details?.length ? e.details : [e.message] },
-        'changed agents file refused; keeping the configuration in force',
+        {
+          file: e.code === 'WORKFLOWS_INVALID' ? this.#opts.workflowsFile : this.#opts.file,
+          problems: e.details?.length ? e.details : [e.message],
+        },
+        e.code === 'WORKFLOWS_INVALID'
+          ? 'changed workflows file refused; keeping the configuration in force'
+          : 'changed agents file refused; keeping the configuration in force',
       );
       return;
     }
@@ -283,13 +316,114 @@ export class LiveConfig {
   };
 }
 
-function fromFile(file: string, knownTools?: Iterable<string>): FleetConfig {
-  const agents = loadAgents(file, knownTools);
-  return { version: 0, digest: configDigest(agents.document), source: 'file', agents };
+/**
+ * The fleet's configuration as it is now, without following it: the published version, or the local
+ * files while nothing is published. For one-off readers (the CLI); processes use `LiveConfig`.
+ */
+export async function readFleetConfig(
+  opts: Pick<LiveConfigOptions, 'redis' | 'keys' | 'file' | 'workflowsFile' | 'knownTools' | 'logger'>,
+): Promise<FleetConfig> {
+  const published = await readPublishedConfig(opts.redis, opts.keys);
+  return published ? parsePublished(published, opts) : fromFile(opts);
 }
 
-function parsePublished(published: PublishedConfig, opts: LiveConfigOptions): FleetConfig {
-  const agents = parseAgents(published.document, `configuration version ${published.version}`);
+/** The local files as one version 0: the agents file, and the workflows file checked against it. */
+function fromFile(opts: Pick<LiveConfigOptions, 'file' | 'workflowsFile' | 'knownTools'>): FleetConfig {
+  const agents = loadAgents(opts.file, opts.knownTools);
+  const workflows = loadWorkflows(opts.workflowsFile, agents.agents.keys());
+  // The digest covers both files, so that a change of either is a new version.
+  const document: ConfigDocument = { ...agents.document, workflows: workflows.document };
+  return { version: 0, digest: configDigest(document), source: 'file', agents, workflows };
+}
+
+/** A configuration file (YAML, or JSON as `config show` prints it) parsed, not yet checked. */
+export function readConfigFile(file: string, what: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new AgentReachError('CONFIG_INVALID', `${file}: cannot read ${what}: ${(err as Error).message}`);
+  }
+  try {
+    return parse(text) as unknown;
+  } catch (err) {
+    throw new AgentReachError('CONFIG_INVALID', `${file}: not valid YAML: ${(err as Error).message}`);
+  }
+}
+
+/** Where a configuration's workflows come from when its document holds none. */
+export type WorkflowsSource =
+  /** A workflows document (`{ workflows: [...] }`, e.g. a workflows file parsed), named by `label`. */
+  | { document: unknown; label: string }
+  /** A workflows file; none: no workflows. */
+  | { file: string | undefined };
+
+/**
+ * Checks a configuration document as a whole: agents and tool groups, then the workflows (its own
+ * `workflows`, else those of `workflows`) against those agents. Every problem of both is listed at once,
+ * each naming where it is.
+ */
+export function parseConfigDocument(
+  document: unknown,
+  label: string,
+  opts: { knownTools?: Iterable<string> | undefined; workflows?: WorkflowsSource } = {},
+): { agents: AgentsFile; workflows: WorkflowsFile } {
+  if (document === null || typeof document !== 'object' || Array.isArray(document))
+    throw new AgentReachError('CONFIG_INVALID', `${label}: must be a mapping with "agents"`);
+  const { workflows: declared, ...rest } = document as { workflows?: unknown; [key: string]: unknown };
+  const problems: string[] = [];
+  const detailsOf = (err: unknown) => {
+    const e = err as AgentReachError;
+    return e.details?.length ? [...e.details] : [e.message];
+  };
+  let agents: AgentsFile | undefined;
+  try {
+    agents = parseAgents(JSON.stringify(rest), label, opts.knownTools);
+  } catch (err) {
+    problems.push(...detailsOf(err));
+  }
+  // With agents that do not validate, the workflows are still checked against the names declared.
+  const agentNames = agents
+    ? [...agents.agents.keys()]
+    : (Array.isArray(rest.agents) ? (rest.agents as unknown[]) : []).flatMap((a) => {
+        const name = (a as { name?: unknown } | null)?.name;
+        return typeof name === 'string' ? [name] : [];
+      });
+  const source = opts.workflows ?? { file: undefined };
+  let workflows: WorkflowsFile | undefined;
+  try {
+    if (declared !== undefined && 'document' in source)
+      problems.push(`${label}: declares workflows, and ${source.label} is given too: use one of them`);
+    else if (declared !== undefined)
+      workflows = parseWorkflowsDocument({ workflows: declared }, label, agentNames);
+    else if ('document' in source)
+      workflows = parseWorkflowsDocument(source.document, source.label, agentNames);
+    else workflows = loadWorkflows(source.file, agentNames);
+  } catch (err) {
+    problems.push(...detailsOf(err));
+  }
+  if (problems.length > 0 || !agents || !workflows)
+    throw new AgentReachError('CONFIG_INVALID', problems.join('\n'), { details: problems });
+  return { agents, workflows };
+}
+
+function parsePublished(
+  published: PublishedConfig,
+  opts: Pick<LiveConfigOptions, 'workflowsFile' | 'knownTools' | 'logger'>,
+): FleetConfig {
+  let document: unknown;
+  try {
+    document = JSON.parse(published.document);
+  } catch {
+    throw new AgentReachError(
+      'CONFIG_INVALID',
+      `configuration version ${published.version}: the published document is not JSON`,
+    );
+  }
+  // Tools are checked as a warning below: the fleet's catalog was checked when the version was applied.
+  const { agents, workflows } = parseConfigDocument(document, `configuration version ${published.version}`, {
+    workflows: { file: opts.workflowsFile },
+  });
   if (opts.knownTools) {
     const known = new Set(opts.knownTools);
     const unknown = [...agents.agents.values()].flatMap((a: AgentSpec) =>
@@ -302,5 +436,5 @@ function parsePublished(published: PublishedConfig, opts: LiveConfigOptions): Fl
       );
     }
   }
-  return { version: published.version, digest: published.digest, source: 'published', agents };
+  return { version: published.version, digest: published.digest, source: 'published', agents, workflows };
 }

@@ -39,8 +39,25 @@ export interface WorkflowSpec {
   readonly nodes: readonly WorkflowNodeSpec[];
 }
 
+/** A workflow as written in a workflows file or a published configuration (before defaults). */
+export interface WorkflowDocument {
+  readonly name: string;
+  readonly description?: string;
+  readonly nodes: ReadonlyArray<{
+    readonly id: string;
+    readonly agent: string;
+    readonly input?: string;
+    readonly depends_on?: readonly string[];
+    readonly timeout_ms?: number;
+    readonly on_timeout?: OnTimeout;
+    readonly model?: string;
+  }>;
+}
+
 export interface WorkflowsFile {
   readonly workflows: ReadonlyMap<string, WorkflowSpec>;
+  /** The validated workflows as written (what a published configuration holds), frozen. */
+  readonly document: readonly WorkflowDocument[];
 }
 
 const NAME = '^[a-zA-Z0-9_-]{1,64}$';
@@ -199,6 +216,18 @@ export function parseWorkflows(text: string, file: string, knownAgents: Iterable
   } catch (err) {
     throw new AgentReachError('WORKFLOWS_INVALID', `${file}: not valid YAML: ${(err as Error).message}`);
   }
+  return parseWorkflowsDocument(doc, file, knownAgents);
+}
+
+/**
+ * Checks a workflows document already parsed (`{ workflows: [...] }`, e.g. from a published
+ * configuration) as `parseWorkflows` does; `file` names where it came from in every problem.
+ */
+export function parseWorkflowsDocument(
+  doc: unknown,
+  file: string,
+  knownAgents: Iterable<string>,
+): WorkflowsFile {
   const problems: string[] = [];
   const raw = doc as { workflows?: Array<{ name?: unknown; nodes?: Array<{ id?: unknown }> }> };
   const where = (w: string | undefined, n: string | undefined) => {
@@ -293,7 +322,7 @@ export function parseWorkflows(text: string, file: string, knownAgents: Iterable
   }
   if (problems.length > 0)
     throw new AgentReachError('WORKFLOWS_INVALID', problems.join('\n'), { details: problems });
-  return { workflows: deepFreeze(workflows) };
+  return { workflows: deepFreeze(workflows), document: deepFreeze(structuredClone(docs)) };
 }
 
 /**
@@ -311,7 +340,7 @@ export function workflowsFileOf(config: {
 
 /** Reads and checks a workflows file (see `parseWorkflows`); no file means no workflows. */
 export function loadWorkflows(file: string | undefined, knownAgents: Iterable<string>): WorkflowsFile {
-  if (file === undefined) return { workflows: new Map() };
+  if (file === undefined) return { workflows: new Map(), document: [] };
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

@@ -1,4 +1,9 @@
-import { FINAL_WORKFLOW_STATUSES, type WorkflowSummaryView, type WorkflowView } from '@agent-reach/protocol';
+import {
+  FINAL_WORKFLOW_STATUSES,
+  type WorkflowOutcome,
+  type WorkflowSummaryView,
+  type WorkflowView,
+} from '@agent-reach/protocol';
 import type { WorkflowRecord, WorkflowSummary } from '../workflows/workflow-store.js';
 
 /** A workflow's listing fields on the wire. */
@@ -23,10 +28,12 @@ export function workflowView(rec: WorkflowRecord): WorkflowView {
     ...workflowSummaryView(rec),
     input: rec.input,
     trace_id: rec.traceId,
+    ...(rec.configVersion === undefined ? {} : { config_version: rec.configVersion }),
     ...(rec.metadata ? { metadata: rec.metadata } : {}),
     ...(o?.output !== undefined ? { output: o.output } : {}),
     low_confidence: o?.low_confidence ?? [...rec.done.values()].some((d) => d.low_confidence),
     ...(o?.error ? { error: o.error } : {}),
+    ...(o?.failed_node ? { failed_node: o.failed_node } : {}),
     ...(o?.report ? { report: o.report } : {}),
     nodes: rec.spec.nodes.map((n) => {
       const start = rec.started.get(n.id);
@@ -53,7 +60,17 @@ export function workflowView(rec: WorkflowRecord): WorkflowView {
         low_confidence: done?.low_confidence ?? false,
         low_confidence_inputs: start?.low_confidence_inputs ?? [],
         ...(done?.reason ? { reason: done.reason } : {}),
+        ...(!done && o ? { reason: endedBy(o) } : {}),
+        ...(done?.error ? { error: done.error } : {}),
       };
     }),
   };
+}
+
+/** What ended a workflow before a node could finish: the reason of its cancelled or skipped nodes. */
+function endedBy(o: WorkflowOutcome): string {
+  if (o.failed_node) return `node ${o.failed_node} failed`;
+  if (o.report) return `node ${o.report.timed_out} timed out (on_timeout: abort)`;
+  if (o.status === 'cancelled') return 'the workflow was cancelled';
+  return `the workflow ended ${o.status} (${o.reason})`;
 }

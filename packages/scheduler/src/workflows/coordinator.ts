@@ -137,11 +137,14 @@ export function createWorkflowWorker(options: WorkflowWorkerOptions): WorkflowWo
       }
       if (!FINAL_RUN.has(summary.status)) continue;
       const outcome = (await runs.store.load(start.run_id)).state?.outcome;
+      const error = `run ${start.run_id} ended ${summary.status} (${outcome?.reason ?? summary.reason ?? 'no reason'})${
+        outcome?.report ? `: ${outcome.report.slice(0, constants.WORKFLOW_NODE_ERROR_MAX_CHARS)}` : ''
+      }`;
       const result: NodeResult =
         summary.status === 'succeeded'
           ? { status: 'succeeded', output: outcome?.answer ?? '', low_confidence: false, at: now }
           : node.on_timeout === 'abort'
-            ? { status: 'failed', low_confidence: false, reason: `run_${summary.status}`, at: now }
+            ? { status: 'failed', low_confidence: false, reason: `run_${summary.status}`, error, at: now }
             : {
                 status: 'defaulted',
                 output: node.on_timeout.default,
@@ -224,26 +227,30 @@ export function createWorkflowWorker(options: WorkflowWorkerOptions): WorkflowWo
       }
     }
 
+    // A node that failed (its run ended without an answer and it has no default to stand in) fails the
+    // workflow: nodes after it never start (skipped), and runs still going are cancelled by `finish` —
+    // their outputs could only feed a workflow that has already ended.
     const failed = nodes.find((n) => rec.done.get(n.id)?.status === 'failed');
     if (failed) {
-      const runId = rec.started.get(failed.id)?.run_id ?? '';
+      const done = rec.done.get(failed.id);
       await finish(
         rec,
         {
           status: 'failed',
           reason: 'node_failed',
           low_confidence: lowConfidence(),
-          error: `node ${failed.id} (run ${runId}) ended without an answer: ${rec.done.get(failed.id)?.reason ?? ''}`,
+          failed_node: failed.id,
+          error: `node ${failed.id} (agent ${failed.agent}) failed: ${done?.error ?? done?.reason ?? 'no answer'}`,
         },
         now,
       );
       return undefined;
     }
 
-    // Nodes whose dependencies have all finished start now, in parallel.
+    // Nodes whose dependencies have all finished with an output start now, in parallel.
     for (const node of nodes) {
       if (rec.started.has(node.id) || rec.done.has(node.id)) continue;
-      if (!node.depends_on.every((d) => rec.done.has(d))) continue;
+      if (!node.depends_on.every((d) => rec.done.has(d) && rec.done.get(d)?.status !== 'failed')) continue;
       const outputs = new Map<string, NodeOutput>();
       for (const d of node.depends_on) {
         const r = rec.done.get(d);
@@ -381,6 +388,7 @@ function nodeFinished(node: string, runId: string | undefined, r: NodeResult): W
     status: r.status,
     low_confidence: r.low_confidence,
     ...(r.reason ? { reason: r.reason } : {}),
+    ...(r.error ? { error: r.error } : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { AgentReachError, FINAL_WORKFLOW_STATUSES, type Keys } from '@agent-reach/protocol';
-import { constants, type WorkflowsFile } from '@agent-reach/shared';
+import { constants, type WorkflowSpec, type WorkflowsFile } from '@agent-reach/shared';
 import {
   WorkflowStore,
   type StoredWorkflowEvent,
@@ -26,9 +26,17 @@ export const WORKFLOW_ID_PATTERN = /^[A-Za-z0-9_-]{1,63}$/;
 /** The id of a node's run: the same for every coordinator, so a node's run is queued once. */
 export const nodeRunId = (workflowId: string, node: string) => `${workflowId}.${node}`;
 
+/** A workflow's definition as the configuration in force declares it, and that configuration's version. */
+export interface WorkflowDefinition {
+  spec: WorkflowSpec;
+  configVersion: number;
+}
+
 export interface StartWorkflowRequest {
-  /** A workflow of the workflows file. */
+  /** A workflow of the configuration in force. */
   workflow: string;
+  /** The definition already resolved (`resolve`), so that the one checked is the one started. */
+  definition?: WorkflowDefinition;
   /** The request: `{{request}}` in the nodes' input templates. */
   input: string;
   workflowId?: string;
@@ -58,12 +66,19 @@ export class WorkflowControl {
   readonly store: WorkflowStore;
   readonly queue: Queue<WorkflowJobData>;
 
+  readonly #configVersion: () => number;
+
+  /**
+   * `workflows` is read at each start, so a view of the live configuration (`LiveConfig.workflows`) makes
+   * new definitions startable at once; `configVersion` is that configuration's version (default 0).
+   */
   constructor(
     redis: RedisClient,
     keys: Keys,
     readonly workflows: WorkflowsFile,
-    options: { retentionS?: number } = {},
+    options: { retentionS?: number; configVersion?: () => number } = {},
   ) {
+    this.#configVersion = options.configVersion ?? (() => 0);
     this.store = new WorkflowStore(redis, keys, options);
     this.queue = new Queue<WorkflowJobData>(keys.workflowsQueue, {
       connection: redis,
@@ -76,14 +91,9 @@ export class WorkflowControl {
    * its job is queued again, a no-op unless the first start died between its record and its job).
    */
   async start(req: StartWorkflowRequest): Promise<{ workflowId: string; created: boolean }> {
-    const spec = this.workflows.workflows.get(req.workflow);
-    if (!spec) {
-      const known = [...this.workflows.workflows.keys()];
-      throw new AgentReachError(
-        'WORKFLOW_INVALID',
-        `unknown workflow "${req.workflow}"; declared: ${known.join(', ') || '(none)'}`,
-      );
-    }
+    const definition = req.definition ?? this.resolve(req.workflow);
+    if (!definition) throw new AgentReachError('WORKFLOW_NOT_FOUND', this.unknown(req.workflow));
+    const { spec, configVersion } = definition;
     if (typeof req.input !== 'string' || !req.input.trim())
       throw new AgentReachError('WORKFLOW_INVALID', 'input must be a non-empty string');
     const workflowId = req.workflowId ?? `wf_${randomUUID().replace(/-/g, '')}`;
@@ -94,12 +104,26 @@ export class WorkflowControl {
       name: spec.name,
       input: req.input,
       spec,
+      configVersion,
       traceId: req.traceId ?? randomUUID().replace(/-/g, ''),
       ...(req.metadata ? { metadata: req.metadata } : {}),
       createdAt: Date.now(),
     });
     await this.queue.add('workflow', { v: 1, workflow_id: workflowId }, workflowJobOptions(workflowId));
     return { workflowId, created };
+  }
+
+  /** The definition of `name` in the configuration in force, with its version; undefined when it has none. */
+  resolve(name: string): WorkflowDefinition | undefined {
+    // Read together, with nothing awaited in between: the version is the one the definition is from.
+    const spec = this.workflows.workflows.get(name);
+    return spec ? { spec, configVersion: this.#configVersion() } : undefined;
+  }
+
+  /** Why `name` cannot be started: the configuration in force does not declare it. */
+  unknown(name: string): string {
+    const known = [...this.workflows.workflows.keys()];
+    return `unknown workflow "${name}" (not in configuration version ${this.#configVersion()}); declared: ${known.join(', ') || '(none)'}`;
   }
 
   get(workflowId: string): Promise<WorkflowRecord | undefined> {

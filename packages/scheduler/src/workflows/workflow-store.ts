@@ -18,6 +18,8 @@ export interface WorkflowRecord {
   name: string;
   input: string;
   spec: WorkflowSpec;
+  /** The configuration version the workflow started under (absent on records of earlier releases). */
+  configVersion?: number;
   traceId: string;
   metadata?: Record<string, string>;
   status: WorkflowStatus;
@@ -83,7 +85,7 @@ export class WorkflowStore {
   async create(
     record: Pick<
       WorkflowRecord,
-      'workflowId' | 'name' | 'input' | 'spec' | 'traceId' | 'metadata' | 'createdAt'
+      'workflowId' | 'name' | 'input' | 'spec' | 'configVersion' | 'traceId' | 'metadata' | 'createdAt'
     >,
   ): Promise<boolean> {
     const k = this.keys;
@@ -105,12 +107,14 @@ export class WorkflowStore {
       'updatedAt',
       String(record.createdAt),
       ...(record.metadata ? ['metadata', JSON.stringify(record.metadata)] : []),
+      ...(record.configVersion === undefined ? [] : ['configVersion', String(record.configVersion)]),
     ];
     const event: WorkflowEvent = {
       type: 'workflow_started',
       at: record.createdAt,
       workflow: record.name,
       nodes: record.spec.nodes.map((n) => n.id),
+      ...(record.configVersion === undefined ? {} : { config_version: record.configVersion }),
     };
     const created = await this.#scripts.workflowCreate(
       [k.workflowMeta(record.workflowId), k.workflowEvents(record.workflowId)],
@@ -175,6 +179,7 @@ export class WorkflowStore {
       ...toSummary(meta),
       input: meta.input ?? '',
       spec,
+      ...(meta.configVersion ? { configVersion: Number(meta.configVersion) } : {}),
       traceId: meta.traceId ?? '',
       ...(meta.metadata ? { metadata: JSON.parse(meta.metadata) as Record<string, string> } : {}),
       ...(meta.outcome ? { outcome: JSON.parse(meta.outcome) as WorkflowOutcome } : {}),

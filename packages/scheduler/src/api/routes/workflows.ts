@@ -51,7 +51,7 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
         tags: ['workflows'],
         summary: 'Start a workflow (201); with an Idempotency-Key already used, the same workflow (200)',
         description:
-          'The workflow must be declared in the workflows file (422 UNKNOWN_WORKFLOW otherwise); a key limited to some agents must be allowed every agent of its nodes (403).',
+          'The workflow must be declared in the configuration in force (422 UNKNOWN_WORKFLOW otherwise, naming the workflow, the version and the workflows it declares); it runs the definition of that version to its end, whatever is applied later (`config_version`). A key limited to some agents must be allowed every agent of its nodes (403).',
         headers: CreateRunHeaders,
         body: CreateWorkflowBody,
         response: responses({ 200: WorkflowView, 201: WorkflowView }),
@@ -60,14 +60,14 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
     async (request, reply) => {
       const principal = requirePrincipal(ctx.auth, request);
       const wf = control();
-      const spec = wf?.workflows.workflows.get(request.body.workflow);
-      if (!wf || !spec) {
-        const known = [...(wf?.workflows.workflows.keys() ?? [])];
+      // Resolved once: the definition checked here is the one started, whatever is applied meanwhile.
+      const definition = wf?.resolve(request.body.workflow);
+      if (!wf || !definition)
         throw new ApiError(
           'UNKNOWN_WORKFLOW',
-          `unknown workflow "${request.body.workflow}"; declared: ${known.join(', ') || '(none)'}`,
+          wf?.unknown(request.body.workflow) ?? `unknown workflow "${request.body.workflow}"`,
         );
-      }
+      const spec = definition.spec;
       assertWorkflowAllowed(principal, spec);
       const key = request.headers['idempotency-key'];
       let workflowId: string | undefined;
@@ -84,6 +84,7 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
       }
       const { workflowId: id, created } = await wf.start({
         workflow: spec.name,
+        definition,
         input: request.body.input,
         ...(workflowId ? { workflowId } : {}),
         ...(request.body.metadata ? { metadata: request.body.metadata } : {}),
