@@ -12,7 +12,13 @@ import {
   startQueueSampler,
   type QueueSampler,
 } from '@agent-reach/scheduler';
-import { ROOT, startExecutorWith, startSchedulerChild, type Child } from './helpers/processes.js';
+import {
+  ROOT,
+  startExecutorWith,
+  startSchedulerChild,
+  TEST_AGENTS,
+  type Child,
+} from './helpers/processes.js';
 import {
   allPanels,
   onPath,
@@ -54,7 +60,21 @@ const EXECUTOR_JOB = 'agent-reach-executor';
  * serve only the default group (so a call to the "isolated" group waits unconsumed — republished at each
  * deadline for as long as the test lasts), and a 1 s queue sample for schedulers that run the sampler.
  */
+/**
+ * The test agents with fleet-wide limits on the default group, generous enough never to hold a call
+ * back, so that the dashboard's tool-group limit panels have series to show.
+ */
+const AGENTS_WITH_LIMITS = path.join(
+  mkdtempSync(path.join(tmpdir(), 'agent-reach-obs-agents-')),
+  'agents.yaml',
+);
+writeFileSync(
+  AGENTS_WITH_LIMITS,
+  `${readFileSync(TEST_AGENTS, 'utf8')}\ntool_groups:\n  default: { concurrency: 1000, rate: { max: 100000, per_ms: 1000 } }\n`,
+);
+
 const PROCESS_ENV = {
+  AGENTS_FILE: AGENTS_WITH_LIMITS,
   BREAKER_FAILURE_THRESHOLD: '3',
   BREAKER_RESET_TIMEOUT_MS: '3000',
   LLM_MAX_RETRIES: '1',
@@ -307,6 +327,7 @@ describe.skipIf(!HAVE_PROMETHEUS)(
       await workflows?.close();
       await h?.close();
       if (dir) rmSync(dir, { recursive: true, force: true });
+      rmSync(path.dirname(AGENTS_WITH_LIMITS), { recursive: true, force: true });
     }, 30_000);
 
     it('passes promtool check config and check rules on the deploy files', async () => {
