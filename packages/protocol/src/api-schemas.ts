@@ -95,7 +95,6 @@ export const CreateRunHeaders = Type.Object({
   ),
   traceparent: Type.Optional(
     Type.String({
-      maxLength: 512,
       description:
         "the caller's span (W3C Trace Context): the run joins its trace and its root span is a child of it; a malformed value is ignored, as the standard asks",
     }),
