@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startExecutorWith, startSchedulerChild, type Child } from './helpers/processes.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './helpers/otlp-receiver.js';
-import { waitFor } from './helpers/redis.js';
+import { REDIS_URL, waitFor } from './helpers/redis.js';
 import { freePort } from './helpers/redis-server.js';
 import { startRunsHarness, testEnv } from './helpers/runs.js';
 
@@ -250,6 +251,34 @@ describe("a run started over HTTP with the caller's traceparent (real scheduler 
       (s) => s.traceId === callerTrace && s.name.startsWith('chat ') && s.parentSpanId === root.spanId,
     );
     expect(chat.length, "the run's model call under its root span").toBeGreaterThanOrEqual(1);
+  });
+
+  it('emits the root span, failed, of a run job the scheduler refused, with the trace its job named', async () => {
+    const queue = new Queue('agent-runs', {
+      connection: { host: '127.0.0.1', port: Number(new URL(REDIS_URL).port || 6379) },
+      prefix: h.keys.queuePrefix(h.keys.runsQueue),
+    });
+    try {
+      const runId = `refused-${randomUUID()}`;
+      const traceId = randomUUID().replace(/-/g, '');
+      await queue.add(
+        'run',
+        { v: 2, run_id: runId, agent: 'nobody', input: 'hi', trace_id: traceId },
+        { jobId: runId },
+      );
+      const root = await waitFor(
+        () => receiver.spans.find((s) => s.attributes['agent_reach.run.id'] === runId),
+        20_000,
+        "the refused run's root span at the receiver",
+      );
+      expect(root).toMatchObject({ name: 'invoke_agent nobody', traceId, parentSpanId: '' });
+      expect(root.attributes).toMatchObject({
+        'agent_reach.run.status': 'failed',
+        'agent_reach.run.reason': 'invalid_job',
+      });
+    } finally {
+      await queue.close();
+    }
   });
 
   it('ignores a malformed traceparent, as W3C Trace Context asks: the run starts a trace of its own', async () => {

@@ -1,7 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { isValidRunId } from '@agent-reach/protocol';
-import { constants, isCluster, runJobProblems, type Logger, type RedisClient } from '@agent-reach/shared';
+import {
+  constants,
+  emitRunSpan,
+  isCluster,
+  runJobProblems,
+  type Logger,
+  type RedisClient,
+} from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { anyDecided, decideOverdue, parkedUntil } from '../agent-loop/approvals.js';
@@ -200,6 +207,8 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
   ) => {
     const state = createRunState({
       runId,
+      // The job's trace, when it names one, so the refusal is found where its caller looks.
+      ...(typeof data.trace_id === 'string' && data.trace_id !== '' ? { traceId: data.trace_id } : {}),
       agent: String(data.agent ?? ''),
       input: typeof data.input === 'string' ? data.input : '',
       deadlineMs: 0,
@@ -215,6 +224,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     };
     markFinished(state, outcome);
     await writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
+    emitFinishedSpan(state, outcome);
     logger.warn({ runId, problems }, 'run job refused');
     return { status: 'failed', reason: 'invalid_job' };
   };
@@ -240,6 +250,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         };
         markFinished(state, outcome);
         await claim.writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
+        emitFinishedSpan(state, outcome);
         return;
       } catch (e) {
         logger.warn({ runId, err: e }, 'recording the abandoned run failed; retrying');
@@ -316,4 +327,21 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * The root span of a run this worker ended itself (a job refused, a run abandoned out of attempts): the
+ * loop that emits it for every other run never finished these.
+ */
+function emitFinishedSpan(state: RunState, outcome: RunOutcome): void {
+  emitRunSpan(state, {
+    agent: state.agent,
+    startedAt: state.createdAt,
+    status: outcome.status,
+    reason: outcome.reason,
+    attributes: {
+      'agent_reach.run.iterations': outcome.iterations,
+      'agent_reach.run.tool_calls': outcome.steps.length,
+    },
+  });
 }
