@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { AgentReachError, type Keys } from '@agent-reach/protocol';
 import {
   constants,
-  emitRunSpan,
   parseAgentsCheck,
   withRunTrace,
   type AgentSpec,
@@ -20,6 +19,7 @@ import {
   type RunState,
   type TaskStep,
 } from './runs/run-state.js';
+import { emitFinishedSpan } from './runs/run-span.js';
 import { BreakerView } from './breaker-view.js';
 import { Dispatcher } from './dispatcher.js';
 import type { LlmClient } from './llm.js';
@@ -212,18 +212,7 @@ export class AgentRunner {
       }),
     );
     if (typeof outcome === 'object' && !finishedBefore) {
-      emitRunSpan(state, {
-        agent: state.agent,
-        startedAt: state.createdAt,
-        status: outcome.status,
-        reason: outcome.reason,
-        attributes: {
-          'gen_ai.usage.input_tokens': outcome.usage.prompt_tokens,
-          'gen_ai.usage.output_tokens': outcome.usage.completion_tokens,
-          'agent_reach.run.iterations': outcome.iterations,
-          'agent_reach.run.tool_calls': outcome.steps.length,
-        },
-      });
+      emitFinishedSpan(state, outcome);
     }
     return outcome;
   }

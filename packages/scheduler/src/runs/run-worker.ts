@@ -1,19 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { isValidRunId } from '@agent-reach/protocol';
-import {
-  constants,
-  emitRunSpan,
-  isCluster,
-  runJobProblems,
-  type Logger,
-  type RedisClient,
-} from '@agent-reach/shared';
+import { constants, isCluster, runJobProblems, type Logger, type RedisClient } from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { anyDecided, decideOverdue, parkedUntil } from '../agent-loop/approvals.js';
 import { CheckpointFailed, RunLost } from '../agent-loop/run-agent.js';
 import { createRunState, markFinished, type RunOutcome, type RunState } from './run-state.js';
+import { emitFinishedSpan } from './run-span.js';
 import type { LlmClient } from '../llm.js';
 import { upgradeRunJob, type RunJobData } from '@agent-reach/protocol';
 import { CheckpointRefused, type RunCheckpointer, type RunStore } from './run-store.js';
@@ -327,21 +321,4 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
 
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-/**
- * The root span of a run this worker ended itself (a job refused, a run abandoned out of attempts): the
- * loop that emits it for every other run never finished these.
- */
-function emitFinishedSpan(state: RunState, outcome: RunOutcome): void {
-  emitRunSpan(state, {
-    agent: state.agent,
-    startedAt: state.createdAt,
-    status: outcome.status,
-    reason: outcome.reason,
-    attributes: {
-      'agent_reach.run.iterations': outcome.iterations,
-      'agent_reach.run.tool_calls': outcome.steps.length,
-    },
-  });
 }
