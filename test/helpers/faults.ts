@@ -374,8 +374,9 @@ export async function runFaultScenario(
   scenario: FaultScenario,
   options: FaultRunOptions,
 ): Promise<FaultReport> {
-  // Long enough for a run whose checkpoints kept failing to come back through the run job's exponential
-  // backoff (1 s, 2 s, 4 s, … : its sixth retry waits 32 s): a slow recovery is not a lost run.
+  // Long enough for a run whose checkpoints kept failing to come back through the run job's backoff
+  // (10 s at most between attempts, and longer for run jobs queued with BullMQ's exponential one): a
+  // slow recovery is not a lost run.
   const settleMs = options.settleMs ?? 130_000;
   const quietMs = options.quietMs ?? 20_000;
   const figures: Record<string, string | number> = {};

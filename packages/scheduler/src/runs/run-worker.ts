@@ -1,7 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { isValidRunId } from '@agent-reach/protocol';
-import { constants, isCluster, runJobProblems, type Logger, type RedisClient } from '@agent-reach/shared';
+import {
+  constants,
+  isCluster,
+  runJobProblems,
+  runRetryDelayMs,
+  type Logger,
+  type RedisClient,
+} from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { anyDecided, decideOverdue, parkedUntil } from '../agent-loop/approvals.js';
@@ -256,6 +263,8 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     lockDuration: options.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS,
     stalledInterval: options.stalledIntervalMs ?? constants.DEFAULT_RUN_STALLED_INTERVAL_MS,
     maxStalledCount: constants.RUN_MAX_STALLED_COUNT,
+    // Run jobs' own backoff (`RUN_JOB_BACKOFF_TYPE`): capped, so a run is back soon after Redis is.
+    settings: { backoffStrategy: (attemptsMade: number) => runRetryDelayMs(attemptsMade) },
     // Run jobs are kept exactly as long as the run's records, whoever added them.
     removeOnComplete: { age: retentionS, count: constants.DEFAULT_RUN_RETENTION_COUNT },
     removeOnFail: { age: retentionS },
