@@ -554,6 +554,7 @@ export async function runFaultScenario(
       ).length;
     figures['model requests answered 200'] = sim.requests.filter((r) => r.status === 200).length;
     figures['process crashes (restarted)'] = fleet.crashes.length;
+    for (const [outcome, n] of Object.entries(checked.outcomes)) figures[`runs ended ${outcome}`] = n;
     for (const c of fleet.crashes.toReversed())
       violations.unshift({
         invariant: 'process_crashed',
