@@ -276,7 +276,23 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
   });
   worker.on('failed', (job, err) => {
     if (err instanceof DelayedError || err.name === 'DelayedError' || err.name === 'WaitingError') return;
-    logger.error({ err: { message: err.message }, runId: job?.id }, 'run job failed');
+    const retried =
+      !!job &&
+      (job.opts.attempts ?? 1) > job.attemptsMade &&
+      err.name !== 'UnrecoverableError' &&
+      !/stalled/i.test(err.message);
+    // An attempt BullMQ retries after its backoff (Redis trouble, mostly) is not a failed run.
+    if (retried)
+      logger.warn(
+        {
+          err: { message: err.message },
+          runId: job.id,
+          attempt: job.attemptsMade,
+          attempts: job.opts.attempts,
+        },
+        'run attempt failed; retried after its backoff',
+      );
+    else logger.error({ err: { message: err.message }, runId: job?.id }, 'run job failed');
     // Out of attempts or stalled too often: the record must not stay `running`.
     const runId = job?.id;
     if (
@@ -285,7 +301,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       (upgradeRunJob(job.data) as Partial<RunJobData> | undefined)?.run_id !== runId
     )
       return;
-    if ((job.opts.attempts ?? 1) > job.attemptsMade && !/stalled/i.test(err.message)) return;
+    if (retried) return;
     void (err instanceof CheckpointFailed
       ? recordAbandoned(
           runId,
