@@ -3,10 +3,11 @@
  * with hundreds of runs, as many rounds as asked, figures printed per round and in total.
  *
  *   pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 180000] [--quiet-ms 15000]
+ *               [--oom-ms 8000]
  *   pnpm faults --list
  *
- * Scenario ids: see --list; `baseline` (no fault) is a control. Exit code 1 when any invariant was
- * violated.
+ * Scenario ids: see --list; `baseline` (no fault) is a control. `--oom-ms` sets how long Redis stays
+ * at maxmemory in `redis-out-of-memory`. Exit code 1 when any invariant was violated.
  */
 import { parseArgs } from 'node:util';
 import {
@@ -14,6 +15,7 @@ import {
   cleanupAll,
   formatReport,
   INVARIANTS,
+  outOfMemory,
   runFaultScenario,
   SCENARIOS,
   type FaultReport,
@@ -28,20 +30,11 @@ const { values } = parseArgs({
     'settle-ms': { type: 'string', default: '180000' },
     'quiet-ms': { type: 'string', default: '15000' },
     examples: { type: 'string', default: '10' },
+    'oom-ms': { type: 'string', default: '8000' },
     list: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
-
-const all = [...SCENARIOS, BASELINE];
-if (values.help || values.list) {
-  if (values.help)
-    console.log(
-      'pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 180000] [--quiet-ms 15000] [--examples 10]',
-    );
-  for (const s of all) console.log(`${s.id.padEnd(22)} ${s.title}`);
-  process.exit(0);
-}
 
 const positive = (name: string, raw: string | undefined): number => {
   const n = Number(raw);
@@ -51,6 +44,18 @@ const positive = (name: string, raw: string | undefined): number => {
   }
   return n;
 };
+const oomMs = positive('oom-ms', values['oom-ms']);
+const all = [...SCENARIOS.map((s) => (s.id === 'redis-out-of-memory' ? outOfMemory(oomMs) : s)), BASELINE];
+
+if (values.help || values.list) {
+  if (values.help)
+    console.log(
+      'pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 180000] [--quiet-ms 15000] [--examples 10] [--oom-ms 8000]',
+    );
+  for (const s of all) console.log(`${s.id.padEnd(22)} ${s.title}`);
+  process.exit(0);
+}
+
 const runs = positive('runs', values.runs);
 const rounds = positive('rounds', values.rounds);
 const settleMs = positive('settle-ms', values['settle-ms']);

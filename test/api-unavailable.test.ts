@@ -156,8 +156,16 @@ describe('HTTP API while Redis is unavailable: 503 UNAVAILABLE with Retry-After,
         "ERR Error running script (call to f_1): @user_script:12: @user_script: 12: -OOM command not allowed when used memory > 'maxmemory'.",
       ),
       new Error('wrapped', { cause: new Error('Connection is closed.') }),
+      new Error('Too many Cluster redirections. Last error: ReplyError: MOVED 12434 127.0.0.1:37195'),
+      new Error('Too many Cluster redirections. Last error: Error: Connection is closed.'),
+      new Error("Cluster isn't ready and enableOfflineQueue options is false"),
+      new Error('CLUSTERDOWN The cluster is down'),
+      new Error('TRYAGAIN Multiple keys request during rehashing of slot'),
     ];
     for (const err of unavailable) expect(redisUnavailable(err), err.message).toBeDefined();
+    expect(
+      redisUnavailable(new Error('Too many Cluster redirections. Last error: Error: Connection is closed.')),
+    ).toBe('Redis Cluster does not serve the key right now');
     const others = [
       new Error('WRONGTYPE Operation against a key holding the wrong kind of value'),
       new Error('Unexpected token } in JSON'),

@@ -166,15 +166,19 @@ export interface CheckInput {
 }
 
 /**
- * Reads every run's records and llm-sim's requests and returns each broken invariant, per run, and how
- * many runs have each status (as read in the same pass).
+ * Reads every run's records and llm-sim's requests and returns each broken invariant, per run, how
+ * many runs have each status (as read in the same pass), and how many runs ended with each outcome other
+ * than success (status, reason and the start of the report).
  */
-export async function checkRuns(
-  input: CheckInput,
-): Promise<{ violations: Violation[]; statuses: Record<string, number> }> {
+export async function checkRuns(input: CheckInput): Promise<{
+  violations: Violation[];
+  statuses: Record<string, number>;
+  outcomes: Record<string, number>;
+}> {
   const { redis, keys, runIds, requests, starts, runsQueue } = input;
   const violations: Violation[] = [];
   const statuses: Record<string, number> = {};
+  const outcomes: Record<string, number> = {};
   const add = (invariant: Invariant, subject: string, detail: string) =>
     violations.push({ invariant, subject, detail });
 
@@ -227,6 +231,16 @@ export async function checkRuns(
     const finishedCount = types.filter((t) => t === 'run_finished').length;
     if (startedCount !== 1) add('run_started', runId, `${startedCount} run_started events`);
     if (finishedCount !== 1) add('run_finished', runId, `${finishedCount} run_finished events`);
+    if (FINAL_STATUSES.includes(status) && status !== 'succeeded') {
+      const finished = events.find((_, i) => types[i] === 'run_finished')?.[1];
+      const e = finished ? finished.indexOf('e') : -1;
+      const outcome = (
+        parseJson(e >= 0 ? finished?.[e + 1] : undefined) as
+          { outcome?: { reason?: string; report?: string } } | undefined
+      )?.outcome;
+      const key = `${status} (${outcome?.reason ?? meta.reason ?? '?'}): ${(outcome?.report ?? '').slice(0, 160)}`;
+      outcomes[key] = (outcomes[key] ?? 0) + 1;
+    }
 
     const messages = stored.map((m) => parseJson(m) as Message);
     if (messages.some((m) => !m || typeof m.role !== 'string'))
@@ -292,7 +306,7 @@ export async function checkRuns(
         );
     }
   }
-  return { violations, statuses };
+  return { violations, statuses, outcomes };
 }
 
 /** Violations per invariant (only those with any). */

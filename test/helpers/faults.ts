@@ -251,6 +251,23 @@ export interface FaultScenario {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Redis at `maxmemory` (noeviction, 100 KiB above what it used) for `ms`, then with room again. */
+export function outOfMemory(ms: number): FaultScenario {
+  return {
+    id: 'redis-out-of-memory',
+    title: `Redis reaches maxmemory (noeviction) for ${ms / 1000} s and then has room again`,
+    async inject({ admin, note }) {
+      const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
+      await admin.config('SET', 'maxmemory-policy', 'noeviction');
+      await admin.config('SET', 'maxmemory', String(used + 100 * 1024));
+      await sleep(ms);
+      await admin.config('SET', 'maxmemory', '0');
+      const oom = /errorstat_OOM:count=(\d+)/.exec(await admin.info('errorstats'))?.[1] ?? '0';
+      note('commands refused with OOM', Number(oom));
+    },
+  };
+}
+
 export const SCENARIOS: readonly FaultScenario[] = [
   {
     id: 'scheduler-paused',
@@ -281,19 +298,7 @@ export const SCENARIOS: readonly FaultScenario[] = [
       else note('DEBUG SLEEP', 'skipped: no progress within 20 s after the pause');
     },
   },
-  {
-    id: 'redis-out-of-memory',
-    title: 'Redis reaches maxmemory (noeviction) for 8 s and then has room again',
-    async inject({ admin, note }) {
-      const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
-      await admin.config('SET', 'maxmemory-policy', 'noeviction');
-      await admin.config('SET', 'maxmemory', String(used + 100 * 1024));
-      await sleep(8000);
-      await admin.config('SET', 'maxmemory', '0');
-      const oom = /errorstat_OOM:count=(\d+)/.exec(await admin.info('errorstats'))?.[1] ?? '0';
-      note('commands refused with OOM', Number(oom));
-    },
-  },
+  outOfMemory(8000),
   {
     id: 'fleet-sigterm',
     title: 'every scheduler and executor gets SIGTERM mid-load and the whole fleet is started again',
@@ -374,8 +379,9 @@ export async function runFaultScenario(
   scenario: FaultScenario,
   options: FaultRunOptions,
 ): Promise<FaultReport> {
-  // Long enough for a run whose checkpoints kept failing to come back through the run job's exponential
-  // backoff (1 s, 2 s, 4 s, … : its sixth retry waits 32 s): a slow recovery is not a lost run.
+  // Long enough for a run whose checkpoints kept failing to come back through the run job's backoff
+  // (10 s at most between attempts, and longer for run jobs queued with BullMQ's exponential one): a
+  // slow recovery is not a lost run.
   const settleMs = options.settleMs ?? 130_000;
   const quietMs = options.quietMs ?? 20_000;
   const figures: Record<string, string | number> = {};
@@ -553,6 +559,7 @@ export async function runFaultScenario(
       ).length;
     figures['model requests answered 200'] = sim.requests.filter((r) => r.status === 200).length;
     figures['process crashes (restarted)'] = fleet.crashes.length;
+    for (const [outcome, n] of Object.entries(checked.outcomes)) figures[`runs ended ${outcome}`] = n;
     for (const c of fleet.crashes.toReversed())
       violations.unshift({
         invariant: 'process_crashed',

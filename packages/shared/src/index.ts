@@ -63,7 +63,7 @@ export { startMetricsServer } from './metrics-server.js';
 export { parseJsonSafely } from './safe-json.js';
 export { exitOnSignals } from './shutdown.js';
 export { redisUnavailable } from './redis-errors.js';
-export { runJobOptions } from './run-job-options.js';
+export { runJobOptions, runRetryDelayMs } from './run-job-options.js';
 export { runJobProblems } from './run-job-schema.js';
 export {
   LiveConfig,

@@ -1,6 +1,6 @@
 /**
  * Whether an error means Redis cannot serve the request right now (down, restarting, paused, out of
- * memory, read-only), as ioredis and BullMQ report it. Such a request is answered 503 UNAVAILABLE with
+ * memory, read-only, a cluster failing over), as ioredis and BullMQ report it. Such a request is answered 503 UNAVAILABLE with
  * `Retry-After`: the caller did nothing wrong and may try again.
  */
 
@@ -22,6 +22,14 @@ const CONNECTION_MESSAGES =
   /^(Connection is closed|Stream isn't writeable|Command timed out|Reached the max retries per request limit|Redis did not answer)/;
 
 /**
+ * Messages of ioredis's cluster client when no node serves a command's slot right now: a master died and
+ * its replica is not promoted yet (the command bounced between nodes until its redirections ran out), or
+ * the client cannot learn the slots from any node.
+ */
+const CLUSTER_MESSAGES =
+  /^(Too many Cluster redirections|Cluster isn't ready|None of startup nodes is available|Failed to refresh slots cache)/;
+
+/**
  * Redis's own refusals of a command while it cannot serve it. A reply starts with the error's name; from
  * inside a script (BullMQ's) the name follows the script's location, e.g. `…: @user_script:12: -OOM …`.
  */
@@ -36,6 +44,7 @@ export function redisUnavailable(error: unknown): string | undefined {
     if (err.name === 'MaxRetriesPerRequestError') return 'Redis does not answer';
     if (typeof err.code === 'string' && NETWORK_CODES.has(err.code)) return 'Redis cannot be reached';
     if (CONNECTION_MESSAGES.test(message)) return 'Redis does not answer';
+    if (CLUSTER_MESSAGES.test(message)) return 'Redis Cluster does not serve the key right now';
     const refusal = SERVER_REFUSALS.exec(message)?.[1];
     if (refusal === 'OOM') return 'Redis is out of memory (maxmemory reached)';
     if (refusal === 'LOADING') return 'Redis is loading its data';

@@ -1,7 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { isValidRunId } from '@agent-reach/protocol';
-import { constants, isCluster, runJobProblems, type Logger, type RedisClient } from '@agent-reach/shared';
+import {
+  constants,
+  isCluster,
+  runJobProblems,
+  runRetryDelayMs,
+  type Logger,
+  type RedisClient,
+} from '@agent-reach/shared';
 import type { AgentRunner } from '../agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { anyDecided, decideOverdue, parkedUntil } from '../agent-loop/approvals.js';
@@ -261,6 +268,8 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     lockDuration: options.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS,
     stalledInterval: options.stalledIntervalMs ?? constants.DEFAULT_RUN_STALLED_INTERVAL_MS,
     maxStalledCount: constants.RUN_MAX_STALLED_COUNT,
+    // Run jobs' own backoff (`RUN_JOB_BACKOFF_TYPE`): capped, so a run is back soon after Redis is.
+    settings: { backoffStrategy: (attemptsMade: number) => runRetryDelayMs(attemptsMade) },
     // Run jobs are kept exactly as long as the run's records, whoever added them.
     removeOnComplete: { age: retentionS, count: constants.DEFAULT_RUN_RETENTION_COUNT },
     removeOnFail: { age: retentionS },
@@ -272,7 +281,23 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
   });
   worker.on('failed', (job, err) => {
     if (err instanceof DelayedError || err.name === 'DelayedError' || err.name === 'WaitingError') return;
-    logger.error({ err: { message: err.message }, runId: job?.id }, 'run job failed');
+    const retried =
+      !!job &&
+      (job.opts.attempts ?? 1) > job.attemptsMade &&
+      err.name !== 'UnrecoverableError' &&
+      !/stalled/i.test(err.message);
+    // An attempt BullMQ retries after its backoff (Redis trouble, mostly) is not a failed run.
+    if (retried)
+      logger.warn(
+        {
+          err: { message: err.message },
+          runId: job.id,
+          attempt: job.attemptsMade,
+          attempts: job.opts.attempts,
+        },
+        'run attempt failed; retried after its backoff',
+      );
+    else logger.error({ err: { message: err.message }, runId: job?.id }, 'run job failed');
     // Out of attempts or stalled too often: the record must not stay `running`.
     const runId = job?.id;
     if (
@@ -281,7 +306,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       (upgradeRunJob(job.data) as Partial<RunJobData> | undefined)?.run_id !== runId
     )
       return;
-    if ((job.opts.attempts ?? 1) > job.attemptsMade && !/stalled/i.test(err.message)) return;
+    if (retried) return;
     void (err instanceof CheckpointFailed
       ? recordAbandoned(
           runId,
