@@ -119,11 +119,18 @@ describe('the fleet catalog is the union of live announcements (executor process
     const child = spawn({ EXECUTOR_GROUPS: 'isolated', ANNOUNCEMENT_TTL_MS: '60000' });
     await child.ready;
     const catalog = await new ToolCatalog(producer, t.keys).refresh();
+    const forgetful = await new ToolCatalog(producer, t.keys, { memoryMs: 0 }).refresh();
     expect(catalog.servesGroup('isolated')).toBe(true);
+    const tools = catalog.names();
+    expect(tools).toContain('isolated_echo');
     child.kill('SIGTERM');
     expect(await child.exited).toBe(0);
-    await catalog.refresh();
+    await Promise.all([catalog.refresh(), forgetful.refresh()]);
     expect(catalog.servesGroup('isolated')).toBe(false);
-    expect(catalog.names()).toEqual([]);
+    expect(catalog.liveExecutors().size).toBe(0);
+    // Its tools stay known for the catalog's memory: calls of them wait for an executor rather than
+    // being answered as tools that do not exist.
+    expect(catalog.names()).toEqual(tools);
+    expect(forgetful.names()).toEqual([]);
   }, 30_000);
 });

@@ -386,6 +386,20 @@ export class Dispatcher {
     );
   }
 
+  /** Records results the loop decided itself, unless their calls have one; resolves to the recorded ones. */
+  async recordLocal(runId: string, results: ToolResult[]): Promise<ToolResult[]> {
+    const scripts = redisScripts(this.#opts.connection);
+    const recorded = await Promise.all(
+      results.map((r) =>
+        scripts.recordFirst(
+          [this.#opts.keys.results(runId)],
+          [r.tool_call_id, JSON.stringify(r), constants.DEFAULT_RESULTS_TTL_S],
+        ),
+      ),
+    );
+    return recorded.map((json) => JSON.parse(json) as ToolResult);
+  }
+
   /** Records a result the dispatcher gives itself, unless the call has one, and returns the recorded one. */
   async #recordFirst(p: Pending, result: ToolResult): Promise<ToolResult> {
     const json = await redisScripts(this.#opts.connection).recordFirst(

@@ -15,18 +15,30 @@ import {
  * The scheduler's view of the tools the fleet serves: the union of the announcements executors keep alive
  * in Redis with their heartbeats (an executor that stopped announcing itself no longer counts).
  * Schedulers never load tool code: they learn names, schemas, groups and timing from here.
+ *
+ * A tool stays known for `memoryMs` after the last announcement of it lapsed: executors that cannot write
+ * their heartbeats (Redis out of memory or away) or are all restarting at once have not taken their tools
+ * away, and a call of such a tool is published to wait for an executor (answered `unavailable` if none
+ * takes it in time) rather than answered "there is no tool named …". Groups and executors are only ever
+ * the live ones.
  */
 export class ToolCatalog {
   #entries = new Map<string, ToolCatalogEntry>();
+  /** Every tool seen, with when it was last announced (this process's clock). */
+  #seen = new Map<string, { entry: ToolCatalogEntry; at: number }>();
   #groups = new Set<string>();
   #executors = new Set<string>();
   readonly #validators = new WeakMap<ToolCatalogEntry, ValidateFunction>();
   readonly #ajv = createAjv();
+  readonly #memoryMs: number;
 
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keys,
-  ) {}
+    options: { memoryMs?: number } = {},
+  ) {
+    this.#memoryMs = options.memoryMs ?? constants.DEFAULT_CATALOG_MEMORY_MS;
+  }
 
   async refresh(): Promise<this> {
     const replies = await this.redis.pipeline().time().hgetall(this.keys.catalog).exec();
@@ -46,6 +58,13 @@ export class ToolCatalog {
         // An unchanged entry keeps its identity, and with it its compiled validator.
         entries.set(tool.name, known && JSON.stringify(known) === JSON.stringify(tool) ? known : tool);
       }
+    }
+    const now = Date.now();
+    for (const [name, entry] of entries) this.#seen.set(name, { entry, at: now });
+    for (const [name, { entry, at }] of this.#seen) {
+      if (entries.has(name)) continue;
+      if (now - at < this.#memoryMs) entries.set(name, entry);
+      else this.#seen.delete(name);
     }
     this.#entries = entries;
     this.#groups = groups;

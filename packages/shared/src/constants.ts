@@ -46,6 +46,11 @@ export const DEFAULT_EXECUTOR_HEARTBEAT_MS = 2000;
 /** How long an announcement counts after its last heartbeat, in ms: a dead executor's tools age out after it. */
 export const DEFAULT_EXECUTOR_ANNOUNCEMENT_TTL_MS = 10_000;
 /**
+ * How long a scheduler keeps a tool known after the last announcement of it lapsed (executors unable to
+ * write heartbeats during a Redis outage, or all restarting): 5 minutes.
+ */
+export const DEFAULT_CATALOG_MEMORY_MS = 300_000;
+/**
  * Part of the shutdown grace kept for handing unfinished calls back to the queue and closing, in ms (at
  * most half the grace).
  */

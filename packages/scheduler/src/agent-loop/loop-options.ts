@@ -22,6 +22,14 @@ export interface AgentLoopDeps {
   llm: LlmClient;
   dispatcher: {
     dispatch(run: DispatchRun, calls: DispatchCall[], options?: DispatchOptions): Promise<ToolResult[]>;
+    /**
+     * Records results the loop decided itself (a name the agent cannot reach, a call a person rejected)
+     * unless their calls already have one, and resolves to the recorded ones: an answer given here may
+     * depend on what this attempt saw (the fleet's announcements, the configuration in force), so a call
+     * that an earlier attempt published and an executor answered keeps that answer. Without it (a loop
+     * with no record, as in benchmarks), local answers are used as they are.
+     */
+    recordLocal?(runId: string, results: ToolResult[]): Promise<ToolResult[]>;
   };
   catalog: ToolCatalog;
   breakers: { openTools(): Promise<Set<string>>; invalidate?(): void };

@@ -6,8 +6,9 @@ import type { RunState } from '../runs/run-state.js';
 
 /**
  * Results for a turn's calls, in order. Names the agent cannot reach are answered here as `unknown_tool`
- * (with the closest reachable name) without a round trip; every other call goes to the executors in one
- * publish, where arguments are validated and the scope is checked again.
+ * (with the closest reachable name) without publishing them, and recorded as the call's result unless it
+ * has one (then that one is the answer); every other call goes to the executors in one publish, where
+ * arguments are validated and the scope is checked again.
  */
 export async function resolveToolCalls(
   state: RunState,
@@ -46,6 +47,17 @@ export async function resolveToolCalls(
       ),
     );
   });
+  // Answers decided here are recorded first, like the executors' results: the model never reads an
+  // answer its call's record does not hold.
+  const localIndexes = [...local.keys()];
+  const recorded =
+    localIndexes.length > 0 && deps.dispatcher.recordLocal
+      ? await deps.dispatcher.recordLocal(
+          state.runId,
+          localIndexes.map((i) => local.get(i) as ToolResult),
+        )
+      : undefined;
+  recorded?.forEach((result, j) => local.set(localIndexes[j] as number, result));
   const dispatched = remote.length
     ? await deps.dispatcher.dispatch(
         { runId: state.runId, traceId: state.traceId, agent: state.agent, deadlineAt: state.deadlineAt },
