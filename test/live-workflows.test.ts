@@ -101,14 +101,18 @@ describe('workflows as live configuration across running processes', { timeout: 
   let executor: Child;
   let schedulers: Child[];
   let apiUrl: string;
+  /** `pair`, started under version 1 with this Idempotency-Key (before version 2 removes the definition). */
+  const PAIR_KEY = `pair-${randomUUID()}`;
+  let keyedPair: string;
 
   const cli = (...args: string[]) => runCli(env, args);
-  const api = async (method: string, url: string, body?: unknown) => {
+  const api = async (method: string, url: string, body?: unknown, headers: Record<string, string> = {}) => {
     const res = await fetch(`${apiUrl}${url}`, {
       method,
       headers: {
         authorization: `Bearer ${API_KEY}`,
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...headers,
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
@@ -253,6 +257,30 @@ describe('workflows as live configuration across running processes', { timeout: 
     expect((await api('POST', '/v1/workflows', { workflow: 'ring', input: 'x' })).status).toBe(422);
   });
 
+  it('starts a workflow once for an Idempotency-Key: the repeat answers 200 with the same workflow', async () => {
+    const first = await api(
+      'POST',
+      '/v1/workflows',
+      { workflow: 'pair', input: 'keyed' },
+      { 'idempotency-key': PAIR_KEY },
+    );
+    expect(first.status, JSON.stringify(first.json)).toBe(201);
+    keyedPair = first.json.workflow_id;
+    const repeat = await api(
+      'POST',
+      '/v1/workflows',
+      { workflow: 'pair', input: 'keyed' },
+      { 'idempotency-key': PAIR_KEY },
+    );
+    expect(repeat.status).toBe(200);
+    expect(repeat.json.workflow_id).toBe(keyedPair);
+    expect(await ended(keyedPair)).toMatchObject({
+      workflow: 'pair',
+      status: 'succeeded',
+      config_version: 1,
+    });
+  });
+
   it('finishes a running workflow with the definition it started with when a new one is applied mid-run', async () => {
     const id = await start('relay', 'say hello');
     // The first node's run waits for a person's approval: the workflow is mid-run until the test decides.
@@ -287,6 +315,41 @@ describe('workflows as live configuration across running processes', { timeout: 
     expect(started.stderr).toBe(
       'not found: unknown workflow "pair" (not in configuration version 2); declared: relay, fails\n',
     );
+  });
+
+  it('answers a repeated Idempotency-Key with the workflow it started after its definition was removed; another body is 409, a new key 422', async () => {
+    const body = { workflow: 'pair', input: 'keyed' };
+    const repeat = await api('POST', '/v1/workflows', body, { 'idempotency-key': PAIR_KEY });
+    expect(repeat.status, JSON.stringify(repeat.json)).toBe(200);
+    expect(repeat.json).toMatchObject({
+      workflow_id: keyedPair,
+      workflow: 'pair',
+      status: 'succeeded',
+      config_version: 1,
+      output: 'saw [answer to first answered]',
+    });
+    const other = await api(
+      'POST',
+      '/v1/workflows',
+      { ...body, input: 'another' },
+      { 'idempotency-key': PAIR_KEY },
+    );
+    expect(other.status).toBe(409);
+    expect(other.json.error).toMatchObject({
+      code: 'CONFLICT',
+      message: 'this Idempotency-Key was already used with a different body',
+    });
+    const freshKey = { 'idempotency-key': `pair-${randomUUID()}` };
+    const fresh = await api('POST', '/v1/workflows', body, freshKey);
+    expect(fresh.status).toBe(422);
+    expect(fresh.json.error).toMatchObject({
+      code: 'UNKNOWN_WORKFLOW',
+      message: 'unknown workflow "pair" (not in configuration version 2); declared: relay, fails',
+    });
+    // Refused with nothing created: the new key is still free for a body that names a declared workflow.
+    const later = await api('POST', '/v1/workflows', { workflow: 'fails', input: 'x' }, freshKey);
+    expect(later.status, JSON.stringify(later.json)).toBe(201);
+    expect(await ended(later.json.workflow_id)).toMatchObject({ workflow: 'fails', status: 'failed' });
   });
 
   it('keeps the workflows in force when config apply names none', async () => {

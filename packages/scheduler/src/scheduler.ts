@@ -8,7 +8,7 @@ import {
   connectRedis,
   LiveConfig,
   registerConfigMetrics,
-  workflowsFileOf,
+  workflowsPathOf,
   startMetricsServer,
   waitReady,
   type AgentReachConfig,
@@ -87,12 +87,12 @@ export async function startScheduler(
   await waitReady(redis, config.redisUrl);
   const keys = createKeys(config.keyPrefix);
   // A local workflows file with a cycle, an unknown agent or dependency stops the scheduler here: no
-  // workflow of it can ever start.
+  // workflow of it can ever start. One that does not exist yet declares none until it is created.
   const live = await LiveConfig.start({
     redis,
     keys,
     file: config.agentsFile,
-    workflowsFile: workflowsFileOf(config),
+    workflowsFile: workflowsPathOf(config),
     logger,
   });
   // Views that answer from the configuration in force: agents and workflows change without a restart.

@@ -44,6 +44,7 @@ export {
   renderNodeInput,
   templateRefs,
   workflowsFileOf,
+  workflowsPathOf,
 } from './workflows.js';
 export type {
   NodeOutput,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
+import { existsSync, readFileSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import { parse } from 'yaml';
 import { loadAgents, parseAgents, type AgentSpec, type AgentsFile, type ConfigDocument } from './agents.js';
 import { loadWorkflows, parseWorkflowsDocument, type WorkflowsFile } from './workflows.js';
@@ -38,7 +38,8 @@ export interface LiveConfigOptions {
   /**
    * The local workflows file, used (and watched) beside `file` while no configuration is published, and
    * for a published version that carries no `workflows` (one published before workflows joined the
-   * configuration). Without it such a version, or the local files, declare no workflows.
+   * configuration). Without it such a version, or the local files, declare no workflows; so does a file
+   * that does not exist (yet): it is taken up when it is created.
    */
   workflowsFile?: string | undefined;
   logger: Logger;
@@ -169,6 +170,11 @@ export class LiveConfig {
     live.#poll.unref();
     if (!published) live.#watchFile();
     opts.logger.info({ configVersion: initial.version, source: initial.source }, 'configuration loaded');
+    if (!published && opts.workflowsFile && !existsSync(opts.workflowsFile))
+      opts.logger.info(
+        { file: opts.workflowsFile },
+        'no workflows file yet: no workflows until it is created (it is watched)',
+      );
     return live;
   }
 
@@ -293,9 +299,12 @@ export class LiveConfig {
     for (const file of this.#files()) unwatchFile(file, this.#onFile);
   }
 
-  /** Either file changed: both are read again, as one version (a workflow is checked against the agents). */
+  /**
+   * Either file changed, appeared or went away: both are read again, as one version (a workflow is checked
+   * against the agents).
+   */
   readonly #onFile = (now: Stats, before: Stats): void => {
-    if (this.#closed || this.#current.source !== 'file' || now.mtimeMs === before.mtimeMs) return;
+    if (this.#closed || this.#current.source !== 'file' || sameFile(now, before)) return;
     let next: FleetConfig;
     try {
       next = fromFile(this.#opts);
@@ -327,10 +336,29 @@ export async function readFleetConfig(
   return published ? parsePublished(published, opts) : fromFile(opts);
 }
 
+/**
+ * Whether a watched file is as it was. An editor that saves by writing a new file and renaming it over
+ * the old one may keep the old modification time (`cp -p`, `mv` of a prepared file, coarse clocks): the
+ * inode and change time tell it apart. A file that does not exist stats as all zeros.
+ */
+function sameFile(now: Stats, before: Stats): boolean {
+  return (
+    now.mtimeMs === before.mtimeMs &&
+    now.ctimeMs === before.ctimeMs &&
+    now.ino === before.ino &&
+    now.size === before.size
+  );
+}
+
+/** The local workflows file when it exists: one not (yet) created declares no workflows. */
+function presentWorkflowsFile(file: string | undefined): string | undefined {
+  return file !== undefined && existsSync(file) ? file : undefined;
+}
+
 /** The local files as one version 0: the agents file, and the workflows file checked against it. */
 function fromFile(opts: Pick<LiveConfigOptions, 'file' | 'workflowsFile' | 'knownTools'>): FleetConfig {
   const agents = loadAgents(opts.file, opts.knownTools);
-  const workflows = loadWorkflows(opts.workflowsFile, agents.agents.keys());
+  const workflows = loadWorkflows(presentWorkflowsFile(opts.workflowsFile), agents.agents.keys());
   // The digest covers both files, so that a change of either is a new version.
   const document: ConfigDocument = { ...agents.document, workflows: workflows.document };
   return { version: 0, digest: configDigest(document), source: 'file', agents, workflows };
@@ -422,7 +450,7 @@ function parsePublished(
   }
   // Tools are checked as a warning below: the fleet's catalog was checked when the version was applied.
   const { agents, workflows } = parseConfigDocument(document, `configuration version ${published.version}`, {
-    workflows: { file: opts.workflowsFile },
+    workflows: { file: presentWorkflowsFile(opts.workflowsFile) },
   });
   if (opts.knownTools) {
     const known = new Set(opts.knownTools);

@@ -326,6 +326,14 @@ export function parseWorkflowsDocument(
 }
 
 /**
+ * Where a configuration's workflows file is, whether or not it exists yet: `WORKFLOWS_FILE` when set, else
+ * `workflows.yaml` beside the agents file. A process that follows its files watches this path.
+ */
+export function workflowsPathOf(config: { agentsFile: string; workflowsFile?: string | undefined }): string {
+  return config.workflowsFile || path.join(path.dirname(config.agentsFile), 'workflows.yaml');
+}
+
+/**
  * The workflows file a configuration names: `WORKFLOWS_FILE` when set, else `workflows.yaml` beside the
  * agents file when that exists; undefined when there is none (then no workflow is declared).
  */
@@ -333,9 +341,8 @@ export function workflowsFileOf(config: {
   agentsFile: string;
   workflowsFile?: string | undefined;
 }): string | undefined {
-  if (config.workflowsFile) return config.workflowsFile;
-  const beside = path.join(path.dirname(config.agentsFile), 'workflows.yaml');
-  return existsSync(beside) ? beside : undefined;
+  const file = workflowsPathOf(config);
+  return config.workflowsFile || existsSync(file) ? file : undefined;
 }
 
 /** Reads and checks a workflows file (see `parseWorkflows`); no file means no workflows. */

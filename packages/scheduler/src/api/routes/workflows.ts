@@ -29,6 +29,28 @@ function assertWorkflowAllowed(principal: Principal, spec: WorkflowSpec): void {
 }
 
 /**
+ * The workflow an `Idempotency-Key` names, derived from it so that every request with the key converges
+ * on one workflow, and `claim`, which records the key's first body and refuses another one (409).
+ */
+function keyedStart(ctx: ApiContext, principal: Principal, key: string, body: CreateWorkflowBody) {
+  const h = createHash('sha256').update(`${principal.id}\n${key}`).digest('hex');
+  const workflowId = `wf_${h.slice(0, 32)}`;
+  const hash = bodyHash(body);
+  return {
+    workflowId,
+    claim: async (): Promise<void> => {
+      // Namespaced apart from run creation: the same key may start a run and a workflow.
+      const claim = await ctx.idempotency.claim(`workflow:${principal.id}`, key, {
+        runId: workflowId,
+        bodyHash: hash,
+      });
+      if (!claim.claimed && claim.existing && claim.existing.bodyHash !== hash)
+        throw new ApiError('CONFLICT', 'this Idempotency-Key was already used with a different body');
+    },
+  };
+}
+
+/**
  * `/v1/workflows`: start (idempotent with `Idempotency-Key`, like runs), list, get with each node's
  * state, follow its events, cancel.
  */
@@ -51,7 +73,7 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
         tags: ['workflows'],
         summary: 'Start a workflow (201); with an Idempotency-Key already used, the same workflow (200)',
         description:
-          'The workflow must be declared in the configuration in force (422 UNKNOWN_WORKFLOW otherwise, naming the workflow, the version and the workflows it declares); it runs the definition of that version to its end, whatever is applied later (`config_version`). A key limited to some agents must be allowed every agent of its nodes (403).',
+          'The workflow must be declared in the configuration in force (422 UNKNOWN_WORKFLOW otherwise, naming the workflow, the version and the workflows it declares); it runs the definition of that version to its end, whatever is applied later (`config_version`). A key limited to some agents must be allowed every agent of its nodes (403). A repeat with an Idempotency-Key already used returns the workflow it started (200), even after its definition left the configuration; with another body, 409 CONFLICT.',
         headers: CreateRunHeaders,
         body: CreateWorkflowBody,
         response: responses({ 200: WorkflowView, 201: WorkflowView }),
@@ -60,6 +82,20 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
     async (request, reply) => {
       const principal = requirePrincipal(ctx.auth, request);
       const wf = control();
+      const key = request.headers['idempotency-key'];
+      const keyed = key === undefined ? undefined : keyedStart(ctx, principal, key, request.body);
+      // The key before the name: a repeat gets what the first request created, even when the definition
+      // it started has since left the configuration.
+      const already = wf && keyed ? await wf.get(keyed.workflowId) : undefined;
+      if (already && keyed) {
+        await keyed.claim();
+        assertWorkflowAllowed(principal, already.spec);
+        ctx.log.info(
+          { workflowId: already.workflowId, workflow: already.name, key: principal.name, created: false },
+          'workflow started',
+        );
+        return reply.code(200).send(workflowView(already));
+      }
       // Resolved once: the definition checked here is the one started, whatever is applied meanwhile.
       const definition = wf?.resolve(request.body.workflow);
       if (!wf || !definition)
@@ -69,24 +105,12 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
         );
       const spec = definition.spec;
       assertWorkflowAllowed(principal, spec);
-      const key = request.headers['idempotency-key'];
-      let workflowId: string | undefined;
-      if (key !== undefined) {
-        const h = createHash('sha256').update(`${principal.id}\n${key}`).digest('hex');
-        workflowId = `wf_${h.slice(0, 32)}`;
-        // Namespaced apart from run creation: the same key may start a run and a workflow.
-        const claim = await ctx.idempotency.claim(`workflow:${principal.id}`, key, {
-          runId: workflowId,
-          bodyHash: bodyHash(request.body),
-        });
-        if (!claim.claimed && claim.existing && claim.existing.bodyHash !== bodyHash(request.body))
-          throw new ApiError('CONFLICT', 'this Idempotency-Key was already used with a different body');
-      }
+      await keyed?.claim();
       const { workflowId: id, created } = await wf.start({
         workflow: spec.name,
         definition,
         input: request.body.input,
-        ...(workflowId ? { workflowId } : {}),
+        ...(keyed ? { workflowId: keyed.workflowId } : {}),
         ...(request.body.metadata ? { metadata: request.body.metadata } : {}),
       });
       ctx.log.info({ workflowId: id, workflow: spec.name, key: principal.name, created }, 'workflow started');
