@@ -188,6 +188,45 @@ describe('live configuration across running processes', { timeout: 120_000 }, ()
     const shown = await cli('config', 'show');
     expect(shown.stdout).toMatch(/^version 2, digest [0-9a-f]{16}, applied .* by config apply .*v2\.yaml$/m);
   });
+
+  it('answers a repeated Idempotency-Key with the run it started after its agent was removed; another body is 409, a new key 422', async () => {
+    const post = async (body: object, key: string) => {
+      const res = await fetch(`${apiUrl}/v1/runs`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${API_KEY}`,
+          'content-type': 'application/json',
+          'idempotency-key': key,
+        },
+        body: JSON.stringify(body),
+      });
+      return {
+        status: res.status,
+        json: (await res.json()) as { run_id?: string; error?: { code: string } },
+      };
+    };
+    const key = `keyed-${randomUUID()}`;
+    const body = { agent: 'weather_only', input: 'keyed', model: 'echo' };
+    const first = await post(body, key);
+    expect(first.status, JSON.stringify(first.json)).toBe(201);
+    await control.wait(first.json.run_id as string, 20_000);
+    const next = path.join(dir, 'v3.yaml');
+    const base = await readFile(TEST_AGENTS, 'utf8');
+    await writeFile(next, base.replace(/ {2}- name: weather_only\n {4}tools: \[query_weather\]\s*$/, ''));
+    expect((await cli('config', 'apply', next)).code).toBe(0);
+    await bothAt(3);
+    const repeat = await post(body, key);
+    expect(repeat.status, JSON.stringify(repeat.json)).toBe(200);
+    expect(repeat.json).toMatchObject({
+      run_id: first.json.run_id,
+      status: 'succeeded',
+      agent: 'weather_only',
+    });
+    expect((await post({ ...body, input: 'another' }, key)).status).toBe(409);
+    const fresh = await post(body, `keyed-${randomUUID()}`);
+    expect(fresh.status).toBe(422);
+    expect(fresh.json.error?.code).toBe('UNKNOWN_AGENT');
+  });
 });
 
 describe('live configuration in one process', { timeout: 30_000 }, () => {

@@ -38,6 +38,12 @@ export class IdempotencyStore {
     return this.keys.idempotency(`${principalId}:${h}`);
   }
 
+  /** What the key points at, if a request claimed it. */
+  async peek(principalId: string, idempotencyKey: string): Promise<IdempotencyRecord | undefined> {
+    const raw = await this.redis.get(this.#key(principalId, idempotencyKey));
+    return raw ? (JSON.parse(raw) as IdempotencyRecord) : undefined;
+  }
+
   /** Claims the key for a new run; returns the existing record when another request claimed it first. */
   async claim(
     principalId: string,

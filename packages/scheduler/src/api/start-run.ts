@@ -31,6 +31,10 @@ export async function startRun(
 ): Promise<{ run: RunView; created: boolean }> {
   const { control, agents, redis, keys } = ctx.deps;
   assertAgentAllowed(principal, req.agent);
+  // A repeat gets what the first request created even when its agent has left the configuration since.
+  const repeated =
+    idempotencyKey === undefined ? undefined : await repeatOf(ctx, principal, req, idempotencyKey);
+  if (repeated) return { run: repeated, created: false };
   if (!agents.agents.has(req.agent)) {
     const known = [...agents.agents.keys()].filter((a) => !principal.agents || principal.agents.has(a));
     throw new ApiError('UNKNOWN_AGENT', `unknown agent "${req.agent}"; known: ${known.join(', ')}`);
@@ -80,6 +84,23 @@ export async function startRun(
     created ? 'run created' : 'run queued again for a repeated request',
   );
   return { run: queuedView(data, data.created_at ?? Date.now()), created };
+}
+
+/**
+ * The run an earlier request with this key created, when it exists: the same body gets it, another body
+ * is a 409. Undefined when the key is unused or its run was never queued (the caller goes on to queue it).
+ */
+async function repeatOf(
+  ctx: ApiContext,
+  principal: Principal,
+  req: StartRunInput,
+  idempotencyKey: string,
+): Promise<RunView | undefined> {
+  const existing = await ctx.idempotency.peek(principal.id, idempotencyKey);
+  if (!existing) return undefined;
+  if (existing.bodyHash !== bodyHash(req))
+    throw new ApiError('CONFLICT', 'this Idempotency-Key was already used with a different body');
+  return (await loadRun(ctx.deps.control, existing.runId))?.view;
 }
 
 /** The run and trace ids of an idempotent request, the same for every request with the key. */
