@@ -1,5 +1,6 @@
 import { serializeReply, type Keys } from '@agent-reach/protocol';
-import { redisScripts, type RedisClient } from '@agent-reach/shared';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { redisUnavailable, redisScripts, type RedisClient } from '@agent-reach/shared';
 
 /** The executor's own plain connection for results, with its scripts defined. */
 export function resultWriter(connection: RedisClient): RedisClient {
@@ -45,7 +46,31 @@ export async function recordResult(writer: RedisClient, r: CallRecord): Promise<
     [r.toolCallId, r.resultJson, r.resultsTtlS],
   );
   await pushReply(writer, r.replyTo, r.runId, duplicate ?? r.resultJson, r.resultsTtlS);
-  return duplicate;
+  // This result, written by an earlier try of this same write, is not a duplicate.
+  return duplicate === r.resultJson ? null : duplicate;
+}
+
+/**
+ * Retries a write of a call's outcome while Redis cannot serve it (out of memory, away, failing over),
+ * until `deadlineMs` or until one of `signals` aborts; then rethrows. A tool that ran keeps its result instead of
+ * failing its job, so it is not run again once Redis is back. The writes it retries are idempotent.
+ */
+export async function untilWritten<T>(
+  write: () => Promise<T>,
+  deadlineMs: number,
+  signals: readonly AbortSignal[],
+  onRetry: (why: string) => void,
+): Promise<T> {
+  for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 2000)) {
+    try {
+      return await write();
+    } catch (err) {
+      const why = redisUnavailable(err);
+      if (!why || signals.some((s) => s.aborted) || Date.now() + delayMs > deadlineMs) throw err;
+      onRetry(why);
+      await sleep(delayMs);
+    }
+  }
 }
 
 /** Pushes a result onto the dispatcher's reply list, which lives as long as results do. */

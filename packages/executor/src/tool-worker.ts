@@ -18,7 +18,7 @@ import {
 } from '@agent-reach/shared';
 import { BreakerBoard, type BreakerOptions } from './breakers.js';
 import { startPresence } from './presence.js';
-import { pushReply, recordResult, resultWriter } from './record-result.js';
+import { pushReply, recordResult, resultWriter, untilWritten } from './record-result.js';
 import { runTool } from './run-tool.js';
 import { JobRefused, verifyJob } from './verify-job.js';
 
@@ -114,6 +114,8 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
   });
 
   const flights = new Set<Flight>();
+  /** Aborted when the executor lets go of Redis: results still waiting to be written stop retrying. */
+  const stopWriting = new AbortController();
   let draining = false;
   const processJob = async (job: Job<ToolCallJob>, token?: string): Promise<void> => {
     if (draining) {
@@ -207,19 +209,27 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
         await pushReply(writer, data.reply_to, data.run_id, json, resultsTtlS);
         return;
       }
-      const duplicate = await recordResult(writer, {
-        keys,
-        runId: data.run_id,
-        agent: data.agent,
-        sessionId: verified.sessionId,
-        toolCallId: data.tool_call_id,
-        replyTo: data.reply_to,
-        resultJson: json,
-        ref: result.ref,
-        full,
-        resultsTtlS,
-        refTtlS,
-      });
+      // Redis unable to take the result (out of memory, away, failing over) does not undo the call: the
+      // write is retried until the call's deadline, so the tool is not run again for it.
+      const duplicate = await untilWritten(
+        () =>
+          recordResult(writer, {
+            keys,
+            runId: data.run_id,
+            agent: data.agent,
+            sessionId: verified.sessionId,
+            toolCallId: data.tool_call_id,
+            replyTo: data.reply_to,
+            resultJson: json,
+            ref: result.ref,
+            full,
+            resultsTtlS,
+            refTtlS,
+          }),
+        data.deadline,
+        [flight.stop.signal, stopWriting.signal],
+        (why) => log().warn({ why }, 'could not record the result yet; retrying'),
+      );
       if (duplicate !== null) {
         metrics.toolDuplicateResults.inc({ tool: result.name });
         log().warn('call already had a recorded result; kept it and replied with it');
@@ -324,6 +334,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
           }
         }
         breakers.shutdown();
+        stopWriting.abort();
         if (!(await within(writer.quit(), Math.max(0, ends - Date.now())))) writer.disconnect();
       })();
       return closing;
