@@ -19,13 +19,18 @@ export interface BreakerOptions {
   resetTimeoutMs: number;
 }
 
-/** An attempt's failure, carried through opossum so its filter can tell which failures count. */
+/**
+ * An attempt's failure, carried through opossum so its filter can tell which failures count. `counts`
+ * false: not evidence against the tool even when its kind would be (an attempt cut short by its call's
+ * deadline before the tool's own timeout: the call waited, the tool did not fail).
+ */
 export class AttemptFailure extends Error {
   constructor(
     readonly kind: ToolErrorKind,
     message: string,
     readonly type?: string,
     readonly field?: string,
+    readonly counts = true,
   ) {
     super(message);
   }
@@ -80,7 +85,8 @@ export class BreakerBoard {
       volumeThreshold: Number.MAX_SAFE_INTEGER, // disables opossum's percentage rule; see class doc
       errorThresholdPercentage: 100,
       // Only failures of the tool or its upstream count; anything else is not the tool's fault.
-      errorFilter: (err: unknown) => !(err instanceof AttemptFailure && BREAKER_FAILURE_KINDS.has(err.kind)),
+      errorFilter: (err: unknown) =>
+        !(err instanceof AttemptFailure && err.counts && BREAKER_FAILURE_KINDS.has(err.kind)),
     });
     const created = { breaker, consecutive: 0 };
     entry = created;

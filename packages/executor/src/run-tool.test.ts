@@ -348,6 +348,22 @@ describe('runTool circuit breaker', () => {
     expect(attempts).toHaveLength(4);
   });
 
+  it('does not count attempts cut short by their call deadline towards opening the breaker, only full timeouts', async () => {
+    behave = () => new Promise(() => {});
+    const d = { ...deps, registry: singleAttempt };
+    // Calls that waited in a queue: each has less time left than the tool's timeout.
+    for (let i = 0; i < 5; i += 1) {
+      const { result } = await settle(runTool(job({ deadline: Date.now() + TIMEOUT_MS / 4 }), d));
+      expect(result.error?.message).toBe(
+        `"lookup" was stopped at the call's deadline after ${TIMEOUT_MS / 4} ms`,
+      );
+    }
+    expect(breakers.state('lookup')).toBe('closed');
+    // Three that had the tool's whole timeout and used it up do open it.
+    for (let i = 0; i < 3; i += 1) await settle(runTool(job(), d));
+    expect(breakers.state('lookup')).toBe('open');
+  });
+
   it('does not count invalid arguments a handler reports towards opening the breaker', async () => {
     behave = () => {
       throw new ToolError('invalid_arguments', 'n must be odd', { field: '/n' });

@@ -217,12 +217,17 @@ async function runAttempt(
     timer = setTimeout(() => {
       controller.abort(new Error(cutByDeadline ? 'call deadline' : 'tool timeout'));
       reject(
-        new AttemptFailure(
-          'timeout',
-          cutByDeadline
-            ? `"${tool.name}" was stopped at the call's deadline after ${budget} ms`
-            : `"${tool.name}" did not finish within ${tool.timeoutMs} ms`,
-        ),
+        cutByDeadline
+          ? // Stopped before its own timeout: the call's time ran out (it waited in a queue, or its run has
+            // little left), which says nothing about the tool, so the breaker does not count it.
+            new AttemptFailure(
+              'timeout',
+              `"${tool.name}" was stopped at the call's deadline after ${budget} ms`,
+              undefined,
+              undefined,
+              false,
+            )
+          : new AttemptFailure('timeout', `"${tool.name}" did not finish within ${tool.timeoutMs} ms`),
       );
     }, budget);
     if (stop) {
