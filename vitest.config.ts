@@ -1,4 +1,30 @@
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * Suites that take a minute or more (real processes, faults injected, a Redis Cluster, packed tarballs).
+ * They start first, so that the two workers finish together instead of one waiting for a long suite that
+ * happened to start last: without a results cache (a fresh clone, CI) vitest orders files by size.
+ */
+const LONG_SUITES = [
+  'test/faults.test.ts',
+  'test/pack-install.test.ts',
+  'test/cli.test.ts',
+  'test/chaos.test.ts',
+  'test/cluster.test.ts',
+];
+
+class LongSuitesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (spec: TestSpecification) => {
+      const i = LONG_SUITES.findIndex((suite) => spec.moduleId.endsWith(suite));
+      return i === -1 ? LONG_SUITES.length : i;
+    };
+    // Stable: the base order holds within the long suites' ranks and among all the others.
+    return [...sorted].sort((a, b) => rank(a) - rank(b));
+  }
+}
 
 export default defineConfig({
   test: {
@@ -8,5 +34,6 @@ export default defineConfig({
     pool: 'forks',
     fileParallelism: true,
     maxWorkers: 2,
+    sequence: { sequencer: LongSuitesFirst },
   },
 });
