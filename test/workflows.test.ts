@@ -215,8 +215,10 @@ describe('workflows on real Redis: nodes as runs, the watchdog, cancellation', (
     await workflows().queue.add('workflow', { v: 1, workflow_id: 'wf_other' }, { jobId: 'wf_forged' });
     const failed = await waitFor(
       async () => {
+        // One read of the job: its state and its reason are written together when it fails (reading the
+        // job, then asking whether it failed, could see it fail in between with the reason unread).
         const job = await workflows().queue.getJob('wf_forged');
-        return (await job?.isFailed()) ? job : undefined;
+        return job?.finishedOn !== undefined && job.failedReason ? job : undefined;
       },
       15_000,
       'the forged job to fail',
