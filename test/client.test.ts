@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { addCommonScenarios } from './helpers/scenarios.js';
 import { Queue } from 'bullmq';
 import fc from 'fast-check';
@@ -201,6 +202,22 @@ describe('the client of other services: HTTP methods, event streams, enqueueRun'
     const started = (await h.control.events(runId)).filter((e) => e.event.type === 'run_started');
     expect(started).toHaveLength(1);
     expect(h.producer.status).toBe('ready');
+  });
+
+  it("starts a run with enqueueRun in the caller's trace when given its traceparent, and refuses a malformed one", async () => {
+    const runId = `enq-traced-${Date.now()}`;
+    const trace = randomUUID().replace(/-/g, '');
+    const base = { prefix: h.prefix, agent: 'test_agent', input: 'weather?', model: 'weather-then-answer' };
+    const traceParent = `00-${trace}-${'b'.repeat(16)}-01`;
+    await enqueueRun({ ...base, runId, traceParent, connection: h.producer });
+    await h.client.waitForRun(runId, { timeoutMs: 20_000 });
+    expect((await h.control.get(runId))?.summary.traceId).toBe(trace);
+    await expect(enqueueRun({ ...base, traceParent: '00-xyz', connection: h.producer })).rejects.toThrow(
+      /traceParent must be a W3C traceparent/,
+    );
+    await expect(
+      enqueueRun({ ...base, traceParent, traceId: 'f'.repeat(32), connection: h.producer }),
+    ).rejects.toThrow(/a run has one trace/);
   });
 
   it('refuses, before touching Redis, a run id that BullMQ reserves or that breaks the pattern', async () => {

@@ -8,6 +8,7 @@ import {
   RESERVED_RUN_IDS,
   RUN_ID_PATTERN,
   runJob,
+  TRACEPARENT_PATTERN,
 } from '@agent-reach/protocol';
 import { constants, maskUrl, reconnectDelayMs, runJobOptions, waitReady } from '@agent-reach/shared';
 import { AgentReachApiError } from './errors.js';
@@ -23,6 +24,12 @@ export interface RunJobFields {
   /** The model to use instead of the scheduler's default. */
   model?: string;
   traceId?: string;
+  /**
+   * The caller's span, as a W3C `traceparent` (`00-<trace id>-<span id>-<flags>`): the run joins that
+   * trace (its trace id is the traceparent's unless `traceId` says the same) and its root span is a child
+   * of that span.
+   */
+  traceParent?: string;
   metadata?: Record<string, string>;
 }
 
@@ -59,6 +66,16 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
   if (typeof o.agent !== 'string' || !o.agent) throw new TypeError('agent is required');
   if (typeof o.input !== 'string' || !o.input.trim()) throw new TypeError('input must be a non-empty string');
   if (!o.connection && !o.redisUrl) throw new TypeError('pass a connection or a redisUrl');
+  const parentTrace =
+    o.traceParent !== undefined && TRACEPARENT_PATTERN.test(o.traceParent)
+      ? o.traceParent.split('-')[1]
+      : undefined;
+  if (o.traceParent !== undefined && !parentTrace)
+    throw new TypeError(`traceParent must be a W3C traceparent matching ${TRACEPARENT_PATTERN}`);
+  if (parentTrace && o.traceId !== undefined && o.traceId !== parentTrace)
+    throw new TypeError(
+      `traceId ${o.traceId} is not the trace of traceParent (${parentTrace}): a run has one trace`,
+    );
   const keys = createKeys(o.prefix ?? DEFAULT_KEY_PREFIX);
   const url = o.redisUrl ?? describe(o.connection as Redis);
   const connection = o.connection ?? connect(url);
@@ -82,7 +99,8 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
       input: o.input,
       session_id: o.sessionId,
       model: o.model,
-      trace_id: o.traceId,
+      trace_id: o.traceId ?? parentTrace,
+      trace_parent: o.traceParent,
       metadata: o.metadata,
     });
     await queue.add('run', data, runJobOptions(runId, o.retentionS)).catch((err: unknown) => {
