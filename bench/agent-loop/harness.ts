@@ -13,6 +13,8 @@ import {
   runAgent,
   RunStore,
   type AgentLoopDeps,
+  type DispatchCall,
+  type DispatchRun,
   type RunState,
 } from '@agent-reach/scheduler';
 import { Queue, Worker } from 'bullmq';
@@ -139,18 +141,9 @@ export async function startLoopHarness(options: {
         const now = Date.now();
         return Promise.all(
           calls.map(async (call) => {
-            const job: ToolCallJob = {
-              v: WIRE_VERSION,
-              run_id: run.runId,
-              trace_id: run.traceId,
-              agent: run.agent,
-              tool_call_id: call.toolCallId,
-              name: call.name,
-              arguments: call.arguments,
-              deadline: now + runner.catalog.worstCaseMs(call.name) + constants.DEFAULT_DISPATCH_SLACK_MS,
-              reply_to: '',
-              enqueued_at: now,
-            };
+            const deadline =
+              now + runner.catalog.worstCaseMs(call.name) + constants.DEFAULT_DISPATCH_SLACK_MS;
+            const job = toolCallJob(run, call, now, deadline);
             const { result } = await runTool(job, {
               registry,
               agents,
@@ -242,6 +235,22 @@ export async function startLoopHarness(options: {
   }
 }
 
+/** The job of one call, as the dispatcher publishes it (no reply list: nothing here replies through Redis). */
+function toolCallJob(run: DispatchRun, call: DispatchCall, now: number, deadline: number): ToolCallJob {
+  return {
+    v: WIRE_VERSION,
+    run_id: run.runId,
+    trace_id: run.traceId,
+    agent: run.agent,
+    tool_call_id: call.toolCallId,
+    name: call.name,
+    arguments: call.arguments,
+    deadline,
+    reply_to: '',
+    enqueued_at: now,
+  };
+}
+
 /**
  * Each call a bare BullMQ job: `Queue.add` on a queue of its own, a `Worker` in this process running the
  * call as the in-process configuration does, the caller told by the worker's `completed` event (no Redis
@@ -278,19 +287,10 @@ async function startJobDispatcher(
           calls.map(async (call) => {
             const jobId = toolJobId(run.runId, call.toolCallId);
             const done = new Promise<ToolResult>((resolve) => pending.set(jobId, resolve));
-            const data: ToolCallJob = {
-              v: WIRE_VERSION,
-              run_id: run.runId,
-              trace_id: run.traceId,
-              agent: run.agent,
-              tool_call_id: call.toolCallId,
-              name: call.name,
-              arguments: call.arguments,
-              deadline: now + 30_000,
-              reply_to: '',
-              enqueued_at: now,
-            };
-            await queue.add(call.name, data, { jobId, removeOnComplete: true });
+            await queue.add(call.name, toolCallJob(run, call, now, now + 30_000), {
+              jobId,
+              removeOnComplete: true,
+            });
             const result = await done;
             pending.delete(jobId);
             return result;
