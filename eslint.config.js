@@ -1,6 +1,42 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/**
+ * The scheduler's rooms, top to bottom: a room imports only the rooms below it, never one beside it or
+ * above it, nor the files at the top of src/ that assemble them.
+ */
+const SCHEDULER_LAYERS = [['api'], ['workflows'], ['runs'], ['agent-loop'], ['fleet', 'model']];
+const SCHEDULER_TOP = ['scheduler', 'index', 'main'];
+
+const schedulerLayerRules = SCHEDULER_LAYERS.flatMap((layer, depth) =>
+  layer.map((room) => {
+    const above = [...SCHEDULER_LAYERS.slice(0, depth).flat(), ...layer.filter((r) => r !== room)];
+    return {
+      files: [`packages/scheduler/src/${room}/**/*.ts`],
+      rules: {
+        'no-restricted-imports': [
+          'error',
+          {
+            patterns: [
+              {
+                group: [
+                  ...above.map((r) => `**/${r}/**`),
+                  ...SCHEDULER_TOP.flatMap((f) => [`../${f}.js`, `../../${f}.js`]),
+                ],
+                message: `scheduler/src/${room} imports only the rooms below it (${
+                  SCHEDULER_LAYERS.slice(depth + 1)
+                    .flat()
+                    .join(', ') || 'none'
+                }).`,
+              },
+            ],
+          },
+        ],
+      },
+    };
+  }),
+);
+
 export default tseslint.config(
   {
     ignores: [
@@ -40,6 +76,7 @@ export default tseslint.config(
     ],
     rules: { 'no-console': 'off', '@typescript-eslint/no-explicit-any': 'off' },
   },
+  ...schedulerLayerRules,
   {
     // The run inspector: browser JavaScript bundled by esbuild, outside the TypeScript projects.
     files: ['packages/scheduler/ui/**/*.js', 'packages/scheduler/scripts/*.mjs'],

@@ -128,7 +128,7 @@ function definedMetrics(): Set<string> {
   for (const file of [
     'packages/shared/src/metrics.ts',
     'packages/shared/src/workflow-metrics.ts',
-    'packages/scheduler/src/queue-sampler.ts',
+    'packages/scheduler/src/fleet/queue-sampler.ts',
   ]) {
     for (const m of read(file).matchAll(/`\$\{METRIC_PREFIX\}([a-z0-9_]+)`/g))
       names.add(`agent_reach_${m[1]}`);

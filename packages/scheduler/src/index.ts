@@ -1,14 +1,14 @@
-export { Dispatcher, callWindowMs } from './dispatcher.js';
-export type { DispatchCall, DispatchRun, DispatcherOptions } from './dispatcher.js';
-export { ToolCatalog } from './tool-catalog.js';
-export { BreakerView } from './breaker-view.js';
-export { createLlmClient } from './llm.js';
-export type { LlmClient, LlmOptions } from './llm.js';
-export { AgentRunner } from './agent-runner.js';
-export type { AgentRunnerOptions, StartRun } from './agent-runner.js';
+export { Dispatcher, callWindowMs } from './fleet/dispatcher.js';
+export type { DispatchCall, DispatchRun, DispatcherOptions } from './fleet/dispatcher.js';
+export { ToolCatalog } from './fleet/tool-catalog.js';
+export { BreakerView } from './fleet/breaker-view.js';
+export { createLlmClient } from './model/llm.js';
+export type { LlmClient, LlmOptions } from './model/llm.js';
+export { AgentRunner } from './runs/agent-runner.js';
+export type { AgentRunnerOptions, StartRun } from './runs/agent-runner.js';
 export { runAgent, resolveLimits, RunLost, CheckpointFailed } from './agent-loop/run-agent.js';
 export type { AgentLoopDeps, LoopLimits, CheckpointWrite } from './agent-loop/run-agent.js';
-export { createRunState, unansweredCalls } from './runs/run-state.js';
+export { createRunState, unansweredCalls } from './agent-loop/run-state.js';
 export type {
   RunState,
   RunOutcome,
@@ -21,7 +21,7 @@ export type {
   ChatMessage,
   GuardName,
   Approval,
-} from './runs/run-state.js';
+} from './agent-loop/run-state.js';
 export type { RunEvent, RunEventBody, StepKind } from './agent-loop/events.js';
 export { countTokens } from './agent-loop/tokens.js';
 export { SUMMARY_HEADING, TASK_STACK_HEADING } from './agent-loop/prompt.js';
@@ -58,8 +58,8 @@ export {
   queueSamplerLeaseKey,
   QUEUE_JOBS_METRIC,
   QUEUE_SAMPLER_LEADER_METRIC,
-} from './queue-sampler.js';
-export type { QueueSampler, QueueSamplerOptions } from './queue-sampler.js';
+} from './fleet/queue-sampler.js';
+export type { QueueSampler, QueueSamplerOptions } from './fleet/queue-sampler.js';
 export {
   createApiServer,
   startApiServer,

@@ -17,13 +17,13 @@ import {
   type RedisClient,
   type WorkflowsFile,
 } from '@agent-reach/shared';
-import { AgentRunner } from './agent-runner.js';
+import { AgentRunner } from './runs/agent-runner.js';
 import { startApiServer, type ApiServer } from './api/index.js';
 import type { RunEvent } from './agent-loop/events.js';
-import type { RunState } from './runs/run-state.js';
-import { createLlmClient, type LlmClient } from './llm.js';
-import { startQueueSampler } from './queue-sampler.js';
-import { recordRunMetrics } from './run-metrics.js';
+import type { RunState } from './agent-loop/run-state.js';
+import { createLlmClient, type LlmClient } from './model/llm.js';
+import { startQueueSampler } from './fleet/queue-sampler.js';
+import { recordRunMetrics } from './runs/run-metrics.js';
 import { RunControl } from './runs/run-control.js';
 import { RunStore } from './runs/run-store.js';
 import { createRunWorker, type RunWorker } from './runs/run-worker.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRunState, type Approval, type RunState } from '../runs/run-state.js';
+import { createRunState, type Approval, type RunState } from './run-state.js';
 import { anyDecided, decideOverdue, joinDecisions, parkedUntil, pendingRequest } from './approvals.js';
 
 const NOW = Date.now();

@@ -7,8 +7,8 @@ import {
   type ToolResult,
 } from '@agent-reach/protocol';
 import { constants } from '@agent-reach/shared';
-import type { ToolCatalog } from '../tool-catalog.js';
-import type { Approval, RunState } from '../runs/run-state.js';
+import type { ToolCatalog } from '../fleet/tool-catalog.js';
+import type { Approval, RunState } from './run-state.js';
 import type { RunEvent, RunEventBody } from './events.js';
 import type { AgentLoopDeps } from './loop-options.js';
 import type { OwedCall } from './steps.js';

@@ -1,4 +1,4 @@
-import type { RunState } from '../runs/run-state.js';
+import type { RunState } from './run-state.js';
 import type { RunEvent, RunEventBody, StepKind } from './events.js';
 import type { AgentLoopDeps } from './loop-options.js';
 

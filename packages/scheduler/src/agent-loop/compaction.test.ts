@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compact, keyValues } from './compaction.js';
-import { createRunState, type ChatMessage, type RunState } from '../runs/run-state.js';
+import { createRunState, type ChatMessage, type RunState } from './run-state.js';
 
 /** One model turn: an assistant message with one call and the tool message answering it. */
 function turn(i: number, result: object | string = { ok: true, content: { city: 'Paris', temp_c: 20 + i } }) {

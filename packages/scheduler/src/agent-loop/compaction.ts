@@ -6,7 +6,7 @@ import {
   type ChatMessage,
   type CompactionSummary,
   type RunState,
-} from '../runs/run-state.js';
+} from './run-state.js';
 
 export interface CompactionRecord {
   beforeTokens: number;

@@ -8,7 +8,7 @@ import {
   turnSignature,
   type GuardLimits,
 } from './guards.js';
-import { createRunState, type RunState } from '../runs/run-state.js';
+import { createRunState, type RunState } from './run-state.js';
 
 const LIMITS: GuardLimits = { maxIterations: 5, repeatLimit: 3, maxFailedRounds: 3, tokenBudget: 1_000 };
 const NOW = 1_700_000_000_000;

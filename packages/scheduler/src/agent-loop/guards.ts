@@ -1,4 +1,4 @@
-import type { GuardName, RunState } from '../runs/run-state.js';
+import type { GuardName, RunState } from './run-state.js';
 
 export interface GuardLimits {
   maxIterations: number;

@@ -1,10 +1,10 @@
 import type { ToolResult } from '@agent-reach/protocol';
 import type { AgentSpec, Logger } from '@agent-reach/shared';
 import { constants } from '@agent-reach/shared';
-import type { DispatchCall, DispatchOptions, DispatchRun } from '../dispatcher.js';
-import type { LlmClient } from '../llm.js';
-import type { RunState } from '../runs/run-state.js';
-import type { ToolCatalog } from '../tool-catalog.js';
+import type { DispatchCall, DispatchOptions, DispatchRun } from '../fleet/dispatcher.js';
+import type { LlmClient } from '../model/llm.js';
+import type { RunState } from './run-state.js';
+import type { ToolCatalog } from '../fleet/tool-catalog.js';
 import type { RunEvent, StepKind } from './events.js';
 import type { Intent } from './intent.js';
 import type { GuardLimits } from './guards.js';

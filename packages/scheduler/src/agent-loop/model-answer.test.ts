@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { TOOL_CALL_ID_PATTERN } from '@agent-reach/protocol';
 import { argumentsDigest, constants } from '@agent-reach/shared';
 import { answerText, readModelTurn, readUsage, uniqueIds } from './model-answer.js';
-import { createRunState, type RunState } from '../runs/run-state.js';
+import { createRunState, type RunState } from './run-state.js';
 
 const fresh = (): RunState => createRunState({ runId: 'run_m', agent: 'a', input: 'hi', deadlineMs: 60_000 });
 

@@ -1,7 +1,7 @@
 import { NAME_PATTERN, TOOL_CALL_ID_PATTERN, type ToolErrorInfo } from '@agent-reach/protocol';
 import { argumentsDigest, closestName, constants } from '@agent-reach/shared';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
-import type { RunState, Usage } from '../runs/run-state.js';
+import type { RunState, Usage } from './run-state.js';
 
 /** One tool call of a model turn, as the run records it. */
 export interface ModelCall {

@@ -1,6 +1,6 @@
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { AgentSpec, ToolCatalogEntry } from '@agent-reach/shared';
-import type { ChatMessage, RunState } from '../runs/run-state.js';
+import type { ChatMessage, RunState } from './run-state.js';
 import { renderTaskStack } from './task-stack.js';
 
 /** Marks the summary block so tests and people can find it; the JSON inside is what the model reads. */

@@ -1,4 +1,4 @@
-import { markRunning, type RunOutcome, type RunState } from '../runs/run-state.js';
+import { markRunning, type RunOutcome, type RunState } from './run-state.js';
 import { compactionStep } from './compaction-step.js';
 import { classifyIntent } from './intent.js';
 import type { AgentLoopDeps } from './loop-options.js';

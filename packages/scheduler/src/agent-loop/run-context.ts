@@ -1,5 +1,5 @@
 import type { Logger, ToolCatalogEntry } from '@agent-reach/shared';
-import type { RunState, Usage } from '../runs/run-state.js';
+import type { RunState, Usage } from './run-state.js';
 import { createCheckpoints, type Checkpoints } from './checkpoints.js';
 import { resolveLimits, type AgentLoopDeps, type LoopLimits } from './loop-options.js';
 

@@ -7,7 +7,7 @@ import {
   type FinalStatus,
   type RunOutcome,
   type RunState,
-} from '../runs/run-state.js';
+} from './run-state.js';
 import { rejectedByPerson } from './approvals.js';
 import { CheckpointFailed, RunLost } from './checkpoints.js';
 import type { RunContext } from './run-context.js';

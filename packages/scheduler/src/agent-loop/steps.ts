@@ -1,5 +1,5 @@
 import type { ToolCatalogEntry } from '@agent-reach/shared';
-import { unansweredCalls } from '../runs/run-state.js';
+import { unansweredCalls } from './run-state.js';
 import type { StepKind } from './events.js';
 import { checkBudgets, type GuardStop } from './guards.js';
 import { offeredTools, type RunContext } from './run-context.js';

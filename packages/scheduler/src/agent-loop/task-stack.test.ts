@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createRunState, type RunState, type TaskStep } from '../runs/run-state.js';
+import { createRunState, type RunState, type TaskStep } from './run-state.js';
 import { finishOpenSteps, keepReachable, renderTaskStack, tickOff } from './task-stack.js';
 
 function withPlan(steps: TaskStep[]): RunState {

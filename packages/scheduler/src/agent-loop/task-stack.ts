@@ -1,7 +1,7 @@
 import { constants } from '@agent-reach/shared';
-import type { LlmClient } from '../llm.js';
+import type { LlmClient } from '../model/llm.js';
 import { answerText, readUsage } from './model-answer.js';
-import type { RunState, TaskStep, Usage } from '../runs/run-state.js';
+import type { RunState, TaskStep, Usage } from './run-state.js';
 
 const PLAN_INSTRUCTIONS =
   'Break the user request into a short plan before acting. Answer only with a JSON object ' +

@@ -3,9 +3,9 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKeys, errorResult, type Keys, type ToolResult } from '@agent-reach/protocol';
 import { constants, createLogger, createRedis, redisScripts, waitReady } from '@agent-reach/shared';
-import { Dispatcher } from '../dispatcher.js';
-import { createRunState } from '../runs/run-state.js';
-import { ToolCatalog } from '../tool-catalog.js';
+import { Dispatcher } from '../fleet/dispatcher.js';
+import { createRunState } from './run-state.js';
+import { ToolCatalog } from '../fleet/tool-catalog.js';
 import { resolveToolCalls } from './tool-calls.js';
 
 const REDIS_URL = process.env.REDIS_URL ?? constants.DEFAULT_REDIS_URL;

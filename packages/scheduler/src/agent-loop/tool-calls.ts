@@ -2,7 +2,7 @@ import { errorResult, type ToolResult } from '@agent-reach/protocol';
 import { closestName } from '@agent-reach/shared';
 import { settledByApproval } from './approvals.js';
 import type { AgentLoopDeps } from './loop-options.js';
-import type { RunState } from '../runs/run-state.js';
+import type { RunState } from './run-state.js';
 
 /**
  * Results for a turn's calls, in order. Names the agent cannot reach are answered here as `unknown_tool`

@@ -1,5 +1,5 @@
 import { errorResult, type ToolResult } from '@agent-reach/protocol';
-import type { RunState } from '../runs/run-state.js';
+import type { RunState } from './run-state.js';
 import { requestApprovals } from './approvals.js';
 import { repeatNudge, type GuardStop } from './guards.js';
 import type { RunContext } from './run-context.js';

@@ -1,7 +1,7 @@
 import type { Registry } from 'prom-client';
 import type { Keys } from '@agent-reach/protocol';
 import type { AgentsFile, Logger, RedisClient } from '@agent-reach/shared';
-import type { AgentRunner } from '../agent-runner.js';
+import type { AgentRunner } from '../runs/agent-runner.js';
 import type { RunControl } from '../runs/run-control.js';
 import type { SessionStore } from '../runs/sessions.js';
 import type { WorkflowControl } from '../workflows/workflow-control.js';

@@ -1,4 +1,4 @@
-import type { RunStatus } from '../runs/run-state.js';
+import type { RunStatus } from '../agent-loop/run-state.js';
 import { decodeCursor, searchRuns } from '../runs/run-search.js';
 import type { Principal } from './auth.js';
 import { ApiError } from './errors.js';

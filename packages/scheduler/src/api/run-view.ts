@@ -1,4 +1,4 @@
-import type { RunState } from '../runs/run-state.js';
+import type { RunState } from '../agent-loop/run-state.js';
 import {
   upgradeRunJob,
   RESERVED_RUN_IDS as BULLMQ_KEY_NAMES,

@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { AgentReachError, errorResult, isValidRunId, type ToolResult } from '@agent-reach/protocol';
 import { parseJsonSafely, type ToolCatalogEntry } from '@agent-reach/shared';
-import type { AgentRunner } from '../agent-runner.js';
+import type { AgentRunner } from './agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { runAgent, type AgentLoopDeps } from '../agent-loop/run-agent.js';
-import type { ChatMessage, RunOutcome, RunState } from './run-state.js';
-import type { DispatchCall, DispatchOptions, DispatchRun } from '../dispatcher.js';
-import type { LlmClient } from '../llm.js';
-import type { ToolCatalog } from '../tool-catalog.js';
+import type { ChatMessage, RunOutcome, RunState } from '../agent-loop/run-state.js';
+import type { DispatchCall, DispatchOptions, DispatchRun } from '../fleet/dispatcher.js';
+import type { LlmClient } from '../model/llm.js';
+import type { ToolCatalog } from '../fleet/tool-catalog.js';
 import type { RunStore } from './run-store.js';
 
 /** A tool call whose result today differs from the recorded one. */

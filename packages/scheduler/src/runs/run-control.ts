@@ -10,7 +10,7 @@ import {
   type RunJobData,
 } from '@agent-reach/protocol';
 import { decisionEvent, pendingRequest } from '../agent-loop/approvals.js';
-import type { RunOutcome, RunState } from './run-state.js';
+import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
 import { runJobOptions, type RedisClient } from '@agent-reach/shared';
 import { createRunQueue } from './run-jobs.js';
 import { searchRuns, type RunSearch, type RunSearchPage } from './run-search.js';

@@ -1,6 +1,6 @@
 import type { Keys } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
-import type { RunStatus } from './run-state.js';
+import type { RunStatus } from '../agent-loop/run-state.js';
 import { toSummary, type RunSummary } from './run-store.js';
 
 /** What runs are searched by; every field narrows the result. */

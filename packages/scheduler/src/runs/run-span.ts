@@ -1,5 +1,5 @@
 import { emitRunSpan } from '@agent-reach/shared';
-import type { RunOutcome, RunState } from './run-state.js';
+import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
 
 /**
  * Emits a finished run's root span, with its outcome, tokens, iterations and tool calls: by the loop that

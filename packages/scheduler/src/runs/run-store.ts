@@ -8,7 +8,7 @@ import {
 } from '@agent-reach/shared';
 import { joinDecisions } from '../agent-loop/approvals.js';
 import type { RunEvent } from '../agent-loop/events.js';
-import type { Approval, ChatMessage, RunState, RunStatus } from './run-state.js';
+import type { Approval, ChatMessage, RunState, RunStatus } from '../agent-loop/run-state.js';
 
 /** The listing fields of a run, kept in a small hash beside its state. */
 export interface RunSummary {

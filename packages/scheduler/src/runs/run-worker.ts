@@ -9,15 +9,16 @@ import {
   type Logger,
   type RedisClient,
 } from '@agent-reach/shared';
-import type { AgentRunner } from '../agent-runner.js';
+import type { AgentRunner } from './agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { anyDecided, decideOverdue, parkedUntil } from '../agent-loop/approvals.js';
-import { CheckpointFailed, RunLost } from '../agent-loop/run-agent.js';
-import { createRunState, markFinished, type RunOutcome, type RunState } from './run-state.js';
+import { CheckpointFailed } from '../agent-loop/run-agent.js';
+import { createRunState, markFinished, type RunOutcome, type RunState } from '../agent-loop/run-state.js';
 import { emitFinishedSpan } from './run-span.js';
-import type { LlmClient } from '../llm.js';
+import type { LlmClient } from '../model/llm.js';
 import { upgradeRunJob, type RunJobData } from '@agent-reach/protocol';
-import { CheckpointRefused, type RunCheckpointer, type RunStore } from './run-store.js';
+import { createCheckpointSaver } from './checkpoint-saver.js';
+import type { RunCheckpointer, RunStore } from './run-store.js';
 import type { SessionStore } from './sessions.js';
 
 export interface RunWorkerOptions {
@@ -142,6 +143,13 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
 
     const run: Active = { job, token, cancel: new AbortController(), release: new AbortController() };
     if (claim.cancelRequested) run.cancel.abort();
+    const saver = createCheckpointSaver(store, claim.writer, {
+      onCancelRequested: () => run.cancel.abort(),
+      // Shutting down: stop here, with this step durable, and let another scheduler go on.
+      afterSave: () => {
+        if (draining) run.release.abort();
+      },
+    });
     active.set(state.runId, run);
     try {
       const result = await runner.resume(state, {
@@ -152,20 +160,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         orderedCheckpoints: store.connection === runner.connection && !isCluster(store.connection),
         ...(data.model && options.llmFor ? { llm: options.llmFor(data.model) } : {}),
         ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-        checkpoint: (s, events) => {
-          const send = claim.writer.prepare(s, events);
-          return async () => {
-            try {
-              const { cancelRequested } = await send();
-              if (cancelRequested) run.cancel.abort();
-            } catch (err) {
-              if (err instanceof CheckpointRefused && err.lost) throw new RunLost(err.message);
-              throw err;
-            }
-            // Shutting down: stop here, with this step durable, and let another scheduler go on.
-            if (draining) run.release.abort();
-          };
-        },
+        checkpoint: saver.save,
       });
       if (result === 'released') {
         if (draining) throw await handBack(job, token);
@@ -179,7 +174,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         await job.moveToDelayed(wakeAt, token);
         // A decision (or a cancel) that landed between the checkpoint and the move found no delayed job
         // to promote: look once more, and wake the run now if one did.
-        const again = await store.load(state.runId);
+        const again = await saver.load();
         if (anyDecided(again.state) || again.cancelRequested) await job.promote().catch(() => undefined);
         throw new DelayedError();
       }

@@ -1,6 +1,6 @@
 import { type Keys } from '@agent-reach/protocol';
 import { constants, parseJsonSafely, type RedisClient } from '@agent-reach/shared';
-import type { ChatMessage, CompactionSummary, RunState, TaskStep } from './run-state.js';
+import type { ChatMessage, CompactionSummary, RunState, TaskStep } from '../agent-loop/run-state.js';
 
 /** What the runs of one session share. */
 export interface SessionMemory {

@@ -12,7 +12,7 @@ import {
   RunView,
 } from '@agent-reach/protocol';
 import { pendingRequest } from '../../agent-loop/approvals.js';
-import type { RunStatus } from '../../runs/run-state.js';
+import type { RunStatus } from '../../agent-loop/run-state.js';
 import type { RunSummary } from '../../runs/run-store.js';
 import { assertAgentAllowed, requirePrincipal } from '../auth.js';
 import { ApiError } from '../errors.js';

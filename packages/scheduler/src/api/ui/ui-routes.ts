@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import type { RunState } from '../../runs/run-state.js';
+import type { RunState } from '../../agent-loop/run-state.js';
 import { searchRuns } from '../../runs/run-search.js';
 import { requirePrincipal } from '../auth.js';
 import { UI_APPROVALS_RUNS, UI_PATH, UI_TOOL_STATS_RUNS } from '../constants.js';

@@ -1,6 +1,6 @@
 import type { SchedulerMetrics } from '@agent-reach/shared';
-import type { RunEvent } from './agent-loop/events.js';
-import type { RunState } from './runs/run-state.js';
+import type { RunEvent } from '../agent-loop/events.js';
+import type { RunState } from '../agent-loop/run-state.js';
 
 /** Turns run events into scheduler metrics; labels stay bounded (agent, model, guard, error kind). */
 export function recordRunMetrics(metrics: SchedulerMetrics): (event: RunEvent, state: RunState) => void {

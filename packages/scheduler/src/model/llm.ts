@@ -1,7 +1,13 @@
 import OpenAI from 'openai';
-import type { ChatCompletion, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletion,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
 import { constants, failSpan, SpanKind, tracer, type Span } from '@agent-reach/shared';
-import type { ChatMessage } from './runs/run-state.js';
+
+/** One message of a conversation, as the chat-completions API takes it. */
+export type ChatMessage = ChatCompletionMessageParam;
 
 export interface LlmOptions {
   /** OpenAI-compatible base URL (e.g. llm-sim's `http://127.0.0.1:4010/v1`). Default: the OpenAI API. */

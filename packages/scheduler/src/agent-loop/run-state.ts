@@ -1,4 +1,3 @@
-import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type {
   CompactionSummary,
   FinalStatus,
@@ -12,9 +11,10 @@ import type {
 } from '@agent-reach/protocol';
 
 export type { CompactionSummary, FinalStatus, GuardName, RunOutcome, RunStatus, StepRecord, TaskStep, Usage };
-import type { IntentDecision } from '../agent-loop/intent.js';
+import type { IntentDecision } from './intent.js';
+import type { ChatMessage } from '../model/llm.js';
 
-export type ChatMessage = ChatCompletionMessageParam;
+export type { ChatMessage };
 
 /**
  * Everything a run is, as one plain serializable object: the loop reads and writes only this, so a

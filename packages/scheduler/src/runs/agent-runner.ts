@@ -9,8 +9,8 @@ import {
   type Logger,
   type RedisClient,
 } from '@agent-reach/shared';
-import type { RunEvent, StepKind } from './agent-loop/events.js';
-import { runAgent, type CheckpointWrite, type LoopLimits } from './agent-loop/run-agent.js';
+import type { RunEvent, StepKind } from '../agent-loop/events.js';
+import { runAgent, type CheckpointWrite, type LoopLimits } from '../agent-loop/run-agent.js';
 import {
   createRunState,
   type ChatMessage,
@@ -18,12 +18,12 @@ import {
   type RunOutcome,
   type RunState,
   type TaskStep,
-} from './runs/run-state.js';
-import { emitFinishedSpan } from './runs/run-span.js';
-import { BreakerView } from './breaker-view.js';
-import { Dispatcher } from './dispatcher.js';
-import type { LlmClient } from './llm.js';
-import { ToolCatalog } from './tool-catalog.js';
+} from '../agent-loop/run-state.js';
+import { emitFinishedSpan } from './run-span.js';
+import { BreakerView } from '../fleet/breaker-view.js';
+import { Dispatcher } from '../fleet/dispatcher.js';
+import type { LlmClient } from '../model/llm.js';
+import { ToolCatalog } from '../fleet/tool-catalog.js';
 
 export interface AgentRunnerOptions {
   /** Producer connection; the dispatcher makes its own blocking duplicate. */
