@@ -42,7 +42,7 @@ import { fileURLToPath } from 'node:url';
 import { QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { Dispatcher, RunControl, ToolCatalog } from '@agent-reach/scheduler';
-import { createKeys, type Keys } from '@agent-reach/protocol';
+import { createKeys, newRunId, type Keys } from '@agent-reach/protocol';
 import { callLedgerEntry, constants, createLogger, createRedis, waitReady } from '@agent-reach/shared';
 import { startSimHost, type SimHost } from './agent-loop/sim-host.js';
 import { AGENT as LOOP_AGENT, AGENTS_YAML, SCENARIO, taskInput, TOOL_STEPS } from './agent-loop/task.js';
@@ -484,7 +484,7 @@ async function schedulerScaling(opts: {
     const finished: string[] = [];
     let seq = 0;
     const runOnce = async () => {
-      const runId = `run_${randomUUID()}`;
+      const runId = newRunId();
       const done = new Promise<void>((resolve, reject) => pending.set(runId, { resolve, reject }));
       await c.start({ runId, agent: LOOP_AGENT, input: taskInput(++seq) });
       await done;

@@ -24,6 +24,7 @@ import {
   toolJobId,
   type ToolCallJob,
   type ToolResult,
+  newRunId,
 } from '@agent-reach/protocol';
 import {
   constants,
@@ -185,7 +186,7 @@ export async function startLoopHarness(options: {
         try {
           if (name === 'baseline' || name === 'job') {
             const state = createRunState({
-              runId: `run_${randomUUID()}`,
+              runId: newRunId(),
               agent: AGENT,
               input,
               deadlineMs: constants.DEFAULT_RUN_DEADLINE_MS,

@@ -70,7 +70,7 @@ export async function startDev(
     boardUrl: `${apiUrl}${BOARD_PATH}`,
     apiKey,
     simUrl: sim?.url,
-    model: config.llm.model ?? 'gpt-4o-mini',
+    model: config.llm.model ?? constants.DEFAULT_LLM_MODEL,
     executor,
     scheduler,
     logger,

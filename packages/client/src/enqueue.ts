@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import {
@@ -9,6 +8,7 @@ import {
   RUN_ID_PATTERN,
   runJob,
   TRACEPARENT_PATTERN,
+  newRunId,
 } from '@agent-reach/protocol';
 import { constants, maskUrl, reconnectDelayMs, runJobOptions, waitReady } from '@agent-reach/shared';
 import { AgentReachApiError } from './errors.js';
@@ -60,7 +60,7 @@ export { RUN_ID_PATTERN, RESERVED_RUN_IDS, runJobOptions };
  * naming the URL with its password masked, and prints nothing.
  */
 export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string }> {
-  const runId = o.runId ?? `run_${randomUUID()}`;
+  const runId = o.runId ?? newRunId();
   if (!isValidRunId(runId))
     throw new TypeError(`runId must match ${RUN_ID_PATTERN} and not be one of BullMQ's key names`);
   if (typeof o.agent !== 'string' || !o.agent) throw new TypeError('agent is required');

@@ -1,10 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { setTimeout as delay } from 'node:timers/promises';
 import { DelayedError, Worker, type Job } from 'bullmq';
-import { RUN_ID_PATTERN, type Keys, type ToolCallJob, type ToolResult } from '@agent-reach/protocol';
+import {
+  RUN_ID_PATTERN,
+  TOOL_CALL_ID_PATTERN,
+  type Keys,
+  type ToolCallJob,
+  type ToolResult,
+} from '@agent-reach/protocol';
 import {
   carriedContext,
+  closeWithinGrace,
   constants,
   failSpan,
   SpanKind,
@@ -15,6 +21,7 @@ import {
   type Span,
   type ToolRegistry,
   type RedisClient,
+  waitAtMost,
 } from '@agent-reach/shared';
 import { BreakerBoard, type BreakerOptions } from './breakers.js';
 import { startPresence } from './presence.js';
@@ -258,9 +265,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
         queue: job.queueName,
         // Only what matches its pattern is echoed into the log.
         ...(typeof runId === 'string' && RUN_ID_PATTERN.test(runId) ? { runId } : {}),
-        ...(typeof toolCallId === 'string' && constants.TOOL_CALL_ID_PATTERN.test(toolCallId)
-          ? { toolCallId }
-          : {}),
+        ...(typeof toolCallId === 'string' && TOOL_CALL_ID_PATTERN.test(toolCallId) ? { toolCallId } : {}),
       },
       'refused a tool job that does not match its run record',
     );
@@ -317,45 +322,46 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
         const grace = options.shutdownGraceMs ?? constants.DEFAULT_SHUTDOWN_GRACE_MS;
         const reserve = Math.min(constants.SHUTDOWN_HAND_BACK_RESERVE_MS, grace / 2);
         const ends = Date.now() + grace;
-        await within(presence.stop(), reserve / 2);
-        const graceful = Promise.all(workers.map((w) => w.close())).then(() => true);
-        graceful.catch((err: unknown) => logger.warn({ err }, 'closing tool workers failed'));
-        if (!(await within(graceful, ends - reserve - Date.now()))) {
-          const unfinished = [...flights].filter((f) => !f.recording && !f.returned);
-          logger.warn(
-            { graceMs: grace, calls: unfinished.length },
-            'grace period over; handing unfinished calls back to their queue',
-          );
-          await Promise.all(unfinished.map(handBack));
+        await waitAtMost(
+          presence.stop().catch(() => undefined),
+          reserve / 2,
+        );
+        const graceful = Promise.all(workers.map((w) => w.close())).then(
+          () => true,
+          (err: unknown) => {
+            logger.warn({ err }, 'closing tool workers failed');
+            return false;
+          },
+        );
+        const closed = await closeWithinGrace({
+          graceful,
+          graceMs: ends - reserve - Date.now(),
+          handBack: async () => {
+            const unfinished = [...flights].filter((f) => !f.recording && !f.returned);
+            logger.warn(
+              { graceMs: grace, calls: unfinished.length },
+              'grace period over; handing unfinished calls back to their queue',
+            );
+            await Promise.all(unfinished.map(handBack));
+          },
           // BullMQ's close(true) after a pending close() only returns the pending one: do not wait on it.
-          if (!(await within(graceful, ends - Date.now()))) {
-            logger.warn('tool workers did not close in time; disconnecting them');
-            for (const w of workers) void w.disconnect().catch(() => undefined);
-          }
+          settleMs: () => ends - Date.now(),
+        });
+        if (closed === 'unsettled') {
+          logger.warn('tool workers did not close in time; disconnecting them');
+          for (const w of workers) void w.disconnect().catch(() => undefined);
         }
         breakers.shutdown();
         stopWriting.abort();
-        if (!(await within(writer.quit(), Math.max(0, ends - Date.now())))) writer.disconnect();
+        const quit = writer.quit().then(
+          () => true,
+          () => false,
+        );
+        if ((await waitAtMost(quit, ends - Date.now())) !== true) writer.disconnect();
       })();
       return closing;
     },
   };
-}
-
-/** Whether `promise` settled well within `ms`; a rejection or the time running out is false. */
-async function within(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  const timer = new AbortController();
-  try {
-    return await Promise.race([
-      promise.then(
-        () => true,
-        () => false,
-      ),
-      delay(Math.max(0, ms), false, { signal: timer.signal }).catch(() => false),
-    ]);
-  } finally {
-    timer.abort();
-  }
 }
 
 function defaultExecutorId(): string {

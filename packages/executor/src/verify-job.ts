@@ -8,6 +8,7 @@ import {
   readDecision,
   UnsupportedVersionError,
   readToolCallJob,
+  TOOL_CALL_ID_PATTERN,
   type Keys,
   type ToolCallJob,
 } from '@agent-reach/protocol';
@@ -124,7 +125,7 @@ function wellFormed(data: unknown): ToolCallJob {
     typeof d.run_id === 'string' &&
     isValidRunId(d.run_id) &&
     typeof d.tool_call_id === 'string' &&
-    constants.TOOL_CALL_ID_PATTERN.test(d.tool_call_id) &&
+    TOOL_CALL_ID_PATTERN.test(d.tool_call_id) &&
     typeof d.agent === 'string' &&
     NAME_PATTERN.test(d.agent) &&
     typeof d.name === 'string' &&

@@ -6,13 +6,16 @@ export const NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 /** Run ids (and so job ids): no `:`, which BullMQ refuses in custom ids. */
 export const RUN_ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/;
 
-/** Tool call ids as the platform records them (the loop rewrites any other id a model sends). */
 /**
  * A W3C `traceparent` (version 00): trace id, parent span id, flags; all-zero ids are invalid.
  * https://www.w3.org/TR/trace-context/#traceparent-header
  */
 export const TRACEPARENT_PATTERN = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
 
+/**
+ * Tool call ids as the platform records them (the loop rewrites any other id a model sends), and the only
+ * ones an executor accepts on a job.
+ */
 export const TOOL_CALL_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** Session ids: the same alphabet as run ids (they name Redis keys). */
@@ -57,4 +60,29 @@ export function isValidRunId(runId: string): boolean {
 /** Whether `id` matches `pattern` and is not a prototype key: the check every door applies to ids. */
 export function isSafeId(id: unknown, pattern: RegExp): id is string {
   return typeof id === 'string' && pattern.test(id) && !PROTOTYPE_KEYS.has(id);
+}
+
+/*
+ * Minting: each kind of id is made in one place. `crypto.randomUUID` is the Web Crypto global, in Node
+ * and in browsers alike.
+ */
+
+/** A new run id: `run_` and a random UUID. */
+export function newRunId(): string {
+  return `run_${globalThis.crypto.randomUUID()}`;
+}
+
+/** A new W3C trace id: 32 lowercase hex digits. */
+export function newTraceId(): string {
+  return globalThis.crypto.randomUUID().replace(/-/g, '');
+}
+
+/** A new session id: `sess_` and a random UUID. */
+export function newSessionId(): string {
+  return `sess_${globalThis.crypto.randomUUID()}`;
+}
+
+/** A new workflow id: `wf_` and 32 random hex digits. */
+export function newWorkflowId(): string {
+  return `wf_${newTraceId()}`;
 }

@@ -11,6 +11,10 @@ export {
   PROTOTYPE_KEYS,
   isValidRunId,
   isSafeId,
+  newRunId,
+  newTraceId,
+  newSessionId,
+  newWorkflowId,
 } from './ids.js';
 export {
   AgentReachError,

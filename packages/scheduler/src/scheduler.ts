@@ -63,7 +63,7 @@ export function llmFromConfig(config: AgentReachConfig, model?: string): LlmClie
   return createLlmClient({
     apiKey: apiKey ?? 'not-needed',
     ...(baseUrl ? { baseURL: baseUrl } : {}),
-    model: model ?? config.llm.model ?? 'gpt-4o-mini',
+    model: model ?? config.llm.model ?? constants.DEFAULT_LLM_MODEL,
     timeoutMs: config.scheduler.llmTimeoutMs,
     maxRetries: config.scheduler.llmMaxRetries,
     maxOutputTokens: config.scheduler.maxOutputTokens,

@@ -55,8 +55,6 @@ export const DEFAULT_CATALOG_MEMORY_MS = 300_000;
  * most half the grace).
  */
 export const SHUTDOWN_HAND_BACK_RESERVE_MS = 1000;
-/** Tool call ids an executor accepts on a job (the run's ledger is what proves the call). */
-export const TOOL_CALL_ID_PATTERN = /^[A-Za-z0-9_.:-]{1,128}$/;
 /** Ids of dispatcher reply lists: a job's `replyTo` must be `keys.replies(id)` with such an id. */
 export const REPLY_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** Executor ids (announcements, breaker snapshots). */

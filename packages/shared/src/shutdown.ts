@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { waitAtMost } from './timed-wait.js';
 
 /**
  * Graceful shutdown of a process: on the first SIGTERM or SIGINT, tell a parent process (IPC, when there
@@ -33,4 +34,25 @@ export function exitOnSignals(
   };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
+}
+
+/** How a worker's close within its grace period went (see {@link closeWithinGrace}). */
+export type GracefulClose = 'closed' | 'handed_back' | 'unsettled';
+
+/**
+ * The worker lifecycle at shutdown: stop taking jobs, wait out the grace period, hand the rest back.
+ * `graceful` is the worker's own close (it stops taking jobs and resolves true once the jobs in flight
+ * finish, false when it failed). When it is not true within `graceMs`, `handBack` returns what is still
+ * in flight to its queue, and the close is given `settleMs()` more. Returns `closed` when the graceful
+ * close made it in time, `handed_back` when it settled after the hand-back, `unsettled` when it did not.
+ */
+export async function closeWithinGrace(options: {
+  graceful: Promise<boolean>;
+  graceMs: number;
+  handBack: () => Promise<unknown>;
+  settleMs: () => number;
+}): Promise<GracefulClose> {
+  if ((await waitAtMost(options.graceful, options.graceMs)) === true) return 'closed';
+  await options.handBack();
+  return (await waitAtMost(options.graceful, options.settleMs())) === true ? 'handed_back' : 'unsettled';
 }

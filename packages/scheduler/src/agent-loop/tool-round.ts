@@ -1,4 +1,5 @@
 import { errorResult, type ToolResult } from '@agent-reach/protocol';
+import { TIMED_OUT, waitAtMost } from '@agent-reach/shared';
 import type { RunState } from './run-state.js';
 import { requestApprovals } from './approvals.js';
 import { repeatNudge, type GuardStop } from './guards.js';
@@ -139,15 +140,8 @@ function record(
 
 /** `promise`'s value, or undefined when it has not settled within `ms`. */
 async function withinMs<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  try {
-    return await Promise.race([promise, expired]);
-  } finally {
-    clearTimeout(timer);
-  }
+  const value = await waitAtMost(promise, ms);
+  return value === TIMED_OUT ? undefined : value;
 }
 
 /** Answers every call of a turn without running it, so the history stays a valid conversation. */

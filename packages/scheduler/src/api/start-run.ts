@@ -1,10 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { assertAgentAllowed, type Principal } from './auth.js';
 import { ApiError, notFound } from './errors.js';
 import { bodyHash } from './idempotency.js';
 import type { ApiContext } from './options.js';
 import { loadRun, queuedView } from './run-view.js';
-import { runJob, TRACEPARENT_PATTERN, type RunView } from '@agent-reach/protocol';
+import { newRunId, newTraceId, runJob, TRACEPARENT_PATTERN, type RunView } from '@agent-reach/protocol';
 
 /** A run to start, as `POST /v1/runs` and `POST /v1/sessions/:id/messages` receive it. */
 export interface StartRunInput {
@@ -46,8 +46,8 @@ export async function startRun(
   // A caller's valid `traceparent` makes the run part of its trace; a malformed one is ignored (W3C).
   const parent = traceparent !== undefined && TRACEPARENT_PATTERN.test(traceparent) ? traceparent : undefined;
   const data = runJob({
-    run_id: derived?.runId ?? `run_${randomUUID()}`,
-    trace_id: parent?.split('-')[1] ?? derived?.traceId ?? randomUUID().replace(/-/g, ''),
+    run_id: derived?.runId ?? newRunId(),
+    trace_id: parent?.split('-')[1] ?? derived?.traceId ?? newTraceId(),
     trace_parent: parent,
     agent: req.agent,
     input: req.input,

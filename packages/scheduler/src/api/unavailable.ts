@@ -1,3 +1,5 @@
+import { TIMED_OUT, waitAtMost } from '@agent-reach/shared';
+
 export { redisUnavailable } from '@agent-reach/shared';
 
 /** An error of a Redis call that took longer than the API waits. */
@@ -12,10 +14,8 @@ export class RedisTimeoutError extends Error {
  * Rejects after `ms` when `promise` has not settled: for calls on connections that queue commands
  * through an outage (the scheduler's own), which would otherwise hold a request until Redis returns.
  */
-export function withinRedisTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RedisTimeoutError(ms)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+export async function withinRedisTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  const answer = await waitAtMost(promise, ms);
+  if (answer === TIMED_OUT) throw new RedisTimeoutError(ms);
+  return answer;
 }

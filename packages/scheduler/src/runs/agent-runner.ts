@@ -1,5 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import { AgentReachError, type Keys } from '@agent-reach/protocol';
+import { AgentReachError, newRunId, newTraceId, type Keys } from '@agent-reach/protocol';
 import {
   constants,
   parseAgentsCheck,
@@ -146,10 +145,10 @@ export class AgentRunner {
         `unknown agent "${req.agent}"; known: ${[...this.#opts.agents.agents.keys()].join(', ')}`,
       );
     }
-    const runId = req.runId ?? `run_${randomUUID()}`;
+    const runId = req.runId ?? newRunId();
     return createRunState({
       runId,
-      traceId: req.traceId ?? req.traceParent?.split('-')[1] ?? randomUUID().replace(/-/g, ''),
+      traceId: req.traceId ?? req.traceParent?.split('-')[1] ?? newTraceId(),
       ...(req.traceParent ? { traceParent: req.traceParent } : {}),
       agent: req.agent,
       input: req.input,

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import {
   AgentReachError,
@@ -8,6 +7,7 @@ import {
   runJob,
   type Keys,
   type RunJobData,
+  newRunId,
 } from '@agent-reach/protocol';
 import { decisionEvent, pendingRequest } from '../agent-loop/approvals.js';
 import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
@@ -56,7 +56,7 @@ export class RunControl {
 
   /** Enqueues a run and returns its id. Adding the same run id twice starts it once. */
   async start(req: StartRunRequest): Promise<string> {
-    const runId = req.runId ?? `run_${randomUUID()}`;
+    const runId = req.runId ?? newRunId();
     if (!isValidRunId(runId)) {
       throw new AgentReachError(
         'RUN_INVALID',

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
 import { isValidRunId } from '@agent-reach/protocol';
 import {
+  closeWithinGrace,
   constants,
   isCluster,
   runJobProblems,
@@ -315,25 +316,23 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     worker,
     async close(graceMs = constants.DEFAULT_SHUTDOWN_GRACE_MS) {
       draining = true;
-      const graceful = worker.close();
-      let timer: NodeJS.Timeout | undefined;
-      const expired = new Promise<'expired'>((resolve) => {
-        timer = setTimeout(() => resolve('expired'), graceMs);
-      });
-      if ((await Promise.race([graceful.then(() => 'done' as const), expired])) === 'expired') {
+      await closeWithinGrace({
+        graceful: worker.close().then(() => true),
+        graceMs,
         // Runs still waiting on a model or a tool: hand their jobs back now (their loops write nothing
         // more), rather than let their locks lapse. BullMQ's `close(true)` after a pending `close()` only
         // returns the pending one, so the pending close is not awaited.
-        logger.warn({ graceMs, runs: active.size }, 'grace period over; handing runs back');
-        await Promise.all(
-          [...active.values()].map(async (run) => {
-            run.release.abort();
-            await run.job.moveToWait(run.token).catch(() => undefined);
-          }),
-        );
-        await Promise.race([graceful, sleep(constants.CLOSE_SETTLE_MS)]);
-      }
-      clearTimeout(timer);
+        handBack: async () => {
+          logger.warn({ graceMs, runs: active.size }, 'grace period over; handing runs back');
+          await Promise.all(
+            [...active.values()].map(async (run) => {
+              run.release.abort();
+              await run.job.moveToWait(run.token).catch(() => undefined);
+            }),
+          );
+        },
+        settleMs: () => constants.CLOSE_SETTLE_MS,
+      });
       await subscriber.quit().catch(() => undefined);
     },
   };

@@ -1,6 +1,11 @@
-import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import { AgentReachError, FINAL_WORKFLOW_STATUSES, type Keys } from '@agent-reach/protocol';
+import {
+  AgentReachError,
+  FINAL_WORKFLOW_STATUSES,
+  newTraceId,
+  newWorkflowId,
+  type Keys,
+} from '@agent-reach/protocol';
 import { constants, type WorkflowSpec, type WorkflowsFile } from '@agent-reach/shared';
 import {
   WorkflowStore,
@@ -96,7 +101,7 @@ export class WorkflowControl {
     const { spec, configVersion } = definition;
     if (typeof req.input !== 'string' || !req.input.trim())
       throw new AgentReachError('WORKFLOW_INVALID', 'input must be a non-empty string');
-    const workflowId = req.workflowId ?? `wf_${randomUUID().replace(/-/g, '')}`;
+    const workflowId = req.workflowId ?? newWorkflowId();
     if (!WORKFLOW_ID_PATTERN.test(workflowId))
       throw new AgentReachError('WORKFLOW_INVALID', `workflow id must match ${WORKFLOW_ID_PATTERN}`);
     const created = await this.store.create({
@@ -105,7 +110,7 @@ export class WorkflowControl {
       input: req.input,
       spec,
       configVersion,
-      traceId: req.traceId ?? randomUUID().replace(/-/g, ''),
+      traceId: req.traceId ?? newTraceId(),
       ...(req.metadata ? { metadata: req.metadata } : {}),
       createdAt: Date.now(),
     });

@@ -5,14 +5,7 @@ import type { ApiContext } from '../options.js';
 import { READYZ_REDIS_TIMEOUT_MS, UNAVAILABLE_RETRY_AFTER_S } from '../constants.js';
 import { Health, Ready } from '@agent-reach/protocol';
 import { responses } from '../responses.js';
-
-function within<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
+import { withinRedisTimeout } from '../unavailable.js';
 
 /**
  * The eviction policy Redis runs with: `noeviction` only when every master says so (a cluster's masters
@@ -22,7 +15,7 @@ async function evictionPolicy(redis: RedisClient): Promise<string> {
   const policies = await Promise.all(
     redisMasters(redis).map(async (node) => {
       try {
-        const answer = (await within(
+        const answer = (await withinRedisTimeout(
           node.config('GET', 'maxmemory-policy'),
           READYZ_REDIS_TIMEOUT_MS,
         )) as unknown;
@@ -66,7 +59,7 @@ export function healthRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     async (_request, reply) => {
       try {
-        await within(redis.ping(), READYZ_REDIS_TIMEOUT_MS);
+        await withinRedisTimeout(redis.ping(), READYZ_REDIS_TIMEOUT_MS);
       } catch (err) {
         ctx.log.warn({ err }, 'readiness: Redis does not answer');
         return reply

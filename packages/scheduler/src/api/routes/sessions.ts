@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { assertAgentAllowed, requirePrincipal } from '../auth.js';
 import { ApiError } from '../errors.js';
@@ -12,6 +11,7 @@ import {
   SessionDetailView,
   SessionParams,
   SessionView,
+  newSessionId,
 } from '@agent-reach/protocol';
 import { responses } from '../responses.js';
 import { admitToSession, sessionForCaller } from '../session-access.js';
@@ -45,7 +45,7 @@ export function sessionRoutes(app: FastifyInstance, ctx: ApiContext): void {
         if (!ctx.deps.agents.agents.has(agent))
           throw new ApiError('UNKNOWN_AGENT', `unknown agent "${agent}"`);
       }
-      const sessionId = request.body?.session_id ?? `sess_${randomUUID()}`;
+      const sessionId = request.body?.session_id ?? newSessionId();
       const owner = { principal: principal.id, ...(agent ? { agent } : {}) };
       if (!(await ctx.deps.sessions.create(sessionId, owner)))
         throw new ApiError('CONFLICT', `session ${sessionId} already exists`);
