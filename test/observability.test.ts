@@ -43,8 +43,8 @@ if (!HAVE_PROMETHEUS) {
   );
 }
 
-/** The README's "Metric catalog" section, once it has one. */
-const METRIC_CATALOG = readFileSync(path.join(ROOT, 'README.md'), 'utf8')
+/** The "Metric catalog" section of docs/observability.md. */
+const METRIC_CATALOG = readFileSync(path.join(ROOT, 'docs/observability.md'), 'utf8')
   .split(/^## /m)
   .find((section) => section.startsWith('Metric catalog\n'));
 
@@ -437,7 +437,7 @@ describe.skipIf(!HAVE_PROMETHEUS)(
     });
 
     it.skipIf(METRIC_CATALOG === undefined)(
-      'lists every metric family the processes expose in the README metric catalog, with its type',
+      'lists every metric family the processes expose in the metric catalog of docs/observability.md, with its type',
       async () => {
         const families = new Map<string, string>();
         for (const port of [...ports[SCHEDULER_JOB]!, ...ports[EXECUTOR_JOB]!]) {

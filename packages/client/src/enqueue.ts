@@ -14,7 +14,7 @@ import { constants, maskUrl, reconnectDelayMs, runJobOptions, waitReady } from '
 import { AgentReachApiError } from './errors.js';
 
 /**
- * What a job on `agent-runs` carries besides its version and run id (the README's job schema), in this
+ * What a job on `agent-runs` carries besides its version and run id (the job schema of docs/api.md), in this
  * API's camelCase; the job itself is written in the wire's snake_case.
  */
 export interface RunJobFields {

@@ -1,6 +1,6 @@
 /**
  * Errors are data with stable codes. Two closed unions:
- * - `ToolErrorKind`: what a tool-call result reports to the model (DESIGN.md's table);
+ * - `ToolErrorKind`: what a tool-call result reports to the model (docs/architecture.md, "Error kinds");
  * - `ErrorCode`: what the platform throws at its own callers (bad config, bad tool definition, …).
  * Branch on `kind`/`code`, never on message text: `instanceof` does not survive Redis.
  */

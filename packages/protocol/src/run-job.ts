@@ -25,7 +25,7 @@ export interface RunJobData {
   created_at?: number;
 }
 
-/** JSON Schema of `RunJobData`, as the README documents it for services in other languages. */
+/** JSON Schema of `RunJobData`, as docs/api.md documents it for services in other languages. */
 export const RUN_JOB_SCHEMA = {
   type: 'object',
   required: ['v', 'run_id', 'agent', 'input'],

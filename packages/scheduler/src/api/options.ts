@@ -27,7 +27,7 @@ export interface ApiServerDeps {
   /** For the tool catalog (`/v1/agents`, Bull Board's tool queues) and the fleet's breaker states. */
   runner: Pick<AgentRunner, 'catalog' | 'breakers'>;
   agents: AgentsFile;
-  /** A non-blocking connection; event streams and rate limits make their own use of it (see README). */
+  /** A non-blocking connection; event streams and rate limits make their own use of it (see docs/api.md). */
   redis: RedisClient;
   keys: Keys;
   /** Served at `/metrics`; without one, `/metrics` is a 404. */
