@@ -19,7 +19,7 @@ import { emitFinishedSpan } from './run-span.js';
 import type { LlmClient } from '../model/llm.js';
 import { upgradeRunJob, type RunJobData } from '@agent-reach/protocol';
 import { createCheckpointSaver } from './checkpoint-saver.js';
-import type { RunCheckpointer, RunStore } from './run-store.js';
+import type { RunCheckpointer, RunClaim, RunStore } from './run-store.js';
 import type { SessionStore } from './sessions.js';
 
 export interface RunWorkerOptions {
@@ -63,6 +63,17 @@ interface Active {
   release: AbortController;
 }
 
+/** What the worker's handlers share: its options, the runs in flight, whether it is shutting down. */
+interface RunWorkerContext {
+  options: RunWorkerOptions;
+  runner: AgentRunner;
+  store: RunStore;
+  sessions: SessionStore;
+  logger: Logger;
+  active: Map<string, Active>;
+  draining: boolean;
+}
+
 /**
  * The scheduler's BullMQ worker on `agent-runs`. A job is a run: the worker claims it (bumping the run's
  * ownership epoch, so a scheduler that lost it can no longer write), loads its last checkpoint (or starts
@@ -75,189 +86,25 @@ interface Active {
  */
 export function createRunWorker(options: RunWorkerOptions): RunWorker {
   const { runner, store, sessions, logger } = options;
-  const active = new Map<string, Active>();
-  let draining = false;
+  const ctx: RunWorkerContext = {
+    options,
+    runner,
+    store,
+    sessions,
+    logger,
+    active: new Map(),
+    draining: false,
+  };
   const subscriber = options.connection.duplicate();
   subscriber.on('error', (err) => logger.warn({ err: { message: err.message } }, 'cancel subscriber error'));
   const cancelChannel = runner.keys.cancelChannel;
   void subscriber
     .subscribe(cancelChannel)
     .catch((err: unknown) => logger.error({ err }, 'cannot subscribe to cancellations'));
-  subscriber.on('message', (_channel: string, runId: string) => active.get(runId)?.cancel.abort());
-
-  /** Hands a job back to the queue untouched (no attempt used), for another scheduler. */
-  const handBack = async (job: Job<RunJobData>, token: string | undefined) => {
-    // Already handed back when the grace period ended: then the lock is gone and this move fails.
-    await job.moveToWait(token).catch(() => undefined);
-    return new WaitingError();
-  };
-
-  const processRun = async (
-    job: Job<RunJobData>,
-    token?: string,
-  ): Promise<{ status: string; reason: string }> => {
-    if (draining) throw await handBack(job, token);
-    // Jobs of the release before snake_case (version 1) are read with today's names.
-    const data = upgradeRunJob(job.data) as RunJobData;
-    // The job id is the run id; data naming another run is refused, data naming none (a job of an unknown
-    // version, or missing the field) is ended below as a failed run that lists its problems.
-    const runId = String(job.id);
-    const log = logger.child({ runId });
-    if (!isValidRunId(runId) || (data.run_id !== undefined && data.run_id !== runId)) {
-      throw new UnrecoverableError(
-        `invalid agent-runs job ${job.id}: its id must be the run id and match the run id pattern`,
-      );
-    }
-    const claim = await store.claim(runId);
-    if (claim.problems.length > 0) log.warn({ problems: claim.problems }, 'run record has problems');
-    let state = claim.state;
-    if (!state) {
-      // A job added by hand (any language, any client) may be wrong: end it as a failed run that says why,
-      // so whoever waits on it learns the problem instead of finding nothing.
-      const problems = runJobProblems(data);
-      if (problems.length === 0 && !runner.hasAgent(data.agent))
-        problems.push(`agent "${data.agent}" is not declared`);
-      if (problems.length > 0) return recordRejected(runId, data, problems, claim.writer);
-      const memory = data.session_id ? await sessions.load(data.session_id) : undefined;
-      state = runner.newState({
-        agent: data.agent,
-        input: data.input,
-        runId,
-        ...(data.trace_id ? { traceId: data.trace_id } : {}),
-        ...(data.trace_parent ? { traceParent: data.trace_parent } : {}),
-        ...(data.session_id ? { sessionId: data.session_id } : {}),
-        ...(data.metadata ? { metadata: data.metadata } : {}),
-        ...(typeof data.created_at === 'number' && Number.isFinite(data.created_at)
-          ? { createdAt: data.created_at }
-          : {}),
-        ...(memory
-          ? {
-              history: memory.messages,
-              steps: memory.steps,
-              ...(memory.summary ? { summary: memory.summary } : {}),
-            }
-          : {}),
-      });
-    }
-    if (state.outcome) return { status: state.outcome.status, reason: state.outcome.reason };
-    if (state.status === 'awaiting_approval') decideOverdue(state, options.approvalTimeoutMs);
-
-    const run: Active = { job, token, cancel: new AbortController(), release: new AbortController() };
-    if (claim.cancelRequested) run.cancel.abort();
-    const saver = createCheckpointSaver(store, claim.writer, {
-      onCancelRequested: () => run.cancel.abort(),
-      // Shutting down: stop here, with this step durable, and let another scheduler go on.
-      afterSave: () => {
-        if (draining) run.release.abort();
-      },
-    });
-    active.set(state.runId, run);
-    try {
-      const result = await runner.resume(state, {
-        signal: run.cancel.signal,
-        release: run.release.signal,
-        // One connection for checkpoints and tool calls: a checkpoint issued first lands first. Not on a
-        // cluster, where the run's keys and the tool queue are on different nodes.
-        orderedCheckpoints: store.connection === runner.connection && !isCluster(store.connection),
-        ...(data.model && options.llmFor ? { llm: options.llmFor(data.model) } : {}),
-        ...(options.onEvent ? { onEvent: options.onEvent } : {}),
-        checkpoint: saver.save,
-      });
-      if (result === 'released') {
-        if (draining) throw await handBack(job, token);
-        // The run is someone else's now: this job's lock is gone, so there is nothing to complete.
-        log.warn('run lost to another scheduler; stopped without writing');
-        throw new DelayedError();
-      }
-      if (result === 'parked') {
-        const wakeAt = parkedUntil(state, options.approvalTimeoutMs);
-        log.info({ wakeAt }, 'run parked until a person decides');
-        await job.moveToDelayed(wakeAt, token);
-        // A decision (or a cancel) that landed between the checkpoint and the move found no delayed job
-        // to promote: look once more, and wake the run now if one did.
-        const again = await saver.load();
-        if (anyDecided(again.state) || again.cancelRequested) await job.promote().catch(() => undefined);
-        throw new DelayedError();
-      }
-      if (state.sessionId) await sessions.saveFrom(state);
-      return { status: result.status, reason: result.reason };
-    } catch (err) {
-      if (!(err instanceof CheckpointFailed)) throw err;
-      const attempts = job.opts.attempts ?? 1;
-      log.warn(
-        { err: err.cause, attempt: job.attemptsMade + 1, attempts },
-        'checkpoint failed; the run resumes from its last good checkpoint',
-      );
-      // Out of attempts, the `failed` listener records the run as failed.
-      throw err;
-    } finally {
-      active.delete(state.runId);
-    }
-  };
-
-  /** A run that could not start, recorded as failed with the problems of its job. */
-  const recordRejected = async (
-    runId: string,
-    data: RunJobData,
-    problems: string[],
-    writer: RunCheckpointer,
-  ) => {
-    const state = createRunState({
-      runId,
-      // The job's trace, when it names one, so the refusal is found where its caller looks.
-      ...(typeof data.trace_id === 'string' && data.trace_id !== '' ? { traceId: data.trace_id } : {}),
-      agent: String(data.agent ?? ''),
-      input: typeof data.input === 'string' ? data.input : '',
-      deadlineMs: 0,
-    });
-    const report = `the run could not start: ${problems.join('; ')}`;
-    const outcome: RunOutcome = {
-      status: 'failed',
-      reason: 'invalid_job',
-      report,
-      usage: state.usage,
-      iterations: 0,
-      steps: [],
-    };
-    markFinished(state, outcome);
-    await writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
-    emitFinishedSpan(state, outcome);
-    logger.warn({ runId, problems }, 'run job refused');
-    return { status: 'failed', reason: 'invalid_job' };
-  };
-
-  /**
-   * A run whose job is out of attempts (checkpoints that kept failing, a scheduler that kept dying):
-   * record it as failed from its last good checkpoint, so no record stays `running` with no one working
-   * on it. Retried a few times (the outage behind it may just be ending).
-   */
-  const recordAbandoned = async (runId: string, reason: string, report: string) => {
-    for (let attempt = 0; attempt < constants.RUN_ABANDON_WRITE_ATTEMPTS; attempt += 1) {
-      try {
-        const claim = await store.claim(runId);
-        const state = claim.state;
-        if (!state || state.outcome) return;
-        const outcome: RunOutcome = {
-          status: 'failed',
-          reason,
-          report,
-          usage: state.usage,
-          iterations: state.iterations,
-          steps: state.steps,
-        };
-        markFinished(state, outcome);
-        await claim.writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
-        emitFinishedSpan(state, outcome);
-        return;
-      } catch (e) {
-        logger.warn({ runId, err: e }, 'recording the abandoned run failed; retrying');
-        await sleep(constants.RUN_ABANDON_WRITE_BACKOFF_MS * (attempt + 1));
-      }
-    }
-  };
+  subscriber.on('message', (_channel: string, runId: string) => ctx.active.get(runId)?.cancel.abort());
 
   const retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
-  const worker = new Worker<RunJobData>(runner.keys.runsQueue, processRun, {
+  const worker = new Worker<RunJobData>(runner.keys.runsQueue, (job, token) => processRun(ctx, job, token), {
     connection: options.connection,
     prefix: runner.keys.queuePrefix(runner.keys.runsQueue),
     concurrency: options.concurrency ?? constants.DEFAULT_SCHEDULER_CONCURRENCY,
@@ -273,49 +120,14 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
   worker.on('error', (err) => logger.error({ err: { message: err.message } }, 'run worker error'));
   // A lock this process could not renew may already belong to another scheduler: let go of the run.
   worker.on('lockRenewalFailed', (jobIds: string[]) => {
-    for (const id of jobIds) active.get(id)?.release.abort();
+    for (const id of jobIds) ctx.active.get(id)?.release.abort();
   });
-  worker.on('failed', (job, err) => {
-    if (err instanceof DelayedError || err.name === 'DelayedError' || err.name === 'WaitingError') return;
-    const retried =
-      !!job &&
-      (job.opts.attempts ?? 1) > job.attemptsMade &&
-      err.name !== 'UnrecoverableError' &&
-      !/stalled/i.test(err.message);
-    // An attempt BullMQ retries after its backoff (Redis trouble, mostly) is not a failed run.
-    if (retried)
-      logger.warn(
-        {
-          err: { message: err.message },
-          runId: job.id,
-          attempt: job.attemptsMade,
-          attempts: job.opts.attempts,
-        },
-        'run attempt failed; retried after its backoff',
-      );
-    else logger.error({ err: { message: err.message }, runId: job?.id }, 'run job failed');
-    // Out of attempts or stalled too often: the record must not stay `running`.
-    const runId = job?.id;
-    if (
-      !runId ||
-      !isValidRunId(runId) ||
-      (upgradeRunJob(job.data) as Partial<RunJobData> | undefined)?.run_id !== runId
-    )
-      return;
-    if (retried) return;
-    void (err instanceof CheckpointFailed
-      ? recordAbandoned(
-          runId,
-          'checkpoint_failed',
-          `the run's record could not be written: ${errorText(err.cause)}`,
-        )
-      : recordAbandoned(runId, 'abandoned', `the run could not be completed: ${err.message}`));
-  });
+  worker.on('failed', (job, err) => onRunFailed(ctx, job, err));
 
   return {
     worker,
     async close(graceMs = constants.DEFAULT_SHUTDOWN_GRACE_MS) {
-      draining = true;
+      ctx.draining = true;
       await closeWithinGrace({
         graceful: worker.close().then(() => true),
         graceMs,
@@ -323,9 +135,9 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         // more), rather than let their locks lapse. BullMQ's `close(true)` after a pending `close()` only
         // returns the pending one, so the pending close is not awaited.
         handBack: async () => {
-          logger.warn({ graceMs, runs: active.size }, 'grace period over; handing runs back');
+          logger.warn({ graceMs, runs: ctx.active.size }, 'grace period over; handing runs back');
           await Promise.all(
-            [...active.values()].map(async (run) => {
+            [...ctx.active.values()].map(async (run) => {
               run.release.abort();
               await run.job.moveToWait(run.token).catch(() => undefined);
             }),
@@ -336,6 +148,246 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
       await subscriber.quit().catch(() => undefined);
     },
   };
+}
+
+/** Hands a job back to the queue untouched (no attempt used), for another scheduler. */
+async function handBack(job: Job<RunJobData>, token: string | undefined): Promise<WaitingError> {
+  // Already handed back when the grace period ended: then the lock is gone and this move fails.
+  await job.moveToWait(token).catch(() => undefined);
+  return new WaitingError();
+}
+
+/** The worker's processor: one attempt at a run, from its claim to its outcome, parking or hand-back. */
+async function processRun(
+  ctx: RunWorkerContext,
+  job: Job<RunJobData>,
+  token?: string,
+): Promise<{ status: string; reason: string }> {
+  if (ctx.draining) throw await handBack(job, token);
+  // Jobs of the release before snake_case (version 1) are read with today's names.
+  const data = upgradeRunJob(job.data) as RunJobData;
+  // The job id is the run id; data naming another run is refused, data naming none (a job of an unknown
+  // version, or missing the field) is ended below as a failed run that lists its problems.
+  const runId = String(job.id);
+  const log = ctx.logger.child({ runId });
+  if (!isValidRunId(runId) || (data.run_id !== undefined && data.run_id !== runId)) {
+    throw new UnrecoverableError(
+      `invalid agent-runs job ${job.id}: its id must be the run id and match the run id pattern`,
+    );
+  }
+  const claim = await ctx.store.claim(runId);
+  if (claim.problems.length > 0) log.warn({ problems: claim.problems }, 'run record has problems');
+  let state = claim.state;
+  if (!state) {
+    // A job added by hand (any language, any client) may be wrong: end it as a failed run that says why,
+    // so whoever waits on it learns the problem instead of finding nothing.
+    const problems = runJobProblems(data);
+    if (problems.length === 0 && !ctx.runner.hasAgent(data.agent))
+      problems.push(`agent "${data.agent}" is not declared`);
+    if (problems.length > 0) return recordRejected(ctx, runId, data, problems, claim.writer);
+    state = await newRunState(ctx, runId, data);
+  }
+  if (state.outcome) return { status: state.outcome.status, reason: state.outcome.reason };
+  if (state.status === 'awaiting_approval') decideOverdue(state, ctx.options.approvalTimeoutMs);
+  return driveRun(ctx, { job, token, data, state, claim, log });
+}
+
+/** A run's first state, from its job and the memory of its session. */
+async function newRunState(ctx: RunWorkerContext, runId: string, data: RunJobData): Promise<RunState> {
+  const memory = data.session_id ? await ctx.sessions.load(data.session_id) : undefined;
+  return ctx.runner.newState({
+    agent: data.agent,
+    input: data.input,
+    runId,
+    ...(data.trace_id ? { traceId: data.trace_id } : {}),
+    ...(data.trace_parent ? { traceParent: data.trace_parent } : {}),
+    ...(data.session_id ? { sessionId: data.session_id } : {}),
+    ...(data.metadata ? { metadata: data.metadata } : {}),
+    ...(typeof data.created_at === 'number' && Number.isFinite(data.created_at)
+      ? { createdAt: data.created_at }
+      : {}),
+    ...(memory
+      ? {
+          history: memory.messages,
+          steps: memory.steps,
+          ...(memory.summary ? { summary: memory.summary } : {}),
+        }
+      : {}),
+  });
+}
+
+/** Runs the loop on a claimed run, checkpointing through the claim, and ends the attempt as the loop did. */
+async function driveRun(
+  ctx: RunWorkerContext,
+  attempt: {
+    job: Job<RunJobData>;
+    token: string | undefined;
+    data: RunJobData;
+    state: RunState;
+    claim: RunClaim;
+    log: Logger;
+  },
+): Promise<{ status: string; reason: string }> {
+  const { job, token, data, state, claim, log } = attempt;
+  const { options, runner, store } = ctx;
+  const run: Active = { job, token, cancel: new AbortController(), release: new AbortController() };
+  if (claim.cancelRequested) run.cancel.abort();
+  const saver = createCheckpointSaver(store, claim.writer, {
+    onCancelRequested: () => run.cancel.abort(),
+    // Shutting down: stop here, with this step durable, and let another scheduler go on.
+    afterSave: () => {
+      if (ctx.draining) run.release.abort();
+    },
+  });
+  ctx.active.set(state.runId, run);
+  try {
+    const result = await runner.resume(state, {
+      signal: run.cancel.signal,
+      release: run.release.signal,
+      // One connection for checkpoints and tool calls: a checkpoint issued first lands first. Not on a
+      // cluster, where the run's keys and the tool queue are on different nodes.
+      orderedCheckpoints: store.connection === runner.connection && !isCluster(store.connection),
+      ...(data.model && options.llmFor ? { llm: options.llmFor(data.model) } : {}),
+      ...(options.onEvent ? { onEvent: options.onEvent } : {}),
+      checkpoint: saver.save,
+    });
+    if (result === 'released') {
+      if (ctx.draining) throw await handBack(job, token);
+      // The run is someone else's now: this job's lock is gone, so there is nothing to complete.
+      log.warn('run lost to another scheduler; stopped without writing');
+      throw new DelayedError();
+    }
+    if (result === 'parked') {
+      const wakeAt = parkedUntil(state, options.approvalTimeoutMs);
+      log.info({ wakeAt }, 'run parked until a person decides');
+      await job.moveToDelayed(wakeAt, token);
+      // A decision (or a cancel) that landed between the checkpoint and the move found no delayed job
+      // to promote: look once more, and wake the run now if one did.
+      const again = await saver.load();
+      if (anyDecided(again.state) || again.cancelRequested) await job.promote().catch(() => undefined);
+      throw new DelayedError();
+    }
+    if (state.sessionId) await ctx.sessions.saveFrom(state);
+    return { status: result.status, reason: result.reason };
+  } catch (err) {
+    if (!(err instanceof CheckpointFailed)) throw err;
+    const attempts = job.opts.attempts ?? 1;
+    log.warn(
+      { err: err.cause, attempt: job.attemptsMade + 1, attempts },
+      'checkpoint failed; the run resumes from its last good checkpoint',
+    );
+    // Out of attempts, the `failed` listener records the run as failed.
+    throw err;
+  } finally {
+    ctx.active.delete(state.runId);
+  }
+}
+
+/** A run that could not start, recorded as failed with the problems of its job. */
+async function recordRejected(
+  ctx: RunWorkerContext,
+  runId: string,
+  data: RunJobData,
+  problems: string[],
+  writer: RunCheckpointer,
+): Promise<{ status: string; reason: string }> {
+  const state = createRunState({
+    runId,
+    // The job's trace, when it names one, so the refusal is found where its caller looks.
+    ...(typeof data.trace_id === 'string' && data.trace_id !== '' ? { traceId: data.trace_id } : {}),
+    agent: String(data.agent ?? ''),
+    input: typeof data.input === 'string' ? data.input : '',
+    deadlineMs: 0,
+  });
+  const report = `the run could not start: ${problems.join('; ')}`;
+  const outcome: RunOutcome = {
+    status: 'failed',
+    reason: 'invalid_job',
+    report,
+    usage: state.usage,
+    iterations: 0,
+    steps: [],
+  };
+  markFinished(state, outcome);
+  await writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
+  emitFinishedSpan(state, outcome);
+  ctx.logger.warn({ runId, problems }, 'run job refused');
+  return { status: 'failed', reason: 'invalid_job' };
+}
+
+/**
+ * A run whose job is out of attempts (checkpoints that kept failing, a scheduler that kept dying):
+ * record it as failed from its last good checkpoint, so no record stays `running` with no one working
+ * on it. Retried a few times (the outage behind it may just be ending).
+ */
+async function recordAbandoned(
+  ctx: RunWorkerContext,
+  runId: string,
+  reason: string,
+  report: string,
+): Promise<void> {
+  for (let attempt = 0; attempt < constants.RUN_ABANDON_WRITE_ATTEMPTS; attempt += 1) {
+    try {
+      const claim = await ctx.store.claim(runId);
+      const state = claim.state;
+      if (!state || state.outcome) return;
+      const outcome: RunOutcome = {
+        status: 'failed',
+        reason,
+        report,
+        usage: state.usage,
+        iterations: state.iterations,
+        steps: state.steps,
+      };
+      markFinished(state, outcome);
+      await claim.writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
+      emitFinishedSpan(state, outcome);
+      return;
+    } catch (e) {
+      ctx.logger.warn({ runId, err: e }, 'recording the abandoned run failed; retrying');
+      await sleep(constants.RUN_ABANDON_WRITE_BACKOFF_MS * (attempt + 1));
+    }
+  }
+}
+
+/** The worker's `failed` listener: logs the attempt, and records a run out of attempts as failed. */
+function onRunFailed(ctx: RunWorkerContext, job: Job<RunJobData> | undefined, err: Error): void {
+  const { logger } = ctx;
+  if (err instanceof DelayedError || err.name === 'DelayedError' || err.name === 'WaitingError') return;
+  const retried =
+    !!job &&
+    (job.opts.attempts ?? 1) > job.attemptsMade &&
+    err.name !== 'UnrecoverableError' &&
+    !/stalled/i.test(err.message);
+  // An attempt BullMQ retries after its backoff (Redis trouble, mostly) is not a failed run.
+  if (retried)
+    logger.warn(
+      {
+        err: { message: err.message },
+        runId: job.id,
+        attempt: job.attemptsMade,
+        attempts: job.opts.attempts,
+      },
+      'run attempt failed; retried after its backoff',
+    );
+  else logger.error({ err: { message: err.message }, runId: job?.id }, 'run job failed');
+  // Out of attempts or stalled too often: the record must not stay `running`.
+  const runId = job?.id;
+  if (
+    !runId ||
+    !isValidRunId(runId) ||
+    (upgradeRunJob(job.data) as Partial<RunJobData> | undefined)?.run_id !== runId
+  )
+    return;
+  if (retried) return;
+  void (err instanceof CheckpointFailed
+    ? recordAbandoned(
+        ctx,
+        runId,
+        'checkpoint_failed',
+        `the run's record could not be written: ${errorText(err.cause)}`,
+      )
+    : recordAbandoned(ctx, runId, 'abandoned', `the run could not be completed: ${err.message}`));
 }
 
 function errorText(err: unknown): string {
