@@ -91,13 +91,30 @@ interface Flight {
  */
 const REPLY_ONLY_KINDS = new Set(['unavailable', 'awaiting_confirmation']);
 
+/** What the tool worker's handlers share: its settings, connections, breakers and the calls in flight. */
+interface ToolWorkerContext {
+  options: ToolWorkerOptions;
+  registry: ToolRegistry;
+  agents: AgentsFile;
+  keys: Keys;
+  logger: Logger;
+  metrics: Metrics;
+  executorId: string;
+  resultsTtlS: number;
+  refTtlS: number;
+  writer: RedisClient;
+  breakers: BreakerBoard;
+  flights: Set<Flight>;
+  /** Aborted when the executor lets go of Redis: results still waiting to be written stop retrying. */
+  stopWriting: AbortController;
+  draining: boolean;
+}
+
 /** Starts one BullMQ worker per served group on the tool-call queues. */
 export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
   const { connection, registry, agents, keys, logger, metrics } = options;
   const groups = options.groups ?? registry.groups();
   const executorId = options.executorId ?? defaultExecutorId();
-  const resultsTtlS = options.resultsTtlS ?? constants.DEFAULT_RESULTS_TTL_S;
-  const refTtlS = options.refTtlS ?? constants.DEFAULT_RESULT_REF_TTL_S;
   // Result and breaker writes share a plain connection: a MULTI on BullMQ's connection copies its ~60
   // scripts onto every pipeline (CPU per call), and one connection keeps a breaker transition ahead of
   // the result that caused it, so a scheduler never sees the result first.
@@ -119,161 +136,26 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     ttlMs: options.announcementTtlMs ?? constants.DEFAULT_EXECUTOR_ANNOUNCEMENT_TTL_MS,
     logger,
   });
-
-  const flights = new Set<Flight>();
-  /** Aborted when the executor lets go of Redis: results still waiting to be written stop retrying. */
-  const stopWriting = new AbortController();
-  let draining = false;
-  const processJob = async (job: Job<ToolCallJob>, token?: string): Promise<void> => {
-    if (draining) {
-      // BullMQ can still hand over a job that arrived while its blocking read was being closed: give it
-      // back untouched (no attempt used) for another executor, instead of starting work while stopping.
-      await job.moveToDelayed(Date.now(), token);
-      throw new DelayedError();
-    }
-    // The consumer span continues the trace of the span that published the call.
-    const name = typeof job.data?.name === 'string' ? job.data.name.slice(0, 64) : '';
-    return tracer.startActiveSpan(
-      `execute_tool ${name}`,
-      {
-        kind: SpanKind.CONSUMER,
-        attributes: {
-          'gen_ai.operation.name': 'execute_tool',
-          'gen_ai.tool.name': name,
-          'messaging.system': 'bullmq',
-          'messaging.operation.type': 'process',
-          'messaging.destination.name': job.queueName,
-          'messaging.message.id': String(job.id),
-          'agent_reach.executor.id': executorId,
-        },
-      },
-      carriedContext(job.data?.trace),
-      async (span) => {
-        try {
-          await executeJob(job, token, span);
-        } finally {
-          span.end();
-        }
-      },
-    );
-  };
-
-  const executeJob = async (job: Job<ToolCallJob>, token: string | undefined, span: Span) => {
-    let verified;
-    try {
-      verified = await verifyJob(writer, keys, job.data, registry);
-    } catch (err) {
-      if (err instanceof JobRefused) {
-        refused(job, err);
-        failSpan(span, 'refused', err.reason);
-      }
-      throw err;
-    }
-    const data = verified.job;
-    span.setAttributes({ 'gen_ai.tool.call.id': data.tool_call_id, 'agent_reach.run.id': data.run_id });
-    // Child loggers cost an allocation per call (bindings go through redaction): made only when used.
-    let child: Logger | undefined;
-    const log = () =>
-      (child ??= logger.child({
-        runId: data.run_id,
-        traceId: data.trace_id,
-        toolCallId: data.tool_call_id,
-        tool: data.name,
-      }));
-    if (verified.recorded !== undefined) {
-      // A redelivered or duplicate job: the recorded result is the call's only result.
-      await pushReply(writer, data.reply_to, data.run_id, verified.recorded, resultsTtlS);
-      span.setAttribute('agent_reach.tool.already_recorded', true);
-      log().info('call already had a result; not run again');
-      return;
-    }
-    if (typeof data.enqueued_at === 'number') {
-      metrics.queueWait.observe(
-        { group: job.queueName.replace(/^tools-/, '') },
-        Math.max(0, Date.now() - data.enqueued_at) / 1000,
-      );
-    }
-    const flight: Flight = { job, token, stop: new AbortController(), returned: false, recording: false };
-    flights.add(flight);
-    metrics.toolCallsInFlight.inc();
-    try {
-      const { result, full } = await runTool(data, {
-        registry,
-        agents,
-        breakers,
-        logger,
-        bindings: log,
-        approved: verified.approved,
-        signal: flight.stop.signal,
-      });
-      // The shutdown gave the job back to the queue: another executor runs it; this outcome is dropped.
-      if (flight.returned) throw new DelayedError();
-      flight.recording = true;
-      record(metrics, result);
-      traceResult(span, result);
-      const json = JSON.stringify({ ...result, executor_id: executorId });
-      if (result.error && REPLY_ONLY_KINDS.has(result.error.kind)) {
-        await pushReply(writer, data.reply_to, data.run_id, json, resultsTtlS);
-        return;
-      }
-      // Redis unable to take the result (out of memory, away, failing over) does not undo the call: the
-      // write is retried until the call's deadline, so the tool is not run again for it.
-      const duplicate = await untilWritten(
-        () =>
-          recordResult(writer, {
-            keys,
-            runId: data.run_id,
-            agent: data.agent,
-            sessionId: verified.sessionId,
-            toolCallId: data.tool_call_id,
-            replyTo: data.reply_to,
-            resultJson: json,
-            ref: result.ref,
-            full,
-            resultsTtlS,
-            refTtlS,
-          }),
-        data.deadline,
-        [flight.stop.signal, stopWriting.signal],
-        (why) => log().warn({ why }, 'could not record the result yet; retrying'),
-      );
-      if (duplicate !== null) {
-        metrics.toolDuplicateResults.inc({ tool: result.name });
-        log().warn('call already had a recorded result; kept it and replied with it');
-      }
-    } finally {
-      flights.delete(flight);
-      metrics.toolCallsInFlight.dec();
-    }
-  };
-
-  const refused = (job: Job<ToolCallJob>, err: JobRefused) => {
-    metrics.toolJobsRefused.inc({ reason: err.reason });
-    const d = (typeof job.data === 'object' && job.data !== null ? job.data : {}) as Partial<ToolCallJob> & {
-      runId?: unknown;
-      toolCallId?: unknown;
-    };
-    // Either release's names: the job was refused, so it may be of any shape.
-    const runId = d.run_id ?? d.runId;
-    const toolCallId = d.tool_call_id ?? d.toolCallId;
-    logger.warn(
-      {
-        security: true,
-        reason: err.reason,
-        problem: err.message,
-        jobId: job.id,
-        queue: job.queueName,
-        // Only what matches its pattern is echoed into the log.
-        ...(typeof runId === 'string' && RUN_ID_PATTERN.test(runId) ? { runId } : {}),
-        ...(typeof toolCallId === 'string' && TOOL_CALL_ID_PATTERN.test(toolCallId) ? { toolCallId } : {}),
-      },
-      'refused a tool job that does not match its run record',
-    );
+  const ctx: ToolWorkerContext = {
+    options,
+    registry,
+    agents,
+    keys,
+    logger,
+    metrics,
+    executorId,
+    resultsTtlS: options.resultsTtlS ?? constants.DEFAULT_RESULTS_TTL_S,
+    refTtlS: options.refTtlS ?? constants.DEFAULT_RESULT_REF_TTL_S,
+    writer,
+    breakers,
+    flights: new Set(),
+    stopWriting: new AbortController(),
+    draining: false,
   };
 
   const workers = groups.map(
     (group) =>
-      new Worker<ToolCallJob>(keys.toolQueue(group), processJob, {
+      new Worker<ToolCallJob>(keys.toolQueue(group), (job, token) => processToolJob(ctx, job, token), {
         connection,
         prefix: keys.queuePrefix(keys.toolQueue(group)),
         concurrency: options.concurrency ?? constants.DEFAULT_EXECUTOR_CONCURRENCY,
@@ -298,18 +180,6 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     });
   }
 
-  /** Aborts a call still running and puts its job back in the queue, lock token checked, attempt unused. */
-  const handBack = async (flight: Flight) => {
-    flight.returned = true;
-    flight.stop.abort();
-    try {
-      await flight.job.moveToDelayed(Date.now(), flight.token);
-      metrics.toolJobsReturned.inc();
-    } catch (err) {
-      logger.warn({ err, jobId: flight.job.id }, 'could not hand a call back; its lock will lapse instead');
-    }
-  };
-
   let closing: Promise<void> | undefined;
   return {
     groups,
@@ -317,51 +187,243 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     executorId,
     publishCatalog: () => presence.beat(),
     close() {
-      closing ??= (async () => {
-        draining = true;
-        const grace = options.shutdownGraceMs ?? constants.DEFAULT_SHUTDOWN_GRACE_MS;
-        const reserve = Math.min(constants.SHUTDOWN_HAND_BACK_RESERVE_MS, grace / 2);
-        const ends = Date.now() + grace;
-        await waitAtMost(
-          presence.stop().catch(() => undefined),
-          reserve / 2,
-        );
-        const graceful = Promise.all(workers.map((w) => w.close())).then(
-          () => true,
-          (err: unknown) => {
-            logger.warn({ err }, 'closing tool workers failed');
-            return false;
-          },
-        );
-        const closed = await closeWithinGrace({
-          graceful,
-          graceMs: ends - reserve - Date.now(),
-          handBack: async () => {
-            const unfinished = [...flights].filter((f) => !f.recording && !f.returned);
-            logger.warn(
-              { graceMs: grace, calls: unfinished.length },
-              'grace period over; handing unfinished calls back to their queue',
-            );
-            await Promise.all(unfinished.map(handBack));
-          },
-          // BullMQ's close(true) after a pending close() only returns the pending one: do not wait on it.
-          settleMs: () => ends - Date.now(),
-        });
-        if (closed === 'unsettled') {
-          logger.warn('tool workers did not close in time; disconnecting them');
-          for (const w of workers) void w.disconnect().catch(() => undefined);
-        }
-        breakers.shutdown();
-        stopWriting.abort();
-        const quit = writer.quit().then(
-          () => true,
-          () => false,
-        );
-        if ((await waitAtMost(quit, ends - Date.now())) !== true) writer.disconnect();
-      })();
+      closing ??= closeToolWorker(ctx, workers, presence);
       return closing;
     },
   };
+}
+
+/** The workers' processor: a call, inside a consumer span that continues the publisher's trace. */
+async function processToolJob(ctx: ToolWorkerContext, job: Job<ToolCallJob>, token?: string): Promise<void> {
+  if (ctx.draining) {
+    // BullMQ can still hand over a job that arrived while its blocking read was being closed: give it
+    // back untouched (no attempt used) for another executor, instead of starting work while stopping.
+    await job.moveToDelayed(Date.now(), token);
+    throw new DelayedError();
+  }
+  // The consumer span continues the trace of the span that published the call.
+  const name = typeof job.data?.name === 'string' ? job.data.name.slice(0, 64) : '';
+  return tracer.startActiveSpan(
+    `execute_tool ${name}`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: {
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': name,
+        'messaging.system': 'bullmq',
+        'messaging.operation.type': 'process',
+        'messaging.destination.name': job.queueName,
+        'messaging.message.id': String(job.id),
+        'agent_reach.executor.id': ctx.executorId,
+      },
+    },
+    carriedContext(job.data?.trace),
+    async (span) => {
+      try {
+        await executeJob(ctx, job, token, span);
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+/** Verifies a job against its run's record, then runs the call, or replies with its recorded result. */
+async function executeJob(
+  ctx: ToolWorkerContext,
+  job: Job<ToolCallJob>,
+  token: string | undefined,
+  span: Span,
+): Promise<void> {
+  const { writer, keys, registry, logger, metrics } = ctx;
+  let verified;
+  try {
+    verified = await verifyJob(writer, keys, job.data, registry);
+  } catch (err) {
+    if (err instanceof JobRefused) {
+      refused(ctx, job, err);
+      failSpan(span, 'refused', err.reason);
+    }
+    throw err;
+  }
+  const data = verified.job;
+  span.setAttributes({ 'gen_ai.tool.call.id': data.tool_call_id, 'agent_reach.run.id': data.run_id });
+  // Child loggers cost an allocation per call (bindings go through redaction): made only when used.
+  let child: Logger | undefined;
+  const log = () =>
+    (child ??= logger.child({
+      runId: data.run_id,
+      traceId: data.trace_id,
+      toolCallId: data.tool_call_id,
+      tool: data.name,
+    }));
+  if (verified.recorded !== undefined) {
+    // A redelivered or duplicate job: the recorded result is the call's only result.
+    await pushReply(writer, data.reply_to, data.run_id, verified.recorded, ctx.resultsTtlS);
+    span.setAttribute('agent_reach.tool.already_recorded', true);
+    log().info('call already had a result; not run again');
+    return;
+  }
+  if (typeof data.enqueued_at === 'number') {
+    metrics.queueWait.observe(
+      { group: job.queueName.replace(/^tools-/, '') },
+      Math.max(0, Date.now() - data.enqueued_at) / 1000,
+    );
+  }
+  const flight: Flight = { job, token, stop: new AbortController(), returned: false, recording: false };
+  ctx.flights.add(flight);
+  metrics.toolCallsInFlight.inc();
+  try {
+    await runFlight(ctx, { flight, verified, span, log });
+  } finally {
+    ctx.flights.delete(flight);
+    metrics.toolCallsInFlight.dec();
+  }
+}
+
+/** Runs a verified call and records its outcome (or only replies it, when the call may still run later). */
+async function runFlight(
+  ctx: ToolWorkerContext,
+  call: {
+    flight: Flight;
+    verified: Awaited<ReturnType<typeof verifyJob>>;
+    span: Span;
+    log: () => Logger;
+  },
+): Promise<void> {
+  const { flight, verified, span, log } = call;
+  const { writer, keys, metrics } = ctx;
+  const data = verified.job;
+  const { result, full } = await runTool(data, {
+    registry: ctx.registry,
+    agents: ctx.agents,
+    breakers: ctx.breakers,
+    logger: ctx.logger,
+    bindings: log,
+    approved: verified.approved,
+    signal: flight.stop.signal,
+  });
+  // The shutdown gave the job back to the queue: another executor runs it; this outcome is dropped.
+  if (flight.returned) throw new DelayedError();
+  flight.recording = true;
+  record(metrics, result);
+  traceResult(span, result);
+  const json = JSON.stringify({ ...result, executor_id: ctx.executorId });
+  if (result.error && REPLY_ONLY_KINDS.has(result.error.kind)) {
+    await pushReply(writer, data.reply_to, data.run_id, json, ctx.resultsTtlS);
+    return;
+  }
+  // Redis unable to take the result (out of memory, away, failing over) does not undo the call: the
+  // write is retried until the call's deadline, so the tool is not run again for it.
+  const duplicate = await untilWritten(
+    () =>
+      recordResult(writer, {
+        keys,
+        runId: data.run_id,
+        agent: data.agent,
+        sessionId: verified.sessionId,
+        toolCallId: data.tool_call_id,
+        replyTo: data.reply_to,
+        resultJson: json,
+        ref: result.ref,
+        full,
+        resultsTtlS: ctx.resultsTtlS,
+        refTtlS: ctx.refTtlS,
+      }),
+    data.deadline,
+    [flight.stop.signal, ctx.stopWriting.signal],
+    (why) => log().warn({ why }, 'could not record the result yet; retrying'),
+  );
+  if (duplicate !== null) {
+    metrics.toolDuplicateResults.inc({ tool: result.name });
+    log().warn('call already had a recorded result; kept it and replied with it');
+  }
+}
+
+/** Counts and logs a job refused for not matching its run's record (a security event). */
+function refused(ctx: ToolWorkerContext, job: Job<ToolCallJob>, err: JobRefused): void {
+  ctx.metrics.toolJobsRefused.inc({ reason: err.reason });
+  const d = (typeof job.data === 'object' && job.data !== null ? job.data : {}) as Partial<ToolCallJob> & {
+    runId?: unknown;
+    toolCallId?: unknown;
+  };
+  // Either release's names: the job was refused, so it may be of any shape.
+  const runId = d.run_id ?? d.runId;
+  const toolCallId = d.tool_call_id ?? d.toolCallId;
+  ctx.logger.warn(
+    {
+      security: true,
+      reason: err.reason,
+      problem: err.message,
+      jobId: job.id,
+      queue: job.queueName,
+      // Only what matches its pattern is echoed into the log.
+      ...(typeof runId === 'string' && RUN_ID_PATTERN.test(runId) ? { runId } : {}),
+      ...(typeof toolCallId === 'string' && TOOL_CALL_ID_PATTERN.test(toolCallId) ? { toolCallId } : {}),
+    },
+    'refused a tool job that does not match its run record',
+  );
+}
+
+/** Aborts a call still running and puts its job back in the queue, lock token checked, attempt unused. */
+async function handBack(ctx: ToolWorkerContext, flight: Flight): Promise<void> {
+  flight.returned = true;
+  flight.stop.abort();
+  try {
+    await flight.job.moveToDelayed(Date.now(), flight.token);
+    ctx.metrics.toolJobsReturned.inc();
+  } catch (err) {
+    ctx.logger.warn({ err, jobId: flight.job.id }, 'could not hand a call back; its lock will lapse instead');
+  }
+}
+
+/** Stops taking jobs, lets in-flight ones finish within the grace period, hands back the rest, closes. */
+async function closeToolWorker(
+  ctx: ToolWorkerContext,
+  workers: Array<Worker<ToolCallJob>>,
+  presence: { stop(): Promise<unknown> },
+): Promise<void> {
+  const { options, logger } = ctx;
+  ctx.draining = true;
+  const grace = options.shutdownGraceMs ?? constants.DEFAULT_SHUTDOWN_GRACE_MS;
+  const reserve = Math.min(constants.SHUTDOWN_HAND_BACK_RESERVE_MS, grace / 2);
+  const ends = Date.now() + grace;
+  await waitAtMost(
+    presence.stop().catch(() => undefined),
+    reserve / 2,
+  );
+  const graceful = Promise.all(workers.map((w) => w.close())).then(
+    () => true,
+    (err: unknown) => {
+      logger.warn({ err }, 'closing tool workers failed');
+      return false;
+    },
+  );
+  const closed = await closeWithinGrace({
+    graceful,
+    graceMs: ends - reserve - Date.now(),
+    handBack: async () => {
+      const unfinished = [...ctx.flights].filter((f) => !f.recording && !f.returned);
+      logger.warn(
+        { graceMs: grace, calls: unfinished.length },
+        'grace period over; handing unfinished calls back to their queue',
+      );
+      await Promise.all(unfinished.map((f) => handBack(ctx, f)));
+    },
+    // BullMQ's close(true) after a pending close() only returns the pending one: do not wait on it.
+    settleMs: () => ends - Date.now(),
+  });
+  if (closed === 'unsettled') {
+    logger.warn('tool workers did not close in time; disconnecting them');
+    for (const w of workers) void w.disconnect().catch(() => undefined);
+  }
+  ctx.breakers.shutdown();
+  ctx.stopWriting.abort();
+  const quit = ctx.writer.quit().then(
+    () => true,
+    () => false,
+  );
+  if ((await waitAtMost(quit, ends - Date.now())) !== true) ctx.writer.disconnect();
 }
 
 function defaultExecutorId(): string {
