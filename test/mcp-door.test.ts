@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { Agent, MCPServerStreamableHttp, OpenAIProvider, Runner } from '@openai/agents';
 import OpenAI from 'openai';
@@ -60,15 +61,38 @@ describe('agents as MCP tools at /mcp (streamable HTTP)', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  /** The MCP SDK's own client, connected with `key`. */
-  async function connect(key: string = FULL_KEY): Promise<Client> {
+  /** The MCP SDK's own client, connected with `key` (through `fetch`, a stand-in load balancer, if given). */
+  async function connect(key: string = FULL_KEY, fetch?: FetchLike): Promise<Client> {
     const client = new Client({ name: 'mcp-door-test', version: '1.0.0' });
     const transport = new StreamableHTTPClientTransport(new URL(`${h.url}/mcp`), {
       requestInit: { headers: { authorization: `Bearer ${key}` } },
+      ...(fetch ? { fetch } : {}),
     });
     await client.connect(transport);
     open.push(client);
     return client;
+  }
+
+  /**
+   * Has `test_agent` sleep 1.5 s and aborts the call (with `reason`, if given) once the run's tool call
+   * started: the run's id (from the progress messages) and what the call rejected with.
+   */
+  async function abortMidRun(client: Client, reason?: string) {
+    const abort = new AbortController();
+    let runId: string | undefined;
+    const error = await client
+      .callTool({ name: 'test_agent', arguments: { input: '1500' } }, undefined, {
+        signal: abort.signal,
+        onprogress: ({ message }) => {
+          runId ??= message?.split(':')[0];
+          if (message?.includes('tool slow started')) abort.abort(reason);
+        },
+      })
+      .then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+    return { runId: runId!, error };
   }
 
   const runOf = async (runId: string) => (await h.call('GET', `/v1/runs/${runId}`)).json;
@@ -211,20 +235,56 @@ describe('agents as MCP tools at /mcp (streamable HTTP)', () => {
   });
 
   it('cancels the run when the client cancels the call mid-run: it ends cancelled after its running tool call', async () => {
-    const client = await connect();
-    const abort = new AbortController();
-    let runId: string | undefined;
-    const call = client.callTool({ name: 'test_agent', arguments: { input: '2000' } }, undefined, {
-      signal: abort.signal,
-      onprogress: ({ message }) => {
-        runId ??= message?.split(':')[0];
-        if (message?.includes('tool slow started')) abort.abort('the user pressed stop');
-      },
-    });
-    await expect(call).rejects.toThrow(/the user pressed stop/);
-    const run = await ended(runId!);
+    const { runId, error } = await abortMidRun(await connect(), 'the user pressed stop');
+    expect(String(error)).toMatch(/the user pressed stop/);
+    const run = await ended(runId);
     expect(run).toMatchObject({ status: 'cancelled', reason: 'cancelled', cancel_requested: true });
     expect(run).not.toHaveProperty('answer');
+  });
+
+  it("cancels the run from a cancellation that another scheduler's API receives", async () => {
+    const other = await h.extraServer({});
+    try {
+      // A load balancer that sends the client's cancellation to another scheduler than its call.
+      const routed: string[] = [];
+      const client = await connect(FULL_KEY, async (url, init) => {
+        const cancellation = typeof init?.body === 'string' && init.body.includes('notifications/cancelled');
+        routed.push(cancellation ? 'other' : 'first');
+        return fetch(cancellation ? `${other.url}/mcp` : url, init);
+      });
+      const { runId, error } = await abortMidRun(client);
+      expect(String(error)).toMatch(/aborted/);
+      const run = await ended(runId);
+      expect(run).toMatchObject({ status: 'cancelled', cancel_requested: true });
+      expect(routed).toContain('other');
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('continues a session and honours an idempotency key in _meta as POST /v1/runs does', async () => {
+    const client = await connect();
+    const session = (await h.call('POST', '/v1/sessions', { body: {} })).json.session_id as string;
+    const key = `idem-${Date.now()}`;
+    const ask = (input: string) =>
+      client.callTool({
+        name: 'test_agent',
+        arguments: { input, session_id: session },
+        _meta: { 'agent-reach/idempotency_key': key },
+      }) as Promise<CallToolResult>;
+    const first = await ask('15');
+    const again = await ask('15');
+    expect(meta(again)['agent-reach/run_id']).toBe(meta(first)['agent-reach/run_id']);
+    expect(again.content).toEqual([{ type: 'text', text: 'slept 15 ms' }]);
+    const run = await runOf(meta(first)['agent-reach/run_id']!);
+    expect(run.session_id).toBe(session);
+    expect((await h.call('GET', `/v1/sessions/${session}`)).json).toMatchObject({
+      agent: 'test_agent',
+      runs: [run.run_id],
+    });
+    const conflict = await ask('16');
+    expect(conflict.isError).toBe(true);
+    expect(meta(conflict)['agent-reach/error_code']).toBe('CONFLICT');
   });
 
   it("keeps the run going when the client's request times out: it finishes and is found by its id", async () => {
