@@ -161,6 +161,26 @@ describe('agents as MCP tools at /mcp (streamable HTTP)', () => {
     await expect(connect('not-a-key-0123456789')).rejects.toThrow(/UNAUTHORIZED/);
   });
 
+  it('hands out a session id at initialize, opens no stream on GET (405) and has nothing to end on DELETE (204)', async () => {
+    const accept = { accept: 'application/json, text/event-stream' };
+    const initialize = await h.call('POST', '/mcp', {
+      headers: accept,
+      body: {
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      },
+    });
+    expect(initialize.status).toBe(200);
+    expect(initialize.headers.get('mcp-session-id')).toMatch(/^mcp_[0-9a-f-]{36}$/);
+    expect(initialize.text).toContain('"serverInfo":{"name":"agent-reach"');
+    const get = await h.call('GET', '/mcp', { headers: accept });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST, DELETE');
+    expect((await h.call('DELETE', '/mcp')).status).toBe(204);
+  });
+
   it("answers a call with the run's answer, names the run in _meta, and records the mcp door in the run's metadata", async () => {
     const client = await connect();
     const result = (await client.callTool({

@@ -38,6 +38,9 @@ function agentsOf(ctx: ApiContext, principal: Principal): AgentSpec[] {
   );
 }
 
+/** Every agent tool's input schema as plain JSON (the TypeBox schema carries symbol keys). */
+const INPUT_SCHEMA = JSON.parse(JSON.stringify(AgentToolInput)) as Tool['inputSchema'];
+
 /** An agent as an MCP tool. */
 function toolOf(agent: AgentSpec): Tool {
   const structured = structuredOutputOf(agent);
@@ -45,7 +48,7 @@ function toolOf(agent: AgentSpec): Tool {
     name: agent.name,
     description:
       agent.description ?? `Runs the Agent-Reach agent ${agent.name} on a task and answers with its result.`,
-    inputSchema: JSON.parse(JSON.stringify(AgentToolInput)) as Tool['inputSchema'],
+    inputSchema: INPUT_SCHEMA,
     ...(structured ? { outputSchema: structured.schema } : {}),
   };
 }
