@@ -218,6 +218,7 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
     expect(Object.keys(doc.json.paths).sort()).toEqual(
       [
         '/healthz',
+        '/mcp',
         '/metrics',
         '/readyz',
         '/v1/agents',

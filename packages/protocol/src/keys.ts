@@ -64,6 +64,8 @@ export interface Keys {
   session(sessionId: string): string;
   /** String: the run id an idempotency key created. */
   idempotency(key: string): string;
+  /** String: the run an MCP tool call started (or a mark that the call was cancelled before it started). */
+  mcpCall(key: string): string;
   /** BullMQ queue of workflow coordination jobs (one job per workflow, its id the workflow id). */
   readonly workflowsQueue: string;
   /** Hash: a workflow's record (definition, input, status, times, outcome, cancel request). */
@@ -104,6 +106,7 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     configChannel: `${prefix}:config-events`,
     session: (id: string) => `${prefix}:session:${id}`,
     idempotency: (key: string) => `${prefix}:idem:${key}`,
+    mcpCall: (key: string) => `${prefix}:mcp-call:${key}`,
     workflowsQueue: 'agent-workflows',
     workflowMeta: (id: string) => `${workflow(id)}:meta`,
     workflowStarted: (id: string) => `${workflow(id)}:started`,

@@ -34,3 +34,14 @@ export const UI_CSRF_HEADER = 'x-agent-reach-ui';
 export const UI_TOOL_STATS_RUNS = 200;
 /** Parked runs the approvals inbox shows at most. */
 export const UI_APPROVALS_RUNS = 100;
+/** Where agents are served as MCP tools (streamable HTTP). */
+export const MCP_PATH = '/mcp';
+/** How long the run an MCP tool call started stays findable by that call's id, for its cancellation, in seconds. */
+export const MCP_CALL_TTL_S = 24 * 3600;
+/**
+ * A `notifications/cancelled` reason that says the client's request timed out (the SDKs' wording, and
+ * JSON-RPC's RequestTimeout code -32001): the client stopped waiting, and the run goes on.
+ */
+export const MCP_TIMEOUT_REASON = /\btimed?[ -]?out\b|-32001/i;
+/** How the MCP server names itself at `initialize`. */
+export const MCP_SERVER_INFO = { name: 'agent-reach', version: '1' } as const;

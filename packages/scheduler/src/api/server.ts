@@ -19,6 +19,7 @@ import { eventRoutes } from './routes/events.js';
 import { workflowRoutes } from './routes/workflows.js';
 import { createEventStreamer } from './event-stream.js';
 import { healthRoutes } from './routes/health.js';
+import { mcpRoutes } from './mcp/mcp-routes.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { createValidatorCompiler } from './validation.js';
@@ -134,6 +135,7 @@ export async function createApiServer(
         },
         { name: 'sessions', description: 'history shared by the runs of a conversation' },
         { name: 'agents', description: 'agents, their tools and breaker states' },
+        { name: 'mcp', description: 'agents as MCP tools (streamable HTTP)' },
         { name: 'health', description: 'liveness, readiness, metrics' },
       ],
     },
@@ -148,6 +150,7 @@ export async function createApiServer(
   workflowRoutes(app, ctx, streamEvents);
   sessionRoutes(app, ctx);
   agentRoutes(app, ctx);
+  mcpRoutes(app, ctx);
   if (opts.board) await registerBoard(app, ctx);
   if (sessions) uiRoutes(app, ctx, sessions);
   return app;

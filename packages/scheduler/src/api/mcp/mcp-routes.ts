@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { requirePrincipal } from '../auth.js';
+import { MCP_CALL_TTL_S, MCP_PATH } from '../constants.js';
+import { ApiError, sendError } from '../errors.js';
+import type { ApiContext } from '../options.js';
+import { McpCallRegistry } from './call-registry.js';
+import { createMcpServer } from './mcp-server.js';
+
+const SESSION_HEADER = 'mcp-session-id';
+/** A session id as the MCP spec allows it: visible ASCII. */
+const SESSION_ID = /^[\x21-\x7e]{1,128}$/;
+
+const isInitialize = (body: unknown) =>
+  Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
+
+/**
+ * `/mcp`: every agent a key may use as an MCP tool, over streamable HTTP. The transport is stateless —
+ * each POST gets a server and a transport of its own, so any scheduler can serve any request — and the
+ * session id handed out at `initialize` only names the client, so that a cancellation (a POST of its
+ * own, maybe to another scheduler) finds the run of the call it cancels. GET opens no stream (405);
+ * DELETE has nothing to end (204).
+ */
+export function mcpRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  const registry = new McpCallRegistry(ctx.deps.redis, ctx.deps.keys, MCP_CALL_TTL_S);
+  const open = new Set<Server>();
+  let calls = 0;
+  app.addHook('preClose', async () => {
+    await Promise.allSettled([...open].map((s) => s.close()));
+  });
+
+  app.post<{ Headers: { [SESSION_HEADER]?: string; traceparent?: string } }>(
+    MCP_PATH,
+    {
+      schema: {
+        tags: ['mcp'],
+        summary: 'MCP over streamable HTTP: each agent the key may use is a tool',
+        description:
+          "JSON-RPC messages of the Model Context Protocol (`initialize`, `tools/list`, `tools/call`, `notifications/cancelled`). A tool call starts a durable run as `POST /v1/runs` does (same checks and limits; metadata `door: mcp`), sends `notifications/progress` for each step when the client sent a `progressToken`, and answers with the run's answer; the run id is in every progress message and in the result's `_meta`. A cancellation cancels the run, unless its reason says the request timed out. See docs/mcp-door.md.",
+      },
+    },
+    async (request, reply) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      const sent = request.headers[SESSION_HEADER];
+      let sessionId = sent !== undefined && SESSION_ID.test(sent) ? sent : undefined;
+      if (isInitialize(request.body)) {
+        sessionId = `mcp_${randomUUID()}`;
+        // The transport writes its own headers after this one; Node keeps both.
+        reply.raw.setHeader(SESSION_HEADER, sessionId);
+      }
+      const server = createMcpServer(ctx, {
+        principal,
+        sessionId,
+        traceparent: request.headers.traceparent,
+        registry,
+        takeSlot: () => {
+          if (calls >= ctx.options.maxEventStreams) return false;
+          calls += 1;
+          return true;
+        },
+        releaseSlot: () => {
+          calls -= 1;
+        },
+      });
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      reply.hijack();
+      open.add(server);
+      // The response ended or the client went away: stop following runs (they go on).
+      reply.raw.on('close', () => {
+        open.delete(server);
+        server.close().catch((err: unknown) => ctx.log.debug({ err }, 'mcp server close failed'));
+      });
+      try {
+        await server.connect(transport);
+        await transport.handleRequest(request.raw, reply.raw, request.body);
+      } catch (err) {
+        ctx.log.error({ err }, 'mcp request failed');
+        if (!reply.raw.headersSent)
+          reply.raw.writeHead(500, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              jsonrpc: '2.0',
+              error: { code: -32603, message: 'internal error' },
+              id: null,
+            }),
+          );
+        else reply.raw.end();
+      }
+    },
+  );
+
+  app.get(MCP_PATH, { schema: { hide: true } }, async (_request, reply) =>
+    sendError(
+      reply.header('allow', 'POST, DELETE'),
+      new ApiError(
+        'VALIDATION_FAILED',
+        'this MCP server is stateless: it opens no stream on GET; POST messages',
+        undefined,
+        405,
+      ),
+    ),
+  );
+  app.delete(MCP_PATH, { schema: { hide: true } }, async (_request, reply) => reply.code(204).send());
+}
