@@ -62,6 +62,11 @@ export interface ToolWorker {
   readonly executorId: string;
   /** Announces this process's groups and tools in the fleet catalog now (the heartbeat repeats it). */
   publishCatalog(): Promise<void>;
+  /**
+   * Starts serving the registry's groups this process does not serve yet (tools a configuration reload
+   * brought in a new group), unless its groups were given explicitly. Returns the groups it started.
+   */
+  serveNewGroups(): string[];
   /** Stops taking jobs, lets in-flight ones finish within the grace period, hands back the rest, closes. */
   close(): Promise<void>;
 }
@@ -87,7 +92,7 @@ const REPLY_ONLY_KINDS = new Set(['unavailable', 'awaiting_confirmation']);
 /** Starts one BullMQ worker per served group on the tool-call queues. */
 export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
   const { connection, registry, agents, keys, logger, metrics } = options;
-  const groups = options.groups ?? registry.groups();
+  const groups = [...(options.groups ?? registry.groups())];
   const executorId = options.executorId ?? defaultExecutorId();
   const resultsTtlS = options.resultsTtlS ?? constants.DEFAULT_RESULTS_TTL_S;
   const refTtlS = options.refTtlS ?? constants.DEFAULT_RESULT_REF_TTL_S;
@@ -266,19 +271,16 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     );
   };
 
-  const workers = groups.map(
-    (group) =>
-      new Worker<ToolCallJob>(keys.toolQueue(group), processJob, {
-        connection,
-        prefix: keys.queuePrefix(keys.toolQueue(group)),
-        concurrency: options.concurrency ?? constants.DEFAULT_EXECUTOR_CONCURRENCY,
-        removeOnComplete: { count: 0 },
-        removeOnFail: { age: constants.TOOL_JOB_KEEP_FAILED_S },
-        ...(options.lockDurationMs === undefined ? {} : { lockDuration: options.lockDurationMs }),
-        ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
-      }),
-  );
-  for (const worker of workers) {
+  const startWorker = (group: string) => {
+    const worker = new Worker<ToolCallJob>(keys.toolQueue(group), processJob, {
+      connection,
+      prefix: keys.queuePrefix(keys.toolQueue(group)),
+      concurrency: options.concurrency ?? constants.DEFAULT_EXECUTOR_CONCURRENCY,
+      removeOnComplete: { count: 0 },
+      removeOnFail: { age: constants.TOOL_JOB_KEEP_FAILED_S },
+      ...(options.lockDurationMs === undefined ? {} : { lockDuration: options.lockDurationMs }),
+      ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
+    });
     worker.on('error', (err) => logger.error({ err, queue: worker.name }, 'tool worker error'));
     worker.on('failed', (job, err) => {
       if (err instanceof JobRefused) {
@@ -291,7 +293,9 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       }
       logger.error({ err, jobId: job?.id }, 'tool job failed inside the executor');
     });
-  }
+    return worker;
+  };
+  const workers = groups.map(startWorker);
 
   /** Aborts a call still running and puts its job back in the queue, lock token checked, attempt unused. */
   const handBack = async (flight: Flight) => {
@@ -311,6 +315,15 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     breakers,
     executorId,
     publishCatalog: () => presence.beat(),
+    serveNewGroups() {
+      if (options.groups !== undefined || draining) return [];
+      const added = registry.groups().filter((g) => !groups.includes(g));
+      for (const group of added) {
+        groups.push(group);
+        workers.push(startWorker(group));
+      }
+      return added;
+    },
     close() {
       closing ??= (async () => {
         draining = true;
