@@ -2,9 +2,11 @@ import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishConfig, type ConfigDocument } from '@agent-reach/shared';
+import { openApiToolName, publishConfig, type ConfigDocument } from '@agent-reach/shared';
+import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { startBillingServer } from './helpers/billing-server.js';
 import { startLoopHarness, toolMessages } from './helpers/loop.js';
+import { startPlatform } from './helpers/platform.js';
 import { ROOT } from './helpers/processes.js';
 import { waitFor } from './helpers/redis.js';
 
@@ -291,5 +293,91 @@ describe('OpenAPI operations as tools, against a real HTTP server described by i
     );
     const result = await h.platform.call('reports__get_whoami', {}, 'billing_agent');
     expect(result).toMatchObject({ ok: true, content: { credential: TOKEN } });
+  });
+});
+
+describe('the project API as an OpenAPI source (the scheduler publishes /openapi.json)', () => {
+  const OPERATIONS = [
+    'GET /v1/agents',
+    'POST /v1/runs',
+    'GET /v1/runs',
+    'GET /v1/runs/{id}',
+    'POST /v1/sessions',
+    'GET /v1/sessions/{id}',
+    'POST /v1/workflows',
+  ];
+  const TOOLS = OPERATIONS.map((op) => openApiToolName('reach', op));
+  let api: ApiHarness;
+  let platform: Awaited<ReturnType<typeof startPlatform>>;
+  let dir: string;
+  const call = (name: string, args: unknown) => platform.call(name, args, 'ops_agent');
+
+  beforeAll(async () => {
+    api = await startApiHarness();
+    dir = mkdtempSync(path.join(tmpdir(), 'openapi-api-'));
+    const document = `${api.url}/openapi.json`;
+    const config: ConfigDocument = {
+      agents: [{ name: 'ops_agent', tools: [...TOOLS, 'anon__get_v1_agents'] }],
+      tool_groups: {
+        ops: {
+          openapi: [
+            {
+              name: 'reach',
+              document,
+              base_url: api.url,
+              auth: { type: 'bearer', env: 'REACH_API_KEY' },
+              operations: OPERATIONS,
+            },
+            { name: 'anon', document, base_url: api.url, operations: ['GET /v1/agents'] },
+          ],
+        },
+      },
+    };
+    writeFileSync(path.join(dir, 'agents.yaml'), JSON.stringify(config, null, 2));
+    platform = await startPlatform(
+      { AGENTS_FILE: path.join(dir, 'agents.yaml') },
+      { executor: { env: { REACH_API_KEY: FULL_KEY } } },
+    );
+  });
+  afterAll(async () => {
+    await platform?.close();
+    await api?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('turns every listed operation of the project API into a tool whose schema compiles', () => {
+    const reach = platform.executor.openApi.status().find((s) => s.name === 'reach');
+    expect(reach?.problems).toEqual([]);
+    expect(reach?.tools).toEqual(TOOLS);
+    expect(TOOLS).toContain('reach__get_v1_runs_id');
+    expect(platform.executor.registry.get('reach__get_v1_runs_id')?.parameters).toMatchObject({
+      required: ['id'],
+      properties: { id: { type: 'string' } },
+    });
+  });
+
+  it('calls the API with the key read from the environment and gets its JSON answer', async () => {
+    const result = await call('reach__get_v1_agents', {});
+    expect(result.ok).toBe(true);
+    const names = (result.content as { agents: Array<{ name: string }> }).agents.map((a) => a.name);
+    expect(names).toContain('test_agent');
+  });
+
+  it('starts a run with a JSON body and reads it back by its path parameter', async () => {
+    const started = await call('reach__post_v1_runs', { body: { agent: 'test_agent', input: 'hello' } });
+    expect(started).toMatchObject({ ok: true, content: { run_id: expect.any(String) } });
+    const runId = (started.content as { run_id: string }).run_id;
+    const read = await call('reach__get_v1_runs_id', { id: runId });
+    expect(read).toMatchObject({ ok: true, content: { run_id: runId, agent: 'test_agent' } });
+  });
+
+  it('reports the 401 of a call without the credential as execution_error with its status', async () => {
+    const result = await call('anon__get_v1_agents', {});
+    expect(result).toMatchObject({
+      ok: false,
+      attempts: 1,
+      error: { kind: 'execution_error', status: 401, retryable: false },
+    });
+    expect(result.error?.message).toMatch(/^HTTP 401 Unauthorized from GET \/v1\/agents: /);
   });
 });
