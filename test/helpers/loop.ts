@@ -13,8 +13,12 @@ import { startPlatform } from './platform.js';
 import { TEST_AGENTS } from './processes.js';
 
 /** llm-sim + an in-process executor + an agent runner, all on a key prefix of their own. */
-export async function startLoopHarness(env: Record<string, string> = {}, limits: Partial<LoopLimits> = {}) {
-  const platform = await startPlatform(env);
+export async function startLoopHarness(
+  env: Record<string, string> = {},
+  limits: Partial<LoopLimits> = {},
+  platformOptions: Parameters<typeof startPlatform>[1] = {},
+) {
+  const platform = await startPlatform(env, platformOptions);
   const sim = await startLlmSim({ scenarios: [] });
   const logger = createLogger('test', { level: 'silent' });
   const agents = loadAgents(env.AGENTS_FILE ?? TEST_AGENTS);

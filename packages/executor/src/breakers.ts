@@ -31,6 +31,8 @@ export class AttemptFailure extends Error {
     readonly type?: string,
     readonly field?: string,
     readonly counts = true,
+    /** The upstream's HTTP status, and how long it asked to wait before a retry (ms). */
+    readonly upstream: { readonly status?: number; readonly retryAfterMs?: number } = {},
   ) {
     super(message);
   }

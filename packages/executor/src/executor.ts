@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { createKeys, type Keys, type ToolDefinition } from '@agent-reach/protocol';
 import {
@@ -14,6 +15,7 @@ import {
   type Logger,
 } from '@agent-reach/shared';
 import { createGroupLimiter } from './group-limits.js';
+import { createOpenApiSources, type OpenApiSources } from './sources/openapi/openapi-sources.js';
 import { createToolWorker, type ToolWorker } from './tool-worker.js';
 import { createDemoTools } from './tools/index.js';
 
@@ -29,6 +31,8 @@ export interface ExecutorProcess {
   readonly keys: Keys;
   /** The fleet's configuration as this process holds it (agents, tool-group limits, version). */
   readonly config: LiveConfig;
+  /** The configuration's OpenAPI sources: what each serves and its problems. */
+  readonly openApi: Pick<OpenApiSources, 'status'>;
   readonly metricsPort: number;
   readonly logger: Logger;
   close(): Promise<void>;
@@ -49,6 +53,8 @@ export async function startExecutor(
     heartbeatIntervalMs?: number;
     /** How long an announcement counts after its heartbeat, in ms (default 10 000). */
     announcementTtlMs?: number;
+    /** Where the OpenAPI sources' credentials are read from (`auth.env`). Default: none (`main.ts` passes the process's). */
+    env?: Readonly<Record<string, string | undefined>>;
   } = {},
 ): Promise<ExecutorProcess> {
   const logger = options.logger ?? createLogger('executor', { level: config.logLevel });
@@ -72,6 +78,14 @@ export async function startExecutor(
     logger,
     knownTools: registry.names(),
   });
+  // Relative OpenAPI document paths start beside the agents file, for a published version too.
+  const openApi = createOpenApiSources({
+    registry,
+    logger,
+    baseDir: path.dirname(path.resolve(config.agentsFile)),
+    env: options.env ?? {},
+  });
+  await openApi.apply(live.current().agents.document.tool_groups);
   const metricsRegistry = new Registry();
   collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_executor_' });
   const metrics = createMetrics(metricsRegistry);
@@ -101,6 +115,17 @@ export async function startExecutor(
   const limiter = createGroupLimiter({ connection: redis, keys, groups: worker.groups, logger });
   await limiter.apply(live.current().agents.toolGroups);
   live.onChange((next) => void limiter.apply(next.agents.toolGroups));
+  live.onChange(
+    (next) =>
+      void openApi
+        .apply(next.agents.document.tool_groups)
+        .then(async (changed) => {
+          if (!changed) return;
+          if (worker.serveNewGroups().length > 0) await limiter.apply(live.current().agents.toolGroups);
+          await worker.publishCatalog();
+        })
+        .catch((err: unknown) => logger.error({ err }, 'could not reload the openapi sources')),
+  );
   // Written again now and then: queue metadata that Redis lost (a restart without persistence) comes back.
   const reapply = setInterval(
     () => void limiter.apply(live.current().agents.toolGroups),
@@ -123,6 +148,7 @@ export async function startExecutor(
     registry,
     keys,
     config: live,
+    openApi,
     metricsPort: server.port,
     logger,
     async close() {

@@ -21,17 +21,24 @@ export function createGroupLimiter(options: {
   logger: Logger;
 }): GroupLimiter {
   const { connection, keys, logger } = options;
-  const queues = new Map(
-    options.groups.map((group) => [
-      group,
-      new Queue(keys.toolQueue(group), { connection, prefix: keys.queuePrefix(keys.toolQueue(group)) }),
-    ]),
-  );
+  const queues = new Map<string, Queue>();
+  // Read at each application: the groups served may grow (a reload brought tools in a new group).
+  const addQueues = () => {
+    for (const group of options.groups) {
+      if (!queues.has(group))
+        queues.set(
+          group,
+          new Queue(keys.toolQueue(group), { connection, prefix: keys.queuePrefix(keys.toolQueue(group)) }),
+        );
+    }
+  };
+  addQueues();
   // Applications run one after another, so an older version never lands after a newer one.
   let chain: Promise<void> = Promise.resolve();
   return {
     apply(limits) {
       chain = chain.then(async () => {
+        addQueues();
         for (const [group, queue] of queues) {
           const l = limits.get(group);
           try {

@@ -29,17 +29,15 @@ export function startPresence(options: PresenceOptions): Presence {
   const { keys, executorId, logger } = options;
   const { client } = options;
   const scripts = redisScripts(client);
-  const body = JSON.stringify({
-    executorId,
-    groups: options.groups,
-    tools: options.registry.catalog(),
-  });
+  // Made at each beat: a configuration reload may change the tools (OpenAPI sources) and the groups.
+  const body = () =>
+    JSON.stringify({ executorId, groups: options.groups, tools: options.registry.catalog() });
   let pending: Promise<void> | undefined;
   let failing = false;
   let stopped = false;
   const beat = (): Promise<void> =>
     (pending ??= scripts
-      .heartbeat([keys.catalog], [executorId, options.ttlMs, body])
+      .heartbeat([keys.catalog], [executorId, options.ttlMs, body()])
       .then(() => {
         if (failing) logger.info({ executorId }, 'announcing again');
         failing = false;

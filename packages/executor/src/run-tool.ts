@@ -116,10 +116,12 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
 
   const maxAttempts = tool.retry.maxAttempts;
   let lastError: ToolErrorInfo | undefined;
+  let retryAfterMs: number | undefined;
   let made = 0;
   for (let attempt = 1; attempt <= maxAttempts; attempt += 1) {
     if (attempt > 1) {
-      const wait = tool.retry.backoffMs * (attempt - 1);
+      // An upstream that said how long to wait (Retry-After) is not asked again sooner.
+      const wait = Math.max(tool.retry.backoffMs * (attempt - 1), retryAfterMs ?? 0);
       // A retry that could be cut off by the deadline is not started: its outcome would reach nobody.
       if (Date.now() + wait + tool.timeoutMs > job.deadline) break;
       // The attempt about to start, after the backoff, and why the one before failed.
@@ -159,8 +161,10 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
         message: failure.message,
         ...(failure.type ? { type: failure.type } : {}),
         ...(failure.field ? { field: failure.field } : {}),
+        ...(failure.upstream.status === undefined ? {} : { status: failure.upstream.status }),
         retryable: RETRYABLE_KINDS.has(failure.kind),
       };
+      retryAfterMs = failure.upstream.retryAfterMs;
       logger.log.info({ tool: tool.name, attempt, kind: failure.kind }, 'tool attempt failed');
       if (!RETRYABLE_KINDS.has(failure.kind)) return fail(lastError, attempt);
       if (attempt === maxAttempts) return fail(lastError, attempt);
@@ -276,7 +280,11 @@ function classify(err: unknown, tool: RegisteredTool): AttemptFailure {
   };
   const message = typeof e?.message === 'string' ? e.message : String(err);
   if (e?.name === 'ToolError' && typeof e.kind === 'string' && HANDLER_KINDS.has(e.kind)) {
-    return new AttemptFailure(e.kind as ToolErrorKind, message, undefined, (err as { field?: string }).field);
+    const { field, status, retryAfterMs } = err as { field?: string; status?: number; retryAfterMs?: number };
+    return new AttemptFailure(e.kind as ToolErrorKind, message, undefined, field, true, {
+      ...(typeof status === 'number' ? { status } : {}),
+      ...(typeof retryAfterMs === 'number' ? { retryAfterMs } : {}),
+    });
   }
   if (e?.name === 'AbortError' || e?.name === 'TimeoutError') {
     return new AttemptFailure('timeout', `"${tool.name}" was aborted: ${message}`);

@@ -69,6 +69,11 @@ export interface ToolWorker {
   readonly executorId: string;
   /** Announces this process's groups and tools in the fleet catalog now (the heartbeat repeats it). */
   publishCatalog(): Promise<void>;
+  /**
+   * Starts serving the registry's groups this process does not serve yet (tools a configuration reload
+   * brought in a new group), unless its groups were given explicitly. Returns the groups it started.
+   */
+  serveNewGroups(): string[];
   /** Stops taking jobs, lets in-flight ones finish within the grace period, hands back the rest, closes. */
   close(): Promise<void>;
 }
@@ -113,7 +118,7 @@ interface ToolWorkerContext {
 /** Starts one BullMQ worker per served group on the tool-call queues. */
 export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
   const { connection, registry, agents, keys, logger, metrics } = options;
-  const groups = options.groups ?? registry.groups();
+  const groups = [...(options.groups ?? registry.groups())];
   const executorId = options.executorId ?? defaultExecutorId();
   // Result and breaker writes share a plain connection: a MULTI on BullMQ's connection copies its ~60
   // scripts onto every pipeline (CPU per call), and one connection keeps a breaker transition ahead of
@@ -153,9 +158,11 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     draining: false,
   };
 
-  const workers = groups.map(
-    (group) =>
-      new Worker<ToolCallJob>(keys.toolQueue(group), (job, token) => processToolJob(ctx, job, token), {
+  const startWorker = (group: string) => {
+    const worker = new Worker<ToolCallJob>(
+      keys.toolQueue(group),
+      (job, token) => processToolJob(ctx, job, token),
+      {
         connection,
         prefix: keys.queuePrefix(keys.toolQueue(group)),
         concurrency: options.concurrency ?? constants.DEFAULT_EXECUTOR_CONCURRENCY,
@@ -163,9 +170,8 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
         removeOnFail: { age: constants.TOOL_JOB_KEEP_FAILED_S },
         ...(options.lockDurationMs === undefined ? {} : { lockDuration: options.lockDurationMs }),
         ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
-      }),
-  );
-  for (const worker of workers) {
+      },
+    );
     worker.on('error', (err) => logger.error({ err, queue: worker.name }, 'tool worker error'));
     worker.on('failed', (job, err) => {
       if (err instanceof JobRefused) {
@@ -178,7 +184,9 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       }
       logger.error({ err, jobId: job?.id }, 'tool job failed inside the executor');
     });
-  }
+    return worker;
+  };
+  const workers = groups.map(startWorker);
 
   let closing: Promise<void> | undefined;
   return {
@@ -186,6 +194,15 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     breakers,
     executorId,
     publishCatalog: () => presence.beat(),
+    serveNewGroups() {
+      if (options.groups !== undefined || ctx.draining) return [];
+      const added = registry.groups().filter((g) => !groups.includes(g));
+      for (const group of added) {
+        groups.push(group);
+        workers.push(startWorker(group));
+      }
+      return added;
+    },
     close() {
       closing ??= closeToolWorker(ctx, workers, presence);
       return closing;

@@ -44,6 +44,8 @@ export interface ToolErrorInfo {
   available_tools?: string[];
   /** Error class name for `execution_error` (never a stack). */
   type?: string;
+  /** HTTP status of the upstream answer, for tools that call an HTTP API (OpenAPI operations). */
+  status?: number;
   /** Who refused a call that required approval, and why. */
   decided_by?: string;
   reason?: string;
@@ -102,11 +104,21 @@ export type HandlerErrorKind = 'transient' | 'execution_error' | 'timeout' | 'in
 export class ToolError extends Error {
   readonly kind: HandlerErrorKind;
   readonly field: string | undefined;
-  constructor(kind: HandlerErrorKind, message: string, options: { cause?: unknown; field?: string } = {}) {
+  /** HTTP status of the upstream answer that failed the call, shown to the model as `error.status`. */
+  readonly status: number | undefined;
+  /** A `transient` failure's upstream asked to wait this long before the next attempt, in ms. */
+  readonly retryAfterMs: number | undefined;
+  constructor(
+    kind: HandlerErrorKind,
+    message: string,
+    options: { cause?: unknown; field?: string; status?: number; retryAfterMs?: number } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ToolError';
     this.kind = kind;
     this.field = options.field;
+    this.status = options.status;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 

@@ -6,6 +6,12 @@ import { closestName } from './suggest.js';
 import { deepFreeze } from './config.js';
 import { GROUP_NAME_PATTERN } from './constants.js';
 import type { WorkflowDocument } from './workflows.js';
+import {
+  declaredOpenApiTools,
+  openApiSourceProblems,
+  openApiSourcesSchema,
+  type OpenApiSourceSpec,
+} from './openapi-config.js';
 
 const Ajv = AjvModule.default;
 
@@ -30,6 +36,8 @@ export interface ToolGroupLimits {
   readonly concurrency?: number;
   /** Calls of the group started per window across the fleet. */
   readonly rate?: { readonly max: number; readonly per_ms: number };
+  /** OpenAPI documents whose listed operations become tools of this group (see `openapi-config.ts`). */
+  readonly openapi?: readonly OpenApiSourceSpec[];
 }
 
 /**
@@ -95,6 +103,7 @@ const agentsSchema = {
               per_ms: { type: 'integer', minimum: 1, maximum: 3_600_000 },
             },
           },
+          openapi: openApiSourcesSchema,
         },
       },
     },
@@ -149,7 +158,12 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
   const document = doc as ConfigDocument;
   const specs = document.agents;
   const agents = new Map<string, AgentSpec>();
-  const known = knownTools === undefined ? undefined : new Set(knownTools);
+  problems.push(...openApiSourceProblems(document.tool_groups, file));
+  // The document's own OpenAPI operations are tools by their declaration: no document needs reading.
+  const known =
+    knownTools === undefined
+      ? undefined
+      : new Set([...knownTools, ...declaredOpenApiTools(document.tool_groups).map((t) => t.name)]);
   specs.forEach((spec, i) => {
     if (agents.has(spec.name)) problems.push(`${file}: agent "${spec.name}": name is declared twice`);
     agents.set(spec.name, spec);
@@ -191,7 +205,10 @@ export function loadAgents(file: string, knownTools?: Iterable<string>): AgentsF
 
 /** Problems of an already parsed agents file against the tools a fleet registers (empty when none). */
 export function parseAgentsCheck(file: AgentsFile, knownTools: Iterable<string>): string[] {
-  const known = new Set(knownTools);
+  const known = new Set([
+    ...knownTools,
+    ...declaredOpenApiTools(file.document.tool_groups).map((t) => t.name),
+  ]);
   const problems: string[] = [];
   for (const spec of file.agents.values()) {
     spec.tools.forEach((tool, j) => {

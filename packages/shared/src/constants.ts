@@ -155,6 +155,24 @@ export const DEFAULT_CONFIG_FILE_POLL_MS = 1000;
 /** How often each executor writes its groups' limits to their queues again, in ms (queue metadata lost with Redis data comes back). */
 export const GROUP_LIMITS_REAPPLY_MS = 30_000;
 
+// OpenAPI sources (tool groups' `openapi`: operations of HTTP APIs as tools)
+/** How long reading one OpenAPI document (and the files it refers to) may take, in ms. */
+export const OPENAPI_DOCUMENT_TIMEOUT_MS = 10_000;
+/** Largest OpenAPI document (or referenced file) read over HTTP, in bytes. */
+export const OPENAPI_MAX_DOCUMENT_BYTES = 10 * 1024 * 1024;
+/** Largest response body an operation's call reads, in bytes; the rest is cut off. */
+export const OPENAPI_MAX_RESPONSE_BYTES = 1024 * 1024;
+/** How much of a failed call's response body the error shows the model, in characters. */
+export const OPENAPI_ERROR_EXCERPT_CHARS = 500;
+/** Longest tool description made from an operation's summary and description, in characters. */
+export const OPENAPI_DESCRIPTION_MAX_CHARS = 1000;
+/** Longest description kept on one argument of an operation's schema, in characters. */
+export const OPENAPI_ARGUMENT_DESCRIPTION_MAX_CHARS = 300;
+/** Longest Retry-After an operation's upstream may ask for and still be retried by the executor, in ms. */
+export const OPENAPI_MAX_RETRY_AFTER_MS = 30_000;
+/** Depth at which an operation's schema stops being followed (deeper parts accept any value). */
+export const OPENAPI_MAX_SCHEMA_DEPTH = 24;
+
 // HTTP API (served by schedulers that have API keys)
 export const DEFAULT_API_PORT = 8080;
 export const DEFAULT_API_HOST = '0.0.0.0';

@@ -37,6 +37,19 @@ export type { AgentReachConfig } from './config.js';
 export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';
 export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './agents.js';
 export {
+  declaredOpenApiTools,
+  openApiSourceProblems,
+  openApiSourcesSchema,
+  openApiToolName,
+  OPENAPI_METHOD_PATH_PATTERN,
+} from './openapi-config.js';
+export type {
+  DeclaredOpenApiTool,
+  OpenApiAuthSpec,
+  OpenApiSourceSpec,
+  OpenApiToolPolicy,
+} from './openapi-config.js';
+export {
   findCycle,
   loadWorkflows,
   parseWorkflows,

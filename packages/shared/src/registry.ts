@@ -78,6 +78,18 @@ export class ToolRegistry {
     return this;
   }
 
+  /**
+   * Removes a tool (a configuration reload dropped or replaced it); calls from then on find no such tool.
+   * Returns whether it was registered.
+   */
+  unregister(name: string): boolean {
+    const tool = this.#tools.get(name);
+    if (!tool) return false;
+    this.#tools.delete(name);
+    this.#ajv.removeSchema(tool.parameters);
+    return true;
+  }
+
   get(name: string): RegisteredTool | undefined {
     return this.#tools.get(name);
   }
