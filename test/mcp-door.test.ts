@@ -181,6 +181,50 @@ describe('agents as MCP tools at /mcp (streamable HTTP)', () => {
     expect((await h.call('DELETE', '/mcp')).status).toBe(204);
   });
 
+  it('answers malformed MCP messages with a 4xx or a JSON-RPC error, never a 5xx', async () => {
+    const accept = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-06-18' };
+    const call = (params: unknown) => ({ jsonrpc: '2.0', id: 7, method: 'tools/call', params });
+    const codeOf = (text: string) => Number(/"error":\{"code":(-?\d+)/.exec(text)?.[1]);
+    // Messages the SDK refuses itself (it answers params its schemas reject with -32603).
+    const refusedBySdk: unknown[] = [
+      {},
+      [],
+      { jsonrpc: '2.0' },
+      call({}),
+      call({ name: 'test_agent', arguments: 'x' }),
+      call({ name: 'test_agent', arguments: null }),
+      { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: { a: 1 } } },
+    ];
+    for (const body of refusedBySdk) {
+      const res = await h.call('POST', '/mcp', { body, headers: accept });
+      expect(res.status, JSON.stringify(body)).toBeLessThan(500);
+    }
+    // Messages that reach the door: unknown names (prototype keys too) are unknown tools.
+    for (const name of ['__proto__', 'constructor', 'no_such_agent']) {
+      const res = await h.call('POST', '/mcp', {
+        body: call({ name, arguments: { input: 'x' } }),
+        headers: accept,
+      });
+      expect(res.status, name).toBe(200);
+      expect(codeOf(res.text), name).toBe(ErrorCode.InvalidParams);
+    }
+    const badKey = call({
+      name: 'test_agent',
+      arguments: { input: 'x' },
+      _meta: { 'agent-reach/idempotency_key': 'a b' },
+    });
+    const refused = await h.call('POST', '/mcp', { body: badKey, headers: accept });
+    expect(refused.text).toContain('VALIDATION_FAILED: _meta/agent-reach/idempotency_key');
+    const unknownCall = {
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 99, reason: 'x' },
+    };
+    expect((await h.call('POST', '/mcp', { body: unknownCall, headers: accept })).status).toBe(202);
+    const noAccept = await h.call('POST', '/mcp', { body: call({ name: 'test_agent' }) });
+    expect(noAccept.status).toBe(406);
+  });
+
   it("answers a call with the run's answer, names the run in _meta, and records the mcp door in the run's metadata", async () => {
     const client = await connect();
     const result = (await client.callTool({

@@ -151,28 +151,26 @@ export async function callAgent(
     // A client that went away cannot be told; the run goes on.
     await call.progress?.(message).catch((err: unknown) => log.debug({ err }, 'mcp progress not sent'));
   };
-  try {
-    if (call.ref && (await registry.started(call.ref, runId)) === 'cancelled') {
-      log.info('mcp call cancelled before its run was recorded: cancelling the run');
-      await ctx.deps.control.cancel(runId);
-    }
-    await progress(`${runId}: queued`);
-    const steps = createRunProgress(runId);
-    const outcome = await followRun(ctx, runId, call.signal, async (event) => {
-      for (const message of steps(event)) await progress(message);
-    });
-    if (!outcome) {
-      log.info('mcp client gone: the run goes on');
-      return {
-        isError: true,
-        content: text(`stopped waiting for run ${runId}; it goes on`),
-        _meta: runMeta(runId),
-      };
-    }
-    return runResult(call.agent, runId, outcome);
-  } finally {
-    if (call.ref) await registry.finished(call.ref).catch(() => undefined);
+  if (call.ref && (await registry.started(call.ref, runId)) === 'cancelled') {
+    log.info('mcp call cancelled before its run was recorded: cancelling the run');
+    await ctx.deps.control.cancel(runId);
   }
+  await progress(`${runId}: queued`);
+  const steps = createRunProgress(runId);
+  const outcome = await followRun(ctx, runId, call.signal, async (event) => {
+    for (const message of steps(event)) await progress(message);
+  });
+  if (!outcome) {
+    // The call's record stays (until it expires): a client that comes back may still cancel the run.
+    log.info('mcp client gone: the run goes on');
+    return {
+      isError: true,
+      content: text(`stopped waiting for run ${runId}; it goes on`),
+      _meta: runMeta(runId),
+    };
+  }
+  if (call.ref) await registry.finished(call.ref).catch(() => undefined);
+  return runResult(call.agent, runId, outcome);
 }
 
 /** Cancels the run of a call the client cancelled, unless it ended already. */
