@@ -1,3 +1,4 @@
+import type { AgentReachError } from '@agent-reach/protocol';
 import { createAjv, type Logger, type ToolGroupLimits, type ToolRegistry } from '@agent-reach/shared';
 import { loadOpenApiSource, type LoadedSource } from './openapi-source.js';
 
@@ -60,9 +61,12 @@ export function createOpenApiSources(options: OpenApiSourcesOptions): OpenApiSou
           registry.register(tool);
           tools.push(tool.name);
         } catch (err) {
-          problems.push(
-            `openapi source "${source.name}" (tool group "${source.group}"): tool "${tool.name}": ${(err as Error).message}`,
-          );
+          const e = err as AgentReachError;
+          const why =
+            e.code === 'TOOL_DUPLICATE'
+              ? `tool "${tool.name}" is already registered by a tool module; the operation is left out`
+              : e.message;
+          problems.push(`openapi source "${source.name}" (tool group "${source.group}"): ${why}`);
         }
       }
       owned.push(...tools);
