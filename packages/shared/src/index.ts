@@ -50,6 +50,7 @@ export type {
   NodeOutput,
   OnTimeout,
   WorkflowDocument,
+  WorkflowCheckOptions,
   WorkflowNodeSpec,
   WorkflowSpec,
   WorkflowsFile,
