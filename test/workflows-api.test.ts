@@ -87,6 +87,26 @@ describe('HTTP API: /v1/workflows (real Redis, real scheduler and executor, llm-
     expect(times).toEqual([...times].sort((x, y) => y - x));
   });
 
+  it('shows low_confidence in the list of workflows and on each node of a chain after a defaulted node', async () => {
+    const started = await h.client.createWorkflow({ workflow: 'chain', input: 'count' });
+    const done = await h.client.waitForWorkflow(started.workflow_id, { timeoutMs: 30_000 });
+    expect(done).toMatchObject({ status: 'succeeded', low_confidence: true });
+    expect(done.nodes.map((n) => [n.id, n.status, n.low_confidence, n.low_confidence_from])).toEqual([
+      ['a', 'defaulted', true, ['a']],
+      ['b', 'succeeded', true, ['a']],
+      ['c', 'succeeded', true, ['a']],
+    ]);
+    const list = await h.call('GET', '/v1/workflows?limit=100');
+    expectValid(WorkflowList, list.json);
+    const rows = list.json.workflows as Array<{
+      workflow_id: string;
+      workflow: string;
+      low_confidence: boolean;
+    }>;
+    expect(rows.find((w) => w.workflow_id === started.workflow_id)?.low_confidence).toBe(true);
+    expect(rows.filter((w) => w.workflow === 'diamond').every((w) => w.low_confidence === false)).toBe(true);
+  });
+
   it('cancels a running workflow (202) and refuses to cancel it again once it ended (409)', async () => {
     const started = await h.client.createWorkflow({ workflow: 'hangs', input: 'wait' });
     const cancelled = await h.call('POST', `/v1/workflows/${started.workflow_id}/cancel`);

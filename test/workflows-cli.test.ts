@@ -105,4 +105,26 @@ describe('agent-reach CLI: workflows and config check of the workflows file', { 
     expect(cancel.code).toBe(1);
     expect((await cli(env, 'workflows', 'show', 'wf_unknown')).code).toBe(3);
   });
+
+  it('marks a workflow low_confidence in workflows ls, and each node after a defaulted one in workflows show', async () => {
+    const workflows = h.schedulers[0]!.workflows;
+    const { workflowId } = await workflows.start({ workflow: 'chain', input: 'count' });
+    await workflows.wait(workflowId, 60_000);
+    const env = { WORKFLOWS_FILE: WORKFLOWS_FIXTURE };
+    const ls = await cli(env, 'workflows', 'ls', '--workflow', 'chain');
+    expect(ls.stdout).toMatch(new RegExp(`${workflowId} +chain +succeeded +\\S+ {2}low_confidence`));
+    const json = await cli(env, 'workflows', 'ls', '--json', '--workflow', 'chain');
+    expect(JSON.parse(json.stdout.trim().split('\n')[0] ?? '{}')).toMatchObject({
+      workflow_id: workflowId,
+      low_confidence: true,
+    });
+    const shown = await cli(env, 'workflows', 'show', workflowId);
+    expect(shown.stdout).toMatch(/ {2}a +defaulted +test_agent +run \S+\.a {2}low_confidence {2}\(timeout\)/);
+    expect(shown.stdout).toMatch(
+      / {2}b +succeeded +test_agent after a +run \S+\.b {2}low_confidence \(from a\)/,
+    );
+    expect(shown.stdout).toMatch(
+      / {2}c +succeeded +test_agent after b +run \S+\.c {2}low_confidence \(from a\)/,
+    );
+  });
 });
