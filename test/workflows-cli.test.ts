@@ -2,6 +2,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WorkflowView } from '@agent-reach/protocol';
+import { workflowView } from '@agent-reach/scheduler';
+import { createAjv } from '@agent-reach/shared';
 import { ROOT } from './helpers/processes.js';
 import { runCli } from './helpers/cli.js';
 import { startRunsHarness, testEnv } from './helpers/runs.js';
@@ -104,6 +107,20 @@ describe('agent-reach CLI: workflows and config check of the workflows file', { 
     expect(cancel.stderr).toMatch(/already ended \(succeeded\)/);
     expect(cancel.code).toBe(1);
     expect((await cli(env, 'workflows', 'show', 'wf_unknown')).code).toBe(3);
+  });
+
+  it('prints a workflow with workflows show --json as the API document of GET /v1/workflows/{id}', async () => {
+    const workflows = h.schedulers[0]!.workflows;
+    const { workflowId } = await workflows.start({ workflow: 'diamond', input: 'as json' });
+    const record = await workflows.wait(workflowId, 60_000);
+    const shown = await cli({ WORKFLOWS_FILE: WORKFLOWS_FIXTURE }, 'workflows', 'show', workflowId, '--json');
+    expect(shown.stderr).toBe('');
+    expect(shown.code).toBe(0);
+    const document = JSON.parse(shown.stdout) as unknown;
+    const validate = createAjv().compile(WorkflowView);
+    expect(validate(document), JSON.stringify(validate.errors)).toBe(true);
+    expect(document).toEqual(workflowView(record));
+    expect(document).toMatchObject({ workflow_id: workflowId, workflow: 'diamond', status: 'succeeded' });
   });
 
   it('marks a workflow low_confidence in workflows ls, and each node after a defaulted one in workflows show', async () => {

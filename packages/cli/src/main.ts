@@ -310,6 +310,11 @@ async function workflows(argv: string[]): Promise<number> {
       for (const e of await control.events(id)) console.log(jsonLine({ id: e.id, ...e.event }));
       return EXIT.ok;
     }
+    // The API's GET /v1/workflows/{id} shape, snake_case, on one line.
+    if (sub === 'show' && values.json) {
+      console.log(jsonLine(workflowView(record)));
+      return EXIT.ok;
+    }
     const view = inlineStrings(workflowView(record));
     console.log(
       `workflow ${view.workflow_id}  ${view.workflow}  status ${view.status}${view.reason ? ` (${view.reason})` : ''}${view.config_version === undefined ? '' : `  config version ${view.config_version}`}`,
