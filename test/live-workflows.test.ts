@@ -190,6 +190,8 @@ describe('workflows as live configuration across running processes', { timeout: 
       AGENTS_FILE: path.join(dir, 'agents.yaml'),
       ...apiEnv(API_KEY),
       LOG_LEVEL: 'warn',
+      // config apply checks each node's model against the models allowed.
+      ALLOWED_MODELS: 'echo,lw-first,lw-gated,lw-echo,lw-refuses,lw-never',
     });
     executor = startExecutorWith(env);
     await executor.ready;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_ERRORS, WorkflowList, WorkflowView, type TSchema } from '@agent-reach/protocol';
 import { createAjv } from '@agent-reach/shared';
-import { LIMITED_KEY, sseMessages, startApiHarness, type ApiHarness } from './helpers/api.js';
+import { FULL_KEY, LIMITED_KEY, sseMessages, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
 
 describe('HTTP API: /v1/workflows (real Redis, real scheduler and executor, llm-sim)', () => {
@@ -87,6 +87,26 @@ describe('HTTP API: /v1/workflows (real Redis, real scheduler and executor, llm-
     expect(times).toEqual([...times].sort((x, y) => y - x));
   });
 
+  it('shows low_confidence in the list of workflows and on each node of a chain after a defaulted node', async () => {
+    const started = await h.client.createWorkflow({ workflow: 'chain', input: 'count' });
+    const done = await h.client.waitForWorkflow(started.workflow_id, { timeoutMs: 30_000 });
+    expect(done).toMatchObject({ status: 'succeeded', low_confidence: true });
+    expect(done.nodes.map((n) => [n.id, n.status, n.low_confidence, n.low_confidence_from])).toEqual([
+      ['a', 'defaulted', true, ['a']],
+      ['b', 'succeeded', true, ['a']],
+      ['c', 'succeeded', true, ['a']],
+    ]);
+    const list = await h.call('GET', '/v1/workflows?limit=100');
+    expectValid(WorkflowList, list.json);
+    const rows = list.json.workflows as Array<{
+      workflow_id: string;
+      workflow: string;
+      low_confidence: boolean;
+    }>;
+    expect(rows.find((w) => w.workflow_id === started.workflow_id)?.low_confidence).toBe(true);
+    expect(rows.filter((w) => w.workflow === 'diamond').every((w) => w.low_confidence === false)).toBe(true);
+  });
+
   it('cancels a running workflow (202) and refuses to cancel it again once it ended (409)', async () => {
     const started = await h.client.createWorkflow({ workflow: 'hangs', input: 'wait' });
     const cancelled = await h.call('POST', `/v1/workflows/${started.workflow_id}/cancel`);
@@ -121,5 +141,46 @@ describe('HTTP API: /v1/workflows (real Redis, real scheduler and executor, llm-
     expect(Object.keys(doc.paths['/v1/workflows/{id}'] ?? {})).toEqual(['get']);
     expect(Object.keys(doc.paths['/v1/workflows/{id}/cancel'] ?? {})).toEqual(['post']);
     expect(Object.keys(doc.paths['/v1/workflows/{id}/events'] ?? {})).toEqual(['get']);
+  });
+
+  // Many clients send `Content-Type: application/json` on every POST, with no body on those that take none.
+  describe('a POST that takes no body, sent with Content-Type: application/json and an empty body', () => {
+    const empty = { raw: '' };
+
+    it('cancels a running workflow (202)', async () => {
+      const started = await h.client.createWorkflow({ workflow: 'hangs', input: 'wait' });
+      const res = await h.call('POST', `/v1/workflows/${started.workflow_id}/cancel`, empty);
+      expect(res.status, res.text).toBe(202);
+      expect(res.json).toMatchObject({ workflow_id: started.workflow_id, cancel_requested: true });
+      expect(await h.client.waitForWorkflow(started.workflow_id, { timeoutMs: 15_000 })).toMatchObject({
+        status: 'cancelled',
+      });
+    });
+
+    it('cancels a running run (202)', async () => {
+      const runId = await h.control.start({ agent: 'test_agent', input: 'wait', model: 'wf-never' });
+      const res = await h.call('POST', `/v1/runs/${runId}/cancel`, empty);
+      expect(res.status, res.text).toBe(202);
+      expect(res.json).toMatchObject({ run_id: runId, cancel_requested: true });
+    });
+
+    it('creates a session with a generated id (201)', async () => {
+      const res = await h.call('POST', '/v1/sessions', empty);
+      expect(res.status, res.text).toBe(201);
+      expect(res.json.session_id).toMatch(/^sess_/);
+    });
+
+    it('logs out of the inspector (204)', async () => {
+      const login = await fetch(`${h.url}/ui/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ key: FULL_KEY }),
+      });
+      expect(login.status).toBe(204);
+      const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+      const res = await h.call('POST', '/ui/logout', { ...empty, key: null, headers: { cookie } });
+      expect(res.status, res.text).toBe(204);
+      expect((await fetch(`${h.url}/ui/api/me`, { headers: { cookie } })).status).toBe(401);
+    });
   });
 });

@@ -94,7 +94,11 @@ describe('workflows on real Redis: nodes as runs, the watchdog, cancellation', (
     expect(order.input).toBe(
       'order with [low_confidence: node stock timed out after 1500 ms; this is its declared default] no stock data',
     );
-    expect(rec.done.get('order')).toMatchObject({ status: 'succeeded', low_confidence: false });
+    expect(rec.done.get('order')).toMatchObject({
+      status: 'succeeded',
+      low_confidence: true,
+      low_confidence_from: ['stock'],
+    });
     const fired = (await workflows().events(workflowId)).filter((e) => e.event.type === 'watchdog_fired');
     expect(fired.map((e) => e.event)).toMatchObject([
       { node: 'stock', action: 'default', timeout_ms: 1500, run_id: `${workflowId}.stock` },
@@ -104,6 +108,56 @@ describe('workflows on real Redis: nodes as runs, the watchdog, cancellation', (
       async () => (await h.control.get(`${workflowId}.stock`))?.summary.status === 'cancelled',
       15_000,
       "the timed-out node's run to be cancelled",
+    );
+  });
+
+  it('marks every node after a defaulted one low_confidence along a chain, each later node seeing its input marked so', async () => {
+    const { workflowId } = await workflows().start({ workflow: 'chain', input: 'count' });
+    const rec = await workflows().wait(workflowId, 30_000);
+    expect(rec.outcome).toMatchObject({ status: 'succeeded', low_confidence: true });
+    expect(rec.done.get('a')).toMatchObject({ status: 'defaulted', low_confidence: true });
+    for (const id of ['b', 'c'])
+      expect(rec.done.get(id), id).toMatchObject({
+        status: 'succeeded',
+        low_confidence: true,
+        low_confidence_from: ['a'],
+        note: `node ${id} answered from the declared default of a, not from an answer`,
+      });
+    expect(rec.started.get('c')).toMatchObject({ low_confidence_inputs: ['b'] });
+    expect(rec.started.get('c')!.input).toBe(
+      `c from [low_confidence: node b answered from the declared default of a, not from an answer] ${rec.done.get('b')!.output}`,
+    );
+    const finished = (await workflows().events(workflowId)).flatMap((e) =>
+      e.event.type === 'node_finished' ? [[e.event.node, e.event.low_confidence]] : [],
+    );
+    expect(Object.fromEntries(finished)).toEqual({ a: true, b: true, c: true });
+  });
+
+  it('completes once the watchdog default made a slow abort node unneeded: its run is cancelled and it cannot abort the workflow', async () => {
+    const { workflowId } = await workflows().start({ workflow: 'outlived', input: 'report' });
+    const rec = await workflows().wait(workflowId, 60_000);
+    expect(rec.outcome).toMatchObject({ status: 'succeeded', reason: 'completed', low_confidence: true });
+    expect(rec.outcome?.output).toBe(
+      'd saw [final with [low_confidence: node summary timed out after 1500 ms; this is its declared default] no summary]',
+    );
+    expect(rec.done.get('summary')).toMatchObject({ status: 'defaulted', reason: 'timeout' });
+    expect(rec.done.get('slow')).toMatchObject({
+      status: 'cancelled',
+      low_confidence: false,
+      reason: "unneeded: the watchdog gave summary its default, so nothing needs this node's output any more",
+      unneeded_by: ['summary'],
+    });
+    const events = (await workflows().events(workflowId)).map((e) => e.event);
+    expect(events.filter((e) => e.type === 'watchdog_fired')).toMatchObject([
+      { node: 'summary', action: 'default' },
+    ]);
+    expect(events).toContainEqual(
+      expect.objectContaining({ type: 'node_finished', node: 'slow', status: 'cancelled' }),
+    );
+    await waitFor(
+      async () => (await h.control.get(`${workflowId}.slow`))?.summary.status === 'cancelled',
+      15_000,
+      "the unneeded node's run to be cancelled",
     );
   });
 

@@ -13,3 +13,6 @@ export const WORKFLOW_SCENARIOS: Scenario[] = [
   // Answers long after any test's node timeout (the simulator cuts it short when it closes).
   { name: 'wf-never', latency_ms: 600_000, turns: [{ content: 'too late' }] },
 ];
+
+/** The models the test workflows name, as ALLOWED_MODELS (config check and apply refuse any other). */
+export const WORKFLOW_MODELS = ['echo', ...WORKFLOW_SCENARIOS.map((s) => s.name)].join(',');

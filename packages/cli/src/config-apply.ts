@@ -81,7 +81,11 @@ export async function configApply(
         : carriedWorkflows(inForce, workflowsFileOf(ctx.config));
   let parsed;
   try {
-    parsed = parseConfigDocument(agentsDoc.doc, file, { knownTools: known, workflows: source.workflows });
+    parsed = parseConfigDocument(agentsDoc.doc, file, {
+      knownTools: known,
+      workflows: source.workflows,
+      allowedModels: ctx.config.api.allowedModels,
+    });
   } catch (err) {
     const e = err as AgentReachError;
     return refuse(e.details?.length ? [...e.details] : [e.message]);

@@ -1,12 +1,11 @@
-import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createDemoTools, loadToolModules } from '@agent-reach/executor';
-import { AgentReachError, createKeys } from '@agent-reach/protocol';
+import { createKeys, type AgentReachError } from '@agent-reach/protocol';
 import {
   loadConfig,
   maskUrl,
-  parseAgents,
-  parseWorkflows,
+  parseConfigDocument,
+  readConfigFile,
   redisNodeUrls,
   ToolRegistry,
   workflowsFileOf,
@@ -16,8 +15,9 @@ import {
 
 /**
  * Validates the configuration, the tool registry (built-in tools plus TOOL_MODULES), the agents file
- * against it and the workflows file against the agents, without touching Redis. Prints each agent's
- * reachable tools and each workflow's nodes; returns the problems found.
+ * against it and the workflows (a `workflows` key of the agents file, else the workflows file) against the
+ * agents and ALLOWED_MODELS, without touching Redis: the same check `config apply` makes. Prints each
+ * agent's reachable tools and each workflow's nodes; returns every problem found, at once.
  */
 export async function configCheck(
   env: Record<string, string | undefined>,
@@ -39,43 +39,60 @@ export async function configCheck(
   if (local.problems.length === 0) {
     print(`tools ok: ${registry.names().length} registered (${registry.names().join(', ')})`);
   }
-  let text: string;
+  let document: unknown;
   try {
-    text = readFileSync(config.agentsFile, 'utf8');
+    document = readConfigFile(config.agentsFile, 'agents file');
   } catch (err) {
-    return [...problems, `${config.agentsFile}: cannot read agents file: ${(err as Error).message}`];
+    return [...problems, (err as Error).message];
   }
-  let agents: AgentsFile | undefined;
+  const declaresOwn = typeof document === 'object' && document !== null && 'workflows' in document;
+  const workflowsFile = declaresOwn ? undefined : workflowsFileOf(config);
   try {
-    agents = parseAgents(text, config.agentsFile, problems.length ? undefined : registry.names());
-    for (const spec of agents.agents.values()) {
-      const tools = spec.tools.map((name) => {
-        const tool = registry.get(name);
-        return tool
-          ? `${name}${tool.requiresConfirmation ? ' (needs approval)' : ''}${tool.group !== 'default' ? ` [group ${tool.group}]` : ''}`
-          : name;
-      });
-      const budgets = [
-        ...(spec.max_tokens === undefined ? [] : [`max_tokens ${spec.max_tokens}`]),
-        ...(spec.max_wall_time_ms === undefined ? [] : [`max_wall_time_ms ${spec.max_wall_time_ms}`]),
-      ];
-      print(
-        `agent ${spec.name}: ${tools.join(', ') || '(no tools)'}; max_iterations ${spec.max_iterations ?? 'default'}${budgets.map((b) => `; ${b}`).join('')}`,
+    const { agents, workflows } = parseConfigDocument(document, config.agentsFile, {
+      knownTools: problems.length ? undefined : registry.names(),
+      workflows: { file: workflowsFile },
+      allowedModels: config.api.allowedModels,
+    });
+    printAgents(agents, registry, print);
+    if (declaresOwn || workflowsFile !== undefined)
+      print(`workflows of ${workflowsFile ?? config.agentsFile}: ${workflows.workflows.size} workflow(s)`);
+    for (const w of workflows.workflows.values()) {
+      const nodes = w.nodes.map(
+        (n) => `${n.id} (${n.agent}${n.depends_on.length ? ` after ${n.depends_on.join(', ')}` : ''})`,
       );
-    }
-    for (const [group, limits] of agents.toolGroups) {
-      const parts = [
-        ...(limits.concurrency === undefined ? [] : [`concurrency ${limits.concurrency}`]),
-        ...(limits.rate ? [`at most ${limits.rate.max} starts per ${limits.rate.per_ms} ms`] : []),
-      ];
-      print(`tool group ${group}: ${parts.join(', ')} (fleet-wide)`);
+      print(`workflow ${w.name}: ${nodes.join('; ')}`);
     }
   } catch (err) {
     const e = err as AgentReachError;
     problems.push(...(e.details?.length ? e.details : [e.message]));
   }
-  if (agents) problems.push(...checkWorkflows(workflowsFileOf(config), agents, print));
   return problems;
+}
+
+/** Each agent's reachable tools (with approval and group) and each tool group's limits. */
+function printAgents(agents: AgentsFile, registry: ToolRegistry, print: (line: string) => void): void {
+  for (const spec of agents.agents.values()) {
+    const tools = spec.tools.map((name) => {
+      const tool = registry.get(name);
+      return tool
+        ? `${name}${tool.requiresConfirmation ? ' (needs approval)' : ''}${tool.group !== 'default' ? ` [group ${tool.group}]` : ''}`
+        : name;
+    });
+    const budgets = [
+      ...(spec.max_tokens === undefined ? [] : [`max_tokens ${spec.max_tokens}`]),
+      ...(spec.max_wall_time_ms === undefined ? [] : [`max_wall_time_ms ${spec.max_wall_time_ms}`]),
+    ];
+    print(
+      `agent ${spec.name}: ${tools.join(', ') || '(no tools)'}; max_iterations ${spec.max_iterations ?? 'default'}${budgets.map((b) => `; ${b}`).join('')}`,
+    );
+  }
+  for (const [group, limits] of agents.toolGroups) {
+    const parts = [
+      ...(limits.concurrency === undefined ? [] : [`concurrency ${limits.concurrency}`]),
+      ...(limits.rate ? [`at most ${limits.rate.max} starts per ${limits.rate.per_ms} ms`] : []),
+    ];
+    print(`tool group ${group}: ${parts.join(', ')} (fleet-wide)`);
+  }
 }
 
 /**
@@ -103,34 +120,5 @@ export async function localRegistry(
     return { registry, problems: [(err as AgentReachError).message] };
   } finally {
     redis.disconnect();
-  }
-}
-
-/** The workflows file's problems (a cycle, an unknown agent or dependency); prints each workflow's nodes. */
-function checkWorkflows(
-  file: string | undefined,
-  agents: AgentsFile,
-  print: (line: string) => void,
-): string[] {
-  if (file === undefined) return [];
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    return [`${file}: cannot read workflows file: ${(err as Error).message}`];
-  }
-  try {
-    const { workflows } = parseWorkflows(text, file, agents.agents.keys());
-    print(`workflows file ${file}: ${workflows.size} workflow(s)`);
-    for (const w of workflows.values()) {
-      const nodes = w.nodes.map(
-        (n) => `${n.id} (${n.agent}${n.depends_on.length ? ` after ${n.depends_on.join(', ')}` : ''})`,
-      );
-      print(`workflow ${w.name}: ${nodes.join('; ')}`);
-    }
-    return [];
-  } catch (err) {
-    const e = err as AgentReachError;
-    return e.details?.length ? [...e.details] : [e.message];
   }
 }

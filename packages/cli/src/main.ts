@@ -279,7 +279,7 @@ async function workflows(argv: string[]): Promise<number> {
         console.log(`${'workflow id'.padEnd(40)} ${'workflow'.padEnd(24)} ${'status'.padEnd(10)} created`);
         for (const w of list)
           console.log(
-            `${inline(w.workflowId).padEnd(40)} ${inline(w.name).padEnd(24)} ${inline(w.status).padEnd(10)} ${new Date(w.createdAt).toISOString()}`,
+            `${inline(w.workflowId).padEnd(40)} ${inline(w.name).padEnd(24)} ${inline(w.status).padEnd(10)} ${new Date(w.createdAt).toISOString()}${w.lowConfidence ? '  low_confidence' : ''}`,
           );
       }
       return EXIT.ok;
@@ -310,13 +310,18 @@ async function workflows(argv: string[]): Promise<number> {
       for (const e of await control.events(id)) console.log(jsonLine({ id: e.id, ...e.event }));
       return EXIT.ok;
     }
+    // The API's GET /v1/workflows/{id} shape, snake_case, on one line.
+    if (sub === 'show' && values.json) {
+      console.log(jsonLine(workflowView(record)));
+      return EXIT.ok;
+    }
     const view = inlineStrings(workflowView(record));
     console.log(
       `workflow ${view.workflow_id}  ${view.workflow}  status ${view.status}${view.reason ? ` (${view.reason})` : ''}${view.config_version === undefined ? '' : `  config version ${view.config_version}`}`,
     );
     for (const n of view.nodes)
       console.log(
-        `  ${n.id.padEnd(16)} ${n.status.padEnd(10)} ${n.agent}${n.depends_on.length ? ` after ${n.depends_on.join(', ')}` : ''}${n.run_id ? `  run ${n.run_id}` : ''}${n.low_confidence ? '  low_confidence' : ''}${n.status === 'succeeded' || !n.reason ? '' : `  (${n.reason})`}`,
+        `  ${n.id.padEnd(16)} ${n.status.padEnd(10)} ${n.agent}${n.depends_on.length ? ` after ${n.depends_on.join(', ')}` : ''}${n.run_id ? `  run ${n.run_id}` : ''}${n.low_confidence ? `  low_confidence${n.status !== 'defaulted' && n.low_confidence_from ? ` (from ${n.low_confidence_from.join(', ')})` : ''}` : ''}${n.status === 'succeeded' || !n.reason ? '' : `  (${n.reason})`}`,
       );
     if (view.output !== undefined)
       console.log(`output${view.low_confidence ? ' (low_confidence)' : ''}: ${multiline(view.output)}`);

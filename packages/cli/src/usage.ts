@@ -32,7 +32,9 @@ Runs
 Workflows
   workflows start <workflow> "<request>" [--wait]   start a workflow of the workflows file
   workflows ls [--workflow W] [--status S] [--limit N] [--json]
-  workflows show <workflow-id>       each node's state and run, the output, the watchdog's report
+  workflows show <workflow-id> [--json]
+                                     each node's state and run, the output, the watchdog's report
+                                     (--json: the API's GET /v1/workflows/{id} document)
   workflows events <workflow-id>     the workflow's raw events, one JSON object per line
   workflows cancel <workflow-id>     cancel it and its running node runs
 
@@ -110,7 +112,9 @@ show   prints the published version, when and how it was applied, and its docume
                                      succeed)
   workflows ls [--workflow W] [--status S] [--limit N] [--json]
                                      workflows, newest first (--limit default 50)
-  workflows show <workflow-id>       each node's state and run, the output, the watchdog's report
+  workflows show <workflow-id> [--json]
+                                     each node's state and run, the output, the watchdog's report
+                                     (--json: the API's GET /v1/workflows/{id} document)
   workflows events <workflow-id>     the workflow's raw events, one JSON object per line
   workflows cancel <workflow-id>     cancel it and its running node runs`,
 } as const;

@@ -2,12 +2,24 @@ import type { AbortReport, WorkflowStatus } from './workflow-schemas.js';
 
 /** A node's result: what dependants see, recorded once (the first result wins). */
 export interface NodeResult {
-  /** `defaulted`: the declared default, injected by the watchdog or after the node's run failed. */
-  status: 'succeeded' | 'defaulted' | 'failed';
+  /**
+   * `defaulted`: the declared default, injected by the watchdog or after the node's run failed.
+   * `cancelled` (its run was cancelled) or `skipped` (it never started): nothing needs its output any
+   * more, since the watchdog gave every node waiting on it a default (see `unneeded_by`).
+   */
+  status: 'succeeded' | 'defaulted' | 'failed' | 'cancelled' | 'skipped';
   output?: string;
+  /**
+   * The output is a declared default, or was made from one: a node whose input used a low-confidence
+   * output is low-confidence too, and so on down the chain.
+   */
   low_confidence: boolean;
+  /** The defaulted nodes a low-confidence output rests on (itself, for a defaulted node). */
+  low_confidence_from?: string[];
   /** Why the output is low-confidence, as later nodes are told. */
   note?: string;
+  /** For a node nobody needs any more: the defaulted nodes whose defaults made it so. */
+  unneeded_by?: string[];
   /** `timeout`, `run_failed`, …; absent on success. */
   reason?: string;
   /** How the node's run ended when it did not succeed: its status, reason and report, in words. */

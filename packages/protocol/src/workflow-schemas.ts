@@ -90,7 +90,7 @@ export const WorkflowNode = Type.Object({
   status: Type.String({
     enum: [...NODE_STATUSES],
     description:
-      'waiting (on dependencies), running, succeeded, defaulted (its declared default, low-confidence), failed; when the workflow ended first: cancelled (its run was cancelled) or skipped (never started), `reason` saying why',
+      'waiting (on dependencies), running, succeeded, defaulted (its declared default, low-confidence), failed; cancelled (its run was cancelled) or skipped (never started) when the workflow ended first, or when nothing needed its output any more (the watchdog gave every node waiting on it a default), `reason` saying why',
   }),
   run_id: Type.Optional(Type.String({ description: "the node's run: /v1/runs/{run_id}" })),
   timeout_ms: Type.Integer(),
@@ -99,7 +99,15 @@ export const WorkflowNode = Type.Object({
   finished_at: Type.Optional(Millis('epoch ms when its result was recorded')),
   waited_ms: Type.Optional(Type.Integer({ description: 'how long it waited for its dependencies' })),
   output: Type.Optional(Type.String()),
-  low_confidence: Type.Boolean({ description: 'its output is its declared default, not an answer' }),
+  low_confidence: Type.Boolean({
+    description:
+      'its output is its declared default, or an answer made from a low-confidence input (a → b → c: a defaulted makes b and c low-confidence)',
+  }),
+  low_confidence_from: Type.Optional(
+    Type.Array(Type.String(), {
+      description: 'the defaulted nodes its low-confidence output rests on (itself, when defaulted)',
+    }),
+  ),
   low_confidence_inputs: Type.Array(Type.String(), {
     description: 'dependencies whose low-confidence outputs its input used',
   }),
@@ -121,6 +129,10 @@ const summaryFields = {
   finished_at: Type.Optional(Millis('epoch ms')),
   cancel_requested: Type.Boolean(),
   reason: Type.Optional(Type.String({ description: 'why it ended, once it has' })),
+  low_confidence: Type.Boolean({
+    description:
+      'some node produced or used a low-confidence default (so far, while it runs): its output may rest on a stand-in',
+  }),
 };
 export const WorkflowSummaryView = Type.Object(summaryFields);
 export type WorkflowSummaryView = Static<typeof WorkflowSummaryView>;
@@ -138,7 +150,6 @@ export const WorkflowView = Type.Object({
   ),
   metadata: Type.Optional(Metadata),
   output: Type.Optional(Type.String()),
-  low_confidence: Type.Boolean({ description: 'some node used or produced a low-confidence default' }),
   error: Type.Optional(Type.String({ description: 'what went wrong, for a failed workflow' })),
   failed_node: Type.Optional(
     Type.String({ description: 'the node whose run failed and so failed the workflow (reason node_failed)' }),

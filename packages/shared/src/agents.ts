@@ -3,6 +3,7 @@ import AjvModule from 'ajv';
 import { parse } from 'yaml';
 import { AgentReachError, NAME_PATTERN } from '@agent-reach/protocol';
 import { closestName } from './suggest.js';
+import { describeSchemaError, misspeltRequired, repeatsMisspelt } from './schema-problems.js';
 import { deepFreeze } from './config.js';
 import { GROUP_NAME_PATTERN } from './constants.js';
 import type { WorkflowDocument } from './workflows.js';
@@ -110,11 +111,13 @@ const agentsSchema = {
   },
 } as const;
 
-const validateAgents = new Ajv({ allErrors: true, strict: true }).compile(agentsSchema);
+const validateAgents = new Ajv({ allErrors: true, strict: true, verbose: true }).compile(agentsSchema);
 
 /**
  * Parses and checks an agents document. Every problem is reported at once, each naming the file, the
- * agent and the field. With `knownTools`, a tool an agent names but nobody registered is an error.
+ * agent and the field: a field the schema refuses does not stop the other checks (names declared twice,
+ * and, with `knownTools`, tools nobody registered), which run on every agent whose fields they read are
+ * well formed. A misspelt field gets a did-you-mean (`unknown field "tols" (did you mean "tools"?)`).
  */
 export function parseAgents(text: string, file: string, knownTools?: Iterable<string>): AgentsFile {
   let doc: unknown;
@@ -124,23 +127,22 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
     throw new AgentReachError('AGENTS_INVALID', `${file}: not valid YAML: ${(err as Error).message}`);
   }
   const problems: string[] = [];
+  const entries = (doc as { agents?: unknown } | null)?.agents;
+  const list: unknown[] = Array.isArray(entries) ? entries : [];
   const agentName = (index: string | undefined) => {
-    const entry =
-      index === undefined
-        ? undefined
-        : (doc as { agents?: Array<{ name?: unknown }> }).agents?.[Number(index)];
+    const entry = index === undefined ? undefined : (list[Number(index)] as { name?: unknown } | null);
     return typeof entry?.name === 'string' ? `agent "${entry.name}"` : `agents[${index}]`;
   };
-  if (!validateAgents(doc)) {
-    for (const e of validateAgents.errors ?? []) {
+  const valid = validateAgents(doc);
+  if (!valid) {
+    const errors = validateAgents.errors ?? [];
+    const misspelt = misspeltRequired(errors);
+    for (const e of errors) {
+      if (repeatsMisspelt(e, misspelt)) continue;
       const m = /^\/agents\/(\d+)(\/.*)?$/.exec(e.instancePath);
       const field = m
         ? (m[2]?.slice(1).replace(/\//g, '.') ?? '')
         : e.instancePath.slice(1).replace(/\//g, '.') || '(top level)';
-      const extra =
-        e.keyword === 'additionalProperties'
-          ? ` "${String((e.params as { additionalProperty: string }).additionalProperty)}"`
-          : '';
       const who = m ? `${agentName(m[1])}: ` : '';
       // A bad group name is reported once, by its propertyNames error, not again by the inner pattern.
       if ((e as { propertyName?: string }).propertyName !== undefined) continue;
@@ -151,33 +153,38 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
         );
         continue;
       }
-      problems.push(`${file}: ${who}${field ? `${field} ` : ''}${e.message ?? 'is invalid'}${extra}`);
+      const sep = e.keyword === 'additionalProperties' && field ? ': ' : ' ';
+      problems.push(`${file}: ${who}${field ? `${field}${sep}` : ''}${describeSchemaError(e)}`);
     }
-    throw new AgentReachError('AGENTS_INVALID', problems.join('\n'), { details: problems });
   }
-  const document = doc as ConfigDocument;
-  const specs = document.agents;
   const agents = new Map<string, AgentSpec>();
-  problems.push(...openApiSourceProblems(document.tool_groups, file));
+  // The OpenAPI checks read tool groups as the schema describes them: only when the schema found none malformed.
+  const groupsWellFormed =
+    valid || !(validateAgents.errors ?? []).some((e) => e.instancePath.startsWith('/tool_groups'));
+  const toolGroups = groupsWellFormed ? (doc as Partial<ConfigDocument> | null)?.tool_groups : undefined;
+  problems.push(...openApiSourceProblems(toolGroups, file));
   // The document's own OpenAPI operations are tools by their declaration: no document needs reading.
   const known =
     knownTools === undefined
       ? undefined
-      : new Set([...knownTools, ...declaredOpenApiTools(document.tool_groups).map((t) => t.name)]);
-  specs.forEach((spec, i) => {
+      : new Set([...knownTools, ...declaredOpenApiTools(toolGroups).map((t) => t.name)]);
+  list.forEach((entry, i) => {
+    const spec = entry as Partial<AgentSpec> | null;
+    if (typeof spec?.name !== 'string') return;
     if (agents.has(spec.name)) problems.push(`${file}: agent "${spec.name}": name is declared twice`);
-    agents.set(spec.name, spec);
-    if (!known) return;
+    agents.set(spec.name, spec as AgentSpec);
+    if (!known || !Array.isArray(spec.tools)) return;
     spec.tools.forEach((tool, j) => {
-      if (known.has(tool)) return;
+      if (typeof tool !== 'string' || known.has(tool)) return;
       const guess = closestName(tool, known);
       problems.push(
         `${file}: ${agentName(String(i))}: tools[${j}] "${tool}" is not a registered tool${guess ? ` (did you mean "${guess}"?)` : ''}`,
       );
     });
   });
-  if (problems.length > 0)
+  if (problems.length > 0 || !valid)
     throw new AgentReachError('AGENTS_INVALID', problems.join('\n'), { details: problems });
+  const document = doc as ConfigDocument;
   deepFreeze(document);
   const frozen = deepFreeze(agents);
   const reachableSets = new Map([...frozen].map(([name, spec]) => [name, new Set(spec.tools)]));

@@ -63,6 +63,7 @@ export type {
   NodeOutput,
   OnTimeout,
   WorkflowDocument,
+  WorkflowCheckOptions,
   WorkflowNodeSpec,
   WorkflowSpec,
   WorkflowsFile,

@@ -394,7 +394,12 @@ export type WorkflowsSource =
 export function parseConfigDocument(
   document: unknown,
   label: string,
-  opts: { knownTools?: Iterable<string> | undefined; workflows?: WorkflowsSource } = {},
+  opts: {
+    knownTools?: Iterable<string> | undefined;
+    workflows?: WorkflowsSource;
+    /** The models a workflow node may name (`ALLOWED_MODELS`); without it, models are not checked. */
+    allowedModels?: Iterable<string> | undefined;
+  } = {},
 ): { agents: AgentsFile; workflows: WorkflowsFile } {
   if (document === null || typeof document !== 'object' || Array.isArray(document))
     throw new AgentReachError('CONFIG_INVALID', `${label}: must be a mapping with "agents"`);
@@ -418,15 +423,16 @@ export function parseConfigDocument(
         return typeof name === 'string' ? [name] : [];
       });
   const source = opts.workflows ?? { file: undefined };
+  const check = { allowedModels: opts.allowedModels };
   let workflows: WorkflowsFile | undefined;
   try {
     if (declared !== undefined && 'document' in source)
       problems.push(`${label}: declares workflows, and ${source.label} is given too: use one of them`);
     else if (declared !== undefined)
-      workflows = parseWorkflowsDocument({ workflows: declared }, label, agentNames);
+      workflows = parseWorkflowsDocument({ workflows: declared }, label, agentNames, check);
     else if ('document' in source)
-      workflows = parseWorkflowsDocument(source.document, source.label, agentNames);
-    else workflows = loadWorkflows(source.file, agentNames);
+      workflows = parseWorkflowsDocument(source.document, source.label, agentNames, check);
+    else workflows = loadWorkflows(source.file, agentNames, check);
   } catch (err) {
     problems.push(...detailsOf(err));
   }

@@ -30,19 +30,70 @@ workflows:
         agent: test_agent
         on_timeout: retry
 `;
-    const err = invalid(() => parseWorkflows(text, 'w.yaml', ['test_agent']));
-    expect(err.details).toEqual([
-      'w.yaml: workflow "broken": node "d": on_timeout must be "abort" or { default: TEXT }',
-    ]);
-    const fixed = text.replace('on_timeout: retry', 'on_timeout: { default: none }');
-    const all = invalid(() => parseWorkflows(fixed, 'w.yaml', ['test_agent']));
+    const all = invalid(() => parseWorkflows(text, 'w.yaml', ['test_agent']));
+    // A field the schema refuses (d's on_timeout) does not hide the problems of the other nodes.
     expect(all.details).toEqual([
+      'w.yaml: workflow "broken": node "d": on_timeout must be "abort" or { default: TEXT }',
       'w.yaml: workflow "broken": node "a": agent "test_agnt" is not declared in the agents file (did you mean "test_agent"?)',
       'w.yaml: workflow "broken": node "b": depends_on[1] "z" is not a node of this workflow (did you mean "a"?)',
       'w.yaml: workflow "broken": node "b": input uses "{{weather}}"; a template may use {{request}} and {{nodes.ID.output}}',
       'w.yaml: workflow "broken": node "b": input uses nodes.c.output but "c" is not in depends_on',
       'w.yaml: workflow "broken": node "c": input is required for a node with dependencies (a template over their outputs)',
     ]);
+  });
+
+  it('reports a misspelt field with a did-you-mean together with an unknown agent and a cycle', () => {
+    const text = `
+workflows:
+  - name: ring
+    nodes:
+      - id: a
+        agent: plannr
+        depend_on: [c]
+      - id: b
+        agent: planner
+        depends_on: [a]
+        input: '{{nodes.a.output}}'
+        timout_ms: 100
+      - id: c
+        agent: planner
+        depends_on: [b]
+        input: '{{nodes.b.output}}'
+      - id: d
+        agent: planner
+        depends_on: [c]
+        input: '{{nodes.c.output}}'
+  - name: loop
+    nodes:
+      - { id: x, agent: planner, depends_on: [y], input: '{{nodes.y.output}}' }
+      - { id: y, agent: planner, depends_on: [x], input: '{{nodes.x.output}}' }
+`;
+    const err = invalid(() => parseWorkflows(text, 'w.yaml', ['planner']));
+    expect(err.code).toBe('WORKFLOWS_INVALID');
+    expect(err.details).toEqual([
+      'w.yaml: workflow "ring": node "a": unknown field "depend_on" (did you mean "depends_on"?)',
+      'w.yaml: workflow "ring": node "b": unknown field "timout_ms" (did you mean "timeout_ms"?)',
+      'w.yaml: workflow "ring": node "a": agent "plannr" is not declared in the agents file (did you mean "planner"?)',
+      'w.yaml: workflow "loop": depends_on has a cycle: x → y → x (each waits on the next, so none could ever start)',
+    ]);
+  });
+
+  it('refuses a node model that is not allowed, with a did-you-mean, and checks none without a list', () => {
+    const text = `
+workflows:
+  - name: w
+    nodes:
+      - { id: a, agent: planner, model: gpt-4o-mni }
+      - { id: b, agent: planner, model: gpt-4o }
+`;
+    const err = invalid(() =>
+      parseWorkflows(text, 'w.yaml', ['planner'], { allowedModels: ['gpt-4o', 'gpt-4o-mini'] }),
+    );
+    expect(err.details).toEqual([
+      'w.yaml: workflow "w": node "a": model "gpt-4o-mni" is not an allowed model (ALLOWED_MODELS: gpt-4o, gpt-4o-mini) (did you mean "gpt-4o-mini"?)',
+    ]);
+    const { workflows } = parseWorkflows(text, 'w.yaml', ['planner']);
+    expect(workflows.get('w')?.nodes.map((n) => n.model)).toEqual(['gpt-4o-mni', 'gpt-4o']);
   });
 
   it('accepts a node declared after the nodes that depend on it, with defaults filled in', () => {

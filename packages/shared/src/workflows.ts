@@ -5,6 +5,7 @@ import { parse } from 'yaml';
 import { DEFAULT_WORKFLOW_NODE_TIMEOUT_MS } from './constants.js';
 import { AgentReachError } from '@agent-reach/protocol';
 import { closestName } from './suggest.js';
+import { describeSchemaError, misspeltRequired, repeatsMisspelt } from './schema-problems.js';
 import { deepFreeze } from './config.js';
 
 const Ajv = AjvModule.default;
@@ -111,7 +112,7 @@ const workflowsSchema = {
   },
 } as const;
 
-const validateWorkflows = new Ajv({ allErrors: true, strict: true }).compile(workflowsSchema);
+const validateWorkflows = new Ajv({ allErrors: true, strict: true, verbose: true }).compile(workflowsSchema);
 
 /** `{{ request }}` or `{{ nodes.ID.output }}`; anything else between braces is a problem. */
 const TEMPLATE = /\{\{\s*([^{}]*?)\s*\}\}/g;
@@ -193,136 +194,186 @@ export function findCycle(
   return undefined;
 }
 
-interface RawNode {
-  id: string;
-  agent: string;
-  input?: string;
-  depends_on?: string[];
-  timeout_ms?: number;
-  on_timeout?: OnTimeout;
-  model?: string;
+/** What `parseWorkflows` checks beyond the file itself. */
+export interface WorkflowCheckOptions {
+  /**
+   * The models a node may name in `model` (the fleet's `ALLOWED_MODELS`): a node naming another is a
+   * problem. Without it, models are not checked.
+   */
+  readonly allowedModels?: Iterable<string> | undefined;
 }
 
 /**
  * Parses and checks a workflows document before anything can start: the schema, then per workflow
- * duplicate node ids, agents not in `knownAgents`, dependencies on undeclared nodes, templates naming
- * nodes the node does not depend on, and cycles (named in order, `a → b → c → a`). Every problem is
- * reported at once, each naming the file, the workflow, the node and the field.
+ * duplicate node ids, agents not in `knownAgents`, models not allowed, dependencies on undeclared nodes,
+ * templates naming nodes the node does not depend on, and cycles (named in order, `a → b → c → a`).
+ * Every problem is reported at once, each naming the file, the workflow, the node and the field.
  */
-export function parseWorkflows(text: string, file: string, knownAgents: Iterable<string>): WorkflowsFile {
+export function parseWorkflows(
+  text: string,
+  file: string,
+  knownAgents: Iterable<string>,
+  options: WorkflowCheckOptions = {},
+): WorkflowsFile {
   let doc: unknown;
   try {
     doc = parse(text);
   } catch (err) {
     throw new AgentReachError('WORKFLOWS_INVALID', `${file}: not valid YAML: ${(err as Error).message}`);
   }
-  return parseWorkflowsDocument(doc, file, knownAgents);
+  return parseWorkflowsDocument(doc, file, knownAgents, options);
 }
 
 /**
  * Checks a workflows document already parsed (`{ workflows: [...] }`, e.g. from a published
- * configuration) as `parseWorkflows` does; `file` names where it came from in every problem.
+ * configuration) as `parseWorkflows` does; `file` names where it came from in every problem. A field the
+ * schema refuses does not stop the other checks: they run on every workflow and node whose fields they
+ * read are well formed, so one pass lists every problem.
  */
 export function parseWorkflowsDocument(
   doc: unknown,
   file: string,
   knownAgents: Iterable<string>,
+  options: WorkflowCheckOptions = {},
 ): WorkflowsFile {
   const problems: string[] = [];
-  const raw = doc as { workflows?: Array<{ name?: unknown; nodes?: Array<{ id?: unknown }> }> };
-  const where = (w: string | undefined, n: string | undefined) => {
-    const wf = w === undefined ? undefined : raw.workflows?.[Number(w)];
-    const wName = typeof wf?.name === 'string' ? `workflow "${wf.name}"` : `workflows[${w}]`;
-    if (n === undefined) return wName;
-    const node = wf?.nodes?.[Number(n)];
-    return `${wName}: ${typeof node?.id === 'string' ? `node "${node.id}"` : `nodes[${n}]`}`;
-  };
-  if (!validateWorkflows(doc)) {
-    const seen = new Set<string>();
-    for (const e of validateWorkflows.errors ?? []) {
-      // oneOf reports each branch and then itself: one line for the field is enough.
-      if (e.keyword === 'const' || e.keyword === 'oneOf') {
-        if (!/\/on_timeout/.test(e.instancePath)) continue;
-      }
-      const m = /^\/workflows\/(\d+)(?:\/nodes\/(\d+))?(\/.*)?$/.exec(e.instancePath);
-      const field = m ? (m[3]?.slice(1).replace(/\//g, '.') ?? '') : e.instancePath.slice(1) || '(top level)';
-      const message =
-        field.startsWith('on_timeout') || e.keyword === 'oneOf'
-          ? 'must be "abort" or { default: TEXT }'
-          : `${e.message ?? 'is invalid'}${
-              e.keyword === 'additionalProperties'
-                ? ` "${String((e.params as { additionalProperty: string }).additionalProperty)}"`
-                : ''
-            }`;
-      const line = `${file}: ${m ? `${where(m[1], m[2])}: ` : ''}${field ? `${field} ` : ''}${message}`;
-      if (!seen.has(line)) problems.push(line);
-      seen.add(line);
-    }
-    throw new AgentReachError('WORKFLOWS_INVALID', problems.join('\n'), { details: problems });
-  }
+  const declared = (doc as { workflows?: unknown } | null)?.workflows;
+  const list: unknown[] = Array.isArray(declared) ? declared : [];
+  const valid = validateWorkflows(doc);
+  if (!valid) problems.push(...schemaProblems(list, file));
   const agents = new Set(knownAgents);
+  const allowedModels = options.allowedModels === undefined ? undefined : new Set(options.allowedModels);
   const workflows = new Map<string, WorkflowSpec>();
-  const docs = (doc as { workflows: Array<{ name: string; description?: string; nodes: RawNode[] }> })
-    .workflows;
-  for (const w of docs) {
+  for (const entry of list) {
+    const w = entry as { name?: unknown; description?: unknown; nodes?: unknown } | null;
+    if (typeof w?.name !== 'string' || !Array.isArray(w.nodes)) continue;
     const at = `${file}: workflow "${w.name}"`;
     if (workflows.has(w.name)) problems.push(`${at}: name is declared twice`);
+    const raw = w.nodes.filter(
+      (n): n is Record<string, unknown> & { id: string } =>
+        typeof n === 'object' && n !== null && typeof (n as { id?: unknown }).id === 'string',
+    );
     const ids = new Set<string>();
-    for (const n of w.nodes) {
+    for (const n of raw) {
       if (ids.has(n.id)) problems.push(`${at}: node "${n.id}": id is declared twice`);
       ids.add(n.id);
     }
-    const nodes: WorkflowNodeSpec[] = w.nodes.map((n) => {
-      const here = `${at}: node "${n.id}"`;
-      if (!agents.has(n.agent)) {
-        const guess = closestName(n.agent, agents);
-        problems.push(
-          `${here}: agent "${n.agent}" is not declared in the agents file${guess ? ` (did you mean "${guess}"?)` : ''}`,
-        );
-      }
-      const dependsOn = n.depends_on ?? [];
-      dependsOn.forEach((d, j) => {
-        if (d === n.id) problems.push(`${here}: depends_on[${j}] "${d}" is the node itself`);
-        else if (!ids.has(d)) {
-          const guess = closestName(d, ids);
-          problems.push(
-            `${here}: depends_on[${j}] "${d}" is not a node of this workflow${guess ? ` (did you mean "${guess}"?)` : ''}`,
-          );
-        }
-      });
-      const input = n.input ?? (dependsOn.length === 0 ? '{{request}}' : undefined);
-      if (input === undefined)
-        problems.push(
-          `${here}: input is required for a node with dependencies (a template over their outputs)`,
-        );
-      const refs = templateRefs(input ?? '');
-      for (const expr of refs.unknown)
-        problems.push(
-          `${here}: input uses "{{${expr}}}"; a template may use {{request}} and {{nodes.ID.output}}`,
-        );
-      for (const ref of refs.nodes)
-        if (!dependsOn.includes(ref))
-          problems.push(`${here}: input uses nodes.${ref}.output but "${ref}" is not in depends_on`);
-      return {
-        id: n.id,
-        agent: n.agent,
-        input: input ?? '',
-        depends_on: dependsOn,
-        timeout_ms: n.timeout_ms ?? DEFAULT_WORKFLOW_NODE_TIMEOUT_MS,
-        on_timeout: n.on_timeout ?? 'abort',
-        ...(n.model ? { model: n.model } : {}),
-      };
-    });
+    const nodes = raw.map((n) =>
+      checkNode(n, `${at}: node "${n.id}"`, { agents, allowedModels, ids }, problems),
+    );
     const cycle = findCycle(nodes);
     if (cycle)
       problems.push(
         `${at}: depends_on has a cycle: ${cycle.join(' → ')} (each waits on the next, so none could ever start)`,
       );
-    workflows.set(w.name, { name: w.name, ...(w.description ? { description: w.description } : {}), nodes });
+    workflows.set(w.name, {
+      name: w.name,
+      ...(typeof w.description === 'string' && w.description ? { description: w.description } : {}),
+      nodes,
+    });
   }
-  if (problems.length > 0)
+  if (problems.length > 0 || !valid)
     throw new AgentReachError('WORKFLOWS_INVALID', problems.join('\n'), { details: problems });
-  return { workflows: deepFreeze(workflows), document: deepFreeze(structuredClone(docs)) };
+  return {
+    workflows: deepFreeze(workflows),
+    document: deepFreeze(structuredClone(list as WorkflowDocument[])),
+  };
+}
+
+/**
+ * One node's checks beyond the schema, each on a field only when it is well formed (the schema reports it
+ * otherwise); the node with its defaults filled in.
+ */
+function checkNode(
+  n: Record<string, unknown> & { id: string },
+  here: string,
+  known: {
+    agents: ReadonlySet<string>;
+    allowedModels: ReadonlySet<string> | undefined;
+    ids: ReadonlySet<string>;
+  },
+  problems: string[],
+): WorkflowNodeSpec {
+  const agent = typeof n.agent === 'string' ? n.agent : '';
+  if (typeof n.agent === 'string' && !known.agents.has(agent)) {
+    const guess = closestName(agent, known.agents);
+    problems.push(
+      `${here}: agent "${agent}" is not declared in the agents file${guess ? ` (did you mean "${guess}"?)` : ''}`,
+    );
+  }
+  const model = typeof n.model === 'string' && n.model ? n.model : undefined;
+  if (model !== undefined && known.allowedModels && !known.allowedModels.has(model)) {
+    const guess = closestName(model, known.allowedModels);
+    problems.push(
+      `${here}: model "${model}" is not an allowed model (ALLOWED_MODELS: ${[...known.allowedModels].join(', ')})${guess ? ` (did you mean "${guess}"?)` : ''}`,
+    );
+  }
+  const dependsOn = Array.isArray(n.depends_on)
+    ? n.depends_on.filter((d): d is string => typeof d === 'string')
+    : [];
+  dependsOn.forEach((d, j) => {
+    if (d === n.id) problems.push(`${here}: depends_on[${j}] "${d}" is the node itself`);
+    else if (!known.ids.has(d)) {
+      const guess = closestName(d, known.ids);
+      problems.push(
+        `${here}: depends_on[${j}] "${d}" is not a node of this workflow${guess ? ` (did you mean "${guess}"?)` : ''}`,
+      );
+    }
+  });
+  const written = typeof n.input === 'string' ? n.input : undefined;
+  const input = written ?? (dependsOn.length === 0 ? '{{request}}' : undefined);
+  if (input === undefined && n.input === undefined)
+    problems.push(`${here}: input is required for a node with dependencies (a template over their outputs)`);
+  const refs = templateRefs(input ?? '');
+  for (const expr of refs.unknown)
+    problems.push(
+      `${here}: input uses "{{${expr}}}"; a template may use {{request}} and {{nodes.ID.output}}`,
+    );
+  for (const ref of refs.nodes)
+    if (!dependsOn.includes(ref))
+      problems.push(`${here}: input uses nodes.${ref}.output but "${ref}" is not in depends_on`);
+  return {
+    id: n.id,
+    agent,
+    input: input ?? '',
+    depends_on: dependsOn,
+    timeout_ms: typeof n.timeout_ms === 'number' ? n.timeout_ms : DEFAULT_WORKFLOW_NODE_TIMEOUT_MS,
+    on_timeout: (n.on_timeout as OnTimeout | undefined) ?? 'abort',
+    ...(model ? { model } : {}),
+  };
+}
+
+/** The schema's problems, each naming the file, the workflow, the node and the field. */
+function schemaProblems(list: readonly unknown[], file: string): string[] {
+  const where = (w: string | undefined, n: string | undefined) => {
+    const wf = w === undefined ? undefined : (list[Number(w)] as { name?: unknown; nodes?: unknown } | null);
+    const wName = typeof wf?.name === 'string' ? `workflow "${wf.name}"` : `workflows[${w}]`;
+    if (n === undefined) return wName;
+    const node = Array.isArray(wf?.nodes) ? (wf.nodes[Number(n)] as { id?: unknown } | null) : undefined;
+    return `${wName}: ${typeof node?.id === 'string' ? `node "${node.id}"` : `nodes[${n}]`}`;
+  };
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  const errors = validateWorkflows.errors ?? [];
+  const misspelt = misspeltRequired(errors);
+  for (const e of errors) {
+    if (repeatsMisspelt(e, misspelt)) continue;
+    // oneOf reports each branch and then itself: one line for the field is enough.
+    if (e.keyword === 'const' || e.keyword === 'oneOf') {
+      if (!/\/on_timeout/.test(e.instancePath)) continue;
+    }
+    const m = /^\/workflows\/(\d+)(?:\/nodes\/(\d+))?(\/.*)?$/.exec(e.instancePath);
+    const field = m ? (m[3]?.slice(1).replace(/\//g, '.') ?? '') : e.instancePath.slice(1) || '(top level)';
+    const message =
+      field.startsWith('on_timeout') || e.keyword === 'oneOf'
+        ? 'must be "abort" or { default: TEXT }'
+        : describeSchemaError(e);
+    const sep = e.keyword === 'additionalProperties' && field ? ': ' : ' ';
+    const line = `${file}: ${m ? `${where(m[1], m[2])}: ` : ''}${field ? `${field}${sep}` : ''}${message}`;
+    if (!seen.has(line)) problems.push(line);
+    seen.add(line);
+  }
+  return problems;
 }
 
 /**
@@ -346,7 +397,11 @@ export function workflowsFileOf(config: {
 }
 
 /** Reads and checks a workflows file (see `parseWorkflows`); no file means no workflows. */
-export function loadWorkflows(file: string | undefined, knownAgents: Iterable<string>): WorkflowsFile {
+export function loadWorkflows(
+  file: string | undefined,
+  knownAgents: Iterable<string>,
+  options: WorkflowCheckOptions = {},
+): WorkflowsFile {
   if (file === undefined) return { workflows: new Map(), document: [] };
   let text: string;
   try {
@@ -357,5 +412,5 @@ export function loadWorkflows(file: string | undefined, knownAgents: Iterable<st
       `${file}: cannot read workflows file: ${(err as Error).message}`,
     );
   }
-  return parseWorkflows(text, file, knownAgents);
+  return parseWorkflows(text, file, knownAgents, options);
 }

@@ -7,6 +7,7 @@ import { ApiKeyTable, authHook, type RoutePolicy } from './auth.js';
 import { BOARD_PATH, registerBoard } from './bull-board.js';
 import { ApiError, clientErrorHandler, errorHandler, frameworkErrors, sendError } from './errors.js';
 import { IdempotencyStore } from './idempotency.js';
+import { registerJsonBodyParser } from './json-body.js';
 import {
   resolveApiOptions,
   type ApiContext,
@@ -71,6 +72,7 @@ export async function createApiServer(
     clientErrorHandler,
   });
   app.setValidatorCompiler(createValidatorCompiler());
+  registerJsonBodyParser(app);
   app.setErrorHandler(errorHandler(log));
   app.addHook('onResponse', async (request, reply) => {
     log.debug(

@@ -17,6 +17,7 @@ export function workflowSummaryView(s: WorkflowSummary): WorkflowSummaryView {
     ...(s.finishedAt ? { finished_at: s.finishedAt } : {}),
     cancel_requested: s.cancelRequested,
     ...(s.reason ? { reason: s.reason } : {}),
+    low_confidence: s.lowConfidence,
   };
 }
 
@@ -31,7 +32,8 @@ export function workflowView(rec: WorkflowRecord): WorkflowView {
     ...(rec.configVersion === undefined ? {} : { config_version: rec.configVersion }),
     ...(rec.metadata ? { metadata: rec.metadata } : {}),
     ...(o?.output !== undefined ? { output: o.output } : {}),
-    low_confidence: o?.low_confidence ?? [...rec.done.values()].some((d) => d.low_confidence),
+    low_confidence:
+      o?.low_confidence ?? (rec.lowConfidence || [...rec.done.values()].some((d) => d.low_confidence)),
     ...(o?.error ? { error: o.error } : {}),
     ...(o?.failed_node ? { failed_node: o.failed_node } : {}),
     ...(o?.report ? { report: o.report } : {}),
@@ -58,6 +60,7 @@ export function workflowView(rec: WorkflowRecord): WorkflowView {
         ...(done ? { finished_at: done.at } : {}),
         ...(done?.output !== undefined ? { output: done.output } : {}),
         low_confidence: done?.low_confidence ?? false,
+        ...(done?.low_confidence_from ? { low_confidence_from: [...done.low_confidence_from] } : {}),
         low_confidence_inputs: start?.low_confidence_inputs ?? [],
         ...(done?.reason ? { reason: done.reason } : {}),
         ...(!done && o ? { reason: endedBy(o) } : {}),

@@ -25,6 +25,8 @@ import type {
 import type { RedisClient } from '@agent-reach/shared';
 
 const FINAL_RUN = new Set(['succeeded', 'not_converged', 'failed', 'cancelled']);
+/** Node results a dependant can start from. */
+const HAS_OUTPUT = new Set(['succeeded', 'defaulted']);
 
 export interface WorkflowWorkerOptions {
   /** Connection for BullMQ (it makes its own blocking duplicate). */
@@ -241,13 +243,14 @@ async function collectResults(ctx: CoordinatorContext, rec: WorkflowRecord, now:
     }`;
     const result: NodeResult =
       summary.status === 'succeeded'
-        ? { status: 'succeeded', output: outcome?.answer ?? '', low_confidence: false, at: now }
+        ? answered(node.id, outcome?.answer ?? '', lowConfidenceFrom(rec, start.low_confidence_inputs), now)
         : node.on_timeout === 'abort'
           ? { status: 'failed', low_confidence: false, reason: `run_${summary.status}`, error, at: now }
           : {
               status: 'defaulted',
               output: node.on_timeout.default,
               low_confidence: true,
+              low_confidence_from: [node.id],
               note: `node ${node.id}'s run ended ${summary.status} (${summary.reason ?? 'no reason'}); this is its declared default`,
               reason: `run_${summary.status}`,
               at: now,
@@ -267,8 +270,10 @@ async function collectResults(ctx: CoordinatorContext, rec: WorkflowRecord, now:
 }
 
 /**
- * The watchdog: a node without a result past its timeout (waiting or running) gets its default, or
- * ends the workflow with a report of every wait. Returns true when it ended the workflow.
+ * The watchdog: a node without a result past its timeout (waiting or running) gets its default; then
+ * the nodes nobody needs any more are cancelled (a default may have made them so); then a node still
+ * needed past its timeout with on_timeout abort ends the workflow with a report of every wait. Returns
+ * true when it ended the workflow.
  */
 async function fireWatchdog(
   ctx: CoordinatorContext,
@@ -276,69 +281,122 @@ async function fireWatchdog(
   now: number,
   log: Logger,
 ): Promise<boolean> {
-  const { options } = ctx;
+  const overdue = (node: WorkflowNodeSpec) =>
+    !rec.done.has(node.id) && now >= rec.createdAt + node.timeout_ms;
   for (const node of rec.spec.nodes) {
-    if (rec.done.has(node.id) || now < rec.createdAt + node.timeout_ms) continue;
-    const runId = rec.started.get(node.id)?.run_id;
-    if (node.on_timeout === 'abort') {
-      const report = abortReport(rec, node, now);
-      options.metrics?.watchdogFirings.inc({ workflow: rec.name, action: 'abort' });
-      log.warn({ node: node.id, waits: report.waits.length }, 'watchdog aborted the workflow');
-      await finish(
-        ctx,
-        rec,
-        { status: 'aborted', reason: 'timeout', low_confidence: lowConfidence(rec), report },
-        now,
-        [
-          {
-            type: 'watchdog_fired',
-            at: now,
-            node: node.id,
-            action: 'abort',
-            timeout_ms: node.timeout_ms,
-            ...(runId ? { run_id: runId } : {}),
-            report,
-          },
-        ],
-      );
-      return true;
-    }
+    if (overdue(node) && node.on_timeout !== 'abort') await injectDefault(ctx, rec, node, now, log);
+  }
+  await cancelUnneeded(ctx, rec, now, log);
+  const timedOut = rec.spec.nodes.find((node) => overdue(node) && node.on_timeout === 'abort');
+  if (!timedOut) return false;
+  await abortOnTimeout(ctx, rec, timedOut, now, log);
+  return true;
+}
+
+/** A node past its timeout gets its declared default, marked low-confidence; its run is cancelled. */
+async function injectDefault(
+  ctx: CoordinatorContext,
+  rec: WorkflowRecord,
+  node: WorkflowNodeSpec,
+  now: number,
+  log: Logger,
+): Promise<void> {
+  if (node.on_timeout === 'abort') return;
+  const runId = rec.started.get(node.id)?.run_id;
+  const result: NodeResult = {
+    status: 'defaulted',
+    output: node.on_timeout.default,
+    low_confidence: true,
+    low_confidence_from: [node.id],
+    note: `node ${node.id} timed out after ${node.timeout_ms} ms; this is its declared default`,
+    reason: 'timeout',
+    at: now,
+  };
+  const fired = await transition(
+    ctx,
+    rec,
+    {
+      target: 'done',
+      node: node.id,
+      value: result,
+      events: [
+        {
+          type: 'watchdog_fired',
+          at: now,
+          node: node.id,
+          action: 'default',
+          timeout_ms: node.timeout_ms,
+          ...(runId ? { run_id: runId } : {}),
+        },
+        nodeFinished(node.id, runId, result),
+      ],
+    },
+    now,
+  );
+  if (fired) {
+    ctx.options.metrics?.watchdogFirings.inc({ workflow: rec.name, action: 'default' });
+    log.info({ node: node.id, runId }, 'watchdog injected the default of a node past its timeout');
+    if (runId) await ctx.runs.cancel(runId).catch(() => undefined);
+  }
+}
+
+/** Nodes whose output nobody needs any more (see `unneededNodes`) end cancelled or skipped. */
+async function cancelUnneeded(
+  ctx: CoordinatorContext,
+  rec: WorkflowRecord,
+  now: number,
+  log: Logger,
+): Promise<void> {
+  for (const [id, by] of unneededNodes(rec.spec.nodes, rec.done)) {
+    const runId = rec.started.get(id)?.run_id;
     const result: NodeResult = {
-      status: 'defaulted',
-      output: node.on_timeout.default,
-      low_confidence: true,
-      note: `node ${node.id} timed out after ${node.timeout_ms} ms; this is its declared default`,
-      reason: 'timeout',
+      status: runId ? 'cancelled' : 'skipped',
+      low_confidence: false,
+      reason: `unneeded: the watchdog gave ${by.join(' and ')} ${by.length > 1 ? 'their defaults' : 'its default'}, so nothing needs this node's output any more`,
+      unneeded_by: by,
       at: now,
     };
-    const fired = await transition(
+    const applied = await transition(
       ctx,
       rec,
-      {
-        target: 'done',
-        node: node.id,
-        value: result,
-        events: [
-          {
-            type: 'watchdog_fired',
-            at: now,
-            node: node.id,
-            action: 'default',
-            timeout_ms: node.timeout_ms,
-            ...(runId ? { run_id: runId } : {}),
-          },
-          nodeFinished(node.id, runId, result),
-        ],
-      },
+      { target: 'done', node: id, value: result, events: [nodeFinished(id, runId, result)] },
       now,
     );
-    if (fired) {
-      options.metrics?.watchdogFirings.inc({ workflow: rec.name, action: 'default' });
-      log.info({ node: node.id, runId }, 'watchdog injected the default of a node past its timeout');
-      if (runId) await ctx.runs.cancel(runId).catch(() => undefined);
-    }
+    if (!applied) continue;
+    log.info({ node: id, runId, unneededBy: by }, 'cancelled a node nothing needs any more');
+    if (runId) await ctx.runs.cancel(runId).catch(() => undefined);
   }
-  return false;
+}
+
+/** A node still needed past its timeout with on_timeout abort ends the workflow with a report. */
+async function abortOnTimeout(
+  ctx: CoordinatorContext,
+  rec: WorkflowRecord,
+  node: WorkflowNodeSpec,
+  now: number,
+  log: Logger,
+): Promise<void> {
+  const runId = rec.started.get(node.id)?.run_id;
+  const report = abortReport(rec, node, now);
+  ctx.options.metrics?.watchdogFirings.inc({ workflow: rec.name, action: 'abort' });
+  log.warn({ node: node.id, waits: report.waits.length }, 'watchdog aborted the workflow');
+  await finish(
+    ctx,
+    rec,
+    { status: 'aborted', reason: 'timeout', low_confidence: lowConfidence(rec), report },
+    now,
+    [
+      {
+        type: 'watchdog_fired',
+        at: now,
+        node: node.id,
+        action: 'abort',
+        timeout_ms: node.timeout_ms,
+        ...(runId ? { run_id: runId } : {}),
+        report,
+      },
+    ],
+  );
 }
 
 /**
@@ -369,7 +427,7 @@ async function failOnFailedNode(ctx: CoordinatorContext, rec: WorkflowRecord, no
 async function startReadyNodes(ctx: CoordinatorContext, rec: WorkflowRecord, now: number): Promise<void> {
   for (const node of rec.spec.nodes) {
     if (rec.started.has(node.id) || rec.done.has(node.id)) continue;
-    if (!node.depends_on.every((d) => rec.done.has(d) && rec.done.get(d)?.status !== 'failed')) continue;
+    if (!node.depends_on.every((d) => HAS_OUTPUT.has(rec.done.get(d)?.status ?? ''))) continue;
     const outputs = new Map<string, NodeOutput>();
     for (const d of node.depends_on) {
       const r = rec.done.get(d);
@@ -505,4 +563,64 @@ export function abortReport(rec: WorkflowRecord, timedOut: WorkflowNodeSpec, now
     )
     .join('\n');
   return { timed_out: timedOut.id, timeout_ms: timedOut.timeout_ms, at: now, waits, text };
+}
+
+/**
+ * A node's answer. When its input used a low-confidence output it is low-confidence too, resting on the
+ * same defaults, so that a stand-in stays marked all the way down a chain (a → b → c).
+ */
+function answered(id: string, output: string, from: string[], at: number): NodeResult {
+  if (from.length === 0) return { status: 'succeeded', output, low_confidence: false, at };
+  return {
+    status: 'succeeded',
+    output,
+    low_confidence: true,
+    low_confidence_from: from,
+    note: `node ${id} answered from the declared default of ${from.join(' and ')}, not from an answer`,
+    at,
+  };
+}
+
+/** The defaulted nodes the low-confidence outputs of `inputs` rest on, in order, each once. */
+export function lowConfidenceFrom(rec: Pick<WorkflowRecord, 'done'>, inputs: readonly string[]): string[] {
+  const from = inputs.flatMap((d) => {
+    const r = rec.done.get(d);
+    if (!r?.low_confidence) return [];
+    return r.low_confidence_from ?? [d];
+  });
+  return [...new Set(from)];
+}
+
+/**
+ * The nodes nobody needs any more, each with the defaulted nodes that made it so. A node is unneeded when
+ * it has no result, it is not a final node (some node depends on it: a final node's output is the
+ * workflow's), and every node that depends on it has a result already (the watchdog gave it its default
+ * while it waited) or is itself unneeded. Such a node can no longer change the workflow's output, so its
+ * run is cancelled rather than left to run to its own timeout (and, with on_timeout abort, to end a
+ * workflow whose answer is already there).
+ */
+export function unneededNodes(
+  nodes: readonly WorkflowNodeSpec[],
+  done: ReadonlyMap<string, NodeResult>,
+): Map<string, string[]> {
+  const dependants = new Map<string, string[]>(nodes.map((n) => [n.id, []]));
+  for (const n of nodes) for (const d of n.depends_on) dependants.get(d)?.push(n.id);
+  const unneeded = new Map<string, string[]>();
+  // Dependants before the nodes they wait on; a fixpoint, since nodes may be declared in any order.
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const n of nodes) {
+      const after = dependants.get(n.id) ?? [];
+      if (done.has(n.id) || unneeded.has(n.id) || after.length === 0) continue;
+      if (!after.every((d) => done.has(d) || unneeded.has(d))) continue;
+      const by = after.flatMap((d) => {
+        const r = done.get(d);
+        if (r?.status === 'defaulted') return [d];
+        return unneeded.get(d) ?? r?.unneeded_by ?? [];
+      });
+      unneeded.set(n.id, [...new Set(by)]);
+      changed = true;
+    }
+  }
+  return unneeded;
 }

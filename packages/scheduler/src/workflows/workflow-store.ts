@@ -27,6 +27,8 @@ export interface WorkflowRecord {
   updatedAt: number;
   finishedAt?: number;
   cancelRequested: boolean;
+  /** Some node's output so far is a declared default or rests on one. */
+  lowConfidence: boolean;
   outcome?: WorkflowOutcome;
   started: Map<string, NodeStart>;
   done: Map<string, NodeResult>;
@@ -41,6 +43,8 @@ export interface WorkflowSummary {
   finishedAt?: number;
   cancelRequested: boolean;
   reason?: string;
+  /** Some node's output so far is a declared default or rests on one. */
+  lowConfidence: boolean;
 }
 
 export interface WorkflowListFilter {
@@ -267,6 +271,7 @@ const SUMMARY_FIELDS = [
   'finishedAt',
   'cancel_requested',
   'outcome',
+  'low_confidence',
 ] as const;
 
 function toSummary(meta: Record<string, string>): WorkflowSummary {
@@ -280,5 +285,7 @@ function toSummary(meta: Record<string, string>): WorkflowSummary {
     ...(meta.finishedAt ? { finishedAt: Number(meta.finishedAt) } : {}),
     cancelRequested: meta.cancel_requested === '1',
     ...(outcome ? { reason: outcome.reason } : {}),
+    // Records of earlier releases have no flag; their outcome says it once they ended.
+    lowConfidence: meta.low_confidence === '1' || outcome?.low_confidence === true,
   };
 }

@@ -26,6 +26,10 @@ if ARGV[1] == 'started' then target = KEYS[2] elseif ARGV[1] == 'done' then targ
 if redis.call('HSETNX', target, ARGV[2], ARGV[3]) == 0 then return 0 end
 for i = 7, #ARGV do redis.call('XADD', KEYS[4], '*', 'e', ARGV[i]) end
 redis.call('HSET', KEYS[1], 'updatedAt', ARGV[4])
+-- A low-confidence node result marks the workflow so, for listings that read the meta hash alone.
+if ARGV[1] == 'done' and cjson.decode(ARGV[3]).low_confidence == true then
+  redis.call('HSET', KEYS[1], 'low_confidence', '1')
+end
 if ARGV[1] == 'outcome' then
   local ttl = tonumber(ARGV[5])
   redis.call('HSET', KEYS[1], 'status', ARGV[6], 'finishedAt', ARGV[4])
