@@ -101,14 +101,12 @@ interface Pending {
   expired?: boolean;
   /** When the call was first published (republishing keeps it). */
   firstPublishedAt: number;
+  /** The `enqueued_at` of its latest publication: what a withdrawal names. */
+  publishedAt: number;
   /** The trace context of its first publication, carried by every republication too. */
   trace?: TraceCarrier;
 }
 
-/**
- * Records a result unless the call already has one, and returns the one the record holds: the first
- * recorded result of a call is the one the model sees. KEYS: results hash. ARGV: call id, result, TTL.
- */
 /**
  * Publishes the tool calls of a model turn and awaits their results by `tool_call_id`.
  *
@@ -122,11 +120,15 @@ interface Pending {
  * deadline (a reply pushed to a dispatcher that has since died is still found).
  *
  * At a call's deadline with no result, the dispatcher tells apart a call that never started from one
- * that ran out of time: a job still waiting is taken back from its queue (so it can never start late)
- * and republished while the run has time, up to `CALL_START_WAIT_MS`; then it is answered `unavailable`
- * (nothing ran). A call that started gets a short grace for the executor, which aborts it at the same
- * deadline, to record its result; only then is it answered `timeout`. Either answer is recorded first-wins,
- * like the executor's, so a late result never replaces what the model was told.
+ * that ran out of time by the run's record: an executor records its start there (`start-call-2.lua`)
+ * right before running it. BullMQ's view of the job does not count: a failover of the queue's Redis can
+ * lose the job, or leave it active and locked by a worker that never received it. A call with no start
+ * on record is withdrawn in the same script (no executor can start that publication any more), its job
+ * taken out of its queue whatever its state, and published again under the same job id while the run
+ * has time, up to `CALL_START_WAIT_MS`; then it is answered `unavailable` (nothing ran). A call that
+ * started gets a short grace for the executor, which aborts it at the same deadline, to record its
+ * result; only then is it answered `timeout`. Either answer is recorded first-wins, like the executor's,
+ * so a late result never replaces what the model was told.
  */
 export class Dispatcher {
   readonly id: string;
@@ -305,6 +307,7 @@ export class Dispatcher {
         name: call.name,
         since: Date.now(),
         firstPublishedAt,
+        publishedAt: firstPublishedAt,
         ...(trace ? { trace } : {}),
       });
       this.#startRechecking();
@@ -324,23 +327,26 @@ export class Dispatcher {
     );
   }
 
-  /** A call past its deadline with no result yet: never started, or started and out of time (see above). */
+  /**
+   * A call past its deadline with no result yet: never started, or started and out of time (see above).
+   * Started means an executor recorded its start on the run's record; what BullMQ says of the job does
+   * not count (a failover can lose the job, or leave it taken by a worker that never got it).
+   */
   async #expire(key: string): Promise<void> {
     const p = this.#pending.get(key);
     if (!p) return;
     const { connection, keys, catalog } = this.#opts;
-    const resultsKey = keys.results(p.runId);
-    const recorded = await connection.hget(resultsKey, p.toolCallId);
-    if (recorded !== null) return this.#settle(key, p, JSON.parse(recorded) as ToolResult);
-    const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
-    const jobId = toolJobId(p.runId, p.toolCallId);
-    const job = await queue.getJob(jobId);
-    const neverStarted = !job || job.attemptsStarted === 0;
-    // Taking the job back fails when it is locked: it started after all.
-    if (neverStarted && (!job || (await queue.remove(jobId)) === 1)) {
-      const late = await connection.hget(resultsKey, p.toolCallId);
-      if (late !== null) return this.#settle(key, p, JSON.parse(late) as ToolResult);
-      const now = Date.now();
+    const verdict = await redisScripts(connection).withdrawCall(
+      [keys.results(p.runId), keys.runStarts(p.runId)],
+      [p.toolCallId, p.publishedAt, constants.DEFAULT_RESULTS_TTL_S],
+    );
+    if (verdict[0] === 'recorded') return this.#settle(key, p, JSON.parse(verdict[1]) as ToolResult);
+    if (verdict[0] === 'withdrawn') {
+      // No executor can start this publication any more: take its job out of the queue, whatever state
+      // BullMQ holds it in, so that the same job id can be published again.
+      const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
+      await takeBack(queue, connection, toolJobId(p.runId, p.toolCallId));
+      const now = Math.max(Date.now(), p.publishedAt + 1);
       const startWait = this.#opts.startWaitMs ?? constants.CALL_START_WAIT_MS;
       const limit = Math.min(p.firstPublishedAt + startWait, p.run.deadlineAt ?? Infinity);
       const next = this.#job(p.run, p.call, now, p.trace);
@@ -350,7 +356,10 @@ export class Dispatcher {
           'no executor started the call before its deadline; published again',
         );
         await queue.add(next.name, next.data, next.opts);
-        if (this.#pending.get(key) === p) p.timer = this.#timer(key, next.data.deadline);
+        if (this.#pending.get(key) === p) {
+          p.publishedAt = now;
+          p.timer = this.#timer(key, next.data.deadline);
+        }
         return;
       }
       return this.#settle(
@@ -511,6 +520,17 @@ export class Dispatcher {
     }
     return queue;
   }
+}
+
+/**
+ * Removes a call's job from its queue. A job still locked is held by a worker that took it but never
+ * started the call (its start would be on the run's record): a worker that died or lost its connection,
+ * or one whose start the withdrawal now refuses. Its lock is dropped so that the job can go.
+ */
+async function takeBack(queue: Queue, connection: RedisClient, jobId: string): Promise<void> {
+  if ((await queue.remove(jobId)) === 1) return;
+  await connection.del(`${queue.toKey(jobId)}:lock`);
+  await queue.remove(jobId);
 }
 
 /** Ends the publish spans of a turn once its jobs are added (failed if the add failed). */
