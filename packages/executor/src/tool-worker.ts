@@ -293,6 +293,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
         concurrency: options.concurrency ?? constants.DEFAULT_EXECUTOR_CONCURRENCY,
         removeOnComplete: { count: 0 },
         removeOnFail: { age: constants.TOOL_JOB_KEEP_FAILED_S },
+        runRetryDelay: constants.WORKER_RETRY_DELAY_MS,
         ...(options.lockDurationMs === undefined ? {} : { lockDuration: options.lockDurationMs }),
         ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
       }),

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import {
   AgentReachError,
@@ -17,6 +18,7 @@ import {
   duplicateRedis,
   failSpan,
   redisScripts,
+  redisUnavailable,
   SpanKind,
   traceCarrier,
   tracer,
@@ -103,6 +105,12 @@ interface Pending {
   firstPublishedAt: number;
   /** The `enqueued_at` of its latest publication: what a withdrawal names. */
   publishedAt: number;
+  /** An executor's start of it was seen on the run's record: its job is no longer looked for. */
+  started?: boolean;
+  /** When its job was last looked for (see `#rescue`), epoch ms. */
+  checkedAt: number;
+  /** Its deadline or a look for its job is being handled: the other waits (they withdraw and republish). */
+  busy?: boolean;
   /** The trace context of its first publication, carried by every republication too. */
   trace?: TraceCarrier;
 }
@@ -213,17 +221,38 @@ export class Dispatcher {
     try {
       this.#startReading();
       // addBulk builds a pipeline, which on BullMQ's script-laden connection costs more than one add.
+      // A failover of the queue's master refuses the adds for a few seconds: they are tried again (the job
+      // ids make that idempotent) rather than failing the run's step, which would wait out its backoff.
       const published = Promise.all(
         [...byQueue].map(([name, jobs]) => {
           const queue = this.#queue(name);
           const [only] = jobs;
-          return jobs.length === 1 && only ? queue.add(only.name, only.data, only.opts) : queue.addBulk(jobs);
+          return this.#retrying<unknown>(
+            () =>
+              jobs.length === 1 && only ? queue.add(only.name, only.data, only.opts) : queue.addBulk(jobs),
+            options.signal,
+          );
         }),
       );
       await endSpans(spans, published);
       return await Promise.all(results);
     } finally {
       options.signal?.removeEventListener('abort', abandon);
+    }
+  }
+
+  /** Runs `publish` again while Redis cannot serve it, up to DISPATCH_PUBLISH_RETRY_MS or until `signal` aborts. */
+  async #retrying<T>(publish: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    const until = Date.now() + constants.DISPATCH_PUBLISH_RETRY_MS;
+    for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 1000)) {
+      try {
+        return await publish();
+      } catch (err) {
+        const why = redisUnavailable(err);
+        if (!why || signal?.aborted || this.#closed || Date.now() + delayMs > until) throw err;
+        this.#opts.logger.warn({ why }, 'could not publish tool calls yet; retrying');
+        await sleep(delayMs);
+      }
     }
   }
 
@@ -308,6 +337,7 @@ export class Dispatcher {
         since: Date.now(),
         firstPublishedAt,
         publishedAt: firstPublishedAt,
+        checkedAt: firstPublishedAt,
         ...(trace ? { trace } : {}),
       });
       this.#startRechecking();
@@ -335,46 +365,26 @@ export class Dispatcher {
   async #expire(key: string): Promise<void> {
     const p = this.#pending.get(key);
     if (!p) return;
-    const { connection, keys, catalog } = this.#opts;
+    if (p.busy) {
+      p.timer = this.#timer(key, Date.now() + constants.DISPATCH_RECHECK_MS);
+      return;
+    }
+    p.busy = true;
+    try {
+      await this.#expireNow(key, p);
+    } finally {
+      p.busy = false;
+    }
+  }
+
+  async #expireNow(key: string, p: Pending): Promise<void> {
+    const { connection, keys } = this.#opts;
     const verdict = await redisScripts(connection).withdrawCall(
       [keys.results(p.runId), keys.runStarts(p.runId)],
       [p.toolCallId, p.publishedAt, constants.DEFAULT_RESULTS_TTL_S],
     );
     if (verdict[0] === 'recorded') return this.#settle(key, p, JSON.parse(verdict[1]) as ToolResult);
-    if (verdict[0] === 'withdrawn') {
-      // No executor can start this publication any more: take its job out of the queue, whatever state
-      // BullMQ holds it in, so that the same job id can be published again.
-      const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
-      await takeBack(queue, connection, toolJobId(p.runId, p.toolCallId));
-      const now = Math.max(Date.now(), p.publishedAt + 1);
-      const startWait = this.#opts.startWaitMs ?? constants.CALL_START_WAIT_MS;
-      const limit = Math.min(p.firstPublishedAt + startWait, p.run.deadlineAt ?? Infinity);
-      const next = this.#job(p.run, p.call, now, p.trace);
-      if (next.data.deadline <= limit) {
-        this.#opts.logger.info(
-          { runId: p.runId, toolCallId: p.toolCallId, tool: p.name },
-          'no executor started the call before its deadline; published again',
-        );
-        await queue.add(next.name, next.data, next.opts);
-        if (this.#pending.get(key) === p) {
-          p.publishedAt = now;
-          p.timer = this.#timer(key, next.data.deadline);
-        }
-        return;
-      }
-      return this.#settle(
-        key,
-        p,
-        await this.#recordFirst(
-          p,
-          errorResult(p.call, {
-            kind: 'unavailable',
-            message: `no executor started "${p.name}" in time; it did not run and may be called again`,
-            retryable: true,
-          }),
-        ),
-      );
-    }
+    if (verdict[0] === 'withdrawn') return this.#publishAgain(key, p);
     if (!p.expired) {
       // Started: the executor aborts it at the same deadline and records what happened; give it a moment.
       p.expired = true;
@@ -393,6 +403,84 @@ export class Dispatcher {
         }),
       ),
     );
+  }
+
+  /**
+   * A withdrawn call (no executor can start that publication any more): its job is taken out of its queue,
+   * whatever state BullMQ holds it in, and published again under the same job id while it may still
+   * start; otherwise it is answered `unavailable`.
+   */
+  async #publishAgain(key: string, p: Pending): Promise<void> {
+    const { connection, keys, catalog } = this.#opts;
+    const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
+    await takeBack(queue, connection, toolJobId(p.runId, p.toolCallId));
+    const now = Math.max(Date.now(), p.publishedAt + 1);
+    const startWait = this.#opts.startWaitMs ?? constants.CALL_START_WAIT_MS;
+    const limit = Math.min(p.firstPublishedAt + startWait, p.run.deadlineAt ?? Infinity);
+    const next = this.#job(p.run, p.call, now, p.trace);
+    if (next.data.deadline <= limit) {
+      this.#opts.logger.info(
+        { runId: p.runId, toolCallId: p.toolCallId, tool: p.name },
+        'no executor started the call; published it again',
+      );
+      await queue.add(next.name, next.data, next.opts);
+      if (this.#pending.get(key) === p) {
+        p.publishedAt = now;
+        p.checkedAt = now;
+        clearTimeout(p.timer);
+        p.timer = this.#timer(key, next.data.deadline);
+      }
+      return;
+    }
+    return this.#settle(
+      key,
+      p,
+      await this.#recordFirst(
+        p,
+        errorResult(p.call, {
+          kind: 'unavailable',
+          message: `no executor started "${p.name}" in time; it did not run and may be called again`,
+          retryable: true,
+        }),
+      ),
+    );
+  }
+
+  /**
+   * A call nobody has started for a while, whose job is gone from its queue or was taken by a worker that
+   * never started it (as a failover of the queue's master leaves them), is published again now rather than
+   * at its deadline. A job still waiting for an executor is left alone.
+   */
+  async #rescue(key: string, p: Pending): Promise<void> {
+    const { connection, keys, catalog } = this.#opts;
+    const start = await connection.hget(keys.runStarts(p.runId), p.toolCallId);
+    if (start?.startsWith('started:')) {
+      p.started = true;
+      return;
+    }
+    const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
+    const job = queue.toKey(toolJobId(p.runId, p.toolCallId));
+    const [exists, takenAt] = await Promise.all([
+      connection.exists(job),
+      connection.hget(job, 'processedOn'),
+    ]);
+    const lost =
+      exists === 0 || Date.now() - Number(takenAt ?? Infinity) >= constants.DISPATCH_LOST_JOB_AFTER_MS;
+    if (!lost || this.#pending.get(key) !== p) return;
+    const verdict = await redisScripts(connection).withdrawCall(
+      [keys.results(p.runId), keys.runStarts(p.runId)],
+      [p.toolCallId, p.publishedAt, constants.DEFAULT_RESULTS_TTL_S],
+    );
+    if (verdict[0] === 'recorded') return this.#settle(key, p, JSON.parse(verdict[1]) as ToolResult);
+    if (verdict[0] === 'started') {
+      p.started = true;
+      return;
+    }
+    this.#opts.logger.info(
+      { runId: p.runId, toolCallId: p.toolCallId, tool: p.name },
+      exists === 0 ? "the call's job is gone from its queue" : "the call's job was taken but never started",
+    );
+    return this.#publishAgain(key, p);
   }
 
   /** Records results the loop decided itself, unless their calls have one; resolves to the recorded ones. */
@@ -458,6 +546,14 @@ export class Dispatcher {
           });
         })
         .catch((err: unknown) => this.#opts.logger.warn({ err }, 'rechecking pending results failed'));
+      for (const [key, p] of stale) {
+        if (p.started || p.busy || now - p.checkedAt < constants.DISPATCH_LOST_JOB_AFTER_MS) continue;
+        p.checkedAt = now;
+        p.busy = true;
+        this.#rescue(key, p)
+          .catch((err: unknown) => this.#opts.logger.warn({ err }, 'checking for a lost tool job failed'))
+          .finally(() => (p.busy = false));
+      }
     }, constants.DISPATCH_RECHECK_MS);
     this.#recheck.unref();
   }
