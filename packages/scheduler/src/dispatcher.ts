@@ -391,18 +391,7 @@ export class Dispatcher {
       p.timer = this.#timer(key, Date.now() + constants.DISPATCH_STARTED_GRACE_MS);
       return;
     }
-    return this.#settle(
-      key,
-      p,
-      await this.#recordFirst(
-        p,
-        errorResult(p.call, {
-          kind: 'timeout',
-          message: `"${p.name}" started but did not finish before its deadline`,
-          retryable: true,
-        }),
-      ),
-    );
+    return this.#answer(key, p, 'timeout', `"${p.name}" started but did not finish before its deadline`);
   }
 
   /**
@@ -432,17 +421,11 @@ export class Dispatcher {
       }
       return;
     }
-    return this.#settle(
+    return this.#answer(
       key,
       p,
-      await this.#recordFirst(
-        p,
-        errorResult(p.call, {
-          kind: 'unavailable',
-          message: `no executor started "${p.name}" in time; it did not run and may be called again`,
-          retryable: true,
-        }),
-      ),
+      'unavailable',
+      `no executor started "${p.name}" in time; it did not run and may be called again`,
     );
   }
 
@@ -481,6 +464,12 @@ export class Dispatcher {
       exists === 0 ? "the call's job is gone from its queue" : "the call's job was taken but never started",
     );
     return this.#publishAgain(key, p);
+  }
+
+  /** Answers a call with an error of the dispatcher's own, unless it has a result: the recorded one wins. */
+  async #answer(key: string, p: Pending, kind: 'timeout' | 'unavailable', message: string): Promise<void> {
+    const result = await this.#recordFirst(p, errorResult(p.call, { kind, message, retryable: true }));
+    this.#settle(key, p, result);
   }
 
   /** Records results the loop decided itself, unless their calls have one; resolves to the recorded ones. */
