@@ -161,6 +161,9 @@ describe('HTTP API while Redis is unavailable: 503 UNAVAILABLE with Retry-After,
       new Error("Cluster isn't ready and enableOfflineQueue options is false"),
       new Error('CLUSTERDOWN The cluster is down'),
       new Error('TRYAGAIN Multiple keys request during rehashing of slot'),
+      // From a pipeline ioredis does not resend, as a failover's new master takes the slot over.
+      new Error('MOVED 14574 127.0.0.1:42431'),
+      new Error('ASK 3999 127.0.0.1:6381'),
     ];
     for (const err of unavailable) expect(redisUnavailable(err), err.message).toBeDefined();
     expect(
@@ -171,6 +174,7 @@ describe('HTTP API while Redis is unavailable: 503 UNAVAILABLE with Retry-After,
       new Error('Unexpected token } in JSON'),
       new TypeError("Cannot read properties of undefined (reading 'agent')"),
       new Error('ROOM command not allowed'),
+      new Error('the key MOVED elsewhere'),
     ];
     for (const err of others) expect(redisUnavailable(err), err.message).toBeUndefined();
   });

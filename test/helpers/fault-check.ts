@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Queue } from 'bullmq';
 import { FINAL_STATUSES as PROTOCOL_FINAL_STATUSES, type Keys } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
-import { startsKey, type StartRecord } from './fault-tools.js';
+import { effectFile, startsKey, type StartRecord } from './fault-tools.js';
 
 export const FINAL_STATUSES: readonly string[] = PROTOCOL_FINAL_STATUSES;
 
@@ -332,4 +332,45 @@ function withoutExecutorId(result: unknown): unknown {
   if (typeof result !== 'object' || result === null) return result;
   const { executor_id: _executorId, ...shown } = result as Record<string, unknown>;
   return shown;
+}
+
+/** What became of the calls of the runs: those the scheduler answered `timeout` itself, and those that left no effect. */
+export interface CallOutcomes {
+  /** Calls the runs' histories made. */
+  calls: number;
+  /** `<runId>/<toolCallId>` of calls recorded as `timeout` with 0 attempts: no execution of them ever ended. */
+  timeoutsWithoutAttempt: string[];
+  /** `<runId>/<toolCallId>` of calls of succeeded runs whose effect file is missing: the tool never finished. */
+  withoutEffect: string[];
+}
+
+/** Reads every run's history and results and checks each call's effect file (see `effectFile`). */
+export async function checkCallOutcomes(input: {
+  redis: RedisClient;
+  keys: Keys;
+  runIds: readonly string[];
+  effectsDir: string;
+}): Promise<CallOutcomes> {
+  const { redis, keys, runIds, effectsDir } = input;
+  const out: CallOutcomes = { calls: 0, timeoutsWithoutAttempt: [], withoutEffect: [] };
+  for (const runId of runIds) {
+    const [status, stored, recorded] = await Promise.all([
+      redis.hget(keys.runMeta(runId), 'status'),
+      redis.lrange(keys.runMessages(runId), 0, -1),
+      redis.hgetall(keys.results(runId)),
+    ]);
+    for (const [callId, json] of Object.entries(recorded)) {
+      const r = parseJson(json) as { error?: { kind?: string }; attempts?: number } | undefined;
+      if (r?.error?.kind === 'timeout' && r.attempts === 0)
+        out.timeoutsWithoutAttempt.push(`${runId}/${callId}`);
+    }
+    for (const m of stored.map((s) => parseJson(s) as Message | undefined)) {
+      for (const call of m?.role === 'assistant' ? (m.tool_calls ?? []) : []) {
+        out.calls += 1;
+        if (status === 'succeeded' && !existsSync(effectFile(effectsDir, runId, call.id)))
+          out.withoutEffect.push(`${runId}/${call.id}`);
+      }
+    }
+  }
+  return out;
 }

@@ -1,10 +1,21 @@
 import { randomUUID } from 'node:crypto';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { defineTool, Type, type Keys, type ToolDefinition } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
 
 /** Environment variable naming a file each execution start is appended to (one JSON line each). */
 export const STARTS_FILE_ENV = 'FAULTS_STARTS_FILE';
+
+/**
+ * Environment variable naming a directory where every execution that finishes writes its effect, a file
+ * `<runId>/<toolCallId>.json`: what a call the model was told about left behind.
+ */
+export const EFFECTS_DIR_ENV = 'FAULTS_EFFECTS_DIR';
+
+/** The file a finished execution of `toolCallId` in `runId` writes under the effects directory. */
+export const effectFile = (dir: string, runId: string, toolCallId: string): string =>
+  path.join(dir, runId, `${toolCallId}.json`);
 
 /** Redis hash of execution starts: field `<runId>/<toolCallId>` → how many times the handler started. */
 export const startsKey = (keys: Keys): string => `${keys.prefix}:test:starts`;
@@ -27,11 +38,12 @@ export interface StartRecord {
  */
 export default function faultTools({ redis, keys }: { redis: RedisClient; keys: Keys }): ToolDefinition[] {
   const file = process.env[STARTS_FILE_ENV];
+  const effects = process.env[EFFECTS_DIR_ENV];
   return [
     defineTool({
       name: 'recorded_effect',
       description:
-        'Records that it started (per run and tool call), then works for `ms` milliseconds. Test tool.',
+        'Records that it started (per run and tool call), works for `ms` milliseconds, then writes its effect file. Test tool.',
       parameters: Type.Object(
         { step: Type.Integer({ minimum: 0 }), ms: Type.Integer({ minimum: 0, maximum: 10_000 }) },
         { additionalProperties: false },
@@ -57,7 +69,13 @@ export default function faultTools({ redis, keys }: { redis: RedisClient; keys: 
           });
         });
         // A fresh id per execution: results of two executions of one call never look alike.
-        return { step, worked_ms: ms, pid: process.pid, execution: randomUUID() };
+        const result = { step, worked_ms: ms, pid: process.pid, execution: randomUUID() };
+        if (effects) {
+          const target = effectFile(effects, ctx.runId, ctx.toolCallId);
+          mkdirSync(path.dirname(target), { recursive: true });
+          writeFileSync(target, JSON.stringify(result));
+        }
+        return result;
       },
     }),
   ];

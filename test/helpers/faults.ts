@@ -12,9 +12,11 @@ import { ROOT, startExecutorWith, startSchedulerChild, type Child } from './proc
 import { testEnv } from './runs.js';
 import { startPrivateRedis, type PrivateRedis } from './redis-server.js';
 import type { PrivateCluster } from './redis-cluster.js';
-import { STARTS_FILE_ENV } from './fault-tools.js';
+import { EFFECTS_DIR_ENV, STARTS_FILE_ENV } from './fault-tools.js';
+import { stallFigures, stallReport } from './stall.js';
 import { forget, killOnExit } from './reaper.js';
 import {
+  checkCallOutcomes,
   checkRuns,
   countViolatingRuns,
   countViolations,
@@ -23,6 +25,7 @@ import {
   readStarts,
   runInput,
   runOfRequest,
+  type CallOutcomes,
   type Invariant,
   type Violation,
 } from './fault-check.js';
@@ -368,6 +371,8 @@ export interface FaultReport {
   /** Runs with a violation, per invariant. */
   runsViolating: Partial<Record<Invariant, number>>;
   figures: Record<string, string | number>;
+  /** What became of the runs' calls (timeouts the scheduler gave itself, effects left behind). */
+  calls: CallOutcomes;
 }
 
 /**
@@ -388,6 +393,7 @@ export async function runFaultScenario(
   const extra: Violation[] = [];
   const work = mkdtempSync(path.join(os.tmpdir(), 'ar-faults-'));
   const startsFile = path.join(work, 'starts.jsonl');
+  const effectsDir = path.join(work, 'effects');
   let redis: PrivateRedis | undefined;
   let sim: LlmSim | undefined;
   let fleet: Fleet | undefined;
@@ -418,6 +424,7 @@ export async function runFaultScenario(
       AGENTS_FILE: path.join(ROOT, 'test/fixtures/fault-agents.yaml'),
       TOOL_MODULES: path.join(ROOT, 'test/helpers/fault-tools.ts'),
       [STARTS_FILE_ENV]: startsFile,
+      [EFFECTS_DIR_ENV]: effectsDir,
       // 60 % of the runs each: both schedulers hold runs when one is paused, and the other has room to
       // take its runs over at once.
       SCHEDULER_CONCURRENCY: String(Math.ceil(options.runs * 0.6)),
@@ -560,6 +567,10 @@ export async function runFaultScenario(
     figures['model requests answered 200'] = sim.requests.filter((r) => r.status === 200).length;
     figures['process crashes (restarted)'] = fleet.crashes.length;
     for (const [outcome, n] of Object.entries(checked.outcomes)) figures[`runs ended ${outcome}`] = n;
+    Object.assign(figures, stallReport(stallFigures({ faultAt, startsFile, requests: sim.requests })));
+    const calls = await checkCallOutcomes({ redis: conn, keys, runIds, effectsDir });
+    figures['calls answered timeout with 0 attempts'] = calls.timeoutsWithoutAttempt.length;
+    figures['calls of succeeded runs without their effect file'] = calls.withoutEffect.length;
     for (const c of fleet.crashes.toReversed())
       violations.unshift({
         invariant: 'process_crashed',
@@ -575,6 +586,7 @@ export async function runFaultScenario(
       counts: countViolations(violations),
       runsViolating: countViolatingRuns(violations),
       figures,
+      calls,
     };
   } finally {
     live.delete(release);

@@ -32,6 +32,13 @@ export interface PrivateCluster {
   readonly url: string;
   /** The node serving `key`'s slot as a master now (asked of a live node). */
   masterOf(key: string): Promise<ClusterNodeProcess>;
+  /** `CLUSTER KEYSLOT key`, asked of a live node. */
+  keySlot(key: string): Promise<number>;
+  /**
+   * Waits until a live node's `CLUSTER NODES` names a master other than `formerPort` for `slot`;
+   * resolves to when that was first seen (epoch ms, polled every 50 ms).
+   */
+  waitPromoted(slot: number, formerPort: number, timeoutMs: number): Promise<number>;
   /** Waits until a replica has taken over every slot of a dead master and the cluster state is ok. */
   waitHealthy(timeoutMs?: number): Promise<void>;
   /** Kills every node and removes the directory. Safe to call twice. */
@@ -163,6 +170,26 @@ export async function startPrivateCluster(): Promise<PrivateCluster> {
         client.disconnect();
       }
     },
+    async keySlot(key) {
+      const p = live()[0];
+      if (!p) throw new Error('no live node');
+      return ask(p.port, async (client) => Number(await client.call('CLUSTER', 'KEYSLOT', key)));
+    },
+    async waitPromoted(slot, formerPort, timeoutMs) {
+      let seenAt = 0;
+      await until(
+        async () => {
+          const port = await slotMasterPort(live(), slot).catch(() => undefined);
+          if (port === undefined || port === formerPort) return false;
+          seenAt = Date.now();
+          return true;
+        },
+        timeoutMs,
+        `a new master of slot ${slot}`,
+        50,
+      );
+      return seenAt;
+    },
     waitHealthy: (timeoutMs = 30_000) => until(healthy, timeoutMs, 'the cluster to be healthy'),
     destroy,
     output: () => out,
@@ -176,10 +203,50 @@ export async function startPrivateCluster(): Promise<PrivateCluster> {
   return cluster;
 }
 
-async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+async function until(
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  what: string,
+  everyMs = 200,
+): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/**
+ * The port of the master serving `slot` in the first live node's `CLUSTER NODES` (a master not flagged
+ * `fail`, whose slot ranges cover it), or undefined when none does.
+ */
+async function slotMasterPort(
+  nodes: ReadonlyArray<{ port: number }>,
+  slot: number,
+): Promise<number | undefined> {
+  const p = nodes[0];
+  if (!p) return undefined;
+  const text = await ask(p.port, async (client) => (await client.call('CLUSTER', 'NODES')) as string);
+  for (const line of text.split('\n')) {
+    // <id> <ip:port@cport> <flags> <master> <ping> <pong> <epoch> <link> <slot> <slot> …
+    const [, address, flags, , , , , , ...ranges] = line.split(' ');
+    if (!address || !flags || !/\bmaster\b/.test(flags) || /\bfail\b/.test(flags)) continue;
+    const covers = ranges.some((r) => {
+      const [from, to = from] = r.split('-').map(Number);
+      return from !== undefined && to !== undefined && slot >= from && slot <= to;
+    });
+    if (covers) return Number(/:(\d+)@/.exec(address)?.[1]);
+  }
+  return undefined;
+}
+
+/** Runs `fn` on a connection of its own to the node on `port`, closed afterwards. */
+async function ask<T>(port: number, fn: (client: ReturnType<typeof probeRedis>) => Promise<T>): Promise<T> {
+  const client = probeRedis(port);
+  try {
+    await client.connect();
+    return await fn(client);
+  } finally {
+    client.disconnect();
   }
 }

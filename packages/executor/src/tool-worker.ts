@@ -12,6 +12,7 @@ import {
   carriedContext,
   closeWithinGrace,
   constants,
+  redisScripts,
   failSpan,
   SpanKind,
   tracer,
@@ -168,6 +169,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
         concurrency: options.concurrency ?? constants.DEFAULT_EXECUTOR_CONCURRENCY,
         removeOnComplete: { count: 0 },
         removeOnFail: { age: constants.TOOL_JOB_KEEP_FAILED_S },
+        runRetryDelay: constants.WORKER_RETRY_DELAY_MS,
         ...(options.lockDurationMs === undefined ? {} : { lockDuration: options.lockDurationMs }),
         ...(options.stalledIntervalMs === undefined ? {} : { stalledInterval: options.stalledIntervalMs }),
       },
@@ -280,6 +282,24 @@ async function executeJob(
     span.setAttribute('agent_reach.tool.already_recorded', true);
     log().info('call already had a result; not run again');
     return;
+  }
+  // The call counts as started only once the run's record says so (the dispatcher asks the record, not
+  // BullMQ, whether to publish it again): written right before it runs, unless its deadline has passed
+  // (then it is answered `unavailable`, not run) or its dispatcher withdrew this publication.
+  if (Date.now() < data.deadline) {
+    const start = await redisScripts(writer).startCall(
+      [keys.results(data.run_id), keys.runStarts(data.run_id)],
+      [data.tool_call_id, publicationOf(data), ctx.executorId, ctx.resultsTtlS],
+    );
+    if (start[0] === 'recorded') {
+      await pushReply(writer, data.reply_to, data.run_id, start[1], ctx.resultsTtlS);
+      log().info('call already had a result; not run again');
+      return;
+    }
+    if (start[0] === 'withdrawn') {
+      log().info('the dispatcher withdrew this job of the call before any executor started it; not run');
+      return;
+    }
   }
   if (typeof data.enqueued_at === 'number') {
     metrics.queueWait.observe(
@@ -441,6 +461,11 @@ async function closeToolWorker(
     () => false,
   );
   if ((await waitAtMost(quit, ends - Date.now())) !== true) ctx.writer.disconnect();
+}
+
+/** Which publication of its call a job is (the dispatcher's `enqueued_at`); 0 for jobs without one. */
+function publicationOf(job: ToolCallJob): number {
+  return typeof job.enqueued_at === 'number' && Number.isSafeInteger(job.enqueued_at) ? job.enqueued_at : 0;
 }
 
 function defaultExecutorId(): string {

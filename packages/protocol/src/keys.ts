@@ -49,6 +49,12 @@ export interface Keys {
    * records the model turn, before the call is published. Executors run only calls found here.
    */
   runCalls(runId: string): string;
+  /**
+   * Hash: toolCallId → `started:<publication>:<executor>` (an executor is running it; written right before
+   * the tool runs) or `withdrawn:<publication>` (its dispatcher gave that publication up unstarted). What
+   * the dispatcher asks to tell a call that started from one that did not, whatever its queue says.
+   */
+  runStarts(runId: string): string;
   /** Sorted set: run ids by creation time. */
   readonly runIndex: string;
   /** Pub/sub channel: run ids whose cancellation was requested. */
@@ -100,6 +106,7 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     runMeta: (id: string) => `${run(id)}:meta`,
     runApprovals: (id: string) => `${run(id)}:approvals`,
     runCalls: (id: string) => `${run(id)}:calls`,
+    runStarts: (id: string) => `${run(id)}:starts`,
     runIndex: `${prefix}:runs`,
     cancelChannel: `${prefix}:run-cancel`,
     config: `${prefix}:config`,

@@ -142,6 +142,25 @@ export const DEFAULT_QUEUE_SAMPLE_INTERVAL_MS = 15_000;
 export const QUEUE_SAMPLER_LEASE_INTERVALS = 3;
 /** How often the dispatcher re-reads the results of calls still waiting (replies sent to a dead scheduler), in ms. */
 export const DISPATCH_RECHECK_MS = 1000;
+/**
+ * Longest a dispatcher keeps trying to publish a turn's calls while Redis cannot take them (a failover:
+ * the queue's master died and its replica is not promoted yet), in ms; then the run's step fails and
+ * resumes from its checkpoint after the run job's backoff. Retries start at 100 ms and double up to 1 s.
+ */
+export const DISPATCH_PUBLISH_RETRY_MS = 15_000;
+/**
+ * How long a BullMQ worker (tool calls, runs, workflows) waits after a connection error in its loop before
+ * fetching or finishing jobs again, in ms. BullMQ's default, 15 s, outlasts a Redis Cluster failover (a few
+ * seconds) several times over: every executor would stand idle that long after the queue's master died.
+ */
+export const WORKER_RETRY_DELAY_MS = 1000;
+/**
+ * How long after its publication (and between two looks) a dispatcher looks for the job of a call no
+ * executor has started, in ms: gone from its queue, or taken that long ago by a worker that never started
+ * it (both are what a failover of the queue's master leaves), it is published again without waiting for
+ * the call's deadline. Executors record a start within milliseconds of taking a job.
+ */
+export const DISPATCH_LOST_JOB_AFTER_MS = 3000;
 /** How long a call no executor has started may wait, republished, before it is answered `unavailable`, in ms. */
 export const CALL_START_WAIT_MS = 60_000;
 /** Grace after a started call's deadline for its executor (which aborts it then) to record a result, in ms. */

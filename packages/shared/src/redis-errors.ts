@@ -30,6 +30,13 @@ const CLUSTER_MESSAGES =
   /^(Too many Cluster redirections|Cluster isn't ready|None of startup nodes is available|Failed to refresh slots cache)/;
 
 /**
+ * A cluster node's answer that another node now serves the key's slot (after a failover, before the
+ * client has learnt the new layout). ioredis follows it for single commands, but hands it back from a
+ * pipeline it cannot resend as a whole: tried again, the command reaches the slot's new master.
+ */
+const CLUSTER_REDIRECT = /(?:^|[\s:-])(?:MOVED|ASK) \d+ \S+:\d+/;
+
+/**
  * Redis's own refusals of a command while it cannot serve it. A reply starts with the error's name; from
  * inside a script (BullMQ's) the name follows the script's location, e.g. `…: @user_script:12: -OOM …`.
  */
@@ -45,6 +52,7 @@ export function redisUnavailable(error: unknown): string | undefined {
     if (typeof err.code === 'string' && NETWORK_CODES.has(err.code)) return 'Redis cannot be reached';
     if (CONNECTION_MESSAGES.test(message)) return 'Redis does not answer';
     if (CLUSTER_MESSAGES.test(message)) return 'Redis Cluster does not serve the key right now';
+    if (CLUSTER_REDIRECT.test(message)) return "Redis Cluster moved the key's slot to another node";
     const refusal = SERVER_REFUSALS.exec(message)?.[1];
     if (refusal === 'OOM') return 'Redis is out of memory (maxmemory reached)';
     if (refusal === 'LOADING') return 'Redis is loading its data';

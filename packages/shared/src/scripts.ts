@@ -42,6 +42,16 @@ export interface RedisScripts {
     keys: readonly [meta: string, calls: string, approvals: string, results: string],
     args: readonly [toolCallId: string],
   ): Promise<Array<string | null>>;
+  /** `start-call-2.lua`: an executor records that it starts a call, unless it has a result or was withdrawn. */
+  startCall(
+    keys: readonly [results: string, starts: string],
+    args: readonly [toolCallId: string, publication: number, executorId: string, ttlS: number],
+  ): Promise<[verdict: 'started' | 'withdrawn'] | [verdict: 'recorded', result: string]>;
+  /** `withdraw-call-2.lua`: a dispatcher withdraws a publication of a call nobody started. */
+  withdrawCall(
+    keys: readonly [results: string, starts: string],
+    args: readonly [toolCallId: string, publication: number, ttlS: number],
+  ): Promise<[verdict: 'started' | 'withdrawn'] | [verdict: 'recorded', result: string]>;
   /** `heartbeat-1.lua`: one executor announcement; resolves to Redis's time in ms. */
   heartbeat(
     keys: readonly [catalog: string],
@@ -69,6 +79,8 @@ const FILES: Readonly<Record<keyof RedisScripts, string>> = {
   recordResult: 'record-result-1',
   recordFirst: 'record-first-1',
   verifyJob: 'verify-job-4',
+  startCall: 'start-call-2',
+  withdrawCall: 'withdraw-call-2',
   heartbeat: 'heartbeat-1',
   renewLease: 'renew-lease-1',
   releaseLease: 'release-lease-1',

@@ -4,6 +4,7 @@ import {
   isOpen,
   liveAnnouncements,
   redisTimeMs,
+  redisUnavailable,
   type BreakerSnapshot,
   type Logger,
   type RedisClient,
@@ -35,7 +36,17 @@ export class BreakerView {
 
   async openTools(now = Date.now()): Promise<Set<string>> {
     this.#subscribe();
-    if (now - this.#readAt > FULL_READ_EVERY_MS) await this.#read();
+    if (now - this.#readAt > FULL_READ_EVERY_MS) {
+      try {
+        await this.#read();
+      } catch (err) {
+        // The fleet's slot failing over does not stop runs: the last view stands (executors still refuse
+        // calls of an open breaker) until a read succeeds. Before any read there is nothing to go on.
+        const why = redisUnavailable(err);
+        if (!why || this.#live === undefined) throw err;
+        this.logger?.warn({ why }, 'could not read the breakers; using the last view');
+      }
+    }
     const open = new Set<string>();
     for (const [tool, snapshot] of this.#cache) if (isOpen(snapshot, now, this.#live)) open.add(tool);
     return open;

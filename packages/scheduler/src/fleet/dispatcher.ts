@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import {
   AgentReachError,
@@ -17,6 +18,7 @@ import {
   duplicateRedis,
   failSpan,
   redisScripts,
+  redisUnavailable,
   SpanKind,
   traceCarrier,
   tracer,
@@ -101,14 +103,18 @@ interface Pending {
   expired?: boolean;
   /** When the call was first published (republishing keeps it). */
   firstPublishedAt: number;
+  /** The `enqueued_at` of its latest publication: what a withdrawal names. */
+  publishedAt: number;
+  /** An executor's start of it was seen on the run's record: its job is no longer looked for. */
+  started?: boolean;
+  /** When its job was last looked for (see `#rescue`), epoch ms. */
+  checkedAt: number;
+  /** Its deadline or a look for its job is being handled: the other waits (they withdraw and republish). */
+  busy?: boolean;
   /** The trace context of its first publication, carried by every republication too. */
   trace?: TraceCarrier;
 }
 
-/**
- * Records a result unless the call already has one, and returns the one the record holds: the first
- * recorded result of a call is the one the model sees. KEYS: results hash. ARGV: call id, result, TTL.
- */
 /**
  * Publishes the tool calls of a model turn and awaits their results by `tool_call_id`.
  *
@@ -122,11 +128,15 @@ interface Pending {
  * deadline (a reply pushed to a dispatcher that has since died is still found).
  *
  * At a call's deadline with no result, the dispatcher tells apart a call that never started from one
- * that ran out of time: a job still waiting is taken back from its queue (so it can never start late)
- * and republished while the run has time, up to `CALL_START_WAIT_MS`; then it is answered `unavailable`
- * (nothing ran). A call that started gets a short grace for the executor, which aborts it at the same
- * deadline, to record its result; only then is it answered `timeout`. Either answer is recorded first-wins,
- * like the executor's, so a late result never replaces what the model was told.
+ * that ran out of time by the run's record: an executor records its start there (`start-call-2.lua`)
+ * right before running it. BullMQ's view of the job does not count: a failover of the queue's Redis can
+ * lose the job, or leave it active and locked by a worker that never received it. A call with no start
+ * on record is withdrawn in the same script (no executor can start that publication any more), its job
+ * taken out of its queue whatever its state, and published again under the same job id while the run
+ * has time, up to `CALL_START_WAIT_MS`; then it is answered `unavailable` (nothing ran). A call that
+ * started gets a short grace for the executor, which aborts it at the same deadline, to record its
+ * result; only then is it answered `timeout`. Either answer is recorded first-wins, like the executor's,
+ * so a late result never replaces what the model was told.
  */
 export class Dispatcher {
   readonly id: string;
@@ -211,17 +221,38 @@ export class Dispatcher {
     try {
       this.#startReading();
       // addBulk builds a pipeline, which on BullMQ's script-laden connection costs more than one add.
+      // A failover of the queue's master refuses the adds for a few seconds: they are tried again (the job
+      // ids make that idempotent) rather than failing the run's step, which would wait out its backoff.
       const published = Promise.all(
         [...byQueue].map(([name, jobs]) => {
           const queue = this.#queue(name);
           const [only] = jobs;
-          return jobs.length === 1 && only ? queue.add(only.name, only.data, only.opts) : queue.addBulk(jobs);
+          return this.#retrying<unknown>(
+            () =>
+              jobs.length === 1 && only ? queue.add(only.name, only.data, only.opts) : queue.addBulk(jobs),
+            options.signal,
+          );
         }),
       );
       await endSpans(spans, published);
       return await Promise.all(results);
     } finally {
       options.signal?.removeEventListener('abort', abandon);
+    }
+  }
+
+  /** Runs `publish` again while Redis cannot serve it, up to DISPATCH_PUBLISH_RETRY_MS or until `signal` aborts. */
+  async #retrying<T>(publish: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    const until = Date.now() + constants.DISPATCH_PUBLISH_RETRY_MS;
+    for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 1000)) {
+      try {
+        return await publish();
+      } catch (err) {
+        const why = redisUnavailable(err);
+        if (!why || signal?.aborted || this.#closed || Date.now() + delayMs > until) throw err;
+        this.#opts.logger.warn({ why }, 'could not publish tool calls yet; retrying');
+        await sleep(delayMs);
+      }
     }
   }
 
@@ -305,6 +336,8 @@ export class Dispatcher {
         name: call.name,
         since: Date.now(),
         firstPublishedAt,
+        publishedAt: firstPublishedAt,
+        checkedAt: firstPublishedAt,
         ...(trace ? { trace } : {}),
       });
       this.#startRechecking();
@@ -324,66 +357,119 @@ export class Dispatcher {
     );
   }
 
-  /** A call past its deadline with no result yet: never started, or started and out of time (see above). */
+  /**
+   * A call past its deadline with no result yet: never started, or started and out of time (see above).
+   * Started means an executor recorded its start on the run's record; what BullMQ says of the job does
+   * not count (a failover can lose the job, or leave it taken by a worker that never got it).
+   */
   async #expire(key: string): Promise<void> {
     const p = this.#pending.get(key);
     if (!p) return;
-    const { connection, keys, catalog } = this.#opts;
-    const resultsKey = keys.results(p.runId);
-    const recorded = await connection.hget(resultsKey, p.toolCallId);
-    if (recorded !== null) return this.#settle(key, p, JSON.parse(recorded) as ToolResult);
-    const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
-    const jobId = toolJobId(p.runId, p.toolCallId);
-    const job = await queue.getJob(jobId);
-    const neverStarted = !job || job.attemptsStarted === 0;
-    // Taking the job back fails when it is locked: it started after all.
-    if (neverStarted && (!job || (await queue.remove(jobId)) === 1)) {
-      const late = await connection.hget(resultsKey, p.toolCallId);
-      if (late !== null) return this.#settle(key, p, JSON.parse(late) as ToolResult);
-      const now = Date.now();
-      const startWait = this.#opts.startWaitMs ?? constants.CALL_START_WAIT_MS;
-      const limit = Math.min(p.firstPublishedAt + startWait, p.run.deadlineAt ?? Infinity);
-      const next = this.#job(p.run, p.call, now, p.trace);
-      if (next.data.deadline <= limit) {
-        this.#opts.logger.info(
-          { runId: p.runId, toolCallId: p.toolCallId, tool: p.name },
-          'no executor started the call before its deadline; published again',
-        );
-        await queue.add(next.name, next.data, next.opts);
-        if (this.#pending.get(key) === p) p.timer = this.#timer(key, next.data.deadline);
-        return;
-      }
-      return this.#settle(
-        key,
-        p,
-        await this.#recordFirst(
-          p,
-          errorResult(p.call, {
-            kind: 'unavailable',
-            message: `no executor started "${p.name}" in time; it did not run and may be called again`,
-            retryable: true,
-          }),
-        ),
-      );
+    if (p.busy) {
+      p.timer = this.#timer(key, Date.now() + constants.DISPATCH_RECHECK_MS);
+      return;
     }
+    p.busy = true;
+    try {
+      await this.#expireNow(key, p);
+    } finally {
+      p.busy = false;
+    }
+  }
+
+  async #expireNow(key: string, p: Pending): Promise<void> {
+    const { connection, keys } = this.#opts;
+    const verdict = await redisScripts(connection).withdrawCall(
+      [keys.results(p.runId), keys.runStarts(p.runId)],
+      [p.toolCallId, p.publishedAt, constants.DEFAULT_RESULTS_TTL_S],
+    );
+    if (verdict[0] === 'recorded') return this.#settle(key, p, JSON.parse(verdict[1]) as ToolResult);
+    if (verdict[0] === 'withdrawn') return this.#publishAgain(key, p);
     if (!p.expired) {
       // Started: the executor aborts it at the same deadline and records what happened; give it a moment.
       p.expired = true;
       p.timer = this.#timer(key, Date.now() + constants.DISPATCH_STARTED_GRACE_MS);
       return;
     }
-    return this.#settle(
+    return this.#answer(key, p, 'timeout', `"${p.name}" started but did not finish before its deadline`);
+  }
+
+  /**
+   * A withdrawn call (no executor can start that publication any more): its job is taken out of its queue,
+   * whatever state BullMQ holds it in, and published again under the same job id while it may still
+   * start; otherwise it is answered `unavailable`.
+   */
+  async #publishAgain(key: string, p: Pending): Promise<void> {
+    const { connection, keys, catalog } = this.#opts;
+    const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
+    await takeBack(queue, connection, toolJobId(p.runId, p.toolCallId));
+    const now = Math.max(Date.now(), p.publishedAt + 1);
+    const startWait = this.#opts.startWaitMs ?? constants.CALL_START_WAIT_MS;
+    const limit = Math.min(p.firstPublishedAt + startWait, p.run.deadlineAt ?? Infinity);
+    const next = this.#job(p.run, p.call, now, p.trace);
+    if (next.data.deadline <= limit) {
+      this.#opts.logger.info(
+        { runId: p.runId, toolCallId: p.toolCallId, tool: p.name },
+        'no executor started the call; published it again',
+      );
+      await queue.add(next.name, next.data, next.opts);
+      if (this.#pending.get(key) === p) {
+        p.publishedAt = now;
+        p.checkedAt = now;
+        clearTimeout(p.timer);
+        p.timer = this.#timer(key, next.data.deadline);
+      }
+      return;
+    }
+    return this.#answer(
       key,
       p,
-      await this.#recordFirst(
-        p,
-        errorResult(p.call, {
-          kind: 'timeout',
-          message: `"${p.name}" started but did not finish before its deadline`,
-          retryable: true,
-        }),
-      ),
+      'unavailable',
+      `no executor started "${p.name}" in time; it did not run and may be called again`,
     );
+  }
+
+  /**
+   * A call nobody has started for a while, whose job is gone from its queue or was taken by a worker that
+   * never started it (as a failover of the queue's master leaves them), is published again now rather than
+   * at its deadline. A job still waiting for an executor is left alone.
+   */
+  async #rescue(key: string, p: Pending): Promise<void> {
+    const { connection, keys, catalog } = this.#opts;
+    const start = await connection.hget(keys.runStarts(p.runId), p.toolCallId);
+    if (start?.startsWith('started:')) {
+      p.started = true;
+      return;
+    }
+    const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
+    const job = queue.toKey(toolJobId(p.runId, p.toolCallId));
+    const [exists, takenAt] = await Promise.all([
+      connection.exists(job),
+      connection.hget(job, 'processedOn'),
+    ]);
+    const lost =
+      exists === 0 || Date.now() - Number(takenAt ?? Infinity) >= constants.DISPATCH_LOST_JOB_AFTER_MS;
+    if (!lost || this.#pending.get(key) !== p) return;
+    const verdict = await redisScripts(connection).withdrawCall(
+      [keys.results(p.runId), keys.runStarts(p.runId)],
+      [p.toolCallId, p.publishedAt, constants.DEFAULT_RESULTS_TTL_S],
+    );
+    if (verdict[0] === 'recorded') return this.#settle(key, p, JSON.parse(verdict[1]) as ToolResult);
+    if (verdict[0] === 'started') {
+      p.started = true;
+      return;
+    }
+    this.#opts.logger.info(
+      { runId: p.runId, toolCallId: p.toolCallId, tool: p.name },
+      exists === 0 ? "the call's job is gone from its queue" : "the call's job was taken but never started",
+    );
+    return this.#publishAgain(key, p);
+  }
+
+  /** Answers a call with an error of the dispatcher's own, unless it has a result: the recorded one wins. */
+  async #answer(key: string, p: Pending, kind: 'timeout' | 'unavailable', message: string): Promise<void> {
+    const result = await this.#recordFirst(p, errorResult(p.call, { kind, message, retryable: true }));
+    this.#settle(key, p, result);
   }
 
   /** Records results the loop decided itself, unless their calls have one; resolves to the recorded ones. */
@@ -449,6 +535,14 @@ export class Dispatcher {
           });
         })
         .catch((err: unknown) => this.#opts.logger.warn({ err }, 'rechecking pending results failed'));
+      for (const [key, p] of stale) {
+        if (p.started || p.busy || now - p.checkedAt < constants.DISPATCH_LOST_JOB_AFTER_MS) continue;
+        p.checkedAt = now;
+        p.busy = true;
+        this.#rescue(key, p)
+          .catch((err: unknown) => this.#opts.logger.warn({ err }, 'checking for a lost tool job failed'))
+          .finally(() => (p.busy = false));
+      }
     }, constants.DISPATCH_RECHECK_MS);
     this.#recheck.unref();
   }
@@ -511,6 +605,17 @@ export class Dispatcher {
     }
     return queue;
   }
+}
+
+/**
+ * Removes a call's job from its queue. A job still locked is held by a worker that took it but never
+ * started the call (its start would be on the run's record): a worker that died or lost its connection,
+ * or one whose start the withdrawal now refuses. Its lock is dropped so that the job can go.
+ */
+async function takeBack(queue: Queue, connection: RedisClient, jobId: string): Promise<void> {
+  if ((await queue.remove(jobId)) === 1) return;
+  await connection.del(`${queue.toKey(jobId)}:lock`);
+  await queue.remove(jobId);
 }
 
 /** Ends the publish spans of a turn once its jobs are added (failed if the add failed). */

@@ -111,6 +111,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     lockDuration: options.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS,
     stalledInterval: options.stalledIntervalMs ?? constants.DEFAULT_RUN_STALLED_INTERVAL_MS,
     maxStalledCount: constants.RUN_MAX_STALLED_COUNT,
+    runRetryDelay: constants.WORKER_RETRY_DELAY_MS,
     // Run jobs' own backoff (`RUN_JOB_BACKOFF_TYPE`): capped, so a run is back soon after Redis is.
     settings: { backoffStrategy: (attemptsMade: number) => runRetryDelayMs(attemptsMade) },
     // Run jobs are kept exactly as long as the run's records, whoever added them.

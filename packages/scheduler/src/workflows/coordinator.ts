@@ -91,6 +91,7 @@ export function createWorkflowWorker(options: WorkflowWorkerOptions): WorkflowWo
       lockDuration: options.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS,
       stalledInterval: options.stalledIntervalMs ?? constants.DEFAULT_RUN_STALLED_INTERVAL_MS,
       maxStalledCount: constants.RUN_MAX_STALLED_COUNT,
+      runRetryDelay: constants.WORKER_RETRY_DELAY_MS,
       removeOnComplete: { age: retentionS },
       removeOnFail: { age: retentionS },
     },
