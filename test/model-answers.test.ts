@@ -102,7 +102,7 @@ describe('malformed model answers never hang or mislead (llm-sim over HTTP, real
     expectValidHistory(state.messages);
   });
 
-  it('records a tool name the provider would refuse in a safe spelling and answers it with the closest name', async () => {
+  it('records a tool name outside the name pattern as the model wrote it and answers it with the closest name', async () => {
     const { outcome, state } = await h.run(
       {
         name: 'dotted-name',
@@ -116,7 +116,7 @@ describe('malformed model answers never hang or mislead (llm-sim over HTTP, real
     );
     expect(outcome).toMatchObject({ status: 'succeeded', answer: 'found it' });
     expect(outcome.steps.map((s) => [s.tool, s.error_kind])).toEqual([
-      ['functions_query_weather', 'unknown_tool'],
+      ['functions.query_weather', 'unknown_tool'],
       ['query_weather', undefined],
     ]);
     expect(toolResults(state)[0]?.result.error).toMatchObject({

@@ -45,15 +45,16 @@ describe('runs replay: recorded results by default, live only where declared saf
   let original: string;
   const executions = async (tool: string) =>
     Number((await h.redis.get(`${h.prefix}:test:count:${tool}`)) ?? 0);
-  const replay = (options?: { live?: boolean; force?: boolean }) =>
-    replayRun(original, { runner: h.schedulers[0]!.runner, store: h.control.store }, options);
+  const replay = (options?: { live?: boolean; force?: boolean }, runId = original) =>
+    replayRun(runId, { runner: h.schedulers[0]!.runner, store: h.control.store }, options);
 
   beforeAll(async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'replay-agents-'));
     const agentsFile = path.join(dir, 'agents.yaml');
     writeFileSync(
       agentsFile,
-      'agents:\n  - name: office_agent\n    tools: [send_email, look_up, book_room]\n',
+      'agents:\n  - name: office_agent\n    tools: [send_email, look_up, book_room]\n' +
+        '  - name: weather_agent\n    tools: [query_weather, look_up]\n',
     );
     h = await startRunsHarness({ AGENTS_FILE: agentsFile }, { executor: false, scheduler: false });
     executor = await startExecutor(h.config, {
@@ -171,6 +172,65 @@ describe('runs replay: recorded results by default, live only where declared saf
       await executions('look_up'),
       await executions('book_room'),
     ]).toEqual([before[0], (before[1] ?? 0) + 1, (before[2] ?? 0) + 1]);
+  });
+
+  it('records a tool name outside the name pattern as the model sent it, and a live replay never runs it', async () => {
+    h.sim.addScenario({
+      name: 'misspelled-tool-names',
+      turns: [
+        {
+          tool_calls: [
+            { name: 'query＿weather', arguments: { city: '上海' } },
+            { name: 'look up', arguments: {} },
+          ],
+        },
+        { content: 'could not look it up' },
+      ],
+    });
+    const misspelled = await h.control.start({
+      agent: 'weather_agent',
+      input: 'weather in Shanghai',
+      model: 'misspelled-tool-names',
+    });
+    // Every call was refused, so the run fails saying no tool ran.
+    expect(await h.control.wait(misspelled, 15_000)).toMatchObject({
+      status: 'failed',
+      reason: 'no_tool_available',
+    });
+    const lookUps = await executions('look_up');
+    const run = await h.control.get(misspelled);
+    const sent = ['query＿weather', 'look up'];
+    const assistant = run?.state?.messages.find((m) => m.role === 'assistant' && m.tool_calls);
+    expect(
+      (assistant as { tool_calls: Array<{ function: { name: string } }> }).tool_calls.map(
+        (c) => c.function.name,
+      ),
+    ).toEqual(sent);
+    expect(run?.state?.steps.map((s) => [s.tool, s.error_kind, s.answered])).toEqual([
+      ['query＿weather', 'unknown_tool', 'local'],
+      ['look up', 'unknown_tool', 'local'],
+    ]);
+    const events = (await h.control.events(misspelled)).map((e) => e.event);
+    const request = events.find((e) => e.type === 'llm_request' && e.tool_calls > 0);
+    expect(request?.type === 'llm_request' && request.message.tool_calls?.map((c) => c.name)).toEqual(sent);
+    const results = events.flatMap((e) => (e.type === 'tool_result' ? [e] : []));
+    expect(results.map((e) => e.tool)).toEqual(sent);
+    expect(results[0]?.error).toMatchObject({
+      kind: 'unknown_tool',
+      did_you_mean: 'query_weather',
+      message: expect.stringContaining('"query＿weather" is not a tool name'),
+    });
+
+    const result = await replay({ live: true, force: true }, misspelled);
+    expect(result.outcome).toMatchObject({ status: 'failed', reason: 'no_tool_available' });
+    expect(result.calls.filter((c) => c.source === 'live')).toEqual([]);
+    expect(result.differences).toEqual([]);
+    const replayed = await h.control.get(result.runId);
+    expect(replayed?.state?.steps.map((s) => [s.tool, s.error_kind, s.answered])).toEqual([
+      ['query＿weather', 'unknown_tool', 'local'],
+      ['look up', 'unknown_tool', 'local'],
+    ]);
+    expect(await executions('look_up')).toBe(lookUps);
   });
 
   it('publishes each tool flag in the catalog the schedulers read', () => {

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { link, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, mkdtemp, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -105,29 +105,36 @@ describe('write_markdown_file cannot be raced or linked out of the outputs direc
     for (const dir of [outputs, outside, stash]) await rm(dir, { recursive: true, force: true });
   });
 
-  it('writes nothing outside over 2 000 calls while a folder is swapped for a symbolic link', async () => {
+  /**
+   * Makes `count` calls writing `pathOf(i)`, a few in flight at once like an executor's concurrency,
+   * while another process keeps swapping `outputs/race` for a symbolic link to `outside`, its real
+   * folder stashed in `stashDir`. Returns the paths written and how many calls ended each way.
+   */
+  async function raceWrites(stashDir: string, count: number, pathOf: (i: number) => string) {
     const dir = path.join(outputs, 'race');
     await mkdir(dir);
-    await symlink(outside, path.join(stash, 'link'));
+    await mkdir(stashDir, { recursive: true });
+    await symlink(outside, path.join(stashDir, 'link'));
     const swapper = spawn(
       process.execPath,
-      ['-e', SWAPPER, dir, path.join(stash, 'real'), path.join(stash, 'link')],
-      {
-        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-      },
+      ['-e', SWAPPER, dir, path.join(stashDir, 'real'), path.join(stashDir, 'link')],
+      { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
     );
     const exited = new Promise((resolve) => swapper.once('exit', resolve));
     const tool = createWriteMarkdownFile(outputs);
+    const written: string[] = [];
     const outcomes = new Map<string, number>();
     try {
       await new Promise((resolve) => swapper.once('message', resolve));
-      const calls = Array.from({ length: 2_000 }, (_, i) => i);
-      // A few calls in flight at once, like an executor's concurrency.
+      const calls = Array.from({ length: count }, (_, i) => i);
       await Promise.all(
         Array.from({ length: 4 }, async () => {
           for (let i = calls.shift(); i !== undefined; i = calls.shift()) {
-            const outcome = await call(tool, `race/file-${i}.md`, `# ${i}\n`).then(
-              () => 'written',
+            const outcome = await call(tool, pathOf(i), `# ${i}\n`).then(
+              (r) => {
+                written.push(r.path);
+                return 'written';
+              },
               (err: { kind?: string; code?: string }) => err.kind ?? err.code ?? 'thrown',
             );
             outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
@@ -138,10 +145,28 @@ describe('write_markdown_file cannot be raced or linked out of the outputs direc
       swapper.kill();
       await exited;
     }
+    return { written, outcomes };
+  }
+
+  it('writes nothing outside over 2 000 calls while a folder is swapped for a symbolic link', async () => {
+    const { outcomes } = await raceWrites(stash, 2_000, (i) => `race/file-${i}.md`);
     expect(await everything(outside)).toEqual([]);
     // Both branches ran, and every refusal was a clean invalid_arguments.
     expect([...outcomes.keys()].sort()).toEqual(['invalid_arguments', 'written']);
   }, 120_000);
+
+  it('creates no folder outside over 3 000 calls making nested folders while their parent is swapped for a symbolic link', async () => {
+    // The real folder is stashed inside the outputs directory: only the link leads outside.
+    const { written, outcomes } = await raceWrites(
+      path.join(outputs, '.swap'),
+      3_000,
+      (i) => `race/folder-${i}/deeper/plan.md`,
+    );
+    expect(await everything(outside)).toEqual([]);
+    const root = await realpath(outputs);
+    expect(written.filter((p) => !p.startsWith(root + path.sep))).toEqual([]);
+    expect([...outcomes.keys()].sort()).toEqual(['invalid_arguments', 'written']);
+  }, 180_000);
 
   it('refuses to replace a file hard-linked from outside and leaves that file as it was', async () => {
     await writeFile(path.join(outside, 'victim.md'), 'original\n');

@@ -44,10 +44,12 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Starts a private `redis-server` and waits until it answers PING. */
-export async function startPrivateRedis(options: { extraArgs?: string[] } = {}): Promise<PrivateRedis> {
+/** Starts a private `redis-server` (on `port`, else a free one) and waits until it answers PING. */
+export async function startPrivateRedis(
+  options: { extraArgs?: string[]; port?: number } = {},
+): Promise<PrivateRedis> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'ar-faults-redis-'));
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const args = [
     '--port',
     String(port),

@@ -8,11 +8,12 @@ import {
   connectRedis,
   LiveConfig,
   registerConfigMetrics,
-  startMetricsServer,
+  startAfterRedis,
   ToolRegistry,
-  waitReady,
   type AgentReachConfig,
   type Logger,
+  type MetricsServer,
+  type RedisClient,
 } from '@agent-reach/shared';
 import { createGroupLimiter } from './group-limits.js';
 import { createOpenApiSources, type OpenApiSources } from './sources/openapi/openapi-sources.js';
@@ -38,24 +39,34 @@ export interface ExecutorProcess {
   close(): Promise<void>;
 }
 
+export interface ExecutorOptions {
+  extraTools?: ToolDefinition[] | ((deps: ToolModuleDeps) => ToolDefinition[]);
+  logger?: Logger;
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
+  /** How often the executor re-announces what it serves, in ms (default 2000). */
+  heartbeatIntervalMs?: number;
+  /** How long an announcement counts after its heartbeat, in ms (default 10 000). */
+  announcementTtlMs?: number;
+  /** Where the OpenAPI sources' credentials are read from (`auth.env`). Default: none (`main.ts` passes the process's). */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+interface ServingDeps {
+  redis: RedisClient;
+  logger: Logger;
+  metricsRegistry: Registry;
+  server: MetricsServer;
+}
+
 /**
  * Starts a complete executor from a config: Redis, the registry (demo tools plus `extraTools`), the agents
- * file (checked against the registry), the tool workers for the configured groups and `/metrics`.
+ * file (checked against the registry), the tool workers for the configured groups and `/metrics`. Started
+ * while Redis is away, it waits for Redis (its `/readyz` answering 503) and starts serving when it answers.
  */
 export async function startExecutor(
   config: AgentReachConfig,
-  options: {
-    extraTools?: ToolDefinition[] | ((deps: ToolModuleDeps) => ToolDefinition[]);
-    logger?: Logger;
-    lockDurationMs?: number;
-    stalledIntervalMs?: number;
-    /** How often the executor re-announces what it serves, in ms (default 2000). */
-    heartbeatIntervalMs?: number;
-    /** How long an announcement counts after its heartbeat, in ms (default 10 000). */
-    announcementTtlMs?: number;
-    /** Where the OpenAPI sources' credentials are read from (`auth.env`). Default: none (`main.ts` passes the process's). */
-    env?: Readonly<Record<string, string | undefined>>;
-  } = {},
+  options: ExecutorOptions = {},
 ): Promise<ExecutorProcess> {
   const logger = options.logger ?? createLogger('executor', { level: config.logLevel });
   // Named so that operators (and chaos tests) can tell this process's connections apart in CLIENT LIST.
@@ -63,7 +74,23 @@ export async function startExecutor(
     cluster: config.redisCluster,
     connectionName: `${config.keyPrefix}-executor`,
   });
-  await waitReady(redis, config.redisUrl);
+  const metricsRegistry = new Registry();
+  // Served before Redis answers: a process started during an outage reports itself alive, not ready.
+  return await startAfterRedis(
+    redis,
+    config.redisUrl,
+    logger,
+    { registry: metricsRegistry, port: config.executor.metricsPort, host: config.metricsHost },
+    (server) => startServing(config, options, { redis, logger, metricsRegistry, server }),
+  );
+}
+
+/** The executor once Redis answers: the registry, the agents file, the tool workers. */
+async function startServing(
+  config: AgentReachConfig,
+  options: ExecutorOptions,
+  { redis, logger, metricsRegistry, server }: ServingDeps,
+): Promise<ExecutorProcess> {
   const keys = createKeys(config.keyPrefix);
   const registry = new ToolRegistry().register(
     ...createDemoTools({ redis, keys, outputsDir: config.outputsDir }),
@@ -86,7 +113,6 @@ export async function startExecutor(
     env: options.env ?? {},
   });
   await openApi.apply(live.current().agents.document.tool_groups);
-  const metricsRegistry = new Registry();
   collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_executor_' });
   const metrics = createMetrics(metricsRegistry);
   registerConfigMetrics(metricsRegistry, live);
@@ -133,7 +159,6 @@ export async function startExecutor(
   );
   reapply.unref();
   await worker.publishCatalog();
-  const server = await startMetricsServer(metricsRegistry, config.executor.metricsPort, config.metricsHost);
   logger.info(
     {
       executorId: worker.executorId,

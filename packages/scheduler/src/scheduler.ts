@@ -9,11 +9,12 @@ import {
   LiveConfig,
   registerConfigMetrics,
   workflowsPathOf,
-  startMetricsServer,
-  waitReady,
+  startAfterRedis,
+  waitForRedis,
   type AgentReachConfig,
   type AgentsFile,
   type Logger,
+  type MetricsServer,
   type RedisClient,
   type WorkflowsFile,
 } from '@agent-reach/shared';
@@ -48,6 +49,20 @@ export interface SchedulerProcess {
   close(): Promise<void>;
 }
 
+export interface SchedulerOptions {
+  logger?: Logger;
+  llm?: LlmClient;
+  onEvent?: (e: RunEvent, s: RunState) => void;
+}
+
+interface ServingDeps {
+  redis: RedisClient;
+  logger: Logger;
+  llm: LlmClient;
+  metricsRegistry: Registry;
+  server: MetricsServer;
+}
+
 /** How often the catalog of tools is re-read, so tools of executors started later become offerable. */
 const CATALOG_REFRESH_MS = 10_000;
 
@@ -72,19 +87,38 @@ export function llmFromConfig(config: AgentReachConfig, model?: string): LlmClie
 
 /**
  * Starts a scheduler: a BullMQ worker on `agent-runs` that owns the agent loop of each run, checkpoints
- * it in Redis after every step and serves `/metrics`.
+ * it in Redis after every step and serves `/metrics` and `/readyz`. Started while Redis is away, it waits
+ * for Redis (its `/readyz` answering 503) and starts serving when it answers.
  */
 export async function startScheduler(
   config: AgentReachConfig,
-  options: { logger?: Logger; llm?: LlmClient; onEvent?: (e: RunEvent, s: RunState) => void } = {},
+  options: SchedulerOptions = {},
 ): Promise<SchedulerProcess> {
   const logger = options.logger ?? createLogger('scheduler', { level: config.logLevel });
+  // A missing model is a configuration error: said at once, not after waiting for Redis.
+  const llm = options.llm ?? llmFromConfig(config);
   // Schedulers queue commands through a reconnect rather than fail a run over a dropped connection.
   const redis = connectRedis(config.redisUrl, 'worker', {
     cluster: config.redisCluster,
     connectionName: `${config.keyPrefix}-scheduler`,
   });
-  await waitReady(redis, config.redisUrl);
+  const metricsRegistry = new Registry();
+  // Served before Redis answers: a process started during an outage reports itself alive, not ready.
+  return await startAfterRedis(
+    redis,
+    config.redisUrl,
+    logger,
+    { registry: metricsRegistry, port: config.scheduler.metricsPort, host: config.metricsHost },
+    (server) => startServing(config, options, { redis, logger, llm, metricsRegistry, server }),
+  );
+}
+
+/** The scheduler once Redis answers: the agents file, the run and workflow workers, the API. */
+async function startServing(
+  config: AgentReachConfig,
+  options: SchedulerOptions,
+  { redis, logger, llm, metricsRegistry, server }: ServingDeps,
+): Promise<SchedulerProcess> {
   const keys = createKeys(config.keyPrefix);
   // A local workflows file with a cycle, an unknown agent or dependency stops the scheduler here: no
   // workflow of it can ever start. One that does not exist yet declares none until it is created.
@@ -98,7 +132,6 @@ export async function startScheduler(
   // Views that answer from the configuration in force: agents and workflows change without a restart.
   const agents = live.agents;
   const configVersion = () => live.current().version;
-  const llm = options.llm ?? llmFromConfig(config);
   const clients = new Map<string, LlmClient>();
   // Jobs added straight to the queue may name any model: keep a bounded set of clients, most recent last.
   const llmFor = (model: string) => {
@@ -130,7 +163,6 @@ export async function startScheduler(
     runner.catalog.refresh().catch((err: unknown) => logger.warn({ err }, 'catalog refresh failed'));
   }, CATALOG_REFRESH_MS);
   refresh.unref();
-  const metricsRegistry = new Registry();
   collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_scheduler_' });
   const record = recordRunMetrics(createSchedulerMetrics(metricsRegistry));
   registerConfigMetrics(metricsRegistry, live);
@@ -197,7 +229,6 @@ export async function startScheduler(
     intervalMs: config.scheduler.queueSampleIntervalMs,
     logger,
   });
-  const server = await startMetricsServer(metricsRegistry, config.scheduler.metricsPort, config.metricsHost);
   const api =
     config.api.keys.length > 0
       ? await startApi(config, {
@@ -268,7 +299,7 @@ async function startApi(
     // A paused or stuck Redis answers 503 after this, instead of holding the request.
     commandTimeout: config.api.redisTimeoutMs,
   });
-  await waitReady(redis, config.redisUrl);
+  await waitForRedis(redis, config.redisUrl, deps.logger);
   const keys = createKeys(config.keyPrefix);
   const retention = {
     retentionS: config.scheduler.runRetentionS,

@@ -286,15 +286,38 @@ const validateConfig = new Ajv({
   strict: true,
 }).compile(schema);
 
+/** The spellings a boolean setting accepts, compared without case. */
+const BOOLEAN_SPELLINGS = new Map([
+  ...['1', 'true', 'yes', 'on'].map((v) => [v, true] as const),
+  ...['0', 'false', 'no', 'off'].map((v) => [v, false] as const),
+]);
+
+/** Whether the schema declares the setting at `path` (`api.openHealth`) a boolean. */
+function isBooleanSetting(path: string): boolean {
+  let node: { type?: string; properties?: Record<string, unknown> } | undefined = schema;
+  for (const part of path.split('.')) node = node?.properties?.[part] as typeof node;
+  return node?.type === 'boolean';
+}
+
 /**
  * Reads the configuration from an environment (only `main.ts` files pass `process.env`), applies defaults,
  * reports every problem at once with the variable's name, and returns a frozen object.
  */
 export function loadConfig(env: Record<string, string | undefined>): AgentReachConfig {
   const raw: Record<string, unknown> = {};
+  const problems: string[] = [];
   for (const [name, path] of ENV_MAP) {
     const value = env[name];
     if (value === undefined || value === '') continue;
+    if (isBooleanSetting(path)) {
+      const flag = BOOLEAN_SPELLINGS.get(value.trim().toLowerCase());
+      if (flag === undefined)
+        problems.push(
+          `${name} must be one of 1/0, true/false, yes/no, on/off (got ${JSON.stringify(value)})`,
+        );
+      else setPath(raw, path, flag);
+      continue;
+    }
     setPath(
       raw,
       path,
@@ -308,19 +331,22 @@ export function loadConfig(env: Record<string, string | undefined>): AgentReachC
           : value,
     );
   }
-  if (!validateConfig(raw)) {
+  if (!validateConfig(raw) || problems.length > 0) {
     // A path fed by two variables is reported under the one that is set.
     const byPath = new Map<string, string>();
     for (const [name, path] of ENV_MAP) {
       const key = `/${path.replace('.', '/')}`;
       if (!byPath.has(key) || env[name]) byPath.set(key, name);
     }
-    const details = (validateConfig.errors ?? []).map((e) => {
-      // An item's problem is reported under its list's variable (`/api/keys/0/key` → API_KEYS).
-      const path = e.instancePath.replace(/\/\d+(\/.*)?$/, '');
-      const name = byPath.get(path) ?? path;
-      return `${name} ${e.message ?? 'is invalid'}`;
-    });
+    const details = [
+      ...problems,
+      ...(validateConfig.errors ?? []).map((e) => {
+        // An item's problem is reported under its list's variable (`/api/keys/0/key` → API_KEYS).
+        const path = e.instancePath.replace(/\/\d+(\/.*)?$/, '');
+        const name = byPath.get(path) ?? path;
+        return `${name} ${e.message ?? 'is invalid'}`;
+      }),
+    ];
     throw new AgentReachError('CONFIG_INVALID', `invalid configuration: ${details.join('; ')}`, { details });
   }
   // A list of nodes, or nodes named as such, is a cluster whatever REDIS_CLUSTER says.

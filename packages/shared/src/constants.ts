@@ -90,6 +90,8 @@ export const DEFAULT_RUN_DEADLINE_MS = 10 * 60_000;
 export const MAX_TOOL_ARGUMENTS_CHARS = 64 * 1024;
 /** What a run records of refused oversized arguments: this many leading characters, their length and digest. */
 export const TOOL_ARGUMENTS_PREFIX_CHARS = 256;
+/** Longest tool name a run records as the model wrote it; a longer one is recorded cut to this length. */
+export const MAX_RECORDED_TOOL_NAME_CHARS = 256;
 /** Most tool calls taken from one model turn; the model is told about the ones left out. */
 export const MAX_TOOL_CALLS_PER_TURN = 32;
 /** Longest model text (answer, refusal) a run records from one turn, in characters. */

@@ -10,6 +10,7 @@ export {
   createRedis,
   connectRedis,
   duplicateRedis,
+  waitForRedis,
   waitReady,
   maskUrl,
   reconnectDelayMs,
@@ -75,6 +76,7 @@ export { liveAnnouncements, redisTimeMs } from './executor-presence.js';
 export type { ExecutorAnnouncement } from './executor-presence.js';
 export type { BreakerSnapshot, BreakerState } from './breaker-state.js';
 export { startMetricsServer } from './metrics-server.js';
+export { startAfterRedis, type MetricsServer } from './start-after-redis.js';
 export { parseJsonSafely } from './safe-json.js';
 export { closeWithinGrace, exitOnSignals, type GracefulClose } from './shutdown.js';
 export { TIMED_OUT, waitAtMost } from './timed-wait.js';

@@ -3,13 +3,15 @@ import type { Registry } from 'prom-client';
 import { DEFAULT_METRICS_HOST } from './constants.js';
 
 /**
- * Serves `/metrics` (Prometheus text) and `/healthz` on the given port (0 picks a free one) and address
- * (default loopback: metrics say a lot about a deployment and are for its own Prometheus).
+ * Serves `/metrics` (Prometheus text), `/healthz` (the process answers) and `/readyz` (200 when `ready()`
+ * says so, else 503: e.g. while the process waits for Redis) on the given port (0 picks a free one) and
+ * address (default loopback: metrics say a lot about a deployment and are for its own Prometheus).
  */
 export async function startMetricsServer(
   registry: Registry,
   port: number,
   host = DEFAULT_METRICS_HOST,
+  ready: () => boolean = () => true,
 ): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     if (req.url === '/metrics') {
@@ -30,8 +32,14 @@ export async function startMetricsServer(
       res.end('{"status":"ok"}');
       return;
     }
+    if (req.url === '/readyz') {
+      const ok = ready();
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'application/json' });
+      res.end(ok ? '{"status":"ready"}' : '{"status":"not_ready"}');
+      return;
+    }
     res.writeHead(404, { 'content-type': 'application/json' });
-    res.end('{"error":{"code":"NOT_FOUND","message":"only /metrics and /healthz are served here"}}');
+    res.end('{"error":{"code":"NOT_FOUND","message":"only /metrics, /healthz and /readyz are served here"}}');
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

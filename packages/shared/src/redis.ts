@@ -247,3 +247,40 @@ export async function waitReady(redis: RedisClient, url: string, timeoutMs = 500
     redis.on('error', onError);
   });
 }
+
+/** Redis's refusals of the connection's credentials: a configuration error that no wait mends. */
+const CREDENTIALS_REFUSED = /^(WRONGPASS|NOAUTH|NOPERM)\b/;
+
+/**
+ * Waits as long as it takes for a connection to be ready: a process started (or restarted by its
+ * supervisor) while Redis is away waits for it, the connection retrying with the same capped backoff
+ * as its reconnects (`reconnectDelayMs`), instead of exiting. Logs once that it waits and once that
+ * Redis answered. Rejects only when Redis refuses the URL's credentials, a configuration error.
+ */
+export async function waitForRedis(redis: RedisClient, url: string, logger: Logger): Promise<void> {
+  if (redis.status === 'ready') return;
+  logger.warn({ redis: maskUrl(url) }, 'waiting for Redis');
+  await new Promise<void>((resolve, reject) => {
+    const onReady = () => {
+      cleanup();
+      logger.info({ redis: maskUrl(url) }, 'Redis answered');
+      resolve();
+    };
+    const onError = (err: Error) => {
+      if (!CREDENTIALS_REFUSED.test(err.message)) return;
+      cleanup();
+      reject(
+        new Error(
+          `Redis at ${maskUrl(url)} refused the credentials (${maskUrl(err.message)}): check the URL's user and password.`,
+          { cause: err },
+        ),
+      );
+    };
+    const cleanup = () => {
+      redis.off('ready', onReady);
+      redis.off('error', onError);
+    };
+    redis.on('ready', onReady);
+    redis.on('error', onError);
+  });
+}

@@ -28,8 +28,10 @@ function splitPath(relative: string): { folders: string[]; name: string } {
 }
 
 /**
- * Walks (and creates) the folders one at a time from the real root, refusing any that is a symbolic link
- * or not a folder before going further, so nothing is created behind a link. Returns the folder's path.
+ * Walks (and creates) the folders one at a time from the real root by path, refusing any that is a
+ * symbolic link or not a folder before going further. Used to check a path, and to write where the
+ * system has no /proc/self/fd (a link swapped in between a check and a mkdir can then still receive an
+ * empty folder). Returns the folder's path.
  */
 async function openFolders(realRoot: string, folders: string[], create: boolean): Promise<string> {
   let dir = realRoot;
@@ -52,6 +54,9 @@ async function openFolders(realRoot: string, folders: string[], create: boolean)
   return dir;
 }
 
+/** Where an open file or folder really is, as Linux names it under /proc. */
+const whereIs = (handle: FileHandle) => readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+
 /** Where an open file really is: Linux names it under /proc; elsewhere, the entry in `dir` holding it. */
 async function locate(
   handle: FileHandle,
@@ -59,7 +64,7 @@ async function locate(
   dir: string,
   name: string,
 ): Promise<string | undefined> {
-  const named = await readlink(`/proc/self/fd/${handle.fd}`).catch(() => undefined);
+  const named = await whereIs(handle);
   const candidates = named === undefined ? [path.join(await realpath(dir), name)] : [named];
   for (const p of candidates) {
     const st = await lstatOrNone(p);
@@ -78,13 +83,66 @@ function checkTarget(st: Stats | undefined): void {
 // O_NOFOLLOW: never through a link as the last component; O_NONBLOCK: a FIFO swapped in fails, never hangs.
 const OPEN_EXISTING = fsc.O_WRONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
 const OPEN_NEW = OPEN_EXISTING | fsc.O_CREAT | fsc.O_EXCL;
+const OPEN_FOLDER = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW;
+
+/** Linux names every open descriptor under /proc/self/fd; a path through it reaches the open folder itself. */
+const hasProcFds = lstat('/proc/self/fd').then(
+  (st) => st.isDirectory(),
+  () => false,
+);
+
+/** The entry `name` in the open folder `dir`, reached through the folder itself rather than its path. */
+const inFolder = (dir: FileHandle, name: string) => `/proc/self/fd/${dir.fd}/${name}`;
+
+/** Opens `name` in the open folder `dir` as a folder, refusing a link or a non-folder there. */
+async function openChild(dir: FileHandle, name: string): Promise<FileHandle> {
+  return await open(inFolder(dir, name), OPEN_FOLDER).catch(async (err: NodeJS.ErrnoException) => {
+    // O_DIRECTORY|O_NOFOLLOW fails with ENOTDIR on a link too: tell the two apart for the model.
+    if (err.code !== 'ENOTDIR' && err.code !== 'ELOOP') throw err;
+    const st = await lstatOrNone(inFolder(dir, name));
+    if (st?.isSymbolicLink() === true) throw refuse(THROUGH_LINK);
+    if (st !== undefined && !st.isDirectory())
+      throw refuse(`"${name}" on the path exists and is not a folder`);
+    throw err;
+  });
+}
+
+/**
+ * Opens (and creates) the folders one at a time from the real root, each created and opened inside the
+ * folder opened before it, never through its path: a parent swapped for a link after it was opened can
+ * only ever send the walk to the folder it already holds, so nothing is created behind a link. A folder
+ * found moved out of the root is not created in. Returns the innermost folder, open.
+ */
+async function openFoldersAt(realRoot: string, folders: string[]): Promise<FileHandle> {
+  let dir = await open(realRoot, OPEN_FOLDER);
+  try {
+    for (const folder of folders) {
+      const where = await whereIs(dir);
+      if (where === undefined || !isInside(realRoot, where)) throw refuse(MOVED);
+      const child = await openChild(dir, folder).catch(async (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+        await mkdir(inFolder(dir, folder)).catch((e: NodeJS.ErrnoException) => {
+          if (e.code !== 'EEXIST') throw e;
+        });
+        return await openChild(dir, folder);
+      });
+      await dir.close();
+      dir = child;
+    }
+    return dir;
+  } catch (err) {
+    await dir.close();
+    throw err;
+  }
+}
 
 /**
  * Writes `content` to `relative` inside `root` without following a link at any component: folders are
- * created one at a time and each checked before the next; the file is opened without following a link
- * and without truncating, and only once the open handle is shown to be a regular file with no other hard
- * link, really inside the root, is it truncated and written. A file created outside by a folder swapped
- * for a link mid-way is removed again. Returns the file's real path.
+ * created one at a time, each inside the folder opened before it (on Linux; elsewhere each checked before
+ * the next); the file is opened without following a link and without truncating, and only once the open
+ * handle is shown to be a regular file with no other hard link, really inside the root, is it truncated
+ * and written. A file created outside by a folder swapped for a link mid-way is removed again. Returns
+ * the file's real path.
  */
 export async function writeInside(root: string, relative: string, content: string): Promise<string> {
   const { folders, name } = splitPath(relative);
@@ -104,7 +162,18 @@ async function writeChecked(
   name: string,
   content: string,
 ): Promise<string> {
-  const dir = await openFolders(realRoot, folders, true);
+  if (!(await hasProcFds))
+    return await writeInFolder(realRoot, await openFolders(realRoot, folders, true), name, content);
+  const dir = await openFoldersAt(realRoot, folders);
+  try {
+    return await writeInFolder(realRoot, inFolder(dir, ''), name, content);
+  } finally {
+    await dir.close();
+  }
+}
+
+/** Opens `name` in `dir` without following a link, checks it is a lone regular file inside the root, writes it. */
+async function writeInFolder(realRoot: string, dir: string, name: string, content: string): Promise<string> {
   const target = path.join(dir, name);
   checkTarget(await lstatOrNone(target));
   let created = false;

@@ -3,7 +3,9 @@ import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { describe, expect, it } from 'vitest';
 import { TOOL_CALL_ID_PATTERN } from '@agent-reach/protocol';
 import { argumentsDigest, constants } from '@agent-reach/shared';
+import type { AgentSpec } from '@agent-reach/shared';
 import { answerText, readModelTurn, readUsage, uniqueIds } from './model-answer.js';
+import { buildMessages } from './prompt.js';
 import { createRunState, type RunState } from './run-state.js';
 
 const fresh = (): RunState => createRunState({ runId: 'run_m', agent: 'a', input: 'hi', deadlineMs: 60_000 });
@@ -86,13 +88,13 @@ describe('readModelTurn', () => {
     });
   });
 
-  it('records a name the provider would refuse in a safe spelling and suggests the closest reachable tool', () => {
+  it('records a name outside the tool-name pattern as the model wrote it and suggests the closest reachable tool', () => {
     const { calls } = readModelTurn(answer({ tool_calls: [call('functions.query_weather')] }), fresh(), 1, [
       'query_weather',
       'write_file',
     ]);
     expect(calls[0]).toMatchObject({
-      name: 'functions_query_weather',
+      name: 'functions.query_weather',
       refused: {
         kind: 'unknown_tool',
         message:
@@ -102,6 +104,24 @@ describe('readModelTurn', () => {
         available_tools: ['query_weather', 'write_file'],
       },
     });
+  });
+
+  it('sends a recorded name outside the pattern back to the provider in a safe spelling, keeping the record as written', () => {
+    const state = fresh();
+    const history = {
+      role: 'assistant' as const,
+      content: null,
+      tool_calls: [
+        { id: 'a', type: 'function' as const, function: { name: 'query＿weather', arguments: '{}' } },
+        { id: 'b', type: 'function' as const, function: { name: 'look_up', arguments: '{}' } },
+      ],
+    };
+    state.messages.push(history);
+    const sent = buildMessages({ name: 'a', tools: [] } as unknown as AgentSpec, state, []);
+    expect(sent.at(-1)).toMatchObject({
+      tool_calls: [{ function: { name: 'query_weather' } }, { function: { name: 'look_up' } }],
+    });
+    expect(history.tool_calls.map((c) => c.function.name)).toEqual(['query＿weather', 'look_up']);
   });
 
   it('refuses arguments over the limit, keeping a prefix, their length and digest', () => {

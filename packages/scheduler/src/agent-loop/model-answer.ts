@@ -7,6 +7,10 @@ import type { RunState, Usage } from './run-state.js';
 export interface ModelCall {
   /** Unique in the run and pattern-valid (rewritten when the model's was not). */
   id: string;
+  /**
+   * The name as the model wrote it (cut to {@link constants.MAX_RECORDED_TOOL_NAME_CHARS}), even when it
+   * is not a valid tool name: such a call is refused, and never recorded as a call of another tool.
+   */
   name: string;
   /** The model's argument string, or only its first characters when it was over the limit. */
   arguments: string;
@@ -64,9 +68,8 @@ function readCall(
   const custom = type === 'custom' && isObj(call.custom) ? call.custom : undefined;
   const rawName = fn?.name ?? custom?.name;
   const given = typeof rawName === 'string' ? rawName : '';
-  // Names go back to the provider in the history: one it would refuse is recorded in a safe spelling.
   const validName = NAME_PATTERN.test(given);
-  const name = validName ? given : given.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'unnamed';
+  const name = given.slice(0, constants.MAX_RECORDED_TOOL_NAME_CHARS);
   const rawArgs = fn?.arguments;
   let args =
     typeof rawArgs === 'string'
@@ -91,7 +94,7 @@ function readCall(
     };
   }
   if (!validName) {
-    const guess = closestName(name, reachable);
+    const guess = closestName(providerName(name), reachable);
     return {
       id: call.id,
       name,
@@ -141,6 +144,16 @@ function readCall(
     };
   }
   return { id: call.id, name, arguments: args };
+}
+
+/**
+ * A recorded tool name as it goes back to the provider in the history, which refuses names outside
+ * {@link NAME_PATTERN}: a valid name unchanged, any other in a safe spelling. The run's record keeps the
+ * name the model wrote; only the provider's copy is spelled so.
+ */
+export function providerName(name: string): string {
+  if (NAME_PATTERN.test(name)) return name;
+  return name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'unnamed';
 }
 
 /** Every tool call id the run has used: in its history, its steps and its approvals. */

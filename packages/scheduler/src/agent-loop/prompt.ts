@@ -1,6 +1,7 @@
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { AgentSpec, ToolCatalogEntry } from '@agent-reach/shared';
 import type { ChatMessage, RunState } from './run-state.js';
+import { providerName } from './model-answer.js';
 import { renderTaskStack } from './task-stack.js';
 
 /** Marks the summary block so tests and people can find it; the JSON inside is what the model reads. */
@@ -28,8 +29,22 @@ export function buildSystemPrompt(agent: AgentSpec, state: RunState, tools: Tool
   return parts.join('\n\n');
 }
 
+/** The request's messages: the system prompt, then the history with tool names the provider accepts. */
 export function buildMessages(agent: AgentSpec, state: RunState, tools: ToolCatalogEntry[]): ChatMessage[] {
-  return [{ role: 'system', content: buildSystemPrompt(agent, state, tools) }, ...state.messages];
+  return [
+    { role: 'system', content: buildSystemPrompt(agent, state, tools) },
+    ...state.messages.map(forProvider),
+  ];
+}
+
+function forProvider(m: ChatMessage): ChatMessage {
+  if (m.role !== 'assistant' || !m.tool_calls) return m;
+  const calls = m.tool_calls.map((c) =>
+    c.type === 'function' && providerName(c.function.name) !== c.function.name
+      ? { ...c, function: { ...c.function, name: providerName(c.function.name) } }
+      : c,
+  );
+  return calls.every((c, i) => c === m.tool_calls?.[i]) ? m : { ...m, tool_calls: calls };
 }
 
 export function toolSpecs(tools: ToolCatalogEntry[]): ChatCompletionTool[] {

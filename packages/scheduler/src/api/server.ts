@@ -120,7 +120,7 @@ export async function createApiServer(
 
   await app.register(swagger, {
     openapi: {
-      openapi: '3.0.3',
+      openapi: '3.1.0',
       info: {
         title: 'Agent-Reach API',
         version: '1',

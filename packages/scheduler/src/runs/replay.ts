@@ -139,6 +139,7 @@ export async function replayRun(
   if (!agent) throw new AgentReachError('AGENTS_INVALID', `unknown agent "${original.agent}"`);
   const events = (await deps.store.events(originalRunId)).map((e) => e.event);
   const recordedResults = await recordedResultsOf(original, events, deps.runner);
+  const refused = refusedCalls(events);
   const mode = !options.live ? 'recorded' : options.force ? 'live_forced' : 'live';
   const suffix = `.replay-${Date.now()}`;
   const runId = isValidRunId(`${originalRunId}${suffix}`)
@@ -156,7 +157,8 @@ export async function replayRun(
   const dispatcher: AgentLoopDeps['dispatcher'] = {
     async dispatch(run: DispatchRun, owed: DispatchCall[], dispatchOptions?: DispatchOptions) {
       const sources = owed.map((call): ReplayCallSource => {
-        const how = sourceOf(catalog.get(call.name), options);
+        // A call the original run refused is never run, whatever its name reads as today.
+        const how = refused.has(call.toolCallId) ? 'recorded' : sourceOf(catalog.get(call.name), options);
         return how === 'recorded' && !recordedResults.has(call.toolCallId) ? 'not_recorded' : how;
       });
       const live = owed.filter((_, i) => sources[i] === 'live');
@@ -209,6 +211,21 @@ export async function replayRun(
       : [{ toolCallId: r.tool_call_id, tool: r.tool, recorded: before, replayed }];
   });
   return { runId, originalRunId, mode, outcome, recordedOutcome: original.outcome, differences, calls };
+}
+
+/**
+ * The calls the original run answered without running them (an unknown name, oversized arguments, a
+ * rejected approval), by id: recorded as answered locally, or, in runs recorded before that, as
+ * `unknown_tool`.
+ */
+function refusedCalls(events: RunEvent[]): Set<string> {
+  return new Set(
+    events.flatMap((e) =>
+      e.type === 'tool_result' && (e.answered === 'local' || e.error?.kind === 'unknown_tool')
+        ? [e.tool_call_id]
+        : [],
+    ),
+  );
 }
 
 /** How a replay answers a call of this tool. */
