@@ -11,6 +11,8 @@ import type { RunControl } from '../runs/run-control.js';
 import type { RunSummary, StoredEvent } from '../runs/run-store.js';
 import { assertAgentAllowed, type Principal } from './auth.js';
 import { notFound } from './errors.js';
+import type { ApiContext } from './options.js';
+import { hiddenSessions } from './session-access.js';
 
 /** The workflow node a run is, from the metadata its coordinator gave it. */
 const workflowLink = (metadata: Record<string, string> | undefined) =>
@@ -149,15 +151,18 @@ export async function loadRun(control: RunControl, runId: string): Promise<Loade
   return undefined;
 }
 
-/** Loads a run the caller may see: 404 when unknown, 403 when the key may not use its agent. */
-export async function runForCaller(
-  control: RunControl,
-  runId: string,
-  principal: Principal,
-): Promise<LoadedRun> {
-  const run = await loadRun(control, runId);
+/**
+ * Loads a run the caller may see: 404 when unknown, 403 when the key may not use its agent, and 404 when
+ * the run belongs to a session that is not the caller's (the answer of a missing run: a session's
+ * conversation does not leak through its runs, nor does their existence).
+ */
+export async function runForCaller(ctx: ApiContext, runId: string, principal: Principal): Promise<LoadedRun> {
+  const run = await loadRun(ctx.deps.control, runId);
   if (!run) throw notFound(`run ${runId}`);
   assertAgentAllowed(principal, run.view.agent);
+  const sessionId = run.view.session_id;
+  if (sessionId !== undefined && (await hiddenSessions(ctx, principal, [sessionId])).has(sessionId))
+    throw notFound(`run ${runId}`);
   return run;
 }
 

@@ -43,3 +43,28 @@ export async function admitToSession(
       `session ${sessionId} belongs to agent "${bound}"; start another session for agent "${agent}"`,
     );
 }
+
+/**
+ * Which of these sessions the caller may not see: for a key limited to some agents, every session it did
+ * not create (one without an owner included); none for a key that may use every agent.
+ */
+export async function hiddenSessions(
+  ctx: ApiContext,
+  principal: Principal,
+  sessionIds: readonly string[],
+): Promise<ReadonlySet<string>> {
+  if (principal.agents === undefined || sessionIds.length === 0) return new Set();
+  const owners = await ctx.deps.sessions.owners(sessionIds);
+  return new Set([...owners].filter(([, owner]) => owner !== principal.id).map(([id]) => id));
+}
+
+/** The runs of a listing the caller may see: a run of a session that is not the caller's is left out. */
+export async function withoutHiddenSessions<T extends { sessionId?: string }>(
+  ctx: ApiContext,
+  principal: Principal,
+  runs: readonly T[],
+): Promise<T[]> {
+  const ids = runs.flatMap((r) => (r.sessionId ? [r.sessionId] : []));
+  const hidden = await hiddenSessions(ctx, principal, ids);
+  return hidden.size === 0 ? [...runs] : runs.filter((r) => !r.sessionId || !hidden.has(r.sessionId));
+}

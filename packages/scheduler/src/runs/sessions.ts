@@ -99,6 +99,16 @@ export class SessionStore {
   }
 
   /**
+   * The creating key of each of these sessions (undefined for a session without one, or gone), read
+   * together: one HGET each, every session's owner on a slot of its own.
+   */
+  async owners(sessionIds: readonly string[]): Promise<Map<string, string | undefined>> {
+    const ids = [...new Set(sessionIds)];
+    const found = await Promise.all(ids.map((id) => this.redis.hget(this.#ownerKey(id), 'principal')));
+    return new Map(ids.map((id, i) => [id, found[i] ?? undefined]));
+  }
+
+  /**
    * Binds the session to `agent` unless it already has one (first message wins, atomically); returns the
    * session's agent afterwards.
    */

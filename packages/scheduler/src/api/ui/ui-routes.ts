@@ -7,6 +7,7 @@ import { requirePrincipal } from '../auth.js';
 import { UI_APPROVALS_RUNS, UI_PATH, UI_TOOL_STATS_RUNS } from '../constants.js';
 import { ApiError } from '../errors.js';
 import type { ApiContext } from '../options.js';
+import { withoutHiddenSessions } from '../session-access.js';
 import type { UiSessions } from './ui-sessions.js';
 
 /** The bundle `pnpm build` writes (esbuild): the same place relative to `src/api/ui` and `dist/api/ui`. */
@@ -109,7 +110,8 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
       ...(principal.agents ? { agents: principal.agents } : {}),
       limit: UI_APPROVALS_RUNS,
     });
-    const loaded = await Promise.all(page.runs.map((r) => ctx.deps.control.get(r.runId)));
+    const shown = await withoutHiddenSessions(ctx, principal, page.runs);
+    const loaded = await Promise.all(shown.map((r) => ctx.deps.control.get(r.runId)));
     return {
       approvals: loaded.flatMap((got) => {
         const state = got?.state;
@@ -135,10 +137,9 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
       ...(principal.agents ? { agents: principal.agents } : {}),
       limit: UI_TOOL_STATS_RUNS,
     });
+    const shown = await withoutHiddenSessions(ctx, principal, page.runs);
     // One GET each, sent together: every run's keys are in a slot of their own on a cluster.
-    const states = await Promise.all(
-      page.runs.map((r) => ctx.deps.redis.get(ctx.deps.keys.runState(r.runId))),
-    );
+    const states = await Promise.all(shown.map((r) => ctx.deps.redis.get(ctx.deps.keys.runState(r.runId))));
     const tools = new Map<string, { calls: number; errors: number; error_kinds: Record<string, number> }>();
     for (const json of states) {
       if (typeof json !== 'string') continue;
@@ -155,7 +156,7 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
       }
     }
     return {
-      runs: page.runs.length,
+      runs: shown.length,
       tools: [...tools].map(([tool, t]) => ({ tool, ...t })).sort((a, b) => (a.tool < b.tool ? -1 : 1)),
     };
   });
