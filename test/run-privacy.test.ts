@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FULL_KEY, openEventStream, startApiHarness, type ApiHarness } from './helpers/api.js';
-import { waitFor } from './helpers/redis.js';
+import {
+  FULL_KEY,
+  openEventStream,
+  runDoors,
+  startApiHarness,
+  startParkedRun,
+  type ApiHarness,
+  type ParkedRun,
+} from './helpers/api.js';
 import { addCommonScenarios } from './helpers/scenarios.js';
 
 /** Two callers with the same reach: each limited to `test_agent`. */
@@ -24,46 +31,25 @@ async function login(url: string, key: string): Promise<string> {
 
 describe("session privacy: a session's runs are hidden from other keys on every door", () => {
   let h: ApiHarness;
-  let sessionRun: { runId: string; toolCallId: string; traceId: string };
+  let sessionRun: ParkedRun;
   beforeAll(async () => {
     h = await startApiHarness({ apiKeys: KEYS });
     addCommonScenarios(h.sim);
     expect(
       (await h.call('POST', '/v1/sessions', { key: DESK_A, body: { session_id: 'desk-a-private' } })).status,
     ).toBe(201);
-    const posted = await h.call('POST', '/v1/sessions/desk-a-private/messages', {
-      key: DESK_A,
-      body: {
-        agent: 'test_agent',
-        input: 'the vault code is 4711; do the sensitive thing',
-        model: 'approval',
-      },
+    sessionRun = await startParkedRun(h, DESK_A, '/v1/sessions/desk-a-private/messages', {
+      agent: 'test_agent',
+      input: 'the vault code is 4711; do the sensitive thing',
     });
-    expect(posted.status).toBe(201);
-    const runId = posted.json.run_id as string;
-    const run = await waitFor(
-      async () => {
-        const r = (await h.call('GET', `/v1/runs/${runId}`, { key: DESK_A })).json;
-        return r.status === 'awaiting_approval' ? r : undefined;
-      },
-      15_000,
-      'the session run to park',
-    );
-    sessionRun = { runId, toolCallId: run.pending_approvals[0].tool_call_id, traceId: run.trace_id };
   });
   afterAll(async () => {
     await h?.close();
   });
 
   it("answers another key limited to the same agent 404 on the session's run, its events, cancel and approvals", async () => {
-    const { runId, toolCallId } = sessionRun;
-    const doors = [
-      ['GET', `/v1/runs/${runId}`, undefined],
-      ['GET', `/v1/runs/${runId}/events`, undefined],
-      ['POST', `/v1/runs/${runId}/cancel`, undefined],
-      ['POST', `/v1/runs/${runId}/approvals`, { tool_call_id: toolCallId, decision: 'approve' }],
-    ] as const;
-    for (const [method, path, body] of doors) {
+    const { runId } = sessionRun;
+    for (const [method, path, body] of runDoors(sessionRun)) {
       const res = await h.call(method, path, { key: DESK_B, ...(body ? { body } : {}) });
       expect(res.status, `${method} ${path}`).toBe(404);
       expect(res.json.error).toEqual({ code: 'NOT_FOUND', message: `run ${runId} not found` });

@@ -10,7 +10,7 @@ import {
   DEFAULT_SHUTDOWN_GRACE_MS,
 } from './constants.js';
 import * as C from './constants.js';
-import { AgentReachError, DEFAULT_KEY_PREFIX, NAME_PATTERN } from '@agent-reach/protocol';
+import { AgentReachError, DEFAULT_KEY_PREFIX, NAME_PATTERN, TENANT_PATTERN } from '@agent-reach/protocol';
 import { redisNodeUrls } from './redis-urls.js';
 
 const Ajv = AjvModule.default;
@@ -69,6 +69,8 @@ export interface AgentReachConfig {
       readonly name: string;
       readonly key: string;
       readonly agents?: readonly string[];
+      /** The tenants the key sees (it creates in the first); absent: `default` only. */
+      readonly tenants?: readonly string[];
     }>;
     readonly port: number;
     readonly host: string;
@@ -236,6 +238,12 @@ const schema = {
               name: { type: 'string', pattern: '^[A-Za-z0-9_.@-]{1,64}$' },
               key: { type: 'string', pattern: '^[A-Za-z0-9_.~+/=-]{16,256}$' },
               agents: { type: 'array', items: { type: 'string', pattern: NAME_PATTERN.source } },
+              tenants: {
+                type: 'array',
+                minItems: 1,
+                maxItems: 100,
+                items: { type: 'string', pattern: TENANT_PATTERN.source },
+              },
             },
           },
         },
@@ -333,17 +341,27 @@ export function loadConfig(env: Record<string, string | undefined>): AgentReachC
 }
 
 /**
- * `API_KEYS`: comma-separated `name:key` entries, a limited key adding `:agent|agent…`, e.g.
- * `ops:3f9c…,weather-desk:8b1e…:weather_only`. Malformed entries are kept so the schema reports them.
+ * `API_KEYS`: comma-separated `name:key` entries, a limited key adding `:agent|agent…`, a key of other
+ * tenants than `default` adding `:tenant|tenant…` after its agents (`*`: every agent), e.g.
+ * `ops:3f9c…,weather-desk:8b1e…:weather_only,acme-ops:5d0a…:*:acme`. Malformed entries are kept so the
+ * schema reports them.
  */
-function parseApiKeys(value: string): Array<{ name: string; key: string; agents?: string[] }> {
+function parseApiKeys(
+  value: string,
+): Array<{ name: string; key: string; agents?: string[]; tenants?: string[] }> {
   return value
     .split(',')
     .map((entry) => entry.trim())
     .filter(Boolean)
     .map((entry) => {
-      const [name = '', key = '', agents] = entry.split(':');
-      return { name, key, ...(agents === undefined ? {} : { agents: agents.split('|').filter(Boolean) }) };
+      const [name = '', key = '', agents, ...rest] = entry.split(':');
+      const tenants = rest.length > 0 ? rest.join(':').split('|').filter(Boolean) : undefined;
+      return {
+        name,
+        key,
+        ...(agents === undefined || agents === '*' ? {} : { agents: agents.split('|').filter(Boolean) }),
+        ...(tenants ? { tenants } : {}),
+      };
     });
 }
 

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
-import { isValidRunId } from '@agent-reach/protocol';
+import { DEFAULT_TENANT, isValidRunId } from '@agent-reach/protocol';
 import {
   constants,
   isCluster,
@@ -124,6 +124,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         ...(data.trace_id ? { traceId: data.trace_id } : {}),
         ...(data.trace_parent ? { traceParent: data.trace_parent } : {}),
         ...(data.session_id ? { sessionId: data.session_id } : {}),
+        tenant: data.tenant ?? DEFAULT_TENANT,
         ...(data.metadata ? { metadata: data.metadata } : {}),
         ...(typeof data.created_at === 'number' && Number.isFinite(data.created_at)
           ? { createdAt: data.created_at }

@@ -317,6 +317,7 @@ export function createWorkflowWorker(options: WorkflowWorkerOptions): WorkflowWo
       traceId: rec.traceId,
       ...(node.model ? { model: node.model } : {}),
       metadata: { workflow_id: rec.workflowId, workflow_node: node.id },
+      ...(rec.tenant ? { tenant: rec.tenant } : {}),
     });
 
   /** Whether something happened that the step just taken did not see: a node run ended, or a cancel. */

@@ -22,6 +22,8 @@ export interface WorkflowRecord {
   configVersion?: number;
   traceId: string;
   metadata?: Record<string, string>;
+  /** The tenant the workflow and its node runs belong to; absent: `default`. */
+  tenant?: string;
   status: WorkflowStatus;
   createdAt: number;
   updatedAt: number;
@@ -41,6 +43,8 @@ export interface WorkflowSummary {
   finishedAt?: number;
   cancelRequested: boolean;
   reason?: string;
+  /** The tenant the workflow (and each of its node runs) belongs to; absent: `default`. */
+  tenant?: string;
 }
 
 export interface WorkflowListFilter {
@@ -85,7 +89,15 @@ export class WorkflowStore {
   async create(
     record: Pick<
       WorkflowRecord,
-      'workflowId' | 'name' | 'input' | 'spec' | 'configVersion' | 'traceId' | 'metadata' | 'createdAt'
+      | 'workflowId'
+      | 'name'
+      | 'input'
+      | 'spec'
+      | 'configVersion'
+      | 'traceId'
+      | 'metadata'
+      | 'createdAt'
+      | 'tenant'
     >,
   ): Promise<boolean> {
     const k = this.keys;
@@ -107,6 +119,7 @@ export class WorkflowStore {
       'updatedAt',
       String(record.createdAt),
       ...(record.metadata ? ['metadata', JSON.stringify(record.metadata)] : []),
+      ...(record.tenant ? ['tenant', record.tenant] : []),
       ...(record.configVersion === undefined ? [] : ['configVersion', String(record.configVersion)]),
     ];
     const event: WorkflowEvent = {
@@ -267,6 +280,7 @@ const SUMMARY_FIELDS = [
   'finishedAt',
   'cancel_requested',
   'outcome',
+  'tenant',
 ] as const;
 
 function toSummary(meta: Record<string, string>): WorkflowSummary {
@@ -280,5 +294,6 @@ function toSummary(meta: Record<string, string>): WorkflowSummary {
     ...(meta.finishedAt ? { finishedAt: Number(meta.finishedAt) } : {}),
     cancelRequested: meta.cancel_requested === '1',
     ...(outcome ? { reason: outcome.reason } : {}),
+    ...(meta.tenant ? { tenant: meta.tenant } : {}),
   };
 }

@@ -21,7 +21,7 @@ import { checkRunRequest } from '../run-request.js';
 import { runForCaller, summaryView, withEvents } from '../run-view.js';
 import { searchPage } from '../run-search-query.js';
 import { encodeCursor } from '../../runs/run-search.js';
-import { admitToSession, withoutHiddenSessions } from '../session-access.js';
+import { admitToSession, visibleRuns } from '../session-access.js';
 import { responses } from '../responses.js';
 import { startRun } from '../start-run.js';
 
@@ -100,7 +100,7 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
       const listed = page.slice(0, limit);
       const last = listed[listed.length - 1];
       // Left out after paging, so pages stay where they were; a page may hold fewer runs than `limit`.
-      const shown = await withoutHiddenSessions(ctx, principal, listed);
+      const shown = await visibleRuns(ctx, principal, listed);
       return {
         runs: shown.map(summaryView),
         ...(page.length > limit ? { next_offset: offset + limit } : {}),
