@@ -312,6 +312,7 @@ async function startApi(
       allowedModels: a.allowedModels,
       maxInputTokens: a.maxInputTokens,
       redisTimeoutMs: a.redisTimeoutMs,
+      tenantQuotas: config.tenantQuotas,
     },
   );
   return {

@@ -89,6 +89,14 @@ export interface AgentReachConfig {
     /** How long a request waits on one Redis command before answering 503, in ms. */
     readonly redisTimeoutMs: number;
   };
+  /** Quotas of tenants (`TENANT_QUOTAS`); a tenant without an entry has no limit. */
+  readonly tenantQuotas: ReadonlyArray<{
+    readonly tenant: string;
+    /** Runs of the tenant not yet ended (queued, running, parked) at most; new ones are refused with 429. */
+    readonly maxRunsInFlight?: number;
+    /** Tokens (prompt + completion) the tenant's runs may use per UTC day; past it, new runs get 429. */
+    readonly maxTokensPerDay?: number;
+  }>;
   readonly llm: {
     readonly apiKey: string | undefined;
     readonly baseUrl: string | undefined;
@@ -140,6 +148,7 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['ALLOWED_MODELS', 'api.allowedModels'],
   ['API_MAX_INPUT_TOKENS', 'api.maxInputTokens'],
   ['API_REDIS_TIMEOUT_MS', 'api.redisTimeoutMs'],
+  ['TENANT_QUOTAS', 'tenantQuotas'],
   ['OPENAI_API_KEY', 'llm.apiKey'],
   ['OPENAI_BASE_URL', 'llm.baseUrl'],
   ['OPENAI_MODEL', 'llm.model'],
@@ -273,6 +282,21 @@ const schema = {
         redisTimeoutMs: { type: 'integer', minimum: 10, default: C.DEFAULT_API_REDIS_TIMEOUT_MS },
       },
     },
+    tenantQuotas: {
+      type: 'array',
+      default: [],
+      maxItems: 1000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['tenant'],
+        properties: {
+          tenant: { type: 'string', pattern: TENANT_PATTERN.source },
+          maxRunsInFlight: { type: 'integer', minimum: 1 },
+          maxTokensPerDay: { type: 'integer', minimum: 1 },
+        },
+      },
+    },
     llm: {
       type: 'object',
       additionalProperties: false,
@@ -313,7 +337,9 @@ export function loadConfig(env: Record<string, string | undefined>): AgentReachC
             .filter(Boolean)
         : path === 'api.keys'
           ? parseApiKeys(value)
-          : value,
+          : path === 'tenantQuotas'
+            ? parseTenantQuotas(value)
+            : value,
     );
   }
   if (!validateConfig(raw)) {
@@ -362,6 +388,28 @@ function parseApiKeys(
         ...(agents === undefined || agents === '*' ? {} : { agents: agents.split('|').filter(Boolean) }),
         ...(tenants ? { tenants } : {}),
       };
+    });
+}
+
+/**
+ * `TENANT_QUOTAS`: comma-separated `tenant:runs=N:tokens=N` entries (either limit may be left out), e.g.
+ * `acme:runs=20:tokens=2000000,beta:runs=5`. Unknown or malformed limits are kept for the schema to report.
+ */
+function parseTenantQuotas(value: string): Array<Record<string, unknown>> {
+  const names: Record<string, string> = { runs: 'maxRunsInFlight', tokens: 'maxTokensPerDay' };
+  return value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const [tenant = '', ...limits] = entry.split(':');
+      const quota: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+      quota.tenant = tenant;
+      for (const limit of limits) {
+        const [name = '', n = ''] = limit.split('=');
+        quota[Object.hasOwn(names, name) ? (names[name] as string) : name] = /^\d+$/.test(n) ? Number(n) : n;
+      }
+      return { ...quota };
     });
 }
 

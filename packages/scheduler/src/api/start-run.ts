@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { assertAgentAllowed, idempotencyScope, type Principal } from './auth.js';
 import { ApiError, notFound } from './errors.js';
 import { bodyHash } from './idempotency.js';
+import { admitRun } from './tenant-admission.js';
 import type { ApiContext } from './options.js';
 import { loadRun, queuedView } from './run-view.js';
 import { runJob, TRACEPARENT_PATTERN, type RunView } from '@agent-reach/protocol';
@@ -58,6 +59,8 @@ export async function startRun(
     created_at: Date.now(),
     tenant: principal.tenant,
   });
+  // Before the idempotency claim: a refused request claims nothing, so its repeat is admitted afresh.
+  await admitRun(ctx, principal.tenant, data.run_id);
   let created = true;
   if (idempotencyKey !== undefined) {
     const hash = bodyHash(req);

@@ -15,6 +15,7 @@ import { anyDecided, decideOverdue, parkedUntil } from '../agent-loop/approvals.
 import { CheckpointFailed, RunLost } from '../agent-loop/run-agent.js';
 import { createRunState, markFinished, type RunOutcome, type RunState } from './run-state.js';
 import { emitFinishedSpan } from './run-span.js';
+import { TenantQuotas } from './tenant-quotas.js';
 import type { LlmClient } from '../llm.js';
 import { upgradeRunJob, type RunJobData } from '@agent-reach/protocol';
 import { CheckpointRefused, type RunCheckpointer, type RunStore } from './run-store.js';
@@ -73,6 +74,13 @@ interface Active {
  */
 export function createRunWorker(options: RunWorkerOptions): RunWorker {
   const { runner, store, sessions, logger } = options;
+  // Every run counts in its tenant's runs in flight while this worker has it, however it was started.
+  const quotas = new TenantQuotas(store.connection, runner.keys);
+  const ended = async (state: RunState) => {
+    await quotas
+      .release(state.tenant, state.runId, state.usage.total_tokens)
+      .catch((err: unknown) => logger.warn({ runId: state.runId, err }, 'tenant quota release failed'));
+  };
   const active = new Map<string, Active>();
   let draining = false;
   const subscriber = options.connection.duplicate();
@@ -138,7 +146,12 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
           : {}),
       });
     }
-    if (state.outcome) return { status: state.outcome.status, reason: state.outcome.reason };
+    if (state.outcome) {
+      // Ended by an earlier attempt that died before its tenant's count was updated: update it now.
+      await ended(state);
+      return { status: state.outcome.status, reason: state.outcome.reason };
+    }
+    await quotas.track(state.tenant, state.runId);
     if (state.status === 'awaiting_approval') decideOverdue(state, options.approvalTimeoutMs);
 
     const run: Active = { job, token, cancel: new AbortController(), release: new AbortController() };
@@ -185,6 +198,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         throw new DelayedError();
       }
       if (state.sessionId) await sessions.saveFrom(state);
+      await ended(state);
       return { status: result.status, reason: result.reason };
     } catch (err) {
       if (!(err instanceof CheckpointFailed)) throw err;
@@ -227,6 +241,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     markFinished(state, outcome);
     await writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
     emitFinishedSpan(state, outcome);
+    await ended(state);
     logger.warn({ runId, problems }, 'run job refused');
     return { status: 'failed', reason: 'invalid_job' };
   };
@@ -253,6 +268,7 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
         markFinished(state, outcome);
         await claim.writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
         emitFinishedSpan(state, outcome);
+        await ended(state);
         return;
       } catch (e) {
         logger.warn({ runId, err: e }, 'recording the abandoned run failed; retrying');

@@ -12,6 +12,7 @@ import {
 import { ApiError, notFound } from '../errors.js';
 import type { EventStreamer } from '../event-stream.js';
 import { bodyHash } from '../idempotency.js';
+import { admitRun } from '../tenant-admission.js';
 import type { ApiContext } from '../options.js';
 import { responses } from '../responses.js';
 import {
@@ -115,6 +116,8 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
         );
       const spec = definition.spec;
       assertWorkflowAllowed(principal, spec);
+      // Its node runs count when they start; the workflow is refused while its tenant is at a quota.
+      await admitRun(ctx, principal.tenant, undefined);
       await keyed?.claim();
       const { workflowId: id, created } = await wf.start({
         workflow: spec.name,
