@@ -197,3 +197,44 @@ export async function openEventStream(
     close: () => controller.abort(),
   };
 }
+
+/** A run parked on a call that waits for a person: its id, the call and its trace. */
+export interface ParkedRun {
+  runId: string;
+  toolCallId: string;
+  traceId: string;
+}
+
+/**
+ * Starts a run with `key` at `path` (`/v1/runs`, or a session's messages) whose model (`approval`) asks
+ * for a call that needs a person, and waits for it to park.
+ */
+export async function startParkedRun(
+  h: ApiHarness,
+  key: string,
+  path: string,
+  body: Record<string, unknown>,
+): Promise<ParkedRun> {
+  const posted = await h.call('POST', path, { key, body: { ...body, model: 'approval' } });
+  if (posted.status !== 201) throw new Error(`POST ${path} answered ${posted.status}: ${posted.text}`);
+  const runId = posted.json.run_id as string;
+  const run = await waitFor(
+    async () => {
+      const r = (await h.call('GET', `/v1/runs/${runId}`, { key })).json;
+      return r.status === 'awaiting_approval' ? r : undefined;
+    },
+    15_000,
+    'the run to park',
+  );
+  return { runId, toolCallId: run.pending_approvals[0].tool_call_id, traceId: run.trace_id };
+}
+
+/** Every door that shows or changes one run: read, follow, cancel, decide (method, path, body). */
+export function runDoors({ runId, toolCallId }: ParkedRun) {
+  return [
+    ['GET', `/v1/runs/${runId}`, undefined],
+    ['GET', `/v1/runs/${runId}/events`, undefined],
+    ['POST', `/v1/runs/${runId}/cancel`, undefined],
+    ['POST', `/v1/runs/${runId}/approvals`, { tool_call_id: toolCallId, decision: 'approve' }],
+  ] as const;
+}

@@ -1,9 +1,11 @@
+import { hostname, userInfo } from 'node:os';
 import { createKeys, type AgentReachError } from '@agent-reach/protocol';
 import {
   liveAnnouncements,
   parseConfigDocument,
   publishConfig,
   readConfigFile,
+  readConfigVersion,
   readPublishedConfig,
   redisTimeMs,
   workflowsFileOf,
@@ -36,7 +38,7 @@ export async function configApply(
   ctx: CliContext,
   env: Record<string, string | undefined>,
   file: string,
-  options: { workflowsFile?: string } = {},
+  options: { workflowsFile?: string; by?: string } = {},
 ): Promise<ApplyOutcome> {
   const keys = createKeys(ctx.config.keyPrefix);
   const inForce = await readPublishedConfig(ctx.redis, keys);
@@ -57,16 +59,8 @@ export async function configApply(
   const unreadable = [agentsDoc.problem, workflowsDoc?.problem].filter((p): p is string => !!p);
   if (unreadable.length > 0) return refuse(unreadable);
 
-  const [catalog, time] = await Promise.all([ctx.redis.hgetall(keys.catalog), ctx.redis.time()]);
-  const live = liveAnnouncements(catalog, redisTimeMs(time.map(String)));
-  let known: Iterable<string>;
-  if (live.length > 0) {
-    known = new Set(live.flatMap((a) => a.tools.map((t) => t.name)));
-  } else {
-    const local = await localRegistry(ctx.config, env);
-    if (local.problems.length > 0) return refuse(local.problems);
-    known = local.registry.names();
-  }
+  const known = await knownTools(ctx, env);
+  if ('problems' in known) return refuse(known.problems);
 
   const declaresOwn =
     typeof agentsDoc.doc === 'object' && agentsDoc.doc !== null && 'workflows' in agentsDoc.doc;
@@ -82,7 +76,7 @@ export async function configApply(
   let parsed;
   try {
     parsed = parseConfigDocument(agentsDoc.doc, file, {
-      knownTools: known,
+      knownTools: known.names,
       workflows: source.workflows,
       allowedModels: ctx.config.api.allowedModels,
     });
@@ -96,12 +90,93 @@ export async function configApply(
     keys,
     document,
     `config apply ${file}${options.workflowsFile ? ` --workflows ${options.workflowsFile}` : ''}`,
+    operator(env, options.by),
   );
   return {
     published: true,
     version,
     workflows: { count: parsed.workflows.workflows.size, from: source.from },
   };
+}
+
+/**
+ * Publishes an earlier version's document again as the next version, checked as an apply is: its tools
+ * against the live executors (or the local registry), its workflows against its agents. Undefined when
+ * the history holds no such version.
+ */
+export async function configRollback(
+  ctx: CliContext,
+  env: Record<string, string | undefined>,
+  version: number,
+  options: { by?: string } = {},
+): Promise<ApplyOutcome | undefined> {
+  const keys = createKeys(ctx.config.keyPrefix);
+  const [entry, inForce] = await Promise.all([
+    readConfigVersion(ctx.redis, keys, version),
+    readPublishedConfig(ctx.redis, keys),
+  ]);
+  if (!entry) return undefined;
+  const refuse = (problems: string[]): ApplyOutcome => ({
+    published: false,
+    problems,
+    inForce: inForce?.version,
+  });
+  const known = await knownTools(ctx, env);
+  if ('problems' in known) return refuse(known.problems);
+  const label = `configuration version ${version}`;
+  let parsed;
+  try {
+    const doc = JSON.parse(entry.document) as { workflows?: unknown };
+    // A version published before workflows joined the configuration keeps the workflows in force.
+    const workflows: WorkflowsSource =
+      doc.workflows === undefined
+        ? carriedWorkflows(inForce, workflowsFileOf(ctx.config)).workflows
+        : { file: undefined };
+    parsed = parseConfigDocument(doc, label, { knownTools: known.names, workflows });
+  } catch (err) {
+    const e = err as AgentReachError;
+    return refuse(e.details?.length ? [...e.details] : [e.message]);
+  }
+  const document = { ...parsed.agents.document, workflows: parsed.workflows.document };
+  const published = await publishConfig(
+    ctx.redis,
+    keys,
+    document,
+    `config rollback ${version}`,
+    operator(env, options.by),
+  );
+  return {
+    published: true,
+    version: published,
+    workflows: { count: parsed.workflows.workflows.size, from: label },
+  };
+}
+
+/** Who applies: `--by`, else `AGENT_REACH_OPERATOR`, else the user and host this runs as. */
+export function operator(env: Record<string, string | undefined>, by: string | undefined): string {
+  const name = by?.trim() || env.AGENT_REACH_OPERATOR?.trim();
+  if (name) return name.slice(0, 200);
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // No user entry for this uid (a container): the host still tells where it came from.
+  }
+  return `${user}@${hostname()}`;
+}
+
+/** The tools a configuration may name: the live executors' (or, with none live, the local registry's). */
+async function knownTools(
+  ctx: CliContext,
+  env: Record<string, string | undefined>,
+): Promise<{ names: Iterable<string> } | { problems: string[] }> {
+  const keys = createKeys(ctx.config.keyPrefix);
+  const [catalog, time] = await Promise.all([ctx.redis.hgetall(keys.catalog), ctx.redis.time()]);
+  const live = liveAnnouncements(catalog, redisTimeMs(time.map(String)));
+  if (live.length > 0) return { names: new Set(live.flatMap((a) => a.tools.map((t) => t.name))) };
+  const local = await localRegistry(ctx.config, env);
+  if (local.problems.length > 0) return { problems: local.problems };
+  return { names: local.registry.names() };
 }
 
 /**

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import type { RunStatus } from '@agent-reach/scheduler';
+import type { ApplyOutcome } from './config-apply.js';
 import { inline, inlineStrings, jsonLine, multiline } from './terminal.js';
 import { USAGE, usageOf } from './usage.js';
 
@@ -488,7 +489,10 @@ async function config(argv: string[]): Promise<number> {
   }
   if (sub === 'apply') return configApplyCommand(argv.slice(1));
   if (sub === 'show') return configShow(argv.slice(1));
-  if (sub !== 'check') throw new UsageError(`unknown config command "${sub}"; use check, apply or show`);
+  if (sub === 'history') return configHistory(argv.slice(1));
+  if (sub === 'rollback') return configRollbackCommand(argv.slice(1));
+  if (sub !== 'check')
+    throw new UsageError(`unknown config command "${sub}"; use check, apply, show, history or rollback`);
   if (argv.length > 1) throw new UsageError(`config check takes no arguments, got "${argv[1]}"`);
   const { configCheck } = await import('./config-check.js');
   const problems = await configCheck(process.env, (line) => console.log(inline(line)));
@@ -501,7 +505,7 @@ async function configApplyCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { workflows: { type: 'string' } },
+    options: { workflows: { type: 'string' }, by: { type: 'string' } },
   });
   const [file, extra] = positionals;
   if (file === undefined) throw new UsageError('config apply needs the agents file to publish');
@@ -517,39 +521,127 @@ async function configApplyCommand(argv: string[]): Promise<number> {
   try {
     const outcome = await configApply(ctx, process.env, file, {
       ...(values.workflows ? { workflowsFile: values.workflows } : {}),
+      ...(values.by ? { by: values.by } : {}),
     });
-    if (outcome.published) {
-      const { count, from } = outcome.workflows;
-      console.log(
-        inline(
-          `published configuration version ${outcome.version} with ${count} workflow${count === 1 ? '' : 's'} (${from})`,
-        ),
-      );
-      return EXIT.ok;
-    }
-    for (const p of outcome.problems) console.error(`problem: ${multiline(p)}`);
-    console.error(
-      outcome.inForce === undefined
-        ? 'refused: nothing was published; processes keep their local agents file'
-        : `refused: configuration version ${outcome.inForce} stays in force`,
-    );
-    return EXIT.configProblems;
+    return reportApply(outcome);
   } finally {
     await ctx.close();
   }
 }
 
-async function configShow(argv: string[]): Promise<number> {
-  if (argv.length > 0) throw new UsageError(`config show takes no arguments, got "${argv[0]}"`);
-  const [{ openContext }, { createKeys }, { readPublishedConfig }] = await Promise.all([
+/** Prints what an apply or a rollback did; its exit code. */
+function reportApply(outcome: ApplyOutcome): number {
+  if (outcome.published) {
+    const { count, from } = outcome.workflows;
+    console.log(
+      inline(
+        `published configuration version ${outcome.version} with ${count} workflow${count === 1 ? '' : 's'} (${from})`,
+      ),
+    );
+    return EXIT.ok;
+  }
+  for (const p of outcome.problems) console.error(`problem: ${multiline(p)}`);
+  console.error(
+    outcome.inForce === undefined
+      ? 'refused: nothing was published; processes keep their local agents file'
+      : `refused: configuration version ${outcome.inForce} stays in force`,
+  );
+  return EXIT.configProblems;
+}
+
+/** A configuration version named on the command line. */
+function configVersion(value: string | undefined, command: string): number {
+  if (value === undefined) throw new UsageError(`${command} needs a version`);
+  if (!/^[1-9]\d{0,14}$/.test(value))
+    throw new UsageError(`${command}: the version must be a positive integer, got "${value}"`);
+  return Number(value);
+}
+
+async function configRollbackCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { by: { type: 'string' } },
+  });
+  if (positionals.length > 1)
+    throw new UsageError(`config rollback takes one version, got "${positionals[1]}" too`);
+  const version = configVersion(positionals[0], 'config rollback');
+  const [{ openContext }, { configRollback }] = await Promise.all([
+    import('./context.js'),
+    import('./config-apply.js'),
+  ]);
+  const ctx = await openContext(process.env);
+  try {
+    const outcome = await configRollback(ctx, process.env, version, values.by ? { by: values.by } : {});
+    if (!outcome) return notFound(`configuration version ${version} (see config history)`);
+    return reportApply(outcome);
+  } finally {
+    await ctx.close();
+  }
+}
+
+async function configHistory(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { json: { type: 'boolean' } },
+  });
+  if (positionals.length > 0)
+    throw new UsageError(`config history takes no arguments, got "${positionals[0]}"`);
+  const [{ openContext }, { createKeys }, { readConfigHistory }] = await Promise.all([
     import('./context.js'),
     import('@agent-reach/protocol'),
     import('@agent-reach/shared'),
   ]);
   const ctx = await openContext(process.env);
   try {
-    const published = await readPublishedConfig(ctx.redis, createKeys(ctx.config.keyPrefix));
-    if (!published) return notFound('published configuration (processes run on their local agents file)');
+    const history = await readConfigHistory(ctx.redis, createKeys(ctx.config.keyPrefix));
+    for (const v of history) {
+      if (values.json) {
+        console.log(
+          JSON.stringify({
+            version: v.version,
+            digest: v.digest,
+            applied_at: v.appliedAt,
+            applied_by: v.appliedBy,
+            source: v.source,
+          }),
+        );
+      } else
+        console.log(
+          inline(
+            `version ${v.version}  digest ${v.digest}  applied ${new Date(v.appliedAt).toISOString()}  by ${v.appliedBy || 'unknown'}  (${v.source})`,
+          ),
+        );
+    }
+    if (history.length === 0 && !values.json) console.log('no configuration published yet');
+    return EXIT.ok;
+  } finally {
+    await ctx.close();
+  }
+}
+
+async function configShow(argv: string[]): Promise<number> {
+  if (argv.length > 1) throw new UsageError(`config show takes one version at most, got "${argv[1]}" too`);
+  const wanted = argv[0] === undefined ? undefined : configVersion(argv[0], 'config show');
+  const [{ openContext }, { createKeys }, { readPublishedConfig, readConfigVersion }] = await Promise.all([
+    import('./context.js'),
+    import('@agent-reach/protocol'),
+    import('@agent-reach/shared'),
+  ]);
+  const ctx = await openContext(process.env);
+  try {
+    const keys = createKeys(ctx.config.keyPrefix);
+    const published =
+      wanted === undefined
+        ? await readPublishedConfig(ctx.redis, keys)
+        : await readConfigVersion(ctx.redis, keys, wanted);
+    if (!published)
+      return notFound(
+        wanted === undefined
+          ? 'published configuration (processes run on their local agents file)'
+          : `configuration version ${wanted} (see config history)`,
+      );
     console.log(
       inline(
         `version ${published.version}, digest ${published.digest}, applied ${new Date(published.appliedAt).toISOString()} by ${published.source}`,

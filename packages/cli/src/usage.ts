@@ -43,7 +43,9 @@ Configuration
                                      the workflows file; print each agent's reachable tools
   config apply FILE [--workflows W]  validate an agents file (and workflows) and publish them to
                                      every running scheduler and executor as the next version
-  config show                        print the published configuration's version and document
+  config show [VERSION]              print the published configuration (or an earlier version)
+  config history [--json]            the versions published, newest first: digest, time, by whom
+  config rollback VERSION [--by N]   publish an earlier version again as the next version
 
 Every command reads REDIS_URL, AR_KEY_PREFIX and the rest of the environment (see the README).
 T is an ISO date or epoch milliseconds. Add --help to a command for its options.
@@ -88,7 +90,8 @@ when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. Flags win over the envir
   approve: `Usage: agent-reach approve <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`,
   reject: `Usage: agent-reach reject <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`,
   cancel: `Usage: agent-reach cancel <run-id>`,
-  config: `Usage: agent-reach config check | config apply FILE [--workflows FILE] | config show
+  config: `Usage: agent-reach config check | config apply FILE [--workflows FILE] [--by NAME]
+       | config show [VERSION] | config history [--json] | config rollback VERSION [--by NAME]
 
 check  validates the configuration (the environment), the tool registry, the agents file and the
        workflows file (unknown agents and dependencies, cycles named in order), and prints each
@@ -101,7 +104,13 @@ apply  validates FILE (agents, budgets, tool_groups) against the tools of the li
        published version has any). "workflows: []" removes them all. Anything wrong (a cycle, an
        unknown agent or tool) refuses the whole apply, every problem listed, and the version in
        force stays (exit 4).
-show   prints the published version, when and how it was applied, and its document.`,
+show   prints the published version (or VERSION, from the history), when and how it was applied,
+       and its document (its first line as before, the document JSON after it).
+history  lists the versions published (the last 100), newest first: version, digest, time, who
+       applied it (--by NAME, else AGENT_REACH_OPERATOR, else user@host) and how.
+rollback  publishes VERSION's document again as the next version, checked as an apply is (its tools
+       against the live executors, its workflows against its agents); refused (exit 4), the version
+       in force stays. Applying needs only Redis access.`,
   workflows: `Usage: agent-reach workflows <start|ls|show|events|cancel> [options]
 
   workflows start <workflow> "<request>" [--wait]

@@ -7,6 +7,7 @@ import {
   RESERVED_RUN_IDS,
   RUN_ID_PATTERN,
   runJob,
+  TENANT_PATTERN,
   TRACEPARENT_PATTERN,
   newRunId,
 } from '@agent-reach/protocol';
@@ -31,6 +32,8 @@ export interface RunJobFields {
    */
   traceParent?: string;
   metadata?: Record<string, string>;
+  /** The tenant the run belongs to (`[a-z0-9][a-z0-9_-]{0,39}`): only API keys of it see the run. Default `default`. */
+  tenant?: string;
 }
 
 export interface EnqueueRunOptions extends RunJobFields {
@@ -66,6 +69,8 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
   if (typeof o.agent !== 'string' || !o.agent) throw new TypeError('agent is required');
   if (typeof o.input !== 'string' || !o.input.trim()) throw new TypeError('input must be a non-empty string');
   if (!o.connection && !o.redisUrl) throw new TypeError('pass a connection or a redisUrl');
+  if (o.tenant !== undefined && !TENANT_PATTERN.test(o.tenant))
+    throw new TypeError(`tenant must match ${TENANT_PATTERN}`);
   const parentTrace =
     o.traceParent !== undefined && TRACEPARENT_PATTERN.test(o.traceParent)
       ? o.traceParent.split('-')[1]
@@ -102,6 +107,7 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
       trace_id: o.traceId ?? parentTrace,
       trace_parent: o.traceParent,
       metadata: o.metadata,
+      tenant: o.tenant,
     });
     await queue.add('run', data, runJobOptions(runId, o.retentionS)).catch((err: unknown) => {
       throw unavailable(url, `adding the run's job failed (${(err as Error).message})`, err);

@@ -11,6 +11,7 @@ export const API_ERRORS = {
   BODY_TOO_LARGE: { status: 413, message: 'the body is larger than the server accepts' },
   MALFORMED_JSON: { status: 400, message: 'the body is not valid JSON' },
   RATE_LIMITED: { status: 429, message: 'too many requests' },
+  QUOTA_EXCEEDED: { status: 429, message: "the tenant's quota is used up" },
   CONFLICT: { status: 409, message: 'conflicts with an earlier request' },
   UNKNOWN_AGENT: { status: 422, message: 'unknown agent' },
   UNKNOWN_WORKFLOW: { status: 422, message: 'unknown workflow' },

@@ -245,6 +245,7 @@ const summaryFields = {
   status: RunStatusSchema,
   trace_id: Type.Optional(Type.String()),
   session_id: Type.Optional(Type.String()),
+  tenant: Type.Optional(Type.String({ description: 'the tenant the run belongs to' })),
   created_at: Millis('epoch ms the run was created'),
   updated_at: Millis('epoch ms of the last checkpoint; 0 while queued'),
   iterations: Type.Number(),

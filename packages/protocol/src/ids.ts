@@ -21,6 +21,12 @@ export const TOOL_CALL_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** Session ids: the same alphabet as run ids (they name Redis keys). */
 export const SESSION_ID_PATTERN = RUN_ID_PATTERN;
 
+/** A tenant's id: lower case, as configuration names it (`API_KEYS`, `TENANT_QUOTAS`) and Redis keys carry it. */
+export const TENANT_PATTERN = /^[a-z0-9][a-z0-9_-]{0,39}$/;
+
+/** The tenant of every key configured without one, and of every run recorded without one. */
+export const DEFAULT_TENANT = 'default';
+
 /**
  * Names BullMQ gives its own keys beside the jobs of a queue (`events`, `meta`, `wait`, …, as its
  * `QueueKeys` lists them): a job id equal to one would read the wrong kind of key, so no run may have one.

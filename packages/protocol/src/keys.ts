@@ -64,6 +64,11 @@ export interface Keys {
    * validated JSON bundle: agents, tool groups, …), `digest`, `applied_at`, `source`.
    */
   readonly config: string;
+  /**
+   * Sorted set: the last published configuration versions (score: version; member: JSON of the
+   * version, digest, time, who applied it, how, and its document).
+   */
+  readonly configHistory: string;
   /** Pub/sub channel: a new configuration version was published (the message is its version). */
   readonly configChannel: string;
   /** String: a session's shared memory (history, summary, task stack). */
@@ -84,6 +89,10 @@ export interface Keys {
   workflowEvents(workflowId: string): string;
   /** Sorted set: workflow ids by creation time. */
   readonly workflowIndex: string;
+  /** Sorted set: a tenant's runs in flight (run id → epoch ms admitted), on the tenant's slot. */
+  tenantInFlight(tenant: string): string;
+  /** String: the tokens a tenant's runs used on a UTC day (`YYYY-MM-DD`), on the tenant's slot. */
+  tenantTokens(tenant: string, day: string): string;
 }
 
 export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
@@ -110,6 +119,7 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     runIndex: `${prefix}:runs`,
     cancelChannel: `${prefix}:run-cancel`,
     config: `${prefix}:config`,
+    configHistory: `${prefix}:config:history`,
     configChannel: `${prefix}:config-events`,
     session: (id: string) => `${prefix}:session:${id}`,
     idempotency: (key: string) => `${prefix}:idem:${key}`,
@@ -120,5 +130,7 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     workflowDone: (id: string) => `${workflow(id)}:done`,
     workflowEvents: (id: string) => `${workflow(id)}:events`,
     workflowIndex: `${prefix}:workflows`,
+    tenantInFlight: (tenant: string) => `${prefix}:{tenant:${tenant}}:in-flight`,
+    tenantTokens: (tenant: string, day: string) => `${prefix}:{tenant:${tenant}}:tokens:${day}`,
   });
 }

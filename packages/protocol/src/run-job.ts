@@ -1,4 +1,4 @@
-import { RUN_ID_PATTERN, TRACEPARENT_PATTERN } from './ids.js';
+import { DEFAULT_TENANT, RUN_ID_PATTERN, TENANT_PATTERN, TRACEPARENT_PATTERN } from './ids.js';
 import { renameVersion1Fields, WIRE_VERSION } from './version.js';
 
 /**
@@ -23,6 +23,8 @@ export interface RunJobData {
   metadata?: Record<string, string>;
   /** Epoch ms the run was created (by the API or the library): the run keeps it as its `createdAt`. */
   created_at?: number;
+  /** The tenant the run belongs to; absent: `default`. Only keys of that tenant see the run. */
+  tenant?: string;
 }
 
 /** JSON Schema of `RunJobData`, as docs/api.md documents it for services in other languages. */
@@ -41,13 +43,14 @@ export const RUN_JOB_SCHEMA = {
     trace_parent: { type: 'string', pattern: TRACEPARENT_PATTERN.source },
     metadata: { type: 'object', additionalProperties: { type: 'string' } },
     created_at: { type: 'integer', minimum: 0 },
+    tenant: { type: 'string', pattern: TENANT_PATTERN.source },
   },
 } as const;
 
 /** The data of a run's job, with its version and without the optional fields left unset. */
 export function runJob(
   fields: Pick<RunJobData, 'run_id' | 'agent' | 'input'> & {
-    [K in 'session_id' | 'model' | 'trace_id' | 'trace_parent' | 'metadata' | 'created_at']?:
+    [K in 'session_id' | 'model' | 'trace_id' | 'trace_parent' | 'metadata' | 'created_at' | 'tenant']?:
       RunJobData[K] | undefined;
   },
 ): RunJobData {
@@ -62,6 +65,8 @@ export function runJob(
     ...(fields.trace_parent ? { trace_parent: fields.trace_parent } : {}),
     ...(fields.metadata ? { metadata: fields.metadata } : {}),
     ...(fields.created_at !== undefined ? { created_at: fields.created_at } : {}),
+    // The default tenant is left unsaid, so jobs of a configuration without tenants stay as they were.
+    ...(fields.tenant && fields.tenant !== DEFAULT_TENANT ? { tenant: fields.tenant } : {}),
   };
 }
 

@@ -327,7 +327,12 @@ async function startApi(
       logger: deps.logger,
     },
     {
-      apiKeys: a.keys.map((k) => ({ name: k.name, key: k.key, ...(k.agents ? { agents: k.agents } : {}) })),
+      apiKeys: a.keys.map((k) => ({
+        name: k.name,
+        key: k.key,
+        ...(k.agents ? { agents: k.agents } : {}),
+        ...(k.tenants ? { tenants: k.tenants } : {}),
+      })),
       port: a.port,
       host: a.host,
       openHealth: a.openHealth,
@@ -338,6 +343,7 @@ async function startApi(
       allowedModels: a.allowedModels,
       maxInputTokens: a.maxInputTokens,
       redisTimeoutMs: a.redisTimeoutMs,
+      tenantQuotas: config.tenantQuotas,
     },
   );
   return {

@@ -10,7 +10,7 @@ import {
   DEFAULT_SHUTDOWN_GRACE_MS,
 } from './constants.js';
 import * as C from './constants.js';
-import { AgentReachError, DEFAULT_KEY_PREFIX, NAME_PATTERN } from '@agent-reach/protocol';
+import { AgentReachError, DEFAULT_KEY_PREFIX, NAME_PATTERN, TENANT_PATTERN } from '@agent-reach/protocol';
 import { redisNodeUrls } from './redis-urls.js';
 
 const Ajv = AjvModule.default;
@@ -69,6 +69,8 @@ export interface AgentReachConfig {
       readonly name: string;
       readonly key: string;
       readonly agents?: readonly string[];
+      /** The tenants the key sees (it creates in the first); absent: `default` only. */
+      readonly tenants?: readonly string[];
     }>;
     readonly port: number;
     readonly host: string;
@@ -87,6 +89,14 @@ export interface AgentReachConfig {
     /** How long a request waits on one Redis command before answering 503, in ms. */
     readonly redisTimeoutMs: number;
   };
+  /** Quotas of tenants (`TENANT_QUOTAS`); a tenant without an entry has no limit. */
+  readonly tenantQuotas: ReadonlyArray<{
+    readonly tenant: string;
+    /** Runs of the tenant not yet ended (queued, running, parked) at most; new ones are refused with 429. */
+    readonly maxRunsInFlight?: number;
+    /** Tokens (prompt + completion) the tenant's runs may use per UTC day; past it, new runs get 429. */
+    readonly maxTokensPerDay?: number;
+  }>;
   readonly llm: {
     readonly apiKey: string | undefined;
     readonly baseUrl: string | undefined;
@@ -138,6 +148,7 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['ALLOWED_MODELS', 'api.allowedModels'],
   ['API_MAX_INPUT_TOKENS', 'api.maxInputTokens'],
   ['API_REDIS_TIMEOUT_MS', 'api.redisTimeoutMs'],
+  ['TENANT_QUOTAS', 'tenantQuotas'],
   ['OPENAI_API_KEY', 'llm.apiKey'],
   ['OPENAI_BASE_URL', 'llm.baseUrl'],
   ['OPENAI_MODEL', 'llm.model'],
@@ -236,6 +247,12 @@ const schema = {
               name: { type: 'string', pattern: '^[A-Za-z0-9_.@-]{1,64}$' },
               key: { type: 'string', pattern: '^[A-Za-z0-9_.~+/=-]{16,256}$' },
               agents: { type: 'array', items: { type: 'string', pattern: NAME_PATTERN.source } },
+              tenants: {
+                type: 'array',
+                minItems: 1,
+                maxItems: 100,
+                items: { type: 'string', pattern: TENANT_PATTERN.source },
+              },
             },
           },
         },
@@ -263,6 +280,21 @@ const schema = {
           default: C.DEFAULT_API_MAX_INPUT_TOKENS,
         },
         redisTimeoutMs: { type: 'integer', minimum: 10, default: C.DEFAULT_API_REDIS_TIMEOUT_MS },
+      },
+    },
+    tenantQuotas: {
+      type: 'array',
+      default: [],
+      maxItems: 1000,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['tenant'],
+        properties: {
+          tenant: { type: 'string', pattern: TENANT_PATTERN.source },
+          maxRunsInFlight: { type: 'integer', minimum: 1 },
+          maxTokensPerDay: { type: 'integer', minimum: 1 },
+        },
       },
     },
     llm: {
@@ -328,7 +360,9 @@ export function loadConfig(env: Record<string, string | undefined>): AgentReachC
             .filter(Boolean)
         : path === 'api.keys'
           ? parseApiKeys(value)
-          : value,
+          : path === 'tenantQuotas'
+            ? parseTenantQuotas(value)
+            : value,
     );
   }
   if (!validateConfig(raw) || problems.length > 0) {
@@ -359,17 +393,49 @@ export function loadConfig(env: Record<string, string | undefined>): AgentReachC
 }
 
 /**
- * `API_KEYS`: comma-separated `name:key` entries, a limited key adding `:agent|agent…`, e.g.
- * `ops:3f9c…,weather-desk:8b1e…:weather_only`. Malformed entries are kept so the schema reports them.
+ * `API_KEYS`: comma-separated `name:key` entries, a limited key adding `:agent|agent…`, a key of other
+ * tenants than `default` adding `:tenant|tenant…` after its agents (`*`: every agent), e.g.
+ * `ops:3f9c…,weather-desk:8b1e…:weather_only,acme-ops:5d0a…:*:acme`. Malformed entries are kept so the
+ * schema reports them.
  */
-function parseApiKeys(value: string): Array<{ name: string; key: string; agents?: string[] }> {
+function parseApiKeys(
+  value: string,
+): Array<{ name: string; key: string; agents?: string[]; tenants?: string[] }> {
   return value
     .split(',')
     .map((entry) => entry.trim())
     .filter(Boolean)
     .map((entry) => {
-      const [name = '', key = '', agents] = entry.split(':');
-      return { name, key, ...(agents === undefined ? {} : { agents: agents.split('|').filter(Boolean) }) };
+      const [name = '', key = '', agents, ...rest] = entry.split(':');
+      const tenants = rest.length > 0 ? rest.join(':').split('|').filter(Boolean) : undefined;
+      return {
+        name,
+        key,
+        ...(agents === undefined || agents === '*' ? {} : { agents: agents.split('|').filter(Boolean) }),
+        ...(tenants ? { tenants } : {}),
+      };
+    });
+}
+
+/**
+ * `TENANT_QUOTAS`: comma-separated `tenant:runs=N:tokens=N` entries (either limit may be left out), e.g.
+ * `acme:runs=20:tokens=2000000,beta:runs=5`. Unknown or malformed limits are kept for the schema to report.
+ */
+function parseTenantQuotas(value: string): Array<Record<string, unknown>> {
+  const names: Record<string, string> = { runs: 'maxRunsInFlight', tokens: 'maxTokensPerDay' };
+  return value
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter(Boolean)
+    .map((entry) => {
+      const [tenant = '', ...limits] = entry.split(':');
+      const quota: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+      quota.tenant = tenant;
+      for (const limit of limits) {
+        const [name = '', n = ''] = limit.split('=');
+        quota[Object.hasOwn(names, name) ? (names[name] as string) : name] = /^\d+$/.test(n) ? Number(n) : n;
+      }
+      return { ...quota };
     });
 }
 

@@ -90,6 +90,9 @@ export {
   readConfigFile,
   readFleetConfig,
   readPublishedConfig,
+  readConfigHistory,
+  readConfigVersion,
+  CONFIG_HISTORY_LENGTH,
   configDigest,
 } from './live-config.js';
 export type { FleetConfig, PublishedConfig, LiveConfigOptions, WorkflowsSource } from './live-config.js';

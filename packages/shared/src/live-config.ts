@@ -27,7 +27,12 @@ export interface PublishedConfig {
   digest: string;
   appliedAt: number;
   source: string;
+  /** Who applied it (an operator name, else user@host); empty for versions published before it was recorded. */
+  appliedBy: string;
 }
+
+/** How many published versions the history keeps. */
+export const CONFIG_HISTORY_LENGTH = 100;
 
 export interface LiveConfigOptions {
   /** A command connection; the subscription uses a duplicate of it. */
@@ -68,8 +73,10 @@ export async function publishConfig(
   keys: Keys,
   document: ConfigDocument,
   source: string,
+  appliedBy = '',
 ): Promise<number> {
   const json = JSON.stringify(document);
+  const appliedAt = Date.now();
   // Version and document change in one transaction: a reader never sees a version with another's document.
   const replies = await redis
     .multi()
@@ -77,16 +84,66 @@ export async function publishConfig(
     .hset(keys.config, {
       document: json,
       digest: configDigest(document),
-      applied_at: String(Date.now()),
+      applied_at: String(appliedAt),
       source: source.slice(0, 200),
+      applied_by: appliedBy.slice(0, 200),
     })
     .exec();
   const version = Number(replies?.[0]?.[1]);
   if (replies?.some(([err]) => err) || !Number.isInteger(version)) {
     throw new AgentReachError('CONFIG_INVALID', 'the configuration could not be published');
   }
+  // The history is another key (another slot on a cluster): written after the version, bounded.
+  const entry: PublishedConfig = {
+    version,
+    document: json,
+    digest: configDigest(document),
+    appliedAt,
+    source: source.slice(0, 200),
+    appliedBy: appliedBy.slice(0, 200),
+  };
+  await redis
+    .multi()
+    .zadd(keys.configHistory, version, JSON.stringify(entry))
+    .zremrangebyrank(keys.configHistory, 0, -(CONFIG_HISTORY_LENGTH + 1))
+    .exec();
   await redis.publish(keys.configChannel, String(version));
   return version;
+}
+
+/** The versions the history keeps, newest first. */
+export async function readConfigHistory(redis: RedisClient, keys: Keys): Promise<PublishedConfig[]> {
+  const rows = await redis.zrevrange(keys.configHistory, 0, -1);
+  return rows.flatMap((row) => historyEntry(row));
+}
+
+/** One version from the history; undefined when the history does not hold it. */
+export async function readConfigVersion(
+  redis: RedisClient,
+  keys: Keys,
+  version: number,
+): Promise<PublishedConfig | undefined> {
+  const rows = await redis.zrangebyscore(keys.configHistory, version, version);
+  return rows.flatMap((row) => historyEntry(row))[0];
+}
+
+function historyEntry(row: string): PublishedConfig[] {
+  try {
+    const e = JSON.parse(row) as Partial<PublishedConfig>;
+    if (typeof e.version !== 'number' || typeof e.document !== 'string') return [];
+    return [
+      {
+        version: e.version,
+        document: e.document,
+        digest: typeof e.digest === 'string' ? e.digest : '',
+        appliedAt: typeof e.appliedAt === 'number' ? e.appliedAt : 0,
+        source: typeof e.source === 'string' ? e.source : '',
+        appliedBy: typeof e.appliedBy === 'string' ? e.appliedBy : '',
+      },
+    ];
+  } catch {
+    return [];
+  }
 }
 
 /** The published configuration, or undefined when none was ever published. */
@@ -103,6 +160,7 @@ export async function readPublishedConfig(
     digest: h.digest ?? '',
     appliedAt: Number(h.applied_at ?? 0),
     source: h.source ?? '',
+    appliedBy: h.applied_by ?? '',
   };
 }
 

@@ -64,6 +64,16 @@ export interface RedisScripts {
   ): Promise<number>;
   /** `release-lease-1.lua`: 1 when the holder held the lease and gave it up, else 0. */
   releaseLease(keys: readonly [lease: string], args: readonly [holder: string]): Promise<number>;
+  /** `tenant-admit-2.lua`: `[verdict ('ok' | 'runs' | 'tokens'), runs in flight, tokens used today]`. */
+  tenantAdmit(
+    keys: readonly [inFlight: string, tokensToday: string],
+    args: readonly [runId: string, nowMs: number, maxRunsInFlight: number, maxTokensPerDay: number],
+  ): Promise<[verdict: string, inFlight: number, tokensToday: number]>;
+  /** `tenant-release-2.lua`: 1 when the run was in flight and its tokens are counted now, else 0. */
+  tenantRelease(
+    keys: readonly [inFlight: string, tokensToday: string],
+    args: readonly [runId: string, tokens: number, ttlS: number],
+  ): Promise<number>;
   /** `workflow-create-2.lua`: 1 when the workflow's record was created, 0 when it exists. */
   workflowCreate(keys: readonly [meta: string, events: string], args: readonly string[]): Promise<number>;
   /** `workflow-transition-4.lua`: 1 when the transition was applied (once), else 0. */
@@ -84,6 +94,8 @@ const FILES: Readonly<Record<keyof RedisScripts, string>> = {
   heartbeat: 'heartbeat-1',
   renewLease: 'renew-lease-1',
   releaseLease: 'release-lease-1',
+  tenantAdmit: 'tenant-admit-2',
+  tenantRelease: 'tenant-release-2',
   workflowCreate: 'workflow-create-2',
   workflowTransition: 'workflow-transition-4',
 };

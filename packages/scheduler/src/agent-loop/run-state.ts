@@ -41,6 +41,8 @@ export interface RunState {
   agent: string;
   input: string;
   sessionId?: string;
+  /** The tenant the run belongs to; absent in runs recorded before tenants: `default`. */
+  tenant?: string;
   /** Caller-supplied labels, kept with the run. */
   metadata?: Record<string, string>;
   /** How the request was classified before the first model call (multi-step runs get a plan). */
@@ -97,6 +99,7 @@ export function createRunState(init: {
   summary?: CompactionSummary;
   steps?: TaskStep[];
   sessionId?: string;
+  tenant?: string;
   metadata?: Record<string, string>;
   configVersion?: number;
   now?: number;
@@ -112,6 +115,7 @@ export function createRunState(init: {
     agent: init.agent,
     input: init.input,
     ...(init.sessionId ? { sessionId: init.sessionId } : {}),
+    ...(init.tenant ? { tenant: init.tenant } : {}),
     ...(init.metadata ? { metadata: init.metadata } : {}),
     ...(init.configVersion === undefined ? {} : { configVersion: init.configVersion }),
     approvals: {},

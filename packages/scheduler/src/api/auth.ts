@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { AgentReachError } from '@agent-reach/protocol';
+import { AgentReachError, DEFAULT_TENANT, TENANT_PATTERN } from '@agent-reach/protocol';
 import { ApiError, sendError } from './errors.js';
 
 /** One API key the server accepts. */
@@ -11,6 +11,11 @@ export interface ApiKeyConfig {
   agents?: readonly string[];
   /** Who the key belongs to: the default `by` of its approvals, and a log field. Default `key-<hash prefix>`. */
   name?: string;
+  /**
+   * The tenants whose runs, sessions and workflows the key sees; it creates in the first. Default
+   * `['default']`. A key of several tenants is an operator's key across them.
+   */
+  tenants?: readonly string[];
 }
 
 /** The caller a request was authenticated as. */
@@ -20,6 +25,10 @@ export interface Principal {
   readonly name: string;
   /** The agents a limited key may use; undefined for a key that may use every agent. */
   readonly agents: ReadonlySet<string> | undefined;
+  /** The tenant the key's runs, sessions and workflows are created in (the first of `tenants`). */
+  readonly tenant: string;
+  /** The tenants the key sees; anything of another tenant is, to this key, missing. */
+  readonly tenants: ReadonlySet<string>;
 }
 
 /** Who may call a route: anyone, any valid key (Bearer), or a key for every agent (Bearer or Basic). */
@@ -52,16 +61,31 @@ export class ApiKeyTable {
       const id = d.toString('hex').slice(0, 16);
       if (seen.has(id)) throw new AgentReachError('CONFIG_INVALID', `apiKeys[${i}] repeats another key`);
       seen.add(id);
+      const tenants = k.tenants?.length ? k.tenants : [DEFAULT_TENANT];
+      for (const t of tenants)
+        if (typeof t !== 'string' || !TENANT_PATTERN.test(t))
+          throw new AgentReachError('CONFIG_INVALID', `apiKeys[${i}].tenants must match ${TENANT_PATTERN}`);
       return {
         digest: d,
         principal: Object.freeze({
           id,
           name: k.name ?? `key-${id.slice(0, 8)}`,
           agents: k.agents ? new Set(k.agents) : undefined,
+          tenant: tenants[0] as string,
+          tenants: new Set(tenants),
         }),
       };
     });
     for (const e of this.#entries) this.#byId.set(e.principal.id, e.principal);
+    this.tenants = new Set(this.#entries.flatMap((e) => [...e.principal.tenants]));
+  }
+
+  /** Every tenant some key belongs to. */
+  readonly tenants: ReadonlySet<string>;
+
+  /** Whether the key sees every tenant (the admin board shows every tenant's jobs). */
+  seesEveryTenant(principal: Principal): boolean {
+    return [...this.tenants].every((t) => principal.tenants.has(t));
   }
 
   /** The principal of a key by its non-secret id (an inspector session holds the id, not the key). */
@@ -153,6 +177,14 @@ export function authHook(
         reply,
         new ApiError('FORBIDDEN', 'this key is limited to some agents; the admin board needs a full key'),
       );
+    if (policy === 'admin' && !table.seesEveryTenant(principal))
+      return sendError(
+        reply,
+        new ApiError(
+          'FORBIDDEN',
+          "this key sees some tenants only; the admin board shows every tenant's jobs",
+        ),
+      );
   };
 }
 
@@ -161,6 +193,24 @@ export function requirePrincipal(table: ApiKeyTable, request: FastifyRequest): P
   const principal = table.principalOf(request);
   if (!principal) throw unauthorized();
   return principal;
+}
+
+/** Whether the caller sees things of `tenant` (absent: a record made before tenants, `default`'s). */
+export function seesTenant(principal: Principal, tenant: string | undefined): boolean {
+  return principal.tenants.has(tenant ?? DEFAULT_TENANT);
+}
+
+/**
+ * Whose idempotency keys a caller's are: the key's own, within its tenant, so the same `Idempotency-Key`
+ * in two tenants names two runs. The default tenant's scope is the key's id, as before tenants.
+ */
+export function idempotencyScope(principal: Principal): string {
+  return principal.tenant === DEFAULT_TENANT ? principal.id : `${principal.tenant}.${principal.id}`;
+}
+
+/** The tenants a server's keys name: bounded by configuration, so they may label metrics. */
+export function configuredTenants(keys: readonly ApiKeyConfig[]): string[] {
+  return [...new Set(keys.flatMap((k) => (k.tenants?.length ? k.tenants : [DEFAULT_TENANT])))].sort();
 }
 
 /** Refuses a limited key the runs of an agent outside its list. */

@@ -21,6 +21,8 @@ export class ApiError extends Error {
     message: string = API_ERRORS[code].message,
     readonly details?: unknown[],
     statusCode: number = API_ERRORS[code].status,
+    /** Seconds after which a retry may succeed, sent as `Retry-After`. */
+    readonly retryAfterS?: number,
   ) {
     super(message);
     this.name = 'ApiError';
@@ -115,6 +117,7 @@ export function errorHandler(log: Logger) {
       log.warn({ err: error, route }, 'request failed: Redis unavailable');
       reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S));
     } else if (api.statusCode >= 500) log.error({ err: error, route }, 'request failed');
+    if (api.retryAfterS !== undefined) reply.header('retry-after', String(api.retryAfterS));
     else log.info({ code: api.code, route }, 'request refused');
     return sendError(reply, api);
   };

@@ -17,6 +17,8 @@ import {
   DEFAULT_SSE_HEARTBEAT_MS,
 } from './constants.js';
 import type { IdempotencyStore } from './idempotency.js';
+import type { TenantQuota, TenantQuotas } from '../runs/tenant-quotas.js';
+import type { TenantMetrics } from './tenant-admission.js';
 
 /** What the API serves from: the scheduler's run control, sessions, tool catalog, agents and Redis. */
 export interface ApiServerDeps {
@@ -80,9 +82,16 @@ export interface ApiServerOptions {
    * should fail fast too (`commandTimeout`, no offline queue), as the scheduler's is.
    */
   redisTimeoutMs?: number;
+  /**
+   * Quotas of tenants (runs in flight, tokens per UTC day), enforced when a run or workflow is started
+   * (429 QUOTA_EXCEEDED). A tenant without an entry has no limit. Default: none.
+   */
+  tenantQuotas?: ReadonlyArray<{ tenant: string } & TenantQuota>;
 }
 
-export type ResolvedApiOptions = Required<Omit<ApiServerOptions, 'apiKeys' | 'allowedModels'>> & {
+export type ResolvedApiOptions = Required<
+  Omit<ApiServerOptions, 'apiKeys' | 'allowedModels' | 'tenantQuotas'>
+> & {
   readonly allowedModels: ReadonlySet<string>;
 };
 
@@ -112,5 +121,8 @@ export interface ApiContext {
   readonly options: ResolvedApiOptions;
   readonly auth: ApiKeyTable;
   readonly idempotency: IdempotencyStore;
+  readonly quotas: TenantQuotas;
+  /** Quota metrics, when the server has a metrics registry. */
+  readonly metrics?: TenantMetrics;
   readonly log: Logger;
 }

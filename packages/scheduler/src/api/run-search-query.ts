@@ -4,6 +4,7 @@ import type { Principal } from './auth.js';
 import { ApiError } from './errors.js';
 import type { ApiContext } from './options.js';
 import { summaryView } from './run-view.js';
+import { visibleRuns } from './session-access.js';
 import type { ListRunsQuery, RunSummaryView } from '@agent-reach/protocol';
 
 /** A page of `GET /v1/runs` found by a cursor-paged search; a limited key sees only its agents' runs. */
@@ -19,6 +20,7 @@ export async function searchPage(
   const agents = q.agent ? new Set([q.agent]) : principal.agents;
   const page = await searchRuns(ctx.deps.redis, ctx.deps.keys, {
     ...(agents ? { agents } : {}),
+    tenants: principal.tenants,
     ...(q.status ? { status: q.status as RunStatus } : {}),
     ...(q.since !== undefined ? { since: q.since } : {}),
     ...(q.until !== undefined ? { until: q.until } : {}),
@@ -29,8 +31,9 @@ export async function searchPage(
     ...(q.cursor ? { cursor: q.cursor } : {}),
     limit: q.limit,
   });
+  const shown = await visibleRuns(ctx, principal, page.runs);
   return {
-    runs: page.runs.map(summaryView),
+    runs: shown.map(summaryView),
     ...(page.nextCursor
       ? { next_cursor: page.nextCursor, ...(q.cursor ? {} : { next_offset: page.runs.length }) }
       : {}),

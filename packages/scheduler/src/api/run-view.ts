@@ -1,6 +1,7 @@
 import type { RunState } from '../agent-loop/run-state.js';
 import {
   upgradeRunJob,
+  DEFAULT_TENANT,
   RESERVED_RUN_IDS as BULLMQ_KEY_NAMES,
   type RunJobData,
   type RunSummaryView,
@@ -9,8 +10,10 @@ import {
 } from '@agent-reach/protocol';
 import type { RunControl } from '../runs/run-control.js';
 import type { RunSummary, StoredEvent } from '../runs/run-store.js';
-import { assertAgentAllowed, type Principal } from './auth.js';
+import { assertAgentAllowed, seesTenant, type Principal } from './auth.js';
 import { notFound } from './errors.js';
+import type { ApiContext } from './options.js';
+import { hiddenSessions } from './session-access.js';
 
 /** The workflow node a run is, from the metadata its coordinator gave it. */
 const workflowLink = (metadata: Record<string, string> | undefined) =>
@@ -28,6 +31,7 @@ export function summaryView(s: RunSummary): RunSummaryView {
     status: s.status,
     ...(s.traceId ? { trace_id: s.traceId } : {}),
     ...(s.sessionId ? { session_id: s.sessionId } : {}),
+    tenant: s.tenant ?? DEFAULT_TENANT,
     created_at: num(s.createdAt),
     updated_at: num(s.updatedAt),
     iterations: num(s.iterations),
@@ -62,6 +66,7 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
     ...(state.configVersion === undefined ? {} : { config_version: state.configVersion }),
     input: state.input,
     ...(state.sessionId ? { session_id: state.sessionId } : {}),
+    tenant: state.tenant ?? DEFAULT_TENANT,
     ...(state.metadata ? { metadata: state.metadata } : {}),
     ...workflowLink(state.metadata),
     ...(outcome ? { reason: outcome.reason } : {}),
@@ -102,6 +107,7 @@ export function queuedView(data: RunJobData, createdAt: number, cancelRequested 
     status: 'queued',
     ...(data.trace_id ? { trace_id: data.trace_id } : {}),
     ...(data.session_id ? { session_id: data.session_id } : {}),
+    tenant: data.tenant ?? DEFAULT_TENANT,
     created_at: createdAt,
     updated_at: 0,
     iterations: 0,
@@ -149,15 +155,19 @@ export async function loadRun(control: RunControl, runId: string): Promise<Loade
   return undefined;
 }
 
-/** Loads a run the caller may see: 404 when unknown, 403 when the key may not use its agent. */
-export async function runForCaller(
-  control: RunControl,
-  runId: string,
-  principal: Principal,
-): Promise<LoadedRun> {
-  const run = await loadRun(control, runId);
-  if (!run) throw notFound(`run ${runId}`);
+/**
+ * Loads a run the caller may see: 404 when unknown, 403 when the key may not use its agent, and 404 when
+ * the run belongs to a session that is not the caller's (the answer of a missing run: a session's
+ * conversation does not leak through its runs, nor does their existence).
+ */
+export async function runForCaller(ctx: ApiContext, runId: string, principal: Principal): Promise<LoadedRun> {
+  const run = await loadRun(ctx.deps.control, runId);
+  // Another tenant's run is missing, whatever the key's agents: existence is not confirmed.
+  if (!run || !seesTenant(principal, run.view.tenant)) throw notFound(`run ${runId}`);
   assertAgentAllowed(principal, run.view.agent);
+  const sessionId = run.view.session_id;
+  if (sessionId !== undefined && (await hiddenSessions(ctx, principal, [sessionId])).has(sessionId))
+    throw notFound(`run ${runId}`);
   return run;
 }
 

@@ -1,4 +1,6 @@
 import type { AddressInfo } from 'node:net';
+import { TenantQuotas } from '../runs/tenant-quotas.js';
+import { createTenantMetrics } from './tenant-admission.js';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
@@ -53,12 +55,20 @@ export async function createApiServer(
   const auth = new ApiKeyTable(options.apiKeys);
   const log = deps.logger.child({ component: 'api' });
   const sessions = opts.ui ? new UiSessions(deps.redis, deps.keys) : undefined;
+  const quotas = new TenantQuotas(
+    deps.redis,
+    deps.keys,
+    new Map((options.tenantQuotas ?? []).map(({ tenant, ...q }) => [tenant, q])),
+  );
+  const tenants = [...new Set([...auth.tenants, ...quotas.limits.keys()])].sort();
   const ctx: ApiContext = {
     deps,
     options: opts,
     auth,
     log,
     idempotency: new IdempotencyStore(deps.redis, deps.keys, opts.idempotencyTtlS),
+    quotas,
+    ...(deps.metricsRegistry ? { metrics: createTenantMetrics(deps.metricsRegistry, quotas, tenants) } : {}),
   };
   const app = Fastify({
     // A pino Logger is a FastifyBaseLogger; typing it as one keeps FastifyInstance's default generics.

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { assertAgentAllowed, type Principal } from './auth.js';
+import { assertAgentAllowed, idempotencyScope, type Principal } from './auth.js';
 import { ApiError, notFound } from './errors.js';
 import { bodyHash } from './idempotency.js';
+import { admitRun } from './tenant-admission.js';
 import type { ApiContext } from './options.js';
 import { loadRun, queuedView } from './run-view.js';
 import { newRunId, newTraceId, runJob, TRACEPARENT_PATTERN, type RunView } from '@agent-reach/protocol';
@@ -42,7 +43,8 @@ export async function startRun(
   if (req.session_id && (await redis.exists(keys.session(req.session_id))) === 0)
     throw notFound(`session ${req.session_id}`);
 
-  const derived = idempotencyKey === undefined ? undefined : idempotentIds(principal.id, idempotencyKey);
+  const derived =
+    idempotencyKey === undefined ? undefined : idempotentIds(idempotencyScope(principal), idempotencyKey);
   // A caller's valid `traceparent` makes the run part of its trace; a malformed one is ignored (W3C).
   const parent = traceparent !== undefined && TRACEPARENT_PATTERN.test(traceparent) ? traceparent : undefined;
   const data = runJob({
@@ -55,13 +57,16 @@ export async function startRun(
     model: req.model,
     metadata: req.metadata,
     created_at: Date.now(),
+    tenant: principal.tenant,
   });
+  // Before the idempotency claim: a refused request claims nothing, so its repeat is admitted afresh.
+  await admitRun(ctx, principal.tenant, data.run_id);
   let created = true;
   if (idempotencyKey !== undefined) {
     const hash = bodyHash(req);
     // Twice: the key may expire between a refused SET NX and the read of its record.
     for (let attempt = 0; attempt < 2; attempt += 1) {
-      const claim = await ctx.idempotency.claim(principal.id, idempotencyKey, {
+      const claim = await ctx.idempotency.claim(idempotencyScope(principal), idempotencyKey, {
         runId: data.run_id,
         bodyHash: hash,
       });
@@ -80,7 +85,14 @@ export async function startRun(
   }
   await control.enqueue(data);
   ctx.log.info(
-    { runId: data.run_id, traceId: data.trace_id, agent: data.agent, key: principal.name, created },
+    {
+      runId: data.run_id,
+      traceId: data.trace_id,
+      agent: data.agent,
+      tenant: principal.tenant,
+      key: principal.name,
+      created,
+    },
     created ? 'run created' : 'run queued again for a repeated request',
   );
   return { run: queuedView(data, data.created_at ?? Date.now()), created };
@@ -96,7 +108,7 @@ async function repeatOf(
   req: StartRunInput,
   idempotencyKey: string,
 ): Promise<RunView | undefined> {
-  const existing = await ctx.idempotency.peek(principal.id, idempotencyKey);
+  const existing = await ctx.idempotency.peek(idempotencyScope(principal), idempotencyKey);
   if (!existing) return undefined;
   if (existing.bodyHash !== bodyHash(req))
     throw new ApiError('CONFLICT', 'this Idempotency-Key was already used with a different body');

@@ -54,6 +54,8 @@ export interface StartRun {
   summary?: CompactionSummary;
   steps?: TaskStep[];
   sessionId?: string;
+  /** The tenant the run belongs to (default: `default`, left unrecorded). */
+  tenant?: string;
   metadata?: Record<string, string>;
   /** Epoch ms the run was created (its job's), when it is not now. */
   createdAt?: number;
@@ -162,6 +164,7 @@ export class AgentRunner {
       ...(req.summary ? { summary: req.summary } : {}),
       ...(req.steps ? { steps: req.steps } : {}),
       ...(req.sessionId ? { sessionId: req.sessionId } : {}),
+      ...(req.tenant ? { tenant: req.tenant } : {}),
       ...(req.metadata ? { metadata: req.metadata } : {}),
       ...(req.createdAt !== undefined ? { createdAt: req.createdAt } : {}),
     });

@@ -150,6 +150,10 @@ export async function replayRun(
     agent: original.agent,
     input: original.input,
     runId,
+    // The replay shows the original's input and answers: it stays in the original's tenant and session,
+    // so it is hidden from exactly the keys the original is hidden from.
+    ...(original.tenant ? { tenant: original.tenant } : {}),
+    ...(original.sessionId ? { sessionId: original.sessionId } : {}),
     metadata: { ...original.metadata, replay_of: originalRunId, replay_mode: mode },
   });
   const calls: ReplayCall[] = [];

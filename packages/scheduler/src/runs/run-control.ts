@@ -26,6 +26,8 @@ export interface StartRunRequest {
   metadata?: Record<string, string>;
   /** Epoch ms the run counts as created at. Default: now. */
   createdAt?: number;
+  /** The tenant the run belongs to. Default `default`. */
+  tenant?: string;
 }
 
 export interface DecisionRequest {
@@ -77,6 +79,7 @@ export class RunControl {
         trace_id: req.traceId,
         metadata: req.metadata,
         created_at: req.createdAt ?? Date.now(),
+        tenant: req.tenant,
       }),
     );
     return runId;

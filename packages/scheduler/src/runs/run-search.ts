@@ -1,4 +1,4 @@
-import type { Keys } from '@agent-reach/protocol';
+import { DEFAULT_TENANT, type Keys } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
 import type { RunStatus } from '../agent-loop/run-state.js';
 import { toSummary, type RunSummary } from './run-store.js';
@@ -7,6 +7,8 @@ import { toSummary, type RunSummary } from './run-store.js';
 export interface RunSearch {
   /** Only runs of these agents (a limited key's list, or the one asked for). */
   agents?: ReadonlySet<string>;
+  /** Only runs of these tenants (a run recorded without one is `default`'s). */
+  tenants?: ReadonlySet<string>;
   status?: RunStatus;
   /** Epoch ms bounds on creation time (inclusive). */
   since?: number;
@@ -60,6 +62,7 @@ export function decodeCursor(cursor: string): Position | undefined {
 
 function matches(s: RunSummary, q: RunSearch): boolean {
   if (q.agents && !q.agents.has(s.agent)) return false;
+  if (q.tenants && !q.tenants.has(s.tenant ?? DEFAULT_TENANT)) return false;
   if (q.status && s.status !== q.status) return false;
   if (q.traceId && s.traceId !== q.traceId) return false;
   if (q.tool && !s.tools?.includes(q.tool)) return false;

@@ -20,6 +20,8 @@ export interface RunSummary {
   updatedAt: number;
   iterations: number;
   sessionId?: string;
+  /** The tenant the run belongs to (absent in runs recorded before tenants: `default`). */
+  tenant?: string;
   reason?: string;
   cancelRequested?: boolean;
   /** Version of the fleet configuration the run started under. */
@@ -381,6 +383,7 @@ function metaFields(state: RunState): Record<string, string> {
     updatedAt: String(Date.now()),
     iterations: String(state.iterations),
     ...(state.sessionId ? { sessionId: state.sessionId } : {}),
+    ...(state.tenant ? { tenant: state.tenant } : {}),
     ...(state.outcome ? { reason: state.outcome.reason } : {}),
     ...(state.configVersion === undefined ? {} : { configVersion: String(state.configVersion) }),
     // What runs are searched by, kept in the listing so a search reads one small hash per run.
@@ -419,6 +422,7 @@ export function toSummary(meta: Record<string, string>): RunSummary {
     updatedAt: Number(meta.updatedAt),
     iterations: Number(meta.iterations ?? 0),
     ...(meta.sessionId ? { sessionId: meta.sessionId } : {}),
+    ...(meta.tenant ? { tenant: meta.tenant } : {}),
     ...(meta.reason ? { reason: meta.reason } : {}),
     ...(meta.cancel_requested === '1' ? { cancelRequested: true } : {}),
     ...(meta.configVersion !== undefined && /^\d{1,15}$/.test(meta.configVersion)

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
-import { isValidRunId } from '@agent-reach/protocol';
+import { DEFAULT_TENANT, isValidRunId } from '@agent-reach/protocol';
 import {
   closeWithinGrace,
   constants,
@@ -16,6 +16,7 @@ import { anyDecided, decideOverdue, parkedUntil } from '../agent-loop/approvals.
 import { CheckpointFailed } from '../agent-loop/run-agent.js';
 import { createRunState, markFinished, type RunOutcome, type RunState } from '../agent-loop/run-state.js';
 import { emitFinishedSpan } from './run-span.js';
+import { TenantQuotas } from './tenant-quotas.js';
 import type { LlmClient } from '../model/llm.js';
 import { upgradeRunJob, type RunJobData } from '@agent-reach/protocol';
 import { createCheckpointSaver } from './checkpoint-saver.js';
@@ -72,6 +73,7 @@ interface RunWorkerContext {
   logger: Logger;
   active: Map<string, Active>;
   draining: boolean;
+  quotas: TenantQuotas;
 }
 
 /**
@@ -94,6 +96,8 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     logger,
     active: new Map(),
     draining: false,
+    // Every run counts in its tenant's runs in flight while this worker has it, however it was started.
+    quotas: new TenantQuotas(store.connection, runner.keys),
   };
   const subscriber = options.connection.duplicate();
   subscriber.on('error', (err) => logger.warn({ err: { message: err.message } }, 'cancel subscriber error'));
@@ -152,6 +156,13 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
 }
 
 /** Hands a job back to the queue untouched (no attempt used), for another scheduler. */
+/** A run that ended leaves its tenant's runs in flight, its tokens counted once. */
+async function ended(ctx: RunWorkerContext, state: RunState): Promise<void> {
+  await ctx.quotas
+    .release(state.tenant, state.runId, state.usage.total_tokens)
+    .catch((err: unknown) => ctx.logger.warn({ runId: state.runId, err }, 'tenant quota release failed'));
+}
+
 async function handBack(job: Job<RunJobData>, token: string | undefined): Promise<WaitingError> {
   // Already handed back when the grace period ended: then the lock is gone and this move fails.
   await job.moveToWait(token).catch(() => undefined);
@@ -188,7 +199,12 @@ async function processRun(
     if (problems.length > 0) return recordRejected(ctx, runId, data, problems, claim.writer);
     state = await newRunState(ctx, runId, data);
   }
-  if (state.outcome) return { status: state.outcome.status, reason: state.outcome.reason };
+  if (state.outcome) {
+    // Ended by an earlier attempt that died before its tenant's count was updated: update it now.
+    await ended(ctx, state);
+    return { status: state.outcome.status, reason: state.outcome.reason };
+  }
+  await ctx.quotas.track(state.tenant, state.runId);
   if (state.status === 'awaiting_approval') decideOverdue(state, ctx.options.approvalTimeoutMs);
   return driveRun(ctx, { job, token, data, state, claim, log });
 }
@@ -203,6 +219,7 @@ async function newRunState(ctx: RunWorkerContext, runId: string, data: RunJobDat
     ...(data.trace_id ? { traceId: data.trace_id } : {}),
     ...(data.trace_parent ? { traceParent: data.trace_parent } : {}),
     ...(data.session_id ? { sessionId: data.session_id } : {}),
+    tenant: data.tenant ?? DEFAULT_TENANT,
     ...(data.metadata ? { metadata: data.metadata } : {}),
     ...(typeof data.created_at === 'number' && Number.isFinite(data.created_at)
       ? { createdAt: data.created_at }
@@ -269,6 +286,7 @@ async function driveRun(
       throw new DelayedError();
     }
     if (state.sessionId) await ctx.sessions.saveFrom(state);
+    await ended(ctx, state);
     return { status: result.status, reason: result.reason };
   } catch (err) {
     if (!(err instanceof CheckpointFailed)) throw err;
@@ -312,6 +330,7 @@ async function recordRejected(
   markFinished(state, outcome);
   await writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
   emitFinishedSpan(state, outcome);
+  await ended(ctx, state);
   ctx.logger.warn({ runId, problems }, 'run job refused');
   return { status: 'failed', reason: 'invalid_job' };
 }
@@ -343,6 +362,7 @@ async function recordAbandoned(
       markFinished(state, outcome);
       await claim.writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
       emitFinishedSpan(state, outcome);
+      await ended(ctx, state);
       return;
     } catch (e) {
       ctx.logger.warn({ runId, err: e }, 'recording the abandoned run failed; retrying');

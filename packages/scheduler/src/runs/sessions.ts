@@ -21,6 +21,8 @@ export interface SessionOwner {
   principal?: string;
   /** The agent of the session, bound at creation or by its first message. */
   agent?: string;
+  /** The tenant of the key that created it (absent: `default`). */
+  tenant?: string;
   /** Epoch ms. */
   createdAt?: number;
 }
@@ -57,7 +59,10 @@ export class SessionStore {
    * Creates an empty session owned by `owner` (a principal id and, when known, the agent); false when the
    * id is taken. Without an owner the session is open to unrestricted keys only.
    */
-  async create(sessionId: string, owner: { principal?: string; agent?: string } = {}): Promise<boolean> {
+  async create(
+    sessionId: string,
+    owner: { principal?: string; agent?: string; tenant?: string } = {},
+  ): Promise<boolean> {
     const now = Date.now();
     const memory: SessionMemory = { sessionId, messages: [], steps: [], runs: [], updatedAt: now };
     const set = await this.redis.set(
@@ -71,6 +76,7 @@ export class SessionStore {
     const fields: Record<string, string> = { created_at: String(now) };
     if (owner.principal) fields.principal = owner.principal;
     if (owner.agent) fields.agent = owner.agent;
+    if (owner.tenant) fields.tenant = owner.tenant;
     await this.redis
       .multi()
       .hset(this.#ownerKey(sessionId), fields)
@@ -92,10 +98,21 @@ export class SessionStore {
       sessionId,
       ...(owner.principal ? { principal: owner.principal } : {}),
       ...(owner.agent ? { agent: owner.agent } : {}),
+      ...(owner.tenant ? { tenant: owner.tenant } : {}),
       ...(Number.isFinite(createdAt) && createdAt > 0 ? { createdAt } : {}),
       runs: memory?.runs.filter((r) => typeof r === 'string') ?? [],
       updatedAt: typeof memory?.updatedAt === 'number' ? memory.updatedAt : 0,
     };
+  }
+
+  /**
+   * The creating key of each of these sessions (undefined for a session without one, or gone), read
+   * together: one HGET each, every session's owner on a slot of its own.
+   */
+  async owners(sessionIds: readonly string[]): Promise<Map<string, string | undefined>> {
+    const ids = [...new Set(sessionIds)];
+    const found = await Promise.all(ids.map((id) => this.redis.hget(this.#ownerKey(id), 'principal')));
+    return new Map(ids.map((id, i) => [id, found[i] ?? undefined]));
   }
 
   /**

@@ -485,6 +485,7 @@ function queueRun(
     traceId: rec.traceId,
     ...(node.model ? { model: node.model } : {}),
     metadata: { workflow_id: rec.workflowId, workflow_node: node.id },
+    ...(rec.tenant ? { tenant: rec.tenant } : {}),
   });
 }
 

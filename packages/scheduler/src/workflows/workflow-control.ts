@@ -47,6 +47,8 @@ export interface StartWorkflowRequest {
   workflowId?: string;
   traceId?: string;
   metadata?: Record<string, string>;
+  /** The tenant the workflow and its node runs belong to. Default `default`. */
+  tenant?: string;
 }
 
 export function workflowJobOptions(workflowId: string, retentionS?: number) {
@@ -112,6 +114,7 @@ export class WorkflowControl {
       configVersion,
       traceId: req.traceId ?? newTraceId(),
       ...(req.metadata ? { metadata: req.metadata } : {}),
+      ...(req.tenant ? { tenant: req.tenant } : {}),
       createdAt: Date.now(),
     });
     await this.queue.add('workflow', { v: 1, workflow_id: workflowId }, workflowJobOptions(workflowId));

@@ -22,6 +22,8 @@ export interface WorkflowRecord {
   configVersion?: number;
   traceId: string;
   metadata?: Record<string, string>;
+  /** The tenant the workflow and its node runs belong to; absent: `default`. */
+  tenant?: string;
   status: WorkflowStatus;
   createdAt: number;
   updatedAt: number;
@@ -45,6 +47,8 @@ export interface WorkflowSummary {
   reason?: string;
   /** Some node's output so far is a declared default or rests on one. */
   lowConfidence: boolean;
+  /** The tenant the workflow (and each of its node runs) belongs to; absent: `default`. */
+  tenant?: string;
 }
 
 export interface WorkflowListFilter {
@@ -89,7 +93,15 @@ export class WorkflowStore {
   async create(
     record: Pick<
       WorkflowRecord,
-      'workflowId' | 'name' | 'input' | 'spec' | 'configVersion' | 'traceId' | 'metadata' | 'createdAt'
+      | 'workflowId'
+      | 'name'
+      | 'input'
+      | 'spec'
+      | 'configVersion'
+      | 'traceId'
+      | 'metadata'
+      | 'createdAt'
+      | 'tenant'
     >,
   ): Promise<boolean> {
     const k = this.keys;
@@ -111,6 +123,7 @@ export class WorkflowStore {
       'updatedAt',
       String(record.createdAt),
       ...(record.metadata ? ['metadata', JSON.stringify(record.metadata)] : []),
+      ...(record.tenant ? ['tenant', record.tenant] : []),
       ...(record.configVersion === undefined ? [] : ['configVersion', String(record.configVersion)]),
     ];
     const event: WorkflowEvent = {
@@ -272,6 +285,7 @@ const SUMMARY_FIELDS = [
   'cancel_requested',
   'outcome',
   'low_confidence',
+  'tenant',
 ] as const;
 
 function toSummary(meta: Record<string, string>): WorkflowSummary {
@@ -287,5 +301,6 @@ function toSummary(meta: Record<string, string>): WorkflowSummary {
     ...(outcome ? { reason: outcome.reason } : {}),
     // Records of earlier releases have no flag; their outcome says it once they ended.
     lowConfidence: meta.low_confidence === '1' || outcome?.low_confidence === true,
+    ...(meta.tenant ? { tenant: meta.tenant } : {}),
   };
 }

@@ -31,7 +31,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext, streamEvents:
     },
     async (request, reply) => {
       const principal = requirePrincipal(ctx.auth, request);
-      const { view } = await runForCaller(control, request.params.id, principal);
+      const { view } = await runForCaller(ctx, request.params.id, principal);
       const runId = view.run_id;
       await streamEvents(reply, request.headers['last-event-id'], {
         final: isFinalStatus(view.status),

@@ -21,7 +21,7 @@ import { checkRunRequest } from '../run-request.js';
 import { runForCaller, summaryView, withEvents } from '../run-view.js';
 import { searchPage } from '../run-search-query.js';
 import { encodeCursor } from '../../runs/run-search.js';
-import { admitToSession } from '../session-access.js';
+import { admitToSession, visibleRuns } from '../session-access.js';
 import { responses } from '../responses.js';
 import { startRun } from '../start-run.js';
 
@@ -97,8 +97,10 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
           .sort((x, y) => y.createdAt - x.createdAt || (x.runId < y.runId ? 1 : -1))
           .slice(offset, offset + limit + 1);
       }
-      const shown = page.slice(0, limit);
-      const last = shown[shown.length - 1];
+      const listed = page.slice(0, limit);
+      const last = listed[listed.length - 1];
+      // Left out after paging, so pages stay where they were; a page may hold fewer runs than `limit`.
+      const shown = await visibleRuns(ctx, principal, listed);
       return {
         runs: shown.map(summaryView),
         ...(page.length > limit ? { next_offset: offset + limit } : {}),
@@ -121,7 +123,7 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     async (request) => {
       const principal = requirePrincipal(ctx.auth, request);
-      const { view } = await runForCaller(control, request.params.id, principal);
+      const { view } = await runForCaller(ctx, request.params.id, principal);
       return withEvents(view, await control.events(view.run_id));
     },
   );
@@ -138,7 +140,7 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
     },
     async (request, reply) => {
       const principal = requirePrincipal(ctx.auth, request);
-      const { view } = await runForCaller(control, request.params.id, principal);
+      const { view } = await runForCaller(ctx, request.params.id, principal);
       if (isFinalStatus(view.status))
         throw new ApiError('INVALID_STATE', `run ${view.run_id} already ended (${view.status})`);
       await control.cancel(view.run_id);
@@ -168,7 +170,7 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
           'body/by is not accepted: the approver recorded is the name of the API key that decides',
           [{ in: 'body', path: '/by', message: 'is not accepted' }],
         );
-      const { view, state } = await runForCaller(control, request.params.id, principal);
+      const { view, state } = await runForCaller(ctx, request.params.id, principal);
       const { tool_call_id: toolCallId, reason } = request.body;
       if (isFinalStatus(view.status))
         throw new ApiError('INVALID_STATE', `run ${view.run_id} already ended (${view.status})`);

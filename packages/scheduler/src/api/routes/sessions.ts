@@ -46,7 +46,7 @@ export function sessionRoutes(app: FastifyInstance, ctx: ApiContext): void {
           throw new ApiError('UNKNOWN_AGENT', `unknown agent "${agent}"`);
       }
       const sessionId = request.body?.session_id ?? newSessionId();
-      const owner = { principal: principal.id, ...(agent ? { agent } : {}) };
+      const owner = { principal: principal.id, tenant: principal.tenant, ...(agent ? { agent } : {}) };
       if (!(await ctx.deps.sessions.create(sessionId, owner)))
         throw new ApiError('CONFLICT', `session ${sessionId} already exists`);
       ctx.log.info({ sessionId, key: principal.name }, 'session created');

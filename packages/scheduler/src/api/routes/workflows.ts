@@ -2,10 +2,17 @@ import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { WorkflowSpec } from '@agent-reach/shared';
 import type { WorkflowControl } from '../../workflows/workflow-control.js';
-import { assertAgentAllowed, requirePrincipal, type Principal } from '../auth.js';
+import {
+  assertAgentAllowed,
+  idempotencyScope,
+  requirePrincipal,
+  seesTenant,
+  type Principal,
+} from '../auth.js';
 import { ApiError, notFound } from '../errors.js';
 import type { EventStreamer } from '../event-stream.js';
 import { bodyHash } from '../idempotency.js';
+import { admitRun } from '../tenant-admission.js';
 import type { ApiContext } from '../options.js';
 import { responses } from '../responses.js';
 import {
@@ -33,14 +40,16 @@ function assertWorkflowAllowed(principal: Principal, spec: WorkflowSpec): void {
  * on one workflow, and `claim`, which records the key's first body and refuses another one (409).
  */
 function keyedStart(ctx: ApiContext, principal: Principal, key: string, body: CreateWorkflowBody) {
-  const h = createHash('sha256').update(`${principal.id}\n${key}`).digest('hex');
+  const h = createHash('sha256')
+    .update(`${idempotencyScope(principal)}\n${key}`)
+    .digest('hex');
   const workflowId = `wf_${h.slice(0, 32)}`;
   const hash = bodyHash(body);
   return {
     workflowId,
     claim: async (): Promise<void> => {
       // Namespaced apart from run creation: the same key may start a run and a workflow.
-      const claim = await ctx.idempotency.claim(`workflow:${principal.id}`, key, {
+      const claim = await ctx.idempotency.claim(`workflow:${idempotencyScope(principal)}`, key, {
         runId: workflowId,
         bodyHash: hash,
       });
@@ -61,7 +70,8 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
   /** A workflow the caller may see: 404 when unknown, 403 when the key may not use one of its agents. */
   const forCaller = async (id: string, principal: Principal) => {
     const record = await control()?.get(id);
-    if (!record) throw none(`workflow ${id}`);
+    // Another tenant's workflow is missing, whatever the key's agents.
+    if (!record || !seesTenant(principal, record.tenant)) throw none(`workflow ${id}`);
     assertWorkflowAllowed(principal, record.spec);
     return record;
   };
@@ -86,7 +96,8 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
       const keyed = key === undefined ? undefined : keyedStart(ctx, principal, key, request.body);
       // The key before the name: a repeat gets what the first request created, even when the definition
       // it started has since left the configuration.
-      const already = wf && keyed ? await wf.get(keyed.workflowId) : undefined;
+      const found = wf && keyed ? await wf.get(keyed.workflowId) : undefined;
+      const already = found && seesTenant(principal, found.tenant) ? found : undefined;
       if (already && keyed) {
         await keyed.claim();
         assertWorkflowAllowed(principal, already.spec);
@@ -105,6 +116,8 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
         );
       const spec = definition.spec;
       assertWorkflowAllowed(principal, spec);
+      // Its node runs count when they start; the workflow is refused while its tenant is at a quota.
+      await admitRun(ctx, principal.tenant, undefined);
       await keyed?.claim();
       const { workflowId: id, created } = await wf.start({
         workflow: spec.name,
@@ -112,6 +125,7 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
         input: request.body.input,
         ...(keyed ? { workflowId: keyed.workflowId } : {}),
         ...(request.body.metadata ? { metadata: request.body.metadata } : {}),
+        tenant: principal.tenant,
       });
       ctx.log.info({ workflowId: id, workflow: spec.name, key: principal.name, created }, 'workflow started');
       const record = await wf.get(id);
@@ -160,9 +174,13 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
           .sort((x, y) => y.createdAt - x.createdAt || (x.workflowId < y.workflowId ? 1 : -1))
           .slice(offset, offset + limit + 1);
       }
+      // Left out after paging, as runs of other tenants are; a page may hold fewer than `limit`.
       const slice = page;
       return {
-        workflows: slice.slice(0, limit).map(workflowSummaryView),
+        workflows: slice
+          .slice(0, limit)
+          .filter((w) => seesTenant(principal, w.tenant))
+          .map(workflowSummaryView),
         ...(slice.length > limit ? { next_offset: offset + limit } : {}),
       };
     },

@@ -1,12 +1,14 @@
 import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
+import { DEFAULT_TENANT } from '@agent-reach/protocol';
 import type { RunState } from '../../agent-loop/run-state.js';
 import { searchRuns } from '../../runs/run-search.js';
 import { requirePrincipal } from '../auth.js';
 import { UI_APPROVALS_RUNS, UI_PATH, UI_TOOL_STATS_RUNS } from '../constants.js';
 import { ApiError } from '../errors.js';
 import type { ApiContext } from '../options.js';
+import { visibleRuns } from '../session-access.js';
 import type { UiSessions } from './ui-sessions.js';
 
 /** The bundle `pnpm build` writes (esbuild): the same place relative to `src/api/ui` and `dist/api/ui`. */
@@ -99,7 +101,14 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
 
   app.get(`${UI_PATH}/api/me`, { schema: hide }, async (request) => {
     const principal = requirePrincipal(ctx.auth, request);
-    return { name: principal.name, ...(principal.agents ? { agents: [...principal.agents] } : {}) };
+    return {
+      name: principal.name,
+      ...(principal.agents ? { agents: [...principal.agents] } : {}),
+      // Without tenants configured, the answer is what it was before them.
+      ...(principal.tenants.size === 1 && principal.tenants.has(DEFAULT_TENANT)
+        ? {}
+        : { tenants: [...principal.tenants] }),
+    };
   });
 
   app.get(`${UI_PATH}/api/approvals`, { schema: hide }, async (request) => {
@@ -107,9 +116,11 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
     const page = await searchRuns(ctx.deps.redis, ctx.deps.keys, {
       status: 'awaiting_approval',
       ...(principal.agents ? { agents: principal.agents } : {}),
+      tenants: principal.tenants,
       limit: UI_APPROVALS_RUNS,
     });
-    const loaded = await Promise.all(page.runs.map((r) => ctx.deps.control.get(r.runId)));
+    const shown = await visibleRuns(ctx, principal, page.runs);
+    const loaded = await Promise.all(shown.map((r) => ctx.deps.control.get(r.runId)));
     return {
       approvals: loaded.flatMap((got) => {
         const state = got?.state;
@@ -133,12 +144,12 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
     const principal = requirePrincipal(ctx.auth, request);
     const page = await searchRuns(ctx.deps.redis, ctx.deps.keys, {
       ...(principal.agents ? { agents: principal.agents } : {}),
+      tenants: principal.tenants,
       limit: UI_TOOL_STATS_RUNS,
     });
+    const shown = await visibleRuns(ctx, principal, page.runs);
     // One GET each, sent together: every run's keys are in a slot of their own on a cluster.
-    const states = await Promise.all(
-      page.runs.map((r) => ctx.deps.redis.get(ctx.deps.keys.runState(r.runId))),
-    );
+    const states = await Promise.all(shown.map((r) => ctx.deps.redis.get(ctx.deps.keys.runState(r.runId))));
     const tools = new Map<string, { calls: number; errors: number; error_kinds: Record<string, number> }>();
     for (const json of states) {
       if (typeof json !== 'string') continue;
@@ -155,7 +166,7 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
       }
     }
     return {
-      runs: page.runs.length,
+      runs: shown.length,
       tools: [...tools].map(([tool, t]) => ({ tool, ...t })).sort((a, b) => (a.tool < b.tool ? -1 : 1)),
     };
   });
