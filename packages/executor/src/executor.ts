@@ -6,6 +6,7 @@ import {
   createMetrics,
   connectRedis,
   LiveConfig,
+  mcpServersOf,
   registerConfigMetrics,
   startMetricsServer,
   ToolRegistry,
@@ -14,6 +15,7 @@ import {
   type Logger,
 } from '@agent-reach/shared';
 import { createGroupLimiter } from './group-limits.js';
+import { McpSource, type McpSourceOptions } from './sources/mcp-source.js';
 import { createToolWorker, type ToolWorker } from './tool-worker.js';
 import { createDemoTools } from './tools/index.js';
 
@@ -26,6 +28,8 @@ export interface ToolModuleDeps {
 export interface ExecutorProcess {
   readonly worker: ToolWorker;
   readonly registry: ToolRegistry;
+  /** The MCP servers of the configuration in force, mounted as tools. */
+  readonly mcp: McpSource;
   readonly keys: Keys;
   /** The fleet's configuration as this process holds it (agents, tool-group limits, version). */
   readonly config: LiveConfig;
@@ -49,6 +53,13 @@ export async function startExecutor(
     heartbeatIntervalMs?: number;
     /** How long an announcement counts after its heartbeat, in ms (default 10 000). */
     announcementTtlMs?: number;
+    /**
+     * The environment MCP servers' `${VAR}` values and `headers_from_env` are read from (main passes the
+     * process's). Default: none.
+     */
+    env?: Readonly<Record<string, string | undefined>>;
+    /** Limits of MCP server connections. */
+    mcp?: McpSourceOptions;
   } = {},
 ): Promise<ExecutorProcess> {
   const logger = options.logger ?? createLogger('executor', { level: config.logLevel });
@@ -76,6 +87,14 @@ export async function startExecutor(
   collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_executor_' });
   const metrics = createMetrics(metricsRegistry);
   registerConfigMetrics(metricsRegistry, live);
+  // Groups of the MCP servers configured at start are served too when no groups are named.
+  const groups = config.executor.groups ?? [
+    ...new Set([...registry.groups(), ...mcpServersOf(live.current().agents.document).map((s) => s.group)]),
+  ];
+  const mcp = new McpSource(
+    { registry, groups, env: options.env ?? {}, redis, keys, logger, metrics },
+    options.mcp,
+  );
   const worker = createToolWorker({
     connection: redis,
     registry,
@@ -84,7 +103,8 @@ export async function startExecutor(
     keys,
     logger,
     metrics,
-    ...(config.executor.groups ? { groups: config.executor.groups } : {}),
+    groups,
+    withdrawn: () => mcp.withdrawn(),
     concurrency: config.executor.concurrency,
     shutdownGraceMs: config.executor.shutdownGraceMs,
     breaker: {
@@ -107,6 +127,10 @@ export async function startExecutor(
     constants.GROUP_LIMITS_REAPPLY_MS,
   );
   reapply.unref();
+  // Tools of MCP servers are announced as they come and go, not only at the next heartbeat.
+  mcp.onChange(() => void worker.publishCatalog().catch(() => undefined));
+  await mcp.apply(mcpServersOf(live.current().agents.document));
+  live.onChange((next) => void mcp.apply(mcpServersOf(next.agents.document)));
   await worker.publishCatalog();
   const server = await startMetricsServer(metricsRegistry, config.executor.metricsPort, config.metricsHost);
   logger.info(
@@ -121,6 +145,7 @@ export async function startExecutor(
   return {
     worker,
     registry,
+    mcp,
     keys,
     config: live,
     metricsPort: server.port,
@@ -129,6 +154,7 @@ export async function startExecutor(
       clearInterval(reapply);
       await live.close();
       await worker.close();
+      await mcp.close();
       await limiter.close();
       await server.close();
       await redis.quit().catch(() => undefined);

@@ -47,6 +47,7 @@ async function main(): Promise<void> {
   const num = (name: string) => (env[name] ? Number(env[name]) : undefined);
   const executor = await startExecutor(config, {
     extraTools: (deps) => factories.flatMap((f) => f(deps)),
+    env,
     ...(num('LOCK_DURATION_MS') === undefined ? {} : { lockDurationMs: num('LOCK_DURATION_MS') as number }),
     ...(num('STALLED_INTERVAL_MS') === undefined
       ? {}

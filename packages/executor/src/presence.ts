@@ -1,5 +1,11 @@
 import type { Keys } from '@agent-reach/protocol';
-import { redisScripts, type Logger, type ToolRegistry, type RedisClient } from '@agent-reach/shared';
+import {
+  redisScripts,
+  type Logger,
+  type ToolRegistry,
+  type RedisClient,
+  type WithdrawnTool,
+} from '@agent-reach/shared';
 
 export interface PresenceOptions {
   /** A connection of this process's own (the heartbeat script is defined on it). */
@@ -8,6 +14,8 @@ export interface PresenceOptions {
   executorId: string;
   groups: readonly string[];
   registry: ToolRegistry;
+  /** Tools registered but not served now (an MCP server down), and tools refused: announced as withdrawn. */
+  withdrawn?: () => readonly WithdrawnTool[];
   intervalMs: number;
   ttlMs: number;
   logger: Logger;
@@ -29,17 +37,23 @@ export function startPresence(options: PresenceOptions): Presence {
   const { keys, executorId, logger } = options;
   const { client } = options;
   const scripts = redisScripts(client);
-  const body = JSON.stringify({
-    executorId,
-    groups: options.groups,
-    tools: options.registry.catalog(),
-  });
+  // Built at each beat: tool sources (MCP servers) change the registry while the process runs.
+  const body = () => {
+    const withdrawn = options.withdrawn?.() ?? [];
+    const hidden = new Set(withdrawn.map((w) => w.name));
+    return JSON.stringify({
+      executorId,
+      groups: options.groups,
+      tools: options.registry.catalog().filter((t) => !hidden.has(t.name)),
+      ...(withdrawn.length > 0 ? { withdrawn } : {}),
+    });
+  };
   let pending: Promise<void> | undefined;
   let failing = false;
   let stopped = false;
   const beat = (): Promise<void> =>
     (pending ??= scripts
-      .heartbeat([keys.catalog], [executorId, options.ttlMs, body])
+      .heartbeat([keys.catalog], [executorId, options.ttlMs, body()])
       .then(() => {
         if (failing) logger.info({ executorId }, 'announcing again');
         failing = false;

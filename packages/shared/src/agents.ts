@@ -6,6 +6,13 @@ import { closestName } from './suggest.js';
 import { deepFreeze } from './config.js';
 import { GROUP_NAME_PATTERN } from './constants.js';
 import type { WorkflowDocument } from './workflows.js';
+import {
+  inMcpNamespace,
+  mcpServerProblems,
+  mcpServersOf,
+  mcpServersSchema,
+  type McpServerSpec,
+} from './mcp-config.js';
 
 const Ajv = AjvModule.default;
 
@@ -30,6 +37,8 @@ export interface ToolGroupLimits {
   readonly concurrency?: number;
   /** Calls of the group started per window across the fleet. */
   readonly rate?: { readonly max: number; readonly per_ms: number };
+  /** MCP servers whose tools join this group (see `mcp-config.ts`). */
+  readonly mcp_servers?: readonly McpServerSpec[];
 }
 
 /**
@@ -95,6 +104,7 @@ const agentsSchema = {
               per_ms: { type: 'integer', minimum: 1, maximum: 3_600_000 },
             },
           },
+          mcp_servers: mcpServersSchema,
         },
       },
     },
@@ -150,12 +160,15 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
   const specs = document.agents;
   const agents = new Map<string, AgentSpec>();
   const known = knownTools === undefined ? undefined : new Set(knownTools);
+  const servers = mcpServersOf(document);
+  problems.push(...mcpServerProblems(servers, file));
   specs.forEach((spec, i) => {
     if (agents.has(spec.name)) problems.push(`${file}: agent "${spec.name}": name is declared twice`);
     agents.set(spec.name, spec);
     if (!known) return;
     spec.tools.forEach((tool, j) => {
-      if (known.has(tool)) return;
+      // An MCP server's tools are known once it runs: until it announces one, no agent sees it.
+      if (known.has(tool) || inMcpNamespace(tool, servers)) return;
       const guess = closestName(tool, known);
       problems.push(
         `${file}: ${agentName(String(i))}: tools[${j}] "${tool}" is not a registered tool${guess ? ` (did you mean "${guess}"?)` : ''}`,
@@ -193,9 +206,10 @@ export function loadAgents(file: string, knownTools?: Iterable<string>): AgentsF
 export function parseAgentsCheck(file: AgentsFile, knownTools: Iterable<string>): string[] {
   const known = new Set(knownTools);
   const problems: string[] = [];
+  const servers = mcpServersOf(file.document);
   for (const spec of file.agents.values()) {
     spec.tools.forEach((tool, j) => {
-      if (known.has(tool)) return;
+      if (known.has(tool) || inMcpNamespace(tool, servers)) return;
       const guess = closestName(tool, known);
       problems.push(
         `agent "${spec.name}": tools[${j}] "${tool}" is not a registered tool${guess ? ` (did you mean "${guess}"?)` : ''}`,

@@ -1,5 +1,5 @@
 export * as constants from './constants.js';
-export { ToolRegistry, toOpenAiSpec, createAjv } from './registry.js';
+export { ToolRegistry, toOpenAiSpec, createAjv, createLenientAjv } from './registry.js';
 export type { RegisteredTool, ToolCatalogEntry, OpenAiToolSpec } from './registry.js';
 export { checkArguments, exampleFor } from './arguments.js';
 export type { ArgumentsCheck } from './arguments.js';
@@ -37,6 +37,14 @@ export type { AgentReachConfig } from './config.js';
 export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';
 export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './agents.js';
 export {
+  MCP_NAME_SEPARATOR,
+  inMcpNamespace,
+  mcpServerProblems,
+  mcpServersOf,
+  mcpServersSchema,
+} from './mcp-config.js';
+export type { McpServerSpec, McpToolOverride, MountedMcpServer } from './mcp-config.js';
+export {
   findCycle,
   loadWorkflows,
   parseWorkflows,
@@ -58,7 +66,7 @@ export { createWorkflowMetrics } from './workflow-metrics.js';
 export type { WorkflowMetrics } from './workflow-metrics.js';
 export { isOpen } from './breaker-state.js';
 export { liveAnnouncements, redisTimeMs } from './executor-presence.js';
-export type { ExecutorAnnouncement } from './executor-presence.js';
+export type { ExecutorAnnouncement, WithdrawnTool } from './executor-presence.js';
 export type { BreakerSnapshot, BreakerState } from './breaker-state.js';
 export { startMetricsServer } from './metrics-server.js';
 export { parseJsonSafely } from './safe-json.js';
