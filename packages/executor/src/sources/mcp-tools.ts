@@ -125,8 +125,8 @@ export function mcpToolDefinition(
 
 /**
  * What the model reads of a `tools/call` result: `isError` is a tool error (`execution_error` with the
- * text); one text item and nothing else collapses to that string; otherwise `{ content: [...] }` with
- * `structured_content` when the server gave one. Binary data (images, audio, blobs) is described by its
+ * text); structured content beside text only is that object; one text item and nothing else collapses
+ * to that string; otherwise `{ content: [...] }`, with `structured_content` when the server gave one. Binary data (images, audio, blobs) is described by its
  * type and size, never sent as base64.
  */
 export function toModelResult(server: string, tool: string, raw: unknown): unknown {
@@ -152,6 +152,8 @@ export function toModelResult(server: string, tool: string, raw: unknown): unkno
   }
   const structured = result.structuredContent;
   if (content.length === 0 && structured === undefined) return noResult(`"${tool}" returned no content`);
+  // Text beside structured content repeats it (the protocol asks servers to send both): the object is read.
+  if (structured !== undefined && content.every((c) => c.type === 'text')) return structured;
   const only = content[0];
   if (content.length === 1 && only?.type === 'text' && structured === undefined) return only.text;
   return { content, ...(structured === undefined ? {} : { structured_content: structured }) };
