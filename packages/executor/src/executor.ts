@@ -104,7 +104,7 @@ export async function startExecutor(
     logger,
     metrics,
     groups,
-    withdrawn: () => mcp.withdrawn(),
+    sources: () => mcp.report(),
     concurrency: config.executor.concurrency,
     shutdownGraceMs: config.executor.shutdownGraceMs,
     breaker: {

@@ -4,7 +4,7 @@ import {
   type Logger,
   type ToolRegistry,
   type RedisClient,
-  type WithdrawnTool,
+  type SourcesReport,
 } from '@agent-reach/shared';
 
 export interface PresenceOptions {
@@ -14,8 +14,8 @@ export interface PresenceOptions {
   executorId: string;
   groups: readonly string[];
   registry: ToolRegistry;
-  /** Tools registered but not served now (an MCP server down), and tools refused: announced as withdrawn. */
-  withdrawn?: () => readonly WithdrawnTool[];
+  /** What tool sources report: tools registered but not served now, refused ones, MCP servers' states. */
+  sources?: () => SourcesReport;
   intervalMs: number;
   ttlMs: number;
   logger: Logger;
@@ -39,13 +39,14 @@ export function startPresence(options: PresenceOptions): Presence {
   const scripts = redisScripts(client);
   // Built at each beat: tool sources (MCP servers) change the registry while the process runs.
   const body = () => {
-    const withdrawn = options.withdrawn?.() ?? [];
+    const { withdrawn, mcpServers } = options.sources?.() ?? { withdrawn: [], mcpServers: [] };
     const hidden = new Set(withdrawn.map((w) => w.name));
     return JSON.stringify({
       executorId,
       groups: options.groups,
       tools: options.registry.catalog().filter((t) => !hidden.has(t.name)),
       ...(withdrawn.length > 0 ? { withdrawn } : {}),
+      ...(mcpServers.length > 0 ? { mcpServers } : {}),
     });
   };
   let pending: Promise<void> | undefined;

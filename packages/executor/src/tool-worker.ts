@@ -15,7 +15,7 @@ import {
   type Span,
   type ToolRegistry,
   type RedisClient,
-  type WithdrawnTool,
+  type SourcesReport,
 } from '@agent-reach/shared';
 import { BreakerBoard, type BreakerOptions } from './breakers.js';
 import { startPresence } from './presence.js';
@@ -33,8 +33,8 @@ export interface ToolWorkerOptions {
   metrics: Metrics;
   /** Groups whose queues this process serves. Default: every group of the registry. */
   groups?: readonly string[];
-  /** Tools registered but not served now, and refused ones: announced as withdrawn (see `WithdrawnTool`). */
-  withdrawn?: () => readonly WithdrawnTool[];
+  /** What tool sources (MCP servers) report for the announcement: withdrawn tools, servers' states. */
+  sources?: () => SourcesReport;
   /** Jobs run at once per group. Default 50. */
   concurrency?: number;
   breaker?: Partial<BreakerOptions>;
@@ -111,7 +111,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     executorId,
     groups,
     registry,
-    ...(options.withdrawn ? { withdrawn: options.withdrawn } : {}),
+    ...(options.sources ? { sources: options.sources } : {}),
     intervalMs: options.heartbeatIntervalMs ?? constants.DEFAULT_EXECUTOR_HEARTBEAT_MS,
     ttlMs: options.announcementTtlMs ?? constants.DEFAULT_EXECUTOR_ANNOUNCEMENT_TTL_MS,
     logger,

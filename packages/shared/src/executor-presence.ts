@@ -16,6 +16,23 @@ export interface WithdrawnTool {
   pinned?: string;
 }
 
+/** An MCP server as an executor sees it: connected or not, and why not. */
+export interface McpServerStatus {
+  name: string;
+  group: string;
+  up: boolean;
+  /** Tools mounted from it. */
+  tools: number;
+  /** Why it is down (it names the server and the cause: no answer to initialize, exited, …). */
+  error?: string;
+}
+
+/** What an executor's tool sources add to its announcement. */
+export interface SourcesReport {
+  withdrawn: WithdrawnTool[];
+  mcpServers: McpServerStatus[];
+}
+
 /**
  * What an executor says of itself in the fleet catalog (`keys.catalog`, field = executor id), refreshed by
  * its heartbeat. The fleet's tools are the union of the live announcements: after Redis lost its data they
@@ -31,6 +48,8 @@ export interface ExecutorAnnouncement {
   tools: ToolCatalogEntry[];
   /** Tools it knows of but does not serve now (absent from executors older than MCP sources). */
   withdrawn?: WithdrawnTool[];
+  /** The MCP servers it mounts. */
+  mcpServers?: McpServerStatus[];
 }
 
 /**

@@ -66,7 +66,12 @@ export { createWorkflowMetrics } from './workflow-metrics.js';
 export type { WorkflowMetrics } from './workflow-metrics.js';
 export { isOpen } from './breaker-state.js';
 export { liveAnnouncements, redisTimeMs } from './executor-presence.js';
-export type { ExecutorAnnouncement, WithdrawnTool } from './executor-presence.js';
+export type {
+  ExecutorAnnouncement,
+  McpServerStatus,
+  SourcesReport,
+  WithdrawnTool,
+} from './executor-presence.js';
 export type { BreakerSnapshot, BreakerState } from './breaker-state.js';
 export { startMetricsServer } from './metrics-server.js';
 export { parseJsonSafely } from './safe-json.js';

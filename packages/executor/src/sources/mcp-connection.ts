@@ -32,6 +32,8 @@ export interface McpConnectionOptions {
   onProtocolError(): void;
 }
 
+const NOT_YET = 'not connected yet';
+
 type Session = { client: Client; transport: Transport; lost: Promise<string>; lose(why: string): void };
 
 /**
@@ -46,7 +48,7 @@ export class McpConnection {
   #loop: Promise<void> | undefined;
   /** Why the last connection was closed for a message over the cap (the calls it broke report it). */
   #overflow: string | undefined;
-  #down = 'not connected yet';
+  #down = NOT_YET;
 
   constructor(options: McpConnectionOptions) {
     this.#o = options;
@@ -58,6 +60,11 @@ export class McpConnection {
 
   get up(): boolean {
     return this.#session !== undefined;
+  }
+
+  /** Why it was last down, naming the server and the cause; undefined before the first failure. */
+  get error(): string | undefined {
+    return this.#down === NOT_YET ? undefined : this.#down;
   }
 
   start(): void {

@@ -3,8 +3,10 @@ import {
   constants,
   type Logger,
   type McpServerSpec,
+  type McpServerStatus,
   type Metrics,
   type MountedMcpServer,
+  type SourcesReport,
   type RedisClient,
   type ToolRegistry,
   type WithdrawnTool,
@@ -140,9 +142,20 @@ export class McpSource {
     return out;
   }
 
-  /** Whether a server is connected now (tests and the CLI ask). */
-  isUp(server: string): boolean {
-    return this.#servers.get(server)?.connection.up ?? false;
+  /** The servers' states, for the announcement. */
+  servers(): McpServerStatus[] {
+    return [...this.#servers.values()].map((s) => ({
+      name: s.mount.spec.name,
+      group: s.mount.group,
+      up: s.connection.up,
+      tools: s.mounted.size,
+      ...(s.connection.up || s.connection.error === undefined ? {} : { error: s.connection.error }),
+    }));
+  }
+
+  /** Everything the announcement says of MCP servers and their tools. */
+  report(): SourcesReport {
+    return { withdrawn: this.withdrawn(), mcpServers: this.servers() };
   }
 
   async close(): Promise<void> {
