@@ -25,6 +25,8 @@ export interface McpServerSpec {
   readonly env?: Readonly<Record<string, string>>;
   readonly cwd?: string;
   readonly url?: string;
+  /** How long it may take to answer `initialize`, in ms. Default: the executor's (MCP_INITIALIZE_TIMEOUT_MS). */
+  readonly initialize_timeout_ms?: number;
   /** Header name → name of the executor's environment variable holding its value. */
   readonly headers_from_env?: Readonly<Record<string, string>>;
   /** Only these tools (MCP names) are mounted. */
@@ -66,6 +68,7 @@ export const mcpServersSchema = {
       env: { type: 'object', propertyNames: ENV_NAME, additionalProperties: { type: 'string' } },
       cwd: { type: 'string', minLength: 1 },
       url: { type: 'string', pattern: '^https?://' },
+      initialize_timeout_ms: { type: 'integer', minimum: 100, maximum: 600_000 },
       headers_from_env: {
         type: 'object',
         propertyNames: { type: 'string', pattern: '^[A-Za-z0-9-]{1,64}$' },

@@ -34,7 +34,14 @@ export interface McpConnectionOptions {
 
 const NOT_YET = 'not connected yet';
 
-type Session = { client: Client; transport: Transport; lost: Promise<string>; lose(why: string): void };
+type Session = {
+  client: Client;
+  transport: Transport;
+  lost: Promise<string>;
+  lose(why: string): void;
+  /** Set when the server sent a message over the cap: the calls the closed connection broke report it. */
+  overflow: { why?: string };
+};
 
 /**
  * One MCP server, kept connected: started (stdio) or reached (streamable HTTP), initialized within a
@@ -46,8 +53,6 @@ export class McpConnection {
   #session: Session | undefined;
   #stop = new AbortController();
   #loop: Promise<void> | undefined;
-  /** Why the last connection was closed for a message over the cap (the calls it broke report it). */
-  #overflow: string | undefined;
   #down = NOT_YET;
 
   constructor(options: McpConnectionOptions) {
@@ -86,14 +91,22 @@ export class McpConnection {
     const session = this.#session;
     if (!session)
       throw transientError(`server "${this.name}" is down (${this.#down}); it is being restarted`);
+    // A connection lost mid-call fails the call at once, whether or not the SDK rejects its request.
+    const lost = session.lost.then((why) => {
+      throw Object.assign(new Error(why), { code: -32000 });
+    });
+    lost.catch(() => undefined);
     try {
-      const result = await session.client.callTool({ name: tool, arguments: args }, undefined, {
-        signal: options.signal,
-        timeout: options.timeoutMs,
-      });
+      const result = await Promise.race([
+        session.client.callTool({ name: tool, arguments: args }, undefined, {
+          signal: options.signal,
+          timeout: options.timeoutMs,
+        }),
+        lost,
+      ]);
       return { result };
     } catch (error) {
-      return { error, ...(this.#overflow === undefined ? {} : { overflow: this.#overflow }) };
+      return { error, ...(session.overflow.why === undefined ? {} : { overflow: session.overflow.why }) };
     }
   }
 
@@ -104,7 +117,6 @@ export class McpConnection {
       let session: Session | undefined;
       const startedAt = Date.now();
       try {
-        this.#overflow = undefined;
         session = await this.#connect();
         this.#session = session;
         log.info({ server: this.name }, 'MCP server connected');
@@ -138,10 +150,12 @@ export class McpConnection {
   }
 
   async #connect(): Promise<Session> {
-    const { spec, limits } = this.#o;
+    const { spec } = this.#o;
+    const initializeTimeoutMs = spec.initialize_timeout_ms ?? this.#o.limits.initializeTimeoutMs;
     let lose!: (why: string) => void;
     const lost = new Promise<string>((resolve) => (lose = resolve));
-    const transport = this.#transport(lose);
+    const overflow: { why?: string } = {};
+    const transport = this.#transport(lose, overflow);
     const client = new Client({ name: 'agent-reach-executor', version: '1' }, { capabilities: {} });
     let garbage = 0;
     client.onerror = (err: Error) => {
@@ -164,17 +178,17 @@ export class McpConnection {
       );
     });
     try {
-      await client.connect(transport, { timeout: limits.initializeTimeoutMs, signal: this.#stop.signal });
+      await client.connect(transport, { timeout: initializeTimeoutMs, signal: this.#stop.signal });
     } catch (err) {
       await client.close().catch(() => undefined);
       const e = err as { code?: number; message?: string };
       const detail =
         e?.code === -32001
-          ? `did not answer initialize within ${limits.initializeTimeoutMs} ms${garbage ? ` (it wrote ${garbage} lines that are not JSON-RPC)` : ''}`
+          ? `did not answer initialize within ${initializeTimeoutMs} ms${garbage ? ` (it wrote ${garbage} lines that are not JSON-RPC)` : ''}`
           : `could not be initialized: ${e?.message ?? String(err)}`;
       throw new Error(`${detail}${this.#exitTail()}`);
     }
-    return { client, transport, lost, lose };
+    return { client, transport, lost, lose, overflow };
   }
 
   #stderr = '';
@@ -185,11 +199,11 @@ export class McpConnection {
     return tail ? ` (stderr: ${tail})` : '';
   }
 
-  #transport(lose: (why: string) => void): Transport {
+  #transport(lose: (why: string) => void, seen: { why?: string }): Transport {
     const { spec, env, limits } = this.#o;
     const overflow = () => {
-      this.#overflow = `the server sent a message over ${limits.maxMessageBytes} bytes; the connection was closed`;
-      lose(`server "${spec.name}": ${this.#overflow}`);
+      seen.why = `the server sent a message over ${limits.maxMessageBytes} bytes; the connection was closed`;
+      lose(`server "${spec.name}": ${seen.why}`);
     };
     if (spec.command !== undefined) {
       this.#stderr = '';
@@ -227,7 +241,7 @@ export class McpConnection {
     let cursor: string | undefined;
     do {
       const page = await client.listTools(cursor === undefined ? {} : { cursor }, {
-        timeout: this.#o.limits.initializeTimeoutMs,
+        timeout: this.#o.spec.initialize_timeout_ms ?? this.#o.limits.initializeTimeoutMs,
       });
       tools.push(...(page.tools as ListedMcpTool[]));
       cursor = page.nextCursor;
