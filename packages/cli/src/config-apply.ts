@@ -2,6 +2,7 @@ import { createKeys, type AgentReachError } from '@agent-reach/protocol';
 import {
   liveAnnouncements,
   parseConfigDocument,
+  pinAnnouncedDigests,
   publishConfig,
   readConfigFile,
   readPublishedConfig,
@@ -86,7 +87,11 @@ export async function configApply(
     const e = err as AgentReachError;
     return refuse(e.details?.length ? [...e.details] : [e.message]);
   }
-  const document = { ...parsed.agents.document, workflows: parsed.workflows.document };
+  // MCP tools are pinned at the digests the fleet serves them with (see docs/mcp.md, Pinning).
+  const document = pinAnnouncedDigests(
+    { ...parsed.agents.document, workflows: parsed.workflows.document },
+    live.flatMap((a) => a.tools),
+  );
   const version = await publishConfig(
     ctx.redis,
     keys,

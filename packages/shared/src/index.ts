@@ -42,6 +42,7 @@ export {
   mcpServerProblems,
   mcpServersOf,
   mcpServersSchema,
+  pinAnnouncedDigests,
 } from './mcp-config.js';
 export type { McpServerSpec, McpToolOverride, MountedMcpServer } from './mcp-config.js';
 export {

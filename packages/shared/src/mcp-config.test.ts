@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { parseAgents, parseAgentsCheck } from './agents.js';
+import { pinAnnouncedDigests } from './mcp-config.js';
 
 const server = (extra: Record<string, unknown>) => ({ name: 'fs', command: 'node', ...extra });
 const doc = (servers: unknown[], tools = ['query_weather']) =>
@@ -83,5 +84,38 @@ describe('MCP servers in the configuration document', () => {
         /tool_groups\.files\.mcp_servers\.2 must NOT have additional properties "restart"/,
       ),
     ]);
+  });
+});
+
+describe('config apply pinning the digests the fleet serves', () => {
+  const mcp = (server: string, tool: string, digest: string) => ({
+    origin: { kind: 'mcp', server, tool, digest },
+  });
+  const document = {
+    agents: [],
+    tool_groups: {
+      files: { mcp_servers: [{ name: 'fs', command: 'node', pinned: { write_file: 'b'.repeat(64) } }] },
+      slow: { concurrency: 2 },
+    },
+  };
+
+  it('pins each announced tool the document leaves unpinned, and keeps the pins it has', () => {
+    const pinned = pinAnnouncedDigests(document, [
+      mcp('fs', 'read_file', 'a'.repeat(64)),
+      mcp('fs', 'write_file', 'c'.repeat(64)),
+      mcp('other', 'x', 'd'.repeat(64)),
+      {},
+    ]);
+    expect(pinned.tool_groups.files.mcp_servers[0]?.pinned).toEqual({
+      read_file: 'a'.repeat(64),
+      write_file: 'b'.repeat(64),
+    });
+    expect(pinned.tool_groups.slow).toEqual({ concurrency: 2 });
+    // The caller's document is not written to.
+    expect(document.tool_groups.files.mcp_servers[0]?.pinned).toEqual({ write_file: 'b'.repeat(64) });
+  });
+
+  it('leaves a document unchanged when the fleet announces no MCP tool', () => {
+    expect(pinAnnouncedDigests(document, [{}])).toBe(document);
   });
 });

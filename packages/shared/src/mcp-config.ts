@@ -136,3 +136,43 @@ export function mcpServerProblems(servers: readonly MountedMcpServer[], file: st
   }
   return problems;
 }
+
+/**
+ * The document with each MCP server's `pinned` completed from what the fleet serves now: a tool the
+ * document does not pin gets the digest its executors announce it with (`config apply` writes them
+ * into the published version, so pins outlive the fleet's first-seen record). Tools an executor
+ * withdrew for a changed digest are not pinned: accepting a change is the operator's explicit act.
+ */
+export function pinAnnouncedDigests<
+  D extends { tool_groups?: Readonly<Record<string, { mcp_servers?: readonly McpServerSpec[] }>> },
+>(
+  document: D,
+  announced: ReadonlyArray<{ origin?: { kind: string; server: string; tool: string; digest: string } }>,
+): D {
+  const digests = new Map<string, Map<string, string>>();
+  for (const entry of announced) {
+    const o = entry.origin;
+    if (o?.kind !== 'mcp') continue;
+    if (!digests.has(o.server)) digests.set(o.server, new Map());
+    digests.get(o.server)?.set(o.tool, o.digest);
+  }
+  if (digests.size === 0 || !document.tool_groups) return document;
+  const groups = Object.fromEntries(
+    Object.entries(document.tool_groups).map(([name, group]) => [
+      name,
+      group.mcp_servers === undefined
+        ? group
+        : {
+            ...group,
+            mcp_servers: group.mcp_servers.map((spec) => {
+              const seen = digests.get(spec.name);
+              if (!seen) return spec;
+              const pinned: Record<string, string> = { ...(spec.pinned ?? {}) };
+              for (const [tool, digest] of seen) if (!Object.hasOwn(pinned, tool)) pinned[tool] = digest;
+              return { ...spec, pinned };
+            }),
+          },
+    ]),
+  );
+  return { ...document, tool_groups: groups };
+}
