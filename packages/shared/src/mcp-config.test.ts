@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { parseAgents, parseAgentsCheck } from './agents.js';
+import type { ConfigDocument } from './agents.js';
 import { pinAnnouncedDigests } from './mcp-config.js';
 
 const server = (extra: Record<string, unknown>) => ({ name: 'fs', command: 'node', ...extra });
@@ -91,7 +92,7 @@ describe('config apply pinning the digests the fleet serves', () => {
   const mcp = (server: string, tool: string, digest: string) => ({
     origin: { kind: 'mcp', server, tool, digest },
   });
-  const document = {
+  const document: ConfigDocument = {
     agents: [],
     tool_groups: {
       files: { mcp_servers: [{ name: 'fs', command: 'node', pinned: { write_file: 'b'.repeat(64) } }] },
@@ -106,13 +107,13 @@ describe('config apply pinning the digests the fleet serves', () => {
       mcp('other', 'x', 'd'.repeat(64)),
       {},
     ]);
-    expect(pinned.tool_groups.files.mcp_servers[0]?.pinned).toEqual({
+    expect(pinned.tool_groups?.files?.mcp_servers?.[0]?.pinned).toEqual({
       read_file: 'a'.repeat(64),
       write_file: 'b'.repeat(64),
     });
-    expect(pinned.tool_groups.slow).toEqual({ concurrency: 2 });
+    expect(pinned.tool_groups?.slow).toEqual({ concurrency: 2 });
     // The caller's document is not written to.
-    expect(document.tool_groups.files.mcp_servers[0]?.pinned).toEqual({ write_file: 'b'.repeat(64) });
+    expect(document.tool_groups?.files?.mcp_servers?.[0]?.pinned).toEqual({ write_file: 'b'.repeat(64) });
   });
 
   it('leaves a document unchanged when the fleet announces no MCP tool', () => {

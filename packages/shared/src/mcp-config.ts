@@ -1,4 +1,5 @@
 import { NAME_PATTERN } from '@agent-reach/protocol';
+import type { ConfigDocument } from './agents.js';
 import { MAX_RETRY_ATTEMPTS } from './constants.js';
 
 /** Per-tool settings of an MCP server's tool; each replaces what the server's annotations say. */
@@ -143,12 +144,10 @@ export function mcpServerProblems(servers: readonly MountedMcpServer[], file: st
  * into the published version, so pins outlive the fleet's first-seen record). Tools an executor
  * withdrew for a changed digest are not pinned: accepting a change is the operator's explicit act.
  */
-export function pinAnnouncedDigests<
-  D extends { tool_groups?: Readonly<Record<string, { mcp_servers?: readonly McpServerSpec[] }>> },
->(
-  document: D,
+export function pinAnnouncedDigests(
+  document: ConfigDocument,
   announced: ReadonlyArray<{ origin?: { kind: string; server: string; tool: string; digest: string } }>,
-): D {
+): ConfigDocument {
   const digests = new Map<string, Map<string, string>>();
   for (const entry of announced) {
     const o = entry.origin;
@@ -167,9 +166,10 @@ export function pinAnnouncedDigests<
             mcp_servers: group.mcp_servers.map((spec) => {
               const seen = digests.get(spec.name);
               if (!seen) return spec;
-              const pinned: Record<string, string> = { ...(spec.pinned ?? {}) };
-              for (const [tool, digest] of seen) if (!Object.hasOwn(pinned, tool)) pinned[tool] = digest;
-              return { ...spec, pinned };
+              const own = spec.pinned ?? {};
+              // Entries, not assignments: a tool name is the server's to choose (`__proto__` included).
+              const added = [...seen].filter(([tool]) => !Object.hasOwn(own, tool));
+              return { ...spec, pinned: Object.fromEntries([...Object.entries(own), ...added]) };
             }),
           },
     ]),

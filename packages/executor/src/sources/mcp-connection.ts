@@ -1,8 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { transientError } from '@agent-reach/protocol';
 import type { Logger, McpServerSpec } from '@agent-reach/shared';
@@ -33,6 +30,24 @@ export interface McpConnectionOptions {
 }
 
 const NOT_YET = 'not connected yet';
+
+/** The SDK, loaded when the first server connects: processes without MCP servers never load it. */
+type Sdk = Awaited<ReturnType<typeof loadSdk>>;
+let sdk: Promise<Sdk> | undefined;
+async function loadSdk() {
+  const [client, stdio, http, types] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  return {
+    Client: client.Client,
+    StdioClientTransport: stdio.StdioClientTransport,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
+  };
+}
 
 type Session = {
   client: Client;
@@ -155,7 +170,8 @@ export class McpConnection {
     let lose!: (why: string) => void;
     const lost = new Promise<string>((resolve) => (lose = resolve));
     const overflow: { why?: string } = {};
-    const transport = this.#transport(lose, overflow);
+    const { Client, ToolListChangedNotificationSchema, ...transports } = await (sdk ??= loadSdk());
+    const transport = this.#transport(transports, lose, overflow);
     const client = new Client({ name: 'agent-reach-executor', version: '1' }, { capabilities: {} });
     let garbage = 0;
     client.onerror = (err: Error) => {
@@ -199,7 +215,14 @@ export class McpConnection {
     return tail ? ` (stderr: ${tail})` : '';
   }
 
-  #transport(lose: (why: string) => void, seen: { why?: string }): Transport {
+  #transport(
+    {
+      StdioClientTransport,
+      StreamableHTTPClientTransport,
+    }: Omit<Sdk, 'Client' | 'ToolListChangedNotificationSchema'>,
+    lose: (why: string) => void,
+    seen: { why?: string },
+  ): Transport {
     const { spec, env, limits } = this.#o;
     const overflow = () => {
       seen.why = `the server sent a message over ${limits.maxMessageBytes} bytes; the connection was closed`;
