@@ -50,6 +50,8 @@ export default tseslint.config(
       'test-results/**',
       // Plain JavaScript run by test/pack-install.test.ts in a project outside the workspace.
       'test/fixtures/consumer/*.mjs',
+      // Plain JavaScript MCP servers the executor starts as processes in the MCP tests.
+      'test/fixtures/mcp/*.mjs',
     ],
   },
   js.configs.recommended,

@@ -38,14 +38,21 @@ export function apiEnv(apiKey: string): Record<string, string> {
 /** llm-sim, an executor and a scheduler in this process, a RunControl, on a prefix of their own. */
 export async function startRunsHarness(
   extra: Record<string, string> = {},
-  options: { executor?: boolean; scheduler?: boolean } = {},
+  options: {
+    executor?: boolean;
+    scheduler?: boolean;
+    /** Executor options beyond the config (MCP limits, its environment). */
+    executorOptions?: Omit<NonNullable<Parameters<typeof startExecutor>[1]>, 'extraTools' | 'logger'>;
+  } = {},
 ) {
   const t = testRedis();
   const sim = await startLlmSim({ scenarios: [{ name: 'echo', turns: [{ content: 'hello' }] }] });
   const config = loadConfig(testEnv(t.prefix, sim, extra));
   const logger = createLogger('test', { level: 'silent' });
   const executor: ExecutorProcess | undefined =
-    options.executor === false ? undefined : await startExecutor(config, { extraTools: testTools, logger });
+    options.executor === false
+      ? undefined
+      : await startExecutor(config, { extraTools: testTools, logger, ...options.executorOptions });
   const schedulers: SchedulerProcess[] =
     options.scheduler === false ? [] : [await startScheduler(config, { logger })];
   const producer = createRedis(REDIS_URL, 'producer');

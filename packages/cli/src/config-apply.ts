@@ -3,6 +3,7 @@ import { createKeys, type AgentReachError } from '@agent-reach/protocol';
 import {
   liveAnnouncements,
   parseConfigDocument,
+  pinAnnouncedDigests,
   publishConfig,
   readConfigFile,
   readConfigVersion,
@@ -84,7 +85,11 @@ export async function configApply(
     const e = err as AgentReachError;
     return refuse(e.details?.length ? [...e.details] : [e.message]);
   }
-  const document = { ...parsed.agents.document, workflows: parsed.workflows.document };
+  // MCP tools are pinned at the digests the fleet serves them with (see docs/mcp.md, Pinning).
+  const document = pinAnnouncedDigests(
+    { ...parsed.agents.document, workflows: parsed.workflows.document },
+    known.announced,
+  );
   const version = await publishConfig(
     ctx.redis,
     keys,
@@ -165,18 +170,24 @@ export function operator(env: Record<string, string | undefined>, by: string | u
   return `${user}@${hostname()}`;
 }
 
+/** The tools the live executors announce, as `config apply` pins MCP tools at their digests. */
+type LiveTools = ReturnType<typeof liveAnnouncements>[number]['tools'];
+
 /** The tools a configuration may name: the live executors' (or, with none live, the local registry's). */
 async function knownTools(
   ctx: CliContext,
   env: Record<string, string | undefined>,
-): Promise<{ names: Iterable<string> } | { problems: string[] }> {
+): Promise<{ names: Iterable<string>; announced: LiveTools } | { problems: string[] }> {
   const keys = createKeys(ctx.config.keyPrefix);
   const [catalog, time] = await Promise.all([ctx.redis.hgetall(keys.catalog), ctx.redis.time()]);
   const live = liveAnnouncements(catalog, redisTimeMs(time.map(String)));
-  if (live.length > 0) return { names: new Set(live.flatMap((a) => a.tools.map((t) => t.name))) };
+  if (live.length > 0) {
+    const announced = live.flatMap((a) => a.tools);
+    return { names: new Set(announced.map((t) => t.name)), announced };
+  }
   const local = await localRegistry(ctx.config, env);
   if (local.problems.length > 0) return { problems: local.problems };
-  return { names: local.registry.names() };
+  return { names: local.registry.names(), announced: [] };
 }
 
 /**

@@ -7,6 +7,7 @@ import {
   createMetrics,
   connectRedis,
   LiveConfig,
+  mcpServersOf,
   registerConfigMetrics,
   startAfterRedis,
   ToolRegistry,
@@ -17,6 +18,7 @@ import {
 } from '@agent-reach/shared';
 import { createGroupLimiter } from './group-limits.js';
 import { createOpenApiSources, type OpenApiSources } from './sources/openapi/openapi-sources.js';
+import { McpSource, type McpSourceOptions } from './sources/mcp-source.js';
 import { createToolWorker, type ToolWorker } from './tool-worker.js';
 import { createDemoTools } from './tools/index.js';
 
@@ -29,6 +31,8 @@ export interface ToolModuleDeps {
 export interface ExecutorProcess {
   readonly worker: ToolWorker;
   readonly registry: ToolRegistry;
+  /** The MCP servers of the configuration in force, mounted as tools. */
+  readonly mcp: McpSource;
   readonly keys: Keys;
   /** The fleet's configuration as this process holds it (agents, tool-group limits, version). */
   readonly config: LiveConfig;
@@ -50,6 +54,8 @@ export interface ExecutorOptions {
   announcementTtlMs?: number;
   /** Where the OpenAPI sources' credentials are read from (`auth.env`). Default: none (`main.ts` passes the process's). */
   env?: Readonly<Record<string, string | undefined>>;
+  /** Limits of MCP server connections. */
+  mcp?: McpSourceOptions;
 }
 
 interface ServingDeps {
@@ -116,6 +122,8 @@ async function startServing(
   collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_executor_' });
   const metrics = createMetrics(metricsRegistry);
   registerConfigMetrics(metricsRegistry, live);
+  // Made once the worker is: it mounts the servers of the groups the worker serves (a list that grows).
+  let mcp: McpSource | undefined;
   const worker = createToolWorker({
     connection: redis,
     registry,
@@ -125,6 +133,7 @@ async function startServing(
     logger,
     metrics,
     ...(config.executor.groups ? { groups: config.executor.groups } : {}),
+    sources: () => mcp?.report() ?? { withdrawn: [], mcpServers: [] },
     concurrency: config.executor.concurrency,
     shutdownGraceMs: config.executor.shutdownGraceMs,
     breaker: {
@@ -138,6 +147,13 @@ async function startServing(
       : { heartbeatIntervalMs: options.heartbeatIntervalMs }),
     ...(options.announcementTtlMs === undefined ? {} : { announcementTtlMs: options.announcementTtlMs }),
   });
+  // Groups of the MCP servers configured are served too when no groups are named.
+  worker.serveNewGroups(mcpServersOf(live.current().agents.document).map((m) => m.group));
+  const mounted = new McpSource(
+    { registry, groups: worker.groups, env: options.env ?? {}, redis, keys, logger, metrics },
+    options.mcp,
+  );
+  mcp = mounted;
   const limiter = createGroupLimiter({ connection: redis, keys, groups: worker.groups, logger });
   await limiter.apply(live.current().agents.toolGroups);
   live.onChange((next) => void limiter.apply(next.agents.toolGroups));
@@ -158,6 +174,15 @@ async function startServing(
     constants.GROUP_LIMITS_REAPPLY_MS,
   );
   reapply.unref();
+  // Tools of MCP servers are announced as they come and go, not only at the next heartbeat.
+  mounted.onChange(() => void worker.publishCatalog().catch(() => undefined));
+  await mounted.apply(mcpServersOf(live.current().agents.document));
+  live.onChange((next) => {
+    const servers = mcpServersOf(next.agents.document);
+    if (worker.serveNewGroups(servers.map((m) => m.group)).length > 0)
+      void limiter.apply(next.agents.toolGroups);
+    void mounted.apply(servers);
+  });
   await worker.publishCatalog();
   logger.info(
     {
@@ -171,6 +196,7 @@ async function startServing(
   return {
     worker,
     registry,
+    mcp: mounted,
     keys,
     config: live,
     openApi,
@@ -180,6 +206,7 @@ async function startServing(
       clearInterval(reapply);
       await live.close();
       await worker.close();
+      await mounted.close();
       await limiter.close();
       await server.close();
       await redis.quit().catch(() => undefined);

@@ -17,3 +17,7 @@ export {
 export { resolveInside } from './tools/write-markdown-file.js';
 export { loadToolModules } from './tool-modules.js';
 export type { ToolFactory } from './tool-modules.js';
+export { McpSource } from './sources/mcp-source.js';
+export type { McpSourceOptions } from './sources/mcp-source.js';
+export { toModelResult, toolDigest } from './sources/mcp-tools.js';
+export type { McpContentItem } from './sources/mcp-tools.js';

@@ -1,5 +1,11 @@
 import type { Keys } from '@agent-reach/protocol';
-import { redisScripts, type Logger, type ToolRegistry, type RedisClient } from '@agent-reach/shared';
+import {
+  redisScripts,
+  type Logger,
+  type ToolRegistry,
+  type RedisClient,
+  type SourcesReport,
+} from '@agent-reach/shared';
 
 export interface PresenceOptions {
   /** A connection of this process's own (the heartbeat script is defined on it). */
@@ -8,6 +14,8 @@ export interface PresenceOptions {
   executorId: string;
   groups: readonly string[];
   registry: ToolRegistry;
+  /** What tool sources report: tools registered but not served now, refused ones, MCP servers' states. */
+  sources?: () => SourcesReport;
   intervalMs: number;
   ttlMs: number;
   logger: Logger;
@@ -29,9 +37,18 @@ export function startPresence(options: PresenceOptions): Presence {
   const { keys, executorId, logger } = options;
   const { client } = options;
   const scripts = redisScripts(client);
-  // Made at each beat: a configuration reload may change the tools (OpenAPI sources) and the groups.
-  const body = () =>
-    JSON.stringify({ executorId, groups: options.groups, tools: options.registry.catalog() });
+  // Built at each beat: tool sources (MCP servers) change the registry while the process runs.
+  const body = () => {
+    const { withdrawn, mcpServers } = options.sources?.() ?? { withdrawn: [], mcpServers: [] };
+    const hidden = new Set(withdrawn.map((w) => w.name));
+    return JSON.stringify({
+      executorId,
+      groups: options.groups,
+      tools: options.registry.catalog().filter((t) => !hidden.has(t.name)),
+      ...(withdrawn.length > 0 ? { withdrawn } : {}),
+      ...(mcpServers.length > 0 ? { mcpServers } : {}),
+    });
+  };
   let pending: Promise<void> | undefined;
   let failing = false;
   let stopped = false;

@@ -23,6 +23,7 @@ import {
   type ToolRegistry,
   type RedisClient,
   waitAtMost,
+  type SourcesReport,
 } from '@agent-reach/shared';
 import { BreakerBoard, type BreakerOptions } from './breakers.js';
 import { startPresence } from './presence.js';
@@ -40,6 +41,8 @@ export interface ToolWorkerOptions {
   metrics: Metrics;
   /** Groups whose queues this process serves. Default: every group of the registry. */
   groups?: readonly string[];
+  /** What tool sources (MCP servers) report for the announcement: withdrawn tools, servers' states. */
+  sources?: () => SourcesReport;
   /** Jobs run at once per group. Default 50. */
   concurrency?: number;
   breaker?: Partial<BreakerOptions>;
@@ -71,10 +74,11 @@ export interface ToolWorker {
   /** Announces this process's groups and tools in the fleet catalog now (the heartbeat repeats it). */
   publishCatalog(): Promise<void>;
   /**
-   * Starts serving the registry's groups this process does not serve yet (tools a configuration reload
-   * brought in a new group), unless its groups were given explicitly. Returns the groups it started.
+   * Starts serving the registry's groups, and `extra` groups (those of MCP servers not yet mounted), that
+   * this process does not serve yet (a configuration reload brought in a new group), unless its groups
+   * were given explicitly. Returns the groups it started.
    */
-  serveNewGroups(): string[];
+  serveNewGroups(extra?: readonly string[]): string[];
   /** Stops taking jobs, lets in-flight ones finish within the grace period, hands back the rest, closes. */
   close(): Promise<void>;
 }
@@ -138,6 +142,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     executorId,
     groups,
     registry,
+    ...(options.sources ? { sources: options.sources } : {}),
     intervalMs: options.heartbeatIntervalMs ?? constants.DEFAULT_EXECUTOR_HEARTBEAT_MS,
     ttlMs: options.announcementTtlMs ?? constants.DEFAULT_EXECUTOR_ANNOUNCEMENT_TTL_MS,
     logger,
@@ -196,9 +201,9 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     breakers,
     executorId,
     publishCatalog: () => presence.beat(),
-    serveNewGroups() {
+    serveNewGroups(extra = []) {
       if (options.groups !== undefined || ctx.draining) return [];
-      const added = registry.groups().filter((g) => !groups.includes(g));
+      const added = [...new Set([...registry.groups(), ...extra])].filter((g) => !groups.includes(g));
       for (const group of added) {
         groups.push(group);
         workers.push(startWorker(group));

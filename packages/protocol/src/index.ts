@@ -33,7 +33,14 @@ export type { ToolErrorKind, ToolErrorInfo, ErrorCode, NoResult, HandlerErrorKin
 export { defineTool, StringEnum } from './tool.js';
 export { Type } from '@sinclair/typebox';
 export type { Static, TSchema } from '@sinclair/typebox';
-export type { ToolContext, ToolLogger, ToolOptions, ToolDefinition, RetryOptions } from './tool.js';
+export type {
+  ToolContext,
+  ToolLogger,
+  ToolOptions,
+  ToolDefinition,
+  RetryOptions,
+  ToolOrigin,
+} from './tool.js';
 export {
   toolJobId,
   errorResult,

@@ -32,6 +32,11 @@ export interface Keys {
    * each executor's heartbeat; the fleet's catalog is the union of the live ones.
    */
   readonly catalog: string;
+  /**
+   * Hash: MCP tool (`<server>__<tool>`) → the digest of its description, schema and annotations first
+   * seen by the fleet (trust on first use), unless a configuration pins one.
+   */
+  readonly mcpPins: string;
   /** BullMQ queue of runs (schedulers are its workers). */
   readonly runsQueue: string;
   /** String: a run's state without its messages (JSON). */
@@ -108,6 +113,7 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     breakers: `${prefix}:{fleet}:breakers`,
     breakerChannel: `${prefix}:breaker-events`,
     catalog: `${prefix}:{fleet}:catalog`,
+    mcpPins: `${prefix}:{fleet}:mcp-pins`,
     runsQueue: 'agent-runs',
     runState: (id: string) => `${run(id)}:state`,
     runMessages: (id: string) => `${run(id)}:messages`,

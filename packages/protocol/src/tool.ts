@@ -35,6 +35,18 @@ export interface RetryOptions {
   backoffMs?: number;
 }
 
+/**
+ * Where a tool comes from when it is not declared in code: an MCP server's tool, mounted under
+ * `<server>__<tool>`. `digest` is the sha256 (hex) of its description, input schema and annotations as
+ * the server lists them; announcements carry it so a change can be seen and pinned.
+ */
+export interface ToolOrigin {
+  readonly kind: 'mcp';
+  readonly server: string;
+  readonly tool: string;
+  readonly digest: string;
+}
+
 /** A tool's declaration: the single source of the model-facing spec, the validator and the policy. */
 export interface ToolOptions<S extends TSchema, R = unknown> {
   /** `NAME_PATTERN`: `^[a-zA-Z0-9_-]{1,64}$`. */
@@ -67,6 +79,8 @@ export interface ToolOptions<S extends TSchema, R = unknown> {
   idempotent?: boolean;
   /** Model-facing size budget of one result, in characters. Default 4000. */
   resultBudgetChars?: number;
+  /** Set by tool sources (MCP servers), not by code: where the tool comes from. */
+  origin?: ToolOrigin;
   handler: (args: Static<S>, ctx: ToolContext) => Promise<R> | R;
 }
 
@@ -83,6 +97,7 @@ export interface ToolDefinition {
   readonly readOnly?: boolean;
   readonly idempotent?: boolean;
   readonly resultBudgetChars?: number;
+  readonly origin?: ToolOrigin;
   readonly handler: (args: never, ctx: ToolContext) => unknown;
 }
 

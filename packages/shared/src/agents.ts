@@ -13,6 +13,13 @@ import {
   openApiSourcesSchema,
   type OpenApiSourceSpec,
 } from './openapi-config.js';
+import {
+  inMcpNamespace,
+  mcpServerProblems,
+  mcpServersOf,
+  mcpServersSchema,
+  type McpServerSpec,
+} from './mcp-config.js';
 
 const Ajv = AjvModule.default;
 
@@ -39,6 +46,8 @@ export interface ToolGroupLimits {
   readonly rate?: { readonly max: number; readonly per_ms: number };
   /** OpenAPI documents whose listed operations become tools of this group (see `openapi-config.ts`). */
   readonly openapi?: readonly OpenApiSourceSpec[];
+  /** MCP servers whose tools join this group (see `mcp-config.ts`). */
+  readonly mcp_servers?: readonly McpServerSpec[];
 }
 
 /**
@@ -105,6 +114,7 @@ const agentsSchema = {
             },
           },
           openapi: openApiSourcesSchema,
+          mcp_servers: mcpServersSchema,
         },
       },
     },
@@ -163,6 +173,8 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
     valid || !(validateAgents.errors ?? []).some((e) => e.instancePath.startsWith('/tool_groups'));
   const toolGroups = groupsWellFormed ? (doc as Partial<ConfigDocument> | null)?.tool_groups : undefined;
   problems.push(...openApiSourceProblems(toolGroups, file));
+  const servers = groupsWellFormed ? mcpServersOf({ tool_groups: toolGroups }) : [];
+  problems.push(...mcpServerProblems(servers, file));
   // The document's own OpenAPI operations are tools by their declaration: no document needs reading.
   const known =
     knownTools === undefined
@@ -175,7 +187,8 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
     agents.set(spec.name, spec as AgentSpec);
     if (!known || !Array.isArray(spec.tools)) return;
     spec.tools.forEach((tool, j) => {
-      if (typeof tool !== 'string' || known.has(tool)) return;
+      // An MCP server's tools are known once it runs: until it announces one, no agent sees it.
+      if (typeof tool !== 'string' || known.has(tool) || inMcpNamespace(tool, servers)) return;
       const guess = closestName(tool, known);
       problems.push(
         `${file}: ${agentName(String(i))}: tools[${j}] "${tool}" is not a registered tool${guess ? ` (did you mean "${guess}"?)` : ''}`,
@@ -217,9 +230,10 @@ export function parseAgentsCheck(file: AgentsFile, knownTools: Iterable<string>)
     ...declaredOpenApiTools(file.document.tool_groups).map((t) => t.name),
   ]);
   const problems: string[] = [];
+  const servers = mcpServersOf(file.document);
   for (const spec of file.agents.values()) {
     spec.tools.forEach((tool, j) => {
-      if (known.has(tool)) return;
+      if (known.has(tool) || inMcpNamespace(tool, servers)) return;
       const guess = closestName(tool, known);
       problems.push(
         `agent "${spec.name}": tools[${j}] "${tool}" is not a registered tool${guess ? ` (did you mean "${guess}"?)` : ''}`,

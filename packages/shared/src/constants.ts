@@ -224,3 +224,23 @@ export const WORKFLOW_JOB_ATTEMPTS = 8;
 export const WORKFLOW_JOB_BACKOFF_MS = 1000;
 /** Characters of a failed node's run report kept in the node's `error` and the workflow's (a run report can be long). */
 export const WORKFLOW_NODE_ERROR_MAX_CHARS = 1000;
+
+// MCP servers as tool sources (see docs/mcp.md)
+/** How long an MCP server may take to answer `initialize` (and its first `tools/list`), in ms. */
+export const MCP_INITIALIZE_TIMEOUT_MS = 10_000;
+/** How often a running MCP server is pinged, and how long it may take to answer, in ms. */
+export const MCP_PING_INTERVAL_MS = 5000;
+export const MCP_PING_TIMEOUT_MS = 5000;
+/** Restart backoff of an MCP server that crashed or hung: doubles from the first, capped at the second, in ms. */
+export const MCP_RESTART_BACKOFF_MS = 250;
+export const MCP_RESTART_BACKOFF_MAX_MS = 30_000;
+/** Largest JSON-RPC message an MCP server may send, in bytes: past it the connection is closed and restarted. */
+export const MCP_MAX_MESSAGE_BYTES = 8 * 1024 * 1024;
+/** Characters of an MCP tool's description kept (the rest is cut, marked). */
+export const MCP_MAX_DESCRIPTION_CHARS = 2000;
+/** Largest input schema of an MCP tool, serialized, in characters: a larger one refuses the tool. */
+export const MCP_MAX_SCHEMA_CHARS = 32_000;
+/** Tools mounted from one MCP server at most (the rest are refused, reported). */
+export const MCP_MAX_TOOLS_PER_SERVER = 200;
+/** Extra time the MCP request gets past a tool's own timeout, so that the executor's timeout fires first, in ms. */
+export const MCP_REQUEST_SLACK_MS = 1000;

@@ -1,5 +1,5 @@
 export * as constants from './constants.js';
-export { ToolRegistry, toOpenAiSpec, createAjv } from './registry.js';
+export { ToolRegistry, toOpenAiSpec, createAjv, createLenientAjv } from './registry.js';
 export type { RegisteredTool, ToolCatalogEntry, OpenAiToolSpec } from './registry.js';
 export { checkArguments, exampleFor } from './arguments.js';
 export type { ArgumentsCheck } from './arguments.js';
@@ -51,6 +51,15 @@ export type {
   OpenApiToolPolicy,
 } from './openapi-config.js';
 export {
+  MCP_NAME_SEPARATOR,
+  inMcpNamespace,
+  mcpServerProblems,
+  mcpServersOf,
+  mcpServersSchema,
+  pinAnnouncedDigests,
+} from './mcp-config.js';
+export type { McpServerSpec, McpToolOverride, MountedMcpServer } from './mcp-config.js';
+export {
   findCycle,
   loadWorkflows,
   parseWorkflows,
@@ -73,7 +82,12 @@ export { createWorkflowMetrics } from './workflow-metrics.js';
 export type { WorkflowMetrics } from './workflow-metrics.js';
 export { isOpen } from './breaker-state.js';
 export { liveAnnouncements, redisTimeMs } from './executor-presence.js';
-export type { ExecutorAnnouncement } from './executor-presence.js';
+export type {
+  ExecutorAnnouncement,
+  McpServerStatus,
+  SourcesReport,
+  WithdrawnTool,
+} from './executor-presence.js';
 export type { BreakerSnapshot, BreakerState } from './breaker-state.js';
 export { startMetricsServer } from './metrics-server.js';
 export { startAfterRedis, type MetricsServer } from './start-after-redis.js';

@@ -85,6 +85,30 @@ export function createMetrics(registry: Registry) {
       help: 'Calls handed back to their queue unfinished when the shutdown grace ran out.',
       registers,
     }),
+    mcpServerUp: new Gauge({
+      name: `${METRIC_PREFIX}mcp_server_up`,
+      help: 'Whether an MCP server this executor mounts is connected (1) or down and restarting (0).',
+      labelNames: ['server'] as const,
+      registers,
+    }),
+    mcpServerRestarts: new Counter({
+      name: `${METRIC_PREFIX}mcp_server_restarts_total`,
+      help: 'MCP server connections lost (crash, hang, unanswered ping, oversized message) and started again.',
+      labelNames: ['server'] as const,
+      registers,
+    }),
+    mcpToolsWithdrawn: new Gauge({
+      name: `${METRIC_PREFIX}mcp_tools_withdrawn`,
+      help: 'MCP tools hidden from the catalog, by server and reason (server_down, digest_changed, refused).',
+      labelNames: ['server', 'reason'] as const,
+      registers,
+    }),
+    mcpProtocolErrors: new Counter({
+      name: `${METRIC_PREFIX}mcp_protocol_errors_total`,
+      help: 'Messages from an MCP server that are not valid JSON-RPC (garbage on stdout, malformed replies).',
+      labelNames: ['server'] as const,
+      registers,
+    }),
   };
 }
 

@@ -9,7 +9,13 @@ import {
   GROUP_NAME_PATTERN,
   MAX_RETRY_ATTEMPTS,
 } from './constants.js';
-import { AgentReachError, NAME_PATTERN, type ToolContext, type ToolDefinition } from '@agent-reach/protocol';
+import {
+  AgentReachError,
+  NAME_PATTERN,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolOrigin,
+} from '@agent-reach/protocol';
 import { closestName } from './suggest.js';
 
 // ajv and ajv-formats are CommonJS with a default export; under NodeNext the class sits on `.default`.
@@ -29,6 +35,7 @@ export interface RegisteredTool {
   readonly readOnly: boolean;
   readonly idempotent: boolean;
   readonly resultBudgetChars: number;
+  readonly origin: ToolOrigin | undefined;
   readonly validate: ValidateFunction;
   readonly handler: (args: Record<string, unknown>, ctx: ToolContext) => unknown;
 }
@@ -48,6 +55,8 @@ export interface ToolCatalogEntry {
   /** Declared idempotent (absent: false). */
   idempotent?: boolean;
   accessScope?: string;
+  /** Where the tool comes from (an MCP server's tool, with its digest); absent for tools declared in code. */
+  origin?: ToolOrigin;
 }
 
 /** The OpenAI function-calling spec of one tool. */
@@ -62,9 +71,20 @@ export function createAjv() {
   return ajv;
 }
 
+/**
+ * The ajv of schemas the platform did not write (an MCP server's): keywords it does not know are
+ * ignored rather than refused, but a schema that is wrong (`type: "foo"`, a broken `$ref`) still is.
+ */
+export function createLenientAjv() {
+  const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: true, coerceTypes: false });
+  addFormats(ajv);
+  return ajv;
+}
+
 export class ToolRegistry {
   readonly #tools = new Map<string, RegisteredTool>();
   readonly #ajv = createAjv();
+  readonly #lenient = createLenientAjv();
 
   /** Registers tools; throws TOOL_DEFINITION_INVALID naming the tool and field on the first bad one. */
   register(...definitions: ToolDefinition[]): this {
@@ -134,6 +154,7 @@ export class ToolRegistry {
       readOnly: t.readOnly,
       idempotent: t.idempotent,
       ...(t.accessScope === undefined ? {} : { accessScope: t.accessScope }),
+      ...(t.origin === undefined ? {} : { origin: t.origin }),
     }));
   }
 
@@ -178,7 +199,7 @@ export class ToolRegistry {
     }
     let validate: ValidateFunction;
     try {
-      validate = this.#ajv.compile(parameters);
+      validate = (def.origin ? this.#lenient : this.#ajv).compile(parameters);
     } catch (err) {
       return fail('parameters', `is not a valid JSON Schema: ${(err as Error).message}`);
     }
@@ -194,6 +215,7 @@ export class ToolRegistry {
       readOnly: def.readOnly ?? false,
       idempotent: def.idempotent ?? false,
       resultBudgetChars: budget,
+      origin: def.origin,
       validate,
       handler: def.handler as unknown as RegisteredTool['handler'],
     });

@@ -4,6 +4,7 @@ import {
   checkArguments,
   constants,
   createAjv,
+  createLenientAjv,
   liveAnnouncements,
   redisTimeMs,
   type ArgumentsCheck,
@@ -30,6 +31,8 @@ export class ToolCatalog {
   #executors = new Set<string>();
   readonly #validators = new WeakMap<ToolCatalogEntry, ValidateFunction>();
   readonly #ajv = createAjv();
+  /** For schemas the platform did not write (an MCP server's), as the executors compile them. */
+  readonly #lenient = createLenientAjv();
   readonly #memoryMs: number;
 
   constructor(
@@ -49,10 +52,12 @@ export class ToolCatalog {
     const entries = new Map<string, ToolCatalogEntry>();
     const groups = new Set<string>();
     const executors = new Set<string>();
+    const withdrawn = new Set<string>();
     // Oldest first: where two executors describe a tool differently, the latest announcement wins.
     for (const announcement of liveAnnouncements(raw, redisTimeMs(time))) {
       executors.add(announcement.executorId);
       for (const group of announcement.groups) groups.add(group);
+      for (const w of announcement.withdrawn ?? []) if (typeof w?.name === 'string') withdrawn.add(w.name);
       for (const tool of announcement.tools) {
         const known = this.#entries.get(tool.name);
         // An unchanged entry keeps its identity, and with it its compiled validator.
@@ -61,6 +66,8 @@ export class ToolCatalog {
     }
     const now = Date.now();
     for (const [name, entry] of entries) this.#seen.set(name, { entry, at: now });
+    // A tool an executor withdrew (its MCP server is down, or it changed) is gone now, not after the memory.
+    for (const name of withdrawn) if (!entries.has(name)) this.#seen.delete(name);
     for (const [name, { entry, at }] of this.#seen) {
       if (entries.has(name)) continue;
       if (now - at < this.#memoryMs) entries.set(name, entry);
@@ -103,7 +110,7 @@ export class ToolCatalog {
     if (!entry) return { ok: true, args: {} };
     let validate = this.#validators.get(entry);
     if (!validate) {
-      validate = this.#ajv.compile(entry.parameters);
+      validate = (entry.origin ? this.#lenient : this.#ajv).compile(entry.parameters);
       this.#validators.set(entry, validate);
     }
     return checkArguments(name, raw, validate, entry.parameters);

@@ -1,0 +1,364 @@
+import type { Keys } from '@agent-reach/protocol';
+import {
+  constants,
+  type Logger,
+  type McpServerSpec,
+  type McpServerStatus,
+  type Metrics,
+  type MountedMcpServer,
+  type SourcesReport,
+  type RedisClient,
+  type ToolRegistry,
+  type WithdrawnTool,
+} from '@agent-reach/shared';
+import { McpConnection, type McpConnectionLimits } from './mcp-connection.js';
+import {
+  callError,
+  mcpToolDefinition,
+  platformName,
+  toolDigest,
+  unmountable,
+  type ListedMcpTool,
+  type McpCall,
+} from './mcp-tools.js';
+
+/** Limits of the MCP servers an executor mounts; all optional. */
+export interface McpSourceOptions {
+  /** How long a server may take to answer `initialize` and `tools/list`, in ms. Default MCP_INITIALIZE_TIMEOUT_MS (10 000). */
+  initializeTimeoutMs?: number;
+  /** How often a connected server is pinged, in ms. Default MCP_PING_INTERVAL_MS (5000). */
+  pingIntervalMs?: number;
+  /** How long a ping may take before the server counts as hung, in ms. Default MCP_PING_TIMEOUT_MS (5000). */
+  pingTimeoutMs?: number;
+  /** First restart wait, doubled at each failure, in ms. Default MCP_RESTART_BACKOFF_MS (250). */
+  restartBackoffMs?: number;
+  /** Longest restart wait, in ms. Default MCP_RESTART_BACKOFF_MAX_MS (30 000). */
+  restartBackoffMaxMs?: number;
+  /** Largest message a server may send, in bytes. Default MCP_MAX_MESSAGE_BYTES (8 MiB). */
+  maxMessageBytes?: number;
+}
+
+export interface McpSourceDeps {
+  registry: ToolRegistry;
+  /** Groups this executor serves: only their servers are started here. */
+  groups: readonly string[];
+  /** The executor's environment, for `${VAR}` in a server's `env` and for `headers_from_env`. */
+  env: Readonly<Record<string, string | undefined>>;
+  redis: RedisClient;
+  keys: Keys;
+  logger: Logger;
+  metrics: Metrics;
+}
+
+interface ServerState {
+  mount: MountedMcpServer;
+  connection: McpConnection;
+  /** What the server listed last; undefined until it first connected. */
+  listed: ListedMcpTool[] | undefined;
+  /** Platform names registered for it. */
+  mounted: Set<string>;
+  /** Refused and changed tools (the down ones are added when announcing). */
+  refused: WithdrawnTool[];
+  /** Remounts run one after another. */
+  queue: Promise<void>;
+  /** Digest changes already reported (`name:digest`), so the log says each once. */
+  reported: Set<string>;
+}
+
+const REASONS = ['server_down', 'digest_changed', 'refused'] as const;
+
+/**
+ * The MCP servers of the configuration in force, as tools of this executor: each server's listed tools
+ * are checked (name, size caps, pinned digest, a schema ajv compiles) and registered as platform tools
+ * whose handler calls the server, so that they run through the same pipeline as tools declared in code.
+ * Servers added or removed by a new configuration start or stop here.
+ */
+export class McpSource {
+  readonly #deps: McpSourceDeps;
+  readonly #limits: McpConnectionLimits;
+  readonly #servers = new Map<string, ServerState>();
+  readonly #listeners = new Set<() => void>();
+
+  constructor(deps: McpSourceDeps, options: McpSourceOptions = {}) {
+    this.#deps = deps;
+    this.#limits = {
+      initializeTimeoutMs: options.initializeTimeoutMs ?? constants.MCP_INITIALIZE_TIMEOUT_MS,
+      pingIntervalMs: options.pingIntervalMs ?? constants.MCP_PING_INTERVAL_MS,
+      pingTimeoutMs: options.pingTimeoutMs ?? constants.MCP_PING_TIMEOUT_MS,
+      restartBackoffMs: options.restartBackoffMs ?? constants.MCP_RESTART_BACKOFF_MS,
+      restartBackoffMaxMs: options.restartBackoffMaxMs ?? constants.MCP_RESTART_BACKOFF_MAX_MS,
+      maxMessageBytes: options.maxMessageBytes ?? constants.MCP_MAX_MESSAGE_BYTES,
+    };
+  }
+
+  /** Calls `listener` whenever the tools this process serves changed (to announce them at once). */
+  onChange(listener: () => void): void {
+    this.#listeners.add(listener);
+  }
+
+  /** Starts, stops and remounts servers to match `servers` (a configuration's). */
+  async apply(servers: readonly MountedMcpServer[]): Promise<void> {
+    const wanted = new Map(
+      servers.filter((s) => this.#deps.groups.includes(s.group)).map((s) => [s.spec.name, s]),
+    );
+    const stops: Promise<void>[] = [];
+    for (const [name, state] of this.#servers) {
+      const next = wanted.get(name);
+      if (!next || transportOf(next.spec) !== transportOf(state.mount.spec)) {
+        this.#servers.delete(name);
+        stops.push(this.#stop(state));
+      }
+    }
+    await Promise.all(stops);
+    const remounts: Promise<void>[] = [];
+    for (const [name, mount] of wanted) {
+      const state = this.#servers.get(name);
+      if (state) {
+        if (JSON.stringify(state.mount) === JSON.stringify(mount)) continue;
+        state.mount = mount;
+        remounts.push(this.#remount(state));
+        continue;
+      }
+      this.#start(mount);
+    }
+    await Promise.all(remounts);
+    if (stops.length > 0) this.#changed();
+  }
+
+  /** Tools known but not served now: a down server's, changed ones, refused ones. */
+  withdrawn(): WithdrawnTool[] {
+    const out: WithdrawnTool[] = [];
+    for (const state of this.#servers.values()) {
+      out.push(...state.refused);
+      if (state.connection.up) continue;
+      for (const name of state.mounted)
+        out.push({
+          name,
+          server: state.mount.spec.name,
+          reason: 'server_down',
+          message: `server "${state.mount.spec.name}" is down and being restarted`,
+        });
+    }
+    return out;
+  }
+
+  /** The servers' states, for the announcement. */
+  servers(): McpServerStatus[] {
+    return [...this.#servers.values()].map((s) => ({
+      name: s.mount.spec.name,
+      group: s.mount.group,
+      up: s.connection.up,
+      tools: s.mounted.size,
+      ...(s.connection.up || s.connection.error === undefined ? {} : { error: s.connection.error }),
+    }));
+  }
+
+  /** Everything the announcement says of MCP servers and their tools. */
+  report(): SourcesReport {
+    return { withdrawn: this.withdrawn(), mcpServers: this.servers() };
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.#servers.values()];
+    this.#servers.clear();
+    await Promise.all(all.map((s) => this.#stop(s)));
+  }
+
+  #start(mount: MountedMcpServer): void {
+    const { logger, metrics } = this.#deps;
+    const server = mount.spec.name;
+    const state: ServerState = {
+      mount,
+      connection: undefined as unknown as McpConnection,
+      listed: undefined,
+      mounted: new Set(),
+      refused: [],
+      queue: Promise.resolve(),
+      reported: new Set(),
+    };
+    state.connection = new McpConnection({
+      spec: mount.spec,
+      env: this.#deps.env,
+      limits: this.#limits,
+      logger,
+      onTools: (tools) => {
+        metrics.mcpServerUp.set({ server }, 1);
+        state.listed = tools;
+        void this.#remount(state);
+      },
+      onDown: () => {
+        metrics.mcpServerUp.set({ server }, 0);
+        metrics.mcpServerRestarts.inc({ server });
+        this.#count(state);
+        this.#changed();
+      },
+      onProtocolError: () => metrics.mcpProtocolErrors.inc({ server }),
+    });
+    metrics.mcpServerUp.set({ server }, 0);
+    this.#servers.set(server, state);
+    state.connection.start();
+  }
+
+  async #stop(state: ServerState): Promise<void> {
+    for (const name of state.mounted) this.#deps.registry.unregister(name);
+    state.mounted.clear();
+    state.refused = [];
+    for (const reason of REASONS)
+      this.#deps.metrics.mcpToolsWithdrawn.set({ server: state.mount.spec.name, reason }, 0);
+    await state.connection.close();
+  }
+
+  #remount(state: ServerState): Promise<void> {
+    state.queue = state.queue
+      .then(() => this.#mount(state))
+      .catch((err: unknown) =>
+        this.#deps.logger.error(
+          { err, server: state.mount.spec.name },
+          'could not mount the MCP server tools',
+        ),
+      );
+    return state.queue;
+  }
+
+  /** Registers the server's listed tools as platform tools, each checked; the rest are withdrawn, said why. */
+  async #mount(state: ServerState): Promise<void> {
+    const { registry, logger } = this.#deps;
+    if (this.#servers.get(state.mount.spec.name) !== state) return;
+    const { spec, group } = state.mount;
+    const refused: WithdrawnTool[] = [];
+    const refuse = (name: string, message: string, digest?: string) =>
+      refused.push({ name, server: spec.name, reason: 'refused', message, ...(digest ? { digest } : {}) });
+    const listed = state.listed ?? [];
+    const candidates: Array<{ tool: ListedMcpTool; name: string; digest: string }> = [];
+    const names = new Set<string>();
+    listed.forEach((tool, i) => {
+      const toolName = String(tool?.name);
+      if (spec.allow && !spec.allow.includes(toolName)) return;
+      if (spec.deny?.includes(toolName)) return;
+      const name = platformName(spec.name, toolName);
+      if (i >= constants.MCP_MAX_TOOLS_PER_SERVER)
+        return refuse(
+          name,
+          `server "${spec.name}": tool "${toolName}" is past the cap of ${constants.MCP_MAX_TOOLS_PER_SERVER} tools per server`,
+        );
+      const problem = unmountable(spec.name, tool);
+      if (problem) return refuse(name.slice(0, 200), problem);
+      if (names.has(name))
+        return refuse(name, `server "${spec.name}": tool "${toolName}" is listed twice; neither is mounted`);
+      names.add(name);
+      candidates.push({ tool, name, digest: toolDigest(tool) });
+    });
+    // A name listed twice mounts neither: which one the model would get is not for the server to decide.
+    const twice = new Set(refused.filter((r) => r.message.endsWith('neither is mounted')).map((r) => r.name));
+    const accepted = await this.#checkPins(
+      state,
+      candidates.filter((c) => !twice.has(c.name)),
+      refused,
+    );
+    if (this.#servers.get(spec.name) !== state) return;
+    for (const name of state.mounted) registry.unregister(name);
+    state.mounted.clear();
+    for (const { tool, name, digest } of accepted) {
+      if (registry.has(name)) {
+        refuse(
+          name,
+          `server "${spec.name}": tool "${tool.name}": the name "${name}" is already taken by another tool`,
+          digest,
+        );
+        continue;
+      }
+      try {
+        registry.register(mcpToolDefinition(spec, group, tool, digest, this.#call(state, spec)));
+        state.mounted.add(name);
+      } catch (err) {
+        refuse(name, `server "${spec.name}": tool "${tool.name}" refused: ${(err as Error).message}`, digest);
+      }
+    }
+    for (const r of refused)
+      if (r.reason === 'refused' && !state.reported.has(`${r.name}:${r.message}`)) {
+        state.reported.add(`${r.name}:${r.message}`);
+        logger.warn({ server: spec.name, tool: r.name, problem: r.message }, 'MCP tool refused');
+      }
+    state.refused = refused;
+    this.#count(state);
+    this.#changed();
+  }
+
+  /**
+   * Keeps the tools whose digest matches their pin: the configuration's `pinned` entry, else the fleet's
+   * first-seen digest (set now when there is none). A changed one is withdrawn and reported.
+   */
+  async #checkPins(
+    state: ServerState,
+    candidates: Array<{ tool: ListedMcpTool; name: string; digest: string }>,
+    refused: WithdrawnTool[],
+  ): Promise<Array<{ tool: ListedMcpTool; name: string; digest: string }>> {
+    const { redis, keys, logger } = this.#deps;
+    const { spec } = state.mount;
+    if (candidates.length === 0) return [];
+    const configured = (tool: string) =>
+      spec.pinned !== undefined && Object.hasOwn(spec.pinned, tool) ? spec.pinned[tool] : undefined;
+    const pipeline = redis.pipeline();
+    for (const c of candidates) {
+      const pin = configured(String(c.tool.name));
+      // A digest a configuration accepted becomes the fleet's pin, so that it outlives the entry.
+      if (pin === c.digest) pipeline.hset(keys.mcpPins, c.name, pin);
+      else if (pin === undefined) pipeline.hsetnx(keys.mcpPins, c.name, c.digest);
+    }
+    pipeline.hmget(keys.mcpPins, ...candidates.map((c) => c.name));
+    const replies = (await pipeline.exec()) ?? [];
+    const [err, fleet] = replies[replies.length - 1] ?? [];
+    if (err) throw err;
+    const accepted: Array<{ tool: ListedMcpTool; name: string; digest: string }> = [];
+    candidates.forEach((c, i) => {
+      const pin = configured(String(c.tool.name)) ?? (fleet as Array<string | null>)[i] ?? c.digest;
+      if (pin === c.digest) return void accepted.push(c);
+      refused.push({
+        name: c.name,
+        server: spec.name,
+        reason: 'digest_changed',
+        message: `server "${spec.name}": tool "${c.tool.name}" changed its description, schema or annotations since digest ${pin} was pinned; hidden until a configuration pins ${c.digest}`,
+        digest: c.digest,
+        pinned: pin,
+      });
+      if (!state.reported.has(`${c.name}:${c.digest}`)) {
+        state.reported.add(`${c.name}:${c.digest}`);
+        logger.warn(
+          { security: true, server: spec.name, tool: c.name, pinned: pin, digest: c.digest },
+          'MCP tool changed since it was pinned; hidden',
+        );
+      }
+    });
+    return accepted;
+  }
+
+  #call(state: ServerState, spec: McpServerSpec): McpCall {
+    return async (tool, args, ctx) => {
+      const override =
+        spec.tools !== undefined && Object.hasOwn(spec.tools, tool) ? spec.tools[tool] : undefined;
+      const timeoutMs =
+        (override?.timeout_ms ?? constants.DEFAULT_TOOL_TIMEOUT_MS) + constants.MCP_REQUEST_SLACK_MS;
+      const outcome = await state.connection.call(tool, args, { signal: ctx.signal, timeoutMs });
+      if (outcome.error !== undefined) throw callError(spec.name, tool, outcome.error, outcome.overflow);
+      return outcome.result;
+    };
+  }
+
+  #count(state: ServerState): void {
+    const server = state.mount.spec.name;
+    const counts = { server_down: 0, digest_changed: 0, refused: 0 };
+    for (const r of state.refused) counts[r.reason] += 1;
+    if (!state.connection.up) counts.server_down = state.mounted.size;
+    for (const reason of REASONS)
+      this.#deps.metrics.mcpToolsWithdrawn.set({ server, reason }, counts[reason]);
+  }
+
+  #changed(): void {
+    for (const listener of this.#listeners) listener();
+  }
+}
+
+/** What makes a new connection necessary when it changes. */
+function transportOf(spec: McpServerSpec): string {
+  return JSON.stringify([spec.command, spec.args, spec.env, spec.cwd, spec.url, spec.headers_from_env]);
+}
