@@ -123,7 +123,7 @@ async function startServing(
   const metrics = createMetrics(metricsRegistry);
   registerConfigMetrics(metricsRegistry, live);
   // Made once the worker is: it mounts the servers of the groups the worker serves (a list that grows).
-  let mcp: McpSource | undefined;
+  const late: { mcp?: McpSource } = {};
   const worker = createToolWorker({
     connection: redis,
     registry,
@@ -133,7 +133,7 @@ async function startServing(
     logger,
     metrics,
     ...(config.executor.groups ? { groups: config.executor.groups } : {}),
-    sources: () => mcp?.report() ?? { withdrawn: [], mcpServers: [] },
+    sources: () => late.mcp?.report() ?? { withdrawn: [], mcpServers: [] },
     concurrency: config.executor.concurrency,
     shutdownGraceMs: config.executor.shutdownGraceMs,
     breaker: {
@@ -153,7 +153,7 @@ async function startServing(
     { registry, groups: worker.groups, env: options.env ?? {}, redis, keys, logger, metrics },
     options.mcp,
   );
-  mcp = mounted;
+  late.mcp = mounted;
   const limiter = createGroupLimiter({ connection: redis, keys, groups: worker.groups, logger });
   await limiter.apply(live.current().agents.toolGroups);
   live.onChange((next) => void limiter.apply(next.agents.toolGroups));
