@@ -82,7 +82,7 @@ describe('MCP servers in the configuration document', () => {
         /tool_groups\.files\.mcp_servers\.1\.headers_from_env\.Authorization must match pattern/,
       ),
       expect.stringMatching(
-        /tool_groups\.files\.mcp_servers\.2 must NOT have additional properties "restart"/,
+        /tool_groups\.files\.mcp_servers\.2: unknown field "restart"/,
       ),
     ]);
   });

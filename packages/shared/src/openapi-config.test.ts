@@ -97,7 +97,7 @@ tool_groups:
 `);
     expect(e.details).toEqual([
       'agents.yaml: tool_groups.billing.openapi.0.name must match pattern "^[a-zA-Z0-9_-]{1,32}$"',
-      'agents.yaml: tool_groups.billing.openapi.0.auth must NOT have additional properties "token"',
+      'agents.yaml: tool_groups.billing.openapi.0.auth: unknown field "token" (did you mean "type"?)',
       'agents.yaml: tool_groups.billing.openapi.0.operations must NOT have fewer than 1 items',
     ]);
   });
