@@ -223,6 +223,7 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
         '/readyz',
         '/v1/agents',
         '/v1/chat/completions',
+        '/v1/responses',
         '/v1/runs',
         '/v1/runs/{id}',
         '/v1/runs/{id}/approvals',

@@ -17,7 +17,7 @@ const SLEEPER: Scenario = {
 
 const RUN_ID_HEADER = 'x-agent-reach-run-id';
 
-describe('agents as OpenAI models at /v1/chat/completions', () => {
+describe('agents as OpenAI models at /v1/chat/completions and /v1/responses', () => {
   let h: ApiHarness;
 
   beforeAll(async () => {
@@ -174,5 +174,78 @@ describe('agents as OpenAI models at /v1/chat/completions', () => {
     expect(run.status).toBe('succeeded');
     expect(run.answer).toMatch(/^slept 1500 ms/);
     expect(run.metadata).toEqual({ door: 'openai' });
+  });
+
+  it("answers a response whose output_text is the run's answer, from an input string or a list of messages", async () => {
+    const { data, response } = await openai()
+      .responses.create({ model: 'test_agent', input: '15', instructions: 'Be brief.' })
+      .withResponse();
+    const runId = response.headers.get(RUN_ID_HEADER)!;
+    const run = await runOf(runId);
+    expect(run.metadata).toEqual({ door: 'openai' });
+    expect(data).toMatchObject({
+      object: 'response',
+      status: 'completed',
+      model: 'test_agent',
+      id: `resp_${runId}`,
+    });
+    expect(data.output_text).toBe(run.answer);
+    expect(run.answer).toMatch(/^slept 15 ms/);
+    expect(data.usage!.total_tokens).toBe(run.usage.total_tokens);
+    const listed = await openai().responses.create({
+      model: 'test_agent',
+      input: [
+        { role: 'developer', content: 'Be brief.' },
+        { role: 'user', content: [{ type: 'input_text', text: '7' }] },
+      ],
+    });
+    expect(listed.output_text).toMatch(/^slept 7 ms/);
+  });
+
+  it('streams a response as output_text deltas that add up to the answer, ending with response.completed', async () => {
+    const { data: stream, response } = await openai()
+      .responses.create({ model: 'test_agent', input: '10', stream: true })
+      .withResponse();
+    const runId = response.headers.get(RUN_ID_HEADER)!;
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of stream) events.push(event);
+    const run = await runOf(runId);
+    const deltas = events.flatMap((e) => (e.type === 'response.output_text.delta' ? [e.delta] : []));
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.join('')).toBe(run.answer);
+    expect(events[0]!.type).toBe('response.created');
+    const last = events.at(-1)!;
+    expect(last.type).toBe('response.completed');
+    if (last.type === 'response.completed') expect(last.response.output_text).toBe(run.answer);
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+  });
+
+  it("refuses each Responses API field the door does not take with a 400 naming it, and another agent's model with model_not_found", async () => {
+    const cases: Array<[string, Record<string, unknown>]> = [
+      ['tools', { tools: [{ type: 'web_search' }] }],
+      ['previous_response_id', { previous_response_id: 'resp_x' }],
+      ['text.format', { text: { format: { type: 'json_object' } } }],
+      [
+        'input[0]',
+        {
+          input: [
+            { role: 'assistant', content: 'hi' },
+            { role: 'user', content: '1' },
+          ],
+        },
+      ],
+      ['input[0].type', { input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }],
+    ];
+    for (const [param, extra] of cases) {
+      const body = { model: 'test_agent', input: '1', ...extra } as never;
+      const err = await rejection(openai().responses.create(body));
+      expect(err, param).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(err!.param, param).toBe(param);
+    }
+    const forbidden = await rejection(
+      openai(LIMITED_KEY).responses.create({ model: 'test_agent', input: '1' }),
+    );
+    expect(forbidden).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(forbidden!.code).toBe('model_not_found');
   });
 });

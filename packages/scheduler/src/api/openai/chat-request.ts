@@ -137,43 +137,8 @@ export function readChatRequest(body: unknown): ChatRequest {
   if (stream_options !== undefined && stream_options !== null && !isObject(stream_options))
     throw badParam('stream_options', 'stream_options must be an object');
   const { sessionId, metadata } = metadataOf(body.metadata);
-  if (!Array.isArray(messages) || messages.length === 0)
-    throw badParam('messages', 'messages must be a non-empty array');
-  let input: string | undefined;
-  messages.forEach((message: unknown, i) => {
-    const role = isObject(message) ? message.role : undefined;
-    const last = i === messages.length - 1;
-    if (role === 'system' || role === 'developer') {
-      if (last)
-        throw badParam(
-          `messages[${i}].role`,
-          `messages[${i}].role must be user: the last message is the run's input`,
-        );
-      return;
-    }
-    if (!['user', 'assistant', 'tool'].includes(role as string))
-      throw badParam(
-        `messages[${i}].role`,
-        `messages[${i}].role must be system, developer, user, assistant or tool`,
-      );
-    if (last) {
-      if (role !== 'user')
-        throw badParam(
-          `messages[${i}].role`,
-          `messages[${i}].role must be user: the last message is the run's input`,
-        );
-      input = textOf((message as { content?: unknown }).content, `messages[${i}].content`);
-    } else if (sessionId === undefined)
-      throw unsupportedParam(
-        `messages[${i}]`,
-        'is an earlier turn: earlier turns are not replayed; continue a conversation with metadata.session_id (the session holds its history)',
-      );
-  });
-  if (input === undefined || input.trim() === '')
-    throw badParam(
-      `messages[${messages.length - 1}].content`,
-      `messages[${messages.length - 1}].content must have text`,
-    );
+  if (!Array.isArray(messages)) throw badParam('messages', 'messages must be a non-empty array');
+  const input = inputOf(messages, sessionId !== undefined, 'messages');
   return {
     agent: model,
     input,
@@ -182,4 +147,41 @@ export function readChatRequest(body: unknown): ChatRequest {
     ...(sessionId === undefined ? {} : { sessionId }),
     metadata,
   };
+}
+
+/**
+ * The run's input from a list of messages (`param` names the list in errors): the last must be a user
+ * message with text; `system` and `developer` messages are ignored; earlier turns need a session.
+ */
+export function inputOf(messages: unknown[], hasSession: boolean, param: string): string {
+  if (messages.length === 0) throw badParam(param, `${param} must be a non-empty array`);
+  let input = '';
+  messages.forEach((message: unknown, i) => {
+    const at = `${param}[${i}]`;
+    const role = isObject(message) ? message.role : undefined;
+    const last = i === messages.length - 1;
+    if (isObject(message) && message.type !== undefined && message.type !== 'message')
+      throw unsupportedParam(`${at}.type`, `is ${JSON.stringify(message.type)}: only messages are supported`);
+    if (role === 'system' || role === 'developer') {
+      if (last) throw badParam(`${at}.role`, `${at}.role must be user: the last message is the run's input`);
+      return;
+    }
+    if (!['user', 'assistant', 'tool'].includes(role as string))
+      throw badParam(`${at}.role`, `${at}.role must be system, developer, user, assistant or tool`);
+    if (last) {
+      if (role !== 'user')
+        throw badParam(`${at}.role`, `${at}.role must be user: the last message is the run's input`);
+      input = textOf((message as { content?: unknown }).content, `${at}.content`);
+    } else if (!hasSession)
+      throw unsupportedParam(
+        at,
+        'is an earlier turn: earlier turns are not replayed; continue a conversation with metadata.session_id (the session holds its history)',
+      );
+  });
+  if (input.trim() === '')
+    throw badParam(
+      `${param}[${messages.length - 1}].content`,
+      `${param}[${messages.length - 1}].content must have text`,
+    );
+  return input;
 }

@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { OPENAI_CHAT_PATH } from '../constants.js';
+import { OPENAI_CHAT_PATH, OPENAI_RESPONSES_PATH } from '../constants.js';
 import type { ApiContext } from '../options.js';
 import { chatCompletion } from './chat-completions.js';
 import { createRunFollower } from './door-run.js';
 import { openAiErrorHandler } from './openai-error.js';
+import { createResponse } from './responses.js';
 
 const OPEN_BODY = {
   type: 'object',
@@ -32,6 +33,19 @@ export async function openAiRoutes(app: FastifyInstance, ctx: ApiContext): Promi
         },
       },
       (request, reply) => chatCompletion(ctx, follower, request, reply),
+    );
+    scope.post<{ Headers: { traceparent?: string } }>(
+      OPENAI_RESPONSES_PATH,
+      {
+        schema: {
+          tags: ['openai'],
+          summary: 'OpenAI responses: `model` names an agent, `input` (text or messages) is the run input',
+          description:
+            "Starts a durable run as `POST /v1/chat/completions` does and answers a `response` whose `output_text` is the run's answer (or, with `stream: true`, Responses API events: `response.output_text.delta`, ending `response.completed`). The run id is in the `x-agent-reach-run-id` header. See docs/openai-door.md.",
+          body: OPEN_BODY,
+        },
+      },
+      (request, reply) => createResponse(ctx, follower, request, reply),
     );
   });
 }
