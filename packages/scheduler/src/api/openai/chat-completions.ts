@@ -1,10 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RunOutcome } from '@agent-reach/protocol';
-import { requirePrincipal } from '../auth.js';
 import type { ApiContext } from '../options.js';
 import { readChatRequest, type ChatRequest } from './chat-request.js';
-import { runFailed, RUN_ID_HEADER, startDoorRun, type RunFollower } from './door-run.js';
-import { sendOpenAiError } from './openai-error.js';
+import { runFailed, RUN_ID_HEADER, serveDoorRequest, type RunFollower } from './door-run.js';
 import { answerPieces, clientGone, openSse } from './sse.js';
 
 const finishReason = (outcome: RunOutcome) =>
@@ -20,26 +18,15 @@ function identity(runId: string, agent: string) {
  * `model`, and the run's answer is the completion — whole, or streamed as `chat.completion.chunk`s once
  * the run recorded it. A client that goes away stops only the waiting: the run goes on and is recorded.
  */
-export async function chatCompletion(
+export function chatCompletion(
   ctx: ApiContext,
   follower: RunFollower,
   request: FastifyRequest<{ Headers: { traceparent?: string } }>,
   reply: FastifyReply,
 ): Promise<unknown> {
-  const principal = requirePrincipal(ctx.auth, request);
-  const chat = readChatRequest(request.body);
-  const release = follower.take();
-  try {
-    const runId = await startDoorRun(ctx, principal, chat, request.headers.traceparent);
-    reply.header(RUN_ID_HEADER, runId);
-    if (chat.stream) return await streamCompletion(ctx, follower, chat, runId, reply);
-    const outcome = await follower.follow(runId, clientGone(reply).signal);
-    if (!outcome) {
-      ctx.log.info({ runId, door: 'openai' }, 'openai client gone: the run goes on');
-      return reply;
-    }
-    if (outcome.status !== 'succeeded') return sendOpenAiError(reply, runFailed(runId, outcome));
-    return {
+  return serveDoorRequest(ctx, follower, request, reply, {
+    read: readChatRequest,
+    whole: (runId, chat, outcome) => ({
       ...identity(runId, chat.agent),
       object: 'chat.completion',
       choices: [
@@ -51,10 +38,9 @@ export async function chatCompletion(
         },
       ],
       usage: outcome.usage,
-    };
-  } finally {
-    release();
-  }
+    }),
+    stream: (runId, chat, r) => streamCompletion(ctx, follower, chat, runId, r),
+  });
 }
 
 /**

@@ -1,12 +1,14 @@
 import { MAX_METADATA_ENTRIES, type RunEvent, type RunOutcome } from '@agent-reach/protocol';
-import type { Principal } from '../auth.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { requirePrincipal, type Principal } from '../auth.js';
 import { ApiError } from '../errors.js';
 import { followRun } from '../mcp/follow-run.js';
 import type { ApiContext } from '../options.js';
 import { checkRunRequest } from '../run-request.js';
 import { admitToSession } from '../session-access.js';
 import { startRun } from '../start-run.js';
-import { badParam, fromApiError, modelNotFound, OpenAiError } from './openai-error.js';
+import { badParam, fromApiError, modelNotFound, OpenAiError, sendOpenAiError } from './openai-error.js';
+import { clientGone } from './sse.js';
 
 /** The metadata key that records which door started a run, and this door's value. */
 export const DOOR_METADATA_KEY = 'door';
@@ -110,4 +112,44 @@ export function runFailed(runId: string, outcome: RunOutcome): OpenAiError {
     null,
     `run_${outcome.status}`,
   );
+}
+
+/** How one route of the door reads its body and answers with a run. */
+export interface DoorRoute<R extends DoorRunRequest & { stream: boolean }> {
+  read(body: unknown): R;
+  /** The whole answer of a run that answered. */
+  whole(runId: string, req: R, outcome: RunOutcome): unknown;
+  /** Streams the run on the reply (which it hijacks), following it with `follower`. */
+  stream(runId: string, req: R, reply: FastifyReply): Promise<FastifyReply>;
+}
+
+/**
+ * Serves one request of the door: reads it, takes a following slot, starts the run, names it in the
+ * `x-agent-reach-run-id` header and answers whole or streamed. A client that goes away stops only the
+ * waiting: the run goes on and is recorded.
+ */
+export async function serveDoorRequest<R extends DoorRunRequest & { stream: boolean }>(
+  ctx: ApiContext,
+  follower: RunFollower,
+  request: FastifyRequest<{ Headers: { traceparent?: string } }>,
+  reply: FastifyReply,
+  route: DoorRoute<R>,
+): Promise<unknown> {
+  const principal = requirePrincipal(ctx.auth, request);
+  const req = route.read(request.body);
+  const release = follower.take();
+  try {
+    const runId = await startDoorRun(ctx, principal, req, request.headers.traceparent);
+    reply.header(RUN_ID_HEADER, runId);
+    if (req.stream) return await route.stream(runId, req, reply);
+    const outcome = await follower.follow(runId, clientGone(reply).signal);
+    if (!outcome) {
+      ctx.log.info({ runId, door: OPENAI_DOOR }, 'openai client gone: the run goes on');
+      return reply;
+    }
+    if (outcome.status !== 'succeeded') return sendOpenAiError(reply, runFailed(runId, outcome));
+    return route.whole(runId, req, outcome);
+  } finally {
+    release();
+  }
 }

@@ -1,9 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RunOutcome } from '@agent-reach/protocol';
-import { requirePrincipal } from '../auth.js';
 import type { ApiContext } from '../options.js';
-import { runFailed, RUN_ID_HEADER, startDoorRun, type RunFollower } from './door-run.js';
-import { sendOpenAiError } from './openai-error.js';
+import { runFailed, RUN_ID_HEADER, serveDoorRequest, type RunFollower } from './door-run.js';
 import { readResponsesRequest, type ResponsesRequest } from './responses-request.js';
 import { answerPieces, clientGone, openSse } from './sse.js';
 
@@ -65,29 +63,17 @@ const statusOf = (outcome: RunOutcome): Status =>
  * `POST /v1/responses`: as `POST /v1/chat/completions`, text in (a string or messages) and text out,
  * whole (`output_text`) or streamed as Responses API events ending `response.completed`.
  */
-export async function createResponse(
+export function createResponse(
   ctx: ApiContext,
   follower: RunFollower,
   request: FastifyRequest<{ Headers: { traceparent?: string } }>,
   reply: FastifyReply,
 ): Promise<unknown> {
-  const principal = requirePrincipal(ctx.auth, request);
-  const req = readResponsesRequest(request.body);
-  const release = follower.take();
-  try {
-    const runId = await startDoorRun(ctx, principal, req, request.headers.traceparent);
-    reply.header(RUN_ID_HEADER, runId);
-    if (req.stream) return await streamResponse(ctx, follower, req, runId, reply);
-    const outcome = await follower.follow(runId, clientGone(reply).signal);
-    if (!outcome) {
-      ctx.log.info({ runId, door: 'openai' }, 'openai client gone: the run goes on');
-      return reply;
-    }
-    if (outcome.status !== 'succeeded') return sendOpenAiError(reply, runFailed(runId, outcome));
-    return responseObject(runId, req, statusOf(outcome), outcome);
-  } finally {
-    release();
-  }
+  return serveDoorRequest(ctx, follower, request, reply, {
+    read: readResponsesRequest,
+    whole: (runId, req, outcome) => responseObject(runId, req, statusOf(outcome), outcome),
+    stream: (runId, req, r) => streamResponse(ctx, follower, req, runId, r),
+  });
 }
 
 /**
