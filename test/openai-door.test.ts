@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import type { Scenario } from '@agent-reach/llm-sim';
 import { FULL_KEY, LIMITED_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
+import { waitFor } from './helpers/redis.js';
 
 /** What every run of this file's agents plays: it sleeps as many ms as the input says, then says so at length. */
 const SLEEPER: Scenario = {
@@ -150,6 +151,48 @@ describe('agents as OpenAI models at /v1/chat/completions and /v1/responses', ()
       expect(err!.type).toBe('invalid_request_error');
       expect(err!.message).toContain(param.split('[')[0]!);
     }
+  });
+
+  it('answers a run that ended without an answer with a 502 naming the run and its reason, whole or streamed', async () => {
+    const pending = rejection(
+      openai().chat.completions.create({
+        model: 'test_agent',
+        messages: [{ role: 'user', content: '1500' }],
+        metadata: { case: 'cancelled-whole' },
+      }),
+    );
+    const runId = await waitFor(
+      async () =>
+        (await h.call('GET', '/v1/runs?metadata=case=cancelled-whole')).json?.runs?.[0]?.run_id as string,
+      15_000,
+      'the run of the request',
+    );
+    expect((await h.call('POST', `/v1/runs/${runId}/cancel`)).status).toBe(202);
+    const err = await pending;
+    expect(err).toBeInstanceOf(OpenAI.APIError);
+    expect(err!.status).toBe(502);
+    expect(err!.code).toBe('run_cancelled');
+    expect(err!.message).toContain(`run ${runId} cancelled (cancelled)`);
+
+    const { data: stream, response } = await openai()
+      .chat.completions.create({
+        model: 'test_agent',
+        messages: [{ role: 'user', content: '1500' }],
+        stream: true,
+      })
+      .withResponse();
+    const streamed = response.headers.get(RUN_ID_HEADER)!;
+    expect((await h.call('POST', `/v1/runs/${streamed}/cancel`)).status).toBe(202);
+    const chunks: string[] = [];
+    const failure = await (async () => {
+      for await (const chunk of stream) chunks.push(chunk.choices[0]?.delta.content ?? '');
+    })().then(
+      () => undefined,
+      (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+    );
+    expect(chunks.join('')).toBe('');
+    expect(failure).toBeInstanceOf(OpenAI.APIError);
+    expect(failure!.message).toContain(`run ${streamed} cancelled (cancelled)`);
   });
 
   it('keeps the run going and records it when the client aborts mid-stream', async () => {
