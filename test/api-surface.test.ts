@@ -222,6 +222,8 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
         '/metrics',
         '/readyz',
         '/v1/agents',
+        '/v1/chat/completions',
+        '/v1/responses',
         '/v1/runs',
         '/v1/runs/{id}',
         '/v1/runs/{id}/approvals',

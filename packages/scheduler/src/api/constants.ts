@@ -45,3 +45,8 @@ export const MCP_CALL_TTL_S = 24 * 3600;
 export const MCP_TIMEOUT_REASON = /\btimed?[ -]?out\b|-32001/i;
 /** How the MCP server names itself at `initialize`. */
 export const MCP_SERVER_INFO = { name: 'agent-reach', version: '1' } as const;
+/** The OpenAI-compatible door: chat completions and responses. */
+export const OPENAI_CHAT_PATH = '/v1/chat/completions';
+export const OPENAI_RESPONSES_PATH = '/v1/responses';
+/** How many characters of a recorded answer each streamed delta of the OpenAI-compatible door carries, at most. */
+export const ANSWER_CHUNK_CHARS = 64;

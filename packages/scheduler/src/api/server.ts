@@ -23,6 +23,7 @@ import { workflowRoutes } from './routes/workflows.js';
 import { createEventStreamer } from './event-stream.js';
 import { healthRoutes } from './routes/health.js';
 import { mcpRoutes } from './mcp/mcp-routes.js';
+import { openAiRoutes } from './openai/openai-routes.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { createValidatorCompiler } from './validation.js';
@@ -148,6 +149,7 @@ export async function createApiServer(
         { name: 'sessions', description: 'history shared by the runs of a conversation' },
         { name: 'agents', description: 'agents, their tools and breaker states' },
         { name: 'mcp', description: 'agents as MCP tools (streamable HTTP)' },
+        { name: 'openai', description: 'agents as OpenAI models: chat completions, responses' },
         { name: 'health', description: 'liveness, readiness, metrics' },
       ],
     },
@@ -163,6 +165,7 @@ export async function createApiServer(
   sessionRoutes(app, ctx);
   agentRoutes(app, ctx);
   mcpRoutes(app, ctx);
+  await openAiRoutes(app, ctx);
   if (opts.board) await registerBoard(app, ctx);
   if (sessions) uiRoutes(app, ctx, sessions);
   return app;
