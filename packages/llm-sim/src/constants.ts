@@ -33,3 +33,8 @@ export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** The scenarios shipped with the package (`scenarios/` beside `src/` and `dist/`). */
 export const BUNDLED_SCENARIOS_DIR = fileURLToPath(new URL('../scenarios', import.meta.url));
+
+/** Characters of content, reasoning or tool arguments sent in one streamed chunk. */
+export const STREAM_PIECE_CHARS = 6;
+/** Chunks a stream fault lets through before it strikes, when the script gives none. */
+export const DEFAULT_STREAM_FAULT_AFTER_CHUNKS = 2;
