@@ -67,6 +67,7 @@ export function llmFromConfig(config: AgentReachConfig, model?: string): LlmClie
     timeoutMs: config.scheduler.llmTimeoutMs,
     maxRetries: config.scheduler.llmMaxRetries,
     maxOutputTokens: config.scheduler.maxOutputTokens,
+    stream: config.scheduler.llmStream,
   });
 }
 
