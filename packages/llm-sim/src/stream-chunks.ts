@@ -1,4 +1,4 @@
-import { STREAM_PIECE_CHARS } from './constants.js';
+import { MAX_STREAM_PIECES, STREAM_PIECE_CHARS } from './constants.js';
 import type { ChatCompletionBody } from './completion.js';
 
 /** One `chat.completion.chunk` as the API streams it. */
@@ -13,13 +13,15 @@ export interface ChatCompletionChunkBody {
   usage?: ChatCompletionBody['usage'] | null;
 }
 
-/** Splits text into pieces of {@link STREAM_PIECE_CHARS} characters, never inside a surrogate pair. */
+/**
+ * Splits text into pieces of {@link STREAM_PIECE_CHARS} characters, or into {@link MAX_STREAM_PIECES}
+ * longer ones, never inside a surrogate pair.
+ */
 export function pieces(text: string): string[] {
   const chars = Array.from(text);
+  const size = Math.max(STREAM_PIECE_CHARS, Math.ceil(chars.length / MAX_STREAM_PIECES));
   const out: string[] = [];
-  for (let i = 0; i < chars.length; i += STREAM_PIECE_CHARS) {
-    out.push(chars.slice(i, i + STREAM_PIECE_CHARS).join(''));
-  }
+  for (let i = 0; i < chars.length; i += size) out.push(chars.slice(i, i + size).join(''));
   return out;
 }
 
