@@ -18,7 +18,8 @@
  *     BENCH_LOOP_SIM (default process: llm-sim in a child process, like a remote model; inline: in this
  *     process, where its CPU competes with the loop's), BENCH_LOOP_EXECUTOR (default inline: startExecutor
  *     in this process, as bench/systems.ts; process: the executor's main.ts in a child process),
- *     BENCH_LOOP_LLM_LATENCY_MS (default 0: simulated latency of every model answer), REDIS_URL
+ *     BENCH_LOOP_LLM_LATENCY_MS (default 0: simulated latency of every model answer), BENCH_LOOP_LLM_STREAM
+ *     (default 1: model turns streamed, as the scheduler asks them; 0: not streamed), REDIS_URL
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';

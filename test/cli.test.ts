@@ -135,6 +135,8 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
     expect(res.stdout).toMatch(/^started run_/);
     expect(res.stdout).toMatch(/ok\s+query_weather \[call_/);
     expect(res.stdout).toMatch(/answer: Chengdu: 阴/);
+    // The final answer was printed as it streamed, on a line of its own, before the run ended.
+    expect(res.stdout).toMatch(/^answer \(streaming\): Chengdu: 阴\n/m);
   });
 
   it('checks the configuration: reachable tools per agent, non-zero exit on problems', async () => {

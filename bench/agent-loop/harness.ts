@@ -18,6 +18,7 @@ import {
   type RunState,
 } from '@agent-reach/scheduler';
 import { Queue, Worker } from 'bullmq';
+import { envInt } from '../env.js';
 import {
   WIRE_VERSION,
   createKeys,
@@ -118,7 +119,14 @@ export async function startLoopHarness(options: {
     const agents = loadAgents(agentsFile, registry.names());
     const probes = new Map<string, RunProbe>();
     const llm = instrumentLlm(
-      createLlmClient({ apiKey: 'x', baseURL: sim.url, model: SCENARIO, maxRetries: 0 }),
+      createLlmClient({
+        apiKey: 'x',
+        baseURL: sim.url,
+        model: SCENARIO,
+        maxRetries: 0,
+        // Streamed turns are the scheduler's default; 0 measures the non-streamed path.
+        stream: envInt('BENCH_LOOP_LLM_STREAM', 1, 0) === 1,
+      }),
       probes,
     );
     const runner = await AgentRunner.start({ connection: producer, keys, agents, llm, logger });

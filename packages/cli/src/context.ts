@@ -1,5 +1,6 @@
 import { createKeys } from '@agent-reach/protocol';
 import {
+  duplicateRedis,
   constants,
   createLogger,
   connectRedis,
@@ -16,6 +17,8 @@ export interface CliContext {
   config: AgentReachConfig;
   redis: RedisClient;
   control: RunControl;
+  /** A connection of its own subscribed to a pub/sub channel (the caller disconnects it). */
+  subscribe(channel: string): Promise<RedisClient>;
   close(): Promise<void>;
 }
 
@@ -37,6 +40,12 @@ export async function openContext(env: Record<string, string | undefined>): Prom
     config,
     redis,
     control,
+    async subscribe(channel) {
+      const sub = duplicateRedis(redis, { lazyConnect: false, enableOfflineQueue: true });
+      sub.on('error', () => undefined);
+      await sub.subscribe(channel);
+      return sub;
+    },
     async close() {
       await control.close();
       await redis.quit().catch(() => undefined);

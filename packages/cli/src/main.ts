@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import type { RunStatus } from '@agent-reach/scheduler';
+import { createKeys, newRunId } from '@agent-reach/protocol';
 import type { ApplyOutcome } from './config-apply.js';
 import { inline, inlineStrings, jsonLine, multiline } from './terminal.js';
 import { USAGE, usageOf } from './usage.js';
@@ -462,8 +463,14 @@ async function startRun(argv: string[]): Promise<number> {
   if (!values.agent) throw new UsageError('run needs --agent');
   const { openContext } = await import('./context.js');
   const ctx = await openContext(process.env);
+  // Followed, the run's streamed text is subscribed to before the run starts, so none of it is missed.
+  const runId = newRunId();
+  const live = values.follow
+    ? await ctx.subscribe(createKeys(ctx.config.keyPrefix).runDeltas(runId))
+    : undefined;
   try {
-    const runId = await ctx.control.start({
+    await ctx.control.start({
+      runId,
       agent: values.agent,
       input,
       ...(values.model ? { model: values.model } : {}),
@@ -471,12 +478,16 @@ async function startRun(argv: string[]): Promise<number> {
     });
     console.log(`started ${runId}`);
     if (!values.follow) return EXIT.ok;
-    const { followRun } = await import('./follow.js');
-    const last = await followRun(ctx.control, runId, (line) => console.log(line));
+    const { AnswerPrinter, followRun } = await import('./follow.js');
+    const answers = new AnswerPrinter((text) => process.stdout.write(text));
+    live?.on('message', (_channel: string, text: string) => answers.delta(text));
+    const last = await followRun(ctx.control, runId, (line) => console.log(line), 200, answers);
+    answers.end();
     if (last.type !== 'run_finished') return EXIT.failure;
     if (last.outcome.answer) console.log(`\nanswer: ${multiline(last.outcome.answer)}`);
     return last.outcome.status === 'succeeded' ? EXIT.ok : EXIT.runNotSucceeded;
   } finally {
+    live?.disconnect();
     await ctx.close();
   }
 }

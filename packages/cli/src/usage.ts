@@ -71,7 +71,8 @@ when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. Flags win over the envir
   run: `Usage: agent-reach run "<task>" --agent A [--follow] [--model M] [--session S]
 
   -a, --agent A     the agent that runs the task (required)
-  -f, --follow      print the run's progress until it finishes; exit 5 when it did not succeed
+  -f, --follow      print the run's progress (and its answer as it streams) until it finishes;
+                    exit 5 when it did not succeed
   --model M         a model other than the scheduler's default
   --session S       continue this session's history`,
   runs: `Usage: agent-reach runs <ls|show|events|replay> [options]

@@ -7,6 +7,7 @@ import {
   type Run,
   type RunList,
   type RunStatus,
+  type StreamedAnswerDelta,
   type StreamedEvent,
   type StreamedWorkflowEvent,
   type Workflow,
@@ -75,6 +76,11 @@ export interface StreamOptions {
   /** Resume after this event id (the `id` of the last event seen). */
   lastEventId?: string;
   signal?: AbortSignal;
+  /**
+   * Also yield `answer_delta` events: the text of a run's streamed model turns as it is produced (live
+   * only, never replayed). Default false. Only for `streamEvents`.
+   */
+  answerDeltas?: boolean;
 }
 
 export interface WaitOptions {
@@ -98,7 +104,16 @@ export interface AgentReachClient {
   /** Follows the run's events until it ends (reconnecting as needed), then returns the final run. */
   waitForRun(runId: string, options?: WaitOptions): Promise<Run>;
   /** The run's events, stored then live, ending after `run_finished`. */
-  streamEvents(runId: string, options?: StreamOptions): AsyncGenerator<StreamedEvent>;
+  /** The run's events, stored then live. */
+  streamEvents(
+    runId: string,
+    options?: StreamOptions & { answerDeltas?: false },
+  ): AsyncGenerator<StreamedEvent>;
+  /** The run's events, stored then live, and the answer text of its model turns as it streams. */
+  streamEvents(
+    runId: string,
+    options: StreamOptions & { answerDeltas: true },
+  ): AsyncGenerator<StreamedEvent | StreamedAnswerDelta>;
   approve(runId: string, toolCallId: string, options?: DecisionOptions): Promise<Decision>;
   reject(runId: string, toolCallId: string, options?: DecisionOptions): Promise<Decision>;
   cancel(runId: string): Promise<Run>;
@@ -220,12 +235,17 @@ export function createClient(options: ClientOptions): AgentReachClient {
       throw AgentReachApiError.fromResponse(res.status, body);
     }
     for await (const m of parseSse(res.body)) {
+      if (m.event === 'answer_delta') {
+        if (o.answerDeltas) yield { id: m.id ?? '', type: m.event, data: JSON.parse(m.data) as unknown } as E;
+        continue;
+      }
       if (m.id === undefined) continue;
       yield { id: m.id, type: m.event, data: JSON.parse(m.data) as unknown } as E;
     }
   }
 
-  const streamEvents = (runId: string, o?: StreamOptions) => sse<StreamedEvent>(`${run(runId)}/events`, o);
+  const streamEvents = (runId: string, o?: StreamOptions) =>
+    sse<StreamedEvent | StreamedAnswerDelta>(`${run(runId)}/events`, o);
   const workflow = (id: string) => `/v1/workflows/${encodeURIComponent(id)}`;
   const streamWorkflowEvents = (id: string, o?: StreamOptions) =>
     sse<StreamedWorkflowEvent>(`${workflow(id)}/events`, o);
@@ -318,7 +338,7 @@ export function createClient(options: ClientOptions): AgentReachClient {
         'run_finished',
         o,
       ),
-    streamEvents,
+    streamEvents: streamEvents as AgentReachClient['streamEvents'],
     approve: (runId, toolCallId, o) => decide(runId, toolCallId, 'approve', o),
     reject: (runId, toolCallId, o) => decide(runId, toolCallId, 'reject', o),
     cancel: (runId) => call<Run>('POST', `${run(runId)}/cancel`),

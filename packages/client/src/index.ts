@@ -35,6 +35,7 @@ export type {
   AgentTool,
   RunEventType,
   RunEventData,
+  StreamedAnswerDelta,
   StreamedEvent,
   Workflow,
   WorkflowSummary,

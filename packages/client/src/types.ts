@@ -1,6 +1,7 @@
 import type {
   AgentList,
   DecisionView,
+  AnswerDeltaEvent,
   RunEvent,
   RunEventType,
   RunList as RunListView,
@@ -44,6 +45,16 @@ export type StreamedEvent = {
     data: Extract<RunEvent, { type: K }>;
   };
 }[RunEventType];
+
+/**
+ * The live text of a streamed model turn, yielded by `streamEvents` with `answerDeltas: true`. Never
+ * stored: its `id` is the last stored event's (`''` before any), so resuming from it loses nothing.
+ */
+export interface StreamedAnswerDelta {
+  id: string;
+  type: 'answer_delta';
+  data: AnswerDeltaEvent;
+}
 
 export type { WorkflowStatus, WorkflowEventType } from '@agent-reach/protocol';
 export type Workflow = WorkflowView;

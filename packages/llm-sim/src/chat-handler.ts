@@ -1,9 +1,10 @@
 import { modelNotFound, rateLimited, serverError, type ErrorReply } from './api-errors.js';
-import { buildCompletion, type Answer, type SentToolCall } from './completion.js';
+import { buildCompletion, type Answer, type ChatCompletionBody, type SentToolCall } from './completion.js';
 import {
   CONVERSATION_HEADER,
   DEFAULT_RETRY_AFTER_S,
   DEFAULT_SERVER_ERROR_STATUS,
+  DEFAULT_STREAM_FAULT_AFTER_CHUNKS,
   FINAL_CONTENT,
   SCENARIO_HEADER,
 } from './constants.js';
@@ -26,11 +27,20 @@ import {
 import { randomAnswer } from './random-answers.js';
 import { validateChatRequest, type ChatRequest } from './request-validation.js';
 import { resolveTemplates, resolveText } from './templates.js';
-import type { AppliedFault, Scenario, ScenarioTurn } from './types.js';
+import { completionChunks, type ChatCompletionChunkBody } from './stream-chunks.js';
+import type { AppliedFault, Scenario, ScenarioTurn, StreamFault } from './types.js';
 
 /** What the server must do with a request. */
 export type ChatAction =
   | { kind: 'reply'; status: number; body: unknown; headers?: Record<string, string> }
+  | {
+      kind: 'stream';
+      /** The completion the chunks add up to (what is recorded). */
+      body: unknown;
+      chunks: ChatCompletionChunkBody[];
+      /** Break the stream after `afterChunks` chunks. */
+      fault?: { type: StreamFault['type']; afterChunks: number };
+    }
   | { kind: 'connection_reset' }
   | { kind: 'hang' };
 
@@ -163,6 +173,7 @@ export function handleChat(state: SimState, headers: Headers, body: unknown): Ch
     attempt: state.counters.arrive(slot),
     answered: state.counters.answeredCount(slot),
     toolCallCount: turn?.tool_calls?.length ?? 0,
+    streaming: request.stream === true,
   });
   const result = { delayMs: plan.latencyMs, scenario: scenario.name, turn: index, faults: plan.applied };
 
@@ -184,9 +195,23 @@ export function handleChat(state: SimState, headers: Headers, body: unknown): Ch
           warnings,
         });
   state.counters.markAnswered(slot);
+  const completion = buildCompletion(request, answer);
+  return { ...result, action: streamedOrNot(request, completion, plan), warnings };
+}
+
+function streamedOrNot(request: ChatRequest, completion: ChatCompletionBody, plan: FaultPlan): ChatAction {
+  if (request.stream !== true) return { kind: 'reply', status: 200, body: completion };
+  const options = request.stream_options as { include_usage?: unknown } | null | undefined;
+  const chunks = completionChunks(completion, options?.include_usage === true);
+  const fault = plan.stream;
   return {
-    ...result,
-    action: { kind: 'reply', status: 200, body: buildCompletion(request, answer) },
-    warnings,
+    kind: 'stream',
+    body: completion,
+    chunks,
+    ...(fault === undefined
+      ? {}
+      : {
+          fault: { type: fault.type, afterChunks: fault.after_chunks ?? DEFAULT_STREAM_FAULT_AFTER_CHUNKS },
+        }),
   };
 }

@@ -33,3 +33,10 @@ export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** The scenarios shipped with the package (`scenarios/` beside `src/` and `dist/`). */
 export const BUNDLED_SCENARIOS_DIR = fileURLToPath(new URL('../scenarios', import.meta.url));
+
+/** Characters of content, reasoning or tool arguments sent in one streamed chunk (at least). */
+export const STREAM_PIECE_CHARS = 6;
+/** Most chunks one text is streamed in: longer texts get longer pieces (a 5 MB argument is not 800 000 chunks). */
+export const MAX_STREAM_PIECES = 64;
+/** Chunks a stream fault lets through before it strikes, when the script gives none. */
+export const DEFAULT_STREAM_FAULT_AFTER_CHUNKS = 2;

@@ -9,6 +9,7 @@ import type {
   Scenario,
   ScenarioTurn,
   ServerErrorFault,
+  StreamFault,
 } from './types.js';
 
 /** Faults that replace the answer instead of changing it. */
@@ -18,6 +19,8 @@ export type TransportFault = RateLimitFault | ServerErrorFault | ConnectionReset
 export interface FaultPlan {
   /** Answer with this failure instead of the turn. */
   transport?: TransportFault;
+  /** Break the streamed answer with this fault. */
+  stream?: StreamFault;
   /** Delay before answering, in milliseconds. */
   latencyMs: number;
   /** Indexes of tool calls whose arguments are sent as broken JSON. */
@@ -68,6 +71,10 @@ function isTransport(fault: Fault): fault is TransportFault {
   );
 }
 
+function isStream(fault: Fault): fault is StreamFault {
+  return fault.type === 'stream_cut' || fault.type === 'stream_malformed' || fault.type === 'stream_stall';
+}
+
 function asList(fault: Fault | Fault[] | undefined): Fault[] {
   if (fault === undefined) return [];
   return Array.isArray(fault) ? fault : [fault];
@@ -86,6 +93,8 @@ export interface FaultInput {
   /** Answers already sent at this slot. */
   answered: number;
   toolCallCount: number;
+  /** The request asked for a streamed answer: stream faults apply (and count) only then. */
+  streaming?: boolean;
 }
 
 /**
@@ -106,9 +115,25 @@ export function planFaults(input: FaultInput): FaultPlan {
   const scripted = (type: AppliedFault['type']) => plan.applied.push({ type, source: 'script' });
   let offset = 0;
   for (const fault of [...asList(scenario.fault), ...asList(turn?.fault)]) {
+    if (isStream(fault)) {
+      if (!input.streaming) continue;
+      const times = fault.times ?? DEFAULT_TRANSPORT_FAULT_TIMES;
+      const free = plan.transport === undefined && plan.stream === undefined;
+      if (free && attempt >= offset && attempt < offset + times) {
+        plan.stream = fault;
+        scripted(fault.type);
+      }
+      offset += times;
+      continue;
+    }
     if (isTransport(fault)) {
       const times = fault.times ?? DEFAULT_TRANSPORT_FAULT_TIMES;
-      if (plan.transport === undefined && attempt >= offset && attempt < offset + times) {
+      if (
+        plan.transport === undefined &&
+        plan.stream === undefined &&
+        attempt >= offset &&
+        attempt < offset + times
+      ) {
         plan.transport = fault;
         scripted(fault.type);
       }
@@ -134,7 +159,7 @@ function addNoise(plan: FaultPlan, input: FaultInput): void {
   if (noise === undefined) return;
   const base = [noise.seed ?? 0, input.conversation, input.slot] as const;
   const noisy = (type: AppliedFault['type']) => plan.applied.push({ type, source: 'noise' });
-  if (plan.transport === undefined) {
+  if (plan.transport === undefined && plan.stream === undefined) {
     if (draw(...base, 'rate_limit', input.attempt) < (noise.rate_limit ?? 0)) {
       plan.transport = { type: 'rate_limit' };
       noisy('rate_limit');

@@ -20,6 +20,7 @@ export type {
   LatencyFault,
   MalformedArgumentsFault,
   OversizedContentFault,
+  StreamFault,
   Noise,
   AppliedFault,
   RecordedRequest,

@@ -210,7 +210,14 @@ function checkToolChoice(choice: unknown, toolNames: string[] | null): void {
 }
 
 function checkOptions(b: Obj): void {
-  if (b.stream === true) throw new Invalid('streaming is not supported by llm-sim', 'stream');
+  if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean')
+    throw new Invalid('stream must be a boolean', 'stream');
+  const so = b.stream_options;
+  if (so !== undefined && so !== null) {
+    if (b.stream !== true)
+      throw new Invalid('stream_options is only allowed when stream is true', 'stream_options');
+    if (!isObj(so)) throw new Invalid('stream_options must be an object', 'stream_options');
+  }
   if (b.n !== undefined && b.n !== null && b.n !== 1)
     throw new Invalid('n must be 1: llm-sim answers one choice', 'n');
   for (const key of ['max_tokens', 'max_completion_tokens']) {

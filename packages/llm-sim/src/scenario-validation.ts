@@ -30,6 +30,9 @@ const FAULT_FIELDS: Record<string, readonly string[]> = {
   latency: ['ms', 'times'],
   malformed_arguments: ['call', 'times'],
   oversized_content: ['chars', 'times'],
+  stream_cut: ['after_chunks', 'times'],
+  stream_malformed: ['after_chunks', 'times'],
+  stream_stall: ['after_chunks', 'times'],
 };
 const SCENARIO_FIELDS = ['name', 'description', 'plan', 'latency_ms', 'noise', 'fault', 'turns', 'random'];
 const TURN_FIELDS = ['content', 'refusal', 'reasoning', 'finish_reason', 'tool_calls', 'fault', 'repeat'];
@@ -121,6 +124,7 @@ function checkFaults(c: Checker, value: unknown, path: string): void {
     c.number(fault, 'retry_after_s', at, { min: 0 });
     c.number(fault, 'status', at, { min: 500, max: 599, integer: true });
     c.number(fault, 'call', at, { min: 0, integer: true });
+    c.number(fault, 'after_chunks', at, { min: 0, integer: true });
     if (type === 'latency' && c.required(fault, 'ms', at)) c.number(fault, 'ms', at, { min: 0 });
     if (type === 'oversized_content' && c.required(fault, 'chars', at)) {
       c.number(fault, 'chars', at, { min: 1, integer: true });

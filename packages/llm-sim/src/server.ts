@@ -10,6 +10,7 @@ import { DEFAULT_HOST, MAX_BODY_BYTES } from './constants.js';
 import { FaultCounters } from './faults.js';
 import { loadScenarios } from './load-scenarios.js';
 import { Recorder, recordableHeaders } from './recorder.js';
+import { sseData } from './stream-chunks.js';
 import { validateScenario } from './scenario-validation.js';
 import type { RecordedRequest, Scenario } from './types.js';
 
@@ -144,6 +145,12 @@ export async function startLlmSim(opts: LlmSimOptions = {}): Promise<LlmSim> {
         .headers(action.headers ?? {})
         .send(action.body);
     }
+    if (action.kind === 'stream' && !closing.signal.aborted) {
+      recorder.record({ ...entry, status: 200, response: action.body });
+      reply.hijack();
+      await streamChunks(req, reply, action);
+      return reply;
+    }
     recorder.record({ ...entry, status: null, response: null });
     reply.hijack();
     const socket = req.raw.socket;
@@ -158,6 +165,48 @@ export async function startLlmSim(opts: LlmSimOptions = {}): Promise<LlmSim> {
       socket.destroy();
     }
     return reply;
+  }
+  /** Writes the chunks as server-sent events, breaking the stream where its fault says. */
+  async function streamChunks(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    action: Extract<ChatResult['action'], { kind: 'stream' }>,
+  ): Promise<void> {
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      'x-request-id': String(reply.getHeader('x-request-id') ?? ''),
+    });
+    const fault = action.fault;
+    for (const [i, chunk] of action.chunks.entries()) {
+      if (fault !== undefined && i === fault.afterChunks) {
+        if (fault.type === 'stream_malformed') {
+          res.write(
+            `data: {"id":"${chunk.id}","object":"chat.completion.chunk","choices":[{"delta":{"con\n\n`,
+          );
+          continue;
+        }
+        if (fault.type === 'stream_cut') {
+          req.raw.socket.destroy();
+          return;
+        }
+        const socket = req.raw.socket;
+        hung.add(socket);
+        inFlight += 1;
+        socket.once('close', () => {
+          hung.delete(socket);
+          inFlight -= 1;
+        });
+        return;
+      }
+      res.write(sseData(chunk));
+      // Each chunk leaves in its own write, as a model's tokens do.
+      await new Promise((resolve) => setImmediate(resolve));
+      if (closing.signal.aborted || res.destroyed) return;
+    }
+    res.end(sseData('[DONE]'));
   }
   app.post('/v1/chat/completions', answer);
 

@@ -75,6 +75,19 @@ export interface OversizedContentFault {
   times?: number;
 }
 
+/**
+ * Break a streamed answer (`stream: true`) after `after_chunks` chunks: `stream_cut` destroys the
+ * connection, `stream_malformed` sends a chunk that is not JSON, `stream_stall` stops sending and keeps
+ * the connection open until the client gives up. Ignored (and not counted) for non-streamed requests.
+ */
+export interface StreamFault {
+  type: 'stream_cut' | 'stream_malformed' | 'stream_stall';
+  /** Chunks sent before the fault. Default 2. */
+  after_chunks?: number;
+  /** Fail only the first N streamed requests at this turn of a conversation. Default 1. */
+  times?: number;
+}
+
 /** A scripted fault, on one turn or on the whole scenario. */
 export type Fault =
   | RateLimitFault
@@ -83,7 +96,8 @@ export type Fault =
   | HangFault
   | LatencyFault
   | MalformedArgumentsFault
-  | OversizedContentFault;
+  | OversizedContentFault
+  | StreamFault;
 
 /** Kinds of fault that can show up in a recorded request (scripted or drawn from noise). */
 export type FaultType = Fault['type'] | 'hallucinated_tool';

@@ -117,6 +117,26 @@ export type RunEventBody =
 
 export type RunEvent = RunEventBody & { at: number };
 
+/**
+ * The text of a model turn as it streams, sent live to a run's event subscribers (SSE `event:
+ * answer_delta`, without an `id`) and never stored: the recorded `llm_request` of the turn holds the
+ * whole answer. A turn asked again after its stream broke starts over with the next `attempt`, whose
+ * text replaces what the earlier attempt sent.
+ */
+export interface AnswerDeltaEvent {
+  type: 'answer_delta';
+  /** The model turn (the `turn` of its `llm_request`). */
+  turn: number;
+  /** The try of the turn, from 1. */
+  attempt: number;
+  /** Answer text, in order. */
+  content?: string;
+  /** Reasoning text of a thinking model, in order. */
+  reasoning?: string;
+  /** Epoch ms the batch was sent. */
+  at: number;
+}
+
 /** Every event type, in the order a run may emit them. */
 export const RUN_EVENT_TYPES = [
   'run_started',

@@ -67,7 +67,7 @@ export type {
   RunOutcome,
 } from './run-outcome.js';
 export { RUN_EVENT_TYPES, readEvent } from './events.js';
-export type { RunEvent, RunEventBody, RunEventType, RunIntent } from './events.js';
+export type { AnswerDeltaEvent, RunEvent, RunEventBody, RunEventType, RunIntent } from './events.js';
 export { API_ERRORS, API_ERROR_CODES, isApiErrorCode } from './api-errors.js';
 export type { ApiErrorCode } from './api-errors.js';
 export {

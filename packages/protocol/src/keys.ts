@@ -45,6 +45,8 @@ export interface Keys {
   runMessages(runId: string): string;
   /** Stream: a run's events. */
   runEvents(runId: string): string;
+  /** Pub/sub channel: the answer text of a run's model turns as it streams (live only, never stored). */
+  runDeltas(runId: string): string;
   /** Hash: a run's listing fields (agent, status, times, trace id, cancel request). */
   runMeta(runId: string): string;
   /** Hash: toolCallId → a person's decision (JSON), written by approve/reject while the run is parked. */
@@ -118,6 +120,7 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     runState: (id: string) => `${run(id)}:state`,
     runMessages: (id: string) => `${run(id)}:messages`,
     runEvents: (id: string) => `${run(id)}:events`,
+    runDeltas: (id: string) => `${run(id)}:deltas`,
     runMeta: (id: string) => `${run(id)}:meta`,
     runApprovals: (id: string) => `${run(id)}:approvals`,
     runCalls: (id: string) => `${run(id)}:calls`,

@@ -82,6 +82,7 @@ export function llmFromConfig(config: AgentReachConfig, model?: string): LlmClie
     timeoutMs: config.scheduler.llmTimeoutMs,
     maxRetries: config.scheduler.llmMaxRetries,
     maxOutputTokens: config.scheduler.maxOutputTokens,
+    stream: config.scheduler.llmStream,
   });
 }
 

@@ -54,6 +54,8 @@ export interface AgentReachConfig {
     readonly maxOutputTokens: number;
     readonly llmTimeoutMs: number;
     readonly llmMaxRetries: number;
+    /** Ask model turns streamed and publish their text live (`LLM_STREAM`, default true). */
+    readonly llmStream: boolean;
     /** How often the queue sampler leader samples queue depths, in ms. */
     readonly queueSampleIntervalMs: number;
     /** How long a tool call no executor has started may wait (republished) before it is `unavailable`, in ms. */
@@ -133,6 +135,7 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['MAX_OUTPUT_TOKENS', 'scheduler.maxOutputTokens'],
   ['LLM_TIMEOUT_MS', 'scheduler.llmTimeoutMs'],
   ['LLM_MAX_RETRIES', 'scheduler.llmMaxRetries'],
+  ['LLM_STREAM', 'scheduler.llmStream'],
   ['QUEUE_SAMPLE_INTERVAL_MS', 'scheduler.queueSampleIntervalMs'],
   ['TOOL_START_WAIT_MS', 'scheduler.toolStartWaitMs'],
   ['RUN_TOKEN_BUDGET', 'scheduler.runTokenBudget'],
@@ -221,6 +224,7 @@ const schema = {
         maxOutputTokens: { type: 'integer', minimum: 1, default: C.DEFAULT_MAX_OUTPUT_TOKENS },
         llmTimeoutMs: { type: 'integer', minimum: 1, default: C.DEFAULT_LLM_TIMEOUT_MS },
         llmMaxRetries: { type: 'integer', minimum: 0, maximum: 20, default: C.DEFAULT_LLM_MAX_RETRIES },
+        llmStream: { type: 'boolean', default: C.DEFAULT_LLM_STREAM },
         queueSampleIntervalMs: {
           type: 'integer',
           minimum: 100,

@@ -101,6 +101,10 @@ export const MAX_MODEL_TEXT_CHARS = 100_000;
 export const DEFAULT_LLM_TIMEOUT_MS = 60_000;
 export const DEFAULT_LLM_MAX_RETRIES = 4;
 export const DEFAULT_LLM_MODEL = 'gpt-4o-mini';
+/** Ask model turns with `stream: true` and send their text to live subscribers (`LLM_STREAM`). */
+export const DEFAULT_LLM_STREAM = true;
+/** How long streamed answer text is gathered before it is published, in ms. */
+export const ANSWER_DELTA_BATCH_MS = 50;
 
 // Runs
 export const DEFAULT_SCHEDULER_CONCURRENCY = 100;

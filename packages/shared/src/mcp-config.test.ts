@@ -81,9 +81,7 @@ describe('MCP servers in the configuration document', () => {
       expect.stringMatching(
         /tool_groups\.files\.mcp_servers\.1\.headers_from_env\.Authorization must match pattern/,
       ),
-      expect.stringMatching(
-        /tool_groups\.files\.mcp_servers\.2: unknown field "restart"/,
-      ),
+      expect.stringMatching(/tool_groups\.files\.mcp_servers\.2: unknown field "restart"/),
     ]);
   });
 });

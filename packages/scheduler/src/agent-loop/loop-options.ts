@@ -8,6 +8,7 @@ import type { ToolCatalog } from '../fleet/tool-catalog.js';
 import type { RunEvent, StepKind } from './events.js';
 import type { Intent } from './intent.js';
 import type { GuardLimits } from './guards.js';
+import type { AnswerDeltas } from '../model/answer-deltas.js';
 
 export interface LoopLimits extends GuardLimits {
   /** Prompt size that triggers compaction, in tokens. Default 40 000. */
@@ -20,6 +21,8 @@ export interface LoopLimits extends GuardLimits {
 
 export interface AgentLoopDeps {
   llm: LlmClient;
+  /** Where the text of streamed model turns goes as it arrives (live subscribers). Default: nowhere. */
+  answerDeltas?: AnswerDeltas;
   dispatcher: {
     dispatch(run: DispatchRun, calls: DispatchCall[], options?: DispatchOptions): Promise<ToolResult[]>;
     /**

@@ -17,10 +17,18 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
   const started = performance.now();
   const { deadline, signal } = modelSignals(run);
   let res;
+  const live = deps.answerDeltas?.(state.runId, turn);
   try {
-    res = await deps.llm.complete(buildMessages(deps.agent, state, tools), toolSpecs(tools), signal);
+    res = await deps.llm.complete(
+      buildMessages(deps.agent, state, tools),
+      toolSpecs(tools),
+      signal,
+      live?.listener,
+    );
   } catch (err) {
     return { next: llmFailed(run, err, turn, started, deadline) };
+  } finally {
+    live?.close();
   }
   const answer = readModelTurn(res, state, turn, reachableTools(deps));
   const { calls } = answer;

@@ -28,6 +28,11 @@ export interface EventSource {
   ended(): Promise<boolean>;
   /** The event type after which the stream ends. */
   lastType: string;
+  /**
+   * A pub/sub channel whose messages (JSON events with a `type`) are sent as they come, without an
+   * `id`: live-only events that are never stored, such as a run's answer deltas.
+   */
+  liveChannel?: string;
   log: Logger;
 }
 
@@ -100,8 +105,12 @@ export function createEventStreamer(app: FastifyInstance, ctx: ApiContext): Even
     // The response closes when the client goes away (or the stream ended): stop reading either way.
     res.on('close', () => stream.end());
 
+    let live: RedisClient | undefined;
     try {
       // A subject that already ended has all its events stored: replay them and end.
+      if (!source.final && source.liveChannel !== undefined) {
+        live = await subscribeLive(ctx, source.liveChannel, res, log);
+      }
       if (source.final) {
         for (const e of await source.stored(last === '0-0' ? undefined : last)) await write(res, message(e));
         return;
@@ -133,7 +142,41 @@ export function createEventStreamer(app: FastifyInstance, ctx: ApiContext): Even
       open.delete(stream);
       closed = true;
       reader?.disconnect();
+      live?.disconnect();
       if (!res.writableEnded) res.end();
     }
   };
+}
+
+/**
+ * Subscribes a connection of the stream's own to a live channel and writes each message as an event
+ * without an `id` (so `Last-Event-ID` keeps naming the last stored event).
+ */
+async function subscribeLive(
+  ctx: ApiContext,
+  channel: string,
+  res: ServerResponse,
+  log: Logger,
+): Promise<RedisClient> {
+  const sub = duplicateRedis(ctx.deps.redis, {
+    connectionName: `${ctx.deps.keys.prefix}-api-live`,
+    enableOfflineQueue: true,
+    maxRetriesPerRequest: 1,
+    commandTimeout: undefined,
+    lazyConnect: false,
+  });
+  sub.on('error', (err: unknown) => log.debug({ err }, 'live event connection error'));
+  sub.on('message', (_channel: string, text: string) => {
+    let type: unknown;
+    try {
+      type = (JSON.parse(text) as { type?: unknown }).type;
+    } catch {
+      return;
+    }
+    if (typeof type !== 'string' || res.destroyed || res.writableEnded) return;
+    // Live events may be dropped under back-pressure: the stored events are the record.
+    res.write(`event: ${type}\ndata: ${text}\n\n`);
+  });
+  await sub.subscribe(channel);
+  return sub;
 }

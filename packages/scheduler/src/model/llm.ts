@@ -4,6 +4,7 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
+import { streamCompletion, type DeltaListener } from './stream-completion.js';
 import { constants, failSpan, SpanKind, tracer, type Span } from '@agent-reach/shared';
 
 /** One message of a conversation, as the chat-completions API takes it. */
@@ -20,15 +21,21 @@ export interface LlmOptions {
   maxRetries?: number;
   /** Output-token cap per turn. Default 2000. */
   maxOutputTokens?: number;
+  /** Ask turns with `stream: true` and hand their text to `onDelta` as it arrives. Default true. */
+  stream?: boolean;
 }
 
 export interface LlmClient {
   readonly model: string;
-  /** One model turn with the given tools offered. */
+  /**
+   * One model turn with the given tools offered. Streamed (when the client streams), its text goes to
+   * `onDelta` as it arrives; the answer is the same either way.
+   */
   complete(
     messages: ChatMessage[],
     tools: ChatCompletionTool[],
     signal?: AbortSignal,
+    onDelta?: DeltaListener,
   ): Promise<ChatCompletion>;
   /** A JSON-object answer with no tools (used for plans). */
   completeJson(messages: ChatMessage[], signal?: AbortSignal): Promise<ChatCompletion>;
@@ -47,6 +54,11 @@ export function createLlmClient(options: LlmOptions): LlmClient {
     maxRetries: options.maxRetries ?? constants.DEFAULT_LLM_MAX_RETRIES,
   });
   const maxTokens = options.maxOutputTokens ?? constants.DEFAULT_MAX_OUTPUT_TOKENS;
+  const streamed = options.stream ?? constants.DEFAULT_LLM_STREAM;
+  const streamOptions = {
+    maxRetries: options.maxRetries ?? constants.DEFAULT_LLM_MAX_RETRIES,
+    idleMs: options.timeoutMs ?? constants.DEFAULT_LLM_TIMEOUT_MS,
+  };
   const server = serverOf(client.baseURL);
   const traced = (output: 'text' | 'json', call: () => Promise<ChatCompletion>) =>
     tracer.startActiveSpan(
@@ -67,18 +79,23 @@ export function createLlmClient(options: LlmOptions): LlmClient {
     );
   return {
     model: options.model,
-    complete: (messages, tools, signal) =>
-      traced('text', () =>
-        client.chat.completions.create(
-          {
-            model: options.model,
-            messages,
-            ...(tools.length > 0 ? { tools, tool_choice: 'auto' as const } : {}),
-            max_tokens: maxTokens,
-          },
-          signal ? { signal } : undefined,
-        ),
-      ),
+    complete: (messages, tools, signal, onDelta) => {
+      const params = {
+        model: options.model,
+        messages,
+        ...(tools.length > 0 ? { tools, tool_choice: 'auto' as const } : {}),
+        max_tokens: maxTokens,
+      };
+      return traced('text', () =>
+        streamed
+          ? streamCompletion(client, params, {
+              ...streamOptions,
+              ...(signal ? { signal } : {}),
+              ...(onDelta ? { onDelta } : {}),
+            })
+          : client.chat.completions.create(params, signal ? { signal } : undefined),
+      );
+    },
     completeJson: (messages, signal) =>
       traced('json', () =>
         client.chat.completions.create(

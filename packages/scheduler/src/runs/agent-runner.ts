@@ -22,6 +22,7 @@ import { emitFinishedSpan } from './run-span.js';
 import { BreakerView } from '../fleet/breaker-view.js';
 import { Dispatcher } from '../fleet/dispatcher.js';
 import type { LlmClient } from '../model/llm.js';
+import { createAnswerDeltas, type AnswerDeltas } from '../model/answer-deltas.js';
 import { ToolCatalog } from '../fleet/tool-catalog.js';
 
 export interface AgentRunnerOptions {
@@ -79,9 +80,11 @@ export class AgentRunner {
   readonly breakers: BreakerView;
   readonly dispatcher: Dispatcher;
   readonly #opts: AgentRunnerOptions;
+  readonly #answerDeltas: AnswerDeltas;
 
   private constructor(opts: AgentRunnerOptions) {
     this.#opts = opts;
+    this.#answerDeltas = createAnswerDeltas(opts.connection, opts.keys, opts.logger);
     this.catalog = new ToolCatalog(opts.connection, opts.keys);
     this.breakers = new BreakerView(opts.connection, opts.keys, opts.logger);
     this.dispatcher = new Dispatcher({
@@ -197,6 +200,7 @@ export class AgentRunner {
     const outcome = await withRunTrace(state, () =>
       runAgent(state, {
         llm: req.llm ?? this.#opts.llm,
+        answerDeltas: this.#answerDeltas,
         dispatcher: this.dispatcher,
         catalog: this.catalog,
         breakers: this.breakers,

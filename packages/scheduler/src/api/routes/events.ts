@@ -23,7 +23,8 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext, streamEvents:
         response: responses({
           200: {
             description:
-              'id: Redis stream id; event: event type; data: the event (JSON); ends after run_finished',
+              'id: Redis stream id; event: event type; data: the event (JSON); ends after run_finished. ' +
+              'answer_delta events (no id, never stored) carry the text of a streamed model turn live',
             content: { 'text/event-stream': { schema: { type: 'string' } } },
           },
         }),
@@ -42,6 +43,7 @@ export function eventRoutes(app: FastifyInstance, ctx: ApiContext, streamEvents:
           return summary !== undefined && isFinalStatus(summary.status);
         },
         lastType: 'run_finished',
+        liveChannel: ctx.deps.keys.runDeltas(runId),
         log: ctx.log.child({ runId }),
       });
     },
