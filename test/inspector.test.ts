@@ -281,7 +281,9 @@ describe.skipIf(!HAVE_CHROMIUM)(
         .poll(() => nodes.allInnerTexts())
         .toEqual([
           expect.stringMatching(/^0\s+stock\s+test_agent\s+—\s+defaulted\s+low confidence/),
-          expect.stringMatching(/^1\s+order\s+test_agent\s+stock\s+succeeded\s+inputs: stock/),
+          expect.stringMatching(
+            /^1\s+order\s+test_agent\s+stock\s+succeeded\s+low confidence\s+inputs: stock/,
+          ),
         ]);
       expect(await nodes.nth(0).locator('td.output').innerText()).toContain('no stock data');
       await page.getByText(/Watchdog fired on node stock after 1\.5 s/).waitFor();
