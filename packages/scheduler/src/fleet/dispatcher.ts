@@ -447,8 +447,12 @@ export class Dispatcher {
       connection.exists(job),
       connection.hget(job, 'processedOn'),
     ]);
+    // A job handed back (by a draining executor) keeps its processedOn while it waits again: only a job
+    // BullMQ still holds as taken counts as taken but never started.
     const lost =
-      exists === 0 || Date.now() - Number(takenAt ?? Infinity) >= constants.DISPATCH_LOST_JOB_AFTER_MS;
+      exists === 0 ||
+      (Date.now() - Number(takenAt ?? Infinity) >= constants.DISPATCH_LOST_JOB_AFTER_MS &&
+        (await queue.getJobState(toolJobId(p.runId, p.toolCallId))) === 'active');
     if (!lost || this.#pending.get(key) !== p) return;
     const verdict = await redisScripts(connection).withdrawCall(
       [keys.results(p.runId), keys.runStarts(p.runId)],
