@@ -28,7 +28,8 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
   } catch (err) {
     return { next: llmFailed(run, err, turn, started, deadline) };
   } finally {
-    live?.close();
+    // The answer's last text is published before the turn is checkpointed, so followers see it first.
+    await live?.close();
   }
   const answer = readModelTurn(res, state, turn, reachableTools(deps));
   const { calls } = answer;

@@ -5,8 +5,8 @@ import type { AnswerDelta, DeltaListener } from './stream-completion.js';
 /** The live text of one model turn: takes deltas as they arrive and publishes them in batches. */
 export interface AnswerDeltaSink {
   readonly listener: DeltaListener;
-  /** Publishes what is still gathered; the turn's stream has ended. */
-  close(): void;
+  /** Publishes what is gathered; resolves once Redis took it, so it lands before the turn's checkpoint. */
+  close(): Promise<void>;
 }
 
 /** Opens a sink for a run's model turn. */
@@ -28,27 +28,28 @@ export function createAnswerDeltas(
     const channel = keys.runDeltas(runId);
     let pending: AnswerDelta | undefined;
     let timer: NodeJS.Timeout | undefined;
-    const flush = () => {
+    const flush = async (): Promise<void> => {
       timer = undefined;
       if (pending === undefined) return;
       const event: AnswerDeltaEvent = { type: 'answer_delta', turn, ...pending, at: Date.now() };
       pending = undefined;
-      redis.publish(channel, JSON.stringify(event)).catch((err: unknown) => {
-        log.debug({ err, runId }, 'answer delta not published');
-      });
+      await redis.publish(channel, JSON.stringify(event)).then(
+        () => undefined,
+        (err: unknown) => log.debug({ err, runId }, 'answer delta not published'),
+      );
     };
     return {
       listener: (delta) => {
         // A new try of the turn starts its text over: what the broken one gathered goes first.
-        if (pending !== undefined && pending.attempt !== delta.attempt) flush();
+        if (pending !== undefined && pending.attempt !== delta.attempt) void flush();
         pending ??= { attempt: delta.attempt };
         if (delta.content !== undefined) pending.content = (pending.content ?? '') + delta.content;
         if (delta.reasoning !== undefined) pending.reasoning = (pending.reasoning ?? '') + delta.reasoning;
-        timer ??= setTimeout(flush, batchMs);
+        timer ??= setTimeout(() => void flush(), batchMs);
       },
-      close: () => {
+      close: async () => {
         if (timer !== undefined) clearTimeout(timer);
-        flush();
+        await flush();
       },
     };
   };
