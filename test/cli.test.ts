@@ -117,6 +117,8 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
   it('starts a run and follows its progress to the answer', async () => {
     h.sim.addScenario({
       name: 'cli-follow',
+      // Deltas are live only (pub/sub): each turn waits long enough for the follower to be attached.
+      latency_ms: 1500,
       turns: [
         { tool_calls: [{ name: 'query_weather', arguments: { city: '成都' } }] },
         { content: 'Chengdu: {{ last.content.forecast.0.condition }}' },
