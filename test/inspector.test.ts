@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,12 +15,24 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
 const SCREENSHOTS = path.resolve(import.meta.dirname, '..', 'test-results', 'screenshots');
 const REASONING = 'Look up the weather first, then answer.';
+/** A tool result written as markdown, with markup and links that must stay text. */
+const MARKDOWN = [
+  '# Restock report',
+  '',
+  'Stock is **low** in `WH-2`.',
+  '',
+  '- [the ledger](https://example.com/ledger)',
+  '- [a trap](javascript:window.__xss=1)',
+  '',
+  '<img src=x onerror="window.__xss=1"><script>window.__xss=1</script>',
+].join('\n');
+const AXE_SOURCE = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 /** The API with the inspector, runs of every kind, and the session cookie of a login done with fetch. */
 async function startInspector() {
   await (buildUi as () => Promise<void>)();
   const h = await startApiHarness(
-    { allowedModels: [...TEST_MODELS, 'inspect'] },
+    { allowedModels: [...TEST_MODELS, 'inspect', 'inspect-md'] },
     { WORKFLOWS_FILE: WORKFLOWS_FIXTURE },
   );
   addCommonScenarios(h.sim);
@@ -36,6 +49,18 @@ async function startInspector() {
         ],
       },
       { content: 'It is {{ last.content.forecast.0.condition }} in Hangzhou.' },
+    ],
+  });
+  h.sim.addScenario({
+    name: 'inspect-md',
+    turns: [
+      {
+        tool_calls: [
+          { name: 'noop', arguments: { value: MARKDOWN } },
+          { name: 'flaky', arguments: { key: 'inspector', failures: 1 } },
+        ],
+      },
+      { content: '## Done\n\n- restock **WH-2**\n- check the ledger' },
     ],
   });
   return h;
@@ -135,14 +160,58 @@ describe.skipIf(!HAVE_CHROMIUM)(
     let browser: Browser;
     let context: BrowserContext;
     let page: Page;
-    const shot = (name: string) =>
-      page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+    // Runs the tests below share: the markdown run (its flaky call retried once) and a rejected call.
+    let mdRunId = '';
+    const TAG = `list-${Date.now()}`;
+    const shot = (name: string, p: Page = page) =>
+      p.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+
+    /** axe-core's WCAG 2.1 A and AA rules on the page as it stands: each violation's rule and elements. */
+    async function accessibilityViolations(p: Page): Promise<Array<{ id: string; nodes: string[] }>> {
+      // Evaluated through the DevTools protocol, which the page's script-src 'self' does not govern.
+      if ((await p.evaluate('typeof window.axe')) === 'undefined') await p.evaluate(await AXE_SOURCE);
+      const found = await p.evaluate(`axe
+        .run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+        .then((r) => JSON.stringify(r.violations.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5) }))))`);
+      return JSON.parse(found as string) as Array<{ id: string; nodes: string[] }>;
+    }
+    const expectAccessible = async (p: Page = page) => expect(await accessibilityViolations(p)).toEqual([]);
+
+    /** A context of its own at a size, signed in with the full key's session cookie. */
+    async function signedIn(width: number, height: number): Promise<Page> {
+      const ctx = await browser.newContext({
+        viewport: { width, height },
+        locale: 'en-US',
+        timezoneId: 'UTC',
+        permissions: ['clipboard-read', 'clipboard-write'],
+      });
+      const [name, value] = (await login(h, FULL_KEY)).split('=') as [string, string];
+      await ctx.addCookies([{ name, value, url: h.url }]);
+      const p = await ctx.newPage();
+      p.setDefaultTimeout(10_000);
+      return p;
+    }
+
+    const parkApproval = async (metadata: Record<string, string> = {}) => {
+      const runId = (
+        await h.call('POST', '/v1/runs', {
+          body: { agent: 'test_agent', input: 'sensitive', model: 'approval', metadata },
+        })
+      ).json.run_id as string;
+      await finished(h, runId, ['awaiting_approval']);
+      return runId;
+    };
 
     beforeAll(async () => {
       await mkdir(SCREENSHOTS, { recursive: true });
       h = await startInspector();
       browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
-      context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+      context = await browser.newContext({
+        viewport: { width: 1280, height: 800 },
+        locale: 'en-US',
+        timezoneId: 'UTC',
+        permissions: ['clipboard-read', 'clipboard-write'],
+      });
       page = await context.newPage();
       // A step that cannot happen fails on its own line instead of at the test's timeout.
       page.setDefaultTimeout(10_000);
@@ -157,6 +226,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await page.getByLabel('API key').fill('wrong-key-123');
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByText('that is not a valid API key').waitFor();
+      await expectAccessible();
       await shot('login');
       await page.getByLabel('API key').fill(FULL_KEY);
       await page.getByRole('button', { name: 'Sign in' }).click();
@@ -171,14 +241,14 @@ describe.skipIf(!HAVE_CHROMIUM)(
       expect(page.url()).not.toContain(FULL_KEY);
     });
 
-    it('opens a finished run, expands a tool call and reads the result exactly as the model saw it', async () => {
+    it('opens a finished run: totals, a waterfall of turns and calls, each error with its kind, and a result exactly as the model saw it', async () => {
       const created = await h.call('POST', '/v1/runs', {
         body: {
           agent: 'test_agent',
           // Two tools named in sequence: a multi-step request, so the run asks for a plan (the task stack).
           input: 'Check the weather in Hangzhou, then the status of order ORD-123456',
           model: 'inspect',
-          metadata: { user_id: 'ada' },
+          metadata: { user_id: 'ada', suite: TAG },
         },
       });
       const run = await finished(h, created.json.run_id);
@@ -190,40 +260,203 @@ describe.skipIf(!HAVE_CHROMIUM)(
         .first()
         .waitFor();
       const call = page.locator(`details[data-call="${weather.tool_call_id}"]`);
-      await call.locator('summary').click();
-      const result = call.locator('.code').filter({ hasText: 'Result (as the model saw it)' }).locator('pre');
-      expect(JSON.parse(await result.innerText())).toEqual(weather.result);
-      const args = call.locator('.code').filter({ hasText: 'Arguments' }).locator('pre');
-      expect(JSON.parse(await args.innerText())).toEqual({ city: '杭州' });
+      await call.locator(':scope > summary').click();
+      const result = call.locator('.code').filter({ hasText: 'Result (as the model saw it)' });
+      await result.getByRole('button', { name: 'Raw view of Result (as the model saw it)' }).click();
+      expect(JSON.parse(await result.locator('pre.raw').innerText())).toEqual(weather.result);
+      const args = call.locator('.code').filter({ hasText: 'Arguments' });
+      await args.getByRole('button', { name: /^Raw view/ }).click();
+      expect(JSON.parse(await args.locator('pre.raw').innerText())).toEqual({ city: '杭州' });
+
+      // The unknown tool: its kind in the closed row, in the errors box, and a red span in the waterfall.
       const unknown = run.steps.find((s: { tool: string }) => s.tool === 'no_such_tool');
-      const local = page.locator(`details[data-call="${unknown.tool_call_id}"] summary`);
-      await expect.poll(() => local.innerText()).toMatch(/no_such_tool\s+error\s+local/);
+      const local = page.locator(`details[data-call="${unknown.tool_call_id}"] > summary`);
+      await expect.poll(() => local.innerText()).toMatch(/no_such_tool\s+error\s+local\s+unknown tool/);
+      expect(await page.locator('.errors li').allInnerTexts()).toEqual([
+        expect.stringMatching(/^no_such_tool\s+unknown tool\s+unknown_tool\s+\S/),
+      ]);
+      const spans = page.locator('.waterfall .wf-row:not(.wf-axis)');
+      expect(await spans.locator('.wf-name').allInnerTexts()).toEqual([
+        'Model turn 1',
+        'no_such_tool',
+        'query_weather',
+        'Model turn 2',
+      ]);
+      expect(
+        await page.locator(`.wf-row[data-call="${unknown.tool_call_id}"]`).getAttribute('data-span'),
+      ).toBe('bad');
+      const tile = (label: string) => page.locator('.tile').filter({ hasText: label }).locator('.tile-value');
+      expect(await tile('Tool calls').innerText()).toBe('2');
+      expect(await tile('Errors').innerText()).toBe('1');
+      expect(await tile('Tokens').innerText()).toContain(String(run.usage.total_tokens));
+      expect(await tile('Duration').innerText()).toMatch(/\d+(\.\d)? (ms|s)$/);
+      // No cost figure in this run's record: no tile that would make one up.
+      expect(await page.locator('.tile').filter({ hasText: 'Cost' }).count()).toBe(0);
+      await expect
+        .poll(() => page.locator('h1 .badge.mark').innerText())
+        .toBe('with failed or refused calls');
+
       await page.getByText('Reasoning').click();
       await page.getByText(REASONING).waitFor();
       await expect.poll(() => page.locator('aside .stack li.done').count()).toBe(2);
+      await expectAccessible();
       await shot('run');
     });
 
-    it('approves a parked call from the page and shows the run resuming live to its end', async () => {
-      const runId = (
+    it('renders a markdown result as a sanitised preview, retries as segments, with a raw view and a copy button', async () => {
+      mdRunId = (
         await h.call('POST', '/v1/runs', {
-          body: { agent: 'test_agent', input: 'sensitive', model: 'approval' },
+          body: {
+            agent: 'test_agent',
+            input: 'Write the restock report',
+            model: 'inspect-md',
+            metadata: { suite: TAG },
+          },
         })
       ).json.run_id as string;
-      await finished(h, runId, ['awaiting_approval']);
+      const run = await finished(h, mdRunId);
+      const noop = run.steps.find((s: { tool: string }) => s.tool === 'noop');
+      const flaky = run.steps.find((s: { tool: string }) => s.tool === 'flaky');
+      expect(flaky.attempts).toBe(2);
+      await page.goto(`${h.url}/ui#/runs/${mdRunId}`);
+      await page.getByText('Run finished:').waitFor();
+
+      const call = page.locator(`details[data-call="${noop.tool_call_id}"]`);
+      await call.locator(':scope > summary').click();
+      const result = call.locator('.code').filter({ hasText: 'Result (as the model saw it)' });
+      const md = result.locator('.markdown');
+      await expect.poll(() => md.locator('.md-h').innerText()).toBe('Restock report');
+      expect(await md.locator('strong').innerText()).toBe('low');
+      expect(await md.locator('code').innerText()).toBe('WH-2');
+      const link = md.getByRole('link', { name: 'the ledger' });
+      expect(await link.getAttribute('href')).toBe('https://example.com/ledger');
+      expect(await link.getAttribute('rel')).toContain('noopener');
+      // The javascript: link and the markup stay text: no link, no element, nothing ran.
+      expect(await md.getByRole('link', { name: 'a trap' }).count()).toBe(0);
+      expect(await page.locator('main a[href^="javascript"], main img, main script').count()).toBe(0);
+      expect(await md.innerText()).toContain('<img src=x onerror="window.__xss=1">');
+      expect(await page.evaluate('typeof window.__xss')).toBe('undefined');
+
+      await result.getByRole('button', { name: 'Raw view of Result (as the model saw it)' }).click();
+      expect(JSON.parse(await result.locator('pre.raw').innerText())).toEqual(noop.result);
+      await result.getByRole('button', { name: 'Copy Result (as the model saw it)' }).click();
+      await result.getByRole('status').getByText('Copied').waitFor();
+      expect(JSON.parse((await page.evaluate('navigator.clipboard.readText()')) as string)).toEqual(
+        noop.result,
+      );
+
+      // The flaky call ran twice: one bar in two segments, a retry in the totals and in its row.
+      expect(await page.locator(`.wf-row[data-call="${flaky.tool_call_id}"] .wf-seg`).count()).toBe(2);
+      const retries = page.locator('.tile').filter({ hasText: 'Retries' }).locator('.tile-value');
+      expect(await retries.innerText()).toBe('1');
+      expect(await page.locator(`details[data-call="${flaky.tool_call_id}"] > summary`).innerText()).toMatch(
+        /2 attempts, 1 retry/,
+      );
+      // The model's markdown answer previewed too.
+      expect(await page.locator('.box.answer .markdown li').allInnerTexts()).toEqual([
+        'restock WH-2',
+        'check the ledger',
+      ]);
+      await expectAccessible();
+      await shot('run-markdown');
+    });
+
+    it('approves a parked call after a confirmation step, with a reason recorded and shown, and the run resumes live', async () => {
+      const runId = await parkApproval();
       await page.goto(`${h.url}/ui#/approvals`);
       const inbox = page.locator('.approval').filter({ hasText: runId });
       await inbox.waitFor();
+      await expectAccessible();
       await shot('approvals');
       await inbox.getByRole('link', { name: runId }).click();
       await page.getByRole('heading', { name: 'Waiting for a decision' }).waitFor();
-      await expect.poll(() => page.locator('h1 .badge').innerText()).toBe('awaiting approval');
-      await page.getByRole('button', { name: 'Approve' }).click();
+      await expect.poll(() => page.locator('h1 .badge').first().innerText()).toBe('awaiting approval');
+      await page.getByRole('button', { name: 'Approve needs_approval' }).click();
+      // Nothing is decided until the confirmation.
+      await page.getByRole('button', { name: 'Confirm approve' }).waitFor();
+      expect((await h.call('GET', `/v1/runs/${runId}`)).json.status).toBe('awaiting_approval');
+      await page.getByLabel(/^Reason/).fill('checked with the customer');
+      await expectAccessible();
+      await page.getByRole('button', { name: 'Confirm approve' }).click();
       // The same page, never reloaded: the event stream brings the decision and the rest of the run.
-      await page.getByText(/Approved\s+needs_approval\s+by tester/).waitFor();
+      await page.getByText(/Approved\s+needs_approval\s+by tester: checked with the customer/).waitFor();
       await page.getByText('Run finished:').waitFor();
-      await expect.poll(() => page.locator('h1 .badge').innerText()).toBe('succeeded');
+      await expect.poll(() => page.locator('h1 .badge').first().innerText()).toBe('succeeded');
       expect((await h.call('GET', `/v1/runs/${runId}`)).json.status).toBe('succeeded');
+    });
+
+    it('rejects a call from the keyboard alone: Tab to Reject, Enter, Escape backs out, the reason is sent with Enter', async () => {
+      const runId = await parkApproval({ suite: TAG });
+      await page.goto(`${h.url}/ui#/approvals`);
+      const inbox = page.locator('.approval').filter({ hasText: runId });
+      await inbox.getByRole('button', { name: 'Approve needs_approval' }).focus();
+      await page.keyboard.press('Tab');
+      const focused = () =>
+        page.evaluate('document.activeElement.getAttribute("aria-label") ?? document.activeElement.id');
+      expect(await focused()).toBe('Reject needs_approval');
+      await page.keyboard.press('Enter');
+      await expect.poll(focused).toMatch(/^reason-/);
+      await page.keyboard.press('Escape');
+      await expect.poll(focused).toBe('Reject needs_approval');
+      await page.keyboard.press('Enter');
+      await expect.poll(focused).toMatch(/^reason-/);
+      await page.keyboard.type('not for this customer');
+      await page.keyboard.press('Enter');
+      const run = await finished(h, runId);
+      const step = run.steps.find((s: { tool: string }) => s.tool === 'needs_approval');
+      expect(step).toMatchObject({ ok: false, error_kind: 'forbidden' });
+      await page.goto(`${h.url}/ui#/runs/${runId}`);
+      await page.getByText(/Rejected\s+needs_approval\s+by tester: not for this customer/).waitFor();
+      await expect
+        .poll(() => page.locator(`details[data-call="${step.tool_call_id}"] > summary`).innerText())
+        .toMatch(/rejected by tester[\s\S]*refused by a person: not for this customer/);
+    });
+
+    it('lists each run with its input, duration, calls, errors and retries, a mark on a success with failed calls, and readable reasons and times', async () => {
+      const troubled = (
+        await h.call('POST', '/v1/runs', {
+          body: {
+            agent: 'test_agent',
+            input: 'Check the weather in Hangzhou',
+            model: 'inspect',
+            metadata: { suite: TAG },
+          },
+        })
+      ).json.run_id as string;
+      const done = await finished(h, troubled);
+      const parked = await parkApproval({ suite: TAG });
+      await page.goto(`${h.url}/ui#/runs`);
+      await page.getByLabel('Metadata').fill(`suite=${TAG}`);
+      await page.getByRole('button', { name: 'Filter' }).click();
+      const row = (id: string) => page.locator('table.runs tbody tr').filter({ hasText: id });
+      const cell = (id: string, n: number) => row(id).locator('td').nth(n);
+      await row(troubled).waitFor();
+      expect(await cell(troubled, 3).innerText()).toBe('Check the weather in Hangzhou');
+      expect(await cell(troubled, 7).innerText()).toBe('2 / 1 err / 0 retr');
+      const mark = row(troubled).getByRole('img', { name: 'succeeded with 1 failed or refused call' });
+      expect(await mark.innerText()).toBe('⚠ 1');
+      const reason = cell(troubled, 8).locator('abbr');
+      expect(await reason.innerText()).toBe('answered');
+      expect(await reason.getAttribute('title')).toBe('reason code: final_answer');
+      const created = cell(troubled, 4).locator('time');
+      expect(await created.getAttribute('datetime')).toBe(new Date(done.created_at).toISOString());
+      expect(await created.getAttribute('title')).toBe(
+        new Date(done.created_at).toLocaleString('en-US', { hour12: false, timeZone: 'UTC' }),
+      );
+      expect(await created.innerText()).toMatch(/^(now|\d+ seconds? ago|1 minute ago)$/);
+      expect(await cell(troubled, 5).innerText()).toMatch(/^\d+(\.\d)? (ms|s)$/);
+
+      // The markdown run: its retry counted, no mark (every call ended well).
+      expect(await cell(mdRunId, 7).innerText()).toBe('2 / 0 err / 1 retr');
+      expect(await row(mdRunId).locator('.mark').count()).toBe(0);
+      // The rejected call of the keyboard test: a success with a refused call.
+      // The parked run's duration goes on counting while the page stays open.
+      const first = await cell(parked, 5).innerText();
+      expect(first).toMatch(/…$/);
+      await expect.poll(() => cell(parked, 5).innerText(), { timeout: 5000 }).not.toBe(first);
+      await expectAccessible();
+      await shot('runs');
+      await h.call('POST', `/v1/runs/${parked}/cancel`);
     });
 
     it('finds runs by their metadata on the runs page', async () => {
@@ -248,24 +481,67 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await page.getByRole('button', { name: 'Filter' }).click();
       const rows = page.locator('table.runs tbody tr');
       await expect.poll(() => rows.locator('td:first-child').allInnerTexts()).toEqual([...ids].reverse());
-      await shot('runs');
     });
 
-    it('shows agents with their tools, breaker states and error rates', async () => {
+    it("shows agents with their tools, breaker states and error rates, a person's rejection counted apart from failures", async () => {
       await page.goto(`${h.url}/ui#/agents`);
-      const row = page
-        .locator('.agent')
-        .filter({ hasText: 'test_agent' })
-        .locator('tr[data-tool="query_weather"]');
+      const tools = page.locator('.agent').filter({ hasText: 'test_agent' });
+      const row = tools.locator('tr[data-tool="query_weather"]');
       await row.waitFor();
       expect(await row.innerText()).toMatch(/closed/);
       await expect
         .poll(async () => Number((await row.locator('td').nth(4).innerText()).trim()))
         .toBeGreaterThan(0);
+      // needs_approval: one call approved, one rejected by a person: no error, one rejection.
+      const approval = tools.locator('tr[data-tool="needs_approval"]');
+      await expect.poll(() => approval.locator('td').nth(7).innerText()).toBe('1');
+      expect(await approval.locator('td').nth(5).innerText()).toBe('0');
+      expect(await approval.locator('td').nth(6).innerText()).toBe('0 %');
+      await expectAccessible();
       await shot('agents');
     });
 
-    it("shows a workflow's nodes by depth, the watchdog's firing, and links each node to its run", async () => {
+    it('charts runs per minute, latencies, error rates, breakers and queue depths on the overview, from the platform data', async () => {
+      const cookie = await login(h, FULL_KEY);
+      const data = (await (await fetch(`${h.url}/ui/api/overview`, { headers: { cookie } })).json()) as {
+        runs: number;
+        minutes: Array<{ counts: Record<string, number> }>;
+        tools: Array<{ tool: string; calls: number; errors: number; rejected: number; p50_ms?: number }>;
+        queues: Array<{ queue: string }>;
+        run_latency: { count: number; p50_ms?: number; p95_ms?: number };
+      };
+      const listed = (await h.call('GET', '/v1/runs?limit=200')).json.runs as Array<{ status: string }>;
+      expect(data.runs).toBe(listed.length);
+      const counted = data.minutes.reduce((n, m) => n + (m.counts.succeeded ?? 0), 0);
+      expect(counted).toBe(listed.filter((r) => r.status === 'succeeded').length);
+      expect(data.tools.find((t) => t.tool === 'needs_approval')).toMatchObject({ errors: 0, rejected: 1 });
+      expect(data.tools.find((t) => t.tool === 'no_such_tool')).toMatchObject({ errors: 2, rejected: 0 });
+      expect(data.run_latency.p95_ms!).toBeGreaterThanOrEqual(data.run_latency.p50_ms!);
+      expect(data.queues[0]!.queue).toBe(h.keys.runsQueue);
+
+      await page.goto(`${h.url}/ui#/overview`);
+      const chart = (name: string) => page.locator(`figure[data-chart="${name}"]`);
+      await chart('runs-per-minute').waitFor();
+      expect(await chart('runs-per-minute').locator('rect.fill-succeeded').count()).toBeGreaterThan(0);
+      expect(await chart('runs-per-minute').locator('svg').getAttribute('aria-label')).toContain(
+        `${counted} succeeded`,
+      );
+      expect(await chart('tool-errors').locator('svg').getAttribute('aria-label')).toMatch(
+        /needs_approval 0 %; no_such_tool 100 %/,
+      );
+      expect(await chart('latency').locator('svg').getAttribute('aria-label')).toContain('query_weather p50');
+      expect(await chart('queues').locator('svg').getAttribute('aria-label')).toMatch(
+        /^Queue depths now: runs waiting/,
+      );
+      await chart('breakers')
+        .getByText(/Every breaker is closed|closed/)
+        .first()
+        .waitFor();
+      await expectAccessible();
+      await shot('overview');
+    });
+
+    it("shows a workflow's nodes by depth with run times on a time axis, the watchdog on the node it touched, and links both ways", async () => {
       // stock → order: the watchdog gives stock its default after 1.5 s, then order runs on it.
       const started = await h.client.createWorkflow({ workflow: 'late_with_default', input: 'restock' });
       const done = await h.client.waitForWorkflow(started.workflow_id, { timeoutMs: 30_000 });
@@ -274,27 +550,46 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await page.getByRole('link', { name: 'Workflows' }).click();
       const row = page.locator('table.workflows tbody tr').filter({ hasText: started.workflow_id });
       await expect.poll(() => row.innerText()).toMatch(/late_with_default\s+succeeded/);
+      await expectAccessible();
       await shot('workflows');
       await row.getByRole('link', { name: started.workflow_id }).click();
       const nodes = page.locator('table.nodes tbody tr');
       await expect
         .poll(() => nodes.allInnerTexts())
         .toEqual([
-          expect.stringMatching(/^0\s+stock\s+test_agent\s+—\s+defaulted\s+low confidence/),
+          expect.stringMatching(
+            /^0\s+stock\s+test_agent\s+—\s+defaulted\s+watchdog injected the default after 1\.5 s and cancelled its run\s+low confidence/,
+          ),
           expect.stringMatching(
             /^1\s+order\s+test_agent\s+stock\s+succeeded\s+low confidence\s+inputs: stock/,
           ),
         ]);
       expect(await nodes.nth(0).locator('td.output').innerText()).toContain('no stock data');
+      const order = done.nodes.find((n) => n.id === 'order')!;
+      expect(await nodes.nth(1).locator('td.ran').innerText()).toMatch(/^ran \d+(\.\d)? (ms|s)$/);
+      // The time axis: a bar per node, the watchdog's mark on stock only.
+      const timeline = page.locator('.nodes-timeline');
+      expect(
+        await timeline
+          .locator('.wf-row[data-node]')
+          .evaluateAll((r) => r.map((e) => e.getAttribute('data-node'))),
+      ).toEqual(['stock', 'order']);
+      expect(await timeline.locator('.wf-row[data-node="stock"] .wf-mark.watchdog').count()).toBe(1);
+      expect(await timeline.locator('.wf-row[data-node="order"] .wf-mark.watchdog').count()).toBe(0);
+      expect(await timeline.locator('.wf-row[data-node="order"] .wf-bar.node-succeeded').count()).toBe(1);
       await page.getByText(/Watchdog fired on node stock after 1\.5 s/).waitFor();
       await page.getByText('Workflow finished:').waitFor();
       expect(await page.getByRole('button', { name: 'Cancel' }).count()).toBe(0);
+      await expectAccessible();
       await shot('workflow');
-      const order = done.nodes.find((n) => n.id === 'order')!;
       await nodes.nth(1).getByRole('link', { name: order.run_id! }).click();
       await page.getByText('Run finished:').waitFor();
       expect(page.url()).toContain(`#/runs/${order.run_id!}`);
-      await expect.poll(() => page.locator('h1 .badge').innerText()).toBe('succeeded');
+      await expect.poll(() => page.locator('h1 .badge').first().innerText()).toBe('succeeded');
+      // And back: the run names its workflow and node.
+      await page.locator('.facts').getByRole('link', { name: started.workflow_id }).click();
+      await page.locator('table.nodes').waitFor();
+      expect(page.url()).toContain(`#/workflows/${started.workflow_id}`);
     });
 
     it("shows the watchdog's abort report of a workflow whose node timed out with on_timeout: abort", async () => {
@@ -305,7 +600,10 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await expect.poll(() => page.locator('h1 .badge').innerText()).toBe('aborted');
       await page.getByText(/Watchdog fired on node stock after 1\.5 s:\s*abort/).waitFor();
       const report = (await h.client.getWorkflow(started.workflow_id)).report!;
-      expect(await page.locator('.box.warn p').innerText()).toBe(report.text);
+      expect(await page.locator('.box.warn .text').innerText()).toBe(report.text);
+      await expect
+        .poll(() => page.locator('tr[data-node="stock"] .watchdog').innerText())
+        .toBe('watchdog aborted the workflow after 1.5 s and cancelled its run');
       await shot('workflow-aborted');
     });
 
@@ -318,6 +616,48 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await page.getByText('Cancellation requested').waitFor();
       await expect.poll(() => page.locator('h1 .badge').innerText()).toBe('cancelled');
       expect((await h.client.getWorkflow(started.workflow_id)).reason).toBe('cancel_requested');
+    });
+
+    it('is usable and passes the accessibility check at phone width (390×844) as at 1280×800', async () => {
+      const phone = await signedIn(390, 844);
+      // The page's width, and the elements that reach past the screen's edge (to name a culprit).
+      const fits = async () =>
+        JSON.parse(
+          (await phone.evaluate(`JSON.stringify({
+            page: document.documentElement.scrollWidth,
+            view: window.innerWidth,
+            past: [...document.querySelectorAll('body *')]
+              .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('nav, .table-wrap, .chart svg, .skip'))
+              .slice(0, 5)
+              .map((e) => e.tagName + '.' + e.className),
+          })`)) as string,
+        ) as { page: number; view: number; past: string[] };
+      const check = async (hash: string, ready: () => Promise<unknown>, name: string) => {
+        await phone.goto(`${h.url}/ui#/${hash}`);
+        await ready();
+        const size = await fits();
+        expect(size.page, `#/${hash} is wider than the screen: ${size.past.join(', ')}`).toBeLessThanOrEqual(
+          size.view,
+        );
+        expect(await accessibilityViolations(phone), `#/${hash}`).toEqual([]);
+        await shot(`phone-${name}`, phone);
+      };
+      await check('runs', () => phone.locator('table.runs tbody tr').first().waitFor(), 'runs');
+      await check(`runs/${mdRunId}`, () => phone.getByText('Run finished:').waitFor(), 'run');
+      await check('overview', () => phone.locator('figure[data-chart="queues"]').waitFor(), 'overview');
+      await check('agents', () => phone.locator('tr[data-tool="noop"]').first().waitFor(), 'agents');
+      // A decision made at phone width: the buttons are on screen and work.
+      const runId = await parkApproval();
+      await check(
+        'approvals',
+        () => phone.locator('.approval').filter({ hasText: runId }).waitFor(),
+        'approvals',
+      );
+      const item = phone.locator('.approval').filter({ hasText: runId });
+      await item.getByRole('button', { name: 'Approve needs_approval' }).click();
+      await item.getByRole('button', { name: 'Confirm approve' }).click();
+      expect((await finished(h, runId)).status).toBe('succeeded');
+      await phone.context().close();
     });
 
     it('shows a limited key only the runs of its agents', async () => {

@@ -260,6 +260,14 @@ const summaryFields = {
   metadata: Type.Optional(Metadata),
   tools: Type.Optional(Type.Array(Type.String(), { description: 'tools the run called' })),
   error_kinds: Type.Optional(Type.Array(Type.String(), { description: 'error kinds of its tool calls' })),
+  input_preview: Type.Optional(Type.String({ description: 'the first 160 characters of its input' })),
+  calls: Type.Optional(Type.Integer({ minimum: 0, description: 'tool calls it made so far' })),
+  errors: Type.Optional(
+    Type.Integer({ minimum: 0, description: 'its tool calls that did not succeed (refusals included)' }),
+  ),
+  retries: Type.Optional(
+    Type.Integer({ minimum: 0, description: 'retries the executors made of its calls' }),
+  ),
 };
 export const RunSummaryView = Type.Object(summaryFields);
 export const RunView = Type.Object({

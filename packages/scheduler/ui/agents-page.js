@@ -13,7 +13,8 @@ function ToolRow({ t, s }) {
     <td><span class=${`badge breaker-${t.breaker.state}`}>${t.breaker.state.replace('_', ' ')}</span>${t.breaker.open_until ? html`<span class="muted"> until ${time(t.breaker.open_until)}</span>` : null}</td>
     <td>${s?.calls ?? 0}</td>
     <td>${s?.errors ?? 0}</td>
-    <td>${pct(s?.errors ?? 0, s?.calls ?? 0)}</td>
+    <td>${pct(s?.errors ?? 0, (s?.calls ?? 0) - (s?.rejected ?? 0))}</td>
+    <td>${s?.rejected ?? 0}</td>
     <td>${Object.entries(s?.error_kinds ?? {}).map(([k, n]) => html`<span class="chip">${k} ${n}</span>`)}</td>
   </tr>`;
 }
@@ -28,15 +29,15 @@ export function AgentsPage({ agents, reloadAgents }) {
   const byTool = new Map((stats?.tools ?? []).map((t) => [t.tool, t]));
   return html`<section>
     <h1>Agents and tools</h1>
-    <p class="muted">Error rates over the last ${stats?.runs ?? '…'} runs you can see; breaker states as the fleet shares them now.</p>
+    <p class="muted">Error rates over the last ${stats?.runs ?? '…'} runs you can see (a call a person rejected is a decision, not a failure: counted apart, left out of the rate); breaker states as the fleet shares them now.</p>
     ${agents.map(
       (a) => html`<div class="agent">
         <h2>${a.name}</h2>
         ${a.description ? html`<p class="muted">${a.description}</p>` : null}
-        <table>
-          <thead><tr><th>Tool</th><th>Served</th><th>Group</th><th>Breaker</th><th>Calls</th><th>Errors</th><th>Error rate</th><th>Error kinds</th></tr></thead>
+        <div class="table-wrap" tabindex="0" role="region" aria-label=${`Tools of ${a.name}`}><table>
+          <thead><tr><th>Tool</th><th>Served</th><th>Group</th><th>Breaker</th><th>Calls</th><th>Errors</th><th>Error rate</th><th title="calls a person rejected: decisions, not failures">Rejected</th><th>Error kinds</th></tr></thead>
           <tbody>${a.tools.map((t) => html`<${ToolRow} t=${t} s=${byTool.get(t.name)} />`)}</tbody>
-        </table>
+        </table></div>
       </div>`,
     )}
   </section>`;

@@ -4,6 +4,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api } from './api.js';
 import { AgentsPage } from './agents-page.js';
 import { ApprovalsPage } from './approvals-page.js';
+import { OverviewPage } from './overview-page.js';
 import { RunPage } from './run-page.js';
 import { RunsPage } from './runs-page.js';
 import { WorkflowPage, WorkflowsPage } from './workflows-page.js';
@@ -76,15 +77,19 @@ function App() {
   if (me === undefined) return html`<p class="muted pad">Loading…</p>`;
   if (me === null) return html`<${Login} onIn=${check} />`;
   const link = (page, label) =>
-    html`<a href=${`#/${page}`} class=${route.page === page ? 'active' : ''}>${label}</a>`;
+    html`<a href=${`#/${page}`} class=${route.page === page ? 'active' : ''} aria-current=${route.page === page ? 'page' : undefined}>${label}</a>`;
   const signOut = () => api.logout().finally(() => setMe(null));
   return html`<div>
+    <a class="skip" href="#main" onClick=${(e) => {
+      e.preventDefault();
+      document.getElementById('main')?.focus();
+    }}>Skip to content</a>
     <header>
       <span class="brand">Agent-Reach</span>
-      <nav>${link('runs', 'Runs')}${link('approvals', 'Approvals')}${link('agents', 'Agents & tools')}${hasWorkflows || route.page === 'workflows' ? link('workflows', 'Workflows') : null}</nav>
+      <nav aria-label="Pages">${link('overview', 'Overview')}${link('runs', 'Runs')}${link('approvals', 'Approvals')}${link('agents', 'Agents & tools')}${hasWorkflows || route.page === 'workflows' ? link('workflows', 'Workflows') : null}</nav>
       <span class="who">${me.name}${me.agents ? html` <span class="muted">(${me.agents.join(', ')})</span>` : null}<button class="secondary" onClick=${signOut}>Sign out</button></span>
     </header>
-    <main>
+    <main id="main" tabindex="-1">
       ${
         route.page === 'runs' && route.id
           ? html`<${RunPage} runId=${route.id} />`
@@ -94,9 +99,11 @@ function App() {
               : html`<${WorkflowsPage} />`
             : route.page === 'approvals'
               ? html`<${ApprovalsPage} />`
-              : route.page === 'agents'
-                ? html`<${AgentsPage} agents=${agents} reloadAgents=${reloadAgents} />`
-                : html`<${RunsPage} agents=${agents} />`
+              : route.page === 'overview'
+                ? html`<${OverviewPage} />`
+                : route.page === 'agents'
+                  ? html`<${AgentsPage} agents=${agents} reloadAgents=${reloadAgents} />`
+                  : html`<${RunsPage} agents=${agents} />`
       }
     </main>
   </div>`;

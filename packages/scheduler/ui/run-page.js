@@ -1,21 +1,38 @@
 import { html } from 'htm/preact';
 import { api, followEvents } from './api.js';
-import { Code, Kind, Status, duration, time } from './format.js';
+import {
+  Code,
+  Kind,
+  Prose,
+  Reason,
+  Status,
+  When,
+  duration,
+  isFinal,
+  kindText,
+  runDuration,
+  time,
+  useNow,
+} from './format.js';
 import { Approvals } from './approvals.js';
 import { useFollowed } from './use-followed.js';
+import { Waterfall } from './waterfall.js';
 
 /** One tool call: a line that opens to its arguments and the result exactly as the model saw it. */
 function ToolCall({ e }) {
   const kind = e.kind ?? (e.ok ? 'ok' : 'error');
   const retries = e.attempts > 1 ? `, ${e.attempts - 1} retr${e.attempts === 2 ? 'y' : 'ies'}` : '';
   const breaker = e.error?.kind === 'circuit_open';
+  const rejected = e.error?.decided_by !== undefined;
   return html`<details class="call" data-call=${e.tool_call_id}>
     <summary>
       <span class="tool">${e.tool}</span> <${Kind} kind=${kind} answered=${e.answered} />
+      ${e.error ? html` <span class="badge error-kind" title=${`error kind: ${e.error.kind}`}>${rejected ? `rejected by ${e.error.decided_by}` : kindText(e.error.kind)}</span>` : null}
       ${breaker ? html` <span class="badge breaker">breaker open</span>` : null}
       <span class="muted"> ${duration(e.duration_ms)}, ${e.attempts} attempt${e.attempts === 1 ? '' : 's'}${retries}</span>
       ${e.executor_id ? html`<span class="muted mono"> on ${e.executor_id}</span>` : null}
       ${e.truncated ? html` <span class="badge warn">truncated</span>` : null}
+      ${e.error?.message ? html`<div class="error-line">${e.error.message}</div>` : null}
     </summary>
     <div class="call-body">
       <${Code} label="Arguments (as the model sent them)" value=${e.arguments} />
@@ -59,8 +76,8 @@ function Event({ e, start }) {
       return row(
         'turn',
         html`<div><b>Model turn ${e.turn}</b> <span class="muted">${e.model} · ${duration(e.latency_ms)} · ${e.prompt_tokens} in / ${e.completion_tokens} out tokens · ${e.finish_reason}${e.tool_calls ? ` · ${e.tool_calls} tool call${e.tool_calls === 1 ? '' : 's'}` : ''}</span></div>
-        ${e.reasoning ? html`<details class="reasoning"><summary>Reasoning</summary><p>${e.reasoning}</p></details>` : null}
-        ${e.message?.content ? html`<p class="said">${e.message.content}</p>` : null}`,
+        ${e.reasoning ? html`<details class="reasoning"><summary>Reasoning</summary><div class="text">${e.reasoning}</div></details>` : null}
+        ${e.message?.content ? html`<div class="said"><${Prose} text=${e.message.content} /></div>` : null}`,
       );
     case 'llm_error':
       return row(
@@ -98,7 +115,7 @@ function Event({ e, start }) {
     case 'run_finished':
       return row(
         'end',
-        html`<b>Run finished:</b> <${Status} status=${e.outcome.status} /> <span class="muted">${e.outcome.reason}</span>`,
+        html`<b>Run finished:</b> <${Status} status=${e.outcome.status} /> <span class="muted"><${Reason} code=${e.outcome.reason} /></span>`,
       );
     default:
       return row('other', html`<span class="muted">${e.type}</span>`);
@@ -128,35 +145,87 @@ const REFRESH_ON = new Set([
   'llm_request',
 ]);
 
-/** One run: its outcome, pending approvals, task stack and a live timeline of everything it did. */
+/** Tokens and cost of the run, the cost only when the run record carries one. */
+function cost(run) {
+  const c = run.cost ?? run.usage?.cost;
+  if (c === undefined || c === null) return null;
+  if (typeof c === 'number') return `$${c.toFixed(c < 1 ? 4 : 2)}`;
+  if (typeof c === 'object' && typeof c.amount === 'number')
+    return `${c.amount.toFixed(c.amount < 1 ? 4 : 2)} ${c.currency ?? 'USD'}`;
+  if (typeof c === 'object' && typeof c.total === 'number')
+    return `${c.total.toFixed(c.total < 1 ? 4 : 2)} ${c.currency ?? 'USD'}`;
+  return String(c);
+}
+
+/** The figures of a run at a glance: duration, calls and errors, tokens, cost. */
+function Totals({ run, events, now }) {
+  const results = events.filter((e) => e.type === 'tool_result');
+  const failed = results.filter((e) => !e.ok);
+  const retries = results.reduce((n, e) => n + Math.max(0, e.attempts - 1), 0);
+  const priced = cost(run);
+  const tile = (label, value, cls = '') =>
+    html`<div class=${`tile ${cls}`}><div class="tile-label">${label}</div><div class="tile-value">${value}</div></div>`;
+  return html`<div class="totals" role="group" aria-label="Run totals">
+    ${tile('Duration', html`${duration(runDuration(run, now))}${isFinal(run.status) ? '' : ' …'}`)}
+    ${tile('Model turns', run.iterations)}
+    ${tile('Tool calls', results.length)}
+    ${tile('Errors', failed.length, failed.length ? 'bad' : '')}
+    ${tile('Retries', retries, retries ? 'warn' : '')}
+    ${tile('Tokens', html`${run.usage.total_tokens || run.usage.prompt_tokens + run.usage.completion_tokens}<span class="muted small-text"> (${run.usage.prompt_tokens} in / ${run.usage.completion_tokens} out)</span>`)}
+    ${priced ? tile('Cost', priced) : null}
+  </div>`;
+}
+
+/** Every failed or refused call, each with its kind, above the timeline. */
+function Errors({ events }) {
+  const failed = events.filter((e) => e.type === 'tool_result' && !e.ok);
+  const model = events.filter((e) => e.type === 'llm_error');
+  if (!failed.length && !model.length) return null;
+  return html`<div class="box warn errors" role="region" aria-label="Errors">
+    <div class="code-label">Errors (${failed.length + model.length})</div>
+    <ul>
+      ${failed.map((e) => html`<li><span class="tool">${e.tool}</span> <span class="badge error-kind" title=${`error kind: ${e.error?.kind ?? e.kind}`}>${e.error?.decided_by !== undefined ? `rejected by ${e.error.decided_by}` : kindText(e.error?.kind ?? e.kind ?? 'error')}</span> <span class="mono muted">${e.error?.kind ?? ''}</span> ${e.error?.message ?? ''}</li>`)}
+      ${model.map((e) => html`<li><b>Model turn ${e.turn}</b> <span class="badge error-kind">model error${e.status ? ` ${e.status}` : ''}</span> ${e.message}</li>`)}
+    </ul>
+  </div>`;
+}
+
+/** One run: its outcome, totals, waterfall, pending approvals, task stack and a live timeline. */
 export function RunPage({ runId }) {
   const { record: run, events, error, reload } = useFollowed(runId, api.run, followEvents, REFRESH_ON);
+  const now = useNow(run !== undefined && !isFinal(run.status));
 
   if (error && !run) return html`<p class="error">${error}</p>`;
   if (!run) return html`<p class="muted">Loading…</p>`;
   const start = events[0]?.at ?? run.created_at;
   const pending = run.pending_approvals.map((a) => ({ ...a, run_id: run.run_id, agent: run.agent }));
+  const troubled = run.status === 'succeeded' && events.some((e) => e.type === 'tool_result' && !e.ok);
   return html`<section class="run">
-    <h1><span class="mono">${run.run_id}</span> <${Status} status=${run.status} /></h1>
+    <h1><span class="mono">${run.run_id}</span> <${Status} status=${run.status} />${troubled ? html` <span class="badge warn mark">with failed or refused calls</span>` : null}</h1>
     <dl class="facts">
       <dt>Agent</dt><dd>${run.agent}</dd>
-      <dt>Created</dt><dd>${time(run.created_at)}</dd>
+      <dt>Created</dt><dd><${When} ms=${run.created_at} now=${now} /> <span class="muted">${time(run.created_at)}</span></dd>
+      ${isFinal(run.status) ? html`<dt>Ended</dt><dd><${When} ms=${run.updated_at} now=${now} /> <span class="muted">${time(run.updated_at)}</span></dd>` : null}
       <dt>Trace</dt><dd class="mono">${run.trace_id ?? '—'}</dd>
-      <dt>Turns</dt><dd>${run.iterations}</dd>
-      <dt>Tokens</dt><dd>${run.usage.prompt_tokens} in / ${run.usage.completion_tokens} out</dd>
-      ${run.reason ? html`<dt>Reason</dt><dd>${run.reason}</dd>` : null}
+      ${run.reason ? html`<dt>Reason</dt><dd><${Reason} code=${run.reason} /> <span class="mono muted">${run.reason}</span></dd>` : null}
+      ${run.workflow ? html`<dt>Workflow</dt><dd><a class="mono" href=${`#/workflows/${encodeURIComponent(run.workflow.workflow_id)}`}>${run.workflow.workflow_id}</a> <span class="muted">node</span> <span class="mono">${run.workflow.node}</span></dd>` : null}
       ${run.metadata ? html`<dt>Metadata</dt><dd>${Object.entries(run.metadata).map(([k, v]) => html`<span class="chip">${k}=${v}</span>`)}</dd>` : null}
     </dl>
-    ${run.input ? html`<div class="box"><div class="code-label">Input</div><p>${run.input}</p></div>` : null}
-    ${run.answer ? html`<div class="box answer"><div class="code-label">Answer</div><p>${run.answer}</p></div>` : null}
-    ${run.report ? html`<div class="box warn"><div class="code-label">Report</div><p>${run.report}</p></div>` : null}
+    <${Totals} run=${run} events=${events} now=${now} />
+    ${run.input ? html`<div class="box"><div class="code-label">Input</div><${Prose} text=${run.input} /></div>` : null}
+    ${run.answer ? html`<div class="box answer"><div class="code-label">Answer</div><${Prose} text=${run.answer} /></div>` : null}
+    ${run.output !== undefined ? html`<${Code} label="Structured output" value=${run.output} />` : null}
+    ${run.report ? html`<div class="box warn"><div class="code-label">Report</div><${Prose} text=${run.report} /></div>` : null}
+    <${Errors} events=${events} />
     ${pending.length ? html`<h2>Waiting for a decision</h2><${Approvals} items=${pending} onDecided=${reload} />` : null}
+    <h2 id="waterfall-title">Waterfall</h2>
+    <${Waterfall} events=${events} start=${start} end=${isFinal(run.status) ? undefined : now} />
     <div class="columns">
       <div class="timeline-col">
         <h2>Timeline</h2>
         <ol class="timeline">${events.map((e) => html`<${Event} key=${e.id} e=${e} start=${start} />`)}</ol>
       </div>
-      <aside>
+      <aside aria-label="Task stack">
         <h2>Task stack</h2>
         <${TaskStack} events=${events} />
       </aside>

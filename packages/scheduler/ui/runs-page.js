@@ -3,7 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api } from './api.js';
 // The one list of statuses, from the wire contract's source (bundled: no runtime dependency).
 import { RUN_STATUSES } from '../../protocol/src/run-status.ts';
-import { Status, time } from './format.js';
+import { Reason, Status, When, duration, isFinal, runDuration, useNow } from './format.js';
 
 const EMPTY = {
   agent: '',
@@ -26,6 +26,32 @@ function queryOf(filters, cursor) {
   }
   if (cursor) q.cursor = cursor;
   return q;
+}
+
+/** A run that ended well although some of its calls failed or were refused. */
+const troubled = (r) => r.status === 'succeeded' && (r.errors ?? 0) > 0;
+
+/** Calls, errors and retries of a run, when its listing has them (older records do not). */
+function Counts({ r }) {
+  if (r.calls === undefined) return html`<span class="muted">—</span>`;
+  return html`<span class="counts" aria-label=${`${r.calls} calls, ${r.errors} errors, ${r.retries} retries`}>
+    <span title="tool calls">${r.calls}</span>${' / '}<span class=${r.errors ? 'error' : 'muted'} title="calls that failed or were refused">${r.errors} err</span>${' / '}<span class=${r.retries ? 'warn-text' : 'muted'} title="retries the executors made">${r.retries} retr</span>
+  </span>`;
+}
+
+function RunRow({ r, now }) {
+  return html`<tr class=${troubled(r) ? 'troubled' : ''}>
+    <td><a href=${`#/runs/${encodeURIComponent(r.run_id)}`} class="mono">${r.run_id}</a></td>
+    <td>${r.agent}</td>
+    <td class="status-cell"><${Status} status=${r.status} />${troubled(r) ? html` <span class="badge warn mark" role="img" aria-label=${`succeeded with ${r.errors} failed or refused call${r.errors === 1 ? '' : 's'}`} title=${`${r.errors} call${r.errors === 1 ? '' : 's'} failed or refused`}>⚠ ${r.errors}</span>` : null}</td>
+    <td class="input-preview" title=${r.input_preview ?? ''}>${r.input_preview ?? ''}</td>
+    <td><${When} ms=${r.created_at} now=${now} /></td>
+    <td class="duration">${duration(runDuration(r, now))}${isFinal(r.status) ? null : html`<span class="muted"> …</span>`}</td>
+    <td>${r.iterations}</td>
+    <td><${Counts} r=${r} /></td>
+    <td><${Reason} code=${r.reason} /></td>
+    <td class="meta">${Object.entries(r.metadata ?? {}).map(([k, v]) => html`<span class="chip">${k}=${v}</span>`)}</td>
+  </tr>`;
 }
 
 /** Runs newest first: filters, cursor pages (fast at any depth), the first page kept live. */
@@ -73,6 +99,8 @@ export function RunsPage({ agents }) {
     setCursors([undefined]);
   };
 
+  const runs = page?.runs ?? [];
+  const now = useNow(runs.some((r) => !isFinal(r.status)));
   return html`
     <section>
       <h1>Runs ${cursor ? null : html`<span class="live" title="refreshed every 2 s">live</span>`}</h1>
@@ -95,22 +123,15 @@ export function RunsPage({ agents }) {
         </div>
       </form>
       ${error ? html`<p class="error">${error}</p>` : null}
+      <div class="table-wrap" tabindex="0" role="region" aria-label="Runs">
       <table class="runs">
-        <thead><tr><th>Run</th><th>Agent</th><th>Status</th><th>Created</th><th>Turns</th><th>Reason</th><th>Metadata</th></tr></thead>
+        <caption class="sr-only">Runs, newest first</caption>
+        <thead><tr><th scope="col">Run</th><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Input</th><th scope="col">Created</th><th scope="col">Duration</th><th scope="col">Turns</th><th scope="col" title="tool calls / errors / retries">Calls</th><th scope="col">Reason</th><th scope="col">Metadata</th></tr></thead>
         <tbody>
-          ${(page?.runs ?? []).map(
-            (r) => html`<tr>
-              <td><a href=${`#/runs/${encodeURIComponent(r.run_id)}`} class="mono">${r.run_id}</a></td>
-              <td>${r.agent}</td>
-              <td><${Status} status=${r.status} /></td>
-              <td>${time(r.created_at)}</td>
-              <td>${r.iterations}</td>
-              <td>${r.reason ?? ''}</td>
-              <td class="meta">${Object.entries(r.metadata ?? {}).map(([k, v]) => html`<span class="chip">${k}=${v}</span>`)}</td>
-            </tr>`,
-          )}
+          ${runs.map((r) => html`<${RunRow} key=${r.run_id} r=${r} now=${now} />`)}
         </tbody>
       </table>
+      </div>
       ${page && page.runs.length === 0 ? html`<p class="muted">No runs ${page.next_cursor ? 'in this slice of the index: try Older' : 'match'}.</p>` : null}
       <div class="pager">
         <button class="secondary" disabled=${cursors.length < 2} onClick=${() => setCursors(cursors.slice(0, -1))}>← Newer</button>

@@ -1,8 +1,9 @@
 import { html } from 'htm/preact';
-import { useEffect, useState } from 'preact/hooks';
 import { api, followWorkflowEvents } from './api.js';
-import { Status, duration, time } from './format.js';
+import { Prose, Reason, Status, When, duration, time, useNow } from './format.js';
 import { useFollowed } from './use-followed.js';
+import { usePolled } from './use-polled.js';
+import { ticks } from './waterfall.js';
 
 const LIVE_MS = 2000;
 const PREVIEW_CHARS = 140;
@@ -19,45 +20,25 @@ const preview = (text) => (text.length > PREVIEW_CHARS ? `${text.slice(0, PREVIE
 
 /** Workflows newest first, this key's only when it is limited to some agents, kept live. */
 export function WorkflowsPage() {
-  const [list, setList] = useState(undefined);
-  const [error, setError] = useState('');
-  useEffect(() => {
-    let stop = false;
-    const load = () =>
-      api.workflows({ limit: '50' }).then(
-        (l) => {
-          if (stop) return;
-          setList(l);
-          setError('');
-        },
-        (e) => {
-          if (!stop) setError(e.message);
-        },
-      );
-    void load();
-    const timer = setInterval(load, LIVE_MS);
-    return () => {
-      stop = true;
-      clearInterval(timer);
-    };
-  }, []);
+  const { data: list, error } = usePolled(() => api.workflows({ limit: '50' }), LIVE_MS);
   return html`<section>
     <h1>Workflows <span class="live" title="refreshed every 2 s">live</span></h1>
     ${error ? html`<p class="error">${error}</p>` : null}
-    <table class="runs workflows">
-      <thead><tr><th>Workflow</th><th>Name</th><th>Status</th><th>Created</th><th>Reason</th></tr></thead>
+    <div class="table-wrap" tabindex="0" role="region" aria-label="Workflows"><table class="runs workflows">
+      <thead><tr><th scope="col">Workflow</th><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Created</th><th scope="col">Duration</th><th scope="col">Reason</th></tr></thead>
       <tbody>
         ${(list?.workflows ?? []).map(
           (w) => html`<tr>
             <td><a href=${workflowHref(w.workflow_id)} class="mono">${w.workflow_id}</a></td>
             <td>${w.workflow}</td>
             <td><${Status} status=${w.status} />${w.cancel_requested && w.status === 'running' ? html` <span class="badge warn">cancelling</span>` : null}</td>
-            <td>${time(w.created_at)}</td>
-            <td>${w.reason ?? ''}</td>
+            <td><${When} ms=${w.created_at} /></td>
+            <td>${w.finished_at ? duration(w.finished_at - w.created_at) : html`<span class="muted">running</span>`}</td>
+            <td><${Reason} code=${w.reason} /></td>
           </tr>`,
         )}
       </tbody>
-    </table>
+    </table></div>
     ${list && list.workflows.length === 0 ? html`<p class="muted">No workflows.</p>` : null}
   </section>`;
 }
@@ -79,15 +60,26 @@ function depths(nodes) {
   return new Map(nodes.map((n) => [n.id, depth(n.id, new Set())]));
 }
 
-function NodeRow({ n, depth }) {
+/** What the watchdog did to a node, from the workflow's events. */
+function WatchdogMark({ fired }) {
+  if (!fired) return null;
+  const text =
+    fired.action === 'abort'
+      ? `watchdog aborted the workflow after ${duration(fired.timeout_ms)}${fired.run_id ? ' and cancelled its run' : ''}`
+      : `watchdog injected the default after ${duration(fired.timeout_ms)}${fired.run_id ? ' and cancelled its run' : ''}`;
+  return html` <span class="badge warn watchdog" title=${text}>${text}</span>`;
+}
+
+function NodeRow({ n, depth, fired }) {
   return html`<tr data-node=${n.id}>
     <td class="mono">${depth}</td>
     <td class="mono"><b>${n.id}</b></td>
     <td>${n.agent}</td>
     <td class="mono">${n.depends_on.join(', ') || '—'}</td>
-    <td><${Status} status=${n.status} />${n.low_confidence ? html` <span class="badge warn" title=${n.reason ?? ''}>low confidence</span>` : null}${n.low_confidence_inputs.length ? html` <span class="badge warn" title="inputs that were low-confidence defaults">inputs: ${n.low_confidence_inputs.join(', ')}</span>` : null}</td>
+    <td><${Status} status=${n.status} /><${WatchdogMark} fired=${fired} />${n.low_confidence ? html` <span class="badge warn" title=${n.reason ?? ''}>low confidence</span>` : null}${n.low_confidence_inputs.length ? html` <span class="badge warn" title="inputs that were low-confidence defaults">inputs: ${n.low_confidence_inputs.join(', ')}</span>` : null}</td>
     <td>${n.run_id ? html`<a class="mono" href=${`#/runs/${encodeURIComponent(n.run_id)}`}>${n.run_id}</a>` : html`<span class="muted">not started</span>`}</td>
     <td class="muted waited">${n.waited_ms !== undefined ? `waited ${duration(n.waited_ms)}` : ''}</td>
+    <td class="ran">${n.started_at !== undefined && n.finished_at !== undefined ? `ran ${duration(n.finished_at - n.started_at)}` : n.started_at !== undefined && n.status === 'running' ? 'running' : ''}</td>
     <td class="output" title=${n.output ?? ''}>${n.output !== undefined ? preview(n.output) : ''}${n.reason ? html` <span class="muted">(${n.reason})</span>` : null}</td>
   </tr>`;
 }
@@ -114,6 +106,45 @@ function WorkflowEvent({ e, start }) {
   }
 }
 
+const pctOf = (x) => `${Math.max(0, Math.min(100, x)).toFixed(3)}%`;
+
+/**
+ * Each node on the workflow's time axis: the wait for its dependencies, then its run (to now while it
+ * runs), and the moment the watchdog fired on it.
+ */
+function NodeTimeline({ wf, nodes, fired, now }) {
+  const start = wf.created_at;
+  const end = Math.max(
+    wf.finished_at ?? now,
+    ...nodes.map((n) => n.finished_at ?? n.started_at ?? start),
+    ...[...fired.values()].map((e) => e.at),
+  );
+  const total = Math.max(1, end - start);
+  const x = (t) => (100 * (t - start)) / total;
+  return html`<div class="waterfall nodes-timeline" role="table" aria-labelledby="node-timeline-title">
+    <div class="wf-row wf-axis" role="row">
+      <div class="wf-label" role="columnheader">Node</div>
+      <div class="wf-track" role="columnheader" aria-label=${`time axis, 0 to ${duration(total)}`}>
+        ${ticks(total).map((t) => html`<span class="wf-tick" style=${{ left: pctOf(x(start + t)) }}>${duration(t)}</span>`)}
+      </div>
+    </div>
+    ${nodes.map((n) => {
+      const began = n.started_at;
+      const ended = n.finished_at ?? (n.status === 'running' ? now : (wf.finished_at ?? now));
+      const w = fired.get(n.id);
+      const text = `${n.id}: ${began === undefined ? 'not started' : `waited ${duration(began - start)}, ran ${duration(ended - began)}`} (${n.status})${w ? `, watchdog fired at +${duration(w.at - start)} (${w.action})` : ''}`;
+      return html`<div class="wf-row" role="row" data-node=${n.id} key=${n.id}>
+        <div class="wf-label" role="rowheader"><span class="wf-name mono">${n.id}</span> <span class="muted">${began !== undefined ? duration(ended - began) : ''}</span></div>
+        <div class="wf-track" role="cell" aria-label=${text} title=${text}>
+          ${began !== undefined ? html`<span class="wf-bar waited" style=${{ left: pctOf(0), width: pctOf(x(began)) }}></span>` : null}
+          ${began !== undefined ? html`<span class=${`wf-bar node-${n.status}`} style=${{ left: pctOf(x(began)), width: pctOf(Math.max(0.4, x(ended) - x(began))) }}></span>` : null}
+          ${w ? html`<span class="wf-mark watchdog" style=${{ left: pctOf(x(w.at)) }}></span>` : null}
+        </div>
+      </div>`;
+    })}
+  </div>`;
+}
+
 /** One workflow: its nodes by depth with their runs, watchdog firings, the abort report, Cancel. */
 export function WorkflowPage({ workflowId }) {
   const {
@@ -124,6 +155,7 @@ export function WorkflowPage({ workflowId }) {
     reload,
   } = useFollowed(workflowId, api.workflow, followWorkflowEvents, REFRESH_ON);
 
+  const now = useNow(wf !== undefined && wf.status === 'running');
   if (error && !wf) return html`<p class="error">${error}</p>`;
   if (!wf) return html`<p class="muted">Loading…</p>`;
   const cancel = () =>
@@ -137,6 +169,7 @@ export function WorkflowPage({ workflowId }) {
     (e) => e.type !== 'node_started' && e.type !== 'node_finished' && e.type !== 'workflow_started',
   );
   const start = events[0]?.at ?? wf.created_at;
+  const fired = new Map(events.filter((e) => e.type === 'watchdog_fired').map((e) => [e.node, e]));
   return html`<section class="workflow">
     <h1><span class="mono">${wf.workflow_id}</span> <${Status} status=${wf.status} />${wf.status === 'running' && !wf.cancel_requested ? html` <button class="secondary" onClick=${cancel}>Cancel</button>` : null}</h1>
     ${error ? html`<p class="error">${error}</p>` : null}
@@ -146,19 +179,22 @@ export function WorkflowPage({ workflowId }) {
       <dt>Trace</dt><dd class="mono">${wf.trace_id ?? '—'}</dd>
       ${wf.config_version !== undefined ? html`<dt>Config version</dt><dd>${wf.config_version}</dd>` : null}
       <dt>Finished</dt><dd>${time(wf.finished_at)}</dd>
-      ${wf.reason ? html`<dt>Reason</dt><dd>${wf.reason}</dd>` : null}
+      ${wf.finished_at ? html`<dt>Duration</dt><dd>${duration(wf.finished_at - wf.created_at)}</dd>` : null}
+      ${wf.reason ? html`<dt>Reason</dt><dd><${Reason} code=${wf.reason} /> <span class="mono muted">${wf.reason}</span></dd>` : null}
       ${wf.cancel_requested ? html`<dt>Cancel</dt><dd>requested</dd>` : null}
       ${wf.metadata ? html`<dt>Metadata</dt><dd>${Object.entries(wf.metadata).map(([k, v]) => html`<span class="chip">${k}=${v}</span>`)}</dd>` : null}
     </dl>
-    <div class="box"><div class="code-label">Input</div><p>${wf.input}</p></div>
-    ${wf.output !== undefined ? html`<div class="box answer"><div class="code-label">Output${wf.low_confidence ? ' (low confidence)' : ''}</div><p>${wf.output}</p></div>` : null}
-    ${wf.error ? html`<div class="box warn"><div class="code-label">Error</div><p>${wf.error}</p></div>` : null}
-    ${wf.report ? html`<div class="box warn"><div class="code-label">Abort report: ${wf.report.timed_out} timed out after ${duration(wf.report.timeout_ms)}</div><p>${wf.report.text}</p></div>` : null}
+    <div class="box"><div class="code-label">Input</div><${Prose} text=${wf.input} /></div>
+    ${wf.output !== undefined ? html`<div class="box answer"><div class="code-label">Output${wf.low_confidence ? ' (low confidence)' : ''}</div><${Prose} text=${wf.output} /></div>` : null}
+    ${wf.error ? html`<div class="box warn"><div class="code-label">Error</div><div class="text">${wf.error}</div></div>` : null}
+    ${wf.report ? html`<div class="box warn"><div class="code-label">Abort report: ${wf.report.timed_out} timed out after ${duration(wf.report.timeout_ms)}</div><div class="text">${wf.report.text}</div></div>` : null}
     <h2>Nodes</h2>
-    <table class="runs nodes">
-      <thead><tr><th>Depth</th><th>Node</th><th>Agent</th><th>Depends on</th><th>State</th><th>Run</th><th>Waited</th><th>Output</th></tr></thead>
-      <tbody>${nodes.map((n) => html`<${NodeRow} key=${n.id} n=${n} depth=${depthOf.get(n.id)} />`)}</tbody>
-    </table>
+    <div class="table-wrap" tabindex="0" role="region" aria-label="Nodes"><table class="runs nodes">
+      <thead><tr><th>Depth</th><th>Node</th><th>Agent</th><th>Depends on</th><th>State</th><th>Run</th><th>Waited</th><th>Ran</th><th>Output</th></tr></thead>
+      <tbody>${nodes.map((n) => html`<${NodeRow} key=${n.id} n=${n} depth=${depthOf.get(n.id)} fired=${fired.get(n.id)} />`)}</tbody>
+    </table></div>
+    <h2 id="node-timeline-title">Node timeline</h2>
+    <${NodeTimeline} wf=${wf} nodes=${nodes} fired=${fired} now=${now} />
     <h2>Events</h2>
     ${notable.length ? html`<ol class="timeline">${notable.map((e) => html`<${WorkflowEvent} key=${e.id} e=${e} start=${start} />`)}</ol>` : html`<p class="muted">No watchdog firings or cancellation${wf.status === 'running' ? ' yet' : ''}.</p>`}
   </section>`;

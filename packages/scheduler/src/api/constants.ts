@@ -34,6 +34,8 @@ export const UI_CSRF_HEADER = 'x-agent-reach-ui';
 export const UI_TOOL_STATS_RUNS = 200;
 /** Parked runs the approvals inbox shows at most. */
 export const UI_APPROVALS_RUNS = 100;
+/** Minutes the inspector's overview charts runs over, up to now. */
+export const UI_OVERVIEW_MINUTES = 30;
 /** Where agents are served as MCP tools (streamable HTTP). */
 export const MCP_PATH = '/mcp';
 /** How long the run an MCP tool call started stays findable by that call's id, for its cancellation, in seconds. */

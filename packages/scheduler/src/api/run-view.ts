@@ -41,6 +41,10 @@ export function summaryView(s: RunSummary): RunSummaryView {
     ...(s.metadata ? { metadata: s.metadata } : {}),
     ...(s.tools?.length ? { tools: s.tools } : {}),
     ...(s.errorKinds?.length ? { error_kinds: s.errorKinds } : {}),
+    ...(s.inputPreview !== undefined ? { input_preview: s.inputPreview } : {}),
+    ...(s.calls !== undefined ? { calls: s.calls } : {}),
+    ...(s.errors !== undefined ? { errors: s.errors } : {}),
+    ...(s.retries !== undefined ? { retries: s.retries } : {}),
   };
 }
 

@@ -32,7 +32,16 @@ export interface RunSummary {
   tools?: string[];
   /** Error kinds its tool calls ended with, each once. */
   errorKinds?: string[];
+  /** The start of its input, for lists (absent in records written before it was kept). */
+  inputPreview?: string;
+  /** Its tool calls so far, those that did not succeed, and the retries the executors made of them. */
+  calls?: number;
+  errors?: number;
+  retries?: number;
 }
+
+/** How much of a run's input its listing keeps. */
+export const INPUT_PREVIEW_CHARS = 160;
 
 export interface RunListFilter {
   agent?: string;
@@ -390,8 +399,17 @@ function metaFields(state: RunState): Record<string, string> {
     ...(state.metadata ? { metadata: JSON.stringify(state.metadata) } : {}),
     tools: distinct(state.steps.map((s) => s.tool)),
     errorKinds: distinct(state.steps.flatMap((s) => (s.error_kind ? [s.error_kind] : []))),
+    // What a list shows of each run without reading its state.
+    inputPreview: state.input.slice(0, INPUT_PREVIEW_CHARS),
+    calls: String(state.steps.length),
+    errors: String(state.steps.filter((s) => !s.ok).length),
+    retries: String(state.steps.reduce((n, s) => n + Math.max(0, (s.attempts ?? 1) - 1), 0)),
   };
 }
+
+/** A count field of a listing; undefined when absent (older records) or not a count. */
+const count = (field: string | undefined) =>
+  field !== undefined && /^\d{1,9}$/.test(field) ? Number(field) : undefined;
 
 /** Names (tool names, error kinds: no commas in either) as one comma-separated field. */
 const distinct = (names: string[]) => [...new Set(names)].join(',');
@@ -431,6 +449,10 @@ export function toSummary(meta: Record<string, string>): RunSummary {
     ...(metadata ? { metadata } : {}),
     ...(meta.tools ? { tools: names(meta.tools) } : {}),
     ...(meta.errorKinds ? { errorKinds: names(meta.errorKinds) } : {}),
+    ...(meta.inputPreview !== undefined ? { inputPreview: meta.inputPreview } : {}),
+    ...(count(meta.calls) !== undefined ? { calls: count(meta.calls) } : {}),
+    ...(count(meta.errors) !== undefined ? { errors: count(meta.errors) } : {}),
+    ...(count(meta.retries) !== undefined ? { retries: count(meta.retries) } : {}),
   };
 }
 

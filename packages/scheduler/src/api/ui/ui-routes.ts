@@ -2,13 +2,13 @@ import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { DEFAULT_TENANT } from '@agent-reach/protocol';
-import type { RunState } from '../../agent-loop/run-state.js';
 import { searchRuns } from '../../runs/run-search.js';
 import { requirePrincipal } from '../auth.js';
-import { UI_APPROVALS_RUNS, UI_PATH, UI_TOOL_STATS_RUNS } from '../constants.js';
+import { UI_APPROVALS_RUNS, UI_PATH } from '../constants.js';
 import { ApiError } from '../errors.js';
 import type { ApiContext } from '../options.js';
 import { visibleRuns } from '../session-access.js';
+import { overviewReader, recentRuns, toolStats } from './ui-overview.js';
 import type { UiSessions } from './ui-sessions.js';
 
 /** The bundle `pnpm build` writes (esbuild): the same place relative to `src/api/ui` and `dist/api/ui`. */
@@ -52,7 +52,7 @@ function secured(reply: FastifyReply): FastifyReply {
 /**
  * The run inspector at `/ui`: a page and its bundle (public: they hold no data), a login that turns an
  * API key into a session cookie, and the few reads the pages need beyond `/v1` (approvals waiting,
- * tool error rates). Its pages call `/v1` with the session cookie, so a limited key sees only its agents.
+ * tool error rates, the overview's figures). Its pages call `/v1` with the session cookie, so a limited key sees only its agents.
  */
 export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSessions): void {
   const cache = new Map<string, Buffer>();
@@ -140,34 +140,15 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
     };
   });
 
-  app.get(`${UI_PATH}/api/tool-stats`, { schema: hide }, async (request) => {
-    const principal = requirePrincipal(ctx.auth, request);
-    const page = await searchRuns(ctx.deps.redis, ctx.deps.keys, {
-      ...(principal.agents ? { agents: principal.agents } : {}),
-      tenants: principal.tenants,
-      limit: UI_TOOL_STATS_RUNS,
-    });
-    const shown = await visibleRuns(ctx, principal, page.runs);
-    // One GET each, sent together: every run's keys are in a slot of their own on a cluster.
-    const states = await Promise.all(shown.map((r) => ctx.deps.redis.get(ctx.deps.keys.runState(r.runId))));
-    const tools = new Map<string, { calls: number; errors: number; error_kinds: Record<string, number> }>();
-    for (const json of states) {
-      if (typeof json !== 'string') continue;
-      const state = JSON.parse(json) as Pick<RunState, 'steps'>;
-      for (const s of state.steps ?? []) {
-        const t = tools.get(s.tool) ?? { calls: 0, errors: 0, error_kinds: {} };
-        t.calls += 1;
-        if (!s.ok) {
-          t.errors += 1;
-          const kind = s.error_kind ?? 'error';
-          t.error_kinds[kind] = (t.error_kinds[kind] ?? 0) + 1;
-        }
-        tools.set(s.tool, t);
-      }
-    }
-    return {
-      runs: shown.length,
-      tools: [...tools].map(([tool, t]) => ({ tool, ...t })).sort((a, b) => (a.tool < b.tool ? -1 : 1)),
-    };
+  app.get(`${UI_PATH}/api/tool-stats`, { schema: hide }, async (request) =>
+    toolStats(await recentRuns(ctx, requirePrincipal(ctx.auth, request))),
+  );
+
+  const overview = overviewReader(ctx);
+  app.addHook('onClose', async () => {
+    await overview.close();
   });
+  app.get(`${UI_PATH}/api/overview`, { schema: hide }, async (request) =>
+    overview.read(requirePrincipal(ctx.auth, request)),
+  );
 }

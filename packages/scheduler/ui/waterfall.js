@@ -1,0 +1,134 @@
+import { html } from 'htm/preact';
+import { duration, kindText } from './format.js';
+
+/**
+ * The spans of a run on one time axis, from its events: model turns (the turn's latency, ending when it
+ * was recorded), tool calls (their duration, split into one segment per attempt when the executors
+ * retried: per-attempt times are not recorded, so the segments share the duration evenly), approval
+ * waits (request to decision, or to now), and compactions and guards as marks.
+ */
+export function spans(events, end) {
+  const out = [];
+  const asked = new Map();
+  for (const e of events) {
+    switch (e.type) {
+      case 'llm_request':
+        out.push({
+          kind: 'turn',
+          label: `Model turn ${e.turn}`,
+          from: e.at - e.latency_ms,
+          to: e.at,
+          note: `${e.prompt_tokens} in / ${e.completion_tokens} out tokens`,
+        });
+        break;
+      case 'llm_error':
+        out.push({
+          kind: 'bad',
+          label: `Model turn ${e.turn} failed`,
+          from: e.at - e.latency_ms,
+          to: e.at,
+          note: e.message,
+        });
+        break;
+      case 'tool_result': {
+        const failed = !e.ok;
+        const rejected = e.error?.decided_by !== undefined;
+        out.push({
+          kind: rejected ? 'rejected' : failed ? 'bad' : 'tool',
+          label: e.tool,
+          from: e.at - e.duration_ms,
+          to: e.at,
+          attempts: e.attempts,
+          note: failed
+            ? rejected
+              ? `rejected by ${e.error.decided_by}`
+              : kindText(e.error?.kind ?? e.kind ?? 'error')
+            : e.kind === 'no_result'
+              ? 'no result'
+              : 'ok',
+          call: e.tool_call_id,
+        });
+        break;
+      }
+      case 'approval_requested':
+        asked.set(e.tool_call_id, out.length);
+        out.push({ kind: 'wait', label: `Approval: ${e.tool}`, from: e.at, to: undefined, note: 'waiting' });
+        break;
+      case 'approval_decided': {
+        const i = asked.get(e.tool_call_id);
+        if (i !== undefined)
+          Object.assign(out[i], { to: e.at, note: `${e.decision}${e.by ? ` by ${e.by}` : ''}` });
+        break;
+      }
+      case 'compaction':
+        out.push({
+          kind: 'mark',
+          label: 'Compaction',
+          from: e.at,
+          to: e.at,
+          note: `${e.before_tokens} → ${e.after_tokens} tokens`,
+        });
+        break;
+      case 'guard':
+        out.push({ kind: 'mark guard', label: `Guard ${e.guard}`, from: e.at, to: e.at, note: e.action });
+        break;
+      default:
+    }
+  }
+  const last = events[events.length - 1]?.at;
+  for (const s of out) if (s.to === undefined) s.to = end ?? last ?? s.from;
+  return out;
+}
+
+/** Four or five round ticks along an axis of `total` ms. */
+export function ticks(total) {
+  const steps = [
+    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000,
+    600_000, 1_800_000, 3_600_000,
+  ];
+  const step = steps.find((s) => total / s <= 5) ?? total / 4;
+  const out = [];
+  for (let t = 0; t <= total; t += step) out.push(t);
+  return out;
+}
+
+const pct = (x) => `${Math.max(0, Math.min(100, x)).toFixed(3)}%`;
+
+/** A run's waterfall: one row per span, bars placed on a shared axis from the run's first event. */
+export function Waterfall({ events, start, end }) {
+  const rows = spans(events, end);
+  if (rows.length === 0) return html`<p class="muted">Nothing on the time axis yet.</p>`;
+  const finish = Math.max(end ?? 0, ...rows.map((r) => r.to), ...events.map((e) => e.at));
+  const total = Math.max(1, finish - start);
+  const x = (t) => (100 * (t - start)) / total;
+  return html`<div class="waterfall" role="table" aria-labelledby="waterfall-title" aria-describedby="waterfall-axis">
+    <div class="wf-row wf-axis" role="row">
+      <div class="wf-label" role="columnheader">Span</div>
+      <div class="wf-track" role="columnheader" id="waterfall-axis" aria-label=${`time axis, 0 to ${duration(total)}`}>
+        ${ticks(total).map((t) => html`<span class="wf-tick" style=${{ left: pct(x(start + t)) }}>${duration(t)}</span>`)}
+      </div>
+    </div>
+    ${rows.map((r, i) => {
+      const width = x(r.to) - x(r.from);
+      const n = r.attempts > 1 ? r.attempts : 1;
+      const text = `${r.label}: ${r.to > r.from ? duration(r.to - r.from) : 'instant'} at +${duration(Math.max(0, r.from - start))}${r.note ? `, ${r.note}` : ''}${n > 1 ? `, ${n} attempts` : ''}`;
+      return html`<div class=${`wf-row wf-${r.kind.split(' ')[0]}`} role="row" key=${i} data-span=${r.kind} data-call=${r.call}>
+        <div class="wf-label" role="rowheader"><span class="wf-name">${r.label}</span> <span class="muted">${r.to > r.from ? duration(r.to - r.from) : ''}</span></div>
+        <div class="wf-track" role="cell" aria-label=${text} title=${text}>
+          ${
+            r.kind.startsWith('mark')
+              ? html`<span class=${`wf-mark ${r.kind}`} style=${{ left: pct(x(r.from)) }}></span>`
+              : html`<span class=${`wf-bar ${r.kind}`} style=${{ left: pct(x(r.from)), width: pct(Math.max(width, 0.4)) }}>${
+                  n > 1
+                    ? Array.from(
+                        { length: n },
+                        (_, k) => html`<span class="wf-seg" data-attempt=${k + 1}></span>`,
+                      )
+                    : null
+                }</span>`
+          }
+        </div>
+      </div>`;
+    })}
+  </div>`;
+}
