@@ -383,6 +383,12 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await page.getByText('Run finished:').waitFor();
       await expect.poll(() => page.locator('h1 .badge').first().innerText()).toBe('succeeded');
       expect((await h.call('GET', `/v1/runs/${runId}`)).json.status).toBe('succeeded');
+      // The wait for the person is a span of the waterfall, from the request to the decision.
+      const wait = page.locator('.waterfall .wf-row[data-span="wait"]');
+      expect(await wait.locator('.wf-name').innerText()).toBe('Approval: needs_approval');
+      expect(await wait.locator('.wf-track').getAttribute('aria-label')).toMatch(
+        /^Approval: needs_approval: \S+ (ms|s|min \d+ s) at \+\S+ (ms|s), approved by tester$/,
+      );
     });
 
     it('rejects a call from the keyboard alone: Tab to Reject, Enter, Escape backs out, the reason is sent with Enter', async () => {
@@ -646,6 +652,8 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await check(`runs/${mdRunId}`, () => phone.getByText('Run finished:').waitFor(), 'run');
       await check('overview', () => phone.locator('figure[data-chart="queues"]').waitFor(), 'overview');
       await check('agents', () => phone.locator('tr[data-tool="noop"]').first().waitFor(), 'agents');
+      const workflow = (await h.call('GET', '/v1/workflows?limit=1')).json.workflows[0].workflow_id as string;
+      await check(`workflows/${workflow}`, () => phone.locator('.nodes-timeline').waitFor(), 'workflow');
       // A decision made at phone width: the buttons are on screen and work.
       const runId = await parkApproval();
       await check(

@@ -94,6 +94,12 @@ export function ticks(total) {
 
 const pct = (x) => `${Math.max(0, Math.min(100, x)).toFixed(3)}%`;
 
+/** A tick of a time axis at `x` percent: its label to the right of the mark, or to its left near the end. */
+export const Tick = ({ x, label }) =>
+  x > 80
+    ? html`<span class="wf-tick end" style=${{ right: pct(100 - x) }}>${label}</span>`
+    : html`<span class="wf-tick" style=${{ left: pct(x) }}>${label}</span>`;
+
 /** A run's waterfall: one row per span, bars placed on a shared axis from the run's first event. */
 export function Waterfall({ events, start, end }) {
   const rows = spans(events, end);
@@ -105,7 +111,7 @@ export function Waterfall({ events, start, end }) {
     <div class="wf-row wf-axis" role="row">
       <div class="wf-label" role="columnheader">Span</div>
       <div class="wf-track" role="columnheader" id="waterfall-axis" aria-label=${`time axis, 0 to ${duration(total)}`}>
-        ${ticks(total).map((t) => html`<span class="wf-tick" style=${{ left: pct(x(start + t)) }}>${duration(t)}</span>`)}
+        ${ticks(total).map((t) => html`<${Tick} x=${x(start + t)} label=${duration(t)} />`)}
       </div>
     </div>
     ${rows.map((r, i) => {

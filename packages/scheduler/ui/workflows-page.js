@@ -3,7 +3,7 @@ import { api, followWorkflowEvents } from './api.js';
 import { Prose, Reason, Status, When, duration, time, useNow } from './format.js';
 import { useFollowed } from './use-followed.js';
 import { usePolled } from './use-polled.js';
-import { ticks } from './waterfall.js';
+import { Tick, ticks } from './waterfall.js';
 
 const LIVE_MS = 2000;
 const PREVIEW_CHARS = 140;
@@ -125,7 +125,7 @@ function NodeTimeline({ wf, nodes, fired, now }) {
     <div class="wf-row wf-axis" role="row">
       <div class="wf-label" role="columnheader">Node</div>
       <div class="wf-track" role="columnheader" aria-label=${`time axis, 0 to ${duration(total)}`}>
-        ${ticks(total).map((t) => html`<span class="wf-tick" style=${{ left: pctOf(x(start + t)) }}>${duration(t)}</span>`)}
+        ${ticks(total).map((t) => html`<${Tick} x=${x(start + t)} label=${duration(t)} />`)}
       </div>
     </div>
     ${nodes.map((n) => {
