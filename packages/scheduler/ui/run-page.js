@@ -49,7 +49,7 @@ function ToolCall({ e }) {
 
 function Summary({ label, value }) {
   return value
-    ? html`<details class="summary"><summary>${label}</summary><${Code} label="" value=${value} /></details>`
+    ? html`<details class="summary"><summary>${label}</summary><${Code} label=${label} value=${value} /></details>`
     : null;
 }
 
