@@ -666,6 +666,15 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await item.getByRole('button', { name: 'Confirm approve' }).click();
       expect((await finished(h, runId)).status).toBe('succeeded');
       await phone.context().close();
+
+      // Signed out: the login form at phone width.
+      const out = await browser.newContext({ viewport: { width: 390, height: 844 } });
+      const login = await out.newPage();
+      await login.goto(`${h.url}/ui`);
+      await login.getByLabel('API key').waitFor();
+      expect(await accessibilityViolations(login)).toEqual([]);
+      expect(await login.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+      await out.close();
     });
 
     it('shows a limited key only the runs of its agents', async () => {

@@ -64,7 +64,7 @@ export function Approvals({ items, onDecided, showRun = false }) {
     ${error ? html`<li class="error" role="alert">${error}</li>` : null}
     ${items.map((a) => {
       const open = asking?.id === a.tool_call_id ? asking.decision : undefined;
-      return html`<li class="approval" data-call=${a.tool_call_id}>
+      return html`<li class="approval" key=${a.tool_call_id} data-call=${a.tool_call_id}>
         <div class="approval-what">
           <span class="tool">${a.tool}</span>${showRun ? html` in <a class="mono" href=${`#/runs/${encodeURIComponent(a.run_id)}`}>${a.run_id}</a> <span class="muted">(${a.agent})</span>` : null}<span class="muted"> requested <${When} ms=${a.requested_at} /></span>
           ${a.input ? html`<div class="muted input-preview">${a.input}</div>` : null}
