@@ -11,7 +11,14 @@ import {
   TRACEPARENT_PATTERN,
   newRunId,
 } from '@agent-reach/protocol';
-import { constants, maskUrl, reconnectDelayMs, runJobOptions, waitReady } from '@agent-reach/shared';
+import {
+  constants,
+  maskUrl,
+  outputSchemaProblems,
+  reconnectDelayMs,
+  runJobOptions,
+  waitReady,
+} from '@agent-reach/shared';
 import { AgentReachApiError } from './errors.js';
 
 /**
@@ -34,6 +41,11 @@ export interface RunJobFields {
   metadata?: Record<string, string>;
   /** The tenant the run belongs to (`[a-z0-9][a-z0-9_-]{0,39}`): only API keys of it see the run. Default `default`. */
   tenant?: string;
+  /**
+   * JSON Schema the final answer must match, instead of the agent's `output_schema`: the run's `output`
+   * is the parsed answer. A schema that is not usable is refused here (a `TypeError` naming the problem).
+   */
+  outputSchema?: object;
 }
 
 export interface EnqueueRunOptions extends RunJobFields {
@@ -71,6 +83,13 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
   if (!o.connection && !o.redisUrl) throw new TypeError('pass a connection or a redisUrl');
   if (o.tenant !== undefined && !TENANT_PATTERN.test(o.tenant))
     throw new TypeError(`tenant must match ${TENANT_PATTERN}`);
+  // Its JSON text: a TypeBox schema's symbol keys are not part of it.
+  const outputSchema =
+    o.outputSchema === undefined
+      ? undefined
+      : (JSON.parse(JSON.stringify(o.outputSchema)) as Record<string, unknown>);
+  const schemaProblems = outputSchema === undefined ? [] : outputSchemaProblems(outputSchema);
+  if (schemaProblems.length > 0) throw new TypeError(`outputSchema ${schemaProblems.join('; ')}`);
   const parentTrace =
     o.traceParent !== undefined && TRACEPARENT_PATTERN.test(o.traceParent)
       ? o.traceParent.split('-')[1]
@@ -108,6 +127,7 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
       trace_parent: o.traceParent,
       metadata: o.metadata,
       tenant: o.tenant,
+      output_schema: outputSchema,
     });
     await queue.add('run', data, runJobOptions(runId, o.retentionS)).catch((err: unknown) => {
       throw unavailable(url, `adding the run's job failed (${(err as Error).message})`, err);

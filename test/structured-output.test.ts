@@ -1,0 +1,169 @@
+import path from 'node:path';
+import { Type } from '@sinclair/typebox';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RecordedRequest, Scenario } from '@agent-reach/llm-sim';
+import { enqueueRun } from '@agent-reach/client/queue';
+import { startApiHarness, type ApiHarness } from './helpers/api.js';
+import { ROOT } from './helpers/processes.js';
+
+const AGENTS_FILE = path.join(ROOT, 'test/fixtures/agents-structured.yaml');
+
+/** The city reporter's schema, as its agents file declares it. */
+const CITY_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['city', 'temp_c'],
+  properties: { city: { type: 'string' }, temp_c: { type: 'number' } },
+};
+
+const SCENARIOS: Scenario[] = [
+  {
+    // Not JSON, then JSON missing a field, then a fenced valid answer.
+    name: 'so-fixes',
+    turns: [
+      { content: 'It is 21 degrees in Paris.' },
+      { content: '{"city": "Paris"}' },
+      { content: '```json\n{"city": "Paris", "temp_c": 21}\n```' },
+    ],
+  },
+  { name: 'so-never', turns: [{ content: '{"city": 7, "temp_c": "warm"}', repeat: true }] },
+  { name: 'so-valid', turns: [{ content: '{"ok": true, "note": "fine"}' }] },
+];
+
+const MODELS = SCENARIOS.map((s) => s.name);
+
+describe('structured output: runs whose answer must match a JSON Schema', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApiHarness({ allowedModels: MODELS }, { AGENTS_FILE });
+    for (const s of SCENARIOS) h.sim.addScenario(s);
+  });
+  afterAll(async () => h?.close());
+
+  /** The model requests of one run, in order (each run's conversation starts from its input). */
+  const requestsOf = (input: string): RecordedRequest[] =>
+    h.sim.requests.filter((r) => {
+      const messages = (r.body as { messages?: Array<{ role: string; content: unknown }> }).messages ?? [];
+      return messages.find((m) => m.role === 'user')?.content === input;
+    });
+  const lastMessage = (r: RecordedRequest) =>
+    (r.body as { messages: Array<{ role: string; content: string }> }).messages.at(-1)!;
+
+  it('tells the model what was wrong with each invalid answer and succeeds with the parsed output once it answers valid JSON', async () => {
+    const input = 'report the temperature (fixes)';
+    const run = await h.client.run(
+      { agent: 'city_reporter', input, model: 'so-fixes' },
+      { timeoutMs: 20_000 },
+    );
+    expect(run).toMatchObject({ status: 'succeeded', reason: 'final_answer' });
+    expect(run.output).toEqual({ city: 'Paris', temp_c: 21 });
+    expect(JSON.parse(run.answer!)).toEqual(run.output);
+
+    const asked = requestsOf(input);
+    expect(asked).toHaveLength(3);
+    for (const r of asked)
+      expect((r.body as { response_format?: unknown }).response_format).toEqual({
+        type: 'json_schema',
+        json_schema: { name: 'city_reporter_output', schema: CITY_SCHEMA, strict: true },
+      });
+    const first = lastMessage(asked[1]!);
+    expect(first.role).toBe('user');
+    expect(first.content).toContain('"constraint":"json"');
+    const second = lastMessage(asked[2]!);
+    expect(second.content).toContain('"field":"/temp_c"');
+    expect(second.content).toContain('"constraint":"required"');
+    expect(second.content).toContain('a value for the required field \\"temp_c\\"');
+
+    const events = (await h.control.events(run.run_id)).map((e) => e.event);
+    const invalid = events.filter((e) => e.type === 'output_invalid');
+    expect(invalid.map((e) => e.type === 'output_invalid' && e.retries_left)).toEqual([1, 0]);
+    const finished = events.find((e) => e.type === 'run_finished');
+    expect(finished?.type === 'run_finished' && finished.outcome.output).toEqual({
+      city: 'Paris',
+      temp_c: 21,
+    });
+  });
+
+  it('fails the run with invalid_output, naming the problems, when the model never answers valid JSON', async () => {
+    const input = 'report the temperature (never)';
+    const run = await h.client.run(
+      { agent: 'city_reporter', input, model: 'so-never' },
+      { timeoutMs: 20_000 },
+    );
+    expect(run).toMatchObject({ status: 'failed', reason: 'invalid_output' });
+    expect(run.output).toBeUndefined();
+    expect(run.answer).toBe('{"city": 7, "temp_c": "warm"}');
+    expect(run.report).toContain('/city must be string');
+    expect(run.report).toContain('/temp_c must be number');
+    // The first answer and the default two retries.
+    expect(requestsOf(input)).toHaveLength(3);
+  });
+
+  it("ends at once with invalid_output when the agent's output_retries is 0", async () => {
+    const input = 'are you ok (stubborn)';
+    const run = await h.client.run({ agent: 'stubborn', input, model: 'so-never' }, { timeoutMs: 20_000 });
+    expect(run).toMatchObject({ status: 'failed', reason: 'invalid_output' });
+    expect(run.report).toContain('must have required property');
+    expect(requestsOf(input)).toHaveLength(1);
+    // A schema with an open object and an optional field is outside strict mode: asked non-strict.
+    const format = (requestsOf(input)[0]!.body as { response_format: { json_schema: { strict: boolean } } })
+      .response_format;
+    expect(format.json_schema.strict).toBe(false);
+  });
+
+  it("takes a run request's own output schema, given as TypeBox, for an agent that declares none, and types the output", async () => {
+    const Ok = Type.Object({ ok: Type.Boolean(), note: Type.String() });
+    const input = 'are you ok (own schema)';
+    const run = await h.client.run(
+      { agent: 'free_text', input, model: 'so-valid', outputSchema: Ok },
+      { timeoutMs: 20_000 },
+    );
+    expect(run.status).toBe('succeeded');
+    const output: { ok: boolean; note: string } | undefined = run.output;
+    expect(output).toEqual({ ok: true, note: 'fine' });
+    const format = (requestsOf(input)[0]!.body as { response_format: { json_schema: { schema: unknown } } })
+      .response_format;
+    expect(format.json_schema.schema).toEqual(JSON.parse(JSON.stringify(Ok)));
+  });
+
+  it('asks a run without an output schema for no response format and gives it no output', async () => {
+    const input = 'are you ok (free)';
+    const run = await h.client.run({ agent: 'free_text', input, model: 'so-valid' }, { timeoutMs: 20_000 });
+    expect(run).toMatchObject({ status: 'succeeded', answer: '{"ok": true, "note": "fine"}' });
+    expect(run.output).toBeUndefined();
+    expect((requestsOf(input)[0]!.body as { response_format?: unknown }).response_format).toBeUndefined();
+  });
+
+  it('refuses a run request whose output schema is not usable, with a 400 naming the problem', async () => {
+    const bad = async (schema: unknown) => {
+      const res = await h.call('POST', '/v1/runs', {
+        body: { agent: 'free_text', input: 'x', output_schema: schema },
+      });
+      expect(res.status).toBe(400);
+      expect(res.json.error.code).toBe('VALIDATION_FAILED');
+      return res.json.error.message as string;
+    };
+    expect(await bad({ type: 'object', properties: { a: { type: 'strng' } } })).toMatch(
+      /^output_schema is not a usable JSON Schema: .*type/,
+    );
+    expect(await bad({ type: 'object', requird: ['a'] })).toMatch(/unknown keyword: "requird"/);
+    expect(await bad([1])).toMatch(/output_schema/);
+  });
+
+  it('carries an output schema given to enqueueRun, and refuses an unusable one before queueing', async () => {
+    const runId = `so-enq-${Date.now()}`;
+    const base = { prefix: h.prefix, connection: h.producer, agent: 'free_text', model: 'so-valid' };
+    await enqueueRun({
+      ...base,
+      runId,
+      input: 'are you ok (enqueued)',
+      outputSchema: { type: 'object', required: ['ok'], properties: { ok: { const: true } } },
+    });
+    const run = await h.client.waitForRun(runId, { timeoutMs: 20_000 });
+    expect(run).toMatchObject({ status: 'succeeded', output: { ok: true, note: 'fine' } });
+    await expect(
+      enqueueRun({ ...base, input: 'x', outputSchema: { type: 'object', minimum: 'one' } }),
+    ).rejects.toThrow(/^outputSchema is not a usable JSON Schema: .*minimum/);
+  });
+});
