@@ -1,9 +1,13 @@
 import path from 'node:path';
 import { Type } from '@sinclair/typebox';
+import OpenAI from 'openai';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedRequest, Scenario } from '@agent-reach/llm-sim';
 import { enqueueRun } from '@agent-reach/client/queue';
-import { startApiHarness, type ApiHarness } from './helpers/api.js';
+import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { ROOT } from './helpers/processes.js';
 
 const AGENTS_FILE = path.join(ROOT, 'test/fixtures/agents-structured.yaml');
@@ -28,6 +32,8 @@ const SCENARIOS: Scenario[] = [
   },
   { name: 'so-never', turns: [{ content: '{"city": 7, "temp_c": "warm"}', repeat: true }] },
   { name: 'so-valid', turns: [{ content: '{"ok": true, "note": "fine"}' }] },
+  // The model of runs that name none (the OpenAI door's): wrong once, then right.
+  { name: 'so-door', turns: [{ content: '{"ok": "yes"}' }, { content: '{"ok": true, "note": "door"}' }] },
 ];
 
 const MODELS = SCENARIOS.map((s) => s.name);
@@ -36,7 +42,7 @@ describe('structured output: runs whose answer must match a JSON Schema', () => 
   let h: ApiHarness;
 
   beforeAll(async () => {
-    h = await startApiHarness({ allowedModels: MODELS }, { AGENTS_FILE });
+    h = await startApiHarness({ allowedModels: MODELS }, { AGENTS_FILE, OPENAI_MODEL: 'so-door' });
     for (const s of SCENARIOS) h.sim.addScenario(s);
   });
   afterAll(async () => h?.close());
@@ -165,5 +171,103 @@ describe('structured output: runs whose answer must match a JSON Schema', () => 
     await expect(
       enqueueRun({ ...base, input: 'x', outputSchema: { type: 'object', minimum: 'one' } }),
     ).rejects.toThrow(/^outputSchema is not a usable JSON Schema: .*minimum/);
+  });
+
+  describe('through the OpenAI-compatible door', () => {
+    const OK = {
+      type: 'object',
+      additionalProperties: false,
+      required: ['ok', 'note'],
+      properties: { ok: { type: 'boolean' }, note: { type: 'string' } },
+    };
+    const openai = () => new OpenAI({ baseURL: `${h.url}/v1`, apiKey: FULL_KEY, maxRetries: 0 });
+    const formatSent = (input: string) =>
+      requestsOf(input).map((r) => (r.body as { response_format?: unknown }).response_format);
+
+    it('maps response_format json_schema to the run output schema and answers with the JSON text', async () => {
+      const input = 'are you ok (door)';
+      const { data, response } = await openai()
+        .chat.completions.create({
+          model: 'free_text',
+          messages: [{ role: 'user', content: input }],
+          response_format: { type: 'json_schema', json_schema: { name: 'status', schema: OK, strict: true } },
+        })
+        .withResponse();
+      expect(JSON.parse(data.choices[0]!.message.content!)).toEqual({ ok: true, note: 'door' });
+      const run = await h.client.getRun(response.headers.get('x-agent-reach-run-id')!);
+      expect(run).toMatchObject({ status: 'succeeded', output: { ok: true, note: 'door' } });
+      const expected = {
+        type: 'json_schema',
+        json_schema: { name: 'free_text_output', schema: OK, strict: true },
+      };
+      expect(formatSent(input)).toEqual([expected, expected]);
+    });
+
+    it('streams only the valid JSON answer, not the answer the model was asked to correct', async () => {
+      const input = 'are you ok (door, streamed)';
+      const stream = await openai().chat.completions.create({
+        model: 'free_text',
+        messages: [{ role: 'user', content: input }],
+        response_format: { type: 'json_schema', json_schema: { name: 'status', schema: OK } },
+        stream: true,
+      });
+      let content = '';
+      for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+      expect(JSON.parse(content)).toEqual({ ok: true, note: 'door' });
+    });
+
+    it("takes the Responses API's text.format json_schema as the output schema", async () => {
+      const input = 'are you ok (responses)';
+      const res = await openai().responses.create({
+        model: 'free_text',
+        input,
+        text: { format: { type: 'json_schema', name: 'status', schema: OK, strict: true } },
+      });
+      expect(JSON.parse(res.output_text)).toEqual({ ok: true, note: 'door' });
+      expect(formatSent(input)).toHaveLength(2);
+    });
+
+    it('refuses a response_format whose schema is not usable, naming the field', async () => {
+      const err = await openai()
+        .chat.completions.create({
+          model: 'free_text',
+          messages: [{ role: 'user', content: 'x' }],
+          response_format: {
+            type: 'json_schema',
+            json_schema: { name: 's', schema: { type: 'object', nope: 1 } },
+          },
+        })
+        .then(
+          () => undefined,
+          (e: unknown) => e as InstanceType<typeof OpenAI.APIError>,
+        );
+      expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(err!.param).toBe('response_format.json_schema.schema');
+      expect(err!.message).toContain('unknown keyword: "nope"');
+    });
+  });
+
+  it("lists an agent's object output schema as its MCP tool's outputSchema and returns the output as structuredContent", async () => {
+    const client = new Client({ name: 'structured-output-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${h.url}/mcp`), {
+        requestInit: { headers: { authorization: `Bearer ${FULL_KEY}` } },
+      }),
+    );
+    try {
+      const { tools } = await client.listTools();
+      const status = tools.find((t) => t.name === 'status_reporter');
+      expect(status?.outputSchema).toMatchObject({ type: 'object', required: ['ok', 'note'] });
+      expect(tools.find((t) => t.name === 'free_text')?.outputSchema).toBeUndefined();
+      const result = (await client.callTool({
+        name: 'status_reporter',
+        arguments: { input: 'are you ok (mcp)' },
+      })) as CallToolResult;
+      expect(result.isError).toBeFalsy();
+      expect(result.structuredContent).toEqual({ ok: true, note: 'door' });
+      expect(JSON.parse((result.content[0] as { text: string }).text)).toEqual({ ok: true, note: 'door' });
+    } finally {
+      await client.close();
+    }
   });
 });
