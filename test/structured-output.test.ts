@@ -11,6 +11,7 @@ import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { ROOT } from './helpers/processes.js';
 
 const AGENTS_FILE = path.join(ROOT, 'test/fixtures/agents-structured.yaml');
+const WORKFLOWS_FILE = path.join(ROOT, 'test/fixtures/workflows-structured.yaml');
 
 /** The city reporter's schema, as its agents file declares it. */
 const CITY_SCHEMA = {
@@ -33,6 +34,8 @@ const SCENARIOS: Scenario[] = [
   { name: 'so-never', turns: [{ content: '{"city": 7, "temp_c": "warm"}', repeat: true }] },
   { name: 'so-valid', turns: [{ content: '{"ok": true, "note": "fine"}' }] },
   // The model of runs that name none (the OpenAI door's): wrong once, then right.
+  { name: 'so-wf-weather', turns: [{ content: '{"city": "Oslo", "temp_c": 3}' }] },
+  { name: 'so-wf-brief', turns: [{ content: 'brief: {{ user }}' }] },
   { name: 'so-door', turns: [{ content: '{"ok": "yes"}' }, { content: '{"ok": true, "note": "door"}' }] },
 ];
 
@@ -42,7 +45,10 @@ describe('structured output: runs whose answer must match a JSON Schema', () => 
   let h: ApiHarness;
 
   beforeAll(async () => {
-    h = await startApiHarness({ allowedModels: MODELS }, { AGENTS_FILE, OPENAI_MODEL: 'so-door' });
+    h = await startApiHarness(
+      { allowedModels: MODELS },
+      { AGENTS_FILE, WORKFLOWS_FILE, OPENAI_MODEL: 'so-door' },
+    );
     for (const s of SCENARIOS) h.sim.addScenario(s);
   });
   afterAll(async () => h?.close());
@@ -269,5 +275,13 @@ describe('structured output: runs whose answer must match a JSON Schema', () => 
     } finally {
       await client.close();
     }
+  });
+
+  it("passes a field of one workflow node's JSON output into the next node's input", async () => {
+    const started = await h.client.createWorkflow({ workflow: 'forecast_then_brief', input: 'Oslo' });
+    const done = await h.client.waitForWorkflow(started.workflow_id, { timeoutMs: 20_000 });
+    expect(done).toMatchObject({ status: 'succeeded', output: 'brief: Write a brief for Oslo at 3 C' });
+    const weather = await h.client.getRun(done.nodes[0]!.run_id!);
+    expect(weather.output).toEqual({ city: 'Oslo', temp_c: 3 });
   });
 });
