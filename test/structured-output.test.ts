@@ -163,7 +163,7 @@ describe('structured output: runs whose answer must match a JSON Schema', () => 
     expect(await bad([1])).toMatch(/output_schema/);
   });
 
-  it('carries an output schema given to enqueueRun, and refuses an unusable one before queueing', async () => {
+  it('carries an output schema given to enqueueRun, and ends a run whose schema is not usable invalid_job naming the problem', async () => {
     const runId = `so-enq-${Date.now()}`;
     const base = { prefix: h.prefix, connection: h.producer, agent: 'free_text', model: 'so-valid' };
     await enqueueRun({
@@ -174,9 +174,16 @@ describe('structured output: runs whose answer must match a JSON Schema', () => 
     });
     const run = await h.client.waitForRun(runId, { timeoutMs: 20_000 });
     expect(run).toMatchObject({ status: 'succeeded', output: { ok: true, note: 'fine' } });
-    await expect(
-      enqueueRun({ ...base, input: 'x', outputSchema: { type: 'object', minimum: 'one' } }),
-    ).rejects.toThrow(/^outputSchema is not a usable JSON Schema: .*minimum/);
+    const badId = `so-enq-bad-${Date.now()}`;
+    await enqueueRun({ ...base, runId: badId, input: 'x', outputSchema: { type: 'object', minimum: 'one' } });
+    const bad = await h.client.waitForRun(badId, { timeoutMs: 20_000 });
+    expect(bad).toMatchObject({ status: 'failed', reason: 'invalid_job' });
+    expect(bad.report).toContain(
+      'output_schema is not a usable JSON Schema: schema is invalid: data/minimum',
+    );
+    await expect(enqueueRun({ ...base, input: 'x', outputSchema: [] })).rejects.toThrow(
+      'outputSchema must be a JSON Schema object',
+    );
   });
 
   describe('through the OpenAI-compatible door', () => {

@@ -11,14 +11,7 @@ import {
   TRACEPARENT_PATTERN,
   newRunId,
 } from '@agent-reach/protocol';
-import {
-  constants,
-  maskUrl,
-  outputSchemaProblems,
-  reconnectDelayMs,
-  runJobOptions,
-  waitReady,
-} from '@agent-reach/shared';
+import { constants, maskUrl, reconnectDelayMs, runJobOptions, waitReady } from '@agent-reach/shared';
 import { AgentReachApiError } from './errors.js';
 
 /**
@@ -43,7 +36,8 @@ export interface RunJobFields {
   tenant?: string;
   /**
    * JSON Schema the final answer must match, instead of the agent's `output_schema`: the run's `output`
-   * is the parsed answer. A schema that is not usable is refused here (a `TypeError` naming the problem).
+   * is the parsed answer. One that is not an object is refused here; one the scheduler cannot compile
+   * ends the run `failed` with reason `invalid_job`, its report naming the problem.
    */
   outputSchema?: object;
 }
@@ -88,8 +82,8 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
     o.outputSchema === undefined
       ? undefined
       : (JSON.parse(JSON.stringify(o.outputSchema)) as Record<string, unknown>);
-  const schemaProblems = outputSchema === undefined ? [] : outputSchemaProblems(outputSchema);
-  if (schemaProblems.length > 0) throw new TypeError(`outputSchema ${schemaProblems.join('; ')}`);
+  if (outputSchema !== undefined && (typeof outputSchema !== 'object' || Array.isArray(outputSchema)))
+    throw new TypeError('outputSchema must be a JSON Schema object');
   const parentTrace =
     o.traceParent !== undefined && TRACEPARENT_PATTERN.test(o.traceParent)
       ? o.traceParent.split('-')[1]
