@@ -149,6 +149,7 @@ export function RunPage({ runId }) {
     </dl>
     ${run.input ? html`<div class="box"><div class="code-label">Input</div><p>${run.input}</p></div>` : null}
     ${run.answer ? html`<div class="box answer"><div class="code-label">Answer</div><p>${run.answer}</p></div>` : null}
+    ${run.output !== undefined ? html`<div class="box answer output"><${Code} value=${run.output} label="Output (JSON)" /></div>` : null}
     ${run.report ? html`<div class="box warn"><div class="code-label">Report</div><p>${run.report}</p></div>` : null}
     ${pending.length ? html`<h2>Waiting for a decision</h2><${Approvals} items=${pending} onDecided=${reload} />` : null}
     <div class="columns">
