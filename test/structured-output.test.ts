@@ -8,7 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedRequest, Scenario } from '@agent-reach/llm-sim';
 import { enqueueRun } from '@agent-reach/client/queue';
 import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { runCli } from './helpers/cli.js';
 import { ROOT } from './helpers/processes.js';
+import { testEnv } from './helpers/runs.js';
 
 const AGENTS_FILE = path.join(ROOT, 'test/fixtures/agents-structured.yaml');
 const WORKFLOWS_FILE = path.join(ROOT, 'test/fixtures/workflows-structured.yaml');
@@ -291,4 +295,38 @@ describe('structured output: runs whose answer must match a JSON Schema', () => 
     const weather = await h.client.getRun(done.nodes[0]!.run_id!);
     expect(weather.output).toEqual({ city: 'Oslo', temp_c: 3 });
   });
+
+  it('prints the output as JSON from the CLI, and refuses an --output-schema file that is not a usable schema', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'structured-cli-'));
+    try {
+      const env = { ...testEnv(h.prefix, h.sim), AGENTS_FILE, WORKFLOWS_FILE };
+      const good = path.join(dir, 'ok.json');
+      await writeFile(good, JSON.stringify({ type: 'object', required: ['ok'] }));
+      const ran = await runCli(env, [
+        'run',
+        'are you ok (cli)',
+        '--agent',
+        'free_text',
+        '--model',
+        'so-valid',
+        '--output-schema',
+        good,
+        '--follow',
+      ]);
+      expect(ran.code, ran.stderr + ran.stdout).toBe(0);
+      expect(ran.stdout).toContain('output:\n  {\n    "ok": true,\n    "note": "fine"\n  }');
+      const runId = /started (\S+)/.exec(ran.stdout)![1]!;
+      const show = await runCli(env, ['runs', 'show', runId]);
+      expect(show.stdout).toContain('output:\n  {\n    "ok": true,');
+      const bad = path.join(dir, 'bad.json');
+      await writeFile(bad, JSON.stringify({ type: 'object', requird: ['ok'] }));
+      const refused = await runCli(env, ['run', 'x', '--agent', 'free_text', '--output-schema', bad]);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain(
+        `--output-schema ${bad}: is not a usable JSON Schema: strict mode: unknown keyword: "requird"`,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

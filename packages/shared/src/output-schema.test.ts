@@ -38,6 +38,8 @@ describe('output schemas', () => {
       /^is not a usable JSON Schema: schema is invalid: data\/type/,
     );
     expect(outputSchemaProblems(CITY)).toEqual([]);
+    // A field may be required without being described.
+    expect(outputSchemaProblems({ type: 'object', required: ['ok'] })).toEqual([]);
   });
 
   it('refuses an agents file whose agent declares an unusable output schema, naming the agent', () => {

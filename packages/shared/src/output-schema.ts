@@ -28,6 +28,7 @@ function newAjv() {
     strict: true,
     strictTypes: false,
     strictTuples: false,
+    strictRequired: false,
     verbose: true,
     logger: false,
   });
