@@ -7,6 +7,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedRequest, Scenario } from '@agent-reach/llm-sim';
 import { enqueueRun } from '@agent-reach/client/queue';
+import { replayRun } from '@agent-reach/scheduler';
 import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -99,6 +100,19 @@ describe('structured output: runs whose answer must match a JSON Schema', () => 
       city: 'Paris',
       temp_c: 21,
     });
+  });
+
+  it('replays a corrected run from its recording to the same output, asking no model', async () => {
+    const input = 'report the temperature (replayed)';
+    const run = await h.client.run(
+      { agent: 'city_reporter', input, model: 'so-fixes' },
+      { timeoutMs: 20_000 },
+    );
+    const asked = h.sim.requests.length;
+    const result = await replayRun(run.run_id, { runner: h.schedulers[0]!.runner, store: h.control.store });
+    expect(result.outcome).toMatchObject({ status: 'succeeded', output: { city: 'Paris', temp_c: 21 } });
+    expect(result.differences).toEqual([]);
+    expect(h.sim.requests.length).toBe(asked);
   });
 
   it('fails the run with invalid_output, naming the problems, when the model never answers valid JSON', async () => {
