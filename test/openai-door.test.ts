@@ -128,8 +128,8 @@ describe('agents as OpenAI models at /v1/chat/completions and /v1/responses', ()
       ['audio', { audio: { voice: 'alloy', format: 'mp3' } }],
       ['response_format', { response_format: { type: 'json_object' } }],
       [
-        'response_format',
-        { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: {} } } },
+        'response_format.json_schema.schema',
+        { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'objekt' } } } },
       ],
       ['colour', { colour: 'red' }],
       ['messages[0]', { messages: [user, { role: 'assistant', content: 'hi' }, user] }],

@@ -152,6 +152,7 @@ async function runs(argv: string[]): Promise<number> {
           ).replace(/^/, '\n'),
         );
         if (outcome.answer) console.log(`answer: ${multiline(outcome.answer)}`);
+        if (outcome.output !== undefined) console.log(`output:\n${outputJson(outcome.output)}`);
         if (outcome.report) console.log(`report: ${multiline(outcome.report)}`);
       }
       return EXIT.ok;
@@ -448,6 +449,7 @@ async function startRun(argv: string[]): Promise<number> {
       follow: { type: 'boolean', short: 'f' },
       model: { type: 'string' },
       session: { type: 'string' },
+      'output-schema': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -461,6 +463,8 @@ async function startRun(argv: string[]): Promise<number> {
       'run needs a task, e.g. agent-reach run "check order ORD-123456" --agent customer_service_agent',
     );
   if (!values.agent) throw new UsageError('run needs --agent');
+  const outputSchema =
+    values['output-schema'] === undefined ? undefined : await readOutputSchema(values['output-schema']);
   const { openContext } = await import('./context.js');
   const ctx = await openContext(process.env);
   // Followed, the run's streamed text is subscribed to before the run starts, so none of it is missed.
@@ -475,6 +479,7 @@ async function startRun(argv: string[]): Promise<number> {
       input,
       ...(values.model ? { model: values.model } : {}),
       ...(values.session ? { sessionId: values.session } : {}),
+      ...(outputSchema ? { outputSchema } : {}),
     });
     console.log(`started ${runId}`);
     if (!values.follow) return EXIT.ok;
@@ -485,11 +490,35 @@ async function startRun(argv: string[]): Promise<number> {
     answers.end();
     if (last.type !== 'run_finished') return EXIT.failure;
     if (last.outcome.answer) console.log(`\nanswer: ${multiline(last.outcome.answer)}`);
+    if (last.outcome.output !== undefined) console.log(`output:\n${outputJson(last.outcome.output)}`);
     return last.outcome.status === 'succeeded' ? EXIT.ok : EXIT.runNotSucceeded;
   } finally {
     live?.disconnect();
     await ctx.close();
   }
+}
+
+/** A run's output as indented JSON, each line made safe for the terminal. */
+function outputJson(output: unknown): string {
+  return JSON.stringify(output, null, 2)
+    .split('\n')
+    .map((line) => `  ${inline(line)}`)
+    .join('\n');
+}
+
+/** The JSON Schema of `--output-schema FILE`: bad usage (naming the problem) when it cannot be used. */
+async function readOutputSchema(file: string): Promise<Record<string, unknown>> {
+  const { readFile } = await import('node:fs/promises');
+  const { outputSchemaProblems } = await import('@agent-reach/shared');
+  let schema: unknown;
+  try {
+    schema = JSON.parse(await readFile(file, 'utf8'));
+  } catch (err) {
+    throw new UsageError(`--output-schema ${file}: ${(err as Error).message}`);
+  }
+  const problems = outputSchemaProblems(schema);
+  if (problems.length > 0) throw new UsageError(`--output-schema ${file}: ${problems.join('; ')}`);
+  return schema as Record<string, unknown>;
 }
 
 async function config(argv: string[]): Promise<number> {

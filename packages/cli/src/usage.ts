@@ -15,7 +15,8 @@ Processes
                                      the OpenAI-compatible simulator
 
 Runs
-  run "<task>" --agent A [--follow] [--model M] [--session S]   start a run (and follow its progress)
+  run "<task>" --agent A [--follow] [--model M] [--session S] [--output-schema FILE]
+                                     start a run (and follow its progress)
   runs ls [--agent A] [--status S] [--since T] [--until T] [--metadata K=V] [--trace ID]
           [--tool NAME] [--error-kind KIND] [--cursor C] [--limit N] [--json]
   runs show <run-id>                 the run as a readable timeline, then its outcome
@@ -68,13 +69,16 @@ when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. Flags win over the envir
   --sim-port N                  llm-sim's port (env LLM_SIM_PORT, default a free port)
   --executor-metrics-port N     the executor's /metrics (env EXECUTOR_METRICS_PORT, default a free port)
   --scheduler-metrics-port N    the scheduler's /metrics (env SCHEDULER_METRICS_PORT, default a free port)`,
-  run: `Usage: agent-reach run "<task>" --agent A [--follow] [--model M] [--session S]
+  run: `Usage: agent-reach run "<task>" --agent A [--follow] [--model M] [--session S] [--output-schema FILE]
 
   -a, --agent A     the agent that runs the task (required)
   -f, --follow      print the run's progress (and its answer as it streams) until it finishes;
                     exit 5 when it did not succeed
   --model M         a model other than the scheduler's default
-  --session S       continue this session's history`,
+  --session S       continue this session's history
+  --output-schema FILE
+                    a JSON Schema (a JSON file) the answer must match, instead of the agent's
+                    output_schema; the run's output is then printed as JSON`,
   runs: `Usage: agent-reach runs <ls|show|events|replay> [options]
 
   runs ls [--agent A] [--status S] [--since T] [--until T] [--metadata K=V] [--trace ID]

@@ -3,6 +3,7 @@ import { parseSse } from './sse.js';
 import { isFinalStatus, isFinalWorkflowStatus } from '@agent-reach/protocol';
 import {
   type Agent,
+  type OutputOf,
   type Decision,
   type Run,
   type RunList,
@@ -24,9 +25,15 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
-export interface CreateRunInput {
+export interface CreateRunInput<S = unknown> {
   agent: string;
   input: string;
+  /**
+   * JSON Schema the final answer must match, instead of the agent's `output_schema` (a TypeBox schema
+   * types the run's `output`). The run's `output` is the parsed answer; an answer that keeps missing it
+   * ends the run `failed` with reason `invalid_output`.
+   */
+  outputSchema?: S;
   /** An existing session whose history the run continues. */
   sessionId?: string;
   metadata?: Record<string, string>;
@@ -98,11 +105,13 @@ export interface DecisionOptions {
 }
 
 export interface AgentReachClient {
-  createRun(input: CreateRunInput): Promise<Run>;
-  getRun(runId: string): Promise<Run>;
+  createRun<S = unknown>(input: CreateRunInput<S>): Promise<Run<OutputOf<S>>>;
+  /** Starts a run and waits for it to end (see `createRun` and `waitForRun`). */
+  run<S = unknown>(input: CreateRunInput<S>, options?: WaitOptions): Promise<Run<OutputOf<S>>>;
+  getRun<O = unknown>(runId: string): Promise<Run<O>>;
   listRuns(filter?: ListRunsFilter): Promise<RunList>;
   /** Follows the run's events until it ends (reconnecting as needed), then returns the final run. */
-  waitForRun(runId: string, options?: WaitOptions): Promise<Run>;
+  waitForRun<O = unknown>(runId: string, options?: WaitOptions): Promise<Run<O>>;
   /** The run's events, stored then live, ending after `run_finished`. */
   /** The run's events, stored then live. */
   streamEvents(
@@ -201,6 +210,10 @@ export function createClient(options: ClientOptions): AgentReachClient {
     input: i.input,
     ...(i.metadata ? { metadata: i.metadata } : {}),
     ...(i.model ? { model: i.model } : {}),
+    // JSON text of the schema: a TypeBox schema's symbol keys are not part of it.
+    ...(i.outputSchema === undefined
+      ? {}
+      : { output_schema: JSON.parse(JSON.stringify(i.outputSchema)) as unknown }),
   });
   const idem = (key: string | undefined) => (key ? { 'idempotency-key': key } : undefined);
   const decide = (
@@ -308,13 +321,25 @@ export function createClient(options: ClientOptions): AgentReachClient {
     }
   };
 
+  const createRun = <S>(i: CreateRunInput<S>) =>
+    call<Run<OutputOf<S>>>('POST', '/v1/runs', {
+      body: { ...runBody(i), ...(i.sessionId ? { session_id: i.sessionId } : {}) },
+      ...(i.idempotencyKey ? { headers: idem(i.idempotencyKey) } : {}),
+    });
+  const waitForRun = <O>(runId: string, o: WaitOptions = {}) =>
+    follow(
+      `run ${runId}`,
+      (signal) => call<Run<O>>('GET', run(runId), { signal }),
+      (r) => isFinalStatus(r.status),
+      (so) => streamEvents(runId, so),
+      'run_finished',
+      o,
+    );
+
   const client: AgentReachClient = {
-    createRun: (i) =>
-      call<Run>('POST', '/v1/runs', {
-        body: { ...runBody(i), ...(i.sessionId ? { session_id: i.sessionId } : {}) },
-        ...(i.idempotencyKey ? { headers: idem(i.idempotencyKey) } : {}),
-      }),
-    getRun: (id) => call<Run>('GET', run(id)),
+    createRun,
+    run: async (i, o) => waitForRun((await createRun(i)).run_id, o),
+    getRun: <O>(id: string) => call<Run<O>>('GET', run(id)),
     listRuns: (f = {}) => {
       const { metadata, traceId, errorKind, ...rest } = f;
       const [pair, ...more] = Object.entries(metadata ?? {});
@@ -329,15 +354,7 @@ export function createClient(options: ClientOptions): AgentReachClient {
         })}`,
       );
     },
-    waitForRun: (runId, o = {}) =>
-      follow(
-        `run ${runId}`,
-        (signal) => call<Run>('GET', run(runId), { signal }),
-        (r) => isFinalStatus(r.status),
-        (so) => streamEvents(runId, so),
-        'run_finished',
-        o,
-      ),
+    waitForRun,
     streamEvents: streamEvents as AgentReachClient['streamEvents'],
     approve: (runId, toolCallId, o) => decide(runId, toolCallId, 'approve', o),
     reject: (runId, toolCallId, o) => decide(runId, toolCallId, 'reject', o),

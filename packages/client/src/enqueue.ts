@@ -34,6 +34,12 @@ export interface RunJobFields {
   metadata?: Record<string, string>;
   /** The tenant the run belongs to (`[a-z0-9][a-z0-9_-]{0,39}`): only API keys of it see the run. Default `default`. */
   tenant?: string;
+  /**
+   * JSON Schema the final answer must match, instead of the agent's `output_schema`: the run's `output`
+   * is the parsed answer. One that is not an object is refused here; one the scheduler cannot compile
+   * ends the run `failed` with reason `invalid_job`, its report naming the problem.
+   */
+  outputSchema?: object;
 }
 
 export interface EnqueueRunOptions extends RunJobFields {
@@ -71,6 +77,13 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
   if (!o.connection && !o.redisUrl) throw new TypeError('pass a connection or a redisUrl');
   if (o.tenant !== undefined && !TENANT_PATTERN.test(o.tenant))
     throw new TypeError(`tenant must match ${TENANT_PATTERN}`);
+  // Its JSON text: a TypeBox schema's symbol keys are not part of it.
+  const outputSchema =
+    o.outputSchema === undefined
+      ? undefined
+      : (JSON.parse(JSON.stringify(o.outputSchema)) as Record<string, unknown>);
+  if (outputSchema !== undefined && (typeof outputSchema !== 'object' || Array.isArray(outputSchema)))
+    throw new TypeError('outputSchema must be a JSON Schema object');
   const parentTrace =
     o.traceParent !== undefined && TRACEPARENT_PATTERN.test(o.traceParent)
       ? o.traceParent.split('-')[1]
@@ -108,6 +121,7 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
       trace_parent: o.traceParent,
       metadata: o.metadata,
       tenant: o.tenant,
+      output_schema: outputSchema,
     });
     await queue.add('run', data, runJobOptions(runId, o.retentionS)).catch((err: unknown) => {
       throw unavailable(url, `adding the run's job failed (${(err as Error).message})`, err);

@@ -21,6 +21,7 @@ export {
   isFinalWorkflowStatus,
 } from '@agent-reach/protocol';
 export type {
+  OutputOf,
   Run,
   RunSummary,
   RunList,

@@ -18,11 +18,15 @@ import type {
 
 /** Wire types of the Agent-Reach HTTP API: the `Static` types of its schemas in `@agent-reach/protocol`. */
 
-export type { RunStatus, Usage, RunEventType, ToolResult } from '@agent-reach/protocol';
+export type { OutputOf, RunStatus, Usage, RunEventType, ToolResult } from '@agent-reach/protocol';
 
 /** A run's listing fields. Times are epoch ms (`updated_at` is 0 while the run is still only queued). */
 export type RunSummary = RunSummaryView;
-export type Run = RunView;
+/**
+ * A run. `O` is the type of its `output` (the parsed answer of a run with an output schema): with a
+ * TypeBox schema, `OutputOf<typeof schema>`; `unknown` otherwise.
+ */
+export type Run<O = unknown> = Omit<RunView, 'output'> & { output?: O };
 /** One tool call as the run saw it. */
 export type RunStep = RunView['steps'][number];
 /** One model turn: tokens, latency, and the reasoning text when the provider sent one. */

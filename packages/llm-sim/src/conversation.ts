@@ -56,11 +56,16 @@ export function toolCallId(conversation: string, turn: number, index: number): s
   return `call_${sha256(`${conversation}\0${turn}\0${index}`).slice(0, 24)}`;
 }
 
-/** True for planning requests: JSON output asked for and no tools offered. */
+/**
+ * True for planning requests: JSON output asked for (`json_object`, or a `json_schema` named `plan`) and no
+ * tools offered. A request for another JSON Schema is a structured-output turn, played from `turns`.
+ */
 export function isPlanRequest(request: ChatRequest): boolean {
-  const type = request.response_format?.type;
+  const format = request.response_format;
   const noTools = request.tools === undefined || request.tools === null || request.tools.length === 0;
-  return (type === 'json_object' || type === 'json_schema') && noTools;
+  const planFormat =
+    format?.type === 'json_object' || (format?.type === 'json_schema' && format.json_schema?.name === 'plan');
+  return planFormat && noTools;
 }
 
 function parseToolContent(content: unknown): unknown {

@@ -24,7 +24,7 @@ export interface ChatRequest {
   model: string;
   messages: ChatMessage[];
   tools?: unknown[];
-  response_format?: { type: string };
+  response_format?: { type: string; json_schema?: { name?: string; schema?: unknown; strict?: boolean } };
   max_tokens?: number | null;
   max_completion_tokens?: number | null;
   [key: string]: unknown;

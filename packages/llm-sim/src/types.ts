@@ -144,7 +144,10 @@ export interface Scenario {
   /** Model name that selects this scenario. */
   name: string;
   description?: string;
-  /** Steps answered to planning requests (JSON response_format, no tools): titles, or titles with a tool. */
+  /**
+   * Steps answered to planning requests (no tools, `response_format` `json_object` or a `json_schema` named
+   * `plan`): titles, or titles with a tool. Other JSON Schema requests are answered from `turns`.
+   */
   plan?: Array<string | { title: string; tool?: string }>;
   /** Delay before every answer, in milliseconds. Default 0. */
   latency_ms?: number;

@@ -144,6 +144,21 @@ describe('chat completions', () => {
     expect(sim.requests.map((r) => r.turn)).toEqual([0, 1, 2, 3]);
   });
 
+  it('plays a structured-output request (a json_schema not named plan) from the turns, and records the format asked', async () => {
+    const format = {
+      type: 'json_schema' as const,
+      json_schema: { name: 'answer', schema: { type: 'object' }, strict: false },
+    };
+    const res = await client(sim).chat.completions.create({
+      model: 'counter',
+      messages: conversation(1),
+      response_format: format,
+    });
+    expect(res.choices[0]!.message.content).toBe('t1');
+    expect(sim.requests[0]!.turn).toBe(1);
+    expect((sim.requests[0]!.body as { response_format?: unknown }).response_format).toEqual(format);
+  });
+
   it('adds the folded_turns counts that compaction left in system and user messages', async () => {
     const messages: ChatCompletionMessageParam[] = [
       { role: 'system', content: 'summary of earlier work {"folded_turns": 1}' },

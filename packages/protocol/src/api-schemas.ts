@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { API_ERROR_CODES } from './api-errors.js';
 import { NAME_PATTERN, PROTOTYPE_KEYS, RUN_ID_PATTERN, TOOL_CALL_ID_PATTERN } from './ids.js';
 import { RUN_STATUSES } from './run-status.js';
@@ -55,6 +55,14 @@ export const Metadata = Type.Unsafe<Record<string, string>>({
   description: 'caller labels kept with the run (string values)',
 });
 export const Millis = (description: string) => Type.Number({ description });
+export const OutputSchema = Type.Unsafe<Record<string, unknown>>({
+  type: 'object',
+  description:
+    "a JSON Schema the run's final answer must match, instead of the agent's output_schema (400 VALIDATION_FAILED naming the problem when it is not usable): the parsed answer is the run's `output`",
+});
+
+/** The type of a run's `output` for an output schema: `Static` of a TypeBox schema, else `unknown`. */
+export type OutputOf<S> = S extends TSchema ? Static<S> : unknown;
 
 export const ErrorResponse = Type.Object(
   {
@@ -79,6 +87,7 @@ export const CreateRunBody = Type.Object(
     session_id: Type.Optional(Id('an existing session whose history the run continues')),
     metadata: Type.Optional(Metadata),
     model: Type.Optional(Model),
+    output_schema: Type.Optional(OutputSchema),
   },
   { additionalProperties: false },
 );
@@ -102,7 +111,13 @@ export const CreateRunHeaders = Type.Object({
 });
 
 export const MessageBody = Type.Object(
-  { agent: AgentName, input: Input, metadata: Type.Optional(Metadata), model: Type.Optional(Model) },
+  {
+    agent: AgentName,
+    input: Input,
+    metadata: Type.Optional(Metadata),
+    model: Type.Optional(Model),
+    output_schema: Type.Optional(OutputSchema),
+  },
   { additionalProperties: false },
 );
 export type MessageBody = Static<typeof MessageBody>;
@@ -250,7 +265,12 @@ const summaryFields = {
   updated_at: Millis('epoch ms of the last checkpoint; 0 while queued'),
   iterations: Type.Number(),
   cancel_requested: Type.Boolean(),
-  reason: Type.Optional(Type.String({ description: 'why the run ended, once it has' })),
+  reason: Type.Optional(
+    Type.String({
+      description:
+        'why the run ended, once it has: final_answer, final_answer_truncated, max_iterations, repeat, token_budget, deadline, failed_rounds, refused, content_filter, empty_answer, output_truncated, no_tool_available, invalid_output, llm_error, internal_error, invalid_job or cancelled',
+    }),
+  ),
   config_version: Type.Optional(
     Type.Integer({
       minimum: 0,
@@ -280,6 +300,12 @@ export const RunView = Type.Object({
     ),
   ),
   answer: Type.Optional(Type.String()),
+  output: Type.Optional(
+    Type.Unknown({
+      description:
+        'the parsed answer of a run with an output schema, valid against it (`answer` holds its JSON text)',
+    }),
+  ),
   report: Type.Optional(Type.String()),
   usage: Usage,
   steps: Type.Array(Step),

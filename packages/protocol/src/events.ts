@@ -102,6 +102,14 @@ export type RunEventBody =
     }
   | { type: 'guard'; guard: GuardName; action: 'nudge' | 'stop'; report: string }
   | {
+      /** A final answer missed the run's output schema: the model is told `problems` and asked again. */
+      type: 'output_invalid';
+      turn: number;
+      problems: Array<{ field: string; constraint: string; expected: string; message: string }>;
+      /** Times the model may still be asked again; 0: the run ends `invalid_output`. */
+      retries_left: number;
+    }
+  | {
       type: 'compaction';
       before_tokens: number;
       after_tokens: number;
@@ -149,6 +157,7 @@ export const RUN_EVENT_TYPES = [
   'approval_requested',
   'approval_decided',
   'guard',
+  'output_invalid',
   'compaction',
   'run_finished',
 ] as const satisfies ReadonlyArray<RunEventBody['type']>;

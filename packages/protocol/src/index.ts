@@ -56,7 +56,7 @@ export { RUN_JOB_SCHEMA, runJob, upgradeRunJob } from './run-job.js';
 export type { RunJobData } from './run-job.js';
 export { RUN_STATUSES, FINAL_STATUSES, isFinalStatus } from './run-status.js';
 export type { RunStatus, FinalStatus } from './run-status.js';
-export { readStepRecord } from './run-outcome.js';
+export { readStepRecord, RUN_REASONS } from './run-outcome.js';
 export type {
   TaskStep,
   CompactionSummary,
@@ -65,6 +65,7 @@ export type {
   Usage,
   GuardName,
   RunOutcome,
+  RunReason,
 } from './run-outcome.js';
 export { RUN_EVENT_TYPES, readEvent } from './events.js';
 export type { AnswerDeltaEvent, RunEvent, RunEventBody, RunEventType, RunIntent } from './events.js';
@@ -98,7 +99,9 @@ export {
   AgentList,
   Health,
   Ready,
+  OutputSchema,
 } from './api-schemas.js';
+export type { OutputOf } from './api-schemas.js';
 export {
   WORKFLOW_STATUSES,
   FINAL_WORKFLOW_STATUSES,

@@ -25,6 +25,11 @@ export interface RunJobData {
   created_at?: number;
   /** The tenant the run belongs to; absent: `default`. Only keys of that tenant see the run. */
   tenant?: string;
+  /**
+   * JSON Schema the run's final answer must match (instead of its agent's `output_schema`): the parsed
+   * answer becomes the run's `output`. A schema the scheduler cannot use ends the run `invalid_job`.
+   */
+  output_schema?: Record<string, unknown>;
 }
 
 /** JSON Schema of `RunJobData`, as docs/api.md documents it for services in other languages. */
@@ -44,14 +49,24 @@ export const RUN_JOB_SCHEMA = {
     metadata: { type: 'object', additionalProperties: { type: 'string' } },
     created_at: { type: 'integer', minimum: 0 },
     tenant: { type: 'string', pattern: TENANT_PATTERN.source },
+    output_schema: { type: 'object' },
   },
 } as const;
 
 /** The data of a run's job, with its version and without the optional fields left unset. */
 export function runJob(
   fields: Pick<RunJobData, 'run_id' | 'agent' | 'input'> & {
-    [K in 'session_id' | 'model' | 'trace_id' | 'trace_parent' | 'metadata' | 'created_at' | 'tenant']?:
-      RunJobData[K] | undefined;
+    [
+      K in
+        | 'session_id'
+        | 'model'
+        | 'trace_id'
+        | 'trace_parent'
+        | 'metadata'
+        | 'created_at'
+        | 'tenant'
+        | 'output_schema'
+    ]?: RunJobData[K] | undefined;
   },
 ): RunJobData {
   return {
@@ -67,6 +82,7 @@ export function runJob(
     ...(fields.created_at !== undefined ? { created_at: fields.created_at } : {}),
     // The default tenant is left unsaid, so jobs of a configuration without tenants stay as they were.
     ...(fields.tenant && fields.tenant !== DEFAULT_TENANT ? { tenant: fields.tenant } : {}),
+    ...(fields.output_schema ? { output_schema: fields.output_schema } : {}),
   };
 }
 

@@ -68,12 +68,16 @@ export type GuardName = 'max_iterations' | 'repeat' | 'failed_rounds' | 'token_b
  *   `output_truncated` (cut at the output token cap before any text); `no_tool_available` (the model
  *   answered, but every tool call it made was refused by the platform — unknown, forbidden, breaker open
  *   or unavailable — so no tool ever ran: the answer is kept, the report lists the refusals);
- *   `llm_error`, `internal_error`, `invalid_job`;
+ *   `invalid_output` (the run declares an output schema and the model's answer missed it after every
+ *   retry: the last answer is kept, the report lists the problems); `llm_error`, `internal_error`,
+ *   `invalid_job`;
  * - `cancelled`: `cancelled`.
  */
 export interface RunOutcome {
   status: FinalStatus;
   answer?: string;
+  /** The parsed answer of a run that declares an output schema, valid against it (`answer` is its JSON text). */
+  output?: unknown;
   /** Why the run ended, in one stable word (see above). */
   reason: string;
   /** What the caller should know or do (advice to split a task, the failures seen, …). */
@@ -102,3 +106,25 @@ export function readStepRecord(step: StepRecord): StepRecord {
     duration_ms: durationMs ?? 0,
   };
 }
+
+/** Every `reason` a run's outcome may give (see {@link RunOutcome}). */
+export const RUN_REASONS = [
+  'final_answer',
+  'final_answer_truncated',
+  'max_iterations',
+  'repeat',
+  'token_budget',
+  'deadline',
+  'failed_rounds',
+  'refused',
+  'content_filter',
+  'empty_answer',
+  'output_truncated',
+  'no_tool_available',
+  'invalid_output',
+  'llm_error',
+  'internal_error',
+  'invalid_job',
+  'cancelled',
+] as const;
+export type RunReason = (typeof RUN_REASONS)[number];

@@ -156,6 +156,7 @@ async function startServing(
     limits: {
       compactionThresholdTokens: config.scheduler.compactionThresholdTokens,
       tokenBudget: config.scheduler.runTokenBudget,
+      outputRetries: config.scheduler.outputRetries,
     },
     runDeadlineMs: config.scheduler.runDeadlineMs,
     toolStartWaitMs: config.scheduler.toolStartWaitMs,

@@ -214,7 +214,7 @@ export function RunPage({ runId }) {
     <${Totals} run=${run} events=${events} now=${now} />
     ${run.input ? html`<div class="box"><div class="code-label">Input</div><${Prose} text=${run.input} /></div>` : null}
     ${run.answer ? html`<div class="box answer"><div class="code-label">Answer</div><${Prose} text=${run.answer} /></div>` : null}
-    ${run.output !== undefined ? html`<${Code} label="Structured output" value=${run.output} />` : null}
+    ${run.output !== undefined ? html`<div class="box answer output"><${Code} value=${run.output} label="Output (JSON)" /></div>` : null}
     ${run.report ? html`<div class="box warn"><div class="code-label">Report</div><${Prose} text=${run.report} /></div>` : null}
     <${Errors} events=${events} />
     ${pending.length ? html`<h2>Waiting for a decision</h2><${Approvals} items=${pending} onDecided=${reload} />` : null}

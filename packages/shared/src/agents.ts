@@ -5,6 +5,7 @@ import { AgentReachError, NAME_PATTERN } from '@agent-reach/protocol';
 import { closestName } from './suggest.js';
 import { describeSchemaError, misspeltRequired, repeatsMisspelt } from './schema-problems.js';
 import { deepFreeze } from './config.js';
+import { outputSchemaProblems } from './output-schema.js';
 import { GROUP_NAME_PATTERN } from './constants.js';
 import type { WorkflowDocument } from './workflows.js';
 import {
@@ -36,6 +37,10 @@ export interface AgentSpec {
   readonly max_tokens?: number;
   /** Wall-clock time a run of this agent may take, in ms. Default: `RUN_DEADLINE_MS`. */
   readonly max_wall_time_ms?: number;
+  /** JSON Schema the run's final answer must match (its parsed JSON becomes the run's `output`). */
+  readonly output_schema?: Readonly<Record<string, unknown>>;
+  /** Times an answer that misses `output_schema` is sent back to the model. Default: `OUTPUT_RETRIES`. */
+  readonly output_retries?: number;
 }
 
 /** Fleet-wide limits of one tool group's queue, enforced by BullMQ across every executor. */
@@ -92,6 +97,8 @@ const agentsSchema = {
           max_iterations: { type: 'integer', minimum: 1, maximum: 100 },
           max_tokens: { type: 'integer', minimum: 100 },
           max_wall_time_ms: { type: 'integer', minimum: 1000 },
+          output_schema: { type: 'object' },
+          output_retries: { type: 'integer', minimum: 0, maximum: 10 },
         },
       },
     },
@@ -184,6 +191,13 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
     const spec = entry as Partial<AgentSpec> | null;
     if (typeof spec?.name !== 'string') return;
     if (agents.has(spec.name)) problems.push(`${file}: agent "${spec.name}": name is declared twice`);
+    if (
+      typeof spec.output_schema === 'object' &&
+      spec.output_schema !== null &&
+      !Array.isArray(spec.output_schema)
+    )
+      for (const problem of outputSchemaProblems(spec.output_schema))
+        problems.push(`${file}: agent "${spec.name}": output_schema ${problem}`);
     agents.set(spec.name, spec as AgentSpec);
     if (!known || !Array.isArray(spec.tools)) return;
     spec.tools.forEach((tool, j) => {

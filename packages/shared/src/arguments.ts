@@ -66,18 +66,46 @@ function describeSchemaError(toolName: string, errors: ErrorObject[], parameters
       retryable: false,
     };
   }
-  let field = first.instancePath || '/';
+  const problem = valueProblem(first, parameters);
+  const where = problem.field === '/' ? 'the arguments' : `field ${problem.field}`;
+  return {
+    kind: 'invalid_arguments',
+    message: `invalid arguments for ${toolName}: ${where} ${first.message ?? 'is invalid'}`,
+    field: problem.field,
+    constraint: problem.constraint,
+    expected: problem.expected,
+    example: problem.example,
+    retryable: false,
+  };
+}
+
+/** One way a JSON value fails its schema, as the model is told: where, which keyword, what was expected. */
+export interface ValueProblem {
+  /** JSON pointer of the field (`/` for the value itself). */
+  field: string;
+  /** The schema keyword that failed (`required`, `type`, `enum`, …). */
+  constraint: string;
+  expected: string;
+  /** A valid-looking value for the field, when the schema suggests one. */
+  example?: unknown;
+  /** ajv's message for it. */
+  message: string;
+}
+
+/** An ajv error of a value against `schema`, in the words the model reads (see {@link ValueProblem}). */
+export function valueProblem(e: ErrorObject, schema: unknown): ValueProblem {
+  let field = e.instancePath || '/';
   let expected: string;
-  let subSchema = first.parentSchema ?? schemaAt(parameters, first.instancePath);
-  const p = first.params as Record<string, unknown>;
-  switch (first.keyword) {
+  let subSchema = e.parentSchema ?? schemaAt(schema, e.instancePath);
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
     case 'required':
-      field = `${first.instancePath}/${String(p.missingProperty)}`;
-      subSchema = schemaAt(parameters, field);
+      field = `${e.instancePath}/${String(p.missingProperty)}`;
+      subSchema = schemaAt(schema, field);
       expected = `a value for the required field "${String(p.missingProperty)}"`;
       break;
     case 'additionalProperties':
-      field = `${first.instancePath}/${String(p.additionalProperty)}`;
+      field = `${e.instancePath}/${String(p.additionalProperty)}`;
       // ajv leaves `parentSchema` out unless verbose: the object's schema is looked up instead.
       expected = `only the known fields: ${Object.keys(propertiesOf(subSchema)).join(', ')}`;
       break;
@@ -94,17 +122,15 @@ function describeSchemaError(toolName: string, errors: ErrorObject[], parameters
       expected = `a string in ${String(p.format)} format`;
       break;
     default:
-      expected = first.message ?? first.keyword;
+      expected = e.message ?? e.keyword;
   }
-  const where = field === '/' ? 'the arguments' : `field ${field}`;
+  const example = exampleFor(subSchema);
   return {
-    kind: 'invalid_arguments',
-    message: `invalid arguments for ${toolName}: ${where} ${first.message ?? 'is invalid'}`,
     field,
-    constraint: first.keyword,
+    constraint: e.keyword,
     expected,
-    example: exampleFor(subSchema),
-    retryable: false,
+    ...(example === undefined ? {} : { example }),
+    message: e.message ?? 'is invalid',
   };
 }
 

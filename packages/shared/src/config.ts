@@ -64,6 +64,8 @@ export interface AgentReachConfig {
     readonly runTokenBudget: number;
     /** Wall-clock budget of a run, in ms, for agents that set no `max_wall_time_ms`. */
     readonly runDeadlineMs: number;
+    /** Answers missing a run's output schema sent back to the model, for agents without `output_retries`. */
+    readonly outputRetries: number;
   };
   /** The HTTP API; a scheduler serves it only when `keys` has at least one key. */
   readonly api: {
@@ -140,6 +142,7 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['TOOL_START_WAIT_MS', 'scheduler.toolStartWaitMs'],
   ['RUN_TOKEN_BUDGET', 'scheduler.runTokenBudget'],
   ['RUN_DEADLINE_MS', 'scheduler.runDeadlineMs'],
+  ['OUTPUT_RETRIES', 'scheduler.outputRetries'],
   ['API_KEYS', 'api.keys'],
   ['API_PORT', 'api.port'],
   ['API_HOST', 'api.host'],
@@ -233,6 +236,7 @@ const schema = {
         toolStartWaitMs: { type: 'integer', minimum: 0, default: C.CALL_START_WAIT_MS },
         runTokenBudget: { type: 'integer', minimum: 100, default: C.DEFAULT_RUN_TOKEN_BUDGET },
         runDeadlineMs: { type: 'integer', minimum: 1000, default: C.DEFAULT_RUN_DEADLINE_MS },
+        outputRetries: { type: 'integer', minimum: 0, maximum: 10, default: C.DEFAULT_OUTPUT_RETRIES },
       },
     },
     api: {

@@ -86,6 +86,15 @@ export const DEFAULT_REPEAT_LIMIT = 3;
 export const DEFAULT_MAX_FAILED_ROUNDS = 3;
 export const DEFAULT_RUN_TOKEN_BUDGET = 200_000;
 export const DEFAULT_RUN_DEADLINE_MS = 10 * 60_000;
+/**
+ * Times a run whose final answer does not match its output schema is told the problems and asked again,
+ * before it fails `invalid_output` (an agent's `output_retries` overrides it; env `OUTPUT_RETRIES`).
+ */
+export const DEFAULT_OUTPUT_RETRIES = 2;
+/** Largest output schema accepted (as JSON), in characters. */
+export const MAX_OUTPUT_SCHEMA_CHARS = 64 * 1024;
+/** Most schema problems of one answer the model is told about. */
+export const MAX_OUTPUT_PROBLEMS = 10;
 /** Longest argument string of one tool call that is run; longer ones are refused (`invalid_arguments`). */
 export const MAX_TOOL_ARGUMENTS_CHARS = 64 * 1024;
 /** What a run records of refused oversized arguments: this many leading characters, their length and digest. */

@@ -1,8 +1,17 @@
 export * as constants from './constants.js';
 export { ToolRegistry, toOpenAiSpec, createAjv, createLenientAjv } from './registry.js';
 export type { RegisteredTool, ToolCatalogEntry, OpenAiToolSpec } from './registry.js';
-export { checkArguments, exampleFor } from './arguments.js';
-export type { ArgumentsCheck } from './arguments.js';
+export { checkArguments, exampleFor, valueProblem } from './arguments.js';
+export type { ArgumentsCheck, ValueProblem } from './arguments.js';
+export {
+  answerJson,
+  checkOutput,
+  fitsStrictMode,
+  outputPathProblem,
+  outputSchemaProblems,
+  responseFormatFor,
+} from './output-schema.js';
+export type { JsonSchemaResponseFormat, OutputCheck, OutputProblem, OutputSchema } from './output-schema.js';
 export { closestName } from './suggest.js';
 export { argumentsDigest, callLedgerEntry, matchesLedger } from './call-ledger.js';
 export type { CallLedgerEntry } from './call-ledger.js';

@@ -413,10 +413,21 @@ function presentWorkflowsFile(file: string | undefined): string | undefined {
   return file !== undefined && existsSync(file) ? file : undefined;
 }
 
+/** The output schemas the agents declare, by agent (for the workflows' field checks). */
+function agentOutputSchemas(agents: AgentsFile): Map<string, Record<string, unknown>> {
+  return new Map(
+    [...agents.agents].flatMap(([name, a]) =>
+      a.output_schema ? [[name, a.output_schema as Record<string, unknown>] as const] : [],
+    ),
+  );
+}
+
 /** The local files as one version 0: the agents file, and the workflows file checked against it. */
 function fromFile(opts: Pick<LiveConfigOptions, 'file' | 'workflowsFile' | 'knownTools'>): FleetConfig {
   const agents = loadAgents(opts.file, opts.knownTools);
-  const workflows = loadWorkflows(presentWorkflowsFile(opts.workflowsFile), agents.agents.keys());
+  const workflows = loadWorkflows(presentWorkflowsFile(opts.workflowsFile), agents.agents.keys(), {
+    agentOutputSchemas: agentOutputSchemas(agents),
+  });
   // The digest covers both files, so that a change of either is a new version.
   const document: ConfigDocument = { ...agents.document, workflows: workflows.document };
   return { version: 0, digest: configDigest(document), source: 'file', agents, workflows };
@@ -481,7 +492,10 @@ export function parseConfigDocument(
         return typeof name === 'string' ? [name] : [];
       });
   const source = opts.workflows ?? { file: undefined };
-  const check = { allowedModels: opts.allowedModels };
+  const check = {
+    allowedModels: opts.allowedModels,
+    ...(agents ? { agentOutputSchemas: agentOutputSchemas(agents) } : {}),
+  };
   let workflows: WorkflowsFile | undefined;
   try {
     if (declared !== undefined && 'document' in source)

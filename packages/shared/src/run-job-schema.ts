@@ -6,6 +6,8 @@ import {
   type RunJobData,
 } from '@agent-reach/protocol';
 
+import { outputSchemaProblems } from './output-schema.js';
+
 const Ajv = AjvModule.default;
 
 const validateRunJob = new Ajv({ allErrors: true, strict: true }).compile(RUN_JOB_SCHEMA);
@@ -13,11 +15,14 @@ const validateRunJob = new Ajv({ allErrors: true, strict: true }).compile(RUN_JO
 /** Every problem of a job's data, each naming the field; empty when the data is a valid run job. */
 export function runJobProblems(data: unknown): string[] {
   if (validateRunJob(data)) {
-    const { trace_id: traceId, trace_parent: traceParent } = data as RunJobData;
+    const { trace_id: traceId, trace_parent: traceParent, output_schema: schema } = data as RunJobData;
     const parentTrace = traceParent?.split('-')[1];
-    return parentTrace && traceId && parentTrace !== traceId
-      ? [`trace_parent names trace ${parentTrace}, but trace_id is ${traceId}: a run has one trace`]
-      : [];
+    return [
+      ...(parentTrace && traceId && parentTrace !== traceId
+        ? [`trace_parent names trace ${parentTrace}, but trace_id is ${traceId}: a run has one trace`]
+        : []),
+      ...(schema === undefined ? [] : outputSchemaProblems(schema).map((p) => `output_schema ${p}`)),
+    ];
   }
   const v = (data as { v?: unknown } | null)?.v;
   return (validateRunJob.errors ?? []).map((e) => {

@@ -36,7 +36,7 @@ workflows:
       'w.yaml: workflow "broken": node "d": on_timeout must be "abort" or { default: TEXT }',
       'w.yaml: workflow "broken": node "a": agent "test_agnt" is not declared in the agents file (did you mean "test_agent"?)',
       'w.yaml: workflow "broken": node "b": depends_on[1] "z" is not a node of this workflow (did you mean "a"?)',
-      'w.yaml: workflow "broken": node "b": input uses "{{weather}}"; a template may use {{request}} and {{nodes.ID.output}}',
+      'w.yaml: workflow "broken": node "b": input uses "{{weather}}"; a template may use {{request}}, {{nodes.ID.output}} and {{nodes.ID.output.FIELD}}',
       'w.yaml: workflow "broken": node "b": input uses nodes.c.output but "c" is not in depends_on',
       'w.yaml: workflow "broken": node "c": input is required for a node with dependencies (a template over their outputs)',
     ]);
@@ -138,12 +138,93 @@ describe('findCycle', () => {
   });
 });
 
+describe('fields of node outputs', () => {
+  const CITY = {
+    type: 'object',
+    additionalProperties: false,
+    required: ['city'],
+    properties: { city: { type: 'string' } },
+  };
+  const workflow = (extra: string) => `
+workflows:
+  - name: brief
+    nodes:
+      - id: weather
+        agent: forecaster
+${extra}
+      - id: summary
+        agent: writer
+        depends_on: [weather]
+        input: 'for {{ nodes.weather.output.city }} and {{ nodes.weather.output.town }}'
+`;
+
+  it("refuses a field that the dependency's output schema cannot have, naming the node and the field", () => {
+    const err = invalid(() =>
+      parseWorkflows(workflow(''), 'w.yaml', ['forecaster', 'writer'], {
+        agentOutputSchemas: new Map([['forecaster', CITY]]),
+      }),
+    );
+    expect(err.details).toEqual([
+      'w.yaml: workflow "brief": node "summary": input uses nodes.weather.output.town but the output schema of node "weather" cannot have it: the output has no field "town" (its fields: city)',
+    ]);
+  });
+
+  it('refuses fields of a dependency that declares no output schema, and checks a node-level schema', () => {
+    const none = invalid(() =>
+      parseWorkflows(workflow(''), 'w.yaml', ['forecaster', 'writer'], { agentOutputSchemas: new Map() }),
+    );
+    expect(none.details).toEqual([
+      'w.yaml: workflow "brief": node "summary": input uses nodes.weather.output.city but node "weather" declares no output schema (output_schema on the node or on its agent "forecaster"), so its output has no fields',
+      'w.yaml: workflow "brief": node "summary": input uses nodes.weather.output.town but node "weather" declares no output schema (output_schema on the node or on its agent "forecaster"), so its output has no fields',
+    ]);
+    const own =
+      '        output_schema: { type: object, properties: { city: { type: string }, town: { type: string } } }';
+    const parsed = parseWorkflows(workflow(own), 'w.yaml', ['forecaster', 'writer'], {
+      agentOutputSchemas: new Map(),
+    });
+    expect(parsed.workflows.get('brief')?.nodes[0]?.output_schema).toMatchObject({ type: 'object' });
+    const bad = invalid(() =>
+      parseWorkflows(workflow('        output_schema: { type: object, propertys: {} }'), 'w.yaml', [
+        'forecaster',
+        'writer',
+      ]),
+    );
+    expect(bad.details).toEqual([
+      'w.yaml: workflow "brief": node "weather": output_schema is not a usable JSON Schema: strict mode: unknown keyword: "propertys"',
+    ]);
+  });
+});
+
 describe('node input templates', () => {
   it('lists the nodes a template uses and the expressions it cannot resolve', () => {
     expect(templateRefs('{{ request }} {{nodes.a.output}} {{ nodes.b.output }} {{x}}')).toEqual({
       nodes: ['a', 'b'],
+      fields: [],
       unknown: ['x'],
     });
+    expect(templateRefs('{{nodes.a.output.city}} {{ nodes.a.output.days.0.temp }}').fields).toEqual([
+      { node: 'a', path: ['city'] },
+      { node: 'a', path: ['days', '0', 'temp'] },
+    ]);
+  });
+
+  it("fills a field of a node's JSON output, and leaves a missing one empty", () => {
+    const outputs = new Map([
+      [
+        'w',
+        {
+          output: '```json\n{"city": "Oslo", "days": [{"temp": 3}], "tags": ["cold"]}\n```',
+          low_confidence: false,
+        },
+      ],
+    ]);
+    expect(
+      renderNodeInput(
+        '{{nodes.w.output.city}} {{nodes.w.output.days.0.temp}} {{nodes.w.output.tags}} [{{nodes.w.output.wind}}]',
+        'r',
+        outputs,
+      ),
+    ).toBe('Oslo 3 ["cold"] []');
   });
 
   it('marks a low-confidence output where a later node sees it, and leaves confident ones as they are', () => {

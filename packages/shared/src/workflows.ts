@@ -7,6 +7,7 @@ import { AgentReachError } from '@agent-reach/protocol';
 import { closestName } from './suggest.js';
 import { describeSchemaError, misspeltRequired, repeatsMisspelt } from './schema-problems.js';
 import { deepFreeze } from './config.js';
+import { answerJson, outputPathProblem, outputSchemaProblems, type OutputSchema } from './output-schema.js';
 
 const Ajv = AjvModule.default;
 
@@ -31,6 +32,11 @@ export interface WorkflowNodeSpec {
   readonly on_timeout: OnTimeout;
   /** The model of the node's run instead of the scheduler's default. */
   readonly model?: string;
+  /**
+   * JSON Schema the node's answer must match, instead of its agent's `output_schema`; dependants may
+   * then address its fields (`{{nodes.ID.output.FIELD}}`).
+   */
+  readonly output_schema?: OutputSchema;
 }
 
 export interface WorkflowSpec {
@@ -52,6 +58,7 @@ export interface WorkflowDocument {
     readonly timeout_ms?: number;
     readonly on_timeout?: OnTimeout;
     readonly model?: string;
+    readonly output_schema?: OutputSchema;
   }>;
 }
 
@@ -103,6 +110,7 @@ const workflowsSchema = {
                   ],
                 },
                 model: { type: 'string', minLength: 1, maxLength: 200 },
+                output_schema: { type: 'object' },
               },
             },
           },
@@ -114,22 +122,56 @@ const workflowsSchema = {
 
 const validateWorkflows = new Ajv({ allErrors: true, strict: true, verbose: true }).compile(workflowsSchema);
 
-/** `{{ request }}` or `{{ nodes.ID.output }}`; anything else between braces is a problem. */
+/**
+ * `{{ request }}`, `{{ nodes.ID.output }}` or a field of a node's JSON output, `{{ nodes.ID.output.a.b }}`
+ * (an array element by its index: `days.0`); anything else between braces is a problem.
+ */
 const TEMPLATE = /\{\{\s*([^{}]*?)\s*\}\}/g;
-const NODE_OUTPUT = /^nodes\.([a-zA-Z0-9_-]{1,64})\.output$/;
+const NODE_OUTPUT = /^nodes\.([a-zA-Z0-9_-]{1,64})\.output((?:\.[A-Za-z0-9_-]{1,64})*)$/;
 
-/** The nodes whose outputs a template uses, and the expressions it cannot resolve. */
-export function templateRefs(template: string): { nodes: string[]; unknown: string[] } {
+/** A template's use of a field of a node's output: `{{nodes.weather.output.city}}`. */
+export interface OutputFieldRef {
+  readonly node: string;
+  readonly path: readonly string[];
+}
+
+/** The nodes whose outputs a template uses, the fields of them it uses, and the expressions it cannot resolve. */
+export function templateRefs(template: string): {
+  nodes: string[];
+  fields: OutputFieldRef[];
+  unknown: string[];
+} {
   const nodes: string[] = [];
+  const fields: OutputFieldRef[] = [];
   const unknown: string[] = [];
   for (const m of template.matchAll(TEMPLATE)) {
     const expr = m[1] ?? '';
     if (expr === 'request') continue;
-    const node = NODE_OUTPUT.exec(expr)?.[1];
-    if (node) nodes.push(node);
-    else unknown.push(expr);
+    const ref = NODE_OUTPUT.exec(expr);
+    const node = ref?.[1];
+    if (!node) {
+      unknown.push(expr);
+      continue;
+    }
+    nodes.push(node);
+    if (ref[2]) fields.push({ node, path: ref[2].slice(1).split('.') });
   }
-  return { nodes, unknown };
+  return { nodes, fields, unknown };
+}
+
+/** The value at `path` of a node's JSON output (text as it is, anything else as JSON); undefined if none. */
+function outputField(output: string, path: readonly string[]): string | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(answerJson(output));
+  } catch {
+    return undefined;
+  }
+  for (const step of path) {
+    if (typeof value !== 'object' || value === null || !Object.hasOwn(value, step)) return undefined;
+    value = (value as Record<string, unknown>)[step];
+  }
+  return typeof value === 'string' ? value : JSON.stringify(value);
 }
 
 /** A dependency's output as a later node sees it. */
@@ -152,12 +194,18 @@ export function renderNodeInput(
 ): string {
   return template.replace(TEMPLATE, (whole, expr: string) => {
     if (expr === 'request') return request;
-    const id = NODE_OUTPUT.exec(expr)?.[1];
+    const ref = NODE_OUTPUT.exec(expr);
+    const id = ref?.[1];
     const out = id === undefined ? undefined : outputs.get(id);
     if (!out) return whole;
+    const path = ref?.[2] ? ref[2].slice(1).split('.') : [];
+    // A field the output does not have (an optional one, or a default that is not JSON) is empty, or,
+    // for a stand-in, the whole stand-in.
+    const field = path.length === 0 ? out.output : outputField(out.output, path);
+    const text = field ?? (out.low_confidence ? out.output : '');
     return out.low_confidence
-      ? `[low_confidence: ${out.note ?? `node ${id} did not answer; this is its declared default`}] ${out.output}`
-      : out.output;
+      ? `[low_confidence: ${out.note ?? `node ${id} did not answer; this is its declared default`}] ${text}`
+      : text;
   });
 }
 
@@ -201,6 +249,12 @@ export interface WorkflowCheckOptions {
    * problem. Without it, models are not checked.
    */
   readonly allowedModels?: Iterable<string> | undefined;
+  /**
+   * The agents' output schemas (an agent without one is absent): a template addressing a field of a node's
+   * output must name one that the node's schema (its own, else its agent's) can have. Without it, fields
+   * of nodes that declare no schema themselves are not checked.
+   */
+  readonly agentOutputSchemas?: ReadonlyMap<string, OutputSchema> | undefined;
 }
 
 /**
@@ -261,6 +315,7 @@ export function parseWorkflowsDocument(
     const nodes = raw.map((n) =>
       checkNode(n, `${at}: node "${n.id}"`, { agents, allowedModels, ids }, problems),
     );
+    problems.push(...fieldProblems(nodes, at, options.agentOutputSchemas));
     const cycle = findCycle(nodes);
     if (cycle)
       problems.push(
@@ -327,8 +382,11 @@ function checkNode(
   const refs = templateRefs(input ?? '');
   for (const expr of refs.unknown)
     problems.push(
-      `${here}: input uses "{{${expr}}}"; a template may use {{request}} and {{nodes.ID.output}}`,
+      `${here}: input uses "{{${expr}}}"; a template may use {{request}}, {{nodes.ID.output}} and {{nodes.ID.output.FIELD}}`,
     );
+  const schema = isSchemaObject(n.output_schema) ? n.output_schema : undefined;
+  for (const problem of schema ? outputSchemaProblems(schema) : [])
+    problems.push(`${here}: output_schema ${problem}`);
   for (const ref of refs.nodes)
     if (!dependsOn.includes(ref))
       problems.push(`${here}: input uses nodes.${ref}.output but "${ref}" is not in depends_on`);
@@ -340,7 +398,45 @@ function checkNode(
     timeout_ms: typeof n.timeout_ms === 'number' ? n.timeout_ms : DEFAULT_WORKFLOW_NODE_TIMEOUT_MS,
     on_timeout: (n.on_timeout as OnTimeout | undefined) ?? 'abort',
     ...(model ? { model } : {}),
+    ...(schema ? { output_schema: schema } : {}),
   };
+}
+
+const isSchemaObject = (v: unknown): v is OutputSchema =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * Fields of dependencies' outputs that the templates of a workflow's nodes address but that cannot be
+ * there: the dependency's schema (its own, else its agent's) has no such field, or it declares none.
+ */
+function fieldProblems(
+  nodes: readonly WorkflowNodeSpec[],
+  at: string,
+  agentSchemas: ReadonlyMap<string, OutputSchema> | undefined,
+): string[] {
+  const byId = new Map(nodes.map((n) => [n.id, n]));
+  const problems: string[] = [];
+  for (const node of nodes) {
+    for (const ref of templateRefs(node.input).fields) {
+      const dep = byId.get(ref.node);
+      if (!dep || !node.depends_on.includes(ref.node)) continue;
+      const schema = dep.output_schema ?? agentSchemas?.get(dep.agent);
+      const expr = `nodes.${ref.node}.output.${ref.path.join('.')}`;
+      if (!schema) {
+        if (agentSchemas !== undefined)
+          problems.push(
+            `${at}: node "${node.id}": input uses ${expr} but node "${ref.node}" declares no output schema (output_schema on the node or on its agent "${dep.agent}"), so its output has no fields`,
+          );
+        continue;
+      }
+      const why = outputPathProblem(schema, ref.path);
+      if (why)
+        problems.push(
+          `${at}: node "${node.id}": input uses ${expr} but the output schema of node "${ref.node}" cannot have it: ${why}`,
+        );
+    }
+  }
+  return problems;
 }
 
 /** The schema's problems, each naming the file, the workflow, the node and the field. */

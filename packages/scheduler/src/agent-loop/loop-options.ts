@@ -17,6 +17,8 @@ export interface LoopLimits extends GuardLimits {
   compactionKeepRounds: number;
   /** Ask the model for a plan before the first turn of a request classified multi-step. Default true. */
   planning: boolean;
+  /** Answers that miss the output schema sent back to the model before `invalid_output`. Default 2. */
+  outputRetries: number;
 }
 
 export interface AgentLoopDeps {
@@ -83,6 +85,7 @@ export function resolveLimits(
       limits.compactionThresholdTokens ?? constants.DEFAULT_COMPACTION_THRESHOLD_TOKENS,
     compactionKeepRounds: limits.compactionKeepRounds ?? constants.DEFAULT_COMPACTION_KEEP_ROUNDS,
     planning: limits.planning ?? true,
+    outputRetries: agent.output_retries ?? limits.outputRetries ?? constants.DEFAULT_OUTPUT_RETRIES,
   };
 }
 

@@ -9,6 +9,7 @@ import { platformRefusals } from './run-end.js';
 import type { NextStep, StepResult } from './steps.js';
 import { finishOpenSteps } from './task-stack.js';
 import { answerNotRun } from './tool-round.js';
+import { structuredAnswer, turnFormat } from './structured-output.js';
 
 /** Asks the model for its next turn with the tools offered now, records the answer, and resolves it. */
 export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Promise<StepResult> {
@@ -18,12 +19,14 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
   const { deadline, signal } = modelSignals(run);
   let res;
   const live = deps.answerDeltas?.(state.runId, turn);
+  const format = turnFormat(run);
   try {
     res = await deps.llm.complete(
       buildMessages(deps.agent, state, tools),
       toolSpecs(tools),
       signal,
       live?.listener,
+      format ? { responseFormat: format } : undefined,
     );
   } catch (err) {
     return { next: llmFailed(run, err, turn, started, deadline) };
@@ -65,13 +68,15 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
     ...(answer.droppedCalls > 0 ? { dropped_tool_calls: answer.droppedCalls } : {}),
     ...(answer.reasoning !== undefined ? { reasoning: answer.reasoning } : {}),
   });
-  return calls.length === 0 || answer.refusal !== undefined || answer.finishReason === 'content_filter'
-    ? { next: resolveAnswer(run, answer) }
-    : resolveCalls(run, answer);
+  if (calls.length > 0 && answer.refusal === undefined && answer.finishReason !== 'content_filter')
+    return resolveCalls(run, answer);
+  const next = resolveAnswer(run, answer, turn);
+  // An answer sent back for missing the output schema is a turn like any other: recorded before the next.
+  return next.type === 'run_again' ? { checkpoint: 'llm_response', next } : { next };
 }
 
 /** A turn that ends the run: the model refused, was filtered, or answered without a tool call. */
-function resolveAnswer(run: RunContext, answer: ModelTurn): NextStep {
+function resolveAnswer(run: RunContext, answer: ModelTurn, turn: number): NextStep {
   const { state } = run;
   const text = answer.content ?? '';
   const kept = text.trim() ? { answer: text } : {};
@@ -103,12 +108,10 @@ function resolveAnswer(run: RunContext, answer: ModelTurn): NextStep {
   state.messages.push({ role: 'assistant', content: text });
   const refused = platformRefusals(state);
   if (refused) return { type: 'fail', reason: 'no_tool_available', answer: text, report: refused };
-  for (const step of finishOpenSteps(state)) run.emit({ type: 'step_done', step: { ...step } });
-  return {
-    type: 'final_output',
-    answer: text,
-    truncated: answer.finishReason === 'length' || answer.textCut,
-  };
+  const next = structuredAnswer(run, text, turn, answer.finishReason === 'length' || answer.textCut);
+  if (next.type === 'final_output')
+    for (const step of finishOpenSteps(state)) run.emit({ type: 'step_done', step: { ...step } });
+  return next;
 }
 
 /**

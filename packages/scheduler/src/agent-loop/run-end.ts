@@ -19,6 +19,7 @@ export async function endRun(run: RunContext, step: EndStep): Promise<RunOutcome
     case 'final_output':
       return finish(run, 'succeeded', step.truncated ? 'final_answer_truncated' : 'final_answer', {
         answer: step.answer,
+        ...(step.output !== undefined ? { output: step.output } : {}),
       });
     case 'fail':
       return finish(run, 'failed', step.reason, {
@@ -65,7 +66,7 @@ async function finish(
   run: RunContext,
   status: FinalStatus,
   reason: string,
-  extra: { answer?: string; report?: string },
+  extra: { answer?: string; output?: unknown; report?: string },
 ): Promise<RunOutcome> {
   const { state } = run;
   const outcome: RunOutcome = {

@@ -71,6 +71,10 @@ export interface RunState {
   localResults?: ToolResult[];
   /** A guard note for the model, added after the owed calls are answered (e.g. calls left out). */
   turnNote?: string;
+  /** JSON Schema the final answer must match (the run's own, else its agent's at the run's start). */
+  outputSchema?: Record<string, unknown>;
+  /** Final answers sent back to the model so far for missing the output schema. */
+  outputRetries?: number;
   outcome?: RunOutcome;
 }
 
@@ -105,6 +109,7 @@ export function createRunState(init: {
   now?: number;
   /** When the run was created, if before now (it waited in the queue). Default: now. */
   createdAt?: number;
+  outputSchema?: Record<string, unknown>;
 }): RunState {
   const now = init.now ?? Date.now();
   return {
@@ -118,6 +123,7 @@ export function createRunState(init: {
     ...(init.tenant ? { tenant: init.tenant } : {}),
     ...(init.metadata ? { metadata: init.metadata } : {}),
     ...(init.configVersion === undefined ? {} : { configVersion: init.configVersion }),
+    ...(init.outputSchema ? { outputSchema: init.outputSchema } : {}),
     approvals: {},
     status: 'queued',
     createdAt: init.createdAt ?? now,

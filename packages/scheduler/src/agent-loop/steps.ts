@@ -25,14 +25,20 @@ export type NextStep =
   /** `fresh`: the calls come from a model turn taken in this process, so none can have a result yet. */
   | { type: 'run_tools'; calls: OwedCall[]; fresh: boolean }
   | { type: 'park_for_approval' }
-  | { type: 'final_output'; answer: string; truncated: boolean }
+  | { type: 'final_output'; answer: string; truncated: boolean; output?: unknown }
   | { type: 'fail'; reason: FailReason; report: string; answer?: string }
   | { type: 'guard_stop'; stop: GuardStop }
   | { type: 'cancel' };
 
 /** `failed` reasons that are not guards (see `RunOutcome`). */
 export type FailReason =
-  'refused' | 'content_filter' | 'empty_answer' | 'output_truncated' | 'no_tool_available' | 'llm_error';
+  | 'refused'
+  | 'content_filter'
+  | 'empty_answer'
+  | 'output_truncated'
+  | 'no_tool_available'
+  | 'invalid_output'
+  | 'llm_error';
 
 export type WorkStep = Extract<
   NextStep,

@@ -1,3 +1,4 @@
+import { outputSchemaProblems } from '@agent-reach/shared';
 import { countTokens } from '../agent-loop/tokens.js';
 import { ApiError } from './errors.js';
 import type { ApiContext } from './options.js';
@@ -5,11 +6,24 @@ import type { ApiContext } from './options.js';
 /**
  * Checks what a run request asks for beyond its schema, before anything is stored: the model must be one
  * of the allowed models (400 MODEL_NOT_ALLOWED naming them) and the input at most the token limit
- * (400 INPUT_TOO_LONG). The schema has already capped the input by characters, so counting its tokens
+ * (400 INPUT_TOO_LONG), and an output schema one the scheduler can use (400 VALIDATION_FAILED naming the
+ * problem: not a JSON Schema object, a keyword it does not know, …). The schema has already capped the input by characters, so counting its tokens
  * is bounded.
  */
-export function checkRunRequest(ctx: ApiContext, req: { input: string; model?: string | undefined }): void {
+export function checkRunRequest(
+  ctx: ApiContext,
+  req: { input: string; model?: string | undefined; output_schema?: unknown },
+): void {
   const { allowedModels, maxInputTokens } = ctx.options;
+  if (req.output_schema !== undefined) {
+    const problems = outputSchemaProblems(req.output_schema);
+    if (problems.length > 0)
+      throw new ApiError(
+        'VALIDATION_FAILED',
+        `output_schema ${problems.join('; ')}`,
+        problems.map((problem) => ({ in: 'body', path: '/output_schema', problem })),
+      );
+  }
   if (req.model !== undefined && !allowedModels.has(req.model)) {
     const allowed = [...allowedModels];
     throw new ApiError(

@@ -75,6 +75,7 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
     ...workflowLink(state.metadata),
     ...(outcome ? { reason: outcome.reason } : {}),
     ...(outcome?.answer !== undefined ? { answer: outcome.answer } : {}),
+    ...(outcome?.output !== undefined ? { output: outcome.output } : {}),
     ...(outcome?.report !== undefined ? { report: outcome.report } : {}),
     usage: { ...state.usage },
     steps: state.steps.map((s) => ({

@@ -14,6 +14,8 @@ export interface StartRunInput {
   session_id?: string;
   metadata?: Record<string, string>;
   model?: string;
+  /** JSON Schema the final answer must match (checked by `checkRunRequest`). */
+  output_schema?: Record<string, unknown>;
 }
 
 /**
@@ -58,6 +60,7 @@ export async function startRun(
     metadata: req.metadata,
     created_at: Date.now(),
     tenant: principal.tenant,
+    output_schema: req.output_schema,
   });
   // Before the idempotency claim: a refused request claims nothing, so its repeat is admitted afresh.
   await admitRun(ctx, principal.tenant, data.run_id);

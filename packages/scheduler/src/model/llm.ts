@@ -5,7 +5,14 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import { streamCompletion, type DeltaListener } from './stream-completion.js';
-import { constants, failSpan, SpanKind, tracer, type Span } from '@agent-reach/shared';
+import {
+  constants,
+  failSpan,
+  SpanKind,
+  tracer,
+  type JsonSchemaResponseFormat,
+  type Span,
+} from '@agent-reach/shared';
 
 /** One message of a conversation, as the chat-completions API takes it. */
 export type ChatMessage = ChatCompletionMessageParam;
@@ -25,6 +32,12 @@ export interface LlmOptions {
   stream?: boolean;
 }
 
+/** What a turn asks of the model beyond its messages and tools. */
+export interface CompleteOptions {
+  /** Ask for an answer matching a JSON Schema (a run with an output schema). */
+  responseFormat?: JsonSchemaResponseFormat;
+}
+
 export interface LlmClient {
   readonly model: string;
   /**
@@ -36,6 +49,7 @@ export interface LlmClient {
     tools: ChatCompletionTool[],
     signal?: AbortSignal,
     onDelta?: DeltaListener,
+    options?: CompleteOptions,
   ): Promise<ChatCompletion>;
   /** A JSON-object answer with no tools (used for plans). */
   completeJson(messages: ChatMessage[], signal?: AbortSignal): Promise<ChatCompletion>;
@@ -79,14 +93,15 @@ export function createLlmClient(options: LlmOptions): LlmClient {
     );
   return {
     model: options.model,
-    complete: (messages, tools, signal, onDelta) => {
+    complete: (messages, tools, signal, onDelta, turn) => {
       const params = {
         model: options.model,
         messages,
         ...(tools.length > 0 ? { tools, tool_choice: 'auto' as const } : {}),
+        ...(turn?.responseFormat ? { response_format: turn.responseFormat } : {}),
         max_tokens: maxTokens,
       };
-      return traced('text', () =>
+      return traced(turn?.responseFormat ? 'json' : 'text', () =>
         streamed
           ? streamCompletion(client, params, {
               ...streamOptions,

@@ -72,6 +72,8 @@ export interface StartRun {
   limits?: Partial<LoopLimits>;
   /** Wall-clock budget of this run, in ms (overrides the runner's). */
   deadlineMs?: number;
+  /** JSON Schema the final answer must match, instead of the agent's `output_schema`. */
+  outputSchema?: Record<string, unknown>;
 }
 
 /** Runs agent tasks in this process: the loop, the LLM, and tool calls through the executor fleet. */
@@ -170,6 +172,7 @@ export class AgentRunner {
       ...(req.tenant ? { tenant: req.tenant } : {}),
       ...(req.metadata ? { metadata: req.metadata } : {}),
       ...(req.createdAt !== undefined ? { createdAt: req.createdAt } : {}),
+      ...outputSchemaOf(req, this.#opts.agents.agents.get(req.agent)),
     });
   }
 
@@ -227,6 +230,15 @@ export class AgentRunner {
     await this.dispatcher.close();
     await this.breakers.close();
   }
+}
+
+/** A run's output schema, fixed at its start: its own, else its agent's (a copy, so the run keeps it). */
+function outputSchemaOf(
+  req: StartRun,
+  agent: AgentSpec | undefined,
+): { outputSchema?: Record<string, unknown> } {
+  const schema = req.outputSchema ?? agent?.output_schema;
+  return schema ? { outputSchema: structuredClone(schema) as Record<string, unknown> } : {};
 }
 
 /** A run's limits: the run's own, then its agent's budgets, then the runner's (environment) defaults. */

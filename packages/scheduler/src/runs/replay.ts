@@ -154,6 +154,8 @@ export async function replayRun(
     // so it is hidden from exactly the keys the original is hidden from.
     ...(original.tenant ? { tenant: original.tenant } : {}),
     ...(original.sessionId ? { sessionId: original.sessionId } : {}),
+    // The answers are checked against the schema the original checked them against.
+    ...(original.outputSchema ? { outputSchema: original.outputSchema } : {}),
     metadata: { ...original.metadata, replay_of: originalRunId, replay_mode: mode },
   });
   const calls: ReplayCall[] = [];

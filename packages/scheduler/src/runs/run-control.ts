@@ -28,6 +28,8 @@ export interface StartRunRequest {
   createdAt?: number;
   /** The tenant the run belongs to. Default `default`. */
   tenant?: string;
+  /** JSON Schema the final answer must match, instead of the agent's `output_schema`. */
+  outputSchema?: Record<string, unknown>;
 }
 
 export interface DecisionRequest {
@@ -80,6 +82,7 @@ export class RunControl {
         metadata: req.metadata,
         created_at: req.createdAt ?? Date.now(),
         tenant: req.tenant,
+        output_schema: req.outputSchema,
       }),
     );
     return runId;

@@ -224,6 +224,7 @@ async function newRunState(ctx: RunWorkerContext, runId: string, data: RunJobDat
     ...(typeof data.created_at === 'number' && Number.isFinite(data.created_at)
       ? { createdAt: data.created_at }
       : {}),
+    ...(data.output_schema ? { outputSchema: data.output_schema } : {}),
     ...(memory
       ? {
           history: memory.messages,

@@ -36,6 +36,8 @@ function describe(e: RunEvent): string {
       return `${e.decision} ${e.tool} [${e.tool_call_id}]${e.by ? ` by ${e.by}` : ''}${e.reason ? `: ${e.reason}` : ''}`;
     case 'guard':
       return `guard ${e.guard} ${e.action}: ${clip(e.report, 160)}`;
+    case 'output_invalid':
+      return `answer misses the output schema, ${e.retries_left} retries left: ${clip(e.problems.map((p) => `${p.field} ${p.message}`).join('; '), 160)}`;
     case 'compaction':
       return `compaction: ${e.before_tokens} → ${e.after_tokens} tokens, ${e.folded_turns} turn(s) folded`;
     case 'run_finished':

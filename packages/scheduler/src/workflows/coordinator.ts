@@ -484,6 +484,7 @@ function queueRun(
     input: start.input,
     traceId: rec.traceId,
     ...(node.model ? { model: node.model } : {}),
+    ...(node.output_schema ? { outputSchema: node.output_schema } : {}),
     metadata: { workflow_id: rec.workflowId, workflow_node: node.id },
     ...(rec.tenant ? { tenant: rec.tenant } : {}),
   });

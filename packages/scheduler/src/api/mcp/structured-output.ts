@@ -1,4 +1,4 @@
-import type { AgentSpec } from '@agent-reach/shared';
+import { answerJson, type AgentSpec } from '@agent-reach/shared';
 
 /** An agent's structured output as its MCP tool declares it (`outputSchema`) and returns it. */
 export interface StructuredOutput {
@@ -11,8 +11,23 @@ export interface StructuredOutput {
 /**
  * Where an agent that declares a structured output plugs into the MCP door: the tool lists its schema
  * as `outputSchema`, and a successful call returns the parsed answer as `structuredContent` beside the
- * text. No agent declares one yet, so every agent answers with text only.
+ * text. Only an agent whose `output_schema` describes an object has one (MCP's `outputSchema` is an
+ * object schema); the others answer with text only.
  */
-export function structuredOutputOf(_agent: AgentSpec): StructuredOutput | undefined {
-  return undefined;
+export function structuredOutputOf(agent: AgentSpec): StructuredOutput | undefined {
+  const schema = agent.output_schema;
+  if (schema?.type !== 'object') return undefined;
+  return {
+    schema: schema as StructuredOutput['schema'],
+    parse(answer) {
+      try {
+        const value: unknown = JSON.parse(answerJson(answer));
+        return typeof value === 'object' && value !== null && !Array.isArray(value)
+          ? (value as Record<string, unknown>)
+          : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+  };
 }

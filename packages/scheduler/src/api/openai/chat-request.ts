@@ -1,4 +1,5 @@
 import { badParam, unsupportedParam } from './openai-error.js';
+import { outputSchemaOfFormat } from './response-format.js';
 
 /** What a chat completion request asks of the door. */
 export interface ChatRequest {
@@ -13,6 +14,8 @@ export interface ChatRequest {
   sessionId?: string;
   /** `metadata` but the session id, kept with the run. */
   metadata: Record<string, string>;
+  /** `response_format.json_schema.schema`: the run's output schema. */
+  outputSchema?: Record<string, unknown>;
 }
 
 /** Fields taken and ignored: sampling settings and caps of a model the agent chooses itself. */
@@ -99,14 +102,6 @@ export function metadataOf(value: unknown): { sessionId?: string; metadata: Reco
   return { ...(sessionId === undefined ? {} : { sessionId }), metadata };
 }
 
-/** Refuses `response_format` but plain text: no agent declares a structured output yet. */
-export function checkResponseFormat(value: unknown, param: string): void {
-  if (value === undefined || value === null) return;
-  const type = isObject(value) ? value.type : undefined;
-  if (type !== 'text')
-    throw unsupportedParam(param, `${JSON.stringify(type)} is not supported yet: agents answer with text`);
-}
-
 /**
  * A `POST /v1/chat/completions` body read as a run: 400 naming the first field the door cannot honour.
  * `system` and `developer` messages are taken and ignored (an agent's instructions are its own); the
@@ -131,7 +126,7 @@ export function readChatRequest(body: unknown): ChatRequest {
     !(Array.isArray(modalities) && modalities.every((m) => m === 'text'))
   )
     throw unsupportedParam('modalities', 'may only be ["text"]');
-  checkResponseFormat(body.response_format, 'response_format');
+  const outputSchema = outputSchemaOfFormat(body.response_format, 'response_format', true);
   if (stream !== undefined && stream !== null && typeof stream !== 'boolean')
     throw badParam('stream', 'stream must be a boolean');
   if (stream_options !== undefined && stream_options !== null && !isObject(stream_options))
@@ -146,6 +141,7 @@ export function readChatRequest(body: unknown): ChatRequest {
     includeUsage: stream === true && isObject(stream_options) && stream_options.include_usage === true,
     ...(sessionId === undefined ? {} : { sessionId }),
     metadata,
+    ...(outputSchema ? { outputSchema } : {}),
   };
 }
 

@@ -22,6 +22,8 @@ export interface DoorRunRequest {
   input: string;
   sessionId?: string;
   metadata: Record<string, string>;
+  /** The output schema the request's response format asks for. */
+  outputSchema?: Record<string, unknown>;
 }
 
 /**
@@ -55,6 +57,7 @@ export async function startDoorRun(
         input: req.input,
         ...(req.sessionId === undefined ? {} : { session_id: req.sessionId }),
         metadata: { ...req.metadata, [DOOR_METADATA_KEY]: OPENAI_DOOR },
+        ...(req.outputSchema ? { output_schema: req.outputSchema } : {}),
       },
       undefined,
       traceparent,

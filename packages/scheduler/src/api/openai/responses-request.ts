@@ -1,4 +1,5 @@
-import { checkResponseFormat, inputOf, metadataOf } from './chat-request.js';
+import { inputOf, metadataOf } from './chat-request.js';
+import { outputSchemaOfFormat } from './response-format.js';
 import { badParam, unsupportedParam } from './openai-error.js';
 
 /** What a Responses API request asks of the door. */
@@ -8,6 +9,8 @@ export interface ResponsesRequest {
   stream: boolean;
   sessionId?: string;
   metadata: Record<string, string>;
+  /** `text.format.schema` of a `json_schema` format: the run's output schema. */
+  outputSchema?: Record<string, unknown>;
 }
 
 /** Fields taken and ignored: an agent's model, its instructions and its settings are its own. */
@@ -65,8 +68,10 @@ export function readResponsesRequest(body: unknown): ResponsesRequest {
   if (typeof b.model !== 'string' || b.model === '') throw badParam('model', 'model must name an agent');
   if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean')
     throw badParam('stream', 'stream must be a boolean');
-  if (b.text !== undefined && b.text !== null)
-    checkResponseFormat((b.text as { format?: unknown }).format, 'text.format');
+  const outputSchema =
+    b.text === undefined || b.text === null
+      ? undefined
+      : outputSchemaOfFormat((b.text as { format?: unknown }).format, 'text.format', false);
   const { sessionId, metadata } = metadataOf(b.metadata);
   let input: string;
   if (typeof b.input === 'string') {
@@ -80,5 +85,6 @@ export function readResponsesRequest(body: unknown): ResponsesRequest {
     stream: b.stream === true,
     ...(sessionId === undefined ? {} : { sessionId }),
     metadata,
+    ...(outputSchema ? { outputSchema } : {}),
   };
 }
