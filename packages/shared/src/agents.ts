@@ -7,6 +7,7 @@ import { describeSchemaError, misspeltRequired, repeatsMisspelt } from './schema
 import { deepFreeze } from './config.js';
 import { GROUP_NAME_PATTERN } from './constants.js';
 import type { WorkflowDocument } from './workflows.js';
+import { agentPolicyProblems, agentPolicyProperties, type AgentPolicy } from './agent-policy.js';
 import {
   declaredOpenApiTools,
   openApiSourceProblems,
@@ -24,7 +25,7 @@ import {
 const Ajv = AjvModule.default;
 
 /** One agent as declared in the agents file: who it is and which tools it may reach. */
-export interface AgentSpec {
+export interface AgentSpec extends AgentPolicy {
   readonly name: string;
   readonly description?: string;
   /** Extra role text for the system prompt. */
@@ -92,6 +93,7 @@ const agentsSchema = {
           max_iterations: { type: 'integer', minimum: 1, maximum: 100 },
           max_tokens: { type: 'integer', minimum: 100 },
           max_wall_time_ms: { type: 'integer', minimum: 1000 },
+          ...agentPolicyProperties,
         },
       },
     },
@@ -185,6 +187,7 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
     if (typeof spec?.name !== 'string') return;
     if (agents.has(spec.name)) problems.push(`${file}: agent "${spec.name}": name is declared twice`);
     agents.set(spec.name, spec as AgentSpec);
+    problems.push(...agentPolicyProblems(spec, `${file}: ${agentName(String(i))}`));
     if (!known || !Array.isArray(spec.tools)) return;
     spec.tools.forEach((tool, j) => {
       // An MCP server's tools are known once it runs: until it announces one, no agent sees it.

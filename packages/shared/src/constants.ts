@@ -84,6 +84,18 @@ export const DEFAULT_COMPACTION_KEEP_ROUNDS = 2;
 /** The same tool with the same arguments this many turns in a row gets a nudge; once more stops the run. */
 export const DEFAULT_REPEAT_LIMIT = 3;
 export const DEFAULT_MAX_FAILED_ROUNDS = 3;
+/**
+ * Tool rounds in a row whose every failure was the model's own arguments (`invalid_arguments`): they count
+ * here, not against the failed rounds, and this many stop the run (`argument_fix_rounds`).
+ */
+export const DEFAULT_MAX_ARGUMENT_FIX_ROUNDS = 4;
+/** Shaped result of one context provider attached to a run's input, at most this many characters. */
+export const DEFAULT_CONTEXT_PROVIDER_MAX_CHARS = 4000;
+/**
+ * Smallest vocabulary score (0–1, tf-idf cosine of the request against the agent's tools, topics and
+ * examples) at which a request counts as within an agent's topics.
+ */
+export const DEFAULT_TOPIC_MIN_SCORE = 0.08;
 export const DEFAULT_RUN_TOKEN_BUDGET = 200_000;
 export const DEFAULT_RUN_DEADLINE_MS = 10 * 60_000;
 /** Longest argument string of one tool call that is run; longer ones are refused (`invalid_arguments`). */

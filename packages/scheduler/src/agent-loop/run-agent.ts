@@ -10,7 +10,7 @@ import { isEndStep, pickStep, type NextStep, type StepResult, type WorkStep } fr
 import { toolRound } from './tool-round.js';
 
 export { CheckpointFailed, RunLost } from './checkpoints.js';
-export { resolveLimits } from './loop-options.js';
+export { agentLoopLimits, resolveLimits } from './loop-options.js';
 export type { AgentLoopDeps, CheckpointWrite, LoopLimits } from './loop-options.js';
 
 /**

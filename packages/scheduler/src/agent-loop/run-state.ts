@@ -62,7 +62,14 @@ export interface RunState {
   iterations: number;
   usage: Usage;
   steps: StepRecord[];
-  guard: { lastSignature?: string; repeatCount: number; nudged: boolean; failedRounds: number };
+  guard: {
+    lastSignature?: string;
+    repeatCount: number;
+    nudged: boolean;
+    failedRounds: number;
+    /** Rounds in a row spent fixing the model's own arguments (absent in older records: 0). */
+    argumentFixRounds?: number;
+  };
   compactions: number;
   /**
    * Results decided when the model turn was read (a call of an unsupported type, oversized or cut-off

@@ -25,6 +25,12 @@ export interface LlmOptions {
   stream?: boolean;
 }
 
+/** Settings of one model call that stand over the client's own. */
+export interface TurnOptions {
+  /** Output-token cap of this call (an agent's `loop.max_output_tokens`). Default: the client's. */
+  maxOutputTokens?: number;
+}
+
 export interface LlmClient {
   readonly model: string;
   /**
@@ -36,9 +42,10 @@ export interface LlmClient {
     tools: ChatCompletionTool[],
     signal?: AbortSignal,
     onDelta?: DeltaListener,
+    turn?: TurnOptions,
   ): Promise<ChatCompletion>;
   /** A JSON-object answer with no tools (used for plans). */
-  completeJson(messages: ChatMessage[], signal?: AbortSignal): Promise<ChatCompletion>;
+  completeJson(messages: ChatMessage[], signal?: AbortSignal, turn?: TurnOptions): Promise<ChatCompletion>;
 }
 
 /**
@@ -79,12 +86,12 @@ export function createLlmClient(options: LlmOptions): LlmClient {
     );
   return {
     model: options.model,
-    complete: (messages, tools, signal, onDelta) => {
+    complete: (messages, tools, signal, onDelta, turn) => {
       const params = {
         model: options.model,
         messages,
         ...(tools.length > 0 ? { tools, tool_choice: 'auto' as const } : {}),
-        max_tokens: maxTokens,
+        max_tokens: turn?.maxOutputTokens ?? maxTokens,
       };
       return traced('text', () =>
         streamed
@@ -96,10 +103,15 @@ export function createLlmClient(options: LlmOptions): LlmClient {
           : client.chat.completions.create(params, signal ? { signal } : undefined),
       );
     },
-    completeJson: (messages, signal) =>
+    completeJson: (messages, signal, turn) =>
       traced('json', () =>
         client.chat.completions.create(
-          { model: options.model, messages, response_format: { type: 'json_object' }, max_tokens: maxTokens },
+          {
+            model: options.model,
+            messages,
+            response_format: { type: 'json_object' },
+            max_tokens: turn?.maxOutputTokens ?? maxTokens,
+          },
           signal ? { signal } : undefined,
         ),
       ),
