@@ -92,10 +92,11 @@ export const DEFAULT_MAX_ARGUMENT_FIX_ROUNDS = 4;
 /** Shaped result of one context provider attached to a run's input, at most this many characters. */
 export const DEFAULT_CONTEXT_PROVIDER_MAX_CHARS = 4000;
 /**
- * Smallest vocabulary score (0–1, tf-idf cosine of the request against the agent's tools, topics and
- * examples) at which a request counts as within an agent's topics.
+ * Smallest vocabulary score (0–1: the idf-weighted share of the request's terms that the agent's best tool
+ * or topic knows, from their names, descriptions, parameters and examples) at which a request counts as
+ * within an agent's topics.
  */
-export const DEFAULT_TOPIC_MIN_SCORE = 0.08;
+export const DEFAULT_TOPIC_MIN_SCORE = 0.15;
 export const DEFAULT_RUN_TOKEN_BUDGET = 200_000;
 export const DEFAULT_RUN_DEADLINE_MS = 10 * 60_000;
 /** Longest argument string of one tool call that is run; longer ones are refused (`invalid_arguments`). */

@@ -126,19 +126,24 @@ function countFailedRound(
   };
 }
 
-/** One call's result into the history, the steps and the events; a success ticks off its plan step. */
-function record(
+/**
+ * One call's result into the history, the steps and the events; a success ticks off its plan step.
+ * `forModel` replaces what the model reads of the result (a context provider's cut result).
+ */
+export function record(
   run: RunContext,
   call: OwedCall,
   recorded: ToolResult,
   turn: number,
   answered: 'local' | 'dispatched',
+  forModel?: (result: ToolResult) => string,
 ): void {
   const { state } = run;
   // Who ran the call is for people, not for the model.
   const { executor_id: executorId, ...result } = recorded;
   const kind = result.ok ? (result.no_result ? 'no_result' : 'ok') : 'error';
-  state.messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(result) });
+  const content = forModel ? forModel(result) : JSON.stringify(result);
+  state.messages.push({ role: 'tool', tool_call_id: call.id, content });
   // What the run's step and its `tool_result` event both say of the call.
   const shared = {
     turn,
