@@ -1,9 +1,13 @@
 import { errorResult, type ToolResult } from '@agent-reach/protocol';
 import { constants, TIMED_OUT, waitAtMost, type ContextProviderSpec } from '@agent-reach/shared';
+import type { ChatMessage } from './run-state.js';
 import type { RunContext } from './run-context.js';
 import type { NextStep, OwedCall, StepResult } from './steps.js';
 import { resolveToolCalls } from './tool-calls.js';
 import { record } from './tool-round.js';
+
+/** Ids of context providers' calls start with this (the rest: the run and the provider's place). */
+export const CONTEXT_CALL_PREFIX = 'ctx_';
 
 /** Arguments of a provider that declares none: the request as `query`. */
 const DEFAULT_ARGUMENTS = { query: '{{input}}' } as const;
@@ -20,7 +24,7 @@ export async function contextStep(run: RunContext, after: NextStep): Promise<Ste
   const providers = deps.agent.context_providers ?? [];
   state.contextRequested = true;
   const calls: OwedCall[] = providers.map((p, i) => ({
-    id: `context_${i + 1}`,
+    id: `${CONTEXT_CALL_PREFIX}${state.runId}_${i + 1}`,
     name: p.tool,
     arguments: JSON.stringify(fillArguments(p.arguments ?? DEFAULT_ARGUMENTS, state.input)),
   }));
@@ -79,6 +83,27 @@ export async function contextStep(run: RunContext, after: NextStep): Promise<Ste
   }
   return { checkpoint: 'tool_results', next: after };
 }
+
+/**
+ * The history as the model reads it: the context providers' calls are not the model's own turn, so
+ * their results reach it as system messages (`Context from <tool>: …`) and the calls themselves not at all.
+ */
+export function contextAsSystem(messages: ChatMessage[]): ChatMessage[] {
+  const tools = new Map<string, string>();
+  return messages.flatMap((m): ChatMessage[] => {
+    if (m.role === 'assistant' && m.tool_calls?.length && m.tool_calls.every((c) => isContextCall(c.id))) {
+      for (const c of m.tool_calls) if (c.type === 'function') tools.set(c.id, c.function.name);
+      return [];
+    }
+    if (m.role === 'tool' && tools.has(m.tool_call_id)) {
+      const text = typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
+      return [{ role: 'system', content: `Context from ${tools.get(m.tool_call_id)}: ${text}` }];
+    }
+    return [m];
+  });
+}
+
+const isContextCall = (id: string) => id.startsWith(CONTEXT_CALL_PREFIX);
 
 /** A provider's arguments with `{{input}}` in every string value replaced by the request. */
 export function fillArguments(template: unknown, input: string): unknown {
