@@ -1,12 +1,17 @@
 import { errorResult, type ToolResult } from '@agent-reach/protocol';
 import { constants, TIMED_OUT, waitAtMost, type ContextProviderSpec } from '@agent-reach/shared';
 import type { ChatMessage } from './run-state.js';
+import { usedIds } from './model-answer.js';
 import type { RunContext } from './run-context.js';
 import type { NextStep, OwedCall, StepResult } from './steps.js';
 import { resolveToolCalls } from './tool-calls.js';
 import { record } from './tool-round.js';
 
-/** Ids of context providers' calls start with this (the rest: the run and the provider's place). */
+/**
+ * Ids of context providers' calls: this prefix and the provider's place (`ctx_1`), with a suffix when a
+ * session's history already holds that id, as the platform's own `call_t<turn>_<i>` ids are made: the same
+ * for the same history, so a replay answers them from the recording.
+ */
 export const CONTEXT_CALL_PREFIX = 'ctx_';
 
 /** Arguments of a provider that declares none: the request as `query`. */
@@ -23,8 +28,9 @@ export async function contextStep(run: RunContext, after: NextStep): Promise<Ste
   const { state, deps } = run;
   const providers = deps.agent.context_providers ?? [];
   state.contextRequested = true;
+  const used = usedIds(state);
   const calls: OwedCall[] = providers.map((p, i) => ({
-    id: `${CONTEXT_CALL_PREFIX}${state.runId}_${i + 1}`,
+    id: freeId(`${CONTEXT_CALL_PREFIX}${i + 1}`, used),
     name: p.tool,
     arguments: JSON.stringify(fillArguments(p.arguments ?? DEFAULT_ARGUMENTS, state.input)),
   }));
@@ -101,6 +107,13 @@ export function contextAsSystem(messages: ChatMessage[]): ChatMessage[] {
     }
     return [m];
   });
+}
+
+function freeId(id: string, used: Set<string>): string {
+  let free = id;
+  for (let n = 1; used.has(free); n += 1) free = `${id}_${n}`;
+  used.add(free);
+  return free;
 }
 
 const isContextCall = (id: string) => id.startsWith(CONTEXT_CALL_PREFIX);
