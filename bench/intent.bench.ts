@@ -1,15 +1,26 @@
 /**
  * Intent classifier benchmark: accuracy on the labelled requests of test/fixtures/intents.json (Chinese
  * and English), a confusion table, the requests it gets wrong, and the model calls it saves: a run asks
- * the model for a plan only when its request is classified multi-step, where before every run did.
+ * the model for a plan only when its request is classified multi-step, where before every run did. Then
+ * the same classifier on agents the demo does not have (test/fixtures/intent-bench: an HR, a DevOps and
+ * a billing agent, their vocabulary derived from their tools, topics and examples; the labelled requests
+ * kept in a file of their own): topic accuracy (on/off topic, as `topic_policy` enforces it), intent
+ * accuracy, and whether the best-scoring tool is one the request is about.
  *
  *   pnpm bench:intent
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { loadAgents } from '@agent-reach/shared';
-import { classifyIntent, INTENTS, type Intent } from '@agent-reach/scheduler';
+import { loadAgents, type ToolCatalogEntry } from '@agent-reach/shared';
+import {
+  agentVocabulary,
+  buildVocabulary,
+  checkTopic,
+  classifyIntent,
+  INTENTS,
+  type Intent,
+} from '@agent-reach/scheduler';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -23,7 +34,12 @@ const fixture = JSON.parse(await readFile(path.join(ROOT, 'test/fixtures/intents
   tools: string[];
   requests: Labelled[];
 };
-const tools = fixture.tools.map((name) => ({ name }));
+// The demo's vocabulary: its tools' names and the examples its agents declare (config/agents.yaml).
+const demo = loadAgents(path.join(ROOT, 'config/agents.yaml'));
+const tools = buildVocabulary({
+  tools: fixture.tools.map((name) => ({ name })),
+  examples: Object.assign({}, ...[...demo.agents.values()].map((a) => a.examples ?? {})),
+});
 const results = fixture.requests.map((r) => ({ ...r, got: classifyIntent(r.input, tools).intent }));
 
 const pct = (n: number, of: number) => `${((100 * n) / Math.max(1, of)).toFixed(1)}%`;
@@ -74,4 +90,80 @@ for (const w of workloads) {
   console.log(
     `  ${w.name}: before ${before}, after ${after}, saved ${before - after} (${pct(before - after, before)})`,
   );
+}
+
+// Agents the demo does not have: vocabulary from tools.json + agents.yaml, labels from requests.json.
+const BENCH = path.join(ROOT, 'test/fixtures/intent-bench');
+const catalog = JSON.parse(await readFile(path.join(BENCH, 'tools.json'), 'utf8')) as {
+  tools: Array<Pick<ToolCatalogEntry, 'name' | 'description' | 'parameters'>>;
+};
+const byName = new Map(catalog.tools.map((t) => [t.name, t as ToolCatalogEntry]));
+const benchAgents = loadAgents(path.join(BENCH, 'agents.yaml'), byName.keys());
+const labelled = JSON.parse(await readFile(path.join(BENCH, 'requests.json'), 'utf8')) as {
+  requests: Array<{
+    agent: string;
+    lang: 'zh' | 'en';
+    on_topic: boolean;
+    intent?: Intent;
+    tools?: string[];
+    input: string;
+  }>;
+};
+const vocabularies = new Map(
+  [...benchAgents.agents.values()].map((a) => [a.name, { agent: a, vocabulary: agentVocabulary(a, byName) }]),
+);
+const judged = labelled.requests.map((r) => {
+  const { agent, vocabulary } = vocabularies.get(r.agent) ?? { agent: undefined, vocabulary: undefined };
+  if (!agent || !vocabulary) throw new Error(`requests.json: unknown agent "${r.agent}"`);
+  const topic = checkTopic(agent, vocabulary, r.input);
+  const best = vocabulary.score(r.input).labels.find((l) => l.kind === 'tool');
+  return {
+    ...r,
+    onTopic: topic?.verdict !== 'off_topic',
+    score: topic?.score ?? 0,
+    intentGot: classifyIntent(r.input, vocabulary).intent,
+    bestTool: best?.label,
+  };
+});
+const onTopic = judged.filter((r) => r.on_topic);
+const withIntent = onTopic.filter((r) => r.intent !== undefined);
+const withTool = onTopic.filter((r) => r.tools?.length);
+const topicRight = judged.filter((r) => r.onTopic === r.on_topic);
+const intentRight = withIntent.filter((r) => r.intentGot === r.intent);
+const toolRight = withTool.filter((r) => r.bestTool !== undefined && r.tools?.includes(r.bestTool));
+console.log(
+  `\nagents the demo does not have (${vocabularies.size}: ${[...vocabularies.keys()].join(', ')}), ` +
+    `${judged.length} labelled requests (test/fixtures/intent-bench/requests.json)`,
+);
+console.log(
+  `  topic (on/off):   ${pct(topicRight.length, judged.length)} (${topicRight.length}/${judged.length})`,
+);
+for (const lang of ['zh', 'en'] as const) {
+  const rs = judged.filter((r) => r.lang === lang);
+  const right = rs.filter((r) => r.onTopic === r.on_topic).length;
+  console.log(`    ${lang}: ${pct(right, rs.length)} (${right}/${rs.length})`);
+}
+const offTopic = judged.filter((r) => !r.on_topic);
+const refused = offTopic.filter((r) => !r.onTopic).length;
+const wronglyRefused = onTopic.filter((r) => !r.onTopic).length;
+console.log(
+  `    off-topic requests refused: ${refused}/${offTopic.length}; on-topic requests refused: ${wronglyRefused}/${onTopic.length}`,
+);
+console.log(
+  `  intent (on-topic): ${pct(intentRight.length, withIntent.length)} (${intentRight.length}/${withIntent.length})`,
+);
+console.log(
+  `  best tool named:   ${pct(toolRight.length, withTool.length)} (${toolRight.length}/${withTool.length})`,
+);
+const benchWrong = judged.filter(
+  (r) => r.onTopic !== r.on_topic || (r.intent !== undefined && r.intentGot !== r.intent),
+);
+if (benchWrong.length > 0) {
+  console.log('\n  misjudged (topic label -> got, score; intent label -> got):');
+  for (const r of benchWrong) {
+    console.log(
+      `    [${r.agent} ${r.lang}] ${r.on_topic ? 'on' : 'off'} -> ${r.onTopic ? 'on' : 'off'} (${r.score})` +
+        `${r.intent ? `; ${r.intent} -> ${r.intentGot}` : ''}: ${JSON.stringify(r.input)}`,
+    );
+  }
 }

@@ -28,6 +28,30 @@ export type RunEventBody =
       intent_signals?: string[];
     }
   | {
+      /** The request was placed outside the agent's `allowed_topic` (before any model call). */
+      type: 'topic';
+      verdict: 'off_topic';
+      /** `refuse`: the run ends `off_topic` without a model call; `warn`: it goes on. */
+      action: 'refuse' | 'warn';
+      topics: string[];
+      /** The best score of the request against the agent's tools and topics (0–1), and its label. */
+      score: number;
+      best?: string;
+    }
+  | {
+      /** The agent's context providers were called with the request before the first model turn. */
+      type: 'context';
+      providers: Array<{
+        tool: string;
+        tool_call_id: string;
+        ok: boolean;
+        required: boolean;
+        /** Characters of the result attached to the model's input (0 when it failed). */
+        chars: number;
+        error?: string;
+      }>;
+    }
+  | {
       type: 'plan';
       steps: TaskStep[];
       error?: string;
@@ -148,6 +172,8 @@ export interface AnswerDeltaEvent {
 /** Every event type, in the order a run may emit them. */
 export const RUN_EVENT_TYPES = [
   'run_started',
+  'topic',
+  'context',
   'plan',
   'llm_request',
   'llm_error',

@@ -57,13 +57,17 @@ export interface Usage {
   total_tokens: number;
 }
 
-export type GuardName = 'max_iterations' | 'repeat' | 'failed_rounds' | 'token_budget' | 'deadline';
+export type GuardName =
+  'max_iterations' | 'repeat' | 'failed_rounds' | 'argument_fix_rounds' | 'token_budget' | 'deadline';
 
 /**
  * How a run ended. `reason` is one stable word:
- * - `succeeded`: `final_answer`, or `final_answer_truncated` (the answer hit the output token cap);
+ * - `succeeded`: `final_answer`, or `final_answer_truncated` (the answer hit the output token cap), or
+ *   `off_topic` (the request is outside the agent's `allowed_topic`: answered with a refusal naming the
+ *   topics, without a model call);
  * - `not_converged`: a guard — `max_iterations`, `repeat`, `token_budget`, `deadline`;
- * - `failed`: `failed_rounds` (a guard); `refused` (the model declined: `message.refusal`);
+ * - `failed`: `failed_rounds`, `argument_fix_rounds` (guards); `context_failed` (a required context
+ *   provider's call failed before the first model call); `refused` (the model declined: `message.refusal`);
  *   `content_filter` (the provider filtered the output); `empty_answer` (no text, no tool call);
  *   `output_truncated` (cut at the output token cap before any text); `no_tool_available` (the model
  *   answered, but every tool call it made was refused by the platform — unknown, forbidden, breaker open

@@ -72,6 +72,10 @@ export {
 export type { ApiServer, ApiServerDeps, ApiServerOptions, ApiKeyConfig, ApiErrorBody } from './api/index.js';
 export { classifyIntent, INTENTS } from './agent-loop/intent.js';
 export type { Intent, IntentDecision, IntentTool } from './agent-loop/intent.js';
+export { buildVocabulary } from './agent-loop/vocabulary.js';
+export type { LabelScore, RequestScore, Vocabulary, VocabularySource } from './agent-loop/vocabulary.js';
+export { agentVocabulary, checkTopic } from './agent-loop/topic-gate.js';
+export type { TopicCheck } from './agent-loop/topic-gate.js';
 export { WorkflowControl, nodeRunId, WORKFLOW_ID_PATTERN } from './workflows/workflow-control.js';
 export type { StartWorkflowRequest, WorkflowJobData } from './workflows/workflow-control.js';
 export { createWorkflowWorker, abortReport } from './workflows/coordinator.js';

@@ -63,6 +63,16 @@ function Event({ e, start }) {
         'start',
         html`<b>Run started</b> <span class="muted">agent ${e.agent}, model ${e.model}</span>`,
       );
+    case 'topic':
+      return row(
+        'guard',
+        html`<b>Off topic</b> <span class="badge warn">${e.action}</span> <span class="muted">score ${e.score}${e.best ? ` (best: ${e.best})` : ''}; topics: ${e.topics.join(', ')}</span>`,
+      );
+    case 'context':
+      return row(
+        'calls',
+        html`<b>Context</b> ${e.providers.map((p) => html`<span class="tool">${p.tool}</span> <span class="muted">${p.ok ? `${p.chars} chars attached` : `failed${p.required ? ' (required)' : ', skipped'}`}</span> `)}`,
+      );
     case 'plan':
       return row(
         'plan',

@@ -8,6 +8,7 @@ import { deepFreeze } from './config.js';
 import { outputSchemaProblems } from './output-schema.js';
 import { GROUP_NAME_PATTERN } from './constants.js';
 import type { WorkflowDocument } from './workflows.js';
+import { agentPolicyProblems, agentPolicyProperties, type AgentPolicy } from './agent-policy.js';
 import {
   declaredOpenApiTools,
   openApiSourceProblems,
@@ -25,7 +26,7 @@ import {
 const Ajv = AjvModule.default;
 
 /** One agent as declared in the agents file: who it is and which tools it may reach. */
-export interface AgentSpec {
+export interface AgentSpec extends AgentPolicy {
   readonly name: string;
   readonly description?: string;
   /** Extra role text for the system prompt. */
@@ -99,6 +100,7 @@ const agentsSchema = {
           max_wall_time_ms: { type: 'integer', minimum: 1000 },
           output_schema: { type: 'object' },
           output_retries: { type: 'integer', minimum: 0, maximum: 10 },
+          ...agentPolicyProperties,
         },
       },
     },
@@ -199,6 +201,7 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
       for (const problem of outputSchemaProblems(spec.output_schema))
         problems.push(`${file}: agent "${spec.name}": output_schema ${problem}`);
     agents.set(spec.name, spec as AgentSpec);
+    problems.push(...agentPolicyProblems(spec, `${file}: ${agentName(String(i))}`));
     if (!known || !Array.isArray(spec.tools)) return;
     spec.tools.forEach((tool, j) => {
       // An MCP server's tools are known once it runs: until it announces one, no agent sees it.

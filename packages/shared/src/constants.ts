@@ -84,6 +84,19 @@ export const DEFAULT_COMPACTION_KEEP_ROUNDS = 2;
 /** The same tool with the same arguments this many turns in a row gets a nudge; once more stops the run. */
 export const DEFAULT_REPEAT_LIMIT = 3;
 export const DEFAULT_MAX_FAILED_ROUNDS = 3;
+/**
+ * Tool rounds in a row whose every failure was the model's own arguments (`invalid_arguments`): they count
+ * here, not against the failed rounds, and this many stop the run (`argument_fix_rounds`).
+ */
+export const DEFAULT_MAX_ARGUMENT_FIX_ROUNDS = 4;
+/** Shaped result of one context provider attached to a run's input, at most this many characters. */
+export const DEFAULT_CONTEXT_PROVIDER_MAX_CHARS = 4000;
+/**
+ * Smallest vocabulary score (0–1: the idf-weighted share of the request's terms that the agent's best tool
+ * or topic knows, from their names, descriptions, parameters and examples) at which a request counts as
+ * within an agent's topics.
+ */
+export const DEFAULT_TOPIC_MIN_SCORE = 0.15;
 export const DEFAULT_RUN_TOKEN_BUDGET = 200_000;
 export const DEFAULT_RUN_DEADLINE_MS = 10 * 60_000;
 /**

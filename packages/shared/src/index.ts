@@ -46,6 +46,8 @@ export { loadConfig, deepFreeze } from './config.js';
 export type { AgentReachConfig } from './config.js';
 export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';
 export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './agents.js';
+export { TOPIC_POLICIES } from './agent-policy.js';
+export type { AgentLoopSettings, AgentPolicy, ContextProviderSpec, TopicPolicy } from './agent-policy.js';
 export {
   declaredOpenApiTools,
   openApiSourceProblems,

@@ -12,6 +12,10 @@ export function describeSchemaError(e: ErrorObject): string {
     const guess = closestName(field, declaredFields(e));
     return `unknown field "${field}"${guess ? ` (did you mean "${guess}"?)` : ''}`;
   }
+  if (e.keyword === 'enum') {
+    const allowed = (e.params as { allowedValues?: unknown[] }).allowedValues ?? [];
+    return `must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`;
+  }
   return e.message ?? 'is invalid';
 }
 

@@ -10,7 +10,13 @@ import {
 } from './guards.js';
 import { createRunState, type RunState } from './run-state.js';
 
-const LIMITS: GuardLimits = { maxIterations: 5, repeatLimit: 3, maxFailedRounds: 3, tokenBudget: 1_000 };
+const LIMITS: GuardLimits = {
+  maxIterations: 5,
+  repeatLimit: 3,
+  maxFailedRounds: 3,
+  maxArgumentFixRounds: 4,
+  tokenBudget: 1_000,
+};
 const NOW = 1_700_000_000_000;
 
 function state(overrides: Partial<RunState> = {}): RunState {

@@ -4,6 +4,8 @@ export interface GuardLimits {
   maxIterations: number;
   repeatLimit: number;
   maxFailedRounds: number;
+  /** Rounds in a row spent fixing the model's own arguments that stop the run. Default 4. */
+  maxArgumentFixRounds: number;
   tokenBudget: number;
 }
 

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { loadAgents } from '@agent-reach/shared';
 import { classifyIntent, type Intent } from './intent.js';
+import { buildVocabulary } from './vocabulary.js';
 import { resolveLimits } from './run-agent.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../..');
@@ -10,8 +12,14 @@ const fixture = JSON.parse(readFileSync(path.join(ROOT, 'test/fixtures/intents.j
   tools: string[];
   requests: Array<{ lang: 'zh' | 'en'; intent: Intent; input: string }>;
 };
-const TOOLS = fixture.tools.map((name) => ({ name }));
-const intentOf = (input: string, tools = TOOLS) => classifyIntent(input, tools).intent;
+// The demo's vocabulary: its tools' names and the example requests its agents declare in config/agents.yaml.
+const demo = loadAgents(path.join(ROOT, 'config/agents.yaml'));
+const TOOLS = buildVocabulary({
+  tools: fixture.tools.map((name) => ({ name })),
+  examples: Object.assign({}, ...[...demo.agents.values()].map((a) => a.examples ?? {})),
+});
+const intentOf = (input: string, tools: Parameters<typeof classifyIntent>[1] = TOOLS) =>
+  classifyIntent(input, tools).intent;
 
 describe('classifyIntent', () => {
   it('classifies at least 90% of the labelled Chinese and English requests right, in each language', () => {
@@ -56,6 +64,25 @@ describe('classifyIntent', () => {
     const translator = [{ name: 'translate_text' }];
     expect(intentOf('please translate this sentence into German', translator)).toBe('single_tool');
     expect(intentOf('tell me a joke', translator)).toBe('simple');
+  });
+
+  it("names a tool by its description's and parameters' words and by an agent's examples, not only its name", () => {
+    const payroll = buildVocabulary({
+      tools: [
+        {
+          name: 'get_payslip',
+          description: 'Monthly salary statement of one employee.',
+          parameters: { type: 'object', properties: { month: { enum: ['january', 'february'] } } },
+        },
+      ],
+      examples: { get_payslip: ['我这个月的工资条'] },
+    });
+    expect(classifyIntent('my salary for february', payroll)).toEqual({
+      intent: 'single_tool',
+      signals: ['one_tool'],
+    });
+    expect(classifyIntent('工资条在哪里', payroll).intent).toBe('single_tool');
+    expect(intentOf('my salary for february')).toBe('simple');
   });
 });
 

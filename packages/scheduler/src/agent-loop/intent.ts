@@ -1,4 +1,5 @@
 import type { RunIntent } from '@agent-reach/protocol';
+import { buildVocabulary, type Vocabulary, type VocabularyTool } from './vocabulary.js';
 
 /**
  * What a request asks for, decided before the first model call and without calling the model:
@@ -11,10 +12,11 @@ export type Intent = RunIntent;
 
 export const INTENTS: readonly Intent[] = ['simple', 'single_tool', 'multi_step'];
 
-/** A tool the agent may reach, as the classifier sees it (its name says its topic). */
-export interface IntentTool {
-  name: string;
-}
+/** A tool the agent may reach, as the classifier sees it (name, description, parameters). */
+export type IntentTool = VocabularyTool;
+
+/** Smallest score (see `LabelScore`) at which a request names a tool. */
+const TOOL_NAMED_MIN_SCORE = 0.15;
 
 export interface IntentDecision {
   intent: Intent;
@@ -55,29 +57,7 @@ const EXPLAIN = [
 ];
 
 /** Something only a tool can look up: an order id, a reference, a number of several digits. */
-const CONCRETE = /ORD-\d+|\bref_\w+|\d{4,}/i;
-
-/**
- * Words naming what each tool is about, beyond its name and description: the bilingual vocabulary of the
- * shipped tools' domains. A tool matches when the request names its topic.
- */
-const TOPICS: ReadonlyArray<{ when: RegExp; words: RegExp }> = [
-  {
-    when: /weather|forecast/i,
-    words: /weather|forecast|rain|sunny|temperature|umbrella|天气|气温|温度|下雨|降雨|晴|阴|预报|带伞/i,
-  },
-  {
-    when: /order/i,
-    words:
-      /\border|ORD-\d+|shipping|shipment|deliver|parcel|package|tracking|refund|订单|单号|物流|快递|发货|配送|包裹|退款/i,
-  },
-  {
-    when: /markdown|file|write/i,
-    words:
-      /\bfile|markdown|\.md\b|write (?:it|a|the|up)|save (?:it|a|the)|report|document|文件|文档|报告|写成|写到|写入|保存/i,
-  },
-  { when: /full_result|page/i, words: /full result|rest of (?:the )?result|完整结果|剩下的结果/i },
-];
+const CONCRETE = /\b[A-Z]{2,}-\d+|\bref_\w+|\d{4,}/i;
 
 /** Lists with several items ("1. … 2. …", "- … - …", "；"-separated asks). */
 const LIST_ITEMS = /(?:^|\n)\s*(?:\d+[.)、]|[-*•])\s+\S/g;
@@ -86,23 +66,23 @@ const LIST_ITEMS = /(?:^|\n)\s*(?:\d+[.)、]|[-*•])\s+\S/g;
 const ENUMERATION = [
   /[\u4e00-\u9fa5A-Za-z0-9-]{1,12}\s*(?:和|与|跟|及|、|以及)\s*[\u4e00-\u9fa5A-Za-z0-9-]{1,12}/,
   /\b[A-Z][\w-]+\s*(?:,\s*[A-Z][\w-]+\s*)*(?:,\s*)?(?:and|or|vs\.?|versus)\s+[A-Z][\w-]+/,
-  /ORD-\d+.*ORD-\d+/,
+  /\b([A-Z]{2,})-\d+.*\b\1-\d+/,
 ];
 
 /**
- * Classifies a request by keyword and structure over Chinese and English; the agent's tools (names,
- * descriptions and the vocabulary of their topics) tell which tools it names. With no tools, everything
+ * Classifies a request by keyword and structure over Chinese and English; the agent's vocabulary (its
+ * tools, topics and examples: see `vocabulary.ts`) tells which tools it names. With no tools, everything
  * is `simple`: the agent can only answer.
  */
-export function classifyIntent(input: string, tools: readonly IntentTool[]): IntentDecision {
+export function classifyIntent(input: string, agent: readonly IntentTool[] | Vocabulary): IntentDecision {
+  const vocabulary = 'score' in agent ? agent : buildVocabulary({ tools: agent });
   const text = input.trim();
-  if (tools.length === 0) return { intent: 'simple', signals: ['no_tools'] };
-  if (text === '' || SMALL_TALK.some((r) => r.test(text)))
-    return { intent: 'simple', signals: ['small_talk'] };
+  if (vocabulary.tools.length === 0) return { intent: 'simple', signals: ['no_tools'] };
+  if (isSmallTalk(text)) return { intent: 'simple', signals: ['small_talk'] };
   // A general question about a topic the tools cover is still answered from knowledge.
   if (EXPLAIN.some((r) => r.test(text)) && !CONCRETE.test(text) && !SEQUENCE.some((r) => r.test(text)))
     return { intent: 'simple', signals: ['explanation'] };
-  const named = toolsNamed(text, tools);
+  const named = toolsNamed(text, vocabulary);
   const signals: string[] = [];
   if (SEQUENCE.some((r) => r.test(text))) signals.push('sequence');
   if ((text.match(LIST_ITEMS) ?? []).length >= 2) signals.push('list');
@@ -119,35 +99,15 @@ export function classifyIntent(input: string, tools: readonly IntentTool[]): Int
   return { intent: 'simple', signals: ['no_action'] };
 }
 
-/** The agent's tools the request names, by name words, description words or topic vocabulary. */
-function toolsNamed(text: string, tools: readonly IntentTool[]): string[] {
-  const lower = text.toLowerCase();
-  return tools
-    .filter((tool) => {
-      const topic = TOPICS.find((t) => t.when.test(tool.name));
-      if (topic) return topic.words.test(text);
-      // A tool outside the known topics matches on its name's distinctive words.
-      return tool.name
-        .toLowerCase()
-        .split(/[_-]/)
-        .filter((w) => w.length >= 4 && !GENERIC_NAME_WORDS.has(w))
-        .some((w) => lower.includes(w));
-    })
-    .map((t) => t.name);
+/** Greetings and talk about the assistant itself (and nothing at all): no tool, and no topic. */
+export function isSmallTalk(text: string): boolean {
+  return text.trim() === '' || SMALL_TALK.some((r) => r.test(text.trim()));
 }
 
-/** Parts of tool names that say nothing about their topic. */
-const GENERIC_NAME_WORDS = new Set([
-  'query',
-  'get',
-  'fetch',
-  'full',
-  'result',
-  'status',
-  'list',
-  'tool',
-  'with',
-]);
+/** The agent's tools the request names (see `Vocabulary.named`). */
+function toolsNamed(text: string, vocabulary: Vocabulary): string[] {
+  return vocabulary.named(text, 'tool', TOOL_NAMED_MIN_SCORE);
+}
 
 /** Questions asked, by their question marks. */
 function questions(text: string): number {

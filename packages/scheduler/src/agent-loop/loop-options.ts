@@ -19,6 +19,8 @@ export interface LoopLimits extends GuardLimits {
   planning: boolean;
   /** Answers that miss the output schema sent back to the model before `invalid_output`. Default 2. */
   outputRetries: number;
+  /** Output tokens of one model turn. Default: the model client's own cap. */
+  maxOutputTokens?: number;
 }
 
 export interface AgentLoopDeps {
@@ -80,12 +82,31 @@ export function resolveLimits(
         : constants.DEFAULT_MAX_ITERATIONS),
     repeatLimit: limits.repeatLimit ?? constants.DEFAULT_REPEAT_LIMIT,
     maxFailedRounds: limits.maxFailedRounds ?? constants.DEFAULT_MAX_FAILED_ROUNDS,
+    maxArgumentFixRounds: limits.maxArgumentFixRounds ?? constants.DEFAULT_MAX_ARGUMENT_FIX_ROUNDS,
     tokenBudget: limits.tokenBudget ?? constants.DEFAULT_RUN_TOKEN_BUDGET,
     compactionThresholdTokens:
       limits.compactionThresholdTokens ?? constants.DEFAULT_COMPACTION_THRESHOLD_TOKENS,
     compactionKeepRounds: limits.compactionKeepRounds ?? constants.DEFAULT_COMPACTION_KEEP_ROUNDS,
     planning: limits.planning ?? true,
     outputRetries: agent.output_retries ?? limits.outputRetries ?? constants.DEFAULT_OUTPUT_RETRIES,
+    ...(limits.maxOutputTokens === undefined ? {} : { maxOutputTokens: limits.maxOutputTokens }),
+  };
+}
+
+/**
+ * An agent's own loop settings as limits: they stand over the fleet's defaults and under a run's own
+ * limits (`{...fleet, ...agentLoopLimits(agent), ...run}`).
+ */
+export function agentLoopLimits(agent: AgentSpec): Partial<LoopLimits> {
+  const loop = agent.loop ?? {};
+  const set = <K extends keyof LoopLimits>(key: K, value: LoopLimits[K] | undefined) =>
+    value === undefined ? {} : { [key]: value };
+  return {
+    ...set('repeatLimit', loop.repeat_limit),
+    ...set('maxFailedRounds', loop.max_failed_rounds),
+    ...set('maxArgumentFixRounds', loop.max_argument_fix_rounds),
+    ...set('maxOutputTokens', loop.max_output_tokens),
+    ...set('compactionThresholdTokens', loop.compaction_threshold_tokens),
   };
 }
 

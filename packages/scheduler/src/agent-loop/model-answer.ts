@@ -157,7 +157,7 @@ export function providerName(name: string): string {
 }
 
 /** Every tool call id the run has used: in its history, its steps and its approvals. */
-function usedIds(state: RunState): Set<string> {
+export function usedIds(state: RunState): Set<string> {
   const used = new Set<string>(state.steps.map((s) => s.tool_call_id));
   for (const m of state.messages) {
     if (m.role === 'assistant') for (const c of m.tool_calls ?? []) used.add(c.id);

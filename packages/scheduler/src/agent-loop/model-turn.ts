@@ -4,7 +4,7 @@ import { checkRepeat, checkTokenBudget, repeatNudge, turnSignature } from './gua
 import { llmFailed } from './llm-failure.js';
 import { readModelTurn, readUsage, type ModelTurn } from './model-answer.js';
 import { buildMessages, toolSpecs } from './prompt.js';
-import { addUsage, modelSignals, reachableTools, type RunContext } from './run-context.js';
+import { addUsage, modelSignals, reachableTools, turnOptions, type RunContext } from './run-context.js';
 import { platformRefusals } from './run-end.js';
 import type { NextStep, StepResult } from './steps.js';
 import { finishOpenSteps } from './task-stack.js';
@@ -26,7 +26,7 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
       toolSpecs(tools),
       signal,
       live?.listener,
-      format ? { responseFormat: format } : undefined,
+      { ...turnOptions(run), ...(format ? { responseFormat: format } : {}) },
     );
   } catch (err) {
     return { next: llmFailed(run, err, turn, started, deadline) };

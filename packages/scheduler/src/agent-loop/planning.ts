@@ -1,5 +1,12 @@
 import { llmFailed } from './llm-failure.js';
-import { addUsage, modelSignals, offeredTools, reachableTools, type RunContext } from './run-context.js';
+import {
+  addUsage,
+  modelSignals,
+  offeredTools,
+  reachableTools,
+  turnOptions,
+  type RunContext,
+} from './run-context.js';
 import type { StepResult } from './steps.js';
 import { keepReachable, requestPlan } from './task-stack.js';
 
@@ -19,6 +26,7 @@ export async function planStep(run: RunContext): Promise<StepResult> {
       state.input,
       tools.map((t) => t.name),
       signal,
+      turnOptions(run),
     );
   } catch (err) {
     return { next: llmFailed(run, err, 0, started, deadline) };

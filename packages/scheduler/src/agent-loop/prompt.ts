@@ -3,6 +3,7 @@ import type { AgentSpec, ToolCatalogEntry } from '@agent-reach/shared';
 import type { ChatMessage, RunState } from './run-state.js';
 import { providerName } from './model-answer.js';
 import { renderTaskStack } from './task-stack.js';
+import { contextAsSystem } from './context-providers.js';
 
 /** Marks the summary block so tests and people can find it; the JSON inside is what the model reads. */
 export const SUMMARY_HEADING = '## Summary of earlier steps (compacted)';
@@ -33,7 +34,7 @@ export function buildSystemPrompt(agent: AgentSpec, state: RunState, tools: Tool
 export function buildMessages(agent: AgentSpec, state: RunState, tools: ToolCatalogEntry[]): ChatMessage[] {
   return [
     { role: 'system', content: buildSystemPrompt(agent, state, tools) },
-    ...state.messages.map(forProvider),
+    ...contextAsSystem(state.messages).map(forProvider),
   ];
 }
 

@@ -1,6 +1,8 @@
 import { markRunning, type RunOutcome, type RunState } from './run-state.js';
 import { compactionStep } from './compaction-step.js';
 import { classifyIntent } from './intent.js';
+import { contextStep } from './context-providers.js';
+import { agentVocabulary, checkTopic, offTopicAnswer } from './topic-gate.js';
 import type { AgentLoopDeps } from './loop-options.js';
 import { modelTurn } from './model-turn.js';
 import { planStep } from './planning.js';
@@ -10,7 +12,7 @@ import { isEndStep, pickStep, type NextStep, type StepResult, type WorkStep } fr
 import { toolRound } from './tool-round.js';
 
 export { CheckpointFailed, RunLost } from './checkpoints.js';
-export { resolveLimits } from './loop-options.js';
+export { agentLoopLimits, resolveLimits } from './loop-options.js';
 export type { AgentLoopDeps, CheckpointWrite, LoopLimits } from './loop-options.js';
 
 /**
@@ -26,10 +28,12 @@ export async function runAgent(
 ): Promise<RunOutcome | 'parked' | 'released'> {
   if (state.outcome) return state.outcome;
   // Decided once, before the first model call, without calling the model; kept across resumes.
-  state.intent ??= classifyIntent(
-    state.input,
-    deps.agent.tools.map((name) => ({ name })),
-  );
+  if (!state.intent) {
+    const vocabulary = agentVocabulary(deps.agent, deps.catalog);
+    state.intent = classifyIntent(state.input, vocabulary);
+    const topic = checkTopic(deps.agent, vocabulary, state.input);
+    if (topic) state.topic = topic;
+  }
   const run = createRunContext(state, deps);
   if (markRunning(state)) {
     run.emit({
@@ -40,10 +44,12 @@ export async function runAgent(
       intent: state.intent.intent,
       intent_signals: state.intent.signals,
     });
+    if (state.topic?.verdict === 'off_topic') {
+      const { verdict, action, topics, score, best } = state.topic;
+      run.emit({ type: 'topic', verdict, action, topics, score, ...(best ? { best } : {}) });
+    }
   }
-  // Only a multi-step request is worth a model call for a plan.
-  const plans = run.limits.planning && state.intent.intent === 'multi_step' && !state.plan.requested;
-  let next: NextStep = plans ? { type: 'plan' } : { type: 'run_again' };
+  let next = firstStep(run);
   try {
     for (;;) {
       // A cancelled run does no more work; a step already ending it still ends it as it says.
@@ -59,8 +65,37 @@ export async function runAgent(
   }
 }
 
+/**
+ * Where a run starts (or resumes) its loop: a refusal of an off-topic request, the context providers,
+ * a plan (only a multi-step request is worth a model call for one), or the next turn.
+ */
+function firstStep(run: RunContext): NextStep {
+  const { state, deps } = run;
+  const topic = state.topic;
+  if (topic?.verdict === 'off_topic' && topic.action === 'refuse' && state.iterations === 0) {
+    return {
+      type: 'final_output',
+      answer: offTopicAnswer(topic.topics),
+      truncated: false,
+      reason: 'off_topic',
+      report:
+        `the request scored ${topic.score} against the agent's tools and topics (${topic.topics.join(', ')}), ` +
+        'below the threshold: refused without a model call',
+    };
+  }
+  if ((deps.agent.context_providers?.length ?? 0) > 0 && !state.contextRequested) return { type: 'context' };
+  return planOrTurn(run);
+}
+
+function planOrTurn(run: RunContext): NextStep {
+  const plans = run.limits.planning && run.state.intent?.intent === 'multi_step' && !run.state.plan.requested;
+  return plans ? { type: 'plan' } : { type: 'run_again' };
+}
+
 async function runStep(run: RunContext, step: WorkStep): Promise<StepResult> {
   switch (step.type) {
+    case 'context':
+      return contextStep(run, planOrTurn(run));
     case 'plan':
       return planStep(run);
     case 'run_again':

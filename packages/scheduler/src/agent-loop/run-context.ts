@@ -1,4 +1,5 @@
 import type { Logger, ToolCatalogEntry } from '@agent-reach/shared';
+import type { TurnOptions } from '../model/llm.js';
 import type { RunState, Usage } from './run-state.js';
 import { createCheckpoints, type Checkpoints } from './checkpoints.js';
 import { resolveLimits, type AgentLoopDeps, type LoopLimits } from './loop-options.js';
@@ -43,6 +44,11 @@ export function modelSignals(run: RunContext): { deadline: AbortSignal; signal: 
   const stops = [run.deps.signal, run.deps.release].filter((s): s is AbortSignal => s !== undefined);
   const deadline = AbortSignal.timeout(Math.max(1, run.state.deadlineAt - Date.now()));
   return { deadline, signal: AbortSignal.any([...stops, deadline]) };
+}
+
+/** The settings of each model call of the run that stand over the client's own. */
+export function turnOptions(run: RunContext): TurnOptions {
+  return run.limits.maxOutputTokens === undefined ? {} : { maxOutputTokens: run.limits.maxOutputTokens };
 }
 
 export function addUsage(state: RunState, u: Usage): void {

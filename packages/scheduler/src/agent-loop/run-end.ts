@@ -17,10 +17,16 @@ import type { EndStep } from './steps.js';
 export async function endRun(run: RunContext, step: EndStep): Promise<RunOutcome> {
   switch (step.type) {
     case 'final_output':
-      return finish(run, 'succeeded', step.truncated ? 'final_answer_truncated' : 'final_answer', {
-        answer: step.answer,
-        ...(step.output !== undefined ? { output: step.output } : {}),
-      });
+      return finish(
+        run,
+        'succeeded',
+        step.reason ?? (step.truncated ? 'final_answer_truncated' : 'final_answer'),
+        {
+          answer: step.answer,
+          ...(step.output !== undefined ? { output: step.output } : {}),
+          ...(step.report ? { report: step.report } : {}),
+        },
+      );
     case 'fail':
       return finish(run, 'failed', step.reason, {
         ...(step.answer !== undefined ? { answer: step.answer } : {}),

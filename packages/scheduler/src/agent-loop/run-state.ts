@@ -12,6 +12,7 @@ import type {
 
 export type { CompactionSummary, FinalStatus, GuardName, RunOutcome, RunStatus, StepRecord, TaskStep, Usage };
 import type { IntentDecision } from './intent.js';
+import type { TopicCheck } from './topic-gate.js';
 import type { ChatMessage } from '../model/llm.js';
 
 export type { ChatMessage };
@@ -47,6 +48,10 @@ export interface RunState {
   metadata?: Record<string, string>;
   /** How the request was classified before the first model call (multi-step runs get a plan). */
   intent?: IntentDecision;
+  /** How the request stood against the agent's topics (absent when the agent has none). */
+  topic?: TopicCheck;
+  /** The agent's context providers were called (their calls are in the history, before the first turn). */
+  contextRequested?: boolean;
   /** Version of the fleet configuration the run started under (0: a local agents file). */
   configVersion?: number;
   /** Calls waiting for, or decided by, a person, by tool call id. */
@@ -62,7 +67,14 @@ export interface RunState {
   iterations: number;
   usage: Usage;
   steps: StepRecord[];
-  guard: { lastSignature?: string; repeatCount: number; nudged: boolean; failedRounds: number };
+  guard: {
+    lastSignature?: string;
+    repeatCount: number;
+    nudged: boolean;
+    failedRounds: number;
+    /** Rounds in a row spent fixing the model's own arguments (absent in older records: 0). */
+    argumentFixRounds?: number;
+  };
   compactions: number;
   /**
    * Results decided when the model turn was read (a call of an unsupported type, oversized or cut-off

@@ -17,6 +17,7 @@ export interface OwedCall {
  * last four end the pass of the loop.
  */
 export type NextStep =
+  | { type: 'context' }
   | { type: 'plan' }
   /** Decide from the state alone: owed calls to answer, a budget spent, or a model turn. */
   | { type: 'run_again' }
@@ -25,7 +26,15 @@ export type NextStep =
   /** `fresh`: the calls come from a model turn taken in this process, so none can have a result yet. */
   | { type: 'run_tools'; calls: OwedCall[]; fresh: boolean }
   | { type: 'park_for_approval' }
-  | { type: 'final_output'; answer: string; truncated: boolean; output?: unknown }
+  /** `off_topic`: the answer is the platform's refusal of a request outside the agent's topics. */
+  | {
+      type: 'final_output';
+      answer: string;
+      truncated: boolean;
+      output?: unknown;
+      reason?: 'off_topic';
+      report?: string;
+    }
   | { type: 'fail'; reason: FailReason; report: string; answer?: string }
   | { type: 'guard_stop'; stop: GuardStop }
   | { type: 'cancel' };
@@ -38,11 +47,12 @@ export type FailReason =
   | 'output_truncated'
   | 'no_tool_available'
   | 'invalid_output'
-  | 'llm_error';
+  | 'llm_error'
+  | 'context_failed';
 
 export type WorkStep = Extract<
   NextStep,
-  { type: 'plan' | 'run_again' | 'compact' | 'model_turn' | 'run_tools' }
+  { type: 'context' | 'plan' | 'run_again' | 'compact' | 'model_turn' | 'run_tools' }
 >;
 export type EndStep = Extract<NextStep, { type: 'final_output' | 'fail' | 'guard_stop' | 'cancel' }>;
 

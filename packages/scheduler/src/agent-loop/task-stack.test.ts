@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createRunState, type RunState, type TaskStep } from './run-state.js';
-import { finishOpenSteps, keepReachable, renderTaskStack, tickOff } from './task-stack.js';
+import { finishOpenSteps, holdOpen, keepReachable, renderTaskStack, tickOff } from './task-stack.js';
 
 function withPlan(steps: TaskStep[]): RunState {
   const s = createRunState({ runId: 'run_t', agent: 'a', input: 'trip', deadlineMs: 60_000 });
@@ -71,5 +71,19 @@ describe('renderTaskStack', () => {
 
   it('marks no step current once all are done', () => {
     expect(renderTaskStack([{ title: 'only', done: true }])).toBe('1. [x] only');
+  });
+});
+
+describe('holdOpen', () => {
+  it('keeps a step whose call failed open when a later call of another tool succeeds', () => {
+    const s = withPlan([
+      { title: 'find the order', done: false },
+      { title: 'think it over', done: false },
+    ]);
+    holdOpen(s, 'query_order_status');
+    expect(tickOff(s, 'query_weather')).toBeUndefined();
+    expect(finishOpenSteps(s)).toEqual([{ title: 'think it over', done: true }]);
+    expect(s.plan.steps[0]).toEqual({ title: 'find the order', tool: 'query_order_status', done: false });
+    expect(tickOff(s, 'query_order_status')?.title).toBe('find the order');
   });
 });

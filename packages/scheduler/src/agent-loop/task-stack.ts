@@ -1,5 +1,5 @@
 import { constants } from '@agent-reach/shared';
-import type { LlmClient } from '../model/llm.js';
+import type { LlmClient, TurnOptions } from '../model/llm.js';
 import { answerText, readUsage } from './model-answer.js';
 import type { RunState, TaskStep, Usage } from './run-state.js';
 
@@ -17,6 +17,7 @@ export async function requestPlan(
   input: string,
   toolNames: string[],
   signal?: AbortSignal,
+  turn?: TurnOptions,
 ): Promise<{ steps: TaskStep[]; usage?: Usage; error?: string }> {
   const res = await llm.completeJson(
     [
@@ -27,6 +28,7 @@ export async function requestPlan(
       { role: 'user', content: input },
     ],
     signal,
+    turn,
   );
   const usage = readUsage(res);
   try {
@@ -71,14 +73,29 @@ export function keepReachable(
 }
 
 /**
- * Ticks off the step a successful call of `tool` completes: the first open step naming that tool (plan
- * order), else the current step when it names no tool. A call never ticks a step naming another tool.
+ * The step a call of `tool` works on: the first open step naming that tool (plan order), else the current
+ * step when it names no tool. A call never works on a step naming another tool.
  */
-export function tickOff(state: RunState, tool: string): TaskStep | undefined {
+function stepOf(state: RunState, tool: string): TaskStep | undefined {
   const open = state.plan.steps.filter((s) => !s.done);
   const current = open[0];
-  const step = open.find((s) => s.tool === tool) ?? (current?.tool === undefined ? current : undefined);
+  return open.find((s) => s.tool === tool) ?? (current?.tool === undefined ? current : undefined);
+}
+
+/** Ticks off the step a successful call of `tool` completes (see `stepOf`). */
+export function tickOff(state: RunState, tool: string): TaskStep | undefined {
+  const step = stepOf(state, tool);
   if (step) step.done = true;
+  return step;
+}
+
+/**
+ * A failed call of `tool` leaves its step open, and a step that named no tool now names this one: only
+ * its own work succeeding ticks it, never a later call of another tool nor the final answer.
+ */
+export function holdOpen(state: RunState, tool: string): TaskStep | undefined {
+  const step = stepOf(state, tool);
+  if (step && step.tool === undefined) step.tool = tool;
   return step;
 }
 

@@ -5,7 +5,7 @@ import { requestApprovals } from './approvals.js';
 import { repeatNudge, type GuardStop } from './guards.js';
 import type { RunContext } from './run-context.js';
 import type { OwedCall, StepResult } from './steps.js';
-import { tickOff } from './task-stack.js';
+import { holdOpen, tickOff } from './task-stack.js';
 import { resolveToolCalls } from './tool-calls.js';
 
 /**
@@ -87,31 +87,63 @@ async function answerCalls(
     });
   }
   if (results.some((r) => !r.ok)) deps.breakers.invalidate?.();
-  state.guard.failedRounds = results.every((r) => !r.ok) ? state.guard.failedRounds + 1 : 0;
-  if (state.guard.failedRounds >= limits.maxFailedRounds) {
-    const kinds = results.map((r) => `${r.name}: ${r.error?.kind ?? 'error'} (${r.error?.message ?? ''})`);
-    return {
-      guard: 'failed_rounds',
-      status: 'failed',
-      report: `${state.guard.failedRounds} tool rounds in a row failed; last round: ${kinds.join('; ')}`,
-    };
-  }
-  return undefined;
+  return countFailedRound(state, results, limits);
 }
 
-/** One call's result into the history, the steps and the events; a success ticks off its plan step. */
-function record(
+/**
+ * Counts a round in which every call failed. A round whose every failure is the model's own arguments
+ * (`invalid_arguments`: it will correct them) counts against the argument-fix limit instead, and leaves
+ * the failed rounds as they were; a round with a success resets both.
+ */
+function countFailedRound(
+  state: RunState,
+  results: ToolResult[],
+  limits: RunContext['limits'],
+): GuardStop | undefined {
+  const g = state.guard;
+  const kinds = () =>
+    results.map((r) => `${r.name}: ${r.error?.kind ?? 'error'} (${r.error?.message ?? ''})`).join('; ');
+  if (!results.every((r) => !r.ok)) {
+    g.failedRounds = 0;
+    g.argumentFixRounds = 0;
+    return undefined;
+  }
+  if (results.every((r) => r.error?.kind === 'invalid_arguments')) {
+    g.argumentFixRounds = (g.argumentFixRounds ?? 0) + 1;
+    if (g.argumentFixRounds < limits.maxArgumentFixRounds) return undefined;
+    return {
+      guard: 'argument_fix_rounds',
+      status: 'failed',
+      report: `${g.argumentFixRounds} tool rounds in a row were refused for invalid arguments; last round: ${kinds()}`,
+    };
+  }
+  g.failedRounds += 1;
+  if (g.failedRounds < limits.maxFailedRounds) return undefined;
+  return {
+    guard: 'failed_rounds',
+    status: 'failed',
+    report: `${g.failedRounds} tool rounds in a row failed; last round: ${kinds()}`,
+  };
+}
+
+/**
+ * One call's result into the history, the steps and the events; a success ticks off its plan step.
+ * `forModel` replaces what the model reads of the result (a context provider's cut result).
+ */
+export function record(
   run: RunContext,
   call: OwedCall,
   recorded: ToolResult,
   turn: number,
   answered: 'local' | 'dispatched',
+  forModel?: (result: ToolResult) => string,
 ): void {
   const { state } = run;
   // Who ran the call is for people, not for the model.
   const { executor_id: executorId, ...result } = recorded;
   const kind = result.ok ? (result.no_result ? 'no_result' : 'ok') : 'error';
-  state.messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(result) });
+  const content = forModel ? forModel(result) : JSON.stringify(result);
+  state.messages.push({ role: 'tool', tool_call_id: call.id, content });
   // What the run's step and its `tool_result` event both say of the call.
   const shared = {
     turn,
@@ -135,7 +167,7 @@ function record(
   if (result.ok) {
     const step = tickOff(state, call.name);
     if (step) run.emit({ type: 'step_done', step: { ...step } });
-  }
+  } else holdOpen(state, call.name);
 }
 
 /** `promise`'s value, or undefined when it has not settled within `ms`. */

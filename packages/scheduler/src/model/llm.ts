@@ -32,10 +32,12 @@ export interface LlmOptions {
   stream?: boolean;
 }
 
-/** What a turn asks of the model beyond its messages and tools. */
-export interface CompleteOptions {
+/** What a turn asks of the model beyond its messages and tools; each stands over the client's own. */
+export interface TurnOptions {
   /** Ask for an answer matching a JSON Schema (a run with an output schema). */
   responseFormat?: JsonSchemaResponseFormat;
+  /** Output-token cap of this call (an agent's `loop.max_output_tokens`). Default: the client's. */
+  maxOutputTokens?: number;
 }
 
 export interface LlmClient {
@@ -49,10 +51,10 @@ export interface LlmClient {
     tools: ChatCompletionTool[],
     signal?: AbortSignal,
     onDelta?: DeltaListener,
-    options?: CompleteOptions,
+    turn?: TurnOptions,
   ): Promise<ChatCompletion>;
   /** A JSON-object answer with no tools (used for plans). */
-  completeJson(messages: ChatMessage[], signal?: AbortSignal): Promise<ChatCompletion>;
+  completeJson(messages: ChatMessage[], signal?: AbortSignal, turn?: TurnOptions): Promise<ChatCompletion>;
 }
 
 /**
@@ -99,7 +101,7 @@ export function createLlmClient(options: LlmOptions): LlmClient {
         messages,
         ...(tools.length > 0 ? { tools, tool_choice: 'auto' as const } : {}),
         ...(turn?.responseFormat ? { response_format: turn.responseFormat } : {}),
-        max_tokens: maxTokens,
+        max_tokens: turn?.maxOutputTokens ?? maxTokens,
       };
       return traced(turn?.responseFormat ? 'json' : 'text', () =>
         streamed
@@ -111,10 +113,15 @@ export function createLlmClient(options: LlmOptions): LlmClient {
           : client.chat.completions.create(params, signal ? { signal } : undefined),
       );
     },
-    completeJson: (messages, signal) =>
+    completeJson: (messages, signal, turn) =>
       traced('json', () =>
         client.chat.completions.create(
-          { model: options.model, messages, response_format: { type: 'json_object' }, max_tokens: maxTokens },
+          {
+            model: options.model,
+            messages,
+            response_format: { type: 'json_object' },
+            max_tokens: turn?.maxOutputTokens ?? maxTokens,
+          },
           signal ? { signal } : undefined,
         ),
       ),

@@ -9,7 +9,7 @@ import {
   type RedisClient,
 } from '@agent-reach/shared';
 import type { RunEvent, StepKind } from '../agent-loop/events.js';
-import { runAgent, type CheckpointWrite, type LoopLimits } from '../agent-loop/run-agent.js';
+import { agentLoopLimits, runAgent, type CheckpointWrite, type LoopLimits } from '../agent-loop/run-agent.js';
 import {
   createRunState,
   type ChatMessage,
@@ -250,6 +250,7 @@ function agentLimits(
   return {
     ...runner,
     ...(agent.max_tokens === undefined ? {} : { tokenBudget: agent.max_tokens }),
+    ...agentLoopLimits(agent),
     ...run,
   };
 }

@@ -1,0 +1,60 @@
+import { constants, type AgentSpec, type ToolCatalogEntry, type TopicPolicy } from '@agent-reach/shared';
+import { isSmallTalk } from './intent.js';
+import { buildVocabulary, type Vocabulary } from './vocabulary.js';
+
+/** How a request stood against its agent's `allowed_topic`, decided once before the first model call. */
+export interface TopicCheck {
+  verdict: 'on_topic' | 'off_topic';
+  /** What the agent's `topic_policy` does with an off-topic request. */
+  action: TopicPolicy;
+  topics: string[];
+  /** The best label's score, 0–1 (see `LabelScore`), and which label it was. */
+  score: number;
+  best?: string;
+}
+
+/**
+ * An agent's vocabulary: its tools as the fleet serves them now (descriptions and parameters from the
+ * catalog; a tool no executor serves contributes its name), its topics and its examples.
+ */
+export function agentVocabulary(
+  agent: AgentSpec,
+  catalog: { get(name: string): ToolCatalogEntry | undefined },
+): Vocabulary {
+  return buildVocabulary({
+    tools: agent.tools.map((name) => {
+      const entry = catalog.get(name);
+      return entry ? { name, description: entry.description, parameters: entry.parameters } : { name };
+    }),
+    topics: agent.allowed_topic ?? [],
+    ...(agent.examples ? { examples: agent.examples } : {}),
+  });
+}
+
+/**
+ * Places a request against the agent's topics: within them when its best tool or topic scores at least
+ * `DEFAULT_TOPIC_MIN_SCORE` (greetings are never off topic). Undefined for an agent with no topics.
+ */
+export function checkTopic(agent: AgentSpec, vocabulary: Vocabulary, input: string): TopicCheck | undefined {
+  const topics = agent.allowed_topic ?? [];
+  if (topics.length === 0) return undefined;
+  const action = agent.topic_policy ?? 'refuse';
+  if (isSmallTalk(input)) return { verdict: 'on_topic', action, topics: [...topics], score: 1 };
+  const [best] = vocabulary.score(input).labels;
+  const score = best?.score ?? 0;
+  return {
+    verdict: score >= constants.DEFAULT_TOPIC_MIN_SCORE ? 'on_topic' : 'off_topic',
+    action,
+    topics: [...topics],
+    score,
+    ...(best ? { best: best.label } : {}),
+  };
+}
+
+/** The answer to a request refused as off topic: it names the topics the agent is for. */
+export function offTopicAnswer(topics: readonly string[]): string {
+  return (
+    `I can only help with these topics: ${topics.join(', ')}. Your request looks like something else, ` +
+    'so I have not acted on it. Please ask about one of these topics.'
+  );
+}
