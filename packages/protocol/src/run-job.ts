@@ -25,6 +25,8 @@ export interface RunJobData {
   created_at?: number;
   /** The tenant the run belongs to; absent: `default`. Only keys of that tenant see the run. */
   tenant?: string;
+  /** The name of the API key that started the run (set by the API): its cost is counted under it. */
+  key?: string;
 }
 
 /** JSON Schema of `RunJobData`, as docs/api.md documents it for services in other languages. */
@@ -44,14 +46,16 @@ export const RUN_JOB_SCHEMA = {
     metadata: { type: 'object', additionalProperties: { type: 'string' } },
     created_at: { type: 'integer', minimum: 0 },
     tenant: { type: 'string', pattern: TENANT_PATTERN.source },
+    key: { type: 'string', minLength: 1, maxLength: 64 },
   },
 } as const;
 
 /** The data of a run's job, with its version and without the optional fields left unset. */
 export function runJob(
   fields: Pick<RunJobData, 'run_id' | 'agent' | 'input'> & {
-    [K in 'session_id' | 'model' | 'trace_id' | 'trace_parent' | 'metadata' | 'created_at' | 'tenant']?:
-      RunJobData[K] | undefined;
+    [
+      K in 'session_id' | 'model' | 'trace_id' | 'trace_parent' | 'metadata' | 'created_at' | 'tenant' | 'key'
+    ]?: RunJobData[K] | undefined;
   },
 ): RunJobData {
   return {
@@ -67,6 +71,7 @@ export function runJob(
     ...(fields.created_at !== undefined ? { created_at: fields.created_at } : {}),
     // The default tenant is left unsaid, so jobs of a configuration without tenants stay as they were.
     ...(fields.tenant && fields.tenant !== DEFAULT_TENANT ? { tenant: fields.tenant } : {}),
+    ...(fields.key ? { key: fields.key } : {}),
   };
 }
 

@@ -36,6 +36,10 @@ export interface AgentSpec {
   readonly max_tokens?: number;
   /** Wall-clock time a run of this agent may take, in ms. Default: `RUN_DEADLINE_MS`. */
   readonly max_wall_time_ms?: number;
+  /** The model, as `<provider>/<model>` (or a model of the default provider); default: `OPENAI_MODEL`. */
+  readonly model?: string;
+  /** Models asked in order when the model's provider is unavailable (see docs/providers.md). */
+  readonly fallback?: readonly string[];
 }
 
 /** Fleet-wide limits of one tool group's queue, enforced by BullMQ across every executor. */
@@ -92,6 +96,12 @@ const agentsSchema = {
           max_iterations: { type: 'integer', minimum: 1, maximum: 100 },
           max_tokens: { type: 'integer', minimum: 100 },
           max_wall_time_ms: { type: 'integer', minimum: 1000 },
+          model: { type: 'string', minLength: 1, maxLength: 200 },
+          fallback: {
+            type: 'array',
+            items: { type: 'string', minLength: 1, maxLength: 200 },
+            uniqueItems: true,
+          },
         },
       },
     },

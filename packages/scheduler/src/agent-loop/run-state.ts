@@ -61,6 +61,12 @@ export interface RunState {
   messages: ChatMessage[];
   iterations: number;
   usage: Usage;
+  /** Tokens (and cost, where priced) by the `<provider>/<model>` that answered: see model/model-usage.ts. */
+  modelUsage?: Record<string, ModelUsage>;
+  /** What the run's model turns cost, from the price table; absent while no turn was priced. */
+  cost?: number;
+  /** The name of the API key that started the run, when one did. */
+  key?: string;
   steps: StepRecord[];
   guard: { lastSignature?: string; repeatCount: number; nudged: boolean; failedRounds: number };
   compactions: number;
@@ -72,6 +78,14 @@ export interface RunState {
   /** A guard note for the model, added after the owed calls are answered (e.g. calls left out). */
   turnNote?: string;
   outcome?: RunOutcome;
+}
+
+/** Tokens one model spent in a run, and their cost when the model has a price. */
+export interface ModelUsage {
+  turns: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost?: number;
 }
 
 /** Notes a summary keeps at most (the latest), so a long session stays bounded. */
@@ -101,6 +115,7 @@ export function createRunState(init: {
   sessionId?: string;
   tenant?: string;
   metadata?: Record<string, string>;
+  key?: string;
   configVersion?: number;
   now?: number;
   /** When the run was created, if before now (it waited in the queue). Default: now. */
@@ -117,6 +132,7 @@ export function createRunState(init: {
     ...(init.sessionId ? { sessionId: init.sessionId } : {}),
     ...(init.tenant ? { tenant: init.tenant } : {}),
     ...(init.metadata ? { metadata: init.metadata } : {}),
+    ...(init.key ? { key: init.key } : {}),
     ...(init.configVersion === undefined ? {} : { configVersion: init.configVersion }),
     approvals: {},
     status: 'queued',

@@ -58,6 +58,7 @@ export async function startRun(
     metadata: req.metadata,
     created_at: Date.now(),
     tenant: principal.tenant,
+    key: principal.name,
   });
   // Before the idempotency claim: a refused request claims nothing, so its repeat is admitted afresh.
   await admitRun(ctx, principal.tenant, data.run_id);
