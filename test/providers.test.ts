@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLlmSim, type LlmSim, type Scenario } from '@agent-reach/llm-sim';
 import { FULL_KEY, request } from './helpers/api.js';
+import { runCli } from './helpers/cli.js';
 import { writeAgentsFile } from './helpers/mcp.js';
 import { startSchedulerChild, type Child } from './helpers/processes.js';
 import { REDIS_URL, testRedis, waitFor } from './helpers/redis.js';
@@ -105,6 +106,7 @@ describe('model providers: fallback, breakers, declared models, cost and limits'
     const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
     return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
   };
+  let priced: { run_id: string; cost: number; usage: { prompt_tokens: number; completion_tokens: number } };
   const answeredTurn = (v: { turns: Array<Record<string, unknown>> }) => v.turns[0]!;
 
   it('sends a turn whose provider fails to the next model of the fallback list and records which model answered', async () => {
@@ -138,6 +140,7 @@ describe('model providers: fallback, breakers, declared models, cost and limits'
       'agent="fallback_agent",model="b/answer",key="tester"',
     );
     expect(counted).toBeGreaterThanOrEqual(run.cost);
+    priced = run;
   });
 
   it('opens the breaker of a provider after its consecutive failures, so turns pass it over without asking it', async () => {
@@ -212,5 +215,15 @@ describe('model providers: fallback, breakers, declared models, cost and limits'
     expect((await request(api, 'POST', `/v1/runs/${waiting}/cancel`)).status).toBe(202);
     expect((await ended(waiting)).status).toBe('cancelled');
     expect(simC.requests.filter((r) => r.scenario === 'metered')).toHaveLength(2);
+  });
+
+  it('shows the cost and the tokens per model of a run in agent-reach runs show', async () => {
+    const { prompt_tokens: p, completion_tokens: c } = priced.usage;
+    const shown = await runCli({ REDIS_URL, AR_KEY_PREFIX: t.prefix }, ['runs', 'show', priced.run_id]);
+    expect(shown.code, shown.stderr).toBe(0);
+    const money = String(Number(priced.cost.toPrecision(6)));
+    expect(shown.stdout).toContain(`model b/answer: 1 turns, ${p}+${c} tokens, cost ${money}`);
+    expect(shown.stdout).toContain(`cost: ${money}`);
+    expect(shown.stdout).toContain('answered by b/answer (passed over: a/answer failed)');
   });
 });
