@@ -4,6 +4,7 @@ import type { RunStatus } from '@agent-reach/scheduler';
 import { createKeys, newRunId } from '@agent-reach/protocol';
 import type { ApplyOutcome } from './config-apply.js';
 import { inline, inlineStrings, jsonLine, multiline } from './terminal.js';
+import { costLines } from './cost.js';
 import { USAGE, usageOf } from './usage.js';
 
 // Each command imports what it needs when it runs: `--help` and the small commands never load the
@@ -151,6 +152,7 @@ async function runs(argv: string[]): Promise<number> {
             `outcome: ${outcome.status} (${outcome.reason}), ${outcome.iterations} turns, ${outcome.usage.total_tokens} tokens`,
           ).replace(/^/, '\n'),
         );
+        for (const line of costLines(run.state)) console.log(inline(line));
         if (outcome.answer) console.log(`answer: ${multiline(outcome.answer)}`);
         if (outcome.output !== undefined) console.log(`output:\n${outputJson(outcome.output)}`);
         if (outcome.report) console.log(`report: ${multiline(outcome.report)}`);

@@ -246,6 +246,27 @@ const Turn = Type.Object({
   reasoning: Type.Optional(
     Type.String({ description: "the model's reasoning text, when the provider sent one" }),
   ),
+  answered_by: Type.Optional(
+    Type.String({ description: 'the declared model that answered, as provider/model (routed runs)' }),
+  ),
+  fallback: Type.Optional(
+    Type.Array(
+      Type.Object({
+        model: Type.String(),
+        reason: StringEnum(['breaker_open', 'failed']),
+        message: Type.Optional(Type.String()),
+      }),
+      { description: 'models passed over before the one that answered' },
+    ),
+  ),
+  cost: Type.Optional(Type.Number({ description: "the turn's cost from the price table" })),
+});
+const ModelUsageView = Type.Object({
+  model: Type.String({ description: 'provider/model' }),
+  turns: Type.Number(),
+  prompt_tokens: Type.Number(),
+  completion_tokens: Type.Number(),
+  cost: Type.Optional(Type.Number()),
 });
 const PendingApproval = Type.Object({
   tool_call_id: Type.String(),
@@ -308,6 +329,12 @@ export const RunView = Type.Object({
   ),
   report: Type.Optional(Type.String()),
   usage: Usage,
+  cost: Type.Optional(
+    Type.Number({ description: "what the run's model turns cost, from the price table (docs/providers.md)" }),
+  ),
+  model_usage: Type.Optional(
+    Type.Array(ModelUsageView, { description: 'tokens and cost by the model that answered' }),
+  ),
   steps: Type.Array(Step),
   turns: Type.Optional(Type.Array(Turn, { description: 'model turns: tokens, latency, reasoning' })),
   pending_approvals: Type.Array(PendingApproval),

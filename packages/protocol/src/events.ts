@@ -88,8 +88,23 @@ export type RunEventBody =
       dropped_tool_calls?: number;
       /** The model's reasoning text, when the provider sent one (`reasoning_content` or `reasoning`). */
       reasoning?: string;
+      /** The declared model that answered, as `<provider>/<model>` (routed runs: see docs/providers.md). */
+      answered_by?: string;
+      /** Models passed over before it: breaker open, or failed after their retries. */
+      fallback?: Array<{ model: string; reason: 'breaker_open' | 'failed'; message?: string }>;
+      /** What the turn cost, from the price table (tokens in and out × price per million). */
+      cost?: number;
     }
-  | { type: 'llm_error'; turn: number; model: string; latency_ms: number; message: string; status?: number }
+  | {
+      type: 'llm_error';
+      turn: number;
+      model: string;
+      latency_ms: number;
+      message: string;
+      status?: number;
+      /** Every model of the turn, passed over or failed (routed runs). */
+      fallback?: Array<{ model: string; reason: 'breaker_open' | 'failed'; message?: string }>;
+    }
   | {
       type: 'tool_dispatched';
       turn: number;

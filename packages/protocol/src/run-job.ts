@@ -30,6 +30,8 @@ export interface RunJobData {
    * answer becomes the run's `output`. A schema the scheduler cannot use ends the run `invalid_job`.
    */
   output_schema?: Record<string, unknown>;
+  /** The name of the API key that started the run (set by the API): its cost is counted under it. */
+  key?: string;
 }
 
 /** JSON Schema of `RunJobData`, as docs/api.md documents it for services in other languages. */
@@ -50,6 +52,7 @@ export const RUN_JOB_SCHEMA = {
     created_at: { type: 'integer', minimum: 0 },
     tenant: { type: 'string', pattern: TENANT_PATTERN.source },
     output_schema: { type: 'object' },
+    key: { type: 'string', minLength: 1, maxLength: 64 },
   },
 } as const;
 
@@ -66,6 +69,7 @@ export function runJob(
         | 'created_at'
         | 'tenant'
         | 'output_schema'
+        | 'key'
     ]?: RunJobData[K] | undefined;
   },
 ): RunJobData {
@@ -83,6 +87,7 @@ export function runJob(
     // The default tenant is left unsaid, so jobs of a configuration without tenants stay as they were.
     ...(fields.tenant && fields.tenant !== DEFAULT_TENANT ? { tenant: fields.tenant } : {}),
     ...(fields.output_schema ? { output_schema: fields.output_schema } : {}),
+    ...(fields.key ? { key: fields.key } : {}),
   };
 }
 

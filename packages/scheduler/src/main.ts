@@ -7,7 +7,7 @@ const HELP = `agent-reach scheduler: runs agent runs from the agent-runs queue.
 
 Usage: scheduler [--concurrency N]
 
-Environment: REDIS_URL, AR_KEY_PREFIX, AGENTS_FILE, OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL,
+Environment: REDIS_URL, AR_KEY_PREFIX, AGENTS_FILE, PROVIDERS_FILE, OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL,
 SCHEDULER_CONCURRENCY, SCHEDULER_METRICS_PORT, RUN_LOCK_DURATION_MS, RUN_STALLED_INTERVAL_MS,
 APPROVAL_TIMEOUT_MS, RUN_RETENTION_S, RUN_RETENTION_COUNT, SCHEDULER_SHUTDOWN_GRACE_MS,
 COMPACTION_THRESHOLD_TOKENS, MAX_OUTPUT_TOKENS, RUN_TOKEN_BUDGET, RUN_DEADLINE_MS, OUTPUT_RETRIES, LLM_TIMEOUT_MS, LLM_MAX_RETRIES, QUEUE_SAMPLE_INTERVAL_MS,
@@ -35,7 +35,7 @@ async function main(): Promise<void> {
     serviceName: constants.SCHEDULER_SERVICE_NAME,
     logger: createLogger('scheduler', { level: config.logLevel }),
   });
-  const scheduler = await startScheduler(config);
+  const scheduler = await startScheduler(config, { env });
   const close = async () => {
     await scheduler.close();
     await tracing?.shutdown();

@@ -7,6 +7,7 @@ import {
   createLogger,
   connectRedis,
   LiveConfig,
+  loadProviders,
   registerConfigMetrics,
   workflowsPathOf,
   startAfterRedis,
@@ -23,6 +24,9 @@ import { startApiServer, type ApiServer } from './api/index.js';
 import type { RunEvent } from './agent-loop/events.js';
 import type { RunState } from './agent-loop/run-state.js';
 import { createLlmClient, type LlmClient } from './model/llm.js';
+import { ModelProviders } from './model/providers.js';
+import { createProviderMetrics } from './model/provider-metrics.js';
+import { recordProviderMetrics } from './runs/provider-run-metrics.js';
 import { startQueueSampler } from './fleet/queue-sampler.js';
 import { recordRunMetrics } from './runs/run-metrics.js';
 import { RunControl } from './runs/run-control.js';
@@ -53,12 +57,15 @@ export interface SchedulerOptions {
   logger?: Logger;
   llm?: LlmClient;
   onEvent?: (e: RunEvent, s: RunState) => void;
+  /** The environment provider API keys are read from (`api_key_env`); default: none set. */
+  env?: Record<string, string | undefined>;
 }
 
 interface ServingDeps {
   redis: RedisClient;
   logger: Logger;
   llm: LlmClient;
+  providers: ModelProviders;
   metricsRegistry: Registry;
   server: MetricsServer;
 }
@@ -98,19 +105,28 @@ export async function startScheduler(
   const logger = options.logger ?? createLogger('scheduler', { level: config.logLevel });
   // A missing model is a configuration error: said at once, not after waiting for Redis.
   const llm = options.llm ?? llmFromConfig(config);
+  const metricsRegistry = new Registry();
+  const defaultModel = config.llm.model ?? constants.DEFAULT_LLM_MODEL;
+  const providers = new ModelProviders({
+    config,
+    file: loadProviders(config),
+    defaultClient: (model) => (model === defaultModel ? llm : llmFromConfig(config, model)),
+    logger,
+    metrics: createProviderMetrics(metricsRegistry),
+    ...(options.env ? { env: options.env } : {}),
+  });
   // Schedulers queue commands through a reconnect rather than fail a run over a dropped connection.
   const redis = connectRedis(config.redisUrl, 'worker', {
     cluster: config.redisCluster,
     connectionName: `${config.keyPrefix}-scheduler`,
   });
-  const metricsRegistry = new Registry();
   // Served before Redis answers: a process started during an outage reports itself alive, not ready.
   return await startAfterRedis(
     redis,
     config.redisUrl,
     logger,
     { registry: metricsRegistry, port: config.scheduler.metricsPort, host: config.metricsHost },
-    (server) => startServing(config, options, { redis, logger, llm, metricsRegistry, server }),
+    (server) => startServing(config, options, { redis, logger, llm, providers, metricsRegistry, server }),
   );
 }
 
@@ -118,7 +134,7 @@ export async function startScheduler(
 async function startServing(
   config: AgentReachConfig,
   options: SchedulerOptions,
-  { redis, logger, llm, metricsRegistry, server }: ServingDeps,
+  { redis, logger, llm, providers, metricsRegistry, server }: ServingDeps,
 ): Promise<SchedulerProcess> {
   const keys = createKeys(config.keyPrefix);
   // A local workflows file with a cycle, an unknown agent or dependency stops the scheduler here: no
@@ -133,18 +149,15 @@ async function startServing(
   // Views that answer from the configuration in force: agents and workflows change without a restart.
   const agents = live.agents;
   const configVersion = () => live.current().version;
-  const clients = new Map<string, LlmClient>();
-  // Jobs added straight to the queue may name any model: keep a bounded set of clients, most recent last.
-  const llmFor = (model: string) => {
-    let client = clients.get(model);
-    if (client) clients.delete(model);
-    else client = llmFromConfig(config, model);
-    clients.set(model, client);
-    if (clients.size > constants.MAX_MODEL_CLIENTS) {
-      const oldest = clients.keys().next().value;
-      if (oldest !== undefined) clients.delete(oldest);
-    }
-    return client;
+  const agentProblems = [...agents.agents.values()].flatMap((a) => providers.agentProblems(a));
+  if (agentProblems.length > 0)
+    throw new AgentReachError('CONFIG_INVALID', agentProblems.join('\n'), { details: agentProblems });
+  // A run asks its job's model (else its agent's), then its agent's fallbacks, through their providers.
+  const llmFor = (model: string | undefined, agent: string) => {
+    const spec = agents.agents.get(agent);
+    if (model === undefined && spec?.model === undefined && !spec?.fallback?.length && !providers.routed)
+      return undefined;
+    return providers.clientFor(providers.modelsOf(spec, model));
   };
   const runner = await AgentRunner.start({
     connection: redis,
@@ -167,6 +180,7 @@ async function startServing(
   refresh.unref();
   collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_scheduler_' });
   const record = recordRunMetrics(createSchedulerMetrics(metricsRegistry));
+  const recordProviders = recordProviderMetrics(providers.metrics);
   registerConfigMetrics(metricsRegistry, live);
   const store = new RunStore(redis, keys, {
     retentionS: config.scheduler.runRetentionS,
@@ -186,6 +200,7 @@ async function startServing(
     retentionS: config.scheduler.runRetentionS,
     onEvent: (event, state) => {
       record(event, state);
+      recordProviders(event, state);
       options.onEvent?.(event, state);
     },
   });
@@ -240,6 +255,7 @@ async function startServing(
           configVersion,
           metricsRegistry,
           logger,
+          allowedModels: [...providers.allowed],
         })
       : undefined;
   logger.info(
@@ -272,6 +288,7 @@ async function startServing(
       await workflows.close();
       await control.close();
       await runner.close();
+      providers.close();
       await live.close();
       await server.close();
       await redis.quit().catch(() => undefined);
@@ -293,6 +310,8 @@ async function startApi(
     configVersion: () => number;
     metricsRegistry: Registry;
     logger: Logger;
+    /** Models callers may name: the default provider's and the declared ones. */
+    allowedModels: string[];
   },
 ): Promise<{ server: ApiServer; close(): Promise<void> }> {
   const redis: RedisClient = connectRedis(config.redisUrl, 'producer', {
@@ -342,7 +361,7 @@ async function startApi(
       rateLimitPerMinute: a.rateLimitPerMinute,
       bodyLimitBytes: a.bodyLimitBytes,
       trustProxy: a.trustProxy,
-      allowedModels: a.allowedModels,
+      allowedModels: deps.allowedModels,
       maxInputTokens: a.maxInputTokens,
       redisTimeoutMs: a.redisTimeoutMs,
       tenantQuotas: config.tenantQuotas,

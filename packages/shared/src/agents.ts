@@ -42,6 +42,10 @@ export interface AgentSpec extends AgentPolicy {
   readonly output_schema?: Readonly<Record<string, unknown>>;
   /** Times an answer that misses `output_schema` is sent back to the model. Default: `OUTPUT_RETRIES`. */
   readonly output_retries?: number;
+  /** The model, as `<provider>/<model>` (or a model of the default provider); default: `OPENAI_MODEL`. */
+  readonly model?: string;
+  /** Models asked in order when the model's provider is unavailable (see docs/providers.md). */
+  readonly fallback?: readonly string[];
 }
 
 /** Fleet-wide limits of one tool group's queue, enforced by BullMQ across every executor. */
@@ -101,6 +105,12 @@ const agentsSchema = {
           output_schema: { type: 'object' },
           output_retries: { type: 'integer', minimum: 0, maximum: 10 },
           ...agentPolicyProperties,
+          model: { type: 'string', minLength: 1, maxLength: 200 },
+          fallback: {
+            type: 'array',
+            items: { type: 'string', minLength: 1, maxLength: 200 },
+            uniqueItems: true,
+          },
         },
       },
     },

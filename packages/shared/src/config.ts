@@ -26,6 +26,8 @@ export interface AgentReachConfig {
   readonly agentsFile: string;
   /** The workflows file; unset: `workflows.yaml` beside the agents file, when there is one. */
   readonly workflowsFile: string | undefined;
+  /** The model providers file; unset: `providers.yaml` beside the agents file, when there is one. */
+  readonly providersFile?: string | undefined;
   readonly outputsDir: string;
   /** Address the executor's and scheduler's `/metrics` servers listen on (`0.0.0.0` in containers). */
   readonly metricsHost: string;
@@ -117,6 +119,7 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['LOG_LEVEL', 'logLevel'],
   ['AGENTS_FILE', 'agentsFile'],
   ['WORKFLOWS_FILE', 'workflowsFile'],
+  ['PROVIDERS_FILE', 'providersFile'],
   ['OUTPUTS_DIR', 'outputsDir'],
   ['METRICS_HOST', 'metricsHost'],
   ['EXECUTOR_CONCURRENCY', 'executor.concurrency'],
@@ -177,6 +180,7 @@ const schema = {
     },
     agentsFile: { type: 'string', minLength: 1, default: 'config/agents.yaml' },
     workflowsFile: { type: 'string', minLength: 1 },
+    providersFile: { type: 'string', minLength: 1 },
     metricsHost: { type: 'string', minLength: 1, default: C.DEFAULT_METRICS_HOST },
     outputsDir: { type: 'string', minLength: 1, default: DEFAULT_OUTPUTS_DIR },
     executor: {

@@ -45,6 +45,15 @@ export type { Metrics, SchedulerMetrics } from './metrics.js';
 export { loadConfig, deepFreeze } from './config.js';
 export type { AgentReachConfig } from './config.js';
 export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';
+export {
+  DEFAULT_PROVIDER,
+  NO_PROVIDERS,
+  declaredModels,
+  loadProviders,
+  parseProviders,
+  providersFileOf,
+} from './providers.js';
+export type { ModelPrice, ProviderSpec, ProvidersFile } from './providers.js';
 export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './agents.js';
 export { TOPIC_POLICIES } from './agent-policy.js';
 export type { AgentLoopSettings, AgentPolicy, ContextProviderSpec, TopicPolicy } from './agent-policy.js';

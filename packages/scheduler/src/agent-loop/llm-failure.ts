@@ -1,6 +1,7 @@
 import { RunLost } from './checkpoints.js';
 import type { RunContext } from './run-context.js';
 import type { NextStep } from './steps.js';
+import { AllModelsFailed } from '../model/providers.js';
 
 /**
  * Where a model call that failed after the SDK's retries (a turn or the plan) leads: cancelled if the run
@@ -25,6 +26,7 @@ export function llmFailed(
     latency_ms: Math.round(performance.now() - started),
     message: late ? 'aborted at the run deadline' : (e.message ?? String(err)).slice(0, 2000),
     ...(typeof e.status === 'number' ? { status: e.status } : {}),
+    ...(err instanceof AllModelsFailed ? { fallback: err.skipped } : {}),
   });
   if (late) {
     return {

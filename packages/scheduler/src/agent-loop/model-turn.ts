@@ -10,6 +10,8 @@ import type { NextStep, StepResult } from './steps.js';
 import { finishOpenSteps } from './task-stack.js';
 import { answerNotRun } from './tool-round.js';
 import { structuredAnswer, turnFormat } from './structured-output.js';
+import { routeOf } from '../model/providers.js';
+import { addModelUsage } from './model-usage.js';
 
 /** Asks the model for its next turn with the tools offered now, records the answer, and resolves it. */
 export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Promise<StepResult> {
@@ -39,6 +41,11 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
   state.iterations = turn;
   const usage = readUsage(res);
   if (usage) addUsage(state, usage);
+  // Which declared model answered (routed runs), its tokens and cost.
+  const route = routeOf(res);
+  const cost = usage
+    ? addModelUsage(state, route?.id ?? `default/${deps.llm.model}`, usage, route?.price)
+    : undefined;
   run.emit({
     type: 'llm_request',
     turn,
@@ -67,6 +74,9 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
     },
     ...(answer.droppedCalls > 0 ? { dropped_tool_calls: answer.droppedCalls } : {}),
     ...(answer.reasoning !== undefined ? { reasoning: answer.reasoning } : {}),
+    ...(route ? { answered_by: route.id } : {}),
+    ...(route?.skipped.length ? { fallback: route.skipped } : {}),
+    ...(cost !== undefined ? { cost } : {}),
   });
   if (calls.length > 0 && answer.refusal === undefined && answer.finishReason !== 'content_filter')
     return resolveCalls(run, answer);

@@ -66,6 +66,12 @@ export interface RunState {
   messages: ChatMessage[];
   iterations: number;
   usage: Usage;
+  /** Tokens (and cost, where priced) by the `<provider>/<model>` that answered: see model/model-usage.ts. */
+  modelUsage?: Record<string, ModelUsage>;
+  /** What the run's model turns cost, from the price table; absent while no turn was priced. */
+  cost?: number;
+  /** The name of the API key that started the run, when one did. */
+  key?: string;
   steps: StepRecord[];
   guard: {
     lastSignature?: string;
@@ -88,6 +94,14 @@ export interface RunState {
   /** Final answers sent back to the model so far for missing the output schema. */
   outputRetries?: number;
   outcome?: RunOutcome;
+}
+
+/** Tokens one model spent in a run, and their cost when the model has a price. */
+export interface ModelUsage {
+  turns: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost?: number;
 }
 
 /** Notes a summary keeps at most (the latest), so a long session stays bounded. */
@@ -117,6 +131,7 @@ export function createRunState(init: {
   sessionId?: string;
   tenant?: string;
   metadata?: Record<string, string>;
+  key?: string;
   configVersion?: number;
   now?: number;
   /** When the run was created, if before now (it waited in the queue). Default: now. */
@@ -134,6 +149,7 @@ export function createRunState(init: {
     ...(init.sessionId ? { sessionId: init.sessionId } : {}),
     ...(init.tenant ? { tenant: init.tenant } : {}),
     ...(init.metadata ? { metadata: init.metadata } : {}),
+    ...(init.key ? { key: init.key } : {}),
     ...(init.configVersion === undefined ? {} : { configVersion: init.configVersion }),
     ...(init.outputSchema ? { outputSchema: init.outputSchema } : {}),
     approvals: {},

@@ -78,6 +78,7 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
     ...(outcome?.output !== undefined ? { output: outcome.output } : {}),
     ...(outcome?.report !== undefined ? { report: outcome.report } : {}),
     usage: { ...state.usage },
+    ...costView(state),
     steps: state.steps.map((s) => ({
       turn: s.turn,
       tool_call_id: s.tool_call_id,
@@ -196,6 +197,9 @@ export function withEvents(view: RunView, events: StoredEvent[]): RunView {
         finish_reason: e.finish_reason,
         tool_calls: e.tool_calls,
         ...(e.reasoning !== undefined ? { reasoning: e.reasoning } : {}),
+        ...(e.answered_by !== undefined ? { answered_by: e.answered_by } : {}),
+        ...(e.fallback ? { fallback: e.fallback } : {}),
+        ...(e.cost !== undefined ? { cost: e.cost } : {}),
       });
   }
   return {
@@ -204,5 +208,15 @@ export function withEvents(view: RunView, events: StoredEvent[]): RunView {
       results.has(s.tool_call_id) ? { ...s, result: results.get(s.tool_call_id) } : s,
     ),
     turns,
+  };
+}
+
+/** A run's cost and its tokens by the model that answered, when it has them. */
+function costView(state: RunState): Pick<RunView, 'cost' | 'model_usage'> {
+  return {
+    ...(state.cost !== undefined ? { cost: state.cost } : {}),
+    ...(state.modelUsage
+      ? { model_usage: Object.entries(state.modelUsage).map(([model, u]) => ({ model, ...u })) }
+      : {}),
   };
 }

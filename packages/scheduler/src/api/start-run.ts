@@ -61,6 +61,7 @@ export async function startRun(
     created_at: Date.now(),
     tenant: principal.tenant,
     output_schema: req.output_schema,
+    key: principal.name,
   });
   // Before the idempotency claim: a refused request claims nothing, so its repeat is admitted afresh.
   await admitRun(ctx, principal.tenant, data.run_id);

@@ -58,6 +58,8 @@ export interface StartRun {
   /** The tenant the run belongs to (default: `default`, left unrecorded). */
   tenant?: string;
   metadata?: Record<string, string>;
+  /** The name of the API key that started the run. */
+  key?: string;
   /** Epoch ms the run was created (its job's), when it is not now. */
   createdAt?: number;
   /** The model client for this run (default: the runner's). */
@@ -171,6 +173,7 @@ export class AgentRunner {
       ...(req.sessionId ? { sessionId: req.sessionId } : {}),
       ...(req.tenant ? { tenant: req.tenant } : {}),
       ...(req.metadata ? { metadata: req.metadata } : {}),
+      ...(req.key ? { key: req.key } : {}),
       ...(req.createdAt !== undefined ? { createdAt: req.createdAt } : {}),
       ...outputSchemaOf(req, this.#opts.agents.agents.get(req.agent)),
     });

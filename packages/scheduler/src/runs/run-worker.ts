@@ -30,8 +30,11 @@ export interface RunWorkerOptions {
   store: RunStore;
   sessions: SessionStore;
   logger: Logger;
-  /** The model client for a job that names a model; default: the runner's. */
-  llmFor?: (model: string) => LlmClient;
+  /**
+   * The model client of a run: its job's model (else its agent's) and its agent's fallbacks; undefined:
+   * the runner's.
+   */
+  llmFor?: (model: string | undefined, agent: string) => LlmClient | undefined;
   /** Runs in flight in this process. Default 100. */
   concurrency?: number;
   /** BullMQ lock duration and stalled-check interval, in ms (short ones make takeover fast). */
@@ -221,6 +224,7 @@ async function newRunState(ctx: RunWorkerContext, runId: string, data: RunJobDat
     ...(data.session_id ? { sessionId: data.session_id } : {}),
     tenant: data.tenant ?? DEFAULT_TENANT,
     ...(data.metadata ? { metadata: data.metadata } : {}),
+    ...(data.key ? { key: data.key } : {}),
     ...(typeof data.created_at === 'number' && Number.isFinite(data.created_at)
       ? { createdAt: data.created_at }
       : {}),
@@ -266,7 +270,7 @@ async function driveRun(
       // One connection for checkpoints and tool calls: a checkpoint issued first lands first. Not on a
       // cluster, where the run's keys and the tool queue are on different nodes.
       orderedCheckpoints: store.connection === runner.connection && !isCluster(store.connection),
-      ...(data.model && options.llmFor ? { llm: options.llmFor(data.model) } : {}),
+      ...withLlm(options.llmFor?.(data.model, state.agent)),
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
       checkpoint: saver.save,
     });
@@ -415,3 +419,5 @@ function onRunFailed(ctx: RunWorkerContext, job: Job<RunJobData> | undefined, er
 function errorText(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
+
+const withLlm = (llm: LlmClient | undefined): { llm?: LlmClient } => (llm ? { llm } : {});

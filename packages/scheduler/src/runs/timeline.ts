@@ -20,7 +20,7 @@ function describe(e: RunEvent): string {
         ? `plan: ${e.steps.map((s, i) => `${i + 1}. ${s.title}`).join('  ')}`
         : `no plan${e.error ? ` (${e.error})` : ''}`;
     case 'llm_request':
-      return `model turn ${e.turn}: ${e.tool_calls ? `${e.tool_calls} tool call(s)` : 'answer'}, ${e.latency_ms} ms, ${e.prompt_tokens}+${e.completion_tokens} tokens, ${e.finish_reason}${e.reasoning ? `; reasoning: ${clip(e.reasoning)}` : ''}`;
+      return `model turn ${e.turn}: ${e.tool_calls ? `${e.tool_calls} tool call(s)` : 'answer'}, ${e.latency_ms} ms, ${e.prompt_tokens}+${e.completion_tokens} tokens, ${e.finish_reason}${answeredBy(e)}${e.reasoning ? `; reasoning: ${clip(e.reasoning)}` : ''}`;
     case 'llm_error':
       return `model turn ${e.turn} failed after ${e.latency_ms} ms: ${e.message}`;
     case 'tool_dispatched':
@@ -58,4 +58,19 @@ function toolResultLine(e: Extract<RunEvent, { type: 'tool_result' }>): string {
   const result =
     e.result && e.result.content !== undefined ? ` → ${clip(JSON.stringify(e.result.content))}` : '';
   return `${head}${error}; args ${clip(e.arguments, 80)}${result}`;
+}
+
+/** Which declared model answered a routed turn, what it passed over, and the turn's cost. */
+function answeredBy(e: Extract<RunEvent, { type: 'llm_request' }>): string {
+  if (e.answered_by === undefined) return '';
+  const over = (e.fallback ?? []).map(
+    (f) => `${f.model} ${f.reason === 'failed' ? 'failed' : 'breaker open'}`,
+  );
+  const cost = e.cost === undefined ? '' : `, cost ${formatCost(e.cost)}`;
+  return `; answered by ${e.answered_by}${over.length ? ` (passed over: ${over.join(', ')})` : ''}${cost}`;
+}
+
+/** A cost for people: six significant digits at most. */
+function formatCost(cost: number): string {
+  return String(Number(cost.toPrecision(6)));
 }

@@ -1,0 +1,47 @@
+import { Counter, Gauge, type Registry } from 'prom-client';
+import { METRIC_PREFIX } from '@agent-reach/shared';
+
+/** Metrics of model providers: breakers, waiting requests, which model answered, fallbacks and cost. */
+export function createProviderMetrics(registry: Registry) {
+  const registers = [registry];
+  return {
+    breakerState: new Gauge({
+      name: `${METRIC_PREFIX}llm_provider_breaker_state`,
+      help: "A model provider's breaker in this scheduler: 0 closed, 1 half-open, 2 open.",
+      labelNames: ['provider'] as const,
+      registers,
+    }),
+    breakerTransitions: new Counter({
+      name: `${METRIC_PREFIX}llm_provider_breaker_transitions_total`,
+      help: "Transitions of a model provider's breaker, by provider and the state entered.",
+      labelNames: ['provider', 'to'] as const,
+      registers,
+    }),
+    waiting: new Gauge({
+      name: `${METRIC_PREFIX}llm_provider_waiting`,
+      help: "Model requests waiting for their provider's concurrency or rate limit, by provider.",
+      labelNames: ['provider'] as const,
+      registers,
+    }),
+    answered: new Counter({
+      name: `${METRIC_PREFIX}llm_turns_answered_total`,
+      help: 'Model turns by the provider and model that answered them (after any fallback).',
+      labelNames: ['provider', 'model'] as const,
+      registers,
+    }),
+    fallbacks: new Counter({
+      name: `${METRIC_PREFIX}llm_fallbacks_total`,
+      help: 'Models passed over in a turn, by that model, why (breaker_open, failed) and the model that answered.',
+      labelNames: ['from', 'reason', 'to'] as const,
+      registers,
+    }),
+    cost: new Counter({
+      name: `${METRIC_PREFIX}llm_cost_total`,
+      help: 'Cost of model turns from the price table (tokens in and out × price), by agent, model and API key.',
+      labelNames: ['agent', 'model', 'key'] as const,
+      registers,
+    }),
+  };
+}
+
+export type ProviderMetrics = ReturnType<typeof createProviderMetrics>;

@@ -1,0 +1,17 @@
+import type { RunEvent } from '../agent-loop/events.js';
+import type { RunState } from '../agent-loop/run-state.js';
+import type { ProviderMetrics } from '../model/provider-metrics.js';
+
+/** Counts answered turns, fallbacks and cost from a run's `llm_request` events. */
+export function recordProviderMetrics(metrics: ProviderMetrics): (event: RunEvent, state: RunState) => void {
+  return (event, state) => {
+    if (event.type !== 'llm_request' || event.answered_by === undefined) return;
+    const slash = event.answered_by.indexOf('/');
+    const provider = event.answered_by.slice(0, slash);
+    metrics.answered.inc({ provider, model: event.answered_by.slice(slash + 1) });
+    for (const s of event.fallback ?? [])
+      metrics.fallbacks.inc({ from: s.model, reason: s.reason, to: event.answered_by });
+    if (event.cost !== undefined)
+      metrics.cost.inc({ agent: state.agent, model: event.answered_by, key: state.key ?? '' }, event.cost);
+  };
+}
