@@ -67,8 +67,8 @@ export function instrumentLlm(inner: LlmClient, probes: Map<string, RunProbe>): 
   };
   return {
     model: inner.model,
-    complete: (messages, tools, signal, onDelta) =>
-      timed(probeOf(messages), 'turn', () => inner.complete(messages, tools, signal, onDelta)),
+    complete: (messages, tools, signal, onDelta, options) =>
+      timed(probeOf(messages), 'turn', () => inner.complete(messages, tools, signal, onDelta, options)),
     completeJson: (messages, signal) =>
       timed(probeOf(messages), 'plan', () => inner.completeJson(messages, signal)),
   };
