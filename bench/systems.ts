@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Queue, QueueEvents, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { context, type Context } from '@opentelemetry/api';
@@ -200,19 +201,39 @@ export async function startJobFloor(options: SystemOptions): Promise<BenchSystem
   };
 }
 
+/** The MCP server of `startPlatform({ mcp: true })`: the same no-op tool, served over stdio. */
+const MCP_SERVER = fileURLToPath(new URL('./mcp-echo-server.mjs', import.meta.url));
+/** Its tool as the platform names it: `<server>__<tool>`. */
+const MCP_TOOL = `bench__${TOOL}`;
+
 /**
  * The platform end to end for a no-op tool: `Dispatcher.dispatch` → tool queue → `startExecutor`'s worker
  * (verify against the run record, validate, authorize, breaker, timeout, shaping, record + reply) → reply
  * list → result. The run record the executor verifies against is written per call as the scheduler's
- * checkpoint writes it (see `call`).
+ * checkpoint writes it (see `call`). With `mcp`, the tool is the same no-op served by an MCP server the
+ * executor starts over stdio (bench/mcp-echo-server.mjs) instead of a TypeScript tool in its process.
  */
-export async function startPlatform(options: SystemOptions & { tmpDir: string }): Promise<BenchSystem> {
+export async function startPlatform(
+  options: SystemOptions & { tmpDir: string; mcp?: boolean },
+): Promise<BenchSystem> {
   const { redisUrl, payload, tmpDir } = options;
-  const prefix = `bench-ar-${shortId()}`;
+  const prefix = `bench-${options.mcp ? 'mcp' : 'ar'}-${shortId()}`;
   const keys = createKeys(prefix);
   const logger = createLogger('bench', { level: 'silent' });
-  const agentsFile = path.join(tmpDir, 'agents.yaml');
-  await writeFile(agentsFile, `agents:\n  - name: ${AGENT}\n    tools: [${TOOL}]\n`);
+  const tool = options.mcp ? MCP_TOOL : TOOL;
+  const agentsFile = path.join(tmpDir, `agents-${prefix}.yaml`);
+  const document = {
+    agents: [{ name: AGENT, tools: [tool] }],
+    ...(options.mcp
+      ? {
+          tool_groups: {
+            default: { mcp_servers: [{ name: 'bench', command: process.execPath, args: [MCP_SERVER] }] },
+          },
+        }
+      : {}),
+  };
+  // JSON is YAML.
+  await writeFile(agentsFile, JSON.stringify(document));
   const config = loadConfig({
     REDIS_URL: redisUrl,
     AR_KEY_PREFIX: prefix,
@@ -230,14 +251,19 @@ export async function startPlatform(options: SystemOptions & { tmpDir: string })
   const executor = await startExecutor(config, { extraTools: [noopTool], logger });
   const producer = createRedis(redisUrl, 'producer');
   await waitReady(producer, redisUrl);
-  const catalog = await new ToolCatalog(producer, keys).refresh();
+  const catalog = new ToolCatalog(producer, keys);
+  // An MCP server's tools are announced once the executor has started it and listed them.
+  for (const until = Date.now() + 20_000; !(await catalog.refresh()).has(tool);) {
+    if (Date.now() > until) throw new Error(`the executor did not announce ${tool} within 20 s`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
   const dispatcher = new Dispatcher({ connection: producer, keys, catalog, logger });
   const args = JSON.stringify({ payload });
   const runBase = `run-${shortId()}`;
   const runContexts = new Map<string, Context>();
   let seq = 0;
   return {
-    label: 'platform',
+    label: options.mcp ? 'MCP stdio' : 'platform',
     prefix,
     async call() {
       const n = seq++;
@@ -252,7 +278,7 @@ export async function startPlatform(options: SystemOptions & { tmpDir: string })
         .hset(
           keys.runCalls(runId),
           toolCallId,
-          callLedgerEntry({ agent: AGENT, name: TOOL, arguments: args }),
+          callLedgerEntry({ agent: AGENT, name: tool, arguments: args }),
         )
         .catch(() => undefined);
       // As the agent loop publishes a model turn it has just received: `fresh`, no record to consult, in
@@ -265,7 +291,7 @@ export async function startPlatform(options: SystemOptions & { tmpDir: string })
         runContexts.set(runId, traced);
       }
       const [result] = await context.with(traced, () =>
-        dispatcher.dispatch(run, [{ toolCallId, name: TOOL, arguments: args }], { fresh: true }),
+        dispatcher.dispatch(run, [{ toolCallId, name: tool, arguments: args }], { fresh: true }),
       );
       if (!result?.ok || (result.content as { echo?: string }).echo !== payload) {
         throw new Error(`platform call ${toolCallId} returned ${JSON.stringify(result)}`);

@@ -4,7 +4,8 @@
  *
  * Per round and system: throughput of a closed loop with IN_FLIGHT calls outstanding, then latency of
  * calls made one at a time. A third system, the BullMQ job alone (add, take, complete, seen in process),
- * is the floor under any design that keeps one BullMQ job per call. Systems take turns, each round starting
+ * is the floor under any design that keeps one BullMQ job per call. A fourth is the platform calling the
+ * same no-op through an MCP server over stdio (bench/mcp-echo-server.mjs), printed against our own tool. Systems take turns, each round starting
  * with the next one, and the median of rounds is reported, because the machine is shared and noisy. Redis
  * is a redis-server of the benchmark's own, so its CPU and commands are the systems' alone.
  *
@@ -58,12 +59,37 @@ function printTable(raw: Medians, job: Medians, platform: Medians): void {
     fmt(pick(platform) / pick(job), 2),
     fmt(pick(job) / pick(raw), 2),
   ]);
+  printColumns(header, lines);
+}
+
+/** Prints rows under a header: the first column left-aligned, the others right-aligned. */
+function printColumns(header: string[], lines: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? '').length)));
   const render = (cells: string[]) =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('   ');
   console.log(render(header));
   console.log(render(widths.map((w) => '-'.repeat(w))));
   for (const line of lines) console.log(render(line));
+}
+
+/** The same call through the platform to our own TypeScript tool and to an MCP stdio server's tool. */
+function printMcp(own: Medians, mcp: Medians): void {
+  const rows: Array<[string, (f: Medians) => number, number]> = [
+    ['throughput (calls/s)', (f) => f.throughputPerS, 0],
+    [`latency @${IN_FLIGHT} p50 (ms)`, (f) => f.underLoad.p50, 2],
+    ['sequential p50 (ms)', (f) => f.sequential.p50, 3],
+    ['sequential p99 (ms)', (f) => f.sequential.p99, 3],
+    ['node CPU / call (µs)', (f) => f.nodeCpuUsPerCall, 0],
+  ];
+  console.log(`\nthe same call through an MCP server over stdio (bench/mcp-echo-server.mjs), same rounds`);
+  const header = ['', 'own tool', 'MCP stdio', 'MCP/own'];
+  const lines = rows.map(([label, pick, digits]) => [
+    label,
+    pick(own).toFixed(digits),
+    pick(mcp).toFixed(digits),
+    (pick(mcp) / pick(own)).toFixed(2),
+  ]);
+  printColumns(header, lines);
 }
 
 function printCommands(label: string, delta: RedisDelta, calls: number): void {
@@ -101,10 +127,13 @@ async function main(): Promise<void> {
     systems.push(job);
     const platform = await startPlatform({ redisUrl, payload, concurrency, tmpDir });
     systems.push(platform);
+    const mcp = await startPlatform({ redisUrl, payload, concurrency, tmpDir, mcp: true });
+    systems.push(mcp);
     const named = [
       ['raw', raw],
       ['job', job],
       ['platform', platform],
+      ['mcp', mcp],
     ] as const;
     console.log(
       `tool-call bench: ${calls} calls @ ${IN_FLIGHT} in flight (warm-up ${plan.warmup}), ` +
@@ -116,7 +145,12 @@ async function main(): Promise<void> {
         `(${privateRedis ? 'a redis-server of its own, no persistence' : `shared, at ${redisUrl}`}), ` +
         `${os.cpus().length} CPUs, ${os.loadavg()[0]?.toFixed(2)} load`,
     );
-    const figures = { raw: [] as RoundFigures[], job: [] as RoundFigures[], platform: [] as RoundFigures[] };
+    const figures = {
+      raw: [] as RoundFigures[],
+      job: [] as RoundFigures[],
+      platform: [] as RoundFigures[],
+      mcp: [] as RoundFigures[],
+    };
     for (let round = 1; round <= rounds; round += 1) {
       // Each round starts with the next system, so no system always runs after the same one.
       for (let i = 0; i < named.length; i += 1) {
@@ -134,6 +168,7 @@ async function main(): Promise<void> {
       raw: medianFigures(figures.raw),
       job: medianFigures(figures.job),
       platform: medianFigures(figures.platform),
+      mcp: medianFigures(figures.mcp),
     };
     const ratios = {
       throughput: med.platform.throughputPerS / med.raw.throughputPerS,
@@ -143,6 +178,9 @@ async function main(): Promise<void> {
       redisCpu: med.platform.redisCpuUsPerCall / med.raw.redisCpuUsPerCall,
       jobRedisCpu: med.job.redisCpuUsPerCall / med.raw.redisCpuUsPerCall,
       platformOverJobRedisCpu: med.platform.redisCpuUsPerCall / med.job.redisCpuUsPerCall,
+      mcpThroughput: med.mcp.throughputPerS / med.platform.throughputPerS,
+      mcpSequentialP50: med.mcp.sequential.p50 / med.platform.sequential.p50,
+      mcpUnderLoadP50: med.mcp.underLoad.p50 / med.platform.underLoad.p50,
     };
     console.log(`\nmedian of ${rounds} rounds`);
     printTable(med.raw, med.job, med.platform);
@@ -160,6 +198,11 @@ async function main(): Promise<void> {
       `redis CPU per call: platform/raw ${ratios.redisCpu.toFixed(2)}, BullMQ job/raw ` +
         `${ratios.jobRedisCpu.toFixed(2)} (no design with one BullMQ job per call goes below that), ` +
         `platform/BullMQ job ${ratios.platformOverJobRedisCpu.toFixed(2)}`,
+    );
+    printMcp(med.platform, med.mcp);
+    console.log(
+      `MCP stdio/own tool: throughput ${ratios.mcpThroughput.toFixed(2)}, ` +
+        `sequential p50 ${ratios.mcpSequentialP50.toFixed(2)}, latency @${IN_FLIGHT} p50 ${ratios.mcpUnderLoadP50.toFixed(2)}`,
     );
     console.log(`\nredis commands per sequential call (last round; script-internal calls included)`);
     for (const [name, system] of named) {
@@ -190,11 +233,13 @@ async function main(): Promise<void> {
         raw: withoutCommands(figures.raw),
         job: withoutCommands(figures.job),
         platform: withoutCommands(figures.platform),
+        mcp: withoutCommands(figures.mcp),
       },
       redisCommandsPerSequentialCall: {
         raw: perCall(figures.raw.at(-1)?.redisCommands),
         job: perCall(figures.job.at(-1)?.redisCommands),
         platform: perCall(figures.platform.at(-1)?.redisCommands),
+        mcp: perCall(figures.mcp.at(-1)?.redisCommands),
       },
       durationS: (performance.now() - started) / 1000,
     };

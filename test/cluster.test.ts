@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKeys } from '@agent-reach/protocol';
-import { connectRedis, createLogger, waitReady } from '@agent-reach/shared';
+import { connectRedis, constants, createLogger, waitReady } from '@agent-reach/shared';
 import { RunControl, startApiServer } from '@agent-reach/scheduler';
 import { bareApiDeps, request, TEST_API_KEYS } from './helpers/api.js';
 import {
@@ -35,8 +35,14 @@ describe.skipIf(!hasRedisServer())('Redis Cluster', () => {
   });
 
   /** Runs a workload on the cluster and expects every invariant to hold. */
-  const expectClean = async (scenario: FaultScenario, runs: number) => {
-    const report = await runFaultScenario(scenario, { runs, cluster, settleMs: 60_000, quietMs: 10_000 });
+  const expectClean = async (scenario: FaultScenario, runs: number, env?: Record<string, string>) => {
+    const report = await runFaultScenario(scenario, {
+      runs,
+      cluster,
+      settleMs: 60_000,
+      quietMs: 10_000,
+      ...(env ? { env } : {}),
+    });
     const text = formatReport(report);
     console.log(text);
     expect(report.counts, text).toEqual({});
@@ -135,6 +141,12 @@ describe.skipIf(!hasRedisServer())('Redis Cluster', () => {
         },
       },
       40,
+      // The schedulers hold their runs under the production run lock (30 s, checked for stalls every
+      // 30 s), not the fault suite's short one: the stall printed is the one a deployment sees.
+      {
+        RUN_LOCK_DURATION_MS: String(constants.DEFAULT_RUN_LOCK_DURATION_MS),
+        RUN_STALLED_INTERVAL_MS: String(constants.DEFAULT_RUN_STALLED_INTERVAL_MS),
+      },
     );
     // A failover costs no run: a step whose commands found no master is redone from the last checkpoint,
     // and a call whose job the failover lost (or left taken by nobody) is published again.

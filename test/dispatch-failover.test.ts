@@ -55,6 +55,29 @@ describe('a call counts as started only when an executor recorded its start on t
     await waitFor(async () => (await ghost.getNextJob(`ghost-${randomUUID()}`)) ?? false, 5000, 'the job');
   };
 
+  it("gives up, without recording an answer, every call it awaits for a run whose ledger no longer holds one of them (a failover lost the run's last checkpoint), so the run resumes from its record", async () => {
+    const run = { runId: `run-${randomUUID()}`, agent: 'test_agent' };
+    const lost = { toolCallId: 'call_lost', name: 'isolated_echo', arguments: '{"value":"lost"}' };
+    const kept = { toolCallId: 'call_kept', name: 'isolated_echo', arguments: '{"value":"kept"}' };
+    await seedRun(p.producer, p.keys, run);
+    await seedCalls(p.producer, p.keys, run, [lost, kept]);
+    // No executor serves `isolated`: both calls wait in the queue.
+    const answered = p.dispatcher.dispatch({ ...run, traceId: run.runId }, [lost, kept]);
+    answered.catch(() => undefined);
+    // The new master never received the checkpoint that put `call_lost` in the ledger.
+    await p.redis.hdel(p.keys.runCalls(run.runId), lost.toolCallId);
+    await expect(answered).rejects.toMatchObject({
+      name: 'RunRecordBehind',
+      message: expect.stringMatching(/its record lost the model turn of a call awaited here/),
+    });
+    // Nothing was recorded for either call: the retried turn's calls are answered by what runs.
+    expect(await p.redis.hgetall(p.keys.results(run.runId))).toEqual({});
+    // Their jobs are not the other tests' business.
+    const queue = new Queue(isolatedQueue().name, { connection: p.redis, prefix: isolatedQueue().prefix });
+    for (const call of [lost, kept]) await queue.remove(toolJobId(run.runId, call.toolCallId));
+    await queue.close();
+  }, 20_000);
+
   it('publishes again, and runs, a call whose job a worker took but never started (as after a failover), instead of answering timeout', async () => {
     const run = { runId: `run-${randomUUID()}`, agent: 'test_agent' };
     const call = { toolCallId: 'call_ghost', name: 'isolated_echo', arguments: '{"value":"after failover"}' };

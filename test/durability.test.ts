@@ -102,6 +102,28 @@ describe('durability: calls that never start, shutdown with work in flight, rete
     expect(result).toMatchObject({ tool: 'isolated_echo', ok: true, attempts: 1 });
   });
 
+  it("takes a run's lock back when it lapsed while the run's job was still taken (as a failover can leave it), and finishes the run without waiting for the stalled-job check", async () => {
+    // A short lock, renewed every ~250 ms; a stalled-job check far beyond the run's own time.
+    h = await startRunsHarness({ RUN_LOCK_DURATION_MS: '1000', RUN_STALLED_INTERVAL_MS: '120000' });
+    h.sim.addScenario({
+      name: 'slow-turns',
+      latency_ms: 700,
+      turns: [
+        { tool_calls: [{ name: 'query_weather', arguments: { city: '杭州' } }] },
+        { content: 'done after the lapse' },
+      ],
+    });
+    const runId = await h.control.start({ agent: 'test_agent', input: 'weather?', model: 'slow-turns' });
+    const lock = `${h.keys.queuePrefix(h.keys.runsQueue)}:${h.keys.runsQueue}:${runId}:lock`;
+    await waitFor(async () => (await h!.redis.exists(lock)) === 1, 10_000, 'the run job to be taken');
+    // The lock is gone; the job is still `active`, taken by the scheduler that works on the run.
+    await h.redis.del(lock);
+    const outcome = await h.control.wait(runId, 20_000);
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'done after the lapse' });
+    // Claimed once: the same scheduler went on with it, no other took it over.
+    expect(await h.redis.hget(h.keys.runMeta(runId), 'epoch')).toBe('1');
+  });
+
   it('ends a scheduler within its grace period while its run waits on a model that does not answer, and another scheduler completes the run once', async () => {
     h = await startRunsHarness({}, { scheduler: false });
     h.sim.addScenario({

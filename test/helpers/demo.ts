@@ -7,12 +7,13 @@ const run = promisify(execFile);
 
 /**
  * Runs `pnpm demo` (scripts/demo.ts) with llm-sim as the model (no OpenAI settings), on `prefix` and
- * writing to `outputs`, with `env` on top; resolves to what it printed.
+ * writing to `outputs`, with `env` on top and `args` on its command line; resolves to what it printed.
  */
 export async function runDemo(
   prefix: string,
   outputs: string,
   env: Record<string, string> = {},
+  args: string[] = [],
 ): Promise<string> {
   const full: Record<string, string | undefined> = {
     ...process.env,
@@ -23,7 +24,7 @@ export async function runDemo(
   };
   delete full.OPENAI_API_KEY;
   delete full.OPENAI_BASE_URL;
-  const { stdout } = await run('node', ['--import', 'tsx', path.join(ROOT, 'scripts/demo.ts')], {
+  const { stdout } = await run('node', ['--import', 'tsx', path.join(ROOT, 'scripts/demo.ts'), ...args], {
     cwd: ROOT,
     env: full,
     timeout: 60_000,

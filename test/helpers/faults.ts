@@ -27,6 +27,7 @@ import {
   runOfRequest,
   type CallOutcomes,
   type Invariant,
+  type ModelRequest,
   type Violation,
 } from './fault-check.js';
 
@@ -50,15 +51,18 @@ const SHUTDOWN_SLACK_MS = 3000;
 
 export const FAULT_AGENT = 'fault_agent';
 export const TOOL_CALLS_PER_RUN = 6;
+/** `recorded_effect` served by an MCP server over stdio (test/fixtures/fault-agents.yaml). */
+export const MCP_FAULT_TOOL = 'effects__recorded_effect';
 
 /**
  * The model side of the workload: 6 calls of `recorded_effect` over 4 tool turns (two of them with two
- * calls at once), then a final answer. Three variants with different model latencies, so that runs
- * started together are soon at different steps.
+ * calls at once), then a final answer; the last call goes to the same tool served by an MCP server.
+ * Three variants with different model latencies, so that runs started together are soon at different
+ * steps.
  */
 export function faultModelScenarios(): Scenario[] {
   const call = (step: number) => ({
-    name: 'recorded_effect',
+    name: step === TOOL_CALLS_PER_RUN - 1 ? MCP_FAULT_TOOL : 'recorded_effect',
     arguments: { step, ms: 20 + ((step * 17) % 45) },
   });
   return [120, 200, 300].map((latency, v) => ({
@@ -329,6 +333,13 @@ export const SCENARIOS: readonly FaultScenario[] = [
     },
   },
   {
+    id: 'executor-killed',
+    title: 'an executor (and the MCP server it started) is killed (kill -9) mid-load and started again',
+    async inject({ fleet }) {
+      await fleet.kill9('executor', 0);
+    },
+  },
+  {
     id: 'executor-paused',
     title: 'an executor is paused (SIGSTOP) for 7 s, past its 3 s job lock, and then resumed',
     async inject({ fleet }) {
@@ -358,6 +369,8 @@ export interface FaultRunOptions {
   quietMs?: number;
   /** Runs on this Redis Cluster (left running: the caller owns it) instead of a private Redis. */
   cluster?: PrivateCluster;
+  /** Settings of the fleet's processes on top of `FAULT_ENV` (such as the production run lock). */
+  env?: Record<string, string>;
 }
 
 export interface FaultReport {
@@ -429,6 +442,7 @@ export async function runFaultScenario(
       // take its runs over at once.
       SCHEDULER_CONCURRENCY: String(Math.ceil(options.runs * 0.6)),
       ...FAULT_ENV,
+      ...options.env,
     });
     fleet = new Fleet(env);
     const conn = connectRedis(url, 'worker', {
@@ -455,6 +469,12 @@ export async function runFaultScenario(
     for (const q of [runsQueue, toolsQueue]) q.on('error', () => undefined);
     const startAt = Date.now();
     await fleet.start();
+    // The MCP server's tool is announced once an executor has started the server and listed its tools.
+    await poll(
+      async () => JSON.stringify(await conn.hgetall(keys.catalog)).includes(MCP_FAULT_TOOL),
+      30_000,
+      `an executor to announce ${MCP_FAULT_TOOL}`,
+    );
     figures['fleet start ms'] = Date.now() - startAt;
 
     const runIds = Array.from(
@@ -559,6 +579,7 @@ export async function runFaultScenario(
       turns.set(key, (turns.get(key) ?? 0) + 1);
     }
     figures['model turns asked more than once'] = [...turns.values()].filter((n) => n > 1).length;
+    figures['MCP tool calls the model saw answered ok'] = mcpCallsAnsweredOk(sim.requests);
     const epochs = await epochsOf(conn, keys.runMeta, runIds);
     if (epochs.some((e) => e !== undefined))
       figures['runs claimed by a scheduler more than once (meta epoch > 1)'] = epochs.filter(
@@ -643,6 +664,30 @@ function crashError(output: string): string {
     .filter(Boolean)
     .map((l) => l!.trim())
     .join(' ');
+}
+
+/** Calls of the MCP-served tool that some model request answered `ok` (each counted once). */
+function mcpCallsAnsweredOk(requests: readonly ModelRequest[]): number {
+  interface Message {
+    role?: string;
+    tool_call_id?: string;
+    content?: unknown;
+    tool_calls?: Array<{ id: string; function: { name: string } }>;
+  }
+  const ok = new Set<string>();
+  for (const r of requests) {
+    const messages = (r.body as { messages?: Message[] } | undefined)?.messages ?? [];
+    const mcp = new Set(
+      messages
+        .flatMap((m) => m.tool_calls ?? [])
+        .filter((c) => c.function.name === MCP_FAULT_TOOL)
+        .map((c) => c.id),
+    );
+    for (const m of messages)
+      if (m.role === 'tool' && mcp.has(m.tool_call_id ?? '') && String(m.content).includes('"ok":true'))
+        ok.add(`${runOfRequest(r.body)}/${m.tool_call_id}`);
+  }
+  return ok.size;
 }
 
 /** The ownership epoch of each run's record (bumped on every claim), where the record has one. */

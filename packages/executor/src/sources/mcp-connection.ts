@@ -101,7 +101,7 @@ export class McpConnection {
   async call(
     tool: string,
     args: Record<string, unknown>,
-    options: { signal: AbortSignal; timeoutMs: number },
+    options: { signal: AbortSignal; timeoutMs: number; meta?: Record<string, unknown> },
   ): Promise<{ result?: unknown; error?: unknown; overflow?: string }> {
     const session = this.#session;
     if (!session)
@@ -113,10 +113,14 @@ export class McpConnection {
     lost.catch(() => undefined);
     try {
       const result = await Promise.race([
-        session.client.callTool({ name: tool, arguments: args }, undefined, {
-          signal: options.signal,
-          timeout: options.timeoutMs,
-        }),
+        session.client.callTool(
+          { name: tool, arguments: args, ...(options.meta ? { _meta: options.meta } : {}) },
+          undefined,
+          {
+            signal: options.signal,
+            timeout: options.timeoutMs,
+          },
+        ),
         lost,
       ]);
       return { result };

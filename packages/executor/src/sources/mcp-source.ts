@@ -338,7 +338,15 @@ export class McpSource {
         spec.tools !== undefined && Object.hasOwn(spec.tools, tool) ? spec.tools[tool] : undefined;
       const timeoutMs =
         (override?.timeout_ms ?? constants.DEFAULT_TOOL_TIMEOUT_MS) + constants.MCP_REQUEST_SLACK_MS;
-      const outcome = await state.connection.call(tool, args, { signal: ctx.signal, timeoutMs });
+      // Which call this is, as a tool in code sees it (`ToolContext`): a server that changes something can
+      // key it by the idempotency key, the same across redeliveries and retries of the call.
+      const meta = {
+        'agent-reach/run_id': ctx.runId,
+        'agent-reach/tool_call_id': ctx.toolCallId,
+        'agent-reach/idempotency_key': ctx.idempotencyKey,
+        'agent-reach/attempt': ctx.attempt,
+      };
+      const outcome = await state.connection.call(tool, args, { signal: ctx.signal, timeoutMs, meta });
       if (outcome.error !== undefined) throw callError(spec.name, tool, outcome.error, outcome.overflow);
       return outcome.result;
     };

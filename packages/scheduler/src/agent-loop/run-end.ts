@@ -10,6 +10,7 @@ import {
 } from './run-state.js';
 import { rejectedByPerson } from './approvals.js';
 import { CheckpointFailed, RunLost } from './checkpoints.js';
+import { RunRecordBehind } from '../fleet/dispatcher.js';
 import type { RunContext } from './run-context.js';
 import type { EndStep } from './steps.js';
 
@@ -57,6 +58,8 @@ export async function endOnError(run: RunContext, err: unknown): Promise<RunOutc
     return 'released';
   }
   if (err instanceof CheckpointFailed) throw err;
+  // The run's record went back (a failover lost its last step): resume from what it holds.
+  if (err instanceof RunRecordBehind) throw new CheckpointFailed(err);
   // Redis could not serve a step (down, paused, out of memory): resume from the last checkpoint later.
   if (redisUnavailable(err)) throw new CheckpointFailed(err);
   run.log.error({ err }, 'run failed');

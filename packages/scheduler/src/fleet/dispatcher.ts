@@ -116,6 +116,21 @@ interface Pending {
 }
 
 /**
+ * A call's run record no longer holds the call (its ledger lost the model turn that made it, as a failover
+ * of the run's Redis can): the run's attempt resumes from its last stored checkpoint, as after a failed
+ * checkpoint, rather than wait for calls no executor will run.
+ */
+export class RunRecordBehind extends Error {
+  constructor(readonly runId: string) {
+    super(
+      `run ${runId}: its record lost the model turn of a call awaited here (a failover of its Redis); ` +
+        'the run resumes from its last stored checkpoint',
+    );
+    this.name = 'RunRecordBehind';
+  }
+}
+
+/**
  * Publishes the tool calls of a model turn and awaits their results by `tool_call_id`.
  *
  * How results come back: every job carries `replyTo`, the Redis list of the dispatcher that published
@@ -436,11 +451,18 @@ export class Dispatcher {
    */
   async #rescue(key: string, p: Pending): Promise<void> {
     const { connection, keys, catalog } = this.#opts;
-    const start = await connection.hget(keys.runStarts(p.runId), p.toolCallId);
+    const [start, declared] = await Promise.all([
+      connection.hget(keys.runStarts(p.runId), p.toolCallId),
+      connection.hexists(keys.runCalls(p.runId), p.toolCallId),
+    ]);
     if (start?.startsWith('started:')) {
       p.started = true;
       return;
     }
+    // The model turn that made the call was checkpointed (with the call in the run's ledger) before it was
+    // published. A ledger without it went back: a failover of the run's Redis lost writes its old master
+    // had acknowledged. No executor runs a call the ledger does not hold, so waiting is pointless.
+    if (declared === 0 && this.#pending.get(key) === p) return this.#recordBehind(p.runId);
     const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
     const job = queue.toKey(toolJobId(p.runId, p.toolCallId));
     const [exists, takenAt] = await Promise.all([
@@ -468,6 +490,21 @@ export class Dispatcher {
       exists === 0 ? "the call's job is gone from its queue" : "the call's job was taken but never started",
     );
     return this.#publishAgain(key, p);
+  }
+
+  /**
+   * Gives up every call this dispatcher awaits for `runId`, without recording anything: the run's record
+   * is behind what this process holds, so the attempt must resume from the record (`RunRecordBehind`).
+   */
+  #recordBehind(runId: string): void {
+    const err = new RunRecordBehind(runId);
+    this.#opts.logger.warn({ runId }, err.message);
+    for (const [key, p] of this.#pending) {
+      if (p.runId !== runId) continue;
+      this.#pending.delete(key);
+      clearTimeout(p.timer);
+      p.reject(err);
+    }
   }
 
   /** Answers a call with an error of the dispatcher's own, unless it has a result: the recorded one wins. */

@@ -126,9 +126,24 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     removeOnFail: { age: retentionS },
   });
   worker.on('error', (err) => logger.error({ err: { message: err.message } }, 'run worker error'));
-  // A lock this process could not renew may already belong to another scheduler: let go of the run.
+  // A lock this process could not renew may already belong to another scheduler: let go of the run —
+  // unless nobody holds it and the job is still taken (a failover lost the lock, or a renewal that failed
+  // while Redis was away let it lapse): then it is taken back at once rather than left to the stalled-job
+  // check, which would hand the run on only one to two `stalledInterval`s later. No other scheduler can
+  // have the run then (its job never left `active`), and the run's epoch fences its writes regardless.
+  const lockDurationMs = options.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS;
   worker.on('lockRenewalFailed', (jobIds: string[]) => {
-    for (const id of jobIds) ctx.active.get(id)?.release.abort();
+    for (const id of jobIds) {
+      const run = ctx.active.get(id);
+      if (!run) continue;
+      retakeLock(options.connection, worker, id, run.token, lockDurationMs).then(
+        (kept) => {
+          if (kept) logger.warn({ runId: id }, 'run lock had lapsed with its job still taken; taken back');
+          else run.release.abort();
+        },
+        () => run.release.abort(),
+      );
+    }
   });
   worker.on('failed', (job, err) => onRunFailed(ctx, job, err));
 
@@ -158,7 +173,26 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
   };
 }
 
-/** Hands a job back to the queue untouched (no attempt used), for another scheduler. */
+/** Sets a job's lock again when nobody holds it and the job is still in `active`; 1 when it did. */
+const RETAKE_LOCK = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if not redis.call('LPOS', KEYS[2], ARGV[2]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3])
+redis.call('SREM', KEYS[3], ARGV[2])
+return 1`;
+
+async function retakeLock(
+  connection: RedisClient,
+  worker: Worker<RunJobData>,
+  jobId: string,
+  token: string | undefined,
+  lockDurationMs: number,
+): Promise<boolean> {
+  if (!token) return false;
+  const keys = [`${worker.toKey(jobId)}:lock`, worker.toKey('active'), worker.toKey('stalled')];
+  return (await connection.eval(RETAKE_LOCK, keys.length, ...keys, token, jobId, lockDurationMs)) === 1;
+}
+
 /** A run that ended leaves its tenant's runs in flight, its tokens counted once. */
 async function ended(ctx: RunWorkerContext, state: RunState): Promise<void> {
   await ctx.quotas
@@ -166,6 +200,7 @@ async function ended(ctx: RunWorkerContext, state: RunState): Promise<void> {
     .catch((err: unknown) => ctx.logger.warn({ runId: state.runId, err }, 'tenant quota release failed'));
 }
 
+/** Hands a job back to the queue untouched (no attempt used), for another scheduler. */
 async function handBack(job: Job<RunJobData>, token: string | undefined): Promise<WaitingError> {
   // Already handed back when the grace period ended: then the lock is gone and this move fails.
   await job.moveToWait(token).catch(() => undefined);
