@@ -391,6 +391,19 @@ export const AgentList = Type.Object({
       max_tokens: Type.Optional(Type.Integer({ description: 'tokens a run of the agent may use' })),
       max_wall_time_ms: Type.Optional(Type.Integer({ description: 'wall-clock budget of a run, in ms' })),
       allowed_topic: Type.Optional(Type.Array(Type.String())),
+      topic_policy: Type.Optional(
+        StringEnum(['refuse', 'warn'], {
+          description: 'what an off-topic request gets (with allowed_topic)',
+        }),
+      ),
+      loop: Type.Optional(
+        Type.Record(Type.String(), Type.Integer(), { description: "the agent's own guard settings" }),
+      ),
+      context_providers: Type.Optional(
+        Type.Array(Type.Object({ tool: Type.String(), required: Type.Boolean() }), {
+          description: 'tools called with the request before the loop, their results attached as context',
+        }),
+      ),
       tools: Type.Array(AgentTool),
     }),
   ),

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { isOpen, type BreakerSnapshot } from '@agent-reach/shared';
+import { isOpen, type AgentSpec, type BreakerSnapshot } from '@agent-reach/shared';
 import { requirePrincipal } from '../auth.js';
 import { withinRedisTimeout } from '../unavailable.js';
 import type { ApiContext } from '../options.js';
@@ -37,6 +37,7 @@ export function agentRoutes(app: FastifyInstance, ctx: ApiContext): void {
             ...(a.max_tokens ? { max_tokens: a.max_tokens } : {}),
             ...(a.max_wall_time_ms ? { max_wall_time_ms: a.max_wall_time_ms } : {}),
             ...(a.allowed_topic ? { allowed_topic: [...a.allowed_topic] } : {}),
+            ...policyView(a),
             tools: a.tools.map((name) => {
               const entry = runner.catalog.get(name);
               const b = breakers.get(name);
@@ -61,4 +62,20 @@ export function agentRoutes(app: FastifyInstance, ctx: ApiContext): void {
       };
     },
   );
+}
+
+/** An agent's policy as the listing shows it: its topic policy, guard settings and context providers. */
+function policyView(a: AgentSpec) {
+  return {
+    ...(a.allowed_topic?.length ? { topic_policy: a.topic_policy ?? ('refuse' as const) } : {}),
+    ...(a.loop && Object.keys(a.loop).length > 0 ? { loop: { ...a.loop } } : {}),
+    ...(a.context_providers?.length
+      ? {
+          context_providers: a.context_providers.map((p) => ({
+            tool: p.tool,
+            required: p.required === true,
+          })),
+        }
+      : {}),
+  };
 }
