@@ -78,6 +78,7 @@ ORDER BY created_ms DESC, run_id DESC LIMIT ${param(q.limit)}`;
 export class ArchiveStore {
   readonly #partitions = new Set<string>();
   readonly #cache = new Map<string, { at: number; record: RawRunRecord | undefined }>();
+  readonly #reading = new Map<string, Promise<RawRunRecord | undefined>>();
 
   constructor(readonly pool: Pool) {}
 
@@ -124,20 +125,29 @@ export class ArchiveStore {
   }
 
   /**
-   * A run's archived record, or undefined. Kept a few seconds (an API read asks for the listing, the
-   * state and the events of one run in turn).
+   * A run's archived record, or undefined. An archived record never changes: it is kept 30 s (an API read
+   * asks for the listing, the state and the events of one run in turn); a miss only 1 s, and concurrent
+   * reads of one run share one query.
    */
-  async record(runId: string): Promise<RawRunRecord | undefined> {
+  record(runId: string): Promise<RawRunRecord | undefined> {
     const hit = this.#cache.get(runId);
-    if (hit && Date.now() - hit.at < 5000) return hit.record;
-    const res = await this.pool.query(
-      'SELECT run_id, meta, state, messages, approvals, events FROM archived_runs WHERE run_id = $1 LIMIT 1',
-      [runId],
-    );
-    const record = res.rows[0] ? fromArchiveRow(res.rows[0]) : undefined;
-    if (this.#cache.size >= 200) this.#cache.delete(this.#cache.keys().next().value as string);
-    this.#cache.set(runId, { at: Date.now(), record });
-    return record;
+    if (hit && Date.now() - hit.at < (hit.record ? 30_000 : 1000)) return Promise.resolve(hit.record);
+    const pending = this.#reading.get(runId);
+    if (pending) return pending;
+    const read = this.pool
+      .query(
+        'SELECT run_id, meta, state, messages, approvals, events FROM archived_runs WHERE run_id = $1 LIMIT 1',
+        [runId],
+      )
+      .then((res) => {
+        const record = res.rows[0] ? fromArchiveRow(res.rows[0]) : undefined;
+        if (this.#cache.size >= 200) this.#cache.delete(this.#cache.keys().next().value as string);
+        this.#cache.set(runId, { at: Date.now(), record });
+        return record;
+      })
+      .finally(() => this.#reading.delete(runId));
+    this.#reading.set(runId, read);
+    return read;
   }
 
   /** Listing hashes of archived runs, newest first. */

@@ -79,6 +79,7 @@ export async function startArchiver(o: ArchiverOptions): Promise<Archiver> {
   const id = `archiver-${randomUUID().slice(0, 8)}`;
   const log = o.logger.child({ archiver: id });
   const pool = createPool(o.databaseUrl, {
+    applicationName: 'agent-reach-archiver',
     onError: (err) => log.warn({ err: err.message }, 'postgres client error'),
   });
   const store = new ArchiveStore(pool);

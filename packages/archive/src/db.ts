@@ -11,10 +11,12 @@ export const MIGRATIONS_TABLE = 'archive_migrations';
 /** A pool on the archive's database; errors of idle clients are logged by the caller, never thrown. */
 export function createPool(
   databaseUrl: string,
-  options: { max?: number; onError?: (err: Error) => void } = {},
+  options: { max?: number; onError?: (err: Error) => void; applicationName?: string } = {},
 ) {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
+    // Names this process's sessions in pg_stat_activity.
+    application_name: options.applicationName ?? 'agent-reach',
     max: options.max ?? 4,
     // A database that does not answer fails a batch instead of holding it.
     connectionTimeoutMillis: 5000,
