@@ -11,13 +11,21 @@ export const MIGRATIONS_TABLE = 'archive_migrations';
 /** A pool on the archive's database; errors of idle clients are logged by the caller, never thrown. */
 export function createPool(
   databaseUrl: string,
-  options: { max?: number; onError?: (err: Error) => void; applicationName?: string } = {},
+  options: {
+    max?: number;
+    onError?: (err: Error) => void;
+    applicationName?: string;
+    /** Longest a statement may run before PostgreSQL cancels it, in ms. Default 30 000. */
+    statementTimeoutMs?: number;
+  } = {},
 ) {
   const pool = new pg.Pool({
     connectionString: databaseUrl,
     // Names this process's sessions in pg_stat_activity.
     application_name: options.applicationName ?? 'agent-reach',
     max: options.max ?? 4,
+    // A locked or overloaded database fails a statement instead of holding a batch or a request forever.
+    statement_timeout: options.statementTimeoutMs ?? 30_000,
     // A database that does not answer fails a batch instead of holding it.
     connectionTimeoutMillis: 5000,
     idleTimeoutMillis: 30_000,

@@ -19,6 +19,8 @@ export function openRunArchive(
   const url = config.archive.databaseUrl;
   if (!url) return undefined;
   const pool: Pool = createPool(url, {
+    // A request reading the archive answers an error rather than waiting on a locked or stuck database.
+    statementTimeoutMs: 5000,
     onError: (err) => logger?.warn({ err: err.message }, 'archive database client error'),
   });
   const store = new ArchiveStore(pool);
