@@ -18,7 +18,7 @@ RUN pnpm install --frozen-lockfile --offline
 # `pnpm pack` builds each package first and writes its published manifest (exports and bin on dist/,
 # workspace dependencies as version ranges).
 RUN mkdir /tarballs \
-  && for p in protocol shared executor scheduler llm-sim client cli; do \
+  && for p in protocol shared archive executor scheduler llm-sim client cli; do \
        (cd "packages/$p" && pnpm pack --pack-destination /tarballs); \
      done
 

@@ -10,7 +10,7 @@ import { REDIS_URL, testRedis } from './helpers/redis.js';
 import { OUTPUTS } from './helpers/platform.js';
 
 const exec = promisify(execFile);
-const PACKAGES = ['protocol', 'shared', 'executor', 'scheduler', 'llm-sim', 'client', 'cli'];
+const PACKAGES = ['protocol', 'shared', 'archive', 'executor', 'scheduler', 'llm-sim', 'client', 'cli'];
 const CONSUMER = path.join(ROOT, 'test/fixtures/consumer');
 /** The README's client examples, run as they are. */
 const SNIPPETS = ['http.mjs', 'queue.mjs'];

@@ -10,7 +10,7 @@ import {
   type AgentReachConfig,
   type RedisClient,
 } from '@agent-reach/shared';
-import { AgentRunner, RunControl, RunStore, llmFromConfig } from '@agent-reach/scheduler';
+import { AgentRunner, RunControl, RunStore, llmFromConfig, openRunArchive } from '@agent-reach/scheduler';
 
 /** What most commands need: config, a Redis connection, the run API. Closed by `close()`. */
 export interface CliContext {
@@ -35,7 +35,15 @@ export async function openContext(env: Record<string, string | undefined>): Prom
     redis.disconnect();
     throw err;
   }
-  const control = new RunControl(redis, createKeys(config.keyPrefix));
+  const keys = createKeys(config.keyPrefix);
+  // With DATABASE_URL, runs Redis no longer has are read from the archive.
+  const archive = openRunArchive(config, redis, keys);
+  const control = new RunControl(
+    redis,
+    keys,
+    new RunStore(redis, keys, archive ? { archive } : {}),
+    archive?.store,
+  );
   return {
     config,
     redis,
@@ -48,6 +56,7 @@ export async function openContext(env: Record<string, string | undefined>): Prom
     },
     async close() {
       await control.close();
+      await archive?.close();
       await redis.quit().catch(() => undefined);
     },
   };
@@ -71,7 +80,7 @@ export async function openRunner(ctx: CliContext): Promise<{ runner: AgentRunner
     logger: createLogger('cli', { level: ctx.config.logLevel === 'info' ? 'warn' : ctx.config.logLevel }),
     catalogWaitMs: 5000,
   });
-  return { runner, store: new RunStore(ctx.redis, keys) };
+  return { runner, store: ctx.control.store };
 }
 
 function placeholderLlm() {

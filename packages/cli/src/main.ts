@@ -38,6 +38,8 @@ async function main(argv: string[]): Promise<number> {
       return delegate(rest, () => import('@agent-reach/executor/main'));
     case 'llm-sim':
       return delegate(rest, () => import('@agent-reach/llm-sim/main'));
+    case 'archiver':
+      return delegate(rest, () => import('@agent-reach/archive/main'));
     case 'runs':
       return runs(rest);
     case 'run':

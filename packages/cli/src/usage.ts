@@ -13,6 +13,7 @@ Processes
                                      run tool calls from the tool queues
   llm-sim [--port N] [--host H] [--scenarios DIR] [--record FILE]
                                      the OpenAI-compatible simulator
+  archiver                           move finished runs from Redis to PostgreSQL (needs DATABASE_URL)
 
 Runs
   run "<task>" --agent A [--follow] [--model M] [--session S] [--output-schema FILE]

@@ -33,10 +33,13 @@ export type {
   RunListFilter,
   StoredEvent,
   RunStoreOptions,
+  RunArchive,
   RunClaim,
   CheckpointVerdict,
 } from './runs/run-store.js';
 export { RunControl } from './runs/run-control.js';
+export { openRunArchive, type OpenedRunArchive } from './runs/run-archive.js';
+export { searchAcross } from './runs/archive-search.js';
 export type { RunSearch, RunSearchPage } from './runs/run-search.js';
 export type { StartRunRequest, DecisionRequest } from './runs/run-control.js';
 export { createRunWorker } from './runs/run-worker.js';

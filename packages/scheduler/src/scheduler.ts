@@ -31,6 +31,7 @@ import { startQueueSampler } from './fleet/queue-sampler.js';
 import { recordRunMetrics } from './runs/run-metrics.js';
 import { RunControl } from './runs/run-control.js';
 import { RunStore } from './runs/run-store.js';
+import { openRunArchive } from './runs/run-archive.js';
 import { createRunWorker, type RunWorker } from './runs/run-worker.js';
 import { SessionStore } from './runs/sessions.js';
 import { createWorkflowWorker, type WorkflowWorker } from './workflows/coordinator.js';
@@ -182,9 +183,11 @@ async function startServing(
   const record = recordRunMetrics(createSchedulerMetrics(metricsRegistry));
   const recordProviders = recordProviderMetrics(providers.metrics);
   registerConfigMetrics(metricsRegistry, live);
+  const archive = openRunArchive(config, redis, keys, logger);
   const store = new RunStore(redis, keys, {
     retentionS: config.scheduler.runRetentionS,
     retentionCount: config.scheduler.runRetentionCount,
+    ...(archive ? { archive } : {}),
   });
   const worker = createRunWorker({
     connection: redis,
@@ -204,7 +207,7 @@ async function startServing(
       options.onEvent?.(event, state);
     },
   });
-  const control = new RunControl(redis, keys, store);
+  const control = new RunControl(redis, keys, store, archive?.store);
   const workflows = new WorkflowControl(redis, keys, live.workflows, {
     retentionS: config.scheduler.runRetentionS,
     configVersion,
@@ -291,6 +294,7 @@ async function startServing(
       providers.close();
       await live.close();
       await server.close();
+      await archive?.close();
       await redis.quit().catch(() => undefined);
       logger.info('scheduler stopped');
     },
@@ -326,7 +330,13 @@ async function startApi(
     retentionS: config.scheduler.runRetentionS,
     retentionCount: config.scheduler.runRetentionCount,
   };
-  const control = new RunControl(redis, keys, new RunStore(redis, keys, retention));
+  const archive = openRunArchive(config, redis, keys, deps.logger);
+  const control = new RunControl(
+    redis,
+    keys,
+    new RunStore(redis, keys, { ...retention, ...(archive ? { archive } : {}) }),
+    archive?.store,
+  );
   const workflows = new WorkflowControl(redis, keys, deps.workflows, {
     retentionS: retention.retentionS,
     configVersion: deps.configVersion,
@@ -373,6 +383,7 @@ async function startApi(
       await server.close();
       await workflows.close();
       await control.close();
+      await archive?.close();
       await redis.quit().catch(() => undefined);
     },
   };

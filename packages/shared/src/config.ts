@@ -103,6 +103,21 @@ export interface AgentReachConfig {
     /** Tokens (prompt + completion) the tenant's runs may use per UTC day; past it, new runs get 429. */
     readonly maxTokensPerDay?: number;
   }>;
+  /** The run archive in PostgreSQL; off (Redis only, as before) unless `databaseUrl` is set. */
+  readonly archive: {
+    /** `DATABASE_URL`: a `postgres://` URL; unset, finished runs stay in Redis for `runRetentionS`. */
+    readonly databaseUrl: string | undefined;
+    /** How long Redis keeps a finished run once the archive has it, in s. */
+    readonly archivedRunRetentionS: number;
+    /** How many days the archive keeps runs (whole daily partitions are dropped). */
+    readonly retentionDays: number;
+    /** Runs an archiver takes from the outbox per batch. */
+    readonly batchSize: number;
+    /** How long a claimed, unacknowledged batch stays hidden from other archivers, in ms. */
+    readonly visibilityTimeoutMs: number;
+    /** Port of the archiver's `/metrics`; 0 picks a free port. */
+    readonly metricsPort: number;
+  };
   readonly llm: {
     readonly apiKey: string | undefined;
     readonly baseUrl: string | undefined;
@@ -158,6 +173,12 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['API_MAX_INPUT_TOKENS', 'api.maxInputTokens'],
   ['API_REDIS_TIMEOUT_MS', 'api.redisTimeoutMs'],
   ['TENANT_QUOTAS', 'tenantQuotas'],
+  ['DATABASE_URL', 'archive.databaseUrl'],
+  ['ARCHIVED_RUN_RETENTION_S', 'archive.archivedRunRetentionS'],
+  ['ARCHIVE_RETENTION_DAYS', 'archive.retentionDays'],
+  ['ARCHIVE_BATCH_SIZE', 'archive.batchSize'],
+  ['ARCHIVE_VISIBILITY_TIMEOUT_MS', 'archive.visibilityTimeoutMs'],
+  ['ARCHIVER_METRICS_PORT', 'archive.metricsPort'],
   ['OPENAI_API_KEY', 'llm.apiKey'],
   ['OPENAI_BASE_URL', 'llm.baseUrl'],
   ['OPENAI_MODEL', 'llm.model'],
@@ -306,6 +327,33 @@ const schema = {
           tenant: { type: 'string', pattern: TENANT_PATTERN.source },
           maxRunsInFlight: { type: 'integer', minimum: 1 },
           maxTokensPerDay: { type: 'integer', minimum: 1 },
+        },
+      },
+    },
+    archive: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        databaseUrl: { type: 'string', pattern: '^postgres(ql)?://' },
+        archivedRunRetentionS: { type: 'integer', minimum: 1, default: C.DEFAULT_ARCHIVED_RUN_RETENTION_S },
+        retentionDays: {
+          type: 'integer',
+          minimum: 1,
+          maximum: 36500,
+          default: C.DEFAULT_ARCHIVE_RETENTION_DAYS,
+        },
+        batchSize: { type: 'integer', minimum: 1, maximum: 10000, default: C.DEFAULT_ARCHIVE_BATCH_SIZE },
+        visibilityTimeoutMs: {
+          type: 'integer',
+          minimum: 100,
+          default: C.DEFAULT_ARCHIVE_VISIBILITY_TIMEOUT_MS,
+        },
+        metricsPort: {
+          type: 'integer',
+          minimum: 0,
+          maximum: 65535,
+          default: C.DEFAULT_ARCHIVER_METRICS_PORT,
         },
       },
     },

@@ -270,3 +270,17 @@ export const MCP_MAX_SCHEMA_CHARS = 32_000;
 export const MCP_MAX_TOOLS_PER_SERVER = 200;
 /** Extra time the MCP request gets past a tool's own timeout, so that the executor's timeout fires first, in ms. */
 export const MCP_REQUEST_SLACK_MS = 1000;
+
+/** With the archive on: how long Redis keeps a finished run once PostgreSQL has it (5 minutes). */
+export const DEFAULT_ARCHIVED_RUN_RETENTION_S = 300;
+
+/** How long the archive keeps runs, in days (whole daily partitions are dropped). */
+export const DEFAULT_ARCHIVE_RETENTION_DAYS = 90;
+
+/** Runs one archiver takes from the outbox per batch (one transaction). */
+export const DEFAULT_ARCHIVE_BATCH_SIZE = 200;
+
+/** How long a batch an archiver claimed stays hidden from the others; past it, another takes it again. */
+export const DEFAULT_ARCHIVE_VISIBILITY_TIMEOUT_MS = 30_000;
+
+export const DEFAULT_ARCHIVER_METRICS_PORT = 9466;

@@ -1,5 +1,5 @@
 import type { RunStatus } from '../agent-loop/run-state.js';
-import { decodeCursor, searchRuns } from '../runs/run-search.js';
+import { decodeCursor } from '../runs/run-search.js';
 import type { Principal } from './auth.js';
 import { ApiError } from './errors.js';
 import type { ApiContext } from './options.js';
@@ -18,7 +18,7 @@ export async function searchPage(
       { in: 'querystring', path: '/cursor', message: 'is not a cursor this API gave' },
     ]);
   const agents = q.agent ? new Set([q.agent]) : principal.agents;
-  const page = await searchRuns(ctx.deps.redis, ctx.deps.keys, {
+  const page = await ctx.deps.control.search({
     ...(agents ? { agents } : {}),
     tenants: principal.tenants,
     ...(q.status ? { status: q.status as RunStatus } : {}),

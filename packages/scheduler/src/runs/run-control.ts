@@ -1,4 +1,5 @@
 import type { Queue } from 'bullmq';
+import type { ArchiveStore } from '@agent-reach/archive';
 import {
   AgentReachError,
   isFinalStatus,
@@ -13,6 +14,7 @@ import { decisionEvent, pendingRequest } from '../agent-loop/approvals.js';
 import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
 import { runJobOptions, type RedisClient } from '@agent-reach/shared';
 import { createRunQueue } from './run-jobs.js';
+import { searchAcross } from './archive-search.js';
 import { searchRuns, type RunSearch, type RunSearchPage } from './run-search.js';
 import { RunStore, type RunListFilter, type RunSummary, type StoredEvent } from './run-store.js';
 
@@ -53,6 +55,8 @@ export class RunControl {
     private readonly redis: RedisClient,
     private readonly keys: Keys,
     store?: RunStore,
+    /** The run archive's store (`DATABASE_URL`): listings page across Redis and the archive. */
+    readonly archive?: ArchiveStore,
   ) {
     this.store = store ?? new RunStore(redis, keys);
     this.queue = createRunQueue(redis, keys);
@@ -118,7 +122,10 @@ export class RunControl {
 
   /** Runs newest first found by metadata, agent, status, time, trace id, tool or error kind, a page at a time. */
   search(q: RunSearch): Promise<RunSearchPage> {
-    return searchRuns(this.store.connection, this.keys, q);
+    const archive = this.archive;
+    return archive
+      ? searchAcross(this.store.connection, this.keys, archive, q)
+      : searchRuns(this.store.connection, this.keys, q);
   }
 
   events(runId: string, after?: string): Promise<StoredEvent[]> {

@@ -1,3 +1,4 @@
+import type { RawRunRecord } from '@agent-reach/archive';
 import { checkVersion, readEvent, readStepRecord, type Keys } from '@agent-reach/protocol';
 import {
   callLedgerEntry,
@@ -63,6 +64,8 @@ export interface RunStoreOptions {
   retentionS?: number;
   /** How many runs the index keeps. Default 100 000. */
   retentionCount?: number;
+  /** The run archive (`DATABASE_URL`): finished runs are handed to it, and read from it once Redis let them go. */
+  archive?: RunArchive;
 }
 
 /** Why a checkpoint was not written; `fenced` and `final` mean another process owns (or ended) the run. */
@@ -162,6 +165,8 @@ export class RunCheckpointer {
     const { createdAt } = state;
     const final = state.outcome !== undefined;
     return async () => {
+      // Handed to the archive before the run is final, so that no crash can leave a finished run unarchived.
+      if (final) await this.store.archive?.handOff(this.runId);
       // Listed with its first checkpoint (idempotently), so no written run is ever missing from the index.
       // Both are sent at once: the checkpoint must go out now, ahead of any call dispatched after it.
       const listed = this.#listed ? undefined : this.store.index(this.runId, createdAt);
@@ -182,6 +187,7 @@ export class RunStore {
   readonly retentionS: number;
   readonly #scripts: RedisScripts;
   readonly retentionCount: number;
+  readonly archive: RunArchive | undefined;
 
   constructor(
     private readonly redis: RedisClient,
@@ -191,6 +197,7 @@ export class RunStore {
     this.#scripts = redisScripts(redis);
     this.retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
     this.retentionCount = options.retentionCount ?? constants.DEFAULT_RUN_RETENTION_COUNT;
+    this.archive = options.archive;
   }
 
   /** The connection checkpoints are written on. */
@@ -287,6 +294,17 @@ export class RunStore {
       [null, Record<string, string>],
       [null, string | null],
     ];
+    if (state === null && this.archive) {
+      const archived = await this.archive.record(runId);
+      if (archived) {
+        const parsed = parseRecord(
+          archived.state,
+          archived.messages,
+          Object.entries(archived.approvals).flat(),
+        );
+        return { state: parsed.state, cancelRequested: archived.meta.cancel_requested === '1' };
+      }
+    }
     const parsed = parseRecord(state ?? '', messages, Object.entries(decisions).flat());
     return { state: parsed.state, cancelRequested: cancel === '1' };
   }
@@ -319,7 +337,9 @@ export class RunStore {
   async summary(runId: string): Promise<RunSummary | undefined> {
     const meta = await this.redis.hgetall(this.keys.runMeta(runId));
     // A listing exists once the first checkpoint wrote it (a claim or a cancel request alone is not one).
-    return meta.runId ? toSummary(meta) : undefined;
+    if (meta.runId) return toSummary(meta);
+    const archived = this.archive && (await this.archive.record(runId));
+    return archived?.meta.runId ? toSummary(archived.meta) : undefined;
   }
 
   /** Runs newest first, filtered by agent, status and creation time. */
@@ -355,6 +375,10 @@ export class RunStore {
   /** A run's events in order, after the stream id `after` (exclusive) when given. */
   async events(runId: string, after?: string): Promise<StoredEvent[]> {
     const rows = await this.redis.xrange(this.keys.runEvents(runId), after ? `(${after}` : '-', '+');
+    if (rows.length === 0 && this.archive && (await this.redis.exists(this.keys.runMeta(runId))) === 0) {
+      const archived = await this.archive.record(runId);
+      if (archived) return archivedEvents(archived.events, after);
+    }
     return rows.map(([id, fields]) => ({ id, event: readEvent(fields[1] as string) }));
   }
 
@@ -380,6 +404,31 @@ export class RunStore {
       .publish(this.keys.cancelChannel, runId)
       .exec();
   }
+}
+
+/** Where finished runs go when the archive is on (`DATABASE_URL`), and how they are read back. */
+export interface RunArchive {
+  /** Puts a run in the archive's outbox; called before its final checkpoint is written. */
+  handOff(runId: string): Promise<void>;
+  /** The run's record as Redis held it, from the archive; undefined when the archive does not have it. */
+  record(runId: string): Promise<RawRunRecord | undefined>;
+}
+
+/** A stream id's (ms, sequence) pair, for comparing ids of archived events. */
+const streamId = (id: string): [number, number] => {
+  const [ms = '0', seq = '0'] = id.split('-');
+  return [Number(ms), Number(seq)];
+};
+
+/** Archived events after the stream id `after` (exclusive), as `events` reads them from Redis. */
+function archivedEvents(events: RawRunRecord['events'], after: string | undefined): StoredEvent[] {
+  const [am, as] = after ? streamId(after) : [-1, -1];
+  return events
+    .filter(([id]) => {
+      const [m, q] = streamId(id);
+      return m > am || (m === am && q > as);
+    })
+    .map(([id, e]) => ({ id, event: readEvent(e) }));
 }
 
 function metaFields(state: RunState): Record<string, string> {
