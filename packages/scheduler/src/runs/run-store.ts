@@ -1,7 +1,9 @@
 import { checkVersion, readEvent, readStepRecord, type Keys } from '@agent-reach/protocol';
+import type { ToolResult } from '@agent-reach/protocol';
 import {
   callLedgerEntry,
   constants,
+  parseJsonSafely,
   redisScripts,
   type RedisClient,
   type RedisScripts,
@@ -151,7 +153,7 @@ export class RunCheckpointer {
       fresh.length,
       ...fresh.map((m) => JSON.stringify(m)),
       events.length,
-      ...events.map((e) => JSON.stringify(e)),
+      ...events.map(storedEventJson),
       meta.length,
       ...meta,
       calls.length,
@@ -312,7 +314,7 @@ export class RunStore {
   /** Appends events outside a checkpoint (decisions made while the run is parked). */
   async appendEvents(runId: string, events: RunEvent[]): Promise<void> {
     const tx = this.redis.multi();
-    for (const e of events) tx.xadd(this.keys.runEvents(runId), '*', 'e', JSON.stringify(e));
+    for (const e of events) tx.xadd(this.keys.runEvents(runId), '*', 'e', storedEventJson(e));
     await tx.exec();
   }
 
@@ -355,7 +357,10 @@ export class RunStore {
   /** A run's events in order, after the stream id `after` (exclusive) when given. */
   async events(runId: string, after?: string): Promise<StoredEvent[]> {
     const rows = await this.redis.xrange(this.keys.runEvents(runId), after ? `(${after}` : '-', '+');
-    return rows.map(([id, fields]) => ({ id, event: readEvent(fields[1] as string) }));
+    return this.#resolved(
+      runId,
+      rows.map(([id, fields]) => ({ id, event: readEvent(fields[1] as string) })),
+    );
   }
 
   /** Waits up to `blockMs` for events after `after`; for live streaming. */
@@ -369,7 +374,43 @@ export class RunStore {
       [string, Array<[string, string[]]>]
     > | null;
     const rows = res?.[0]?.[1] ?? [];
-    return rows.map(([id, fields]) => ({ id, event: readEvent(fields[1] as string) }));
+    return this.#resolved(
+      runId,
+      rows.map(([id, fields]) => ({ id, event: readEvent(fields[1] as string) })),
+    );
+  }
+
+  /**
+   * Stored `tool_result` events reference their call instead of repeating it (see `storedEventJson`):
+   * their `arguments` and `result` are put back from the run's record — the step of the call (its
+   * arguments) and the call's tool message (exactly what the model read), else the run's results hash
+   * (a call whose message compaction folded away). One read of the record per batch that needs it.
+   */
+  async #resolved(runId: string, stored: StoredEvent[]): Promise<StoredEvent[]> {
+    if (!stored.some(({ event: e }) => e.type === 'tool_result' && e.arguments === undefined)) return stored;
+    const k = this.keys;
+    const [[, stateJson], [, messages], [, results]] = (await this.redis
+      .multi()
+      .get(k.runState(runId))
+      .lrange(k.runMessages(runId), 0, -1)
+      .hgetall(k.results(runId))
+      .exec()) as [[null, string | null], [null, string[]], [null, Record<string, string>]];
+    const state = parseRecord(stateJson ?? '', messages, []).state;
+    const args = new Map(state?.steps.map((s) => [s.tool_call_id, s.arguments]));
+    const read = new Map(
+      state?.messages.flatMap((m) =>
+        m.role === 'tool' && typeof m.content === 'string' ? [[m.tool_call_id, m.content] as const] : [],
+      ),
+    );
+    return stored.map((s) => {
+      const e = s.event;
+      if (e.type !== 'tool_result' || e.arguments !== undefined) return s;
+      const result = resultOf(read.get(e.tool_call_id) ?? results[e.tool_call_id]);
+      return {
+        id: s.id,
+        event: { ...e, arguments: args.get(e.tool_call_id) ?? '', ...(result ? { result } : {}) },
+      };
+    });
   }
 
   /** Marks a run for cancellation and tells every scheduler; the one running it aborts. */
@@ -379,6 +420,30 @@ export class RunStore {
       .hset(this.keys.runMeta(runId), 'cancel_requested', '1')
       .publish(this.keys.cancelChannel, runId)
       .exec();
+  }
+}
+
+/**
+ * An event as the run's stream keeps it. A `tool_result` leaves out the call's `arguments` and `result`:
+ * the run's step and tool message already hold them (readers get them back through `events` and
+ * `waitEvents`), so a finished run's record does not keep every call's arguments and result twice.
+ */
+export function storedEventJson(e: RunEvent): string {
+  if (e.type !== 'tool_result') return JSON.stringify(e);
+  const { arguments: _args, result: _result, ...rest } = e;
+  return JSON.stringify(rest);
+}
+
+/** A tool result as recorded (a tool message's content or a results-hash entry), without who ran it. */
+function resultOf(raw: string | undefined): ToolResult | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const parsed = parseJsonSafely<(ToolResult & { executor_id?: string }) | null>(raw);
+    if (!parsed || typeof parsed !== 'object' || typeof parsed.ok !== 'boolean') return undefined;
+    const { executor_id: _executor, ...result } = parsed;
+    return result;
+  } catch {
+    return undefined;
   }
 }
 
