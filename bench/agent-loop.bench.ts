@@ -27,7 +27,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { constants } from '@agent-reach/shared';
-import { benchEnvironment, closedLoop } from './measure.js';
+import { benchEnvironment, closedLoop, median } from './measure.js';
 import {
   fmt,
   medianFigures,
@@ -40,6 +40,7 @@ import {
 import {
   CONFIG_LABELS,
   CONFIGS,
+  runRecordBytes,
   startLoopHarness,
   type ConfigName,
   type LoopHarness,
@@ -47,9 +48,12 @@ import {
 import { stepsOf, type RunProbe, type StepSample } from './agent-loop/probe.js';
 import { taskInput, TOOL_STEPS } from './agent-loop/task.js';
 import { envInt } from './env.js';
+import { formatTarget, target } from './targets.js';
 
 const TARGET_OVERHEAD_P50_MS = 3;
 const TOP_COMMANDS = 10;
+/** Finished runs whose record is weighed per phase (MEMORY USAGE of each of their keys). */
+const WEIGHED_RUNS = 20;
 
 const STEP_DEFINITION =
   'tool step k (k = 1..3): from the end of the previous step (the `plan` event for k = 1, else the last ' +
@@ -82,6 +86,9 @@ async function measurePhase(
   const sim = await harness.sim.take();
   const redisAfter = await sampleRedisBytes(admin);
   const steps: StepSample[] = probes.flatMap((p) => stepsOf(p, sim.handledMs));
+  // Only the checkpointed configuration keeps a run's whole record (state, messages, events).
+  const weighed = config === 'checkpoints' ? probes.flatMap((p) => (p.runId ? [p.runId] : [])) : [];
+  const recordBytes = await runRecordBytes(admin, harness.keys, weighed.slice(-WEIGHED_RUNS));
   return phaseFigures({
     runs,
     elapsedMs: loop.elapsedMs,
@@ -93,6 +100,7 @@ async function measurePhase(
     simCpuUs: sim.cpuUs,
     mainBusy,
     simBusy: sim.busy,
+    recordBytesPerRun: recordBytes.length > 0 ? median(recordBytes) : Number.NaN,
   });
 }
 
@@ -197,6 +205,7 @@ async function main(): Promise<void> {
       row('redis CPU / run (µs)', (m) => m.redisCpuUsPerRun, 0),
       row('node CPU / run (µs)', (m) => m.nodeCpuUsPerRun, 0),
       row('llm-sim CPU / run (µs)', (m) => m.simCpuUsPerRun, 0),
+      row('redis bytes / finished run', (m) => m.recordBytesPerRun, 0),
       row('event loop busy (%)', (m) => m.mainBusy * 100, 0),
       row('llm-sim busy (%)', (m) => m.simBusy * 100, 0),
     ]);
@@ -274,6 +283,39 @@ async function main(): Promise<void> {
       }
     }
 
+    const loopTargets = [
+      ...levels.map(({ inFlight }) =>
+        target(
+          `overhead/step p50 @${inFlight}, platform/job`,
+          get(`platform@${inFlight}`).overheadMs.p50 / get(`job@${inFlight}`).overheadMs.p50,
+          '<=',
+          1.1,
+        ),
+      ),
+      ...levels.map(({ inFlight }) =>
+        target(
+          `node CPU/run @${inFlight}, platform/in-process`,
+          get(`platform@${inFlight}`).nodeCpuUsPerRun / get(`baseline@${inFlight}`).nodeCpuUsPerRun,
+          '<=',
+          1.5,
+        ),
+      ),
+      ...(withCheckpoints
+        ? [
+            target(
+              'redis memory per finished run',
+              Math.max(...levels.map(({ inFlight }) => get(`checkpoints@${inFlight}`).recordBytesPerRun)) /
+                1024,
+              '<=',
+              8,
+              'KB',
+            ),
+          ]
+        : []),
+    ];
+    console.log('\ntargets (medians of this run)');
+    for (const t of loopTargets) console.log(`  ${formatTarget(t)}`);
+
     console.log(`\nredis commands per step at 1 in flight (last round; script-internal calls included)`);
     const perStep = (f: PhaseFigures | undefined) =>
       f
@@ -313,6 +355,7 @@ async function main(): Promise<void> {
       definitions: { step: STEP_DEFINITION },
       median: Object.fromEntries(med),
       diffs,
+      targets: loopTargets,
       rounds: Object.fromEntries(
         [...figures].map(([k, rs]) => [k, rs.map(({ redisCommands: _, ...f }) => f)]),
       ),

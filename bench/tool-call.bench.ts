@@ -23,6 +23,7 @@ import type { RedisDelta } from './redis-stats.js';
 import { startPrivateRedis } from './scale-out/processes.js';
 import { startJobFloor, startPlatform, startRawBullmq, type BenchSystem } from './systems.js';
 import { envInt } from './env.js';
+import { formatTarget, target, type Target } from './targets.js';
 import {
   IN_FLIGHT,
   measureRound,
@@ -98,6 +99,17 @@ function printCommands(label: string, delta: RedisDelta, calls: number): void {
     .map(([name, n]) => `${name} ${(n / calls).toFixed(1)}`)
     .join(', ');
   console.log(`  ${label.padEnd(10)} ${top}`);
+}
+
+/** The issue's targets for one tool call, as ratios of the platform to the bare BullMQ job. */
+function issueTargets(job: Medians, platform: Medians): Target[] {
+  return [
+    target('redis CPU per call', platform.redisCpuUsPerCall / job.redisCpuUsPerCall, '<=', 1.3),
+    target('node CPU per call', platform.nodeCpuUsPerCall / job.nodeCpuUsPerCall, '<=', 1.6),
+    target('redis commands per call', platform.redisCommandsPerCall / job.redisCommandsPerCall, '<=', 1.15),
+    target(`throughput @${IN_FLIGHT}`, platform.throughputPerS / job.throughputPerS, '>=', 0.75),
+    target('sequential p50', platform.sequential.p50 / job.sequential.p50, '<=', 1.4),
+  ];
 }
 
 async function main(): Promise<void> {
@@ -204,6 +216,9 @@ async function main(): Promise<void> {
       `MCP stdio/own tool: throughput ${ratios.mcpThroughput.toFixed(2)}, ` +
         `sequential p50 ${ratios.mcpSequentialP50.toFixed(2)}, latency @${IN_FLIGHT} p50 ${ratios.mcpUnderLoadP50.toFixed(2)}`,
     );
+    const targets = issueTargets(med.job, med.platform);
+    console.log('\ntargets (platform / BullMQ job, medians of this run)');
+    for (const t of targets) console.log(`  ${formatTarget(t)}`);
     console.log(`\nredis commands per sequential call (last round; script-internal calls included)`);
     for (const [name, system] of named) {
       const last = figures[name].at(-1);
@@ -229,6 +244,7 @@ async function main(): Promise<void> {
       },
       median: med,
       ratios,
+      targets,
       rounds: {
         raw: withoutCommands(figures.raw),
         job: withoutCommands(figures.job),

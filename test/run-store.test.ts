@@ -21,6 +21,17 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
     state.status = 'running';
     return state;
   };
+  /** Ends the run with its final answer (its next checkpoint is its last). */
+  const finish = (state: RunState) => {
+    state.outcome = {
+      status: 'succeeded',
+      reason: 'final_answer',
+      usage: state.usage,
+      iterations: 1,
+      steps: [],
+    };
+    state.status = 'succeeded';
+  };
   const eventTypes = async (runId: string) => (await store.events(runId)).map((e) => e.event.type);
 
   it('refuses every write of a scheduler that lost the run once another one claimed it, and changes nothing', async () => {
@@ -84,14 +95,7 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
   it('never writes a finished run again and keeps its retention TTL on every key', async () => {
     const state = newRun();
     const { writer } = await store.claim(state.runId);
-    state.outcome = {
-      status: 'succeeded',
-      reason: 'final_answer',
-      usage: state.usage,
-      iterations: 1,
-      steps: [],
-    };
-    state.status = 'succeeded';
+    finish(state);
     await writer.prepare(state, [started()])();
     const { writer: late } = await store.claim(state.runId);
     state.messages.push({ role: 'assistant', content: 'after the end' });
@@ -105,6 +109,36 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
       expect(ttl, key).toBeGreaterThan(0);
       expect(ttl, key).toBeLessThanOrEqual(60);
     }
+  });
+
+  it('finishes a run with an event stream that keeps every event and id, its TTL, and less memory than the stream as appended', async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    const guard = (i: number): RunEvent => ({
+      type: 'guard',
+      at: i,
+      guard: 'repeat',
+      action: 'nudge',
+      report: `report ${i} ${'x'.repeat(200)}`,
+    });
+    await writer.prepare(state, [started(), ...Array.from({ length: 20 }, (_, i) => guard(i))])();
+    const key = t.keys.runEvents(state.runId);
+    // The same entries appended to a stream of its own: what the run's stream weighs before its end.
+    const appended = `${key}:as-appended`;
+    for (const [id, fields] of await t.redis.xrange(key, '-', '+'))
+      await t.redis.xadd(appended, id, ...fields);
+    const before = await t.redis.xrange(key, '-', '+');
+    finish(state);
+    await writer.prepare(state, [guard(20)])();
+    await t.redis.xadd(appended, '*', 'e', 'x');
+    const after = await t.redis.xrange(key, '-', '+');
+    expect(after.slice(0, before.length)).toEqual(before);
+    expect(after).toHaveLength(before.length + 1);
+    const ttl = await t.redis.ttl(key);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60);
+    const usage = async (k: string) => Number(await t.redis.call('MEMORY', 'USAGE', k, 'SAMPLES', '0'));
+    expect(await usage(key)).toBeLessThan(await usage(appended));
   });
 
   it('records each call of a model turn in the run ledger with the checkpoint that records the turn', async () => {

@@ -58,6 +58,31 @@ describe('runs as jobs: records, approvals, cancellation, sessions, retention', 
     expect(await h.control.list({ agent: 'nobody' })).toEqual([]);
   });
 
+  it("stores a tool_result without the call's arguments and result, and every reader of events gets both back from the run's record", async () => {
+    const runId = await h.control.start({
+      agent: 'test_agent',
+      input: 'weather in 杭州?',
+      model: 'weather-then-answer',
+    });
+    expect(await h.control.wait(runId, 20_000)).toMatchObject({ status: 'succeeded' });
+    const raw = await h.producer.xrange(h.keys.runEvents(runId), '-', '+');
+    const stored = raw.map(([, fields]) => JSON.parse(fields[1] as string) as Record<string, unknown>);
+    const storedResult = stored.find((e) => e.type === 'tool_result');
+    expect(storedResult).toMatchObject({ tool: 'query_weather', ok: true, kind: 'ok' });
+    expect(storedResult).not.toHaveProperty('arguments');
+    expect(storedResult).not.toHaveProperty('result');
+    const message = (await h.control.get(runId))?.state?.messages.find((m) => m.role === 'tool');
+    const read = (await eventsOf(runId)).find((e) => e.type === 'tool_result');
+    expect(read).toMatchObject({
+      arguments: '{"city":"杭州"}',
+      result: JSON.parse(message!.content as string),
+    });
+    // The live read (SSE) resolves them too.
+    const [first] = await h.control.store.waitEvents(runId, '0', 1000, h.producer);
+    const live = await h.control.store.waitEvents(runId, first!.id, 1000, h.producer);
+    expect(live.find((e) => e.event.type === 'tool_result')?.event).toEqual(read);
+  });
+
   it('parks a run that calls a tool needing approval, holding no worker slot, and resumes it when approved', async () => {
     const runId = await h.control.start({
       agent: 'test_agent',

@@ -42,6 +42,8 @@ export interface PhaseFigures {
   /** Share of the phase this process's event loop was busy, and the simulator's (0..1). */
   mainBusy: number;
   simBusy: number;
+  /** Median bytes Redis holds per finished run's record (NaN when the configuration keeps none). */
+  recordBytesPerRun: number;
   redisCommands: RedisDelta;
 }
 
@@ -66,6 +68,7 @@ export function phaseFigures(input: {
   simCpuUs: number;
   mainBusy: number;
   simBusy: number;
+  recordBytesPerRun: number;
 }): PhaseFigures {
   const { runs, steps } = input;
   const n = steps.length;
@@ -102,6 +105,7 @@ export function phaseFigures(input: {
     simCpuUsPerRun: input.simCpuUs / runs,
     mainBusy: input.mainBusy,
     simBusy: input.simBusy,
+    recordBytesPerRun: input.recordBytesPerRun,
     redisCommands: redis,
   };
 }
@@ -142,6 +146,7 @@ export function medianFigures(rounds: PhaseFigures[]) {
     simCpuUsPerRun: m((r) => r.simCpuUsPerRun),
     mainBusy: m((r) => r.mainBusy),
     simBusy: m((r) => r.simBusy),
+    recordBytesPerRun: m((r) => r.recordBytesPerRun),
   };
 }
 

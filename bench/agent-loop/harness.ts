@@ -24,6 +24,7 @@ import {
   createKeys,
   toolJobId,
   type ToolCallJob,
+  type Keys,
   type ToolResult,
   newRunId,
 } from '@agent-reach/protocol';
@@ -64,6 +65,8 @@ export const CONFIG_LABELS: Record<ConfigName, string> = {
 export interface LoopHarness {
   /** Key prefix of everything written to Redis. */
   readonly prefix: string;
+  /** Keys of everything written to Redis. */
+  readonly keys: Keys;
   readonly sim: SimHost;
   readonly executorConcurrency: number;
   readonly executorMode: ExecutorMode;
@@ -185,6 +188,7 @@ export async function startLoopHarness(options: {
 
     return {
       prefix,
+      keys,
       sim,
       executorConcurrency: config.executor.concurrency,
       executorMode: options.executorMode,
@@ -211,6 +215,7 @@ export async function startLoopHarness(options: {
             check(probe, outcome, state);
           } else {
             const state = runner.newState({ agent: AGENT, input });
+            probe.runId = state.runId;
             // As the run worker does: claim the run, then write each step through its checkpointer.
             const writer = name === 'checkpoints' ? (await store.claim(state.runId)).writer : undefined;
             // Without checkpoints the run still records itself and its calls (executors verify every
@@ -359,4 +364,25 @@ async function startToolExecutor(
 
 async function closeAll(closers: Array<() => Promise<void>>): Promise<void> {
   for (const close of closers.reverse()) await close().catch(() => undefined);
+}
+
+/** Bytes Redis holds for each finished run (MEMORY USAGE of every key of the run's record), in order. */
+export async function runRecordBytes(redis: Redis, keys: Keys, runIds: string[]): Promise<number[]> {
+  const perRun = (id: string) => [
+    keys.runState(id),
+    keys.runMessages(id),
+    keys.runEvents(id),
+    keys.runMeta(id),
+    keys.runApprovals(id),
+    keys.runCalls(id),
+    keys.runStarts(id),
+    keys.results(id),
+  ];
+  const pipe = redis.pipeline();
+  for (const id of runIds) for (const key of perRun(id)) pipe.call('MEMORY', 'USAGE', key, 'SAMPLES', '0');
+  const replies = (await pipe.exec()) ?? [];
+  const width = perRun('x').length;
+  return runIds.map((_, i) =>
+    replies.slice(i * width, (i + 1) * width).reduce((sum, [, bytes]) => sum + (Number(bytes) || 0), 0),
+  );
 }

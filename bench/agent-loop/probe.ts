@@ -13,6 +13,8 @@ interface LlmCall {
 export class RunProbe {
   readonly llm: LlmCall[] = [];
   startedAt = performance.now();
+  /** The run's id, when the run has a record in Redis. */
+  runId: string | undefined;
   planAt = Number.NaN;
   finishedAt = Number.NaN;
   /** By turn (1-based): when the turn's calls were dispatched, when its last result arrived, tool time. */

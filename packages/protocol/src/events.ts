@@ -126,7 +126,11 @@ export type RunEventBody =
       /** Answered by the scheduler itself (`local`: refused, rejected) or by the executors. */
       answered?: 'local' | 'dispatched';
       executor_id?: string;
-      /** The result exactly as the model saw it (shaped: `truncated` and `ref` when shortened). */
+      /**
+       * The result exactly as the model saw it (shaped: `truncated` and `ref` when shortened). The run's
+       * stored stream leaves it and `arguments` out (its step and tool message hold them); readers of
+       * stored events get both put back from the run's record.
+       */
       result?: ToolResult;
     }
   | { type: 'step_done'; step: TaskStep }

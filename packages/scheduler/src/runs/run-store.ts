@@ -1,8 +1,10 @@
 import type { RawRunRecord } from '@agent-reach/archive';
 import { checkVersion, readEvent, readStepRecord, type Keys } from '@agent-reach/protocol';
+import type { ToolResult } from '@agent-reach/protocol';
 import {
   callLedgerEntry,
   constants,
+  parseJsonSafely,
   redisScripts,
   type RedisClient,
   type RedisScripts,
@@ -154,7 +156,7 @@ export class RunCheckpointer {
       fresh.length,
       ...fresh.map((m) => JSON.stringify(m)),
       events.length,
-      ...events.map((e) => JSON.stringify(e)),
+      ...events.map(storedEventJson),
       meta.length,
       ...meta,
       calls.length,
@@ -330,7 +332,7 @@ export class RunStore {
   /** Appends events outside a checkpoint (decisions made while the run is parked). */
   async appendEvents(runId: string, events: RunEvent[]): Promise<void> {
     const tx = this.redis.multi();
-    for (const e of events) tx.xadd(this.keys.runEvents(runId), '*', 'e', JSON.stringify(e));
+    for (const e of events) tx.xadd(this.keys.runEvents(runId), '*', 'e', storedEventJson(e));
     await tx.exec();
   }
 
@@ -377,9 +379,13 @@ export class RunStore {
     const rows = await this.redis.xrange(this.keys.runEvents(runId), after ? `(${after}` : '-', '+');
     if (rows.length === 0 && this.archive && (await this.redis.exists(this.keys.runMeta(runId))) === 0) {
       const archived = await this.archive.record(runId);
-      if (archived) return archivedEvents(archived.events, after);
+      if (archived)
+        return withCalls(archivedEvents(archived.events, after), archived.state, archived.messages, {});
     }
-    return rows.map(([id, fields]) => ({ id, event: readEvent(fields[1] as string) }));
+    return this.#resolved(
+      runId,
+      rows.map(([id, fields]) => ({ id, event: readEvent(fields[1] as string) })),
+    );
   }
 
   /** Waits up to `blockMs` for events after `after`; for live streaming. */
@@ -393,7 +399,28 @@ export class RunStore {
       [string, Array<[string, string[]]>]
     > | null;
     const rows = res?.[0]?.[1] ?? [];
-    return rows.map(([id, fields]) => ({ id, event: readEvent(fields[1] as string) }));
+    return this.#resolved(
+      runId,
+      rows.map(([id, fields]) => ({ id, event: readEvent(fields[1] as string) })),
+    );
+  }
+
+  /**
+   * Stored `tool_result` events reference their call instead of repeating it (see `storedEventJson`):
+   * their `arguments` and `result` are put back from the run's record — the step of the call (its
+   * arguments) and the call's tool message (exactly what the model read), else the run's results hash
+   * (a call whose message compaction folded away). One read of the record per batch that needs it.
+   */
+  async #resolved(runId: string, stored: StoredEvent[]): Promise<StoredEvent[]> {
+    if (!stored.some(({ event: e }) => e.type === 'tool_result' && e.arguments === undefined)) return stored;
+    const k = this.keys;
+    const [[, stateJson], [, messages], [, results]] = (await this.redis
+      .multi()
+      .get(k.runState(runId))
+      .lrange(k.runMessages(runId), 0, -1)
+      .hgetall(k.results(runId))
+      .exec()) as [[null, string | null], [null, string[]], [null, Record<string, string>]];
+    return withCalls(stored, stateJson ?? '', messages, results);
   }
 
   /** Marks a run for cancellation and tells every scheduler; the one running it aborts. */
@@ -429,6 +456,30 @@ function archivedEvents(events: RawRunRecord['events'], after: string | undefine
       return m > am || (m === am && q > as);
     })
     .map(([id, e]) => ({ id, event: readEvent(e) }));
+}
+
+/**
+ * An event as the run's stream keeps it. A `tool_result` leaves out the call's `arguments` and `result`:
+ * the run's step and tool message already hold them (readers get them back through `events` and
+ * `waitEvents`), so a finished run's record does not keep every call's arguments and result twice.
+ */
+export function storedEventJson(e: RunEvent): string {
+  if (e.type !== 'tool_result') return JSON.stringify(e);
+  const { arguments: _args, result: _result, ...rest } = e;
+  return JSON.stringify(rest);
+}
+
+/** A tool result as recorded (a tool message's content or a results-hash entry), without who ran it. */
+function resultOf(raw: string | undefined): ToolResult | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const parsed = parseJsonSafely<(ToolResult & { executor_id?: string }) | null>(raw);
+    if (!parsed || typeof parsed !== 'object' || typeof parsed.ok !== 'boolean') return undefined;
+    const { executor_id: _executor, ...result } = parsed;
+    return result;
+  } catch {
+    return undefined;
+  }
 }
 
 function metaFields(state: RunState): Record<string, string> {
@@ -524,4 +575,30 @@ function parseRecord(
   const { approvals, problems } = joinDecisions(run.approvals, decisions);
   run.approvals = approvals;
   return { state: run, problems };
+}
+
+/** Puts back each stored `tool_result`'s `arguments` and `result` from a run's state, messages and results. */
+function withCalls(
+  stored: StoredEvent[],
+  stateJson: string,
+  messages: string[],
+  results: Record<string, string>,
+): StoredEvent[] {
+  if (!stored.some(({ event: e }) => e.type === 'tool_result' && e.arguments === undefined)) return stored;
+  const state = parseRecord(stateJson, messages, []).state;
+  const args = new Map(state?.steps.map((s) => [s.tool_call_id, s.arguments]));
+  const read = new Map(
+    state?.messages.flatMap((m) =>
+      m.role === 'tool' && typeof m.content === 'string' ? [[m.tool_call_id, m.content] as const] : [],
+    ),
+  );
+  return stored.map((s) => {
+    const e = s.event;
+    if (e.type !== 'tool_result' || e.arguments !== undefined) return s;
+    const result = resultOf(read.get(e.tool_call_id) ?? results[e.tool_call_id]);
+    return {
+      id: s.id,
+      event: { ...e, arguments: args.get(e.tool_call_id) ?? '', ...(result ? { result } : {}) },
+    };
+  });
 }
