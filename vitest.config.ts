@@ -2,7 +2,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
 
 /**
- * Suites that take a minute or more (real processes, faults injected, a Redis Cluster, packed tarballs).
+ * Suites that take a minute or more (real processes, faults injected, a Redis Cluster, packed tarballs),
+ * longest first, then those of half a minute or more (many CLI processes, fuzzing).
  * They start first, so that the two workers finish together instead of one waiting for a long suite that
  * happened to start last: without a results cache (a fresh clone, CI) vitest orders files by size.
  */
@@ -12,6 +13,10 @@ const LONG_SUITES = [
   'test/cli.test.ts',
   'test/chaos.test.ts',
   'test/cluster.test.ts',
+  'test/workflows-cli.test.ts',
+  'test/api-fuzz.test.ts',
+  'test/executor-processes.test.ts',
+  'test/config-history.test.ts',
 ];
 
 class LongSuitesFirst extends BaseSequencer {

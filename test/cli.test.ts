@@ -1,14 +1,12 @@
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT } from './helpers/processes.js';
 import { startRunsHarness, testEnv } from './helpers/runs.js';
 import { waitFor } from './helpers/redis.js';
 import { runCli } from './helpers/cli.js';
+import { childEnv, cliArgs } from './helpers/node-run.js';
 
 const run = promisify(execFile);
-const BIN = path.join(ROOT, 'packages/cli/bin/agent-reach.js');
 
 // Each CLI call is a process of its own that loads the platform: give every test room for several.
 describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => {
@@ -147,8 +145,8 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
     expect(good.stdout).toMatch(/agent weather_only: query_weather; max_iterations default/);
     expect(good.stdout).toMatch(/needs_approval \(needs approval\)/);
     expect(good.stdout).toMatch(/no problems found/);
-    const bad = await run('node', [BIN, 'config', 'check'], {
-      env: { ...process.env, ...testEnv(h.prefix, h.sim), TOOL_MODULES: '' },
+    const bad = await run('node', cliArgs(['config', 'check']), {
+      env: { ...process.env, ...childEnv({ ...testEnv(h.prefix, h.sim), TOOL_MODULES: '' }) },
     }).catch((err: { code: number; stderr: string }) => err);
     expect((bad as { code: number }).code).toBe(4);
     expect((bad as { stderr: string }).stderr).toMatch(

@@ -56,7 +56,8 @@ describe(
         (await cli(['config', 'apply', path.join(dir, 'v2.yaml')], { AGENT_REACH_OPERATOR: 'bob' })).code,
       ).toBe(0);
       expect((await cli(['config', 'apply', path.join(dir, 'v2.yaml')])).code).toBe(0);
-      const versions = await history();
+      // Reads, run side by side.
+      const [versions, text] = await Promise.all([history(), cli(['config', 'history'])]);
       expect(versions.map((v) => [v.version, v.applied_by])).toEqual([
         [3, `${userInfo().username}@${hostname()}`],
         [2, 'bob'],
@@ -70,37 +71,43 @@ describe(
       // Same document, same digest; another document, another.
       expect(versions[0]?.digest).toBe(versions[1]?.digest);
       expect(versions[1]?.digest).not.toBe(versions[2]?.digest);
-      const text = await cli(['config', 'history']);
       expect(text.stdout.split('\n')[0]).toMatch(
         /^version 3 {2}digest [0-9a-f]{16} {2}applied \S+ {2}by \S+@\S+ {2}\(config apply /,
       );
     });
 
     it('shows an earlier version by number, and answers exit 3 for a version the history does not hold', async () => {
-      const first = await cli(['config', 'show', '1']);
+      const [first, missing, latest] = await Promise.all([
+        cli(['config', 'show', '1']),
+        cli(['config', 'show', '99']),
+        cli(['config', 'show', 'latest']),
+      ]);
       expect(first.code).toBe(0);
       expect(first.stdout).toMatch(
         /^version 1, digest [0-9a-f]{16}, applied .* by config apply .*v1\.yaml$/m,
       );
       expect(first.stdout).toContain('"query_weather"');
       expect(first.stdout).not.toContain('query_order_status');
-      const missing = await cli(['config', 'show', '99']);
       expect(missing.code).toBe(3);
       expect(missing.stderr).toContain('not found: configuration version 99 (see config history)');
-      expect((await cli(['config', 'show', 'latest'])).code).toBe(2);
+      expect(latest.code).toBe(2);
     });
 
     it('rolls back to an earlier version by publishing its document as a new version, recorded with who did it', async () => {
       const rolled = await cli(['config', 'rollback', '1', '--by', 'carol']);
       expect(rolled.code).toBe(0);
       expect(rolled.stdout).toContain('published configuration version 4');
-      const [latest, , , first] = await history();
+      // Reads, and a rollback to a version the history does not hold (which publishes nothing), side by side.
+      const [[latest, , , first], shown, missing] = await Promise.all([
+        history(),
+        cli(['config', 'show']),
+        cli(['config', 'rollback', '99']),
+      ]);
       expect(latest).toMatchObject({ version: 4, applied_by: 'carol', source: 'config rollback 1' });
       expect(latest?.digest).toBe(first?.digest);
-      const shown = await cli(['config', 'show']);
       expect(shown.stdout).toMatch(/^version 4, /m);
       expect(shown.stdout).not.toContain('query_order_status');
-      expect((await cli(['config', 'rollback', '99'])).code).toBe(3);
+      expect(missing.code).toBe(3);
     });
 
     it('refuses a rollback to a version that no longer passes the checks an apply makes, and keeps the version in force', async () => {

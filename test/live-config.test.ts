@@ -19,7 +19,6 @@ import { Dispatcher, RunControl, ToolCatalog } from '@agent-reach/scheduler';
 import { seedCalls, seedRun } from './helpers/ledger.js';
 import {
   atConfigVersion,
-  ROOT,
   startExecutorWith,
   startSchedulerChild,
   TEST_AGENTS,
@@ -27,9 +26,9 @@ import {
 } from './helpers/processes.js';
 import { REDIS_URL, testRedis, waitFor } from './helpers/redis.js';
 import { apiEnv, testEnv } from './helpers/runs.js';
+import { childEnv, cliArgs } from './helpers/node-run.js';
 
 const exec = promisify(execFile);
-const BIN = path.join(ROOT, 'packages/cli/bin/agent-reach.js');
 const API_KEY = `live-${randomUUID().replace(/-/g, '')}`;
 
 /** The test agents with `weather_only` reaching the given tools. */
@@ -55,7 +54,9 @@ describe('live configuration across running processes', { timeout: 120_000 }, ()
 
   const cli = async (...args: string[]) => {
     try {
-      const { stdout, stderr } = await exec('node', [BIN, ...args], { env: { ...process.env, ...env } });
+      const { stdout, stderr } = await exec('node', cliArgs(args), {
+        env: { ...process.env, ...childEnv(env) },
+      });
       return { code: 0, stdout, stderr };
     } catch (err) {
       const e = err as { code: number; stdout: string; stderr: string };

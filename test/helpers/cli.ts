@@ -1,19 +1,20 @@
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
-import { ROOT } from './processes.js';
+import { childEnv, cliArgs } from './node-run.js';
 
 const run = promisify(execFile);
-export const CLI_BIN = path.join(ROOT, 'packages/cli/bin/agent-reach.js');
 
-/** Runs the CLI as a process of its own with `env` over this process's environment; never throws. */
+/**
+ * Runs the CLI as a process of its own with `env` over this process's environment (its built JavaScript
+ * when fresh, see node-run.ts); never throws.
+ */
 export async function runCli(
   env: Record<string, string>,
   args: string[],
 ): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run('node', [CLI_BIN, ...args], {
-      env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    const { stdout, stderr } = await run('node', cliArgs(args), {
+      env: { ...process.env, LOG_LEVEL: 'warn', ...childEnv(env) },
     });
     return { code: 0, stdout, stderr };
   } catch (err) {

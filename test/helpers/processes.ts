@@ -1,6 +1,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { childEnv, entryPoint, nodeArgs } from './node-run.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const TEST_TOOLS = path.join(ROOT, 'test/helpers/test-tools.ts');
@@ -16,12 +17,15 @@ export interface Child {
   kill(signal?: NodeJS.Signals): void;
 }
 
-/** Forks a package's main.ts under tsx; `ready` resolves on the child's `{ type: 'ready' }` IPC message. */
+/**
+ * Forks a package's main.ts (its built JavaScript when fresh, see node-run.ts); `ready` resolves on the
+ * child's `{ type: 'ready' }` IPC message.
+ */
 export function startChild(script: string, env: Record<string, string>, args: string[] = []): Child {
-  const proc = fork(path.join(ROOT, script), args, {
+  const proc = fork(entryPoint(script), args, {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
-    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, LOG_LEVEL: 'warn', ...childEnv(env) },
+    execArgv: nodeArgs(),
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let out = '';
