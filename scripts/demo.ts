@@ -2,9 +2,10 @@
  * The main job: the whole system in one step. It starts the all-in-one service (executor, scheduler with
  * the HTTP API, and llm-sim when no model is configured) on the local Redis, then runs the seeds' example
  * through the HTTP API — query Shanghai's weather, then write a weekend plan to a markdown file —
- * printing the run's live events as the API streams them, the API's address, its docs page and Bull Board.
+ * printing the run's live events as the API streams them (the answer's text as the model writes it), the
+ * API's address, its docs page and Bull Board.
  */
-import { createClient, type StreamedEvent } from '@agent-reach/client';
+import { createClient, type StreamedAnswerDelta, type StreamedEvent } from '@agent-reach/client';
 import { exitWith, startDemoStack } from './demo-stack.js';
 
 const TASK = process.argv[2] ?? '查一下上海天气，然后写一份周末两日游建议存成 md 文件';
@@ -18,7 +19,7 @@ async function main(): Promise<number> {
   const run = await client.createRun({ agent: AGENT, input: TASK });
   console.log(`POST /v1/runs → ${run.run_id} (${AGENT}): ${TASK}\n`);
   console.log(`Live events (GET /v1/runs/${run.run_id}/events):`);
-  for await (const event of client.streamEvents(run.run_id)) print(event);
+  for await (const event of client.streamEvents(run.run_id, { answerDeltas: true })) print(event);
   const final = await client.getRun(run.run_id);
   // The file's path, from the tool result exactly as the model saw it (GET /v1/runs/:id).
   const paths = final.steps.flatMap((step) => {
@@ -39,8 +40,22 @@ async function main(): Promise<number> {
   return final.status === 'succeeded' && paths.length > 0 ? 0 : 2;
 }
 
-function print({ type, data }: StreamedEvent): void {
+/** The turn and try whose text is being printed as it streams ('' when none). */
+let streaming = '';
+
+function print({ type, data }: StreamedEvent | StreamedAnswerDelta): void {
   const d = data as Record<string, any>;
+  if (type === 'answer_delta') {
+    if (typeof d.content !== 'string' || d.content === '') return;
+    const at = `${d.turn}.${d.attempt}`;
+    // A new turn, or a new try of one, starts its text on a line of its own.
+    if (at !== streaming) process.stdout.write(`${streaming ? '\n' : ''}  model writing (turn ${d.turn}): `);
+    streaming = at;
+    process.stdout.write(d.content);
+    return;
+  }
+  if (streaming) process.stdout.write('\n');
+  streaming = '';
   switch (type) {
     case 'run_started':
       console.log(`  run started: agent ${d.agent}, model ${d.model}`);
