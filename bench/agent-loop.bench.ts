@@ -63,6 +63,9 @@ const STEP_DEFINITION =
   'Overhead = wall - simulator handling time of that turn (HTTP server diagnostics channel, ' +
   'request start to response finish, matched by x-request-id) - tool duration_ms.';
 
+/** Streamed turns may cost at most this much more per step than turns asked whole (issue target). */
+const STREAM_OVERHEAD_RATIO_TARGET = 1.1;
+
 let runSeq = 0;
 
 async function measurePhase(
@@ -226,6 +229,7 @@ async function main(): Promise<void> {
         const base = get(`baseline@${inFlight}`);
         const plat = get(`platform@${inFlight}`);
         const job = get(`job@${inFlight}`);
+        const unstreamed = get(`unstreamed@${inFlight}`);
         const ckpt = med.get(`checkpoints@${inFlight}`);
         return [
           `inFlight${inFlight}`,
@@ -240,6 +244,7 @@ async function main(): Promise<void> {
             overheadP50JobOverBaseline: job.overheadMs.p50 / base.overheadMs.p50,
             overheadP50PlatformOverJob: plat.overheadMs.p50 / job.overheadMs.p50,
             runsPerSJobOverBaseline: job.runsPerS / base.runsPerS,
+            overheadP50StreamedOverUnstreamed: plat.overheadMs.p50 / unstreamed.overheadMs.p50,
             ...(ckpt
               ? {
                   checkpointsMinusPlatformOverheadMs: {
@@ -272,6 +277,11 @@ async function main(): Promise<void> {
           `BullMQ job ${fmt(d.overheadP50JobOverBaseline, 2)} (the floor of one BullMQ job per call); ` +
           `platform/BullMQ job ${fmt(d.overheadP50PlatformOverJob, 2)}; ` +
           `runs/s BullMQ job/in-process ${fmt(d.runsPerSJobOverBaseline, 2)}`,
+      );
+      const ratio = d.overheadP50StreamedOverUnstreamed;
+      console.log(
+        `     streamed turns: overhead/step p50 as a ratio to not streamed ${fmt(ratio, 2)} ` +
+          `(target <= ${STREAM_OVERHEAD_RATIO_TARGET}: ${ratio <= STREAM_OVERHEAD_RATIO_TARGET ? 'met' : 'NOT met'})`,
       );
       if (d.checkpointsMinusPlatformOverheadMs) {
         console.log(

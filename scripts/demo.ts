@@ -2,7 +2,8 @@
  * The main job: the whole system in one step. It starts the all-in-one service (executor, scheduler with
  * the HTTP API, and llm-sim when no model is configured) on the local Redis, then runs the seeds' example
  * through the HTTP API — query Shanghai's weather, then write a weekend plan to a markdown file —
- * printing the run's live events as the API streams them, the API's address, its docs page and Bull Board.
+ * printing the run's live events as the API streams them (the answer's text as the model writes it), the
+ * API's address, its docs page and Bull Board.
  *
  * With `--mcp`, a second agent then reads what the first one wrote through an MCP server: the reference
  * filesystem server (`@modelcontextprotocol/server-filesystem`, installed with the project), started by
@@ -12,7 +13,13 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { createClient, type AgentReachClient, type Run, type StreamedEvent } from '@agent-reach/client';
+import {
+  createClient,
+  type AgentReachClient,
+  type Run,
+  type StreamedAnswerDelta,
+  type StreamedEvent,
+} from '@agent-reach/client';
 import { readConfigFile } from '@agent-reach/shared';
 import type { DevStack } from '@agent-reach/cli';
 import { exitWith, startDemoStack } from './demo-stack.js';
@@ -129,7 +136,7 @@ async function runAgent(
   const run = await client.createRun({ agent, input, ...(model ? { model } : {}) });
   console.log(`POST /v1/runs → ${run.run_id} (${agent}): ${input}\n`);
   console.log(`Live events (GET /v1/runs/${run.run_id}/events):`);
-  for await (const event of client.streamEvents(run.run_id)) print(event);
+  for await (const event of client.streamEvents(run.run_id, { answerDeltas: true })) print(event);
   const final = await client.getRun(run.run_id);
   console.log(
     `\nOutcome: ${final.status} (${final.reason}) after ${final.iterations} model turns, ${final.usage.total_tokens} tokens`,
@@ -139,8 +146,22 @@ async function runAgent(
   return final;
 }
 
-function print({ type, data }: StreamedEvent): void {
+/** The turn and try whose text is being printed as it streams ('' when none). */
+let streaming = '';
+
+function print({ type, data }: StreamedEvent | StreamedAnswerDelta): void {
   const d = data as Record<string, any>;
+  if (type === 'answer_delta') {
+    if (typeof d.content !== 'string' || d.content === '') return;
+    const at = `${d.turn}.${d.attempt}`;
+    // A new turn, or a new try of one, starts its text on a line of its own.
+    if (at !== streaming) process.stdout.write(`${streaming ? '\n' : ''}  model writing (turn ${d.turn}): `);
+    streaming = at;
+    process.stdout.write(d.content);
+    return;
+  }
+  if (streaming) process.stdout.write('\n');
+  streaming = '';
   switch (type) {
     case 'run_started':
       console.log(`  run started: agent ${d.agent}, model ${d.model}`);

@@ -52,13 +52,14 @@ import { recordingCheckpoint } from '../../test/helpers/ledger.js';
  * The configurations compared: the same loop with tools in-process, with each call a bare BullMQ job (the
  * floor under any design that keeps one BullMQ job per call), through the platform, and durable.
  */
-export const CONFIGS = ['baseline', 'job', 'platform', 'checkpoints'] as const;
+export const CONFIGS = ['baseline', 'job', 'platform', 'unstreamed', 'checkpoints'] as const;
 export type ConfigName = (typeof CONFIGS)[number];
 
 export const CONFIG_LABELS: Record<ConfigName, string> = {
   baseline: 'in-process',
   job: 'BullMQ job',
   platform: 'platform',
+  unstreamed: 'not streamed',
   checkpoints: 'platform+ckpt',
 };
 
@@ -121,17 +122,15 @@ export async function startLoopHarness(options: {
     );
     const agents = loadAgents(agentsFile, registry.names());
     const probes = new Map<string, RunProbe>();
-    const llm = instrumentLlm(
-      createLlmClient({
-        apiKey: 'x',
-        baseURL: sim.url,
-        model: SCENARIO,
-        maxRetries: 0,
-        // Streamed turns are the scheduler's default; 0 measures the non-streamed path.
-        stream: envInt('BENCH_LOOP_LLM_STREAM', 1, 0) === 1,
-      }),
-      probes,
-    );
+    const llmOf = (stream: boolean) =>
+      instrumentLlm(
+        createLlmClient({ apiKey: 'x', baseURL: sim.url, model: SCENARIO, maxRetries: 0, stream }),
+        probes,
+      );
+    // Streamed turns are the scheduler's default; 0 measures the non-streamed path everywhere.
+    const llm = llmOf(envInt('BENCH_LOOP_LLM_STREAM', 1, 0) === 1);
+    // The platform path with turns not streamed: what streaming costs per step is platform against it.
+    const unstreamed = llmOf(false);
     const runner = await AgentRunner.start({ connection: producer, keys, agents, llm, logger });
     closers.push(() => runner.close());
     const store = new RunStore(producer, keys);
@@ -222,6 +221,7 @@ export async function startLoopHarness(options: {
             // call against that record), as little as that takes: the run's status and its ledger.
             const ledgerOnly = recordingCheckpoint(runner.connection, runner.keys);
             const outcome = await runner.resume(state, {
+              ...(name === 'unstreamed' ? { llm: unstreamed } : {}),
               onEvent: probe.onEvent,
               checkpoint: writer
                 ? (s, events) => {

@@ -3,7 +3,8 @@ import type { RunOutcome } from '@agent-reach/protocol';
 import type { ApiContext } from '../options.js';
 import { readChatRequest, type ChatRequest } from './chat-request.js';
 import { runFailed, RUN_ID_HEADER, serveDoorRequest, type RunFollower } from './door-run.js';
-import { answerPieces, clientGone, openSse } from './sse.js';
+import { clientGone, openSse } from './sse.js';
+import { subscribeLiveAnswer, type LiveAnswer } from './live-answer.js';
 
 const finishReason = (outcome: RunOutcome) =>
   outcome.reason === 'final_answer_truncated' ? ('length' as const) : ('stop' as const);
@@ -15,8 +16,8 @@ function identity(runId: string, agent: string) {
 
 /**
  * `POST /v1/chat/completions`: the last user message starts a durable run of the agent named by
- * `model`, and the run's answer is the completion — whole, or streamed as `chat.completion.chunk`s once
- * the run recorded it. A client that goes away stops only the waiting: the run goes on and is recorded.
+ * `model`, and the run's answer is the completion — whole, or streamed as `chat.completion.chunk`s as
+ * the model writes it. A client that goes away stops only the waiting: the run goes on and is recorded.
  */
 export function chatCompletion(
   ctx: ApiContext,
@@ -45,7 +46,8 @@ export function chatCompletion(
 
 /**
  * Streams a run's answer as chat completion chunks: the role first (so the client has the headers and
- * the run id at once), a comment for each run event, the recorded answer in pieces, the finish reason,
+ * the run id at once), a comment for each run event, the answer's text live as the model streams it
+ * (then whatever of the recorded answer it did not carry), the finish reason,
  * the usage when asked, `[DONE]`. A run that ended without an answer sends an `error` message instead of
  * `[DONE]`.
  */
@@ -64,8 +66,10 @@ async function streamCompletion(
     choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
     ...(chat.includeUsage ? { usage: null } : {}),
   });
+  let live: LiveAnswer | undefined;
   try {
     sse.data(chunk({ role: 'assistant', content: '' }));
+    live = await subscribeLiveAnswer(ctx, runId, (text) => sse.data(chunk({ content: text })));
     const outcome = await follower.follow(runId, gone.signal, async (event) => sse.comment(event.type));
     if (!outcome) {
       ctx.log.info({ runId, door: 'openai' }, 'openai client gone mid-stream: the run goes on');
@@ -75,12 +79,14 @@ async function streamCompletion(
       sse.data(runFailed(runId, outcome).toBody());
       return reply;
     }
-    for (const piece of answerPieces(outcome.answer ?? '')) sse.data(chunk({ content: piece }));
+    // The recorded answer is the truth: what its live text did not carry yet is sent now.
+    for (const piece of live.rest(outcome.answer ?? '')) sse.data(chunk({ content: piece }));
     sse.data(chunk({}, finishReason(outcome)));
     if (chat.includeUsage) sse.data({ ...base, choices: [], usage: outcome.usage });
     sse.data('[DONE]');
     return reply;
   } finally {
+    live?.close();
     sse.end();
   }
 }

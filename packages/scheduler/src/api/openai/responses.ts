@@ -3,7 +3,8 @@ import type { RunOutcome } from '@agent-reach/protocol';
 import type { ApiContext } from '../options.js';
 import { runFailed, RUN_ID_HEADER, serveDoorRequest, type RunFollower } from './door-run.js';
 import { readResponsesRequest, type ResponsesRequest } from './responses-request.js';
-import { answerPieces, clientGone, openSse } from './sse.js';
+import { clientGone, openSse } from './sse.js';
+import { subscribeLiveAnswer, type LiveAnswer } from './live-answer.js';
 
 type Status = 'in_progress' | 'completed' | 'incomplete' | 'failed';
 
@@ -94,9 +95,23 @@ async function streamResponse(
   const send = (type: string, fields: object) =>
     sse.data({ type, sequence_number: sequence++, ...fields }, type);
   const item = { item_id: `msg_${runId}`, output_index: 0 };
+  // The output item opens at the answer's first text, live or recorded.
+  let opened = false;
+  const open = () => {
+    if (opened) return;
+    opened = true;
+    send('response.output_item.added', { output_index: 0, item: messageItem(runId, '', 'in_progress') });
+    send('response.content_part.added', { ...item, content_index: 0, part: outputText('') });
+  };
+  const delta = (text: string) => {
+    open();
+    send('response.output_text.delta', { ...item, content_index: 0, delta: text, logprobs: [] });
+  };
+  let live: LiveAnswer | undefined;
   try {
     send('response.created', { response: responseObject(runId, req, 'in_progress') });
     send('response.in_progress', { response: responseObject(runId, req, 'in_progress') });
+    live = await subscribeLiveAnswer(ctx, runId, delta);
     const outcome = await follower.follow(runId, gone.signal, async (event) => sse.comment(event.type));
     if (!outcome) {
       ctx.log.info({ runId, door: 'openai' }, 'openai client gone mid-stream: the run goes on');
@@ -107,10 +122,9 @@ async function streamResponse(
       return reply;
     }
     const text = outcome.answer ?? '';
-    send('response.output_item.added', { output_index: 0, item: messageItem(runId, text, 'in_progress') });
-    send('response.content_part.added', { ...item, content_index: 0, part: outputText('') });
-    for (const delta of answerPieces(text))
-      send('response.output_text.delta', { ...item, content_index: 0, delta, logprobs: [] });
+    // The recorded answer is the truth: what its live text did not carry yet is sent now.
+    for (const piece of live.rest(text)) delta(piece);
+    open();
     send('response.output_text.done', { ...item, content_index: 0, text, logprobs: [] });
     send('response.content_part.done', { ...item, content_index: 0, part: outputText(text) });
     send('response.output_item.done', { output_index: 0, item: messageItem(runId, text, 'completed') });
@@ -120,6 +134,7 @@ async function streamResponse(
     });
     return reply;
   } finally {
+    live?.close();
     sse.end();
   }
 }

@@ -1,0 +1,51 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import OpenAI from 'openai';
+import type { Scenario } from '@agent-reach/llm-sim';
+import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
+
+/** An answer whose first try stalls after two chunks until the scheduler gives up on it and asks again. */
+const STALLING: Scenario = {
+  name: 'openai-door-live',
+  turns: [
+    {
+      content: 'a streamed answer, long enough to leave the model in several chunks of text',
+      fault: { type: 'stream_stall', after_chunks: 2, times: 1 },
+    },
+  ],
+};
+
+const RUN_ID_HEADER = 'x-agent-reach-run-id';
+
+describe('the OpenAI door streams the answer live', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApiHarness({}, { OPENAI_MODEL: STALLING.name, LLM_TIMEOUT_MS: '2000' });
+    h.sim.addScenario(STALLING);
+  });
+  afterAll(async () => h?.close());
+
+  it("sends the model's text while the run is still running, and ends with the recorded answer", async () => {
+    const openai = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: FULL_KEY, maxRetries: 0 });
+    const { data: stream, response } = await openai.chat.completions
+      .create({ model: 'test_agent', messages: [{ role: 'user', content: 'go' }], stream: true })
+      .withResponse();
+    const runId = response.headers.get(RUN_ID_HEADER)!;
+    let content = '';
+    let statusAtFirstText: string | undefined;
+    for await (const chunk of stream) {
+      const text = chunk.choices[0]?.delta.content ?? '';
+      if (text !== '' && statusAtFirstText === undefined)
+        statusAtFirstText = (await h.call('GET', `/v1/runs/${runId}`)).json.status;
+      content += text;
+    }
+    const run = (await h.call('GET', `/v1/runs/${runId}`)).json;
+    expect(run.status).toBe('succeeded');
+    // The first try's text arrived while its stream stalled: the run had not ended (its first
+    // checkpoint comes after its first model turn, so it may still read as queued).
+    expect(['queued', 'running']).toContain(statusAtFirstText);
+    // The broken try's text was sent already; the second try's text is the recorded answer.
+    expect(content.endsWith(run.answer)).toBe(true);
+    expect(content.length).toBeGreaterThan(run.answer.length);
+  });
+});
