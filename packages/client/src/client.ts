@@ -31,6 +31,11 @@ export interface CreateRunInput {
   sessionId?: string;
   metadata?: Record<string, string>;
   model?: string;
+  /**
+   * Tools that require a grant the run may call (each one the agent lists); in a session, they hold for
+   * the rest of it.
+   */
+  grants?: string[];
   /** The same key (per API key, 24 h) returns the same run instead of starting another. */
   idempotencyKey?: string;
 }
@@ -201,6 +206,7 @@ export function createClient(options: ClientOptions): AgentReachClient {
     input: i.input,
     ...(i.metadata ? { metadata: i.metadata } : {}),
     ...(i.model ? { model: i.model } : {}),
+    ...(i.grants ? { grants: i.grants } : {}),
   });
   const idem = (key: string | undefined) => (key ? { 'idempotency-key': key } : undefined);
   const decide = (

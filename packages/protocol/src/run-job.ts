@@ -1,4 +1,4 @@
-import { DEFAULT_TENANT, RUN_ID_PATTERN, TENANT_PATTERN, TRACEPARENT_PATTERN } from './ids.js';
+import { DEFAULT_TENANT, NAME_PATTERN, RUN_ID_PATTERN, TENANT_PATTERN, TRACEPARENT_PATTERN } from './ids.js';
 import { renameVersion1Fields, WIRE_VERSION } from './version.js';
 
 /**
@@ -25,6 +25,11 @@ export interface RunJobData {
   created_at?: number;
   /** The tenant the run belongs to; absent: `default`. Only keys of that tenant see the run. */
   tenant?: string;
+  /**
+   * Tools that require a grant which this run may call (beside those its session was granted). The
+   * executor still runs only tools the agent reaches.
+   */
+  grants?: string[];
 }
 
 /** JSON Schema of `RunJobData`, as docs/api.md documents it for services in other languages. */
@@ -44,14 +49,22 @@ export const RUN_JOB_SCHEMA = {
     metadata: { type: 'object', additionalProperties: { type: 'string' } },
     created_at: { type: 'integer', minimum: 0 },
     tenant: { type: 'string', pattern: TENANT_PATTERN.source },
+    grants: {
+      type: 'array',
+      items: { type: 'string', pattern: NAME_PATTERN.source },
+      uniqueItems: true,
+      maxItems: 200,
+    },
   },
 } as const;
 
 /** The data of a run's job, with its version and without the optional fields left unset. */
 export function runJob(
   fields: Pick<RunJobData, 'run_id' | 'agent' | 'input'> & {
-    [K in 'session_id' | 'model' | 'trace_id' | 'trace_parent' | 'metadata' | 'created_at' | 'tenant']?:
-      RunJobData[K] | undefined;
+    [
+      K in
+        'session_id' | 'model' | 'trace_id' | 'trace_parent' | 'metadata' | 'created_at' | 'tenant' | 'grants'
+    ]?: RunJobData[K] | undefined;
   },
 ): RunJobData {
   return {
@@ -67,6 +80,7 @@ export function runJob(
     ...(fields.created_at !== undefined ? { created_at: fields.created_at } : {}),
     // The default tenant is left unsaid, so jobs of a configuration without tenants stay as they were.
     ...(fields.tenant && fields.tenant !== DEFAULT_TENANT ? { tenant: fields.tenant } : {}),
+    ...(fields.grants && fields.grants.length > 0 ? { grants: fields.grants } : {}),
   };
 }
 

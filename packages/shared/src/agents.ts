@@ -20,11 +20,17 @@ import {
   mcpServersSchema,
   type McpServerSpec,
 } from './mcp-config.js';
+import {
+  agentReachProperties,
+  toolDefaultsSchema,
+  type AgentReach,
+  type ToolDefaults,
+} from './reach-policy.js';
 
 const Ajv = AjvModule.default;
 
 /** One agent as declared in the agents file: who it is and which tools it may reach. */
-export interface AgentSpec {
+export interface AgentSpec extends AgentReach {
   readonly name: string;
   readonly description?: string;
   /** Extra role text for the system prompt. */
@@ -59,6 +65,8 @@ export interface ConfigDocument {
   readonly tool_groups?: Readonly<Record<string, ToolGroupLimits>>;
   /** The fleet's workflows (checked against these agents); see `parseWorkflowsDocument`. */
   readonly workflows?: readonly WorkflowDocument[];
+  /** Result shaping defaults for tools that set none (see `reach-policy.ts`). */
+  readonly tool_defaults?: ToolDefaults;
 }
 
 export interface AgentsFile {
@@ -92,9 +100,11 @@ const agentsSchema = {
           max_iterations: { type: 'integer', minimum: 1, maximum: 100 },
           max_tokens: { type: 'integer', minimum: 100 },
           max_wall_time_ms: { type: 'integer', minimum: 1000 },
+          ...agentReachProperties,
         },
       },
     },
+    tool_defaults: toolDefaultsSchema,
     tool_groups: {
       type: 'object',
       propertyNames: { pattern: GROUP_NAME_PATTERN.source },

@@ -36,6 +36,25 @@ export type { Metrics, SchedulerMetrics } from './metrics.js';
 export { loadConfig, deepFreeze } from './config.js';
 export type { AgentReachConfig } from './config.js';
 export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';
+export {
+  agentReachProperties,
+  aliasProblems,
+  applyAliases,
+  foldAliases,
+  grantRefusal,
+  reachDefinition,
+  scopeRefusal,
+  SCOPE_PATTERN,
+  toolDefaultsSchema,
+  toolReachProperties,
+} from './reach-policy.js';
+export type {
+  AgentReach,
+  ArgumentAliases,
+  FoldedAliases,
+  ToolDefaults,
+  ToolReachSettings,
+} from './reach-policy.js';
 export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './agents.js';
 export {
   declaredOpenApiTools,

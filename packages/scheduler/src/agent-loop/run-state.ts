@@ -45,6 +45,8 @@ export interface RunState {
   tenant?: string;
   /** Caller-supplied labels, kept with the run. */
   metadata?: Record<string, string>;
+  /** Tools requiring a grant this run may call (its request's and its session's), checked by executors. */
+  grants?: string[];
   /** How the request was classified before the first model call (multi-step runs get a plan). */
   intent?: IntentDecision;
   /** Version of the fleet configuration the run started under (0: a local agents file). */
@@ -101,6 +103,7 @@ export function createRunState(init: {
   sessionId?: string;
   tenant?: string;
   metadata?: Record<string, string>;
+  grants?: string[];
   configVersion?: number;
   now?: number;
   /** When the run was created, if before now (it waited in the queue). Default: now. */
@@ -117,6 +120,7 @@ export function createRunState(init: {
     ...(init.sessionId ? { sessionId: init.sessionId } : {}),
     ...(init.tenant ? { tenant: init.tenant } : {}),
     ...(init.metadata ? { metadata: init.metadata } : {}),
+    ...(init.grants && init.grants.length > 0 ? { grants: init.grants } : {}),
     ...(init.configVersion === undefined ? {} : { configVersion: init.configVersion }),
     approvals: {},
     status: 'queued',

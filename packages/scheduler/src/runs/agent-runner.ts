@@ -58,6 +58,8 @@ export interface StartRun {
   /** The tenant the run belongs to (default: `default`, left unrecorded). */
   tenant?: string;
   metadata?: Record<string, string>;
+  /** Tools requiring a grant the run may call. */
+  grants?: string[];
   /** Epoch ms the run was created (its job's), when it is not now. */
   createdAt?: number;
   /** The model client for this run (default: the runner's). */
@@ -169,6 +171,7 @@ export class AgentRunner {
       ...(req.sessionId ? { sessionId: req.sessionId } : {}),
       ...(req.tenant ? { tenant: req.tenant } : {}),
       ...(req.metadata ? { metadata: req.metadata } : {}),
+      ...(req.grants ? { grants: req.grants } : {}),
       ...(req.createdAt !== undefined ? { createdAt: req.createdAt } : {}),
     });
   }

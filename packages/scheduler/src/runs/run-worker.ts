@@ -212,6 +212,8 @@ async function processRun(
 /** A run's first state, from its job and the memory of its session. */
 async function newRunState(ctx: RunWorkerContext, runId: string, data: RunJobData): Promise<RunState> {
   const memory = data.session_id ? await ctx.sessions.load(data.session_id) : undefined;
+  const sessionGrants = data.session_id ? await ctx.sessions.grants(data.session_id) : [];
+  const grants = [...new Set([...sessionGrants, ...(data.grants ?? [])])];
   return ctx.runner.newState({
     agent: data.agent,
     input: data.input,
@@ -221,6 +223,7 @@ async function newRunState(ctx: RunWorkerContext, runId: string, data: RunJobDat
     ...(data.session_id ? { sessionId: data.session_id } : {}),
     tenant: data.tenant ?? DEFAULT_TENANT,
     ...(data.metadata ? { metadata: data.metadata } : {}),
+    ...(grants.length > 0 ? { grants } : {}),
     ...(typeof data.created_at === 'number' && Number.isFinite(data.created_at)
       ? { createdAt: data.created_at }
       : {}),
