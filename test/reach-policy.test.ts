@@ -184,10 +184,11 @@ describe('through the API, a scheduler and an executor: grants, aliases and retr
   const REFUND = 'refund-once';
   const CITY = 'city-alias';
   const FLAKY = 'flaky-retried';
+  const OFFERED = 'scoped-offer';
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'ar-grants-'));
     h = await startApiHarness(
-      { allowedModels: [...TEST_MODELS, REFUND, CITY, FLAKY] },
+      { allowedModels: [...TEST_MODELS, REFUND, CITY, FLAKY, OFFERED] },
       { AGENTS_FILE: await agentsFile(dir) },
     );
     // A session's later runs carry its history: the simulator plays on from the turns already made.
@@ -197,6 +198,7 @@ describe('through the API, a scheduler and an executor: grants, aliases and retr
       name: CITY,
       turns: [{ tool_calls: [{ name: 'city_weather', arguments: { city: '成都' } }] }, { content: 'sunny' }],
     });
+    h.sim.addScenario({ name: OFFERED, turns: [{ content: 'nothing to do' }] });
     h.sim.addScenario({
       name: FLAKY,
       turns: [
@@ -270,6 +272,22 @@ describe('through the API, a scheduler and an executor: grants, aliases and retr
       arguments: '{"city":"成都"}',
       result: { normalized_arguments: { city: 'Chengdu' } },
     });
+  });
+
+  it("does not offer the model a listed tool outside the agent's scopes", async () => {
+    const created = await h.call('POST', '/v1/runs', {
+      body: { agent: 'scoped_agent', input: 'what can you do?', model: OFFERED },
+    });
+    await h.client.waitForRun(created.json.run_id, { timeoutMs: 20_000 });
+    const body = h.sim.requests.find((r) => r.scenario === OFFERED)!.body as {
+      tools: Array<{ function: { name: string } }>;
+    };
+    expect(body.tools.map((t) => t.function.name).sort()).toEqual([
+      'get_full_result',
+      'granted_refund',
+      'noop',
+      'orders_read',
+    ]);
   });
 
   it('keeps executor retries out of the tool message the model reads, and in the run, its events and record', async () => {
