@@ -138,6 +138,15 @@ describe('argument aliases are applied by the executor before validation and rec
     expect(recorded.normalized_arguments).toEqual({ city: 'Chengdu' });
   });
 
+  it('records the normalised arguments with a call that was refused after them', async () => {
+    const result = await p.callIn({ ...run(), agent: 'scoped_agent' }, 'city_weather', { city: '成都' });
+    expect(result).toMatchObject({
+      ok: false,
+      error: { kind: 'forbidden' },
+      normalized_arguments: { city: 'Chengdu' },
+    });
+  });
+
   it('matches aliases ignoring case', async () => {
     expect(await p.callIn(run(), 'city_weather', { city: 'PEKING' })).toMatchObject({
       ok: true,

@@ -64,7 +64,8 @@ const TRANSIENT_CODES = new Set([
 
 /**
  * The executor's pipeline for one call: parse → known name → aliases → schema → reach (listed, scope,
- * grant) → confirmation → breaker → handler under a timeout, retried (linear backoff, same arguments) on `timeout`/`transient` → shaping.
+ * grant) → confirmation → breaker → handler under a timeout, retried (linear backoff, same arguments) on
+ * `timeout`/`transient` → shaping.
  * The job's deadline bounds everything: a call picked up after it is `unavailable` (nothing ran), each
  * attempt is aborted at it, and a retry starts only if its backoff and full timeout fit before it.
  */
@@ -77,11 +78,16 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
   };
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
+  // The arguments aliases changed, once known: recorded with whatever the call ends with.
+  const args: { normalized?: Record<string, unknown> | undefined } = {};
   const fail = (error: ToolErrorInfo, attempts = 0): ToolOutcome => ({
-    result: errorResult({ toolCallId: job.tool_call_id, name: job.name }, error, {
-      duration_ms: elapsed(),
-      attempts,
-    }),
+    result: {
+      ...errorResult({ toolCallId: job.tool_call_id, name: job.name }, error, {
+        duration_ms: elapsed(),
+        attempts,
+      }),
+      ...(args.normalized ? { normalized_arguments: args.normalized } : {}),
+    },
   });
 
   if (Date.now() >= job.deadline) {
@@ -112,6 +118,7 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
     tool.argumentAliases,
   );
   if (!check.ok) return fail(check.error);
+  args.normalized = check.normalized;
   if (!reachable.has(tool.name)) {
     logger.log.warn(
       { security: true, agent: job.agent, tool: tool.name, runId: job.run_id },
@@ -171,7 +178,7 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
         { tool, job, value, attempts: attempt, durationMs: elapsed() },
         {
           defaults: agents.document.tool_defaults,
-          ...(check.normalized ? { normalized: check.normalized } : {}),
+          ...(args.normalized ? { normalized: args.normalized } : {}),
         },
       );
     } catch (err) {
