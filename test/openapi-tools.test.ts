@@ -43,6 +43,7 @@ function billingConfig(serverUrl: string): ConfigDocument {
               'getInvoices',
             ],
             tools: {
+              listInvoices: { access_scope: 'billing.read', aliases: { status: { unpaid: 'open' } } },
               flakyReport: { max_attempts: 3, backoff_ms: 0 },
               slowReport: { timeout_ms: 300, max_attempts: 1 },
             },
@@ -123,6 +124,15 @@ describe('OpenAPI operations as tools, against a real HTTP server described by i
         limit: { type: 'integer', format: 'int32', minimum: 1, maximum: 100 },
       },
     });
+  });
+
+  it("gives an operation the configuration's scope and aliases, others their source's scope", async () => {
+    const registry = h.platform.executor.registry;
+    expect(registry.get('billing__listInvoices')?.accessScope).toBe('billing.read');
+    expect(registry.get('billing__getInvoice')?.accessScope).toBe('openapi:billing');
+    const listed = await call('billing__listInvoices', { status: 'Unpaid' });
+    expect(listed).toMatchObject({ ok: true, normalized_arguments: { status: 'open' } });
+    expect(billing.requestsTo('/invoices').at(-1)?.url).toContain('status=open');
   });
 
   it('answers a call with the parsed JSON body of the operation, query parameters in the URL', async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { toolMessageContent, type ToolResult } from '@agent-reach/protocol';
 import { FULL_KEY, LIMITED_KEY, TEST_MODELS, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { waitFor } from './helpers/redis.js';
 import { addCommonScenarios } from './helpers/scenarios.js';
@@ -72,14 +73,17 @@ describe('what a run did, on every door: tool results, model turns, finding runs
     expect(unknown).not.toHaveProperty('executor_id');
     expect(unknown.result.error.kind).toBe('unknown_tool');
 
-    // What the model read in its next request is, byte for byte, the result the API shows.
     const second = h.sim.requests.filter((r) => r.scenario === 'doors').at(-1)!;
     const toolMessages = (
       second.body as { messages: Array<{ role: string; tool_call_id?: string; content?: string }> }
     ).messages.filter((m) => m.role === 'tool');
-    for (const step of run.steps as Array<{ tool_call_id: string; result: unknown }>) {
+    // What the model read in its next request is, byte for byte, the result the API shows, less the
+    // executor's attempts, which the API keeps and the model never sees.
+    for (const step of run.steps as Array<{ tool_call_id: string; result: ToolResult }>) {
       const seen = toolMessages.find((m) => m.tool_call_id === step.tool_call_id);
-      expect(seen?.content).toBe(JSON.stringify(step.result));
+      expect(step.result.attempts).toEqual(expect.any(Number));
+      expect(seen?.content).toBe(toolMessageContent(step.result));
+      expect(seen?.content).not.toContain('"attempts"');
     }
 
     expect(run.turns).toHaveLength(2);

@@ -12,6 +12,8 @@ export interface SeededRun {
   /** Default `running`. */
   status?: string;
   sessionId?: string;
+  /** Tools the run was granted, as the run's checkpoint records them. */
+  grants?: readonly string[];
 }
 
 export interface SeededCall {
@@ -38,6 +40,7 @@ export async function seedRun(
     agent: run.agent,
     status: run.status ?? 'running',
     ...(run.sessionId ? { sessionId: run.sessionId } : {}),
+    ...(run.grants ? { grants: run.grants.join(',') } : {}),
   });
   addCalls(pipe, keys, run, calls);
   await pipe.exec();

@@ -1,4 +1,11 @@
-import { defineTool, ToolError, Type, type Keys, type ToolDefinition } from '@agent-reach/protocol';
+import {
+  defineTool,
+  StringEnum,
+  ToolError,
+  Type,
+  type Keys,
+  type ToolDefinition,
+} from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
 
 /**
@@ -132,6 +139,45 @@ export default function testTools({ redis, keys }: { redis: RedisClient; keys: K
       parameters: Type.Object({}, { additionalProperties: false }),
       requiresConfirmation: true,
       handler: () => ({ done: true }),
+    }),
+    ...reachTools(redis, k),
+  ];
+}
+
+/** Tools of the reach policy's tests: scoped, granted and aliased; each execution is counted. */
+function reachTools(redis: RedisClient, k: (name: string) => string): ToolDefinition[] {
+  const counted = (name: string) => async () => ({ executions: await redis.hincrby(k('reach'), name, 1) });
+  return [
+    defineTool({
+      name: 'orders_read',
+      description: 'Reads orders (scope orders.read); counts its executions. Test tool.',
+      parameters: Type.Object({}, { additionalProperties: false }),
+      accessScope: 'orders.read',
+      handler: counted('orders_read'),
+    }),
+    defineTool({
+      name: 'orders_write',
+      description: 'Changes orders (scope orders.write); counts its executions. Test tool.',
+      parameters: Type.Object({}, { additionalProperties: false }),
+      accessScope: 'orders.write',
+      handler: counted('orders_write'),
+    }),
+    defineTool({
+      name: 'granted_refund',
+      description: 'Refunds an order; runs only where the session granted it. Test tool.',
+      parameters: Type.Object({}, { additionalProperties: false }),
+      requiresGrant: true,
+      handler: counted('granted_refund'),
+    }),
+    defineTool({
+      name: 'city_weather',
+      description: 'Weather of one of the known cities; city names have aliases. Test tool.',
+      parameters: Type.Object(
+        { city: StringEnum(['Chengdu', 'Beijing']), days: Type.Optional(Type.Integer({ default: 1 })) },
+        { additionalProperties: false },
+      ),
+      argumentAliases: { city: { 成都: 'Chengdu', chengdu: 'Chengdu', 北京: 'Beijing', peking: 'Beijing' } },
+      handler: ({ city }) => ({ city }),
     }),
   ];
 }

@@ -38,6 +38,11 @@ export interface CreateRunInput<S = unknown> {
   sessionId?: string;
   metadata?: Record<string, string>;
   model?: string;
+  /**
+   * Tools that require a grant the run may call (each one the agent lists); in a session, they hold for
+   * the rest of it.
+   */
+  grants?: string[];
   /** The same key (per API key, 24 h) returns the same run instead of starting another. */
   idempotencyKey?: string;
 }
@@ -214,6 +219,7 @@ export function createClient(options: ClientOptions): AgentReachClient {
     ...(i.outputSchema === undefined
       ? {}
       : { output_schema: JSON.parse(JSON.stringify(i.outputSchema)) as unknown }),
+    ...(i.grants ? { grants: i.grants } : {}),
   });
   const idem = (key: string | undefined) => (key ? { 'idempotency-key': key } : undefined);
   const decide = (

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { shapeResult } from './result-shaping.js';
+import { shapeResult, truncationNotice } from './result-shaping.js';
 
 const size = (v: unknown) => JSON.stringify(v).length;
 
@@ -21,12 +21,54 @@ describe('shapeResult', () => {
 
   it('keeps the fields and shortens long strings and arrays with markers saying how much was left out', () => {
     const content = { id: 7, note: 'n'.repeat(5_000), rows: Array.from({ length: 500 }, (_, i) => ({ i })) };
-    const shaped = shapeResult(content, 1_000);
+    const shaped = shapeResult(content, { budgetChars: 1_000, summarize: false });
+    expect(shaped.stage).toBe('trimmed');
     const out = shaped.content as { id: number; note: string; rows: unknown[] };
     expect(out.id).toBe(7);
     expect(out.note).toMatch(/^n+… \(\d+ more chars\)$/);
     expect(out.rows.at(-1)).toMatch(/^… \d+ more items$/);
     expect(out.rows[0]).toEqual({ i: 0 });
+  });
+
+  it('summarises long arrays as their count, item keys and first items before trimming anything', () => {
+    const rows = Array.from({ length: 300 }, (_, i) => ({
+      id: i,
+      name: `item ${i}`,
+      ...(i === 5 ? { extra: 1 } : {}),
+    }));
+    const content = { total: 300, rows, tags: ['a', 'b'] };
+    const shaped = shapeResult(content, 1_000);
+    expect(shaped).toMatchObject({ truncated: true, stage: 'summary', full: JSON.stringify(content) });
+    expect(shaped.content).toEqual({
+      total: 300,
+      rows: {
+        summary: 'array',
+        count: 300,
+        item_keys: ['id', 'name', 'extra'],
+        first_items: [rows[0], rows[1], rows[2]],
+      },
+      tags: ['a', 'b'],
+    });
+  });
+
+  it('trims the summary when the summary alone is still over the budget', () => {
+    const content = { note: 'n'.repeat(5_000), rows: Array.from({ length: 300 }, (_, i) => ({ i })) };
+    const shaped = shapeResult(content, 1_000);
+    expect(shaped.stage).toBe('trimmed');
+    const out = shaped.content as { note: string; rows: { count: number } };
+    expect(out.rows.count).toBe(300);
+    expect(out.note).toMatch(/^n+… \(\d+ more chars\)$/);
+    expect(size(out)).toBeLessThanOrEqual(1_000);
+  });
+
+  it('tells the model how the result was cut, how big it was, and how to fetch the rest by its ref', () => {
+    const shaped = shapeResult({ rows: Array.from({ length: 300 }, (_, i) => ({ i })) }, 500);
+    const ref = 'ref_123e4567-e89b-12d3-a456-426614174000';
+    expect(truncationNotice(shaped, 500, ref)).toBe(
+      `the result was cut to fit 500 of ${shaped.full!.length} characters (long lists are summarised as ` +
+        `their count, item keys and first items); fetch the rest with get_full_result({"ref":"${ref}",` +
+        '"offset":0}), one page at a time, following next_offset',
+    );
   });
 
   it('falls back to a plain preview when no trimming of the shape fits', () => {

@@ -376,3 +376,48 @@ describe('runTool circuit breaker', () => {
     expect(breakers.state('lookup')).toBe('closed');
   });
 });
+
+describe('result shaping settings: the tool its own, else the fleet defaults', () => {
+  const rows = Array.from({ length: 300 }, (_, i) => ({ id: i, name: `row ${i}` }));
+  const listing = (name: string, own: { summarizeResult?: boolean; resultBudgetChars?: number } = {}) =>
+    defineTool({
+      name,
+      description: 'Lists rows.',
+      parameters: Type.Object({}),
+      handler: () => ({ rows }),
+      ...own,
+    });
+  const shaping = new ToolRegistry().register(
+    listing('plain'),
+    listing('own_summary', { summarizeResult: true, resultBudgetChars: 600 }),
+  );
+  const withDefaults = (defaults: string) =>
+    parseAgents(`agents:\n  - name: helper\n    tools: [plain, own_summary]\n${defaults}`, 'agents.yaml');
+  const call = (name: string, fleet: string) =>
+    settle(
+      runTool(job({ name, arguments: '{}' }), {
+        ...deps,
+        registry: shaping,
+        agents: withDefaults(fleet),
+      }),
+    );
+
+  it('summarises an over-budget list by default, with a notice naming the ref', async () => {
+    const { result, full } = await call('plain', '');
+    expect(result).toMatchObject({ truncated: true, content: { rows: { summary: 'array', count: 300 } } });
+    expect(result.notice).toContain(`get_full_result({"ref":"${result.ref}"`);
+    expect(result.notice).toContain('the result was cut to fit 4000 of');
+    expect(JSON.parse(full!)).toEqual({ rows });
+  });
+
+  it("follows the fleet's tool_defaults for tools without their own settings, and a tool's own over them", async () => {
+    const fleet = 'tool_defaults:\n  summarize_results: false\n  result_budget_chars: 800\n';
+    const plain = (await call('plain', fleet)).result;
+    expect(JSON.stringify(plain.content).length).toBeLessThanOrEqual(800);
+    expect((plain.content as { rows: unknown[] }).rows.at(-1)).toMatch(/^… \d+ more items$/);
+    expect(plain.notice).toContain('cut to fit 800 of');
+    const own = (await call('own_summary', fleet)).result;
+    expect(own.content).toMatchObject({ rows: { summary: 'array', count: 300 } });
+    expect(own.notice).toContain('cut to fit 600 of');
+  });
+});

@@ -12,13 +12,17 @@ import {
 import {
   activeSpanEvent,
   checkArguments,
+  constants,
+  grantRefusal,
+  scopeRefusal,
   type AgentsFile,
   type Logger,
   type RegisteredTool,
+  type ToolDefaults,
   type ToolRegistry,
 } from '@agent-reach/shared';
 import { AttemptFailure, type BreakerBoard } from './breakers.js';
-import { shapeResult } from './result-shaping.js';
+import { shapeResult, truncationNotice } from './result-shaping.js';
 
 export interface RunToolDeps {
   registry: ToolRegistry;
@@ -32,6 +36,10 @@ export interface RunToolDeps {
    * A tool that requires confirmation runs only with it; a job's own `approval` field is never trusted.
    */
   approved?: boolean;
+  /** Tools the run's session (or request) was granted, from the run's record (checked by the worker). */
+  grants?: ReadonlySet<string>;
+  /** The run's session, when it has one (named in a refusal for a missing grant). */
+  sessionId?: string | undefined;
   /** Aborts the call at once (the executor hands the job back to its queue): handler signals fire too. */
   signal?: AbortSignal;
 }
@@ -55,8 +63,9 @@ const TRANSIENT_CODES = new Set([
 ]);
 
 /**
- * The executor's pipeline for one call: parse → known name → schema → scope → confirmation → breaker →
- * handler under a timeout, retried (linear backoff, same arguments) on `timeout`/`transient` → shaping.
+ * The executor's pipeline for one call: parse → known name → aliases → schema → reach (listed, scope,
+ * grant) → confirmation → breaker → handler under a timeout, retried (linear backoff, same arguments) on
+ * `timeout`/`transient` → shaping.
  * The job's deadline bounds everything: a call picked up after it is `unavailable` (nothing ran), each
  * attempt is aborted at it, and a retry starts only if its backoff and full timeout fit before it.
  */
@@ -69,11 +78,16 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
   };
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
+  // The arguments aliases changed, once known: recorded with whatever the call ends with.
+  const args: { normalized?: Record<string, unknown> | undefined } = {};
   const fail = (error: ToolErrorInfo, attempts = 0): ToolOutcome => ({
-    result: errorResult({ toolCallId: job.tool_call_id, name: job.name }, error, {
-      duration_ms: elapsed(),
-      attempts,
-    }),
+    result: {
+      ...errorResult({ toolCallId: job.tool_call_id, name: job.name }, error, {
+        duration_ms: elapsed(),
+        attempts,
+      }),
+      ...(args.normalized ? { normalized_arguments: args.normalized } : {}),
+    },
   });
 
   if (Date.now() >= job.deadline) {
@@ -96,8 +110,15 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
       retryable: false,
     });
   }
-  const check = checkArguments(tool.name, job.arguments, tool.validate, tool.parameters);
+  const check = checkArguments(
+    tool.name,
+    job.arguments,
+    tool.validate,
+    tool.parameters,
+    tool.argumentAliases,
+  );
   if (!check.ok) return fail(check.error);
+  args.normalized = check.normalized;
   if (!reachable.has(tool.name)) {
     logger.log.warn(
       { security: true, agent: job.agent, tool: tool.name, runId: job.run_id },
@@ -109,6 +130,17 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
       available_tools: [...reachable],
       retryable: false,
     });
+  }
+  const spec = agents.agents.get(job.agent);
+  const refusal =
+    scopeRefusal({ name: job.agent, scopes: spec?.scopes }, tool) ??
+    grantRefusal(tool, deps.grants ?? new Set(), deps.sessionId);
+  if (refusal) {
+    logger.log.warn(
+      { security: true, agent: job.agent, tool: tool.name, runId: job.run_id, reason: refusal.reason },
+      'refused a call the agent does not hold a scope or grant for',
+    );
+    return fail(refusal);
   }
   if (tool.requiresConfirmation && deps.approved !== true) {
     return fail(unconfirmedError(tool.name));
@@ -142,7 +174,13 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
       const value = await deps.breakers.fire(tool.name, () =>
         runAttempt(tool, check.args, job, attempt, logger, deps.signal),
       );
-      return succeed(tool, job, value, attempt, elapsed());
+      return succeed(
+        { tool, job, value, attempts: attempt, durationMs: elapsed() },
+        {
+          defaults: agents.document.tool_defaults,
+          ...(args.normalized ? { normalized: args.normalized } : {}),
+        },
+      );
     } catch (err) {
       if ((err as { code?: string }).code === 'EOPENBREAKER') {
         return fail(
@@ -299,28 +337,40 @@ function classify(err: unknown, tool: RegisteredTool): AttemptFailure {
   return new AttemptFailure('execution_error', message, e?.name ?? 'Error');
 }
 
+/** A successful call's result: shaped to the tool's budget, with the arguments aliases changed. */
 function succeed(
-  tool: RegisteredTool,
-  job: ToolCallJob,
-  value: unknown,
-  attempts: number,
-  durationMs: number,
+  call: { tool: RegisteredTool; job: ToolCallJob; value: unknown; attempts: number; durationMs: number },
+  extra: { defaults?: ToolDefaults | undefined; normalized?: Record<string, unknown> },
 ): ToolOutcome {
+  const { tool, job, value } = call;
   const base = {
     tool_call_id: job.tool_call_id,
     name: tool.name,
     ok: true,
     status: 'ok' as const,
-    duration_ms: durationMs,
-    attempts,
+    duration_ms: call.durationMs,
+    attempts: call.attempts,
+    ...(extra.normalized ? { normalized_arguments: extra.normalized } : {}),
   };
   if (isNoResult(value)) {
     return { result: { ...base, content: { hint: value.hint }, no_result: true } };
   }
-  const shaped = shapeResult(value, tool.resultBudgetChars);
+  const budget = tool.resultBudgetDeclared
+    ? tool.resultBudgetChars
+    : (extra.defaults?.result_budget_chars ?? tool.resultBudgetChars);
+  const summarize =
+    tool.summarizeResult ?? extra.defaults?.summarize_results ?? constants.DEFAULT_SUMMARIZE_RESULTS;
+  const shaped = shapeResult(value, { budgetChars: budget, summarize });
   if (!shaped.truncated) return { result: { ...base, content: value } };
+  const ref = `ref_${randomUUID()}`;
   return {
-    result: { ...base, content: shaped.content, truncated: true, ref: `ref_${randomUUID()}` },
+    result: {
+      ...base,
+      content: shaped.content,
+      truncated: true,
+      notice: truncationNotice(shaped, budget, ref),
+      ref,
+    },
     ...(shaped.full === undefined ? {} : { full: shaped.full }),
   };
 }

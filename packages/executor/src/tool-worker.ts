@@ -343,6 +343,8 @@ async function runFlight(
     logger: ctx.logger,
     bindings: log,
     approved: verified.approved,
+    grants: verified.grants,
+    sessionId: verified.sessionId,
     signal: flight.stop.signal,
   });
   // The shutdown gave the job back to the queue: another executor runs it; this outcome is dropped.

@@ -53,6 +53,8 @@ export interface VerifiedJob {
   recorded?: string;
   /** A person approved this call (looked up only for tools that require confirmation). */
   approved: boolean;
+  /** Tools the run was granted (its request's and its session's grants), from the run's record. */
+  grants: ReadonlySet<string>;
 }
 
 const MAX_NAME_CHARS = 256;
@@ -60,7 +62,8 @@ const MAX_NAME_CHARS = 256;
 /**
  * Checks a job against its run's record before anything runs: the run exists and is not final, belongs to
  * the job's agent, its ledger holds this exact call, and a tool that requires confirmation has a person's
- * recorded decision (the job's own `approval` field is never trusted). `replyTo` must be a dispatcher's
+ * recorded decision (the job's own `approval` field is never trusted). Also reads the run's grants, which
+ * `runTool` checks. `replyTo` must be a dispatcher's
  * reply list. Throws `JobRefused` otherwise.
  */
 export async function verifyJob(
@@ -79,7 +82,7 @@ export async function verifyJob(
     throw new JobRefused('reply_to', 'reply_to is not a dispatcher reply list');
   }
   // One round trip for everything the job is checked against.
-  const [status, agent, sessionId, ledger, decision, recorded] = await redisScripts(client).verifyJob(
+  const [status, agent, sessionId, ledger, decision, recorded, grants] = await redisScripts(client).verifyJob(
     [
       keys.runMeta(job.run_id),
       keys.runCalls(job.run_id),
@@ -98,6 +101,8 @@ export async function verifyJob(
   const verified: VerifiedJob = {
     job,
     approved: false,
+    // Read in the same script as the rest of the record: a grant is checked against the run it belongs to.
+    grants: new Set(typeof grants === 'string' && grants !== '' ? grants.split(',') : []),
     ...(typeof sessionId === 'string' && sessionId !== '' ? { sessionId } : {}),
     ...(typeof recorded === 'string' ? { recorded } : {}),
   };

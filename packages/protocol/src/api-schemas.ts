@@ -33,6 +33,12 @@ const RunStatusSchema = StringEnum(RUN_STATUSES);
 
 const Id = (what: string) => Type.String({ pattern: ID_PATTERN, description: `${what}: ${ID_RULE}` });
 const AgentName = Type.String({ pattern: AGENT_PATTERN, description: 'an agent of the agents file' });
+const Grants = Type.Array(Type.String({ pattern: NAME_PATTERN.source }), {
+  uniqueItems: true,
+  maxItems: 200,
+  description:
+    "tools the run may call that require a grant (`requires_grant`); each must be one of the agent's tools. In a session they hold for the rest of the session",
+});
 export const Input = Type.String({
   minLength: 1,
   maxLength: MAX_INPUT_CHARS,
@@ -88,6 +94,7 @@ export const CreateRunBody = Type.Object(
     metadata: Type.Optional(Metadata),
     model: Type.Optional(Model),
     output_schema: Type.Optional(OutputSchema),
+    grants: Type.Optional(Grants),
   },
   { additionalProperties: false },
 );
@@ -117,6 +124,7 @@ export const MessageBody = Type.Object(
     metadata: Type.Optional(Metadata),
     model: Type.Optional(Model),
     output_schema: Type.Optional(OutputSchema),
+    grants: Type.Optional(Grants),
   },
   { additionalProperties: false },
 );
@@ -200,6 +208,7 @@ export const CreateSessionBody = Type.Object(
         description: 'the agent whose runs the session holds; default: the agent of its first message',
       }),
     ),
+    grants: Type.Optional(Grants),
   },
   { additionalProperties: false },
 );

@@ -46,8 +46,9 @@ export interface ToolErrorInfo {
   type?: string;
   /** HTTP status of the upstream answer, for tools that call an HTTP API (OpenAPI operations). */
   status?: number;
-  /** Who refused a call that required approval, and why. */
+  /** Who refused a call that required approval. */
   decided_by?: string;
+  /** Why a call was refused: a person's reason, or `scope` / `grant` for a call outside the agent's reach. */
   reason?: string;
   retryable: boolean;
 }

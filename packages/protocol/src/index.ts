@@ -44,6 +44,7 @@ export type {
 export {
   toolJobId,
   errorResult,
+  toolMessageContent,
   replyPrefix,
   serializeReply,
   parseReply,

@@ -1,4 +1,4 @@
-import { DEFAULT_TENANT, RUN_ID_PATTERN, TENANT_PATTERN, TRACEPARENT_PATTERN } from './ids.js';
+import { DEFAULT_TENANT, NAME_PATTERN, RUN_ID_PATTERN, TENANT_PATTERN, TRACEPARENT_PATTERN } from './ids.js';
 import { renameVersion1Fields, WIRE_VERSION } from './version.js';
 
 /**
@@ -32,6 +32,11 @@ export interface RunJobData {
   output_schema?: Record<string, unknown>;
   /** The name of the API key that started the run (set by the API): its cost is counted under it. */
   key?: string;
+  /**
+   * Tools that require a grant which this run may call (beside those its session was granted). The
+   * executor still runs only tools the agent reaches.
+   */
+  grants?: string[];
 }
 
 /** JSON Schema of `RunJobData`, as docs/api.md documents it for services in other languages. */
@@ -53,6 +58,12 @@ export const RUN_JOB_SCHEMA = {
     tenant: { type: 'string', pattern: TENANT_PATTERN.source },
     output_schema: { type: 'object' },
     key: { type: 'string', minLength: 1, maxLength: 64 },
+    grants: {
+      type: 'array',
+      items: { type: 'string', pattern: NAME_PATTERN.source },
+      uniqueItems: true,
+      maxItems: 200,
+    },
   },
 } as const;
 
@@ -70,6 +81,7 @@ export function runJob(
         | 'tenant'
         | 'output_schema'
         | 'key'
+        | 'grants'
     ]?: RunJobData[K] | undefined;
   },
 ): RunJobData {
@@ -88,6 +100,7 @@ export function runJob(
     ...(fields.tenant && fields.tenant !== DEFAULT_TENANT ? { tenant: fields.tenant } : {}),
     ...(fields.output_schema ? { output_schema: fields.output_schema } : {}),
     ...(fields.key ? { key: fields.key } : {}),
+    ...(fields.grants && fields.grants.length > 0 ? { grants: fields.grants } : {}),
   };
 }
 

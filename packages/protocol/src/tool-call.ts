@@ -46,16 +46,30 @@ export interface ToolResult {
   /** Present when the handler succeeded but found nothing; `content.hint` says what to try. */
   no_result?: true;
   truncated?: true;
+  /** Present with `truncated`: what was cut and how to fetch the rest (the `ref`, with `get_full_result`). */
+  notice?: string;
   /** Id under which the full result is kept for `get_full_result`. */
   ref?: string;
+  /** The arguments the call ran with, when the tool's argument aliases changed what the model sent. */
+  normalized_arguments?: Record<string, unknown>;
   error?: ToolErrorInfo;
   duration_ms: number;
+  /** Attempts the executor made: kept in the record, the API and events; left out of the model's message. */
   attempts: number;
   /**
    * The executor that ran the call, recorded with the result for people (API, inspector); the run
    * takes it off before the model sees the result.
    */
   executor_id?: string;
+}
+
+/**
+ * The `tool` message content the model reads of a result: everything but the executor's attempts (its
+ * retries are invisible to the model) and which executor ran it (both stay in the record).
+ */
+export function toolMessageContent(result: ToolResult): string {
+  const { attempts: _attempts, executor_id: _executor, ...forModel } = result;
+  return JSON.stringify(forModel);
 }
 
 /**

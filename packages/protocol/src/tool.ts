@@ -61,8 +61,28 @@ export interface ToolOptions<S extends TSchema, R = unknown> {
   /** Per-attempt deadline, in milliseconds. Default 5000. */
   timeoutMs?: number;
   retry?: RetryOptions;
-  /** Which resource the tool touches, e.g. `order_service`. Informational, shown in catalogs. */
+  /**
+   * The scope the tool belongs to, e.g. `orders.read`. An agent that declares `scopes` reaches only tools
+   * whose scope it holds: the executor refuses the others (`forbidden`) even when the agent lists them.
+   * A tool without a scope needs none. Default: none.
+   */
   accessScope?: string;
+  /**
+   * Calls run only in a run whose session (or request) was granted this tool; the executor refuses the
+   * others (`forbidden`). Default false.
+   */
+  requiresGrant?: boolean;
+  /**
+   * Argument values the executor rewrites before validation, per top-level argument: alias → value
+   * (`{ city: { '成都': 'Chengdu' } }`). Aliases match a string value ignoring case and surrounding
+   * spaces; the call records the arguments it ran with as `normalized_arguments`.
+   */
+  argumentAliases?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  /**
+   * A result over the budget is summarised (arrays as their length, keys and first items) before it is
+   * trimmed. Default: the fleet's `tool_defaults.summarize_results`, else true.
+   */
+  summarizeResult?: boolean;
   /** Queue group; a group gets its own queue and may get its own executors. Default `default`. */
   group?: string;
   /** A person approves each call before it runs. Default false. */
@@ -77,7 +97,7 @@ export interface ToolOptions<S extends TSchema, R = unknown> {
    * run did (the systems it changes deduplicate). `runs replay --live` may re-run it. Default false.
    */
   idempotent?: boolean;
-  /** Model-facing size budget of one result, in characters. Default 4000. */
+  /** Model-facing size budget of one result, in characters. Default: the fleet's, else 4000. */
   resultBudgetChars?: number;
   /** Set by tool sources (MCP servers), not by code: where the tool comes from. */
   origin?: ToolOrigin;
@@ -92,6 +112,9 @@ export interface ToolDefinition {
   readonly timeoutMs?: number;
   readonly retry?: RetryOptions;
   readonly accessScope?: string;
+  readonly requiresGrant?: boolean;
+  readonly argumentAliases?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  readonly summarizeResult?: boolean;
   readonly group?: string;
   readonly requiresConfirmation?: boolean;
   readonly readOnly?: boolean;

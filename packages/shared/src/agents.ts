@@ -22,11 +22,17 @@ import {
   mcpServersSchema,
   type McpServerSpec,
 } from './mcp-config.js';
+import {
+  agentReachProperties,
+  toolDefaultsSchema,
+  type AgentReach,
+  type ToolDefaults,
+} from './reach-policy.js';
 
 const Ajv = AjvModule.default;
 
 /** One agent as declared in the agents file: who it is and which tools it may reach. */
-export interface AgentSpec extends AgentPolicy {
+export interface AgentSpec extends AgentPolicy, AgentReach {
   readonly name: string;
   readonly description?: string;
   /** Extra role text for the system prompt. */
@@ -69,6 +75,8 @@ export interface ConfigDocument {
   readonly tool_groups?: Readonly<Record<string, ToolGroupLimits>>;
   /** The fleet's workflows (checked against these agents); see `parseWorkflowsDocument`. */
   readonly workflows?: readonly WorkflowDocument[];
+  /** Result shaping defaults for tools that set none (see `reach-policy.ts`). */
+  readonly tool_defaults?: ToolDefaults;
 }
 
 export interface AgentsFile {
@@ -111,9 +119,11 @@ const agentsSchema = {
             items: { type: 'string', minLength: 1, maxLength: 200 },
             uniqueItems: true,
           },
+          ...agentReachProperties,
         },
       },
     },
+    tool_defaults: toolDefaultsSchema,
     tool_groups: {
       type: 'object',
       propertyNames: { pattern: GROUP_NAME_PATTERN.source },

@@ -1,19 +1,28 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import sjson from 'secure-json-parse';
 import type { ToolErrorInfo } from '@agent-reach/protocol';
+import { applyAliases, type FoldedAliases } from './reach-policy.js';
 
 export type ArgumentsCheck =
-  { ok: true; args: Record<string, unknown> } | { ok: false; error: ToolErrorInfo };
+  | {
+      ok: true;
+      args: Record<string, unknown>;
+      /** The arguments after the tool's aliases, before validation, when an alias changed them. */
+      normalized?: Record<string, unknown>;
+    }
+  | { ok: false; error: ToolErrorInfo };
 
 /**
  * Parses a model's raw argument string without letting `__proto__` or `constructor.prototype` through
- * (they are refused, never silently merged), then validates it against the tool's compiled schema.
+ * (they are refused, never silently merged), rewrites values the tool's aliases name, then validates it
+ * against the tool's compiled schema.
  */
 export function checkArguments(
   toolName: string,
   raw: string,
   validate: ValidateFunction,
   parameters: unknown,
+  aliases?: FoldedAliases,
 ): ArgumentsCheck {
   let parsed: unknown;
   try {
@@ -50,10 +59,13 @@ export function checkArguments(
       },
     };
   }
-  if (!validate(parsed)) {
+  const aliased = applyAliases(parsed as Record<string, unknown>, aliases);
+  // A copy of what validation sees: ajv's defaults are filled into the object it checks.
+  const normalized = aliased.changed ? { ...aliased.args } : undefined;
+  if (!validate(aliased.args)) {
     return { ok: false, error: describeSchemaError(toolName, validate.errors ?? [], parameters) };
   }
-  return { ok: true, args: parsed as Record<string, unknown> };
+  return { ok: true, args: aliased.args, ...(normalized ? { normalized } : {}) };
 }
 
 function describeSchemaError(toolName: string, errors: ErrorObject[], parameters: unknown): ToolErrorInfo {

@@ -26,6 +26,14 @@ export const DEFAULT_RESULT_REF_TTL_S = 3600;
 /** How long a run's recorded tool results stay in Redis. */
 export const DEFAULT_RESULTS_TTL_S = 24 * 3600;
 export const DEFAULT_GET_FULL_RESULT_PAGE_CHARS = 4000;
+/** Whether a result over its budget is summarised (arrays as length, keys, first items) before trimming. */
+export const DEFAULT_SUMMARIZE_RESULTS = true;
+/** Items of a long array a result summary keeps as examples. */
+export const RESULT_SUMMARY_FIRST_ITEMS = 3;
+/** Arrays longer than this are summarised (when the result is over its budget). */
+export const RESULT_SUMMARY_MIN_ITEMS = 10;
+/** The scope of the platform's own tools (`get_full_result`): every agent holds it. */
+export const PLATFORM_SCOPE = 'platform';
 
 // Circuit breakers
 export const DEFAULT_BREAKER_FAILURE_THRESHOLD = 3;

@@ -54,6 +54,25 @@ export {
   providersFileOf,
 } from './providers.js';
 export type { ModelPrice, ProviderSpec, ProvidersFile } from './providers.js';
+export {
+  agentReachProperties,
+  aliasProblems,
+  applyAliases,
+  foldAliases,
+  grantRefusal,
+  reachDefinition,
+  scopeRefusal,
+  SCOPE_PATTERN,
+  toolDefaultsSchema,
+  toolReachProperties,
+} from './reach-policy.js';
+export type {
+  AgentReach,
+  ArgumentAliases,
+  FoldedAliases,
+  ToolDefaults,
+  ToolReachSettings,
+} from './reach-policy.js';
 export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './agents.js';
 export { TOPIC_POLICIES } from './agent-policy.js';
 export type { AgentLoopSettings, AgentPolicy, ContextProviderSpec, TopicPolicy } from './agent-policy.js';

@@ -1,16 +1,16 @@
 import { NAME_PATTERN } from '@agent-reach/protocol';
 import type { ConfigDocument } from './agents.js';
 import { MAX_RETRY_ATTEMPTS } from './constants.js';
+import { SCOPE_PATTERN, toolReachProperties, type ToolReachSettings } from './reach-policy.js';
 
 /** Per-tool settings of an MCP server's tool; each replaces what the server's annotations say. */
-export interface McpToolOverride {
+export interface McpToolOverride extends ToolReachSettings {
   readonly timeout_ms?: number;
   /** Total attempts including the first. */
   readonly retries?: number;
   readonly requires_confirmation?: boolean;
   readonly read_only?: boolean;
   readonly idempotent?: boolean;
-  readonly result_budget_chars?: number;
 }
 
 /**
@@ -35,6 +35,8 @@ export interface McpServerSpec {
   /** These tools (MCP names) are not mounted. */
   readonly deny?: readonly string[];
   readonly tools?: Readonly<Record<string, McpToolOverride>>;
+  /** The scope of the server's tools (a tool's own `access_scope` wins). Default `mcp:<name>`. */
+  readonly access_scope?: string;
   /**
    * MCP tool name → sha256 (hex) of its description, input schema and annotations as accepted. A tool
    * whose digest differs is hidden until a configuration accepts the new one.
@@ -89,10 +91,11 @@ export const mcpServersSchema = {
             requires_confirmation: { type: 'boolean' },
             read_only: { type: 'boolean' },
             idempotent: { type: 'boolean' },
-            result_budget_chars: { type: 'integer', minimum: 200 },
+            ...toolReachProperties,
           },
         },
       },
+      access_scope: { type: 'string', pattern: SCOPE_PATTERN.source },
       pinned: {
         type: 'object',
         propertyNames: TOOL_NAME,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { NAME_PATTERN } from '@agent-reach/protocol';
 import { MAX_RETRY_ATTEMPTS } from './constants.js';
+import { SCOPE_PATTERN, toolReachProperties, type ToolReachSettings } from './reach-policy.js';
 
 /** How an OpenAPI source authenticates; the secret is always read from the executor's environment. */
 export type OpenApiAuthSpec =
@@ -9,7 +10,7 @@ export type OpenApiAuthSpec =
   | { readonly type: 'query'; readonly name: string; readonly env: string };
 
 /** Policy of one operation's tool, overriding the tool defaults. */
-export interface OpenApiToolPolicy {
+export interface OpenApiToolPolicy extends ToolReachSettings {
   readonly timeout_ms?: number;
   /** Attempts including the first (the tool contract's `retry.maxAttempts`). */
   readonly max_attempts?: number;
@@ -30,6 +31,8 @@ export interface OpenApiSourceSpec {
   readonly operations: readonly string[];
   /** Per-operation policy, keyed by an entry of `operations`. */
   readonly tools?: Readonly<Record<string, OpenApiToolPolicy>>;
+  /** The scope of the source's tools (an operation's own `access_scope` wins). Default `openapi:<name>`. */
+  readonly access_scope?: string;
 }
 
 /** A tool an OpenAPI source declares, known from the configuration alone (no document read). */
@@ -88,9 +91,11 @@ export const openApiSourcesSchema = {
             max_attempts: { type: 'integer', minimum: 1, maximum: MAX_RETRY_ATTEMPTS },
             backoff_ms: { type: 'integer', minimum: 0, maximum: 600_000 },
             requires_confirmation: { type: 'boolean' },
+            ...toolReachProperties,
           },
         },
       },
+      access_scope: { type: 'string', pattern: SCOPE_PATTERN.source },
     },
   },
 } as const;

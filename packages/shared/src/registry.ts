@@ -17,6 +17,7 @@ import {
   type ToolOrigin,
 } from '@agent-reach/protocol';
 import { closestName } from './suggest.js';
+import { aliasProblems, foldAliases, SCOPE_PATTERN, type FoldedAliases } from './reach-policy.js';
 
 // ajv and ajv-formats are CommonJS with a default export; under NodeNext the class sits on `.default`.
 const Ajv = AjvModule.default;
@@ -30,6 +31,14 @@ export interface RegisteredTool {
   readonly timeoutMs: number;
   readonly retry: { readonly maxAttempts: number; readonly backoff: 'linear'; readonly backoffMs: number };
   readonly accessScope: string | undefined;
+  /** Calls run only where the run's session (or request) granted the tool. */
+  readonly requiresGrant: boolean;
+  /** Argument aliases, keys folded for lookup; undefined when the tool has none. */
+  readonly argumentAliases: FoldedAliases | undefined;
+  /** Whether an over-budget result is summarised first; undefined: the fleet's default. */
+  readonly summarizeResult: boolean | undefined;
+  /** The tool set its budget (else the fleet's `tool_defaults` may replace `resultBudgetChars`). */
+  readonly resultBudgetDeclared: boolean;
   readonly group: string;
   readonly requiresConfirmation: boolean;
   readonly readOnly: boolean;
@@ -55,6 +64,10 @@ export interface ToolCatalogEntry {
   /** Declared idempotent (absent: false). */
   idempotent?: boolean;
   accessScope?: string;
+  /** Calls need a grant of the session (absent: false). */
+  requiresGrant?: boolean;
+  /** Argument aliases (keys folded), so a scheduler checks a call's arguments as the executor will. */
+  argumentAliases?: Record<string, Record<string, string>>;
   /** Where the tool comes from (an MCP server's tool, with its digest); absent for tools declared in code. */
   origin?: ToolOrigin;
 }
@@ -154,6 +167,14 @@ export class ToolRegistry {
       readOnly: t.readOnly,
       idempotent: t.idempotent,
       ...(t.accessScope === undefined ? {} : { accessScope: t.accessScope }),
+      ...(t.requiresGrant ? { requiresGrant: true } : {}),
+      ...(t.argumentAliases === undefined
+        ? {}
+        : {
+            argumentAliases: Object.fromEntries(
+              [...t.argumentAliases].map(([field, table]) => [field, Object.fromEntries(table)]),
+            ),
+          }),
       ...(t.origin === undefined ? {} : { origin: t.origin }),
     }));
   }
@@ -189,7 +210,15 @@ export class ToolRegistry {
     const budget = def.resultBudgetChars ?? DEFAULT_RESULT_BUDGET_CHARS;
     if (!Number.isInteger(budget) || budget < 200)
       fail('resultBudgetChars', `must be an integer >= 200 (got ${budget})`);
-    for (const flag of ['requiresConfirmation', 'readOnly', 'idempotent'] as const) {
+    if (def.accessScope !== undefined && !SCOPE_PATTERN.test(def.accessScope))
+      fail('accessScope', `must match ${SCOPE_PATTERN} (got ${JSON.stringify(def.accessScope)})`);
+    for (const flag of [
+      'requiresConfirmation',
+      'readOnly',
+      'idempotent',
+      'requiresGrant',
+      'summarizeResult',
+    ] as const) {
       if (def[flag] !== undefined && typeof def[flag] !== 'boolean')
         fail(flag, `must be a boolean (got ${JSON.stringify(def[flag])})`);
     }
@@ -197,6 +226,8 @@ export class ToolRegistry {
     if (typeof parameters !== 'object' || parameters === null || parameters.type !== 'object') {
       fail('parameters', 'must be a JSON Schema with type "object"');
     }
+    const aliasProblem = aliasProblems(def.argumentAliases, parameters)[0];
+    if (aliasProblem !== undefined) fail('argumentAliases', aliasProblem);
     let validate: ValidateFunction;
     try {
       validate = (def.origin ? this.#lenient : this.#ajv).compile(parameters);
@@ -210,6 +241,10 @@ export class ToolRegistry {
       timeoutMs,
       retry: Object.freeze({ maxAttempts, backoff: 'linear' as const, backoffMs }),
       accessScope: def.accessScope,
+      requiresGrant: def.requiresGrant ?? false,
+      argumentAliases: foldAliases(def.argumentAliases),
+      summarizeResult: def.summarizeResult,
+      resultBudgetDeclared: def.resultBudgetChars !== undefined,
       group,
       requiresConfirmation: def.requiresConfirmation ?? false,
       readOnly: def.readOnly ?? false,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isNoResult } from '@agent-reach/protocol';
-import { callError, toModelResult, toolDigest, unmountable } from './mcp-tools.js';
+import { callError, mcpToolDefinition, toModelResult, toolDigest, unmountable } from './mcp-tools.js';
 
 describe('what the model reads of an MCP tool result', () => {
   it('collapses one text item to the string', () => {
@@ -93,5 +93,42 @@ describe('listed MCP tools', () => {
       /^server "fs": tool "read": inputSchema is \d+ characters, over the cap of 32000/,
     );
     expect(unmountable('fs', tool)).toBeUndefined();
+  });
+});
+
+describe("an MCP tool's reach and shaping, as the configuration sets them", () => {
+  const listed = (name: string) => ({
+    name,
+    description: 'A tool.',
+    inputSchema: { type: 'object', properties: { city: { type: 'string' } } },
+  });
+  const define = (server: Parameters<typeof mcpToolDefinition>[0], name: string) =>
+    mcpToolDefinition(server, 'ext', listed(name), 'digest', async () => null);
+
+  it("puts a server's tools in scope mcp:<server> unless the server or the tool names another", () => {
+    expect(define({ name: 'fs', command: 'node' }, 'read').accessScope).toBe('mcp:fs');
+    const server = {
+      name: 'fs',
+      command: 'node',
+      access_scope: 'files.read',
+      tools: {
+        write: {
+          access_scope: 'files.write',
+          requires_grant: true,
+          aliases: { city: { 成都: 'Chengdu' } },
+          summarize_result: false,
+          result_budget_chars: 900,
+        },
+      },
+    };
+    expect(define(server, 'read')).toMatchObject({ accessScope: 'files.read' });
+    expect(define(server, 'read')).not.toHaveProperty('requiresGrant');
+    expect(define(server, 'write')).toMatchObject({
+      accessScope: 'files.write',
+      requiresGrant: true,
+      argumentAliases: { city: { 成都: 'Chengdu' } },
+      summarizeResult: false,
+      resultBudgetChars: 900,
+    });
   });
 });

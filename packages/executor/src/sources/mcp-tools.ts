@@ -6,7 +6,7 @@ import {
   type ToolContext,
   type ToolDefinition,
 } from '@agent-reach/protocol';
-import { constants, MCP_NAME_SEPARATOR, type McpServerSpec } from '@agent-reach/shared';
+import { constants, MCP_NAME_SEPARATOR, reachDefinition, type McpServerSpec } from '@agent-reach/shared';
 
 /** A tool as an MCP server lists it (`tools/list`), untrusted: every field is checked before use. */
 export interface ListedMcpTool {
@@ -110,13 +110,12 @@ export function mcpToolDefinition(
     description: describe(server.name, tool),
     parameters: schema as ToolDefinition['parameters'],
     group,
-    accessScope: `mcp:${server.name}`,
+    ...reachDefinition(o, server.access_scope ?? `mcp:${server.name}`),
     requiresConfirmation: o?.requires_confirmation ?? (a.destructiveHint === true && !readOnly),
     readOnly,
     idempotent: o?.idempotent ?? (a.idempotentHint === true || readOnly),
     ...(o?.timeout_ms === undefined ? {} : { timeoutMs: o.timeout_ms }),
     ...(o?.retries === undefined ? {} : { retry: { maxAttempts: o.retries } }),
-    ...(o?.result_budget_chars === undefined ? {} : { resultBudgetChars: o.result_budget_chars }),
     origin: { kind: 'mcp', server: server.name, tool: tool.name, digest },
     handler: (async (args: Record<string, unknown>, ctx: ToolContext) =>
       toModelResult(server.name, tool.name, await call(tool.name, args, ctx))) as ToolDefinition['handler'],

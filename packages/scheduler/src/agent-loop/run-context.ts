@@ -1,5 +1,5 @@
-import type { Logger, ToolCatalogEntry } from '@agent-reach/shared';
 import type { TurnOptions } from '../model/llm.js';
+import { scopeRefusal, type Logger, type ToolCatalogEntry } from '@agent-reach/shared';
 import type { RunState, Usage } from './run-state.js';
 import { createCheckpoints, type Checkpoints } from './checkpoints.js';
 import { resolveLimits, type AgentLoopDeps, type LoopLimits } from './loop-options.js';
@@ -27,7 +27,9 @@ export async function offeredTools(run: RunContext): Promise<ToolCatalogEntry[]>
   const open = await run.deps.breakers.openTools();
   return run.deps.agent.tools.flatMap((name) => {
     const entry = run.deps.catalog.get(name);
-    return entry && !open.has(name) ? [entry] : [];
+    // A tool outside the agent's scopes would be refused by every executor: it is not offered.
+    const inScope = entry && !scopeRefusal(run.deps.agent, { name, accessScope: entry.accessScope });
+    return entry && inScope && !open.has(name) ? [entry] : [];
   });
 }
 

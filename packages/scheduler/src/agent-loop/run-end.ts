@@ -1,4 +1,4 @@
-import { errorResult } from '@agent-reach/protocol';
+import { errorResult, toolMessageContent } from '@agent-reach/protocol';
 import { redisUnavailable } from '@agent-reach/shared';
 import {
   markFinished,
@@ -92,7 +92,7 @@ async function finish(
     state.messages.push({
       role: 'tool',
       tool_call_id: call.id,
-      content: JSON.stringify(
+      content: toolMessageContent(
         errorResult(
           { toolCallId: call.id, name: call.name },
           { kind: 'unavailable', message: `not answered: the run ended (${reason})`, retryable: false },

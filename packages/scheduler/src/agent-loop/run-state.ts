@@ -46,6 +46,8 @@ export interface RunState {
   tenant?: string;
   /** Caller-supplied labels, kept with the run. */
   metadata?: Record<string, string>;
+  /** Tools requiring a grant this run may call (its request's and its session's), checked by executors. */
+  grants?: string[];
   /** How the request was classified before the first model call (multi-step runs get a plan). */
   intent?: IntentDecision;
   /** How the request stood against the agent's topics (absent when the agent has none). */
@@ -132,6 +134,7 @@ export function createRunState(init: {
   tenant?: string;
   metadata?: Record<string, string>;
   key?: string;
+  grants?: string[];
   configVersion?: number;
   now?: number;
   /** When the run was created, if before now (it waited in the queue). Default: now. */
@@ -150,6 +153,7 @@ export function createRunState(init: {
     ...(init.tenant ? { tenant: init.tenant } : {}),
     ...(init.metadata ? { metadata: init.metadata } : {}),
     ...(init.key ? { key: init.key } : {}),
+    ...(init.grants && init.grants.length > 0 ? { grants: init.grants } : {}),
     ...(init.configVersion === undefined ? {} : { configVersion: init.configVersion }),
     ...(init.outputSchema ? { outputSchema: init.outputSchema } : {}),
     approvals: {},

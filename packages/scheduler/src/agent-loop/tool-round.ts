@@ -1,4 +1,4 @@
-import { errorResult, type ToolResult } from '@agent-reach/protocol';
+import { errorResult, toolMessageContent, type ToolResult } from '@agent-reach/protocol';
 import { TIMED_OUT, waitAtMost } from '@agent-reach/shared';
 import type { RunState } from './run-state.js';
 import { requestApprovals } from './approvals.js';
@@ -139,10 +139,10 @@ export function record(
   forModel?: (result: ToolResult) => string,
 ): void {
   const { state } = run;
-  // Who ran the call is for people, not for the model.
+  // Who ran the call and how often it was tried are for people, not for the model.
   const { executor_id: executorId, ...result } = recorded;
   const kind = result.ok ? (result.no_result ? 'no_result' : 'ok') : 'error';
-  const content = forModel ? forModel(result) : JSON.stringify(result);
+  const content = forModel ? forModel(result) : toolMessageContent(result);
   state.messages.push({ role: 'tool', tool_call_id: call.id, content });
   // What the run's step and its `tool_result` event both say of the call.
   const shared = {
@@ -188,7 +188,7 @@ export function answerNotRun(
     state.messages.push({
       role: 'tool',
       tool_call_id: c.id,
-      content: JSON.stringify(
+      content: toolMessageContent(
         errorResult({ toolCallId: c.id, name: c.name }, { kind: 'unavailable', message, retryable: false }),
       ),
     });

@@ -42,3 +42,20 @@ export function checkRunRequest(
       [{ in: 'body', path: '/input', tokens, limit: maxInputTokens }],
     );
 }
+
+/**
+ * Checks what a caller grants (`grants` of a run request or a session): only tools the agent lists may
+ * be granted (403 FORBIDDEN naming the first that is not, and those that may). The executor still runs
+ * a granted tool only for an agent that reaches it.
+ */
+export function checkGrants(ctx: ApiContext, agent: string, grants: readonly string[] | undefined): void {
+  if (!grants || grants.length === 0) return;
+  const reachable = ctx.deps.agents.reachable(agent);
+  const outside = grants.find((tool) => !reachable.has(tool));
+  if (outside === undefined) return;
+  throw new ApiError(
+    'FORBIDDEN',
+    `may not grant "${outside}": agent "${agent}" does not list it; grantable: ${[...reachable].join(', ')}`,
+    [{ in: 'body', path: '/grants', tool: outside }],
+  );
+}

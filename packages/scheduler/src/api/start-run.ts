@@ -5,6 +5,7 @@ import { bodyHash } from './idempotency.js';
 import { admitRun } from './tenant-admission.js';
 import type { ApiContext } from './options.js';
 import { loadRun, queuedView } from './run-view.js';
+import { checkGrants } from './run-request.js';
 import { newRunId, newTraceId, runJob, TRACEPARENT_PATTERN, type RunView } from '@agent-reach/protocol';
 
 /** A run to start, as `POST /v1/runs` and `POST /v1/sessions/:id/messages` receive it. */
@@ -16,6 +17,8 @@ export interface StartRunInput {
   model?: string;
   /** JSON Schema the final answer must match (checked by `checkRunRequest`). */
   output_schema?: Record<string, unknown>;
+  /** Tools requiring a grant the run may call; in a session, granted for the rest of it. */
+  grants?: string[];
 }
 
 /**
@@ -44,6 +47,7 @@ export async function startRun(
   }
   if (req.session_id && (await redis.exists(keys.session(req.session_id))) === 0)
     throw notFound(`session ${req.session_id}`);
+  checkGrants(ctx, req.agent, req.grants);
 
   const derived =
     idempotencyKey === undefined ? undefined : idempotentIds(idempotencyScope(principal), idempotencyKey);
@@ -62,6 +66,7 @@ export async function startRun(
     tenant: principal.tenant,
     output_schema: req.output_schema,
     key: principal.name,
+    grants: req.grants,
   });
   // Before the idempotency claim: a refused request claims nothing, so its repeat is admitted afresh.
   await admitRun(ctx, principal.tenant, data.run_id);
@@ -87,6 +92,7 @@ export async function startRun(
       break;
     }
   }
+  if (req.session_id && req.grants) await ctx.deps.sessions.addGrants(req.session_id, req.grants);
   await control.enqueue(data);
   ctx.log.info(
     {

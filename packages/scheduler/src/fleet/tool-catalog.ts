@@ -2,6 +2,7 @@ import type { ValidateFunction } from 'ajv';
 import { type Keys } from '@agent-reach/protocol';
 import {
   checkArguments,
+  foldAliases,
   constants,
   createAjv,
   createLenientAjv,
@@ -113,7 +114,7 @@ export class ToolCatalog {
       validate = (entry.origin ? this.#lenient : this.#ajv).compile(entry.parameters);
       this.#validators.set(entry, validate);
     }
-    return checkArguments(name, raw, validate, entry.parameters);
+    return checkArguments(name, raw, validate, entry.parameters, foldAliases(entry.argumentAliases));
   }
 
   /** Queue group of a tool; unknown tools go to the default group, whose executor answers `unknown_tool`. */

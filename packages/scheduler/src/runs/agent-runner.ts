@@ -60,6 +60,8 @@ export interface StartRun {
   metadata?: Record<string, string>;
   /** The name of the API key that started the run. */
   key?: string;
+  /** Tools requiring a grant the run may call. */
+  grants?: string[];
   /** Epoch ms the run was created (its job's), when it is not now. */
   createdAt?: number;
   /** The model client for this run (default: the runner's). */
@@ -174,6 +176,7 @@ export class AgentRunner {
       ...(req.tenant ? { tenant: req.tenant } : {}),
       ...(req.metadata ? { metadata: req.metadata } : {}),
       ...(req.key ? { key: req.key } : {}),
+      ...(req.grants ? { grants: req.grants } : {}),
       ...(req.createdAt !== undefined ? { createdAt: req.createdAt } : {}),
       ...outputSchemaOf(req, this.#opts.agents.agents.get(req.agent)),
     });

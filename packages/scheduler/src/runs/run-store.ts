@@ -497,6 +497,8 @@ function metaFields(state: RunState): Record<string, string> {
     ...(state.configVersion === undefined ? {} : { configVersion: String(state.configVersion) }),
     // What runs are searched by, kept in the listing so a search reads one small hash per run.
     ...(state.metadata ? { metadata: JSON.stringify(state.metadata) } : {}),
+    // Executors read the grants with the rest of the record when they verify a call (verify-job-4.lua).
+    ...(state.grants ? { grants: state.grants.join(',') } : {}),
     tools: distinct(state.steps.map((s) => s.tool)),
     errorKinds: distinct(state.steps.flatMap((s) => (s.error_kind ? [s.error_kind] : []))),
     // What a list shows of each run without reading its state.

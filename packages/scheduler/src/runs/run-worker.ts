@@ -250,6 +250,8 @@ async function processRun(
 /** A run's first state, from its job and the memory of its session. */
 async function newRunState(ctx: RunWorkerContext, runId: string, data: RunJobData): Promise<RunState> {
   const memory = data.session_id ? await ctx.sessions.load(data.session_id) : undefined;
+  const sessionGrants = data.session_id ? await ctx.sessions.grants(data.session_id) : [];
+  const grants = [...new Set([...sessionGrants, ...(data.grants ?? [])])];
   return ctx.runner.newState({
     agent: data.agent,
     input: data.input,
@@ -260,6 +262,7 @@ async function newRunState(ctx: RunWorkerContext, runId: string, data: RunJobDat
     tenant: data.tenant ?? DEFAULT_TENANT,
     ...(data.metadata ? { metadata: data.metadata } : {}),
     ...(data.key ? { key: data.key } : {}),
+    ...(grants.length > 0 ? { grants } : {}),
     ...(typeof data.created_at === 'number' && Number.isFinite(data.created_at)
       ? { createdAt: data.created_at }
       : {}),

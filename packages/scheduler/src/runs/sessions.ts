@@ -85,6 +85,26 @@ export class SessionStore {
     return true;
   }
 
+  #grantsKey(sessionId: string): string {
+    return `${this.keys.session(sessionId)}:grants`;
+  }
+
+  /** Tools the session was granted (for the rest of the session); empty for none or no such session. */
+  async grants(sessionId: string): Promise<string[]> {
+    return (await this.redis.smembers(this.#grantsKey(sessionId))).sort();
+  }
+
+  /** Grants the session these tools for the rest of it: runs started from now on may call them. */
+  async addGrants(sessionId: string, tools: readonly string[]): Promise<void> {
+    if (tools.length === 0) return;
+    const key = this.#grantsKey(sessionId);
+    await this.redis
+      .multi()
+      .sadd(key, ...tools)
+      .expire(key, this.retentionS)
+      .exec();
+  }
+
   /** The session's owner and listing fields; undefined when there is no such session. */
   async info(sessionId: string): Promise<SessionInfo | undefined> {
     const [raw, owner] = await Promise.all([

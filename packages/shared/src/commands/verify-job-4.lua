@@ -9,12 +9,14 @@
 
   ARGV[1] tool call id
 
-  Returns { status, agent, session id, ledger entry, decision, recorded result } (nil where absent).
+  Returns { status, agent, session id, ledger entry, decision, recorded result, grants } (nil where
+  absent; grants: the run's granted tools, comma-separated).
 ]]
-local meta = redis.call('HMGET', KEYS[1], 'status', 'agent', 'sessionId')
+local meta = redis.call('HMGET', KEYS[1], 'status', 'agent', 'sessionId', 'grants')
 return {
   meta[1], meta[2], meta[3],
   redis.call('HGET', KEYS[2], ARGV[1]),
   redis.call('HGET', KEYS[3], ARGV[1]),
-  redis.call('HGET', KEYS[4], ARGV[1])
+  redis.call('HGET', KEYS[4], ARGV[1]),
+  meta[4]
 }

@@ -2,7 +2,13 @@ import path from 'node:path';
 import type SwaggerParser from '@apidevtools/swagger-parser';
 import { parse as parseYaml } from 'yaml';
 import type { ToolDefinition } from '@agent-reach/protocol';
-import { closestName, constants, openApiToolName, type OpenApiSourceSpec } from '@agent-reach/shared';
+import {
+  closestName,
+  constants,
+  openApiToolName,
+  reachDefinition,
+  type OpenApiSourceSpec,
+} from '@agent-reach/shared';
 import { callOperation, readCapped, type CallTarget } from './http-call.js';
 import type { OpenApiVersion } from './json-schema.js';
 import { findOperation, operationNames, operationTool } from './operation.js';
@@ -104,7 +110,7 @@ export async function loadOpenApiSource(
       description: tool.description,
       parameters: tool.parameters as unknown as ToolDefinition['parameters'],
       group,
-      accessScope: `openapi:${spec.name}`,
+      ...reachDefinition(policy, spec.access_scope ?? `openapi:${spec.name}`),
       readOnly: tool.readOnly,
       ...(policy?.timeout_ms === undefined ? {} : { timeoutMs: policy.timeout_ms }),
       ...(policy?.max_attempts === undefined && policy?.backoff_ms === undefined

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { assertAgentAllowed, requirePrincipal } from '../auth.js';
 import { ApiError } from '../errors.js';
 import type { ApiContext } from '../options.js';
-import { checkRunRequest } from '../run-request.js';
+import { checkGrants, checkRunRequest } from '../run-request.js';
 import {
   CreateRunHeaders,
   CreateSessionBody,
@@ -22,13 +22,13 @@ const OWNERSHIP =
 
 /** `/v1/sessions`: a session carries history, summary and task stack from one run to the next. */
 export function sessionRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  app.post<{ Body: { session_id?: string; agent?: string } | undefined }>(
+  app.post<{ Body: { session_id?: string; agent?: string; grants?: string[] } | undefined }>(
     '/v1/sessions',
     {
       schema: {
         tags: ['sessions'],
         summary: 'Create a session (a client-chosen id, or a generated one); 409 CONFLICT if it exists',
-        description: `${OWNERSHIP} Without \`agent\`, the first message binds it.`,
+        description: `${OWNERSHIP} Without \`agent\`, the first message binds it. \`grants\` (tools the agent lists that require a grant) hold for every run of the session; they need \`agent\`.`,
         body: CreateSessionBody,
         response: responses({ 201: SessionView }),
       },
@@ -45,10 +45,17 @@ export function sessionRoutes(app: FastifyInstance, ctx: ApiContext): void {
         if (!ctx.deps.agents.agents.has(agent))
           throw new ApiError('UNKNOWN_AGENT', `unknown agent "${agent}"`);
       }
+      const grants = request.body?.grants ?? [];
+      if (grants.length > 0 && agent === undefined)
+        throw new ApiError('VALIDATION_FAILED', 'grants need the session\'s agent: give "agent" too', [
+          { in: 'body', path: '/grants' },
+        ]);
+      if (agent !== undefined) checkGrants(ctx, agent, grants);
       const sessionId = request.body?.session_id ?? newSessionId();
       const owner = { principal: principal.id, tenant: principal.tenant, ...(agent ? { agent } : {}) };
       if (!(await ctx.deps.sessions.create(sessionId, owner)))
         throw new ApiError('CONFLICT', `session ${sessionId} already exists`);
+      await ctx.deps.sessions.addGrants(sessionId, grants);
       ctx.log.info({ sessionId, key: principal.name }, 'session created');
       return reply.code(201).send({ session_id: sessionId, ...(agent ? { agent } : {}) });
     },
