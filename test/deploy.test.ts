@@ -65,6 +65,7 @@ function envFile(text: string): Record<string, string> {
 /** What an operator puts into .env, following .env.example. */
 const DOT_ENV = {
   REDIS_PASSWORD: 'a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90',
+  POSTGRES_PASSWORD: '0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0',
   API_KEYS: 'ops:0123456789abcdef0123456789abcdef0123456789abcdef',
   GRAFANA_ADMIN_USER: 'admin',
   GRAFANA_ADMIN_PASSWORD: 'Zm9vYmFyYmF6cXV4cXV1eA',
@@ -129,6 +130,7 @@ function definedMetrics(): Set<string> {
     'packages/shared/src/metrics.ts',
     'packages/shared/src/workflow-metrics.ts',
     'packages/scheduler/src/fleet/queue-sampler.ts',
+    'packages/archive/src/archiver.ts',
   ]) {
     for (const m of read(file).matchAll(/`\$\{METRIC_PREFIX\}([a-z0-9_]+)`/g))
       names.add(`agent_reach_${m[1]}`);
@@ -138,7 +140,7 @@ function definedMetrics(): Set<string> {
 
 /** Whether a series name comes from a defined metric (histogram series included) or prom-client's defaults. */
 function isKnownSeries(name: string, defined: Set<string>): boolean {
-  if (/^agent_reach_(executor|scheduler)_(process|nodejs)_[a-z0-9_]+$/.test(name)) return true;
+  if (/^agent_reach_(executor|scheduler|archiver)_(process|nodejs)_[a-z0-9_]+$/.test(name)) return true;
   if (name === 'up') return true;
   return defined.has(name) || defined.has(name.replace(/_(bucket|sum|count)$/, ''));
 }
@@ -157,10 +159,48 @@ function metricNames(expr: string): string[] {
 }
 
 describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafana provisioning', () => {
-  it('declares redis, llm-sim, scheduler, executor, prometheus and grafana', () => {
+  it('declares redis, postgres, llm-sim, scheduler, executor, archiver, prometheus and grafana', () => {
     expect(Object.keys(services).sort()).toEqual(
-      ['executor', 'grafana', 'llm-sim', 'prometheus', 'redis', 'scheduler'].sort(),
+      ['archiver', 'executor', 'grafana', 'llm-sim', 'postgres', 'prometheus', 'redis', 'scheduler'].sort(),
     );
+  });
+
+  it('runs postgres 15 on a volume with a health check, and points the scheduler and the archiver at it', () => {
+    const postgres = service('postgres');
+    expect(postgres.image).toBe('postgres:15');
+    expect(postgres.volumes).toContain('postgres-data:/var/lib/postgresql/data');
+    expect(postgres.healthcheck?.test).toEqual([
+      'CMD',
+      'pg_isready',
+      '-U',
+      'agent_reach',
+      '-d',
+      'agent_reach',
+    ]);
+    expect(postgres.environment?.POSTGRES_PASSWORD).toBe(DOT_ENV.POSTGRES_PASSWORD);
+    expect(postgres.ports).toBeUndefined();
+    expect(containerPorts(postgres)).toEqual([5432]);
+    for (const name of ['scheduler', 'archiver']) {
+      const env = service(name).environment ?? {};
+      const url = new URL(env.DATABASE_URL ?? '');
+      expect(
+        { host: url.hostname, port: url.port, user: url.username, password: url.password, db: url.pathname },
+        name,
+      ).toEqual({
+        host: 'postgres',
+        port: '5432',
+        user: postgres.environment?.POSTGRES_USER,
+        password: DOT_ENV.POSTGRES_PASSWORD,
+        db: `/${postgres.environment?.POSTGRES_DB}`,
+      });
+      expect(loadConfig(env).archive.databaseUrl, name).toBe(env.DATABASE_URL);
+      expect((service(name).depends_on as Record<string, { condition?: string }>).postgres, name).toEqual({
+        condition: 'service_healthy',
+      });
+    }
+    expect(loadConfig(service('archiver').environment ?? {}).archive.metricsPort).toBe(9466);
+    expect(containerPorts(service('archiver'))).toEqual([9466]);
+    expect(service('archiver').ports).toBeUndefined();
   });
 
   it('runs redis with a health check, AOF fsync every second and no eviction', () => {
@@ -178,7 +218,7 @@ describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafa
 
   it('starts the platform processes only once redis is healthy, and the scheduler once llm-sim is', () => {
     const dependsOn = (name: string) => service(name).depends_on as Record<string, { condition?: string }>;
-    for (const name of ['scheduler', 'executor']) {
+    for (const name of ['scheduler', 'executor', 'archiver']) {
       expect(dependsOn(name).redis, name).toEqual({ condition: 'service_healthy' });
     }
     expect(dependsOn('scheduler')['llm-sim']).toEqual({ condition: 'service_healthy' });
@@ -208,7 +248,12 @@ describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafa
   it('takes every secret from .env, ships none, and refuses to start while one is missing', () => {
     const example = envFile(read('.env.example'));
     const required = [...read('docker-compose.yml').matchAll(/\$\{([A-Z0-9_]+):\?/g)].map((m) => m[1]);
-    expect([...new Set(required)].sort()).toEqual(['API_KEYS', 'GRAFANA_ADMIN_PASSWORD', 'REDIS_PASSWORD']);
+    expect([...new Set(required)].sort()).toEqual([
+      'API_KEYS',
+      'GRAFANA_ADMIN_PASSWORD',
+      'POSTGRES_PASSWORD',
+      'REDIS_PASSWORD',
+    ]);
     for (const name of new Set(required)) {
       // Listed in the example with no value, so an unedited copy does not start.
       expect(example[name ?? ''], `${name} in .env.example`).toBe('');
@@ -231,7 +276,7 @@ describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafa
   it('protects Redis with the password from .env, and points every process at it with that password', () => {
     const command = commandOf(service('redis'));
     expect(command[command.indexOf('--requirepass') + 1]).toBe(DOT_ENV.REDIS_PASSWORD);
-    for (const name of ['scheduler', 'executor']) {
+    for (const name of ['scheduler', 'executor', 'archiver']) {
       const url = new URL(service(name).environment?.REDIS_URL ?? '');
       expect({ host: url.hostname, port: url.port, password: url.password }, name).toEqual({
         host: 'redis',
@@ -288,6 +333,7 @@ describe('deployment files: docker-compose.yml, Dockerfile, Prometheus and Grafa
     const expected: Record<string, string> = {
       scheduler: 'scheduler',
       executor: 'executor',
+      archiver: 'archiver',
       'llm-sim': 'llm-sim',
     };
     for (const [name, subcommand] of Object.entries(expected)) {
