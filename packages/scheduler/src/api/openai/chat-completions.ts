@@ -69,7 +69,7 @@ async function streamCompletion(
   let live: LiveAnswer | undefined;
   try {
     sse.data(chunk({ role: 'assistant', content: '' }));
-    live = await subscribeLiveAnswer(ctx, runId, (text) => sse.data(chunk({ content: text })));
+    live = await subscribeLiveAnswer(ctx, runId, (text) => sse.data(chunk({ content: text })), chat);
     const outcome = await follower.follow(runId, gone.signal, async (event) => sse.comment(event.type));
     if (!outcome) {
       ctx.log.info({ runId, door: 'openai' }, 'openai client gone mid-stream: the run goes on');

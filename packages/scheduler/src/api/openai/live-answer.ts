@@ -21,7 +21,12 @@ export async function subscribeLiveAnswer(
   ctx: ApiContext,
   runId: string,
   onText: (text: string) => void,
+  structured: { agent: string; outputSchema?: unknown },
 ): Promise<LiveAnswer> {
+  // An answer that must match a JSON Schema is sent once validated: live text may be an answer the model
+  // is then asked to correct, and a client parsing the content would get both.
+  if (structured.outputSchema !== undefined || ctx.deps.agents.agents.get(structured.agent)?.output_schema)
+    return { rest: (answer) => answerPieces(answer), close: () => undefined };
   const sub: RedisClient = duplicateRedis(ctx.deps.redis, {
     connectionName: `${ctx.deps.keys.prefix}-api-openai-live`,
     enableOfflineQueue: true,

@@ -111,7 +111,7 @@ async function streamResponse(
   try {
     send('response.created', { response: responseObject(runId, req, 'in_progress') });
     send('response.in_progress', { response: responseObject(runId, req, 'in_progress') });
-    live = await subscribeLiveAnswer(ctx, runId, delta);
+    live = await subscribeLiveAnswer(ctx, runId, delta, req);
     const outcome = await follower.follow(runId, gone.signal, async (event) => sse.comment(event.type));
     if (!outcome) {
       ctx.log.info({ runId, door: 'openai' }, 'openai client gone mid-stream: the run goes on');
