@@ -277,8 +277,9 @@ export async function checkRuns(input: CheckInput): Promise<{
         );
       const inHash = recorded[callId];
       // A call may have no entry (answered by the scheduler itself), but an entry must be what was sent,
-      // apart from the executor id the record keeps for the run's readers (the model is not shown it).
-      if (inHash !== undefined && !isDeepStrictEqual(withoutExecutorId(parseJson(inHash)), modelSaw))
+      // apart from the executor id and the tries the record keeps for the run's readers (the model is
+      // shown neither: `toolMessageContent`).
+      if (inHash !== undefined && !isDeepStrictEqual(asShownToModel(parseJson(inHash)), modelSaw))
         add(
           'record_differs',
           runId,
@@ -328,9 +329,9 @@ export function countViolatingRuns(violations: readonly Violation[]): Partial<Re
 }
 
 /** A recorded result without its `executor_id`: what the model is shown of it. */
-function withoutExecutorId(result: unknown): unknown {
+function asShownToModel(result: unknown): unknown {
   if (typeof result !== 'object' || result === null) return result;
-  const { executor_id: _executorId, ...shown } = result as Record<string, unknown>;
+  const { executor_id: _executorId, attempts: _attempts, ...shown } = result as Record<string, unknown>;
   return shown;
 }
 
