@@ -597,12 +597,12 @@ function withCalls(
   return stored.map((s) => {
     const e = s.event;
     if (e.type !== 'tool_result' || e.arguments !== undefined) return s;
-    const read_ = resultOf(read.get(e.tool_call_id) ?? results[e.tool_call_id]);
+    const seen = resultOf(read.get(e.tool_call_id) ?? results[e.tool_call_id]);
     // The model's copy leaves out the executor's tries (`toolMessageContent`); the event keeps them.
     const result =
-      read_ && read_.attempts === undefined && e.attempts !== undefined
-        ? { ...read_, attempts: e.attempts }
-        : read_;
+      seen && seen.attempts === undefined && e.attempts !== undefined
+        ? { ...seen, attempts: e.attempts }
+        : seen;
     return {
       id: s.id,
       event: { ...e, arguments: args.get(e.tool_call_id) ?? '', ...(result ? { result } : {}) },
