@@ -32,6 +32,14 @@ function newest(dir: string, skip: (file: string) => boolean): number {
 
 let fresh: boolean | undefined;
 
+/** Whether a package is compiled into a dist/ at all: packages/testing, helpers of the tests only, is not. */
+function hasBuild(name: string): boolean {
+  const file = path.join(ROOT, 'packages', name, 'package.json');
+  if (!existsSync(file)) return false;
+  const manifest = JSON.parse(readFileSync(file, 'utf8')) as { scripts?: Record<string, string> };
+  return manifest.scripts?.build !== undefined;
+}
+
 /**
  * Whether every package's dist/ was built after its sources last changed (`pnpm run build`, which the
  * test command runs first). Processes the tests start then run the built JavaScript with plain node,
@@ -40,7 +48,7 @@ let fresh: boolean | undefined;
  */
 export function distIsFresh(): boolean {
   if (fresh !== undefined) return fresh;
-  const packages = readdirSync(path.join(ROOT, 'packages'));
+  const packages = readdirSync(path.join(ROOT, 'packages')).filter(hasBuild);
   fresh = packages.every((name) => {
     const dir = path.join(ROOT, 'packages', name);
     if (!existsSync(path.join(dir, 'dist'))) return false;

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { callLedgerEntry } from '@agent-reach/shared';
 import { createRunState, RunStore, type RunEvent, type RunState } from '@agent-reach/scheduler';
-import { testRedis } from './helpers/redis.js';
+import { testRedis } from '@agent-reach/testing';
 
 const started = (): RunEvent => ({ type: 'run_started', at: Date.now(), agent: 'a', input: 'x', model: 'm' });
 

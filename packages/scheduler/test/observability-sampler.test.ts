@@ -9,7 +9,7 @@ import {
   startQueueSampler,
   type QueueSampler,
 } from '@agent-reach/scheduler';
-import { testRedis, waitFor } from './helpers/redis.js';
+import { testRedis, waitFor } from '@agent-reach/testing';
 
 const logger = createLogger('test', { level: 'silent' });
 

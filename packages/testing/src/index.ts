@@ -1,0 +1,1 @@
+export { REDIS_URL, testRedis, waitFor } from './redis.js';
