@@ -1,8 +1,8 @@
 export * as constants from './constants.js';
-export { ToolRegistry, toOpenAiSpec, createAjv, createLenientAjv } from './registry.js';
-export type { RegisteredTool, ToolCatalogEntry, OpenAiToolSpec } from './registry.js';
-export { checkArguments, exampleFor, valueProblem } from './arguments.js';
-export type { ArgumentsCheck, ValueProblem } from './arguments.js';
+export { ToolRegistry, toOpenAiSpec, createAjv, createLenientAjv } from './tools/registry.js';
+export type { RegisteredTool, ToolCatalogEntry, OpenAiToolSpec } from './tools/registry.js';
+export { checkArguments, exampleFor, valueProblem } from './tools/arguments.js';
+export type { ArgumentsCheck, ValueProblem } from './tools/arguments.js';
 export {
   answerJson,
   checkOutput,
@@ -10,11 +10,16 @@ export {
   outputPathProblem,
   outputSchemaProblems,
   responseFormatFor,
-} from './output-schema.js';
-export type { JsonSchemaResponseFormat, OutputCheck, OutputProblem, OutputSchema } from './output-schema.js';
-export { closestName } from './suggest.js';
-export { argumentsDigest, callLedgerEntry, matchesLedger } from './call-ledger.js';
-export type { CallLedgerEntry } from './call-ledger.js';
+} from './config/output-schema.js';
+export type {
+  JsonSchemaResponseFormat,
+  OutputCheck,
+  OutputProblem,
+  OutputSchema,
+} from './config/output-schema.js';
+export { closestName } from './tools/suggest.js';
+export { argumentsDigest, callLedgerEntry, matchesLedger } from './fleet/call-ledger.js';
+export type { CallLedgerEntry } from './fleet/call-ledger.js';
 export {
   createRedis,
   connectRedis,
@@ -25,13 +30,13 @@ export {
   reconnectDelayMs,
   redisMasters,
   isCluster,
-} from './redis.js';
-export { redisNodeUrls } from './redis-urls.js';
-export type { CreateRedisOptions, RedisClient } from './redis.js';
-export { redisScripts } from './scripts.js';
-export type { RedisScripts } from './scripts.js';
-export { createLogger } from './logger.js';
-export type { Logger } from './logger.js';
+} from './redis/connection.js';
+export { redisNodeUrls } from './redis/node-urls.js';
+export type { CreateRedisOptions, RedisClient } from './redis/connection.js';
+export { redisScripts } from './redis/scripts.js';
+export type { RedisScripts } from './redis/scripts.js';
+export { createLogger } from './observability/logger.js';
+export type { Logger } from './observability/logger.js';
 export {
   createMetrics,
   createSchedulerMetrics,
@@ -40,11 +45,11 @@ export {
   DURATION_BUCKETS_S,
   RUN_DURATION_BUCKETS_S,
   BREAKER_STATE_VALUE,
-} from './metrics.js';
-export type { Metrics, SchedulerMetrics } from './metrics.js';
-export { loadConfig, deepFreeze } from './config.js';
-export type { AgentReachConfig } from './config.js';
-export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';
+} from './observability/metrics.js';
+export type { Metrics, SchedulerMetrics } from './observability/metrics.js';
+export { loadConfig, deepFreeze } from './config/config.js';
+export type { AgentReachConfig } from './config/config.js';
+export { loadAgents, parseAgents, parseAgentsCheck } from './config/agents.js';
 export {
   DEFAULT_PROVIDER,
   NO_PROVIDERS,
@@ -52,8 +57,8 @@ export {
   loadProviders,
   parseProviders,
   providersFileOf,
-} from './providers.js';
-export type { ModelPrice, ProviderSpec, ProvidersFile } from './providers.js';
+} from './config/providers.js';
+export type { ModelPrice, ProviderSpec, ProvidersFile } from './config/providers.js';
 export {
   agentReachProperties,
   aliasProblems,
@@ -65,30 +70,35 @@ export {
   SCOPE_PATTERN,
   toolDefaultsSchema,
   toolReachProperties,
-} from './reach-policy.js';
+} from './tools/reach-policy.js';
 export type {
   AgentReach,
   ArgumentAliases,
   FoldedAliases,
   ToolDefaults,
   ToolReachSettings,
-} from './reach-policy.js';
-export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './agents.js';
-export { TOPIC_POLICIES } from './agent-policy.js';
-export type { AgentLoopSettings, AgentPolicy, ContextProviderSpec, TopicPolicy } from './agent-policy.js';
+} from './tools/reach-policy.js';
+export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './config/agents.js';
+export { TOPIC_POLICIES } from './config/agent-policy.js';
+export type {
+  AgentLoopSettings,
+  AgentPolicy,
+  ContextProviderSpec,
+  TopicPolicy,
+} from './config/agent-policy.js';
 export {
   declaredOpenApiTools,
   openApiSourceProblems,
   openApiSourcesSchema,
   openApiToolName,
   OPENAPI_METHOD_PATH_PATTERN,
-} from './openapi-config.js';
+} from './config/openapi-config.js';
 export type {
   DeclaredOpenApiTool,
   OpenApiAuthSpec,
   OpenApiSourceSpec,
   OpenApiToolPolicy,
-} from './openapi-config.js';
+} from './config/openapi-config.js';
 export {
   MCP_NAME_SEPARATOR,
   inMcpNamespace,
@@ -96,8 +106,8 @@ export {
   mcpServersOf,
   mcpServersSchema,
   pinAnnouncedDigests,
-} from './mcp-config.js';
-export type { McpServerSpec, McpToolOverride, MountedMcpServer } from './mcp-config.js';
+} from './config/mcp-config.js';
+export type { McpServerSpec, McpToolOverride, MountedMcpServer } from './config/mcp-config.js';
 export {
   findCycle,
   loadWorkflows,
@@ -107,7 +117,7 @@ export {
   templateRefs,
   workflowsFileOf,
   workflowsPathOf,
-} from './workflows.js';
+} from './config/workflows.js';
 export type {
   NodeOutput,
   OnTimeout,
@@ -116,26 +126,26 @@ export type {
   WorkflowNodeSpec,
   WorkflowSpec,
   WorkflowsFile,
-} from './workflows.js';
-export { createWorkflowMetrics } from './workflow-metrics.js';
-export type { WorkflowMetrics } from './workflow-metrics.js';
-export { isOpen } from './breaker-state.js';
-export { liveAnnouncements, redisTimeMs } from './executor-presence.js';
+} from './config/workflows.js';
+export { createWorkflowMetrics } from './observability/workflow-metrics.js';
+export type { WorkflowMetrics } from './observability/workflow-metrics.js';
+export { isOpen } from './fleet/breaker-state.js';
+export { liveAnnouncements, redisTimeMs } from './fleet/executor-presence.js';
 export type {
   ExecutorAnnouncement,
   McpServerStatus,
   SourcesReport,
   WithdrawnTool,
-} from './executor-presence.js';
-export type { BreakerSnapshot, BreakerState } from './breaker-state.js';
-export { startMetricsServer } from './metrics-server.js';
-export { startAfterRedis, type MetricsServer } from './start-after-redis.js';
-export { parseJsonSafely } from './safe-json.js';
-export { closeWithinGrace, exitOnSignals, type GracefulClose } from './shutdown.js';
-export { TIMED_OUT, waitAtMost } from './timed-wait.js';
-export { redisUnavailable } from './redis-errors.js';
-export { runJobOptions, runRetryDelayMs } from './run-job-options.js';
-export { runJobProblems } from './run-job-schema.js';
+} from './fleet/executor-presence.js';
+export type { BreakerSnapshot, BreakerState } from './fleet/breaker-state.js';
+export { startMetricsServer } from './observability/metrics-server.js';
+export { startAfterRedis, type MetricsServer } from './process/start-after-redis.js';
+export { parseJsonSafely } from './redis/safe-json.js';
+export { closeWithinGrace, exitOnSignals, type GracefulClose } from './process/shutdown.js';
+export { TIMED_OUT, waitAtMost } from './process/timed-wait.js';
+export { redisUnavailable } from './redis/unavailable.js';
+export { runJobOptions, runRetryDelayMs } from './fleet/run-job-options.js';
+export { runJobProblems } from './fleet/run-job-schema.js';
 export {
   LiveConfig,
   parseConfigDocument,
@@ -147,8 +157,13 @@ export {
   readConfigVersion,
   CONFIG_HISTORY_LENGTH,
   configDigest,
-} from './live-config.js';
-export type { FleetConfig, PublishedConfig, LiveConfigOptions, WorkflowsSource } from './live-config.js';
+} from './config/live-config.js';
+export type {
+  FleetConfig,
+  PublishedConfig,
+  LiveConfigOptions,
+  WorkflowsSource,
+} from './config/live-config.js';
 export {
   TRACER_NAME,
   tracer,
@@ -162,5 +177,5 @@ export {
   failSpan,
   activeSpanEvent,
   SpanKind,
-} from './tracing.js';
-export type { TracedRun, RunSpan, Span } from './tracing.js';
+} from './observability/tracing.js';
+export type { TracedRun, RunSpan, Span } from './observability/tracing.js';
