@@ -8,6 +8,20 @@ import tseslint from 'typescript-eslint';
 const SCHEDULER_LAYERS = [['api'], ['workflows'], ['runs'], ['agent-loop'], ['fleet', 'model']];
 const SCHEDULER_TOP = ['scheduler', 'index', 'main'];
 
+/**
+ * Other packages import `@agent-reach/shared` through its entries only (the root and `tracing-sdk`), never
+ * a file of its rooms: those are the package's own to rearrange.
+ */
+const SHARED_INTERNALS = {
+  group: [
+    '@agent-reach/shared/*',
+    '!@agent-reach/shared/tracing-sdk',
+    '**/shared/src/**',
+    '**/shared/dist/**',
+  ],
+  message: 'Import @agent-reach/shared or @agent-reach/shared/tracing-sdk, not a file inside shared.',
+};
+
 const schedulerLayerRules = SCHEDULER_LAYERS.flatMap((layer, depth) =>
   layer.map((room) => {
     const above = [...SCHEDULER_LAYERS.slice(0, depth).flat(), ...layer.filter((r) => r !== room)];
@@ -29,6 +43,8 @@ const schedulerLayerRules = SCHEDULER_LAYERS.flatMap((layer, depth) =>
                     .join(', ') || 'none'
                 }).`,
               },
+              // Repeated here: this rule's options replace, not extend, the ones set for every file.
+              SHARED_INTERNALS,
             ],
           },
         ],
@@ -79,6 +95,11 @@ export default tseslint.config(
       'packages/*/src/cli.ts',
     ],
     rules: { 'no-console': 'off', '@typescript-eslint/no-explicit-any': 'off' },
+  },
+  {
+    files: ['**/*.ts', '**/*.js', '**/*.mjs'],
+    ignores: ['packages/shared/**'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [SHARED_INTERNALS] }] },
   },
   ...schedulerLayerRules,
   {

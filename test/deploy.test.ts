@@ -127,8 +127,8 @@ function commandOf(s: Service): string[] {
 function definedMetrics(): Set<string> {
   const names = new Set<string>();
   for (const file of [
-    'packages/shared/src/metrics.ts',
-    'packages/shared/src/workflow-metrics.ts',
+    'packages/shared/src/observability/metrics.ts',
+    'packages/shared/src/observability/workflow-metrics.ts',
     'packages/scheduler/src/fleet/queue-sampler.ts',
     'packages/archive/src/archiver.ts',
   ]) {

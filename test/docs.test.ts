@@ -95,7 +95,7 @@ describe('docs/configuration.md', () => {
   );
 
   it('lists every variable loadConfig reads', () => {
-    const read_ = [...read('packages/shared/src/config.ts').matchAll(/\['([A-Z][A-Z0-9_]+)', '/g)].map(
+    const read_ = [...read('packages/shared/src/config/config.ts').matchAll(/\['([A-Z][A-Z0-9_]+)', '/g)].map(
       (m) => m[1]!,
     );
     expect(read_.length).toBeGreaterThan(40);
@@ -146,8 +146,8 @@ describe('docs/observability.md', () => {
   it('has a row in its metric catalog for every metric the code defines', () => {
     const catalog = section('docs/observability.md', 'Metric catalog') ?? '';
     const files = [
-      'packages/shared/src/metrics.ts',
-      'packages/shared/src/workflow-metrics.ts',
+      'packages/shared/src/observability/metrics.ts',
+      'packages/shared/src/observability/workflow-metrics.ts',
       'packages/scheduler/src/fleet/queue-sampler.ts',
     ];
     const defined = files.flatMap((f) =>

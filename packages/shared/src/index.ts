@@ -1,166 +1,142 @@
+/**
+ * `@agent-reach/shared`: the Node runtime kit of the platform's processes, room by room. Only what the
+ * other packages use is here, with the types its signatures name; the rest of each room is its own (the
+ * lint config refuses imports of shared's files). The OpenTelemetry SDK has its own entry,
+ * `@agent-reach/shared/tracing-sdk`, so that importing this one never loads it.
+ */
+
+// Every behaviour-changing default, with its unit in the name.
 export * as constants from './constants.js';
-export { ToolRegistry, toOpenAiSpec, createAjv, createLenientAjv } from './registry.js';
-export type { RegisteredTool, ToolCatalogEntry, OpenAiToolSpec } from './registry.js';
-export { checkArguments, exampleFor, valueProblem } from './arguments.js';
-export type { ArgumentsCheck, ValueProblem } from './arguments.js';
+
+// config/: the environment, the agents/providers/workflows files, MCP and OpenAPI sources, published versions.
+export { loadConfig } from './config/config.js';
+export type { AgentReachConfig } from './config/config.js';
+export { loadAgents, parseAgents, parseAgentsCheck } from './config/agents.js';
+export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './config/agents.js';
+export type {
+  AgentLoopSettings,
+  AgentPolicy,
+  ContextProviderSpec,
+  TopicPolicy,
+} from './config/agent-policy.js';
+export { DEFAULT_PROVIDER, loadProviders } from './config/providers.js';
+export type { ModelPrice, ProviderSpec, ProvidersFile } from './config/providers.js';
+export { loadWorkflows, renderNodeInput, workflowsFileOf, workflowsPathOf } from './config/workflows.js';
+export type {
+  NodeOutput,
+  OnTimeout,
+  WorkflowCheckOptions,
+  WorkflowDocument,
+  WorkflowNodeSpec,
+  WorkflowSpec,
+  WorkflowsFile,
+} from './config/workflows.js';
+export { answerJson, checkOutput, outputSchemaProblems, responseFormatFor } from './config/output-schema.js';
+export type {
+  JsonSchemaResponseFormat,
+  OutputCheck,
+  OutputProblem,
+  OutputSchema,
+} from './config/output-schema.js';
+export { MCP_NAME_SEPARATOR, mcpServersOf, pinAnnouncedDigests } from './config/mcp-config.js';
+export type { McpServerSpec, McpToolOverride, MountedMcpServer } from './config/mcp-config.js';
+export { openApiToolName, OPENAPI_METHOD_PATH_PATTERN } from './config/openapi-config.js';
+export type { OpenApiAuthSpec, OpenApiSourceSpec, OpenApiToolPolicy } from './config/openapi-config.js';
 export {
-  answerJson,
-  checkOutput,
-  fitsStrictMode,
-  outputPathProblem,
-  outputSchemaProblems,
-  responseFormatFor,
-} from './output-schema.js';
-export type { JsonSchemaResponseFormat, OutputCheck, OutputProblem, OutputSchema } from './output-schema.js';
-export { closestName } from './suggest.js';
-export { argumentsDigest, callLedgerEntry, matchesLedger } from './call-ledger.js';
-export type { CallLedgerEntry } from './call-ledger.js';
-export {
-  createRedis,
-  connectRedis,
-  duplicateRedis,
-  waitForRedis,
-  waitReady,
-  maskUrl,
-  reconnectDelayMs,
-  redisMasters,
-  isCluster,
-} from './redis.js';
-export { redisNodeUrls } from './redis-urls.js';
-export type { CreateRedisOptions, RedisClient } from './redis.js';
-export { redisScripts } from './scripts.js';
-export type { RedisScripts } from './scripts.js';
-export { createLogger } from './logger.js';
-export type { Logger } from './logger.js';
-export {
-  createMetrics,
-  createSchedulerMetrics,
-  registerConfigMetrics,
-  METRIC_PREFIX,
-  DURATION_BUCKETS_S,
-  RUN_DURATION_BUCKETS_S,
-  BREAKER_STATE_VALUE,
-} from './metrics.js';
-export type { Metrics, SchedulerMetrics } from './metrics.js';
-export { loadConfig, deepFreeze } from './config.js';
-export type { AgentReachConfig } from './config.js';
-export { loadAgents, parseAgents, parseAgentsCheck } from './agents.js';
-export {
-  DEFAULT_PROVIDER,
-  NO_PROVIDERS,
-  declaredModels,
-  loadProviders,
-  parseProviders,
-  providersFileOf,
-} from './providers.js';
-export type { ModelPrice, ProviderSpec, ProvidersFile } from './providers.js';
-export {
-  agentReachProperties,
-  aliasProblems,
-  applyAliases,
-  foldAliases,
-  grantRefusal,
-  reachDefinition,
-  scopeRefusal,
-  SCOPE_PATTERN,
-  toolDefaultsSchema,
-  toolReachProperties,
-} from './reach-policy.js';
+  CONFIG_HISTORY_LENGTH,
+  LiveConfig,
+  parseConfigDocument,
+  publishConfig,
+  readConfigFile,
+  readConfigHistory,
+  readConfigVersion,
+  readFleetConfig,
+  readPublishedConfig,
+} from './config/live-config.js';
+export type {
+  FleetConfig,
+  LiveConfigOptions,
+  PublishedConfig,
+  WorkflowsSource,
+} from './config/live-config.js';
+
+// tools/: the registry of tools, argument checks, reach policy (scopes, grants, aliases), name guesses.
+export { createAjv, createLenientAjv, ToolRegistry } from './tools/registry.js';
+export type { OpenAiToolSpec, RegisteredTool, ToolCatalogEntry } from './tools/registry.js';
+export { checkArguments } from './tools/arguments.js';
+export type { ArgumentsCheck, ValueProblem } from './tools/arguments.js';
+export { foldAliases, grantRefusal, reachDefinition, scopeRefusal } from './tools/reach-policy.js';
 export type {
   AgentReach,
   ArgumentAliases,
   FoldedAliases,
   ToolDefaults,
   ToolReachSettings,
-} from './reach-policy.js';
-export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './agents.js';
-export { TOPIC_POLICIES } from './agent-policy.js';
-export type { AgentLoopSettings, AgentPolicy, ContextProviderSpec, TopicPolicy } from './agent-policy.js';
-export {
-  declaredOpenApiTools,
-  openApiSourceProblems,
-  openApiSourcesSchema,
-  openApiToolName,
-  OPENAPI_METHOD_PATH_PATTERN,
-} from './openapi-config.js';
-export type {
-  DeclaredOpenApiTool,
-  OpenApiAuthSpec,
-  OpenApiSourceSpec,
-  OpenApiToolPolicy,
-} from './openapi-config.js';
-export {
-  MCP_NAME_SEPARATOR,
-  inMcpNamespace,
-  mcpServerProblems,
-  mcpServersOf,
-  mcpServersSchema,
-  pinAnnouncedDigests,
-} from './mcp-config.js';
-export type { McpServerSpec, McpToolOverride, MountedMcpServer } from './mcp-config.js';
-export {
-  findCycle,
-  loadWorkflows,
-  parseWorkflows,
-  parseWorkflowsDocument,
-  renderNodeInput,
-  templateRefs,
-  workflowsFileOf,
-  workflowsPathOf,
-} from './workflows.js';
-export type {
-  NodeOutput,
-  OnTimeout,
-  WorkflowDocument,
-  WorkflowCheckOptions,
-  WorkflowNodeSpec,
-  WorkflowSpec,
-  WorkflowsFile,
-} from './workflows.js';
-export { createWorkflowMetrics } from './workflow-metrics.js';
-export type { WorkflowMetrics } from './workflow-metrics.js';
-export { isOpen } from './breaker-state.js';
-export { liveAnnouncements, redisTimeMs } from './executor-presence.js';
+} from './tools/reach-policy.js';
+export { closestName } from './tools/suggest.js';
+
+// fleet/: what the fleet's processes read of each other: presence, breakers, the call ledger, run jobs.
+export { liveAnnouncements, redisTimeMs } from './fleet/executor-presence.js';
 export type {
   ExecutorAnnouncement,
   McpServerStatus,
   SourcesReport,
   WithdrawnTool,
-} from './executor-presence.js';
-export type { BreakerSnapshot, BreakerState } from './breaker-state.js';
-export { startMetricsServer } from './metrics-server.js';
-export { startAfterRedis, type MetricsServer } from './start-after-redis.js';
-export { parseJsonSafely } from './safe-json.js';
-export { closeWithinGrace, exitOnSignals, type GracefulClose } from './shutdown.js';
-export { TIMED_OUT, waitAtMost } from './timed-wait.js';
-export { redisUnavailable } from './redis-errors.js';
-export { runJobOptions, runRetryDelayMs } from './run-job-options.js';
-export { runJobProblems } from './run-job-schema.js';
+} from './fleet/executor-presence.js';
+export { isOpen } from './fleet/breaker-state.js';
+export type { BreakerSnapshot, BreakerState } from './fleet/breaker-state.js';
+export { argumentsDigest, callLedgerEntry, matchesLedger } from './fleet/call-ledger.js';
+export type { CallLedgerEntry } from './fleet/call-ledger.js';
+export { runJobOptions, runRetryDelayMs } from './fleet/run-job-options.js';
+export { runJobProblems } from './fleet/run-job-schema.js';
+
+// observability/: the process's logger, Prometheus metrics and their server, run trace spans.
+export { createLogger } from './observability/logger.js';
+export type { Logger } from './observability/logger.js';
 export {
-  LiveConfig,
-  parseConfigDocument,
-  publishConfig,
-  readConfigFile,
-  readFleetConfig,
-  readPublishedConfig,
-  readConfigHistory,
-  readConfigVersion,
-  CONFIG_HISTORY_LENGTH,
-  configDigest,
-} from './live-config.js';
-export type { FleetConfig, PublishedConfig, LiveConfigOptions, WorkflowsSource } from './live-config.js';
+  BREAKER_STATE_VALUE,
+  createMetrics,
+  createSchedulerMetrics,
+  METRIC_PREFIX,
+  registerConfigMetrics,
+} from './observability/metrics.js';
+export type { Metrics, SchedulerMetrics } from './observability/metrics.js';
+export { createWorkflowMetrics } from './observability/workflow-metrics.js';
+export type { WorkflowMetrics } from './observability/workflow-metrics.js';
+export { startMetricsServer } from './observability/metrics-server.js';
 export {
-  TRACER_NAME,
-  tracer,
-  otelTraceId,
-  runSpanId,
-  runTraceContext,
-  withRunTrace,
-  emitRunSpan,
-  traceCarrier,
-  carriedContext,
-  failSpan,
   activeSpanEvent,
+  carriedContext,
+  emitRunSpan,
+  failSpan,
+  runTraceContext,
   SpanKind,
-} from './tracing.js';
-export type { TracedRun, RunSpan, Span } from './tracing.js';
+  traceCarrier,
+  tracer,
+  withRunTrace,
+} from './observability/tracing.js';
+export type { RunSpan, Span, TracedRun } from './observability/tracing.js';
+
+// process/: a process's life: started once Redis answers, waits with a deadline, a graceful shutdown.
+export { startAfterRedis, type MetricsServer } from './process/start-after-redis.js';
+export { TIMED_OUT, waitAtMost } from './process/timed-wait.js';
+export { closeWithinGrace, exitOnSignals, type GracefulClose } from './process/shutdown.js';
+
+// redis/: connections (one node or a cluster), the Lua scripts, outage errors, records parsed safely.
+export {
+  connectRedis,
+  createRedis,
+  duplicateRedis,
+  isCluster,
+  maskUrl,
+  reconnectDelayMs,
+  redisMasters,
+  waitForRedis,
+  waitReady,
+} from './redis/connection.js';
+export type { CreateRedisOptions, RedisClient } from './redis/connection.js';
+export { redisNodeUrls } from './redis/node-urls.js';
+export { redisScripts } from './redis/scripts.js';
+export type { RedisScripts } from './redis/scripts.js';
+export { redisUnavailable } from './redis/unavailable.js';
+export { parseJsonSafely } from './redis/safe-json.js';

@@ -1,5 +1,5 @@
 import type { ToolDefinition, ToolErrorInfo } from '@agent-reach/protocol';
-import { PLATFORM_SCOPE } from './constants.js';
+import { PLATFORM_SCOPE } from '../constants.js';
 
 /**
  * Reach decided by policy: which scopes an agent holds, what a tool's configuration says of its scope,

@@ -6,7 +6,7 @@ import {
   RUN_JOB_BACKOFF_MAX_MS,
   RUN_JOB_BACKOFF_MS,
   RUN_JOB_BACKOFF_TYPE,
-} from './constants.js';
+} from '../constants.js';
 
 /**
  * Job options of a run: BullMQ's runtime settings, not part of the job's data (the wire contract). How

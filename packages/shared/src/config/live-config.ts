@@ -3,10 +3,10 @@ import { existsSync, readFileSync, unwatchFile, watchFile, type Stats } from 'no
 import { parse } from 'yaml';
 import { loadAgents, parseAgents, type AgentSpec, type AgentsFile, type ConfigDocument } from './agents.js';
 import { loadWorkflows, parseWorkflowsDocument, type WorkflowsFile } from './workflows.js';
-import { DEFAULT_CONFIG_FILE_POLL_MS, DEFAULT_CONFIG_POLL_MS } from './constants.js';
+import { DEFAULT_CONFIG_FILE_POLL_MS, DEFAULT_CONFIG_POLL_MS } from '../constants.js';
 import { AgentReachError, type Keys } from '@agent-reach/protocol';
-import type { Logger } from './logger.js';
-import type { RedisClient } from './redis.js';
+import type { Logger } from '../observability/logger.js';
+import type { RedisClient } from '../redis/connection.js';
 
 /** One version of the fleet's configuration, as a process holds it. */
 export interface FleetConfig {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { RedisClient } from './redis.js';
+import type { RedisClient } from './connection.js';
 
 type Arg = string | number;
 
@@ -102,11 +102,11 @@ const FILES: Readonly<Record<keyof RedisScripts, string>> = {
 
 const sources = new Map<string, string>();
 
-/** A script's source, read once from the `commands/` directory beside this module (src or dist). */
+/** A script's source, read once from the package's `commands/` directory (in src or dist). */
 function source(file: string): string {
   let lua = sources.get(file);
   if (lua === undefined) {
-    lua = readFileSync(new URL(`./commands/${file}.lua`, import.meta.url), 'utf8');
+    lua = readFileSync(new URL(`../commands/${file}.lua`, import.meta.url), 'utf8');
     sources.set(file, lua);
   }
   return lua;

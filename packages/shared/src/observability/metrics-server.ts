@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
-import { DEFAULT_METRICS_HOST } from './constants.js';
+import { DEFAULT_METRICS_HOST } from '../constants.js';
 
 /**
  * Serves `/metrics` (Prometheus text), `/healthz` (the process answers) and `/readyz` (200 when `ready()`

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defineTool, StringEnum, Type, type AgentReachError } from '@agent-reach/protocol';
-import { parseAgents } from './agents.js';
+import { parseAgents } from '../config/agents.js';
 import { applyAliases, foldAliases, reachDefinition, scopeRefusal } from './reach-policy.js';
 import { ToolRegistry } from './registry.js';
 

@@ -1,7 +1,7 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { REDIS_RECONNECT_FIRST_DELAY_MS, REDIS_RECONNECT_MAX_DELAY_MS } from './constants.js';
-import { createLogger, type Logger } from './logger.js';
-import { redisNodeUrls } from './redis-urls.js';
+import { REDIS_RECONNECT_FIRST_DELAY_MS, REDIS_RECONNECT_MAX_DELAY_MS } from '../constants.js';
+import { createLogger, type Logger } from '../observability/logger.js';
+import { redisNodeUrls } from './node-urls.js';
 
 /** A connection to one Redis or to a Redis Cluster. */
 export type RedisClient = Redis | Cluster;

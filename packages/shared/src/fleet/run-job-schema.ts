@@ -6,7 +6,7 @@ import {
   type RunJobData,
 } from '@agent-reach/protocol';
 
-import { outputSchemaProblems } from './output-schema.js';
+import { outputSchemaProblems } from '../config/output-schema.js';
 
 const Ajv = AjvModule.default;
 

@@ -8,7 +8,7 @@ import {
   DEFAULT_TOOL_TIMEOUT_MS,
   GROUP_NAME_PATTERN,
   MAX_RETRY_ATTEMPTS,
-} from './constants.js';
+} from '../constants.js';
 import {
   AgentReachError,
   NAME_PATTERN,

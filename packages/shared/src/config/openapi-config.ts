@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { NAME_PATTERN } from '@agent-reach/protocol';
-import { MAX_RETRY_ATTEMPTS } from './constants.js';
-import { SCOPE_PATTERN, toolReachProperties, type ToolReachSettings } from './reach-policy.js';
+import { MAX_RETRY_ATTEMPTS } from '../constants.js';
+import { SCOPE_PATTERN, toolReachProperties, type ToolReachSettings } from '../tools/reach-policy.js';
 
 /** How an OpenAPI source authenticates; the secret is always read from the executor's environment. */
 export type OpenApiAuthSpec =

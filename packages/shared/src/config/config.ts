@@ -8,10 +8,10 @@ import {
   DEFAULT_OUTPUTS_DIR,
   DEFAULT_REDIS_URL,
   DEFAULT_SHUTDOWN_GRACE_MS,
-} from './constants.js';
-import * as C from './constants.js';
+} from '../constants.js';
+import * as C from '../constants.js';
 import { AgentReachError, DEFAULT_KEY_PREFIX, NAME_PATTERN, TENANT_PATTERN } from '@agent-reach/protocol';
-import { redisNodeUrls } from './redis-urls.js';
+import { redisNodeUrls } from '../redis/node-urls.js';
 
 const Ajv = AjvModule.default;
 

@@ -1,7 +1,7 @@
 import AjvModule, { type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { valueProblem, type ValueProblem } from './arguments.js';
-import { MAX_OUTPUT_PROBLEMS, MAX_OUTPUT_SCHEMA_CHARS } from './constants.js';
+import { valueProblem, type ValueProblem } from '../tools/arguments.js';
+import { MAX_OUTPUT_PROBLEMS, MAX_OUTPUT_SCHEMA_CHARS } from '../constants.js';
 
 const Ajv = AjvModule.default;
 const addFormats = addFormatsModule.default;

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { ToolGroupLimits } from './agents.js';
+import type { ToolGroupLimits } from '../config/agents.js';
 
 export const METRIC_PREFIX = 'agent_reach_';
 

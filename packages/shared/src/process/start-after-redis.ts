@@ -1,7 +1,7 @@
 import type { Registry } from 'prom-client';
-import type { Logger } from './logger.js';
-import { startMetricsServer } from './metrics-server.js';
-import { waitForRedis, type RedisClient } from './redis.js';
+import type { Logger } from '../observability/logger.js';
+import { startMetricsServer } from '../observability/metrics-server.js';
+import { waitForRedis, type RedisClient } from '../redis/connection.js';
 
 /** The metrics server a process serves from its first moment. */
 export type MetricsServer = Awaited<ReturnType<typeof startMetricsServer>>;

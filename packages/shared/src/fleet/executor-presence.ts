@@ -1,4 +1,4 @@
-import type { ToolCatalogEntry } from './registry.js';
+import type { ToolCatalogEntry } from '../tools/registry.js';
 
 /**
  * A tool an executor knows of but does not serve now: an MCP server's tool while the server is down, one

@@ -1,7 +1,7 @@
 import { NAME_PATTERN } from '@agent-reach/protocol';
 import type { ConfigDocument } from './agents.js';
-import { MAX_RETRY_ATTEMPTS } from './constants.js';
-import { SCOPE_PATTERN, toolReachProperties, type ToolReachSettings } from './reach-policy.js';
+import { MAX_RETRY_ATTEMPTS } from '../constants.js';
+import { SCOPE_PATTERN, toolReachProperties, type ToolReachSettings } from '../tools/reach-policy.js';
 
 /** Per-tool settings of an MCP server's tool; each replaces what the server's annotations say. */
 export interface McpToolOverride extends ToolReachSettings {

@@ -2,11 +2,11 @@ import { readFileSync } from 'node:fs';
 import AjvModule from 'ajv';
 import { parse } from 'yaml';
 import { AgentReachError, NAME_PATTERN } from '@agent-reach/protocol';
-import { closestName } from './suggest.js';
+import { closestName } from '../tools/suggest.js';
 import { describeSchemaError, misspeltRequired, repeatsMisspelt } from './schema-problems.js';
 import { deepFreeze } from './config.js';
 import { outputSchemaProblems } from './output-schema.js';
-import { GROUP_NAME_PATTERN } from './constants.js';
+import { GROUP_NAME_PATTERN } from '../constants.js';
 import type { WorkflowDocument } from './workflows.js';
 import { agentPolicyProblems, agentPolicyProperties, type AgentPolicy } from './agent-policy.js';
 import {
@@ -27,7 +27,7 @@ import {
   toolDefaultsSchema,
   type AgentReach,
   type ToolDefaults,
-} from './reach-policy.js';
+} from '../tools/reach-policy.js';
 
 const Ajv = AjvModule.default;
 

@@ -1,5 +1,5 @@
 import type { ErrorObject } from 'ajv';
-import { closestName } from './suggest.js';
+import { closestName } from '../tools/suggest.js';
 
 /**
  * An ajv error of a configuration file in words, after the field's path: a field the schema does not know
