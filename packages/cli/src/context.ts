@@ -1,7 +1,6 @@
-import { createKeys } from '@agent-reach/protocol';
+import { createKeys, DEFAULT_REDIS_READY_TIMEOUT_MS } from '@agent-reach/protocol';
 import {
   duplicateRedis,
-  constants,
   createLogger,
   connectRedis,
   loadConfig,
@@ -30,7 +29,7 @@ export async function openContext(env: Record<string, string | undefined>): Prom
     logger: createLogger('cli', { level: 'silent' }),
   });
   try {
-    await waitReady(redis, config.redisUrl, constants.DEFAULT_REDIS_READY_TIMEOUT_MS);
+    await waitReady(redis, config.redisUrl, DEFAULT_REDIS_READY_TIMEOUT_MS);
   } catch (err) {
     redis.disconnect();
     throw err;

@@ -21,12 +21,9 @@ export {
   duplicateRedis,
   waitForRedis,
   waitReady,
-  maskUrl,
-  reconnectDelayMs,
   redisMasters,
   isCluster,
 } from './redis.js';
-export { redisNodeUrls } from './redis-urls.js';
 export type { CreateRedisOptions, RedisClient } from './redis.js';
 export { redisScripts } from './scripts.js';
 export type { RedisScripts } from './scripts.js';
@@ -134,7 +131,6 @@ export { parseJsonSafely } from './safe-json.js';
 export { closeWithinGrace, exitOnSignals, type GracefulClose } from './shutdown.js';
 export { TIMED_OUT, waitAtMost } from './timed-wait.js';
 export { redisUnavailable } from './redis-errors.js';
-export { runJobOptions, runRetryDelayMs } from './run-job-options.js';
 export { runJobProblems } from './run-job-schema.js';
 export {
   LiveConfig,

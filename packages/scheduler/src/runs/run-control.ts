@@ -6,13 +6,14 @@ import {
   isValidRunId,
   RUN_ID_PATTERN,
   runJob,
+  runJobOptions,
   type Keys,
   type RunJobData,
   newRunId,
 } from '@agent-reach/protocol';
 import { decisionEvent, pendingRequest } from '../agent-loop/approvals.js';
 import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
-import { runJobOptions, type RedisClient } from '@agent-reach/shared';
+import type { RedisClient } from '@agent-reach/shared';
 import { createRunQueue } from './run-jobs.js';
 import { searchAcross } from './archive-search.js';
 import { searchRuns, type RunSearch, type RunSearchPage } from './run-search.js';
