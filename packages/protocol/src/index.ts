@@ -140,3 +140,4 @@ export {
   runRetryDelayMs,
 } from './run-job-options.js';
 export type { RunJobOptions } from './run-job-options.js';
+export type { RunFilter, RunPosition, RunSearch, RunSearchPage, ArchiveSearch } from './run-search.js';

@@ -40,7 +40,6 @@ export type {
 export { RunControl } from './runs/run-control.js';
 export { openRunArchive, type OpenedRunArchive } from './runs/run-archive.js';
 export { searchAcross } from './runs/archive-search.js';
-export type { RunSearch, RunSearchPage } from './runs/run-search.js';
 export type { StartRunRequest, DecisionRequest } from './runs/run-control.js';
 export { createRunWorker } from './runs/run-worker.js';
 export type { RunWorker, RunWorkerOptions } from './runs/run-worker.js';
