@@ -6,7 +6,7 @@ import tseslint from 'typescript-eslint';
  * above it, nor the files at the top of src/ that assemble them.
  */
 const SCHEDULER_LAYERS = [['api'], ['workflows'], ['runs'], ['agent-loop'], ['fleet', 'model']];
-const SCHEDULER_TOP = ['scheduler', 'index', 'main'];
+const SCHEDULER_TOP = ['scheduler', 'index', 'internal', 'main'];
 
 const schedulerLayerRules = SCHEDULER_LAYERS.flatMap((layer, depth) =>
   layer.map((room) => {

@@ -8,7 +8,7 @@ import {
   queueSamplerLeaseKey,
   startQueueSampler,
   type QueueSampler,
-} from '@agent-reach/scheduler';
+} from '@agent-reach/scheduler/internal';
 import { testRedis, waitFor } from './helpers/redis.js';
 
 const logger = createLogger('test', { level: 'silent' });

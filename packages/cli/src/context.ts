@@ -9,7 +9,10 @@ import {
   type AgentReachConfig,
   type RedisClient,
 } from '@agent-reach/shared';
-import { AgentRunner, RunControl, RunStore, llmFromConfig, openRunArchive } from '@agent-reach/scheduler';
+import { RunControl } from '@agent-reach/scheduler';
+// The CLI reads and writes runs in Redis itself (no HTTP API needed): the run store, the archive, the
+// agent runner (for replays) and the model client are the scheduler's internals, taken on purpose.
+import { AgentRunner, RunStore, llmFromConfig, openRunArchive } from '@agent-reach/scheduler/internal';
 
 /** What most commands need: config, a Redis connection, the run API. Closed by `close()`. */
 export interface CliContext {
