@@ -6,7 +6,7 @@ import tseslint from 'typescript-eslint';
  * above it, nor the files at the top of src/ that assemble them.
  */
 const SCHEDULER_LAYERS = [['api'], ['workflows'], ['runs'], ['agent-loop'], ['fleet', 'model']];
-const SCHEDULER_TOP = ['scheduler', 'index', 'main'];
+const SCHEDULER_TOP = ['scheduler', 'index', 'internal', 'main'];
 
 /**
  * Other packages import `@agent-reach/shared` through its entries only (the root and `tracing-sdk`), never

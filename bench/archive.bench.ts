@@ -19,9 +19,9 @@ import {
   searchQuery,
   utcDay,
   type ArchiveRow,
-  type ArchiveSearch,
   type Pool,
 } from '@agent-reach/archive';
+import type { ArchiveSearch } from '@agent-reach/protocol';
 import { envInt } from './env.js';
 
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

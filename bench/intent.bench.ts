@@ -20,7 +20,7 @@ import {
   classifyIntent,
   INTENTS,
   type Intent,
-} from '@agent-reach/scheduler';
+} from '@agent-reach/scheduler/internal';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

@@ -6,7 +6,7 @@ import { Queue, QueueEvents, Worker, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import { context, type Context } from '@opentelemetry/api';
 import { startExecutor } from '@agent-reach/executor';
-import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
+import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler/internal';
 import {
   WIRE_VERSION,
   createKeys,

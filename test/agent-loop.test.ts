@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SUMMARY_HEADING, TASK_STACK_HEADING } from '@agent-reach/scheduler';
+import { SUMMARY_HEADING, TASK_STACK_HEADING } from '@agent-reach/scheduler/internal';
 import { startLoopHarness, systemText, toolMessages } from './helpers/loop.js';
 
 describe('agent loop self-healing and guards (llm-sim over HTTP, real Redis and executor)', () => {
@@ -355,7 +355,7 @@ describe('agent loop self-healing and guards (llm-sim over HTTP, real Redis and 
 describe('tool call ids from providers that reuse them', () => {
   it('rewrites a reused tool call id so every call of the run gets its own result', async () => {
     const { startPlatform } = await import('./helpers/platform.js');
-    const { AgentRunner } = await import('@agent-reach/scheduler');
+    const { AgentRunner } = await import('@agent-reach/scheduler/internal');
     const { createLogger, loadAgents } = await import('@agent-reach/shared');
     const { TEST_AGENTS } = await import('./helpers/processes.js');
     const p = await startPlatform();
@@ -421,7 +421,7 @@ describe('tool call ids from providers that reuse them', () => {
 
 describe('agent runner start-up', () => {
   it('refuses to start when an agent names a tool no executor registers, naming agent and tool', async () => {
-    const { AgentRunner, createLlmClient } = await import('@agent-reach/scheduler');
+    const { AgentRunner, createLlmClient } = await import('@agent-reach/scheduler/internal');
     const { createLogger, parseAgents } = await import('@agent-reach/shared');
     const { startPlatform } = await import('./helpers/platform.js');
     const p = await startPlatform();

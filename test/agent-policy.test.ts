@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TASK_STACK_HEADING } from '@agent-reach/scheduler';
+import { TASK_STACK_HEADING } from '@agent-reach/scheduler/internal';
 import { startLoopHarness, systemText } from './helpers/loop.js';
 import { writeAgentsFile } from './helpers/mcp.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@agent-reach/shared';
-import { countTokens } from '@agent-reach/scheduler';
+import { countTokens } from '@agent-reach/scheduler/internal';
 import {
   FULL_KEY,
   LIMITED_KEY,

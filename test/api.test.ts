@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bodyHash, IdempotencyStore } from '@agent-reach/scheduler';
+import { bodyHash, IdempotencyStore } from '@agent-reach/scheduler/internal';
 import {
   FULL_KEY,
   LIMITED_KEY,

@@ -3,8 +3,10 @@ import { addCommonScenarios } from './helpers/scenarios.js';
 import { Queue } from 'bullmq';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RUN_ID_PATTERN as PLATFORM_RUN_ID_PATTERN } from '@agent-reach/protocol';
-import { runJobOptions as platformJobOptions } from '@agent-reach/shared';
+import {
+  RUN_ID_PATTERN as PLATFORM_RUN_ID_PATTERN,
+  runJobOptions as platformJobOptions,
+} from '@agent-reach/protocol';
 import { AgentReachApiError, createClient, parseSse, type StreamedEvent } from '@agent-reach/client';
 import { enqueueRun, RUN_ID_PATTERN, runJobOptions } from '@agent-reach/client/queue';
 import { LIMITED_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
@@ -283,8 +285,8 @@ describe('the client of other services: HTTP methods, event streams, enqueueRun'
   });
 
   it("gives run jobs exactly the platform's job options and run id rule", () => {
-    expect(runJobOptions('run_1')).toEqual(platformJobOptions('run_1'));
-    expect(runJobOptions('run_2', 60)).toEqual(platformJobOptions('run_2', 60));
+    // The wire contract's own function, not a copy that could drift from what the API adds.
+    expect(runJobOptions).toBe(platformJobOptions);
     expect(RUN_ID_PATTERN.source).toBe(PLATFORM_RUN_ID_PATTERN.source);
   });
 

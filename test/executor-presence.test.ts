@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createLogger, createRedis, waitReady } from '@agent-reach/shared';
-import { BreakerView, Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
+import { BreakerView, Dispatcher, ToolCatalog } from '@agent-reach/scheduler/internal';
 import { seedRun } from './helpers/ledger.js';
 import { startPlatform } from './helpers/platform.js';
 import { startExecutorChild, type Child } from './helpers/processes.js';

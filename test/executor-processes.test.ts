@@ -7,7 +7,7 @@ import { Queue } from 'bullmq';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { toolJobId, type ToolResult } from '@agent-reach/protocol';
 import { createLogger, createRedis, waitReady } from '@agent-reach/shared';
-import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
+import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler/internal';
 import { ROOT, startExecutorChild, type Child } from './helpers/processes.js';
 import { STUCK_AGENTS_YAML } from './helpers/stuck-tools.js';
 import { seedRun } from './helpers/ledger.js';

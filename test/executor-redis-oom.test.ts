@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
 import { createKeys } from '@agent-reach/protocol';
-import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
+import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler/internal';
 import { createLogger, createRedis, loadConfig, waitReady } from '@agent-reach/shared';
 import faultTools, { STARTS_FILE_ENV, type StartRecord } from './helpers/fault-tools.js';
 import { seedRun } from './helpers/ledger.js';

@@ -5,7 +5,7 @@ import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from '@agent-reach/protocol';
 import { createLogger, createRedis, publishConfig, waitReady } from '@agent-reach/shared';
-import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
+import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler/internal';
 import { seedRun } from './helpers/ledger.js';
 import { startExecutorChild, type Child } from './helpers/processes.js';
 import { REDIS_URL, testRedis, waitFor } from './helpers/redis.js';

@@ -15,7 +15,8 @@ import {
   waitReady,
 } from '@agent-reach/shared';
 import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
-import { Dispatcher, RunControl, ToolCatalog } from '@agent-reach/scheduler';
+import { RunControl } from '@agent-reach/scheduler';
+import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler/internal';
 import { seedCalls, seedRun } from './helpers/ledger.js';
 import {
   atConfigVersion,

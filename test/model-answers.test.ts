@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateChatRequest } from '@agent-reach/llm-sim';
 import { constants } from '@agent-reach/shared';
-import { TASK_STACK_HEADING, type RunEvent, type RunState } from '@agent-reach/scheduler';
+import type { RunEvent, RunState } from '@agent-reach/scheduler';
+import { TASK_STACK_HEADING } from '@agent-reach/scheduler/internal';
 import { startLoopHarness, systemText, toolMessages } from './helpers/loop.js';
 import { startApiHarness } from './helpers/api.js';
 import { waitFor } from './helpers/redis.js';

@@ -5,13 +5,13 @@ import path from 'node:path';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, loadAgents, loadWorkflows, startMetricsServer } from '@agent-reach/shared';
+import { WorkflowControl } from '@agent-reach/scheduler';
 import {
   ToolCatalog,
-  WorkflowControl,
   queueSamplerLeaseKey,
   startQueueSampler,
   type QueueSampler,
-} from '@agent-reach/scheduler';
+} from '@agent-reach/scheduler/internal';
 import {
   ROOT,
   startExecutorWith,

@@ -3,7 +3,8 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createLogger, createRedis, maskUrl, reconnectDelayMs, waitReady } from '@agent-reach/shared';
+import { maskUrl, reconnectDelayMs } from '@agent-reach/protocol';
+import { createLogger, createRedis, waitReady } from '@agent-reach/shared';
 import { ROOT } from './helpers/processes.js';
 import { waitFor } from './helpers/redis.js';
 

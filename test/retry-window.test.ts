@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from '@agent-reach/protocol';
 import { constants } from '@agent-reach/shared';
-import { callWindowMs } from '@agent-reach/scheduler';
+import { callWindowMs } from '@agent-reach/scheduler/internal';
 import { seedRun } from './helpers/ledger.js';
 import { startPlatform } from './helpers/platform.js';
 

@@ -1,6 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { runJob } from '@agent-reach/protocol';
-import { constants, runJobOptions, runRetryDelayMs } from '@agent-reach/shared';
+import {
+  runJob,
+  runJobOptions,
+  runRetryDelayMs,
+  RUN_JOB_ATTEMPTS,
+  RUN_JOB_BACKOFF_TYPE,
+} from '@agent-reach/protocol';
 import { startRunsHarness } from './helpers/runs.js';
 import { waitFor } from './helpers/redis.js';
 
@@ -21,12 +26,12 @@ describe("a run job's retries after a checkpoint that could not be written", () 
     const options = runJobOptions('run_1');
     expect(options).toMatchObject({
       jobId: 'run_1',
-      attempts: constants.RUN_JOB_ATTEMPTS,
-      backoff: { type: constants.RUN_JOB_BACKOFF_TYPE },
+      attempts: RUN_JOB_ATTEMPTS,
+      backoff: { type: RUN_JOB_BACKOFF_TYPE },
     });
     // The least the retries can wait in all (every backoff at its shortest).
     let total = 0;
-    for (let attempt = 1; attempt < constants.RUN_JOB_ATTEMPTS; attempt += 1)
+    for (let attempt = 1; attempt < RUN_JOB_ATTEMPTS; attempt += 1)
       total += runRetryDelayMs(attempt, () => 1);
     expect(total).toBeGreaterThanOrEqual(270_000);
   });
@@ -93,7 +98,7 @@ describe('a run whose checkpoint is refused resumes from its last good checkpoin
     const { job, retryDelay } = await runWithRefusedCheckpoint(async (runId) => {
       await h!.control.start({ runId, agent: 'test_agent', input: 'noop', model: 'slow-second-turn' });
     });
-    expect(job.opts.backoff).toEqual({ type: constants.RUN_JOB_BACKOFF_TYPE });
+    expect(job.opts.backoff).toEqual({ type: RUN_JOB_BACKOFF_TYPE });
     expect(retryDelay).toBeGreaterThanOrEqual(750);
     expect(retryDelay).toBeLessThanOrEqual(1000);
   });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkflowView } from '@agent-reach/protocol';
-import { workflowView } from '@agent-reach/scheduler';
+import { workflowView } from '@agent-reach/scheduler/internal';
 import { createAjv } from '@agent-reach/shared';
 import { ROOT } from './helpers/processes.js';
 import { runCli } from './helpers/cli.js';

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAgents, loadWorkflows } from '@agent-reach/shared';
-import type { WorkflowRecord } from '@agent-reach/scheduler';
+import type { WorkflowRecord } from '@agent-reach/scheduler/internal';
 import { ROOT, TEST_AGENTS } from './helpers/processes.js';
 import { startRunsHarness } from './helpers/runs.js';
 import { waitFor } from './helpers/redis.js';

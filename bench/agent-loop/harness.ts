@@ -6,17 +6,16 @@ import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { BreakerBoard, createDemoTools, runTool, startExecutor } from '@agent-reach/executor';
+import { createLlmClient, type RunState } from '@agent-reach/scheduler';
 import {
   AgentRunner,
-  createLlmClient,
   createRunState,
   runAgent,
   RunStore,
   type AgentLoopDeps,
   type DispatchCall,
   type DispatchRun,
-  type RunState,
-} from '@agent-reach/scheduler';
+} from '@agent-reach/scheduler/internal';
 import { Queue, Worker } from 'bullmq';
 import { envInt } from '../env.js';
 import {

@@ -4,11 +4,11 @@ import { TEST_AGENTS } from './processes.js';
 import {
   SessionStore,
   startApiServer,
-  ToolCatalog,
   type ApiServerDeps,
   type ApiServerOptions,
   type RunControl,
 } from '@agent-reach/scheduler';
+import { ToolCatalog } from '@agent-reach/scheduler/internal';
 import { createClient } from '@agent-reach/client';
 import { waitFor } from './redis.js';
 import { startRunsHarness } from './runs.js';

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Queue, type Job } from 'bullmq';
 import { WIRE_VERSION, type Keys, type ToolCallJob, type ToolReply } from '@agent-reach/protocol';
 import { callLedgerEntry, type RedisClient } from '@agent-reach/shared';
-import type { CheckpointWrite, RunState } from '@agent-reach/scheduler';
+import type { RunState } from '@agent-reach/scheduler';
+import type { CheckpointWrite } from '@agent-reach/scheduler/internal';
 import { waitFor } from './redis.js';
 
 /** A run as executors verify jobs against it: its meta hash (status, agent, session). */

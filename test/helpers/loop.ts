@@ -1,12 +1,7 @@
 import { createLogger, loadAgents } from '@agent-reach/shared';
 import { startLlmSim, type Scenario } from '@agent-reach/llm-sim';
-import {
-  AgentRunner,
-  createLlmClient,
-  type LoopLimits,
-  type RunEvent,
-  type RunState,
-} from '@agent-reach/scheduler';
+import { createLlmClient, type RunEvent, type RunState } from '@agent-reach/scheduler';
+import { AgentRunner, type LoopLimits } from '@agent-reach/scheduler/internal';
 import type { ChatCompletionCreateParams } from 'openai/resources/chat/completions';
 import { recordingCheckpoint } from './ledger.js';
 import { startPlatform } from './platform.js';

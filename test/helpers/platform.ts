@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { type ToolResult } from '@agent-reach/protocol';
 import { createLogger, createRedis, loadConfig, waitReady, type Logger } from '@agent-reach/shared';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
-import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler';
+import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler/internal';
 import { seedCalls, seedRun, type SeededRun } from './ledger.js';
 import testTools from './test-tools.js';
 import { REDIS_URL, testRedis } from './redis.js';

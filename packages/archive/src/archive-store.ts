@@ -1,3 +1,4 @@
+import type { ArchiveSearch } from '@agent-reach/protocol';
 import type { Pool } from './db.js';
 import { fromArchiveRow, type ArchiveRow, type RawRunRecord } from './run-record.js';
 
@@ -25,25 +26,6 @@ FROM jsonb_to_recordset($1::jsonb) AS r(run_id text, finished_ms bigint, created
   config_version integer, tools text[], error_kinds text[], metadata jsonb, meta jsonb, state jsonb,
   messages jsonb, approvals jsonb, events jsonb)
 ON CONFLICT (run_id, finished_at) DO NOTHING`;
-
-/** What a listing of archived runs is narrowed by; every field narrows the result. */
-export interface ArchiveSearch {
-  agents?: ReadonlySet<string>;
-  tenants?: ReadonlySet<string>;
-  status?: string;
-  /** Epoch ms bounds on creation time (inclusive). */
-  since?: number;
-  until?: number;
-  traceId?: string;
-  tool?: string;
-  errorKind?: string;
-  metadata?: Record<string, string>;
-  sessionId?: string;
-  workflowId?: string;
-  /** Only runs strictly after this position in the listing order (creation time, then id, both descending). */
-  after?: { createdMs: number; runId: string };
-  limit: number;
-}
 
 /** The SQL and parameters of a search, newest first (shared with the benchmark, which explains it). */
 export function searchQuery(q: ArchiveSearch): { text: string; values: unknown[] } {

@@ -9,6 +9,6 @@ export {
   type RawRunRecord,
   type ArchiveRow,
 } from './run-record.js';
-export { ArchiveStore, searchQuery, utcDay, withoutNul, type ArchiveSearch } from './archive-store.js';
+export { ArchiveStore, searchQuery, utcDay, withoutNul } from './archive-store.js';
 export { startArchiver, createArchiveMetrics, type Archiver, type ArchiverOptions } from './archiver.js';
 export { startArchiverProcess, type ArchiverProcess } from './process.js';

@@ -1,12 +1,10 @@
 import { Redis } from 'ioredis';
 import { createDemoTools, loadToolModules } from '@agent-reach/executor';
-import { createKeys, type AgentReachError } from '@agent-reach/protocol';
+import { createKeys, maskUrl, redisNodeUrls, type AgentReachError } from '@agent-reach/protocol';
 import {
   loadConfig,
-  maskUrl,
   parseConfigDocument,
   readConfigFile,
-  redisNodeUrls,
   ToolRegistry,
   workflowsFileOf,
   type AgentReachConfig,

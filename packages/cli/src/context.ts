@@ -1,7 +1,6 @@
-import { createKeys } from '@agent-reach/protocol';
+import { createKeys, DEFAULT_REDIS_READY_TIMEOUT_MS } from '@agent-reach/protocol';
 import {
   duplicateRedis,
-  constants,
   createLogger,
   connectRedis,
   loadConfig,
@@ -10,7 +9,10 @@ import {
   type AgentReachConfig,
   type RedisClient,
 } from '@agent-reach/shared';
-import { AgentRunner, RunControl, RunStore, llmFromConfig, openRunArchive } from '@agent-reach/scheduler';
+import { RunControl } from '@agent-reach/scheduler';
+// The CLI reads and writes runs in Redis itself (no HTTP API needed): the run store, the archive, the
+// agent runner (for replays) and the model client are the scheduler's internals, taken on purpose.
+import { AgentRunner, RunStore, llmFromConfig, openRunArchive } from '@agent-reach/scheduler/internal';
 
 /** What most commands need: config, a Redis connection, the run API. Closed by `close()`. */
 export interface CliContext {
@@ -30,7 +32,7 @@ export async function openContext(env: Record<string, string | undefined>): Prom
     logger: createLogger('cli', { level: 'silent' }),
   });
   try {
-    await waitReady(redis, config.redisUrl, constants.DEFAULT_REDIS_READY_TIMEOUT_MS);
+    await waitReady(redis, config.redisUrl, DEFAULT_REDIS_READY_TIMEOUT_MS);
   } catch (err) {
     redis.disconnect();
     throw err;

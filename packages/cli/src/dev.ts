@@ -3,7 +3,8 @@ import { constants, createLogger, loadConfig, type Logger } from '@agent-reach/s
 import { startTracing } from '@agent-reach/shared/tracing-sdk';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
 import { BUNDLED_SCENARIOS_DIR, startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
-import { BOARD_PATH, startScheduler, type SchedulerProcess } from '@agent-reach/scheduler';
+import { startScheduler, type SchedulerProcess } from '@agent-reach/scheduler';
+import { BOARD_PATH } from '@agent-reach/scheduler/internal';
 import { loadToolModules } from '@agent-reach/executor';
 
 export interface DevStack {

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import type { RunStatus } from '@agent-reach/scheduler';
-import { createKeys, newRunId } from '@agent-reach/protocol';
+import { createKeys, newRunId, type RunStatus } from '@agent-reach/protocol';
 import type { ApplyOutcome } from './config-apply.js';
 import { inline, inlineStrings, jsonLine, multiline } from './terminal.js';
 import { costLines } from './cost.js';
@@ -121,7 +120,7 @@ async function runs(argv: string[]): Promise<number> {
       });
       if (values.json) {
         // The API's listing shape, snake_case like every other wire.
-        const { summaryView } = await import('@agent-reach/scheduler');
+        const { summaryView } = await import('@agent-reach/scheduler/internal');
         for (const r of page.runs) console.log(jsonLine(summaryView(r)));
       } else {
         console.log(`${'run id'.padEnd(44)} ${'agent'.padEnd(24)} ${'status'.padEnd(18)} created`);
@@ -251,7 +250,7 @@ async function workflows(argv: string[]): Promise<number> {
   ] = await Promise.all([
     import('./context.js'),
     import('@agent-reach/shared'),
-    import('@agent-reach/scheduler'),
+    import('@agent-reach/scheduler/internal'),
     import('@agent-reach/protocol'),
   ]);
   const ctx = await openContext(process.env);

@@ -2,16 +2,19 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import {
   DEFAULT_KEY_PREFIX,
+  DEFAULT_REDIS_READY_TIMEOUT_MS,
   createKeys,
   isValidRunId,
+  maskUrl,
+  reconnectDelayMs,
   RESERVED_RUN_IDS,
   RUN_ID_PATTERN,
   runJob,
+  runJobOptions,
   TENANT_PATTERN,
   TRACEPARENT_PATTERN,
   newRunId,
 } from '@agent-reach/protocol';
-import { constants, maskUrl, reconnectDelayMs, runJobOptions, waitReady } from '@agent-reach/shared';
 import { AgentReachApiError } from './errors.js';
 
 /**
@@ -99,15 +102,7 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
   const connection = o.connection ?? connect(url);
   let queue: Queue | undefined;
   try {
-    const readyMs = o.readyTimeoutMs ?? constants.DEFAULT_REDIS_READY_TIMEOUT_MS;
-    await waitReady(connection, url, readyMs).catch((err: Error) => {
-      throw new AgentReachApiError({
-        status: 0,
-        code: 'REDIS_UNAVAILABLE',
-        message: err.message,
-        cause: err,
-      });
-    });
+    await ready(connection, url, o.readyTimeoutMs ?? DEFAULT_REDIS_READY_TIMEOUT_MS);
     queue = new Queue(keys.runsQueue, { connection, prefix: keys.queuePrefix(keys.runsQueue) });
     // Connection errors are reported by the rejection below, not as an unhandled 'error' event.
     queue.on('error', () => undefined);
@@ -140,6 +135,36 @@ function unavailable(url: string, what: string, cause?: unknown): AgentReachApiE
     message: `Redis at ${maskUrl(url)}: ${maskUrl(what)}`,
     ...(cause === undefined ? {} : { cause }),
   });
+}
+
+/**
+ * Resolves once the connection is ready, or rejects after `timeoutMs` with one `REDIS_UNAVAILABLE` error
+ * naming the URL (password masked), the last connection error and what to check: the words of the
+ * platform processes' own wait, which lives in their runtime kit, a package this client does not install.
+ */
+async function ready(redis: Redis, url: string, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return;
+  let last: Error | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let onReady: (() => void) | undefined;
+  const onError = (err: Error) => (last = err);
+  redis.on('error', onError);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      onReady = resolve;
+      redis.once('ready', onReady);
+      timer = setTimeout(() => {
+        const why = last ? ` (last error: ${maskUrl(last.message)})` : '';
+        const check = `Check that Redis is running and reachable from here, and that the URL's host, port and password are right.`;
+        const message = `Redis at ${maskUrl(url)} did not answer within ${timeoutMs} ms${why}. ${check}`;
+        reject(new AgentReachApiError({ status: 0, code: 'REDIS_UNAVAILABLE', message, cause: last }));
+      }, timeoutMs);
+    });
+  } finally {
+    clearTimeout(timer);
+    if (onReady) redis.off('ready', onReady);
+    redis.off('error', onError);
+  }
 }
 
 /**

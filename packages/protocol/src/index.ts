@@ -121,3 +121,23 @@ export type { WorkflowStatus } from './workflow-schemas.js';
 export type { NodeResult, WorkflowOutcome, WorkflowEvent, WorkflowEventType } from './workflow-events.js';
 export { createKeys, DEFAULT_KEY_PREFIX } from './keys.js';
 export type { Keys } from './keys.js';
+export {
+  REDIS_RECONNECT_FIRST_DELAY_MS,
+  REDIS_RECONNECT_MAX_DELAY_MS,
+  DEFAULT_REDIS_READY_TIMEOUT_MS,
+  redisNodeUrls,
+  maskUrl,
+  reconnectDelayMs,
+} from './redis-urls.js';
+export {
+  RUN_JOB_RETENTION_COUNT,
+  RUN_JOB_ATTEMPTS,
+  RUN_JOB_BACKOFF_MS,
+  RUN_JOB_BACKOFF_MAX_MS,
+  RUN_JOB_BACKOFF_JITTER,
+  RUN_JOB_BACKOFF_TYPE,
+  runJobOptions,
+  runRetryDelayMs,
+} from './run-job-options.js';
+export type { RunJobOptions } from './run-job-options.js';
+export type { RunFilter, RunPosition, RunSearch, RunSearchPage, ArchiveSearch } from './run-search.js';

@@ -1,94 +1,34 @@
-export { Dispatcher, callWindowMs } from './fleet/dispatcher.js';
-export type { DispatchCall, DispatchRun, DispatcherOptions } from './fleet/dispatcher.js';
-export { ToolCatalog } from './fleet/tool-catalog.js';
-export { BreakerView } from './fleet/breaker-view.js';
+// The scheduler as a library, for an operator who runs it inside their own Node process instead of as
+// `agent-reach scheduler`: start one (its run and workflow workers, metrics and, with API keys, the HTTP
+// API), or serve the HTTP API from its parts; pass a model client of their own; and drive runs and
+// workflows from code (start, list, search, follow, decide, cancel, replay, print a timeline). Each name
+// here is what such a caller writes down or receives.
+//
+// Everything else (the loop and its state, the dispatcher and tool catalog, stores and checkpoints,
+// samplers, the API's helpers, intent and topic gates) is how the scheduler works, not what it offers:
+// tests, benchmarks and the CLI take it from `@agent-reach/scheduler/internal`, which promises nothing
+// between versions. Run statuses, events on the wire and run searches are the wire contract's
+// (`@agent-reach/protocol`).
+
+// A scheduler process
+export { startScheduler } from './scheduler.js';
+export type { SchedulerProcess, SchedulerOptions } from './scheduler.js';
 export { createLlmClient } from './model/llm.js';
 export type { LlmClient, LlmOptions } from './model/llm.js';
-export { AgentRunner } from './runs/agent-runner.js';
-export type { AgentRunnerOptions, StartRun } from './runs/agent-runner.js';
-export { runAgent, resolveLimits, RunLost, CheckpointFailed } from './agent-loop/run-agent.js';
-export type { AgentLoopDeps, LoopLimits, CheckpointWrite } from './agent-loop/run-agent.js';
-export { createRunState, unansweredCalls } from './agent-loop/run-state.js';
-export type {
-  RunState,
-  RunOutcome,
-  RunStatus,
-  FinalStatus,
-  TaskStep,
-  StepRecord,
-  Usage,
-  CompactionSummary,
-  ChatMessage,
-  GuardName,
-  Approval,
-} from './agent-loop/run-state.js';
-export type { RunEvent, RunEventBody, StepKind } from './agent-loop/events.js';
-export { countTokens } from './agent-loop/tokens.js';
-export { SUMMARY_HEADING, TASK_STACK_HEADING } from './agent-loop/prompt.js';
-export { startScheduler, llmFromConfig } from './scheduler.js';
-export type { SchedulerProcess } from './scheduler.js';
-export { RunStore, RunCheckpointer, CheckpointRefused } from './runs/run-store.js';
-export type {
-  RunSummary,
-  RunListFilter,
-  StoredEvent,
-  RunStoreOptions,
-  RunArchive,
-  RunClaim,
-  CheckpointVerdict,
-} from './runs/run-store.js';
-export { RunControl } from './runs/run-control.js';
-export { openRunArchive, type OpenedRunArchive } from './runs/run-archive.js';
-export { searchAcross } from './runs/archive-search.js';
-export type { RunSearch, RunSearchPage } from './runs/run-search.js';
-export type { StartRunRequest, DecisionRequest } from './runs/run-control.js';
-export { createRunWorker } from './runs/run-worker.js';
-export type { RunWorker, RunWorkerOptions } from './runs/run-worker.js';
-export { createRunQueue } from './runs/run-jobs.js';
+
+// The HTTP API, served from parts the caller holds
+export { createApiServer, startApiServer } from './api/index.js';
+export type { ApiServer, ApiServerDeps, ApiServerOptions, ApiKeyConfig } from './api/index.js';
 export { SessionStore } from './runs/sessions.js';
-export type { SessionMemory } from './runs/sessions.js';
-export { replayRun, recordedLlm } from './runs/replay.js';
-export type {
-  ReplayResult,
-  ReplayDifference,
-  ReplayOptions,
-  ReplayCall,
-  ReplayCallSource,
-} from './runs/replay.js';
+
+// Runs and workflows from code
+export { RunControl } from './runs/run-control.js';
+export type { StartRunRequest, DecisionRequest } from './runs/run-control.js';
+export type { RunSummary, RunListFilter, StoredEvent } from './runs/run-store.js';
+export type { RunState } from './agent-loop/run-state.js';
+export type { RunEvent } from './agent-loop/events.js';
+export { WorkflowControl } from './workflows/workflow-control.js';
+export type { StartWorkflowRequest } from './workflows/workflow-control.js';
+export { replayRun } from './runs/replay.js';
+export type { ReplayResult, ReplayDifference, ReplayOptions } from './runs/replay.js';
 export { renderTimeline } from './runs/timeline.js';
-export {
-  startQueueSampler,
-  queueSamplerLeaseKey,
-  QUEUE_JOBS_METRIC,
-  QUEUE_SAMPLER_LEADER_METRIC,
-} from './fleet/queue-sampler.js';
-export type { QueueSampler, QueueSamplerOptions } from './fleet/queue-sampler.js';
-export {
-  createApiServer,
-  startApiServer,
-  ApiError,
-  BOARD_PATH,
-  summaryView,
-  IdempotencyStore,
-  bodyHash,
-} from './api/index.js';
-export type { ApiServer, ApiServerDeps, ApiServerOptions, ApiKeyConfig, ApiErrorBody } from './api/index.js';
-export { classifyIntent, INTENTS } from './agent-loop/intent.js';
-export type { Intent, IntentDecision, IntentTool } from './agent-loop/intent.js';
-export { buildVocabulary } from './agent-loop/vocabulary.js';
-export type { LabelScore, RequestScore, Vocabulary, VocabularySource } from './agent-loop/vocabulary.js';
-export { agentVocabulary, checkTopic } from './agent-loop/topic-gate.js';
-export type { TopicCheck } from './agent-loop/topic-gate.js';
-export { WorkflowControl, nodeRunId, WORKFLOW_ID_PATTERN } from './workflows/workflow-control.js';
-export type { StartWorkflowRequest, WorkflowJobData } from './workflows/workflow-control.js';
-export { createWorkflowWorker, abortReport } from './workflows/coordinator.js';
-export type { WorkflowWorker, WorkflowWorkerOptions } from './workflows/coordinator.js';
-export { WorkflowStore } from './workflows/workflow-store.js';
-export type {
-  NodeStart,
-  WorkflowListFilter,
-  WorkflowRecord,
-  WorkflowSummary,
-  StoredWorkflowEvent,
-} from './workflows/workflow-store.js';
-export { workflowView, workflowSummaryView } from './api/workflow-view.js';

@@ -8,7 +8,7 @@ import {
   queueSamplerLeaseKey,
   startQueueSampler,
   type QueueSampler,
-} from '@agent-reach/scheduler';
+} from '@agent-reach/scheduler/internal';
 import { testRedis, waitFor } from '@agent-reach/testing';
 
 const logger = createLogger('test', { level: 'silent' });

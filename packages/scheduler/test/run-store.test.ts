@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { callLedgerEntry } from '@agent-reach/shared';
-import { createRunState, RunStore, type RunEvent, type RunState } from '@agent-reach/scheduler';
+import type { RunEvent, RunState } from '@agent-reach/scheduler';
+import { createRunState, RunStore } from '@agent-reach/scheduler/internal';
 import { testRedis } from '@agent-reach/testing';
 
 const started = (): RunEvent => ({ type: 'run_started', at: Date.now(), agent: 'a', input: 'x', model: 'm' });

@@ -4,11 +4,7 @@
  */
 
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
-/** Reconnect backoff of every Redis connection: doubles from the first delay up to the cap. */
-export const REDIS_RECONNECT_FIRST_DELAY_MS = 100;
-export const REDIS_RECONNECT_MAX_DELAY_MS = 5000;
-/** How long a one-off caller (`enqueueRun`, the CLI) waits for Redis before reporting it unreachable. */
-export const DEFAULT_REDIS_READY_TIMEOUT_MS = 3000;
+// Redis reconnect backoff and ready timeout: in protocol's redis-urls.ts, shared with the client.
 export const DEFAULT_TOOL_GROUP = 'default';
 export const DEFAULT_LOG_LEVEL = 'info';
 
@@ -148,20 +144,8 @@ export const DEFAULT_RUN_LOCK_DURATION_MS = 30_000;
 export const DEFAULT_RUN_STALLED_INTERVAL_MS = 30_000;
 /** A run whose scheduler died this many times is failed instead of being picked up again. */
 export const RUN_MAX_STALLED_COUNT = 5;
-/**
- * Attempts of a run job whose checkpoints cannot be written (each resumes from the last good one). With
- * the backoff below the 39 retries wait 4.5 to 6 minutes in all: a run outlasts that much Redis trouble
- * (an outage, `maxmemory`, a cluster failover) and is recorded `failed` after it.
- */
-export const RUN_JOB_ATTEMPTS = 40;
-/** First backoff between such attempts, doubled after each up to `RUN_JOB_BACKOFF_MAX_MS` (1, 2, 4, 8, 10, 10 … s), in ms. */
-export const RUN_JOB_BACKOFF_MS = 1000;
-/** Longest backoff between such attempts, in ms: a run is back within seconds of Redis being back. */
-export const RUN_JOB_BACKOFF_MAX_MS = 10_000;
-/** Share of each such backoff taken off at random (0.25: 7.5–10 s for 10 s), so runs failed together come back spread out. */
-export const RUN_JOB_BACKOFF_JITTER = 0.25;
-/** BullMQ backoff type of run jobs: the schedulers' workers compute it (`runRetryDelayMs`). */
-export const RUN_JOB_BACKOFF_TYPE = 'ar-run';
+// A run job's attempts, backoff and kept finished jobs: in protocol's run-job-options.ts, which every
+// producer of run jobs (the API, the CLI, the client's enqueueRun) shares.
 /** Tries, and the linear backoff between them in ms, to record as failed a run out of attempts. */
 export const RUN_ABANDON_WRITE_ATTEMPTS = 5;
 export const RUN_ABANDON_WRITE_BACKOFF_MS = 1000;

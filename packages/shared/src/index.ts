@@ -87,7 +87,6 @@ export { isOpen } from './fleet/breaker-state.js';
 export type { BreakerSnapshot, BreakerState } from './fleet/breaker-state.js';
 export { argumentsDigest, callLedgerEntry, matchesLedger } from './fleet/call-ledger.js';
 export type { CallLedgerEntry } from './fleet/call-ledger.js';
-export { runJobOptions, runRetryDelayMs } from './fleet/run-job-options.js';
 export { runJobProblems } from './fleet/run-job-schema.js';
 
 // observability/: the process's logger, Prometheus metrics and their server, run trace spans.
@@ -128,14 +127,11 @@ export {
   createRedis,
   duplicateRedis,
   isCluster,
-  maskUrl,
-  reconnectDelayMs,
   redisMasters,
   waitForRedis,
   waitReady,
 } from './redis/connection.js';
 export type { CreateRedisOptions, RedisClient } from './redis/connection.js';
-export { redisNodeUrls } from './redis/node-urls.js';
 export { redisScripts } from './redis/scripts.js';
 export type { RedisScripts } from './redis/scripts.js';
 export { redisUnavailable } from './redis/unavailable.js';

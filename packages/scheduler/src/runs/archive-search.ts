@@ -1,8 +1,8 @@
 import type { ArchiveStore } from '@agent-reach/archive';
-import type { Keys } from '@agent-reach/protocol';
+import type { Keys, RunSearch, RunSearchPage } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
 import { toSummary, type RunSummary } from './run-store.js';
-import { decodeCursor, encodeCursor, searchRuns, type RunSearch, type RunSearchPage } from './run-search.js';
+import { decodeCursor, encodeCursor, searchRuns } from './run-search.js';
 
 interface Position {
   score: number;
@@ -28,7 +28,7 @@ export async function searchAcross(
   keys: Keys,
   archive: ArchiveStore,
   q: RunSearch,
-): Promise<RunSearchPage> {
+): Promise<RunSearchPage<RunSummary>> {
   const limit = q.limit ?? 50;
   const live = await searchRuns(redis, keys, q);
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;

@@ -6,16 +6,19 @@ import {
   isValidRunId,
   RUN_ID_PATTERN,
   runJob,
+  runJobOptions,
   type Keys,
   type RunJobData,
+  type RunSearch,
+  type RunSearchPage,
   newRunId,
 } from '@agent-reach/protocol';
 import { decisionEvent, pendingRequest } from '../agent-loop/approvals.js';
 import type { RunOutcome, RunState } from '../agent-loop/run-state.js';
-import { runJobOptions, type RedisClient } from '@agent-reach/shared';
+import type { RedisClient } from '@agent-reach/shared';
 import { createRunQueue } from './run-jobs.js';
 import { searchAcross } from './archive-search.js';
-import { searchRuns, type RunSearch, type RunSearchPage } from './run-search.js';
+import { searchRuns } from './run-search.js';
 import { RunStore, type RunListFilter, type RunSummary, type StoredEvent } from './run-store.js';
 
 export interface StartRunRequest {
@@ -121,7 +124,7 @@ export class RunControl {
   }
 
   /** Runs newest first found by metadata, agent, status, time, trace id, tool or error kind, a page at a time. */
-  search(q: RunSearch): Promise<RunSearchPage> {
+  search(q: RunSearch): Promise<RunSearchPage<RunSummary>> {
     const archive = this.archive;
     return archive
       ? searchAcross(this.store.connection, this.keys, archive, q)

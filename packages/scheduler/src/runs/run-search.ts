@@ -1,40 +1,6 @@
-import { DEFAULT_TENANT, type Keys } from '@agent-reach/protocol';
+import { DEFAULT_TENANT, type Keys, type RunSearch, type RunSearchPage } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
-import type { RunStatus } from '../agent-loop/run-state.js';
 import { toSummary, type RunSummary } from './run-store.js';
-
-/** What runs are searched by; every field narrows the result. */
-export interface RunSearch {
-  /** Only runs of these agents (a limited key's list, or the one asked for). */
-  agents?: ReadonlySet<string>;
-  /** Only runs of these tenants (a run recorded without one is `default`'s). */
-  tenants?: ReadonlySet<string>;
-  status?: RunStatus;
-  /** Epoch ms bounds on creation time (inclusive). */
-  since?: number;
-  until?: number;
-  traceId?: string;
-  /** A tool the run called. */
-  tool?: string;
-  /** An error kind one of its tool calls ended with. */
-  errorKind?: string;
-  /** Caller metadata the run was started with: every pair must match. */
-  metadata?: Record<string, string>;
-  /** Where the previous page stopped (its `nextCursor`). */
-  cursor?: string;
-  /** Matches wanted. Default 50. */
-  limit?: number;
-  /** Runs read at most before the page is returned, matched or not. Default 5000. */
-  maxScan?: number;
-}
-
-export interface RunSearchPage {
-  runs: RunSummary[];
-  /** Resume here for the next page; absent when the index holds no older run in range. */
-  nextCursor?: string;
-  /** Runs read for this page. */
-  scanned: number;
-}
 
 /** Runs read per batch: one ZREVRANGEBYSCORE, then one HGETALL each, sent together (each its own slot on a cluster). */
 const BATCH = 500;
@@ -80,7 +46,11 @@ function matches(s: RunSummary, q: RunSearch): boolean {
  * else to keep in step. Each page reads at most `maxScan` runs, so a rare match over 100 000 runs costs
  * a few pages (each with a cursor), never one unbounded request; the time range narrows the scan in Redis.
  */
-export async function searchRuns(redis: RedisClient, keys: Keys, q: RunSearch): Promise<RunSearchPage> {
+export async function searchRuns(
+  redis: RedisClient,
+  keys: Keys,
+  q: RunSearch,
+): Promise<RunSearchPage<RunSummary>> {
   const limit = q.limit ?? 50;
   const maxScan = q.maxScan ?? DEFAULT_MAX_SCAN;
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;

@@ -1,12 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
-import { DEFAULT_TENANT, isValidRunId } from '@agent-reach/protocol';
+import { DEFAULT_TENANT, isValidRunId, runRetryDelayMs } from '@agent-reach/protocol';
 import {
   closeWithinGrace,
   constants,
   isCluster,
   runJobProblems,
-  runRetryDelayMs,
   type Logger,
   type RedisClient,
 } from '@agent-reach/shared';

@@ -10,8 +10,13 @@ import {
   DEFAULT_SHUTDOWN_GRACE_MS,
 } from '../constants.js';
 import * as C from '../constants.js';
-import { AgentReachError, DEFAULT_KEY_PREFIX, NAME_PATTERN, TENANT_PATTERN } from '@agent-reach/protocol';
-import { redisNodeUrls } from '../redis/node-urls.js';
+import {
+  AgentReachError,
+  DEFAULT_KEY_PREFIX,
+  NAME_PATTERN,
+  redisNodeUrls,
+  TENANT_PATTERN,
+} from '@agent-reach/protocol';
 
 const Ajv = AjvModule.default;
 

@@ -1,7 +1,6 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
-import { REDIS_RECONNECT_FIRST_DELAY_MS, REDIS_RECONNECT_MAX_DELAY_MS } from '../constants.js';
+import { maskUrl, reconnectDelayMs, redisNodeUrls } from '@agent-reach/protocol';
 import { createLogger, type Logger } from '../observability/logger.js';
-import { redisNodeUrls } from './node-urls.js';
 
 /** A connection to one Redis or to a Redis Cluster. */
 export type RedisClient = Redis | Cluster;
@@ -15,30 +14,6 @@ export interface CreateRedisOptions extends RedisOptions {
    * URL lists more than one node.
    */
   cluster?: boolean;
-}
-
-/**
- * A URL with its password (and any credentials in the query) replaced by `***`, for messages and logs.
- * Text that is not a URL is returned with anything between `//` and `@` masked.
- */
-export function maskUrl(url: string): string {
-  if (url.includes(',')) return redisNodeUrls(url).map(maskUrl).join(',');
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    for (const key of [...u.searchParams.keys()]) {
-      if (/pass|secret|token|key/i.test(key)) u.searchParams.set(key, '***');
-    }
-    return u.toString();
-  } catch {
-    return url.replace(/\/\/[^@/]*@/, '//***@');
-  }
-}
-
-/** Delay before reconnect attempt `attempt` (1-based): doubles from 100 ms, capped at 5 s. */
-export function reconnectDelayMs(attempt: number): number {
-  const exponent = Math.min(Math.max(attempt, 1) - 1, 30);
-  return Math.min(REDIS_RECONNECT_FIRST_DELAY_MS * 2 ** exponent, REDIS_RECONNECT_MAX_DELAY_MS);
 }
 
 /** The error's fields worth a log line: never the stack, never a password. */
