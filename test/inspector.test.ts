@@ -33,7 +33,7 @@ const AXE_SOURCE = readFile(createRequire(import.meta.url).resolve('axe-core/axe
 const PRICE = { input: 3, output: 15 };
 
 /**
- * The test agents plus one that compacts its history early, and beside them a providers file pricing the
+ * The test agents plus one that compacts its history early and one that asks a person for grants, and beside them a providers file pricing the
  * markdown run's model. Its one declared provider is never asked: it turns routing, and so prices, on.
  */
 function inspectorAgentsFile(): string {
@@ -42,6 +42,9 @@ function inspectorAgentsFile(): string {
     '  - name: compacting',
     '    tools: [big_result]',
     '    loop: { compaction_threshold_tokens: 1000 }',
+    '  - name: asking',
+    '    tools: [granted_refund]',
+    '    grant_by_approval: true',
   ];
   writeFileSync(file, `${readFileSync(TEST_AGENTS, 'utf8').trimEnd()}\n${compacting.join('\n')}\n`);
   const providers = {
@@ -56,7 +59,7 @@ function inspectorAgentsFile(): string {
 async function startInspector() {
   await (buildUi as () => Promise<void>)();
   const h = await startApiHarness(
-    { allowedModels: [...TEST_MODELS, 'inspect', 'inspect-md', 'compacting'] },
+    { allowedModels: [...TEST_MODELS, 'inspect', 'inspect-md', 'compacting', 'asking'] },
     { WORKFLOWS_FILE: WORKFLOWS_FIXTURE, AGENTS_FILE: inspectorAgentsFile() },
   );
   addCommonScenarios(h.sim);
@@ -86,6 +89,10 @@ async function startInspector() {
       },
       { content: '## Done\n\n- restock **WH-2**\n- check the ledger' },
     ],
+  });
+  h.sim.addScenario({
+    name: 'asking',
+    turns: [{ tool_calls: [{ name: 'granted_refund', arguments: {} }] }, { content: 'refunded' }],
   });
   // Rows enough that the history passes the agent's compaction threshold after a few turns.
   h.sim.addScenario({
@@ -561,6 +568,37 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await expect
         .poll(() => page.locator(`details[data-call="${step.tool_call_id}"] > summary`).innerText())
         .toMatch(/rejected by tester[\s\S]*refused by a person: not for this customer/);
+    });
+
+    it('marks a request for a grant in the approvals, says what approving it grants, and shows who granted the tool to the run', async () => {
+      const runId = (
+        await h.call('POST', '/v1/runs', {
+          body: { agent: 'asking', input: 'refund order 7', model: 'asking' },
+        })
+      ).json.run_id as string;
+      await finished(h, runId, ['awaiting_approval']);
+      await page.goto(`${h.url}/ui#/approvals`);
+      const item = page.locator('.approval').filter({ hasText: runId });
+      expect(await item.locator('.badge.grant').innerText()).toBe('asks for a grant');
+      await item.getByRole('button', { name: 'Approve granted_refund' }).click();
+      await item
+        .getByText('It runs with the arguments shown, and granted_refund is granted to the rest of this run.')
+        .waitFor();
+      await expectAccessible();
+      await shot('approvals-grant');
+      await item.getByRole('button', { name: 'Confirm approve' }).click();
+      const run = await finished(h, runId);
+      expect(run).toMatchObject({
+        status: 'succeeded',
+        granted_by_approval: [{ tool: 'granted_refund', by: 'tester' }],
+      });
+      await page.goto(`${h.url}/ui#/runs/${runId}`);
+      await page.getByText('Run finished:').waitFor();
+      await page.getByText(/Grant requested\s+for\s+granted_refund/).waitFor();
+      await page.getByText(/Granted\s+granted_refund\s+by tester/).waitFor();
+      expect(await page.locator('.facts dt').filter({ hasText: 'Granted' }).locator('+ dd').innerText()).toBe(
+        'granted_refund by tester',
+      );
     });
 
     it('lists each run with its input, duration, calls, errors and retries, a mark on a success with failed calls, and readable reasons and times', async () => {
