@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain ES module script of the scheduler package (no declarations).
 import { buildUi } from '../packages/scheduler/scripts/build-ui.mjs';
 import { FULL_KEY, LIMITED_KEY, TEST_MODELS, startApiHarness, type ApiHarness } from './helpers/api.js';
+import { tempDir } from './helpers/mcp.js';
+import { TEST_AGENTS } from './helpers/processes.js';
 import { waitFor } from './helpers/redis.js';
 import { addCommonScenarios } from './helpers/scenarios.js';
 import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
@@ -27,13 +29,38 @@ const MARKDOWN = [
   '<img src=x onerror="window.__xss=1"><script>window.__xss=1</script>',
 ].join('\n');
 const AXE_SOURCE = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+/** The price of the markdown run's model, per million tokens: the only priced model. */
+const PRICE = { input: 3, output: 15 };
+
+/**
+ * The test agents plus one that compacts its history early and one that asks a person for grants, and beside them a providers file pricing the
+ * markdown run's model. Its one declared provider is never asked: it turns routing, and so prices, on.
+ */
+function inspectorAgentsFile(): string {
+  const file = path.join(tempDir('inspector'), 'agents.yaml');
+  const compacting = [
+    '  - name: compacting',
+    '    tools: [big_result]',
+    '    loop: { compaction_threshold_tokens: 1000 }',
+    '  - name: asking',
+    '    tools: [granted_refund]',
+    '    grant_by_approval: true',
+  ];
+  writeFileSync(file, `${readFileSync(TEST_AGENTS, 'utf8').trimEnd()}\n${compacting.join('\n')}\n`);
+  const providers = {
+    providers: [{ name: 'spare', base_url: 'http://127.0.0.1:9/v1', models: ['unused'] }],
+    prices: { 'default/inspect-md': PRICE },
+  };
+  writeFileSync(path.join(path.dirname(file), 'providers.yaml'), JSON.stringify(providers));
+  return file;
+}
 
 /** The API with the inspector, runs of every kind, and the session cookie of a login done with fetch. */
 async function startInspector() {
   await (buildUi as () => Promise<void>)();
   const h = await startApiHarness(
-    { allowedModels: [...TEST_MODELS, 'inspect', 'inspect-md'] },
-    { WORKFLOWS_FILE: WORKFLOWS_FIXTURE },
+    { allowedModels: [...TEST_MODELS, 'inspect', 'inspect-md', 'compacting', 'asking'] },
+    { WORKFLOWS_FILE: WORKFLOWS_FIXTURE, AGENTS_FILE: inspectorAgentsFile() },
   );
   addCommonScenarios(h.sim);
   for (const s of WORKFLOW_SCENARIOS) h.sim.addScenario(s);
@@ -61,6 +88,20 @@ async function startInspector() {
         ],
       },
       { content: '## Done\n\n- restock **WH-2**\n- check the ledger' },
+    ],
+  });
+  h.sim.addScenario({
+    name: 'asking',
+    turns: [{ tool_calls: [{ name: 'granted_refund', arguments: {} }] }, { content: 'refunded' }],
+  });
+  // Rows enough that the history passes the agent's compaction threshold after a few turns.
+  h.sim.addScenario({
+    name: 'compacting',
+    turns: [
+      ...Array.from({ length: 5 }, (_, i) => ({
+        tool_calls: [{ name: 'big_result', arguments: { items: 40 + i } }],
+      })),
+      { content: 'compacted' },
     ],
   });
   return h;
@@ -345,8 +386,32 @@ describe.skipIf(!HAVE_CHROMIUM)(
         noop.result,
       );
 
-      // The flaky call ran twice: one bar in two segments, a retry in the totals and in its row.
-      expect(await page.locator(`.wf-row[data-call="${flaky.tool_call_id}"] .wf-seg`).count()).toBe(2);
+      // The flaky call ran twice: one bar in two segments placed by the attempts' recorded times (the
+      // gap between them is the backoff), a retry in the totals and in its row.
+      const log = flaky.attempt_log as Array<{ offset_ms: number; duration_ms: number; outcome: string }>;
+      expect(log.map((t) => t.outcome)).toEqual(['transient', 'ok']);
+      // The second try started after the tool's 100 ms backoff.
+      expect(log[1]!.offset_ms).toBeGreaterThanOrEqual(log[0]!.offset_ms + log[0]!.duration_ms + 100);
+      const segments = page.locator(`.wf-row[data-call="${flaky.tool_call_id}"] .wf-seg`);
+      expect(await segments.count()).toBe(2);
+      expect(await segments.evaluateAll((els) => els.map((e) => e.getAttribute('data-outcome')))).toEqual([
+        'transient',
+        'ok',
+      ]);
+      // Each segment starts where its attempt started in the call, to scale of the call's bar.
+      const placed = await segments.evaluateAll((els) =>
+        els.map((e) => {
+          const bar = e.parentElement!.getBoundingClientRect();
+          const seg = e.getBoundingClientRect();
+          return { left: (seg.left - bar.left) / bar.width, width: bar.width };
+        }),
+      );
+      for (const [i, t] of log.entries()) {
+        expect(placed[i]!.left).toBeCloseTo(t.offset_ms / flaky.duration_ms, 1);
+      }
+      expect(
+        await page.locator(`.wf-row[data-call="${flaky.tool_call_id}"] .wf-track`).getAttribute('aria-label'),
+      ).toMatch(/2 attempts \(transient failure \S+ (ms|s), ok \S+ (ms|s)\)$/);
       const retries = page.locator('.tile').filter({ hasText: 'Retries' }).locator('.tile-value');
       expect(await retries.innerText()).toBe('1');
       expect(await page.locator(`details[data-call="${flaky.tool_call_id}"] > summary`).innerText()).toMatch(
@@ -359,6 +424,93 @@ describe.skipIf(!HAVE_CHROMIUM)(
       ]);
       await expectAccessible();
       await shot('run-markdown');
+    });
+
+    it("shows a priced run's cost in its totals, by the model that answered, and on each model turn", async () => {
+      const run = await finished(h, mdRunId);
+      const tokens = run.usage as { prompt_tokens: number; completion_tokens: number };
+      const expected = (tokens.prompt_tokens * PRICE.input + tokens.completion_tokens * PRICE.output) / 1e6;
+      expect(run.cost).toBeCloseTo(expected, 12);
+      const money = (c: number) => String(Number(c.toPrecision(6)));
+      await page.goto(`${h.url}/ui#/runs/${mdRunId}`);
+      await page.getByText('Run finished:').waitFor();
+      const tile = page.locator('.tile.cost');
+      expect(await tile.locator('.tile-value').innerText()).toBe(money(run.cost));
+      expect(await tile.locator('.by-model li').allInnerTexts()).toEqual([
+        `default/inspect-md: ${money(run.cost)} (2 turns, ${tokens.prompt_tokens} in / ${tokens.completion_tokens} out)`,
+      ]);
+      // Each turn's own share, in the timeline and on its waterfall span; they add up to the run's cost.
+      const turns = run.turns as Array<{ turn: number; cost: number }>;
+      expect(turns).toHaveLength(2);
+      expect(turns.reduce((n, t) => n + t.cost, 0)).toBeCloseTo(run.cost, 12);
+      for (const t of turns) {
+        await page
+          .locator('.timeline .ev.turn')
+          .filter({ hasText: `Model turn ${t.turn}` })
+          .getByText(`cost ${money(t.cost)}`, { exact: false })
+          .waitFor();
+        expect(
+          await page
+            .locator('.waterfall .wf-row[data-span="turn"]')
+            .nth(t.turn - 1)
+            .locator('.wf-track')
+            .getAttribute('aria-label'),
+        ).toContain(`cost ${money(t.cost)}`);
+      }
+      await expectAccessible();
+      await shot('run-cost');
+    });
+
+    it('marks each compaction on the waterfall at its time, between the call before it and the model turn after it', async () => {
+      const runId = (
+        await h.call('POST', '/v1/runs', {
+          body: { agent: 'compacting', input: 'fetch the rows', model: 'compacting' },
+        })
+      ).json.run_id as string;
+      const run = await finished(h, runId);
+      expect(run.status).toBe('succeeded');
+      const compactions = (await h.control.events(runId))
+        .map((s) => s.event)
+        .filter((e) => e.type === 'compaction');
+      expect(compactions.length).toBeGreaterThan(0);
+      await page.goto(`${h.url}/ui#/runs/${runId}`);
+      await page.getByText('Run finished:').waitFor();
+      const rows = page.locator('.waterfall .wf-row:not(.wf-axis)');
+      const marks = page.locator('.waterfall .wf-row[data-span="mark"]');
+      expect(await marks.count()).toBe(compactions.length);
+      for (const [i, c] of compactions.entries()) {
+        if (c.type !== 'compaction') continue;
+        const mark = marks.nth(i);
+        expect(await mark.locator('.wf-name').innerText()).toBe('Compaction');
+        expect(await mark.locator('.wf-track').getAttribute('aria-label')).toMatch(
+          new RegExp(
+            `^Compaction: instant at \\+\\S+ (ms|s), ${c.before_tokens} → ${c.after_tokens} tokens$`,
+          ),
+        );
+      }
+      // Where each mark stands among the spans: after a big_result call, before the next model turn,
+      // and on the axis no earlier than that call's end and no later than that turn's start.
+      const layout = (await rows.evaluateAll((els) =>
+        els.map((e) => {
+          const shape = e.querySelector('.wf-bar, .wf-mark')!.getBoundingClientRect();
+          return {
+            name: e.querySelector('.wf-name')!.textContent,
+            span: e.getAttribute('data-span'),
+            left: shape.left,
+            right: shape.right,
+          };
+        }),
+      )) as Array<{ name: string; span: string; left: number; right: number }>;
+      layout.forEach((row, i) => {
+        if (row.span !== 'mark') return;
+        const before = layout[i - 1]!;
+        const after = layout[i + 1]!;
+        expect([before.name, after.name.replace(/\d+$/, 'N')]).toEqual(['big_result', 'Model turn N']);
+        expect(row.left + 2, JSON.stringify(layout)).toBeGreaterThanOrEqual(before.right - 2);
+        expect(row.left, JSON.stringify(layout)).toBeLessThanOrEqual(after.left + 2);
+      });
+      await expectAccessible();
+      await shot('run-compaction');
     });
 
     it('approves a parked call after a confirmation step, with a reason recorded and shown, and the run resumes live', async () => {
@@ -416,6 +568,37 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await expect
         .poll(() => page.locator(`details[data-call="${step.tool_call_id}"] > summary`).innerText())
         .toMatch(/rejected by tester[\s\S]*refused by a person: not for this customer/);
+    });
+
+    it('marks a request for a grant in the approvals, says what approving it grants, and shows who granted the tool to the run', async () => {
+      const runId = (
+        await h.call('POST', '/v1/runs', {
+          body: { agent: 'asking', input: 'refund order 7', model: 'asking' },
+        })
+      ).json.run_id as string;
+      await finished(h, runId, ['awaiting_approval']);
+      await page.goto(`${h.url}/ui#/approvals`);
+      const item = page.locator('.approval').filter({ hasText: runId });
+      expect(await item.locator('.badge.grant').innerText()).toBe('asks for a grant');
+      await item.getByRole('button', { name: 'Approve granted_refund' }).click();
+      await item
+        .getByText('It runs with the arguments shown, and granted_refund is granted to the rest of this run.')
+        .waitFor();
+      await expectAccessible();
+      await shot('approvals-grant');
+      await item.getByRole('button', { name: 'Confirm approve' }).click();
+      const run = await finished(h, runId);
+      expect(run).toMatchObject({
+        status: 'succeeded',
+        granted_by_approval: [{ tool: 'granted_refund', by: 'tester' }],
+      });
+      await page.goto(`${h.url}/ui#/runs/${runId}`);
+      await page.getByText('Run finished:').waitFor();
+      await page.getByText(/Grant requested\s+for\s+granted_refund/).waitFor();
+      await page.getByText(/Granted\s+granted_refund\s+by tester/).waitFor();
+      expect(await page.locator('.facts dt').filter({ hasText: 'Granted' }).locator('+ dd').innerText()).toBe(
+        'granted_refund by tester',
+      );
     });
 
     it('lists each run with its input, duration, calls, errors and retries, a mark on a success with failed calls, and readable reasons and times', async () => {
@@ -624,6 +807,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
       expect((await h.client.getWorkflow(started.workflow_id)).reason).toBe('cancel_requested');
     });
 
+    // Six pages and a login form, each checked by axe-core, and a decision: longer than the default.
     it('is usable and passes the accessibility check at phone width (390×844) as at 1280×800', async () => {
       const phone = await signedIn(390, 844);
       // The page's width, and the elements that reach past the screen's edge (to name a culprit).
@@ -675,7 +859,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
       expect(await accessibilityViolations(login)).toEqual([]);
       expect(await login.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
       await out.close();
-    });
+    }, 90_000);
 
     it('shows a limited key only the runs of its agents', async () => {
       const mine = (

@@ -7,6 +7,7 @@ import { handAddedJobs, seedRun } from './helpers/ledger.js';
 import { startPlatform } from './helpers/platform.js';
 import { TEST_AGENTS } from './helpers/processes.js';
 import { startApiHarness, TEST_MODELS, type ApiHarness } from './helpers/api.js';
+import { waitFor } from './helpers/redis.js';
 
 type Platform = Awaited<ReturnType<typeof startPlatform>>;
 
@@ -21,6 +22,9 @@ const REACH_AGENTS = `
     tools: [granted_refund, orders_read]
   - name: city_agent
     tools: [city_weather]
+  - name: asking_agent
+    tools: [granted_refund, orders_read]
+    grant_by_approval: true
 `;
 
 async function agentsFile(dir: string): Promise<string> {
@@ -102,6 +106,60 @@ describe('the executor enforces scopes and grants where tools run, even for a jo
       'granted_refund',
     );
     expect(result).toMatchObject({ ok: true, content: { executions: 1 } });
+  });
+
+  it('refuses a forged job for a call whose grant a person never approved: asked but undecided, approved without a grant, or claimed by the job', async () => {
+    const runId = `run-${randomUUID()}`;
+    const calls = ['call_1', 'call_2', 'call_3'].map((toolCallId) => ({
+      toolCallId,
+      name: 'granted_refund',
+      arguments: '{}',
+    }));
+    const before = await executions('granted_refund');
+    await seedRun(p.producer, p.keys, { runId, agent: 'asking_agent' }, calls);
+    // call_2: an approval that is not a grant (as for a tool needing confirmation); call_3: the job
+    // itself says it was approved.
+    await p.producer.hset(
+      p.keys.runApprovals(runId),
+      'call_2',
+      JSON.stringify({ decision: 'approved', by: 'mallory', decidedAt: Date.now() }),
+    );
+    for (const call of calls) {
+      await forge.add({
+        runId,
+        ...call,
+        agent: 'asking_agent',
+        ...(call.toolCallId === 'call_3' ? { approval: { by: 'mallory', at: Date.now() } } : {}),
+      });
+      const reply = await forge.reply();
+      expect(reply.result, call.toolCallId).toMatchObject({
+        ok: false,
+        error: { kind: 'forbidden', reason: 'grant' },
+      });
+    }
+    expect(await executions('granted_refund')).toBe(before);
+  });
+
+  it("runs the call whose grant request a person approved, and not another call of the tool before the run's record holds the grant", async () => {
+    const runId = `run-${randomUUID()}`;
+    const calls = ['call_1', 'call_2'].map((toolCallId) => ({
+      toolCallId,
+      name: 'granted_refund',
+      arguments: '{}',
+    }));
+    const before = Number((await executions('granted_refund')) ?? 0);
+    await seedRun(p.producer, p.keys, { runId, agent: 'asking_agent' }, calls);
+    // As the decision door records an approved grant request.
+    await p.producer.hset(
+      p.keys.runApprovals(runId),
+      'call_1',
+      JSON.stringify({ decision: 'approved', by: 'tester', decidedAt: Date.now(), grant: true }),
+    );
+    await forge.add({ runId, ...calls[0]!, agent: 'asking_agent' });
+    expect((await forge.reply()).result).toMatchObject({ ok: true, content: { executions: before + 1 } });
+    await forge.add({ runId, ...calls[1]!, agent: 'asking_agent' });
+    expect((await forge.reply()).result).toMatchObject({ ok: false, error: { reason: 'grant' } });
+    expect(await executions('granted_refund')).toBe(String(before + 1));
   });
 
   it('does not let a grant widen reach: a granted tool outside the scopes is still refused', async () => {
@@ -191,13 +249,15 @@ describe('through the API, a scheduler and an executor: grants, aliases and retr
   let h: ApiHarness;
   let dir: string;
   const REFUND = 'refund-once';
+  const ASK = 'refund-asking';
+  const ASK_REFUSED = 'refund-asking-refused';
   const CITY = 'city-alias';
   const FLAKY = 'flaky-retried';
   const OFFERED = 'scoped-offer';
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'ar-grants-'));
     h = await startApiHarness(
-      { allowedModels: [...TEST_MODELS, REFUND, CITY, FLAKY, OFFERED] },
+      { allowedModels: [...TEST_MODELS, REFUND, CITY, FLAKY, OFFERED, ASK, ASK_REFUSED] },
       { AGENTS_FILE: await agentsFile(dir) },
     );
     // A session's later runs carry its history: the simulator plays on from the turns already made.
@@ -208,6 +268,9 @@ describe('through the API, a scheduler and an executor: grants, aliases and retr
       turns: [{ tool_calls: [{ name: 'city_weather', arguments: { city: '成都' } }] }, { content: 'sunny' }],
     });
     h.sim.addScenario({ name: OFFERED, turns: [{ content: 'nothing to do' }] });
+    // The tool twice, in two turns: the second call runs on the grant the first one's approval gave.
+    h.sim.addScenario({ name: ASK, turns: [...refund.slice(0, 1), ...refund] });
+    h.sim.addScenario({ name: ASK_REFUSED, turns: [...refund.slice(0, 1), { content: 'understood' }] });
     h.sim.addScenario({
       name: FLAKY,
       turns: [
@@ -268,6 +331,94 @@ describe('through the API, a scheduler and an executor: grants, aliases and retr
     expect(await refundStep(later.json.run_id)).toMatchObject({ ok: true });
   });
 
+  /** A run of the agent that asks a person for grants, parked on its first call's grant request. */
+  const parkedForGrant = async (model: string) => {
+    const created = await h.call('POST', '/v1/runs', {
+      body: { agent: 'asking_agent', input: 'refund my order', model },
+    });
+    expect(created.status).toBe(201);
+    const runId = created.json.run_id as string;
+    const parked = await waitFor(
+      async () => {
+        const run = await h.client.getRun(runId);
+        return run.status === 'awaiting_approval' ? run : undefined;
+      },
+      20_000,
+      `run ${runId} parked`,
+    );
+    return { runId, parked };
+  };
+  const refunds = async () =>
+    Number((await h.producer.hget(`${h.keys.prefix}:test:reach`, 'granted_refund')) ?? 0);
+  const decide = (runId: string, toolCallId: string, decision: 'approve' | 'reject', reason: string) =>
+    h.call('POST', `/v1/runs/${runId}/approvals`, { body: { tool_call_id: toolCallId, decision, reason } });
+
+  it('parks a call of a tool the run was not granted for a person; approving grants the tool to the run, records who, and the later call runs without asking again', async () => {
+    const before = await refunds();
+    const { runId, parked } = await parkedForGrant(ASK);
+    expect(parked.pending_approvals).toEqual([
+      expect.objectContaining({ tool: 'granted_refund', grant: true }),
+    ]);
+    expect(await refunds()).toBe(before);
+    const asked = parked.pending_approvals[0]!.tool_call_id;
+    expect((await decide(runId, asked, 'approve', 'the customer confirmed')).status).toBe(200);
+    const run = await h.client.waitForRun(runId, { timeoutMs: 20_000 });
+    expect(run.status).toBe('succeeded');
+    expect(run.steps.map((s) => [s.tool, s.ok])).toEqual([
+      ['granted_refund', true],
+      ['granted_refund', true],
+    ]);
+    expect(await refunds()).toBe(before + 2);
+    expect(run.granted_by_approval).toEqual([
+      {
+        tool: 'granted_refund',
+        tool_call_id: asked,
+        by: 'tester',
+        reason: 'the customer confirmed',
+        granted_at: expect.any(Number),
+      },
+    ]);
+    const events = [];
+    for await (const e of h.client.streamEvents(runId)) events.push(e);
+    const asks = events.filter((e) => e.type === 'approval_requested').map((e) => e.data);
+    expect(asks).toEqual([expect.objectContaining({ tool_call_id: asked, grant: true })]);
+    expect(events.find((e) => e.type === 'approval_decided')?.data).toMatchObject({
+      decision: 'approved',
+      by: 'tester',
+      grant: true,
+    });
+  });
+
+  it('answers a refused grant with a refusal the model can act on, and runs nothing', async () => {
+    const before = await refunds();
+    const { runId, parked } = await parkedForGrant(ASK_REFUSED);
+    const asked = parked.pending_approvals[0]!.tool_call_id;
+    expect((await decide(runId, asked, 'reject', 'not without a receipt')).status).toBe(200);
+    const run = await h.client.waitForRun(runId, { timeoutMs: 20_000 });
+    expect(run).toMatchObject({ status: 'succeeded', answer: 'understood' });
+    expect(run.steps[0]).toMatchObject({ tool: 'granted_refund', ok: false, error_kind: 'forbidden' });
+    expect(run.granted_by_approval).toBeUndefined();
+    expect(await refunds()).toBe(before);
+    const last = h.sim.requests.filter((r) => r.scenario === ASK_REFUSED).at(-1)!;
+    const messages = (last.body as { messages: Array<{ role: string; content?: string }> }).messages;
+    const seen = JSON.parse(messages.find((m) => m.role === 'tool')!.content!);
+    expect(seen.error).toMatchObject({ kind: 'forbidden', decided_by: 'tester', retryable: false });
+    expect(seen.error.message).toBe(
+      'a person refused to grant "granted_refund" to this run: not without a receipt; the call was not ' +
+        'run and "granted_refund" will not run in this run: answer without it, or tell the user it needs ' +
+        'their grant',
+    );
+  });
+
+  it('still refuses the call outright for an agent that does not ask for grants', async () => {
+    const created = await h.call('POST', '/v1/runs', {
+      body: { agent: 'refund_agent', input: 'refund my order', model: REFUND },
+    });
+    const run = await h.client.waitForRun(created.json.run_id, { timeoutMs: 20_000 });
+    expect(run.pending_approvals).toEqual([]);
+    expect(run.steps[0]).toMatchObject({ ok: false, error_kind: 'forbidden' });
+  });
+
   it("shows an aliased call's arguments as the model sent them and as they ran, in the run and its events", async () => {
     const created = await h.call('POST', '/v1/runs', {
       body: { agent: 'city_agent', input: 'weather in Chengdu?', model: CITY },
@@ -310,6 +461,11 @@ describe('through the API, a scheduler and an executor: grants, aliases and retr
     const seen = JSON.parse(messages.find((m) => m.role === 'tool')!.content!);
     expect(seen).toMatchObject({ ok: true, content: { attempts_seen: 2 } });
     expect(seen).not.toHaveProperty('attempts');
+    expect(seen).not.toHaveProperty('attempt_log');
+    expect(run.steps[0]!.attempt_log?.map((t) => [t.attempt, t.outcome])).toEqual([
+      [1, 'transient'],
+      [2, 'ok'],
+    ]);
     const events = [];
     for await (const e of h.client.streamEvents(run.run_id)) events.push(e);
     expect(events.find((e) => e.type === 'tool_result')?.data).toMatchObject({

@@ -331,7 +331,12 @@ export function countViolatingRuns(violations: readonly Violation[]): Partial<Re
 /** A recorded result without its `executor_id`: what the model is shown of it. */
 function asShownToModel(result: unknown): unknown {
   if (typeof result !== 'object' || result === null) return result;
-  const { executor_id: _executorId, attempts: _attempts, ...shown } = result as Record<string, unknown>;
+  const {
+    executor_id: _executorId,
+    attempts: _attempts,
+    attempt_log: _attemptLog,
+    ...shown
+  } = result as Record<string, unknown>;
   return shown;
 }
 

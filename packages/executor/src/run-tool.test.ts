@@ -5,6 +5,7 @@ import {
   createKeys,
   defineTool,
   ToolError,
+  toolMessageContent,
   Type,
   WIRE_VERSION,
   type Keys,
@@ -256,6 +257,46 @@ describe('runTool timeouts', () => {
     const { result } = await settle(runTool(job(), deps));
     expect(result).toMatchObject({ ok: true, attempts: 2, content: { fast: true } });
     expect(attempts.map((a) => a.at - start)).toEqual([0, TIMEOUT_MS + BACKOFF_MS]);
+  });
+});
+
+describe('runTool attempt timings', () => {
+  it("records each attempt's start, duration and outcome on the call's clock, and keeps them out of the model's message", async () => {
+    const slow = (ms: number, value: unknown) =>
+      new Promise((resolve) => setTimeout(() => resolve(value), ms));
+    behave = (_args, ctx) =>
+      ctx.attempt === 1
+        ? new Promise(() => {})
+        : ctx.attempt === 2
+          ? Promise.reject(econnreset())
+          : slow(300, { third: true });
+    const { result } = await settle(runTool(job(), deps));
+    expect(result).toMatchObject({ ok: true, attempts: 3 });
+    // A timeout at 2 s, a backoff of 1 s, a transient failure at once, a backoff of 2 s, then 300 ms.
+    expect(result.attempt_log).toEqual([
+      { attempt: 1, offset_ms: 0, duration_ms: TIMEOUT_MS, outcome: 'timeout' },
+      { attempt: 2, offset_ms: TIMEOUT_MS + BACKOFF_MS, duration_ms: 0, outcome: 'transient' },
+      { attempt: 3, offset_ms: TIMEOUT_MS + 3 * BACKOFF_MS, duration_ms: 300, outcome: 'ok' },
+    ]);
+    expect(result.duration_ms).toBe(TIMEOUT_MS + 3 * BACKOFF_MS + 300);
+    const forModel = JSON.parse(toolMessageContent(result)) as Record<string, unknown>;
+    expect(Object.keys(forModel)).not.toContain('attempt_log');
+    expect(Object.keys(forModel)).not.toContain('attempts');
+  });
+
+  it('records the attempts of a failed call, and none for a call tried once', async () => {
+    const { result: once } = await settle(runTool(job(), deps));
+    expect(once).toMatchObject({ ok: true, attempts: 1 });
+    expect(once.attempt_log).toBeUndefined();
+    behave = () => {
+      throw econnreset();
+    };
+    const { result } = await settle(runTool(job(), deps));
+    expect(result.attempt_log?.map((t) => [t.attempt, t.outcome])).toEqual([
+      [1, 'transient'],
+      [2, 'transient'],
+      [3, 'transient'],
+    ]);
   });
 });
 

@@ -4,6 +4,7 @@ import {
   isNoResult,
   RETRYABLE_KINDS,
   unconfirmedError,
+  type AttemptTiming,
   type ToolCallJob,
   type ToolErrorInfo,
   type ToolErrorKind,
@@ -70,28 +71,66 @@ const TRANSIENT_CODES = new Set([
  * attempt is aborted at it, and a retry starts only if its backoff and full timeout fit before it.
  */
 export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<ToolOutcome> {
-  const { registry, agents } = deps;
-  const logger = {
-    get log() {
-      return deps.bindings?.() ?? deps.logger;
-    },
-  };
+  const call = openCall(job, deps);
+  const admitted = admit(call);
+  return 'result' in admitted ? admitted : attemptCall(call, admitted.tool, admitted.args);
+}
+
+/** One call on its way through the pipeline: its clock, its logger and what it has done so far. */
+interface Call {
+  readonly job: ToolCallJob;
+  readonly deps: RunToolDeps;
+  readonly logger: { readonly log: Logger };
+  /** Milliseconds since the executor took the call. */
+  elapsed(): number;
+  /** The arguments aliases changed, once known: recorded with whatever the call ends with. */
+  normalized?: Record<string, unknown> | undefined;
+  /** Every attempt made, with its timing and outcome. */
+  readonly tries: AttemptTiming[];
+}
+
+function openCall(job: ToolCallJob, deps: RunToolDeps): Call {
   const started = performance.now();
-  const elapsed = () => Math.round(performance.now() - started);
-  // The arguments aliases changed, once known: recorded with whatever the call ends with.
-  const args: { normalized?: Record<string, unknown> | undefined } = {};
-  const fail = (error: ToolErrorInfo, attempts = 0): ToolOutcome => ({
+  return {
+    job,
+    deps,
+    logger: {
+      get log() {
+        return deps.bindings?.() ?? deps.logger;
+      },
+    },
+    elapsed: () => Math.round(performance.now() - started),
+    tries: [],
+  };
+}
+
+/** The call's result for `error`, after `attempts` attempts (their timings when there was more than one). */
+function fail(call: Call, error: ToolErrorInfo, attempts = 0): ToolOutcome {
+  const { job } = call;
+  return {
     result: {
       ...errorResult({ toolCallId: job.tool_call_id, name: job.name }, error, {
-        duration_ms: elapsed(),
+        duration_ms: call.elapsed(),
         attempts,
       }),
-      ...(args.normalized ? { normalized_arguments: args.normalized } : {}),
+      ...attemptLog(call.tries.slice(0, attempts)),
+      ...(call.normalized ? { normalized_arguments: call.normalized } : {}),
     },
-  });
+  };
+}
 
+/** The per-attempt timings a result carries: only when there was a retry to see. */
+const attemptLog = (tries: AttemptTiming[]) => (tries.length > 1 ? { attempt_log: tries } : {});
+
+/**
+ * Everything a call must pass before anything runs: its deadline, a known tool, valid arguments, the
+ * agent's reach (listed, scope, grant) and a person's approval. Returns the refusal, or what to run.
+ */
+function admit(call: Call): ToolOutcome | { tool: RegisteredTool; args: Record<string, unknown> } {
+  const { job, deps } = call;
+  const { registry, agents } = deps;
   if (Date.now() >= job.deadline) {
-    return fail({
+    return fail(call, {
       kind: 'unavailable',
       message: 'the call waited in the queue past its deadline and was not run',
       retryable: true,
@@ -102,7 +141,7 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
   if (!tool) {
     const available = [...reachable].filter((name) => registry.has(name));
     const guess = registry.closest(job.name, available);
-    return fail({
+    return fail(call, {
       kind: 'unknown_tool',
       message: `there is no tool named "${job.name}"${guess ? `; did you mean "${guess}"?` : ''}`,
       ...(guess ? { did_you_mean: guess } : {}),
@@ -117,35 +156,58 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
     tool.parameters,
     tool.argumentAliases,
   );
-  if (!check.ok) return fail(check.error);
-  args.normalized = check.normalized;
+  if (!check.ok) return fail(call, check.error);
+  call.normalized = check.normalized;
+  const refusal = reachRefusal(call, tool, reachable);
+  if (refusal) return fail(call, refusal);
+  if (tool.requiresConfirmation && deps.approved !== true) {
+    return fail(call, unconfirmedError(tool.name));
+  }
+  return { tool, args: check.args };
+}
+
+/** Why the agent may not reach `tool` in this run (not listed, out of scope, not granted), logged. */
+function reachRefusal(
+  call: Call,
+  tool: RegisteredTool,
+  reachable: ReadonlySet<string>,
+): ToolErrorInfo | undefined {
+  const { job, deps } = call;
   if (!reachable.has(tool.name)) {
-    logger.log.warn(
+    call.logger.log.warn(
       { security: true, agent: job.agent, tool: tool.name, runId: job.run_id },
       'refused a call outside the agent scope',
     );
-    return fail({
+    return {
       kind: 'forbidden',
       message: `agent "${job.agent}" may not call "${tool.name}"`,
       available_tools: [...reachable],
       retryable: false,
-    });
+    };
   }
-  const spec = agents.agents.get(job.agent);
+  const spec = deps.agents.agents.get(job.agent);
   const refusal =
     scopeRefusal({ name: job.agent, scopes: spec?.scopes }, tool) ??
     grantRefusal(tool, deps.grants ?? new Set(), deps.sessionId);
   if (refusal) {
-    logger.log.warn(
+    call.logger.log.warn(
       { security: true, agent: job.agent, tool: tool.name, runId: job.run_id, reason: refusal.reason },
       'refused a call the agent does not hold a scope or grant for',
     );
-    return fail(refusal);
   }
-  if (tool.requiresConfirmation && deps.approved !== true) {
-    return fail(unconfirmedError(tool.name));
-  }
+  return refusal;
+}
 
+/**
+ * The handler's attempts through the breaker: a retryable failure is tried again after a linear backoff
+ * (longer when the upstream asked), while the next attempt still fits before the deadline.
+ */
+async function attemptCall(
+  call: Call,
+  tool: RegisteredTool,
+  args: Record<string, unknown>,
+): Promise<ToolOutcome> {
+  const { job, deps } = call;
   const maxAttempts = tool.retry.maxAttempts;
   let lastError: ToolErrorInfo | undefined;
   let retryAfterMs: number | undefined;
@@ -165,53 +227,65 @@ export async function runTool(job: ToolCallJob, deps: RunToolDeps): Promise<Tool
       try {
         await backoff(wait, deps.signal);
       } catch {
-        return fail(handedBack(), made);
+        return fail(call, handedBack(), made);
       }
     }
-    if (deps.signal?.aborted) return fail(handedBack(), made);
+    if (deps.signal?.aborted) return fail(call, handedBack(), made);
     made = attempt;
+    const offset = call.elapsed();
+    const timed = (outcome: AttemptTiming['outcome']) =>
+      call.tries.push({ attempt, offset_ms: offset, duration_ms: call.elapsed() - offset, outcome });
     try {
       const value = await deps.breakers.fire(tool.name, () =>
-        runAttempt(tool, check.args, job, attempt, logger, deps.signal),
+        runAttempt(tool, args, job, attempt, call.logger, deps.signal),
       );
+      timed('ok');
       return succeed(
-        { tool, job, value, attempts: attempt, durationMs: elapsed() },
+        { tool, job, value, attempts: attempt, durationMs: call.elapsed(), tries: call.tries },
         {
-          defaults: agents.document.tool_defaults,
-          ...(args.normalized ? { normalized: args.normalized } : {}),
+          defaults: deps.agents.document.tool_defaults,
+          ...(call.normalized ? { normalized: call.normalized } : {}),
         },
       );
     } catch (err) {
       if ((err as { code?: string }).code === 'EOPENBREAKER') {
-        return fail(
-          {
-            kind: 'circuit_open',
-            message: `"${tool.name}" is failing and its circuit breaker is open; it is unavailable for now`,
-            retryable: false,
-          },
-          attempt - 1,
-        );
+        // The breaker answered for the tool: this attempt never ran.
+        return fail(call, breakerOpen(tool.name), attempt - 1);
       }
       const failure =
         err instanceof AttemptFailure ? err : new AttemptFailure('execution_error', String(err));
-      lastError = {
-        kind: failure.kind,
-        message: failure.message,
-        ...(failure.type ? { type: failure.type } : {}),
-        ...(failure.field ? { field: failure.field } : {}),
-        ...(failure.upstream.status === undefined ? {} : { status: failure.upstream.status }),
-        retryable: RETRYABLE_KINDS.has(failure.kind),
-      };
+      timed(failure.kind);
+      lastError = failureInfo(failure);
       retryAfterMs = failure.upstream.retryAfterMs;
-      logger.log.info({ tool: tool.name, attempt, kind: failure.kind }, 'tool attempt failed');
-      if (!RETRYABLE_KINDS.has(failure.kind)) return fail(lastError, attempt);
-      if (attempt === maxAttempts) return fail(lastError, attempt);
+      call.logger.log.info({ tool: tool.name, attempt, kind: failure.kind }, 'tool attempt failed');
+      if (!RETRYABLE_KINDS.has(failure.kind) || attempt === maxAttempts) {
+        return fail(call, lastError, attempt);
+      }
     }
   }
   return fail(
+    call,
     lastError ?? { kind: 'timeout', message: 'no time left for another attempt', retryable: true },
     made,
   );
+}
+
+const breakerOpen = (tool: string): ToolErrorInfo => ({
+  kind: 'circuit_open',
+  message: `"${tool}" is failing and its circuit breaker is open; it is unavailable for now`,
+  retryable: false,
+});
+
+/** A failed attempt as the error a result carries. */
+function failureInfo(failure: AttemptFailure): ToolErrorInfo {
+  return {
+    kind: failure.kind,
+    message: failure.message,
+    ...(failure.type ? { type: failure.type } : {}),
+    ...(failure.field ? { field: failure.field } : {}),
+    ...(failure.upstream.status === undefined ? {} : { status: failure.upstream.status }),
+    retryable: RETRYABLE_KINDS.has(failure.kind),
+  };
 }
 
 /**
@@ -339,7 +413,14 @@ function classify(err: unknown, tool: RegisteredTool): AttemptFailure {
 
 /** A successful call's result: shaped to the tool's budget, with the arguments aliases changed. */
 function succeed(
-  call: { tool: RegisteredTool; job: ToolCallJob; value: unknown; attempts: number; durationMs: number },
+  call: {
+    tool: RegisteredTool;
+    job: ToolCallJob;
+    value: unknown;
+    attempts: number;
+    durationMs: number;
+    tries: AttemptTiming[];
+  },
   extra: { defaults?: ToolDefaults | undefined; normalized?: Record<string, unknown> },
 ): ToolOutcome {
   const { tool, job, value } = call;
@@ -350,6 +431,7 @@ function succeed(
     status: 'ok' as const,
     duration_ms: call.durationMs,
     attempts: call.attempts,
+    ...attemptLog(call.tries),
     ...(extra.normalized ? { normalized_arguments: extra.normalized } : {}),
   };
   if (isNoResult(value)) {

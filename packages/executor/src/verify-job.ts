@@ -63,7 +63,7 @@ const MAX_NAME_CHARS = 256;
  * Checks a job against its run's record before anything runs: the run exists and is not final, belongs to
  * the job's agent, its ledger holds this exact call, and a tool that requires confirmation has a person's
  * recorded decision (the job's own `approval` field is never trusted). Also reads the run's grants, which
- * `runTool` checks. `replyTo` must be a dispatcher's
+ * `runTool` checks, with this call's tool added when a person approved the call's grant request. `replyTo` must be a dispatcher's
  * reply list. Throws `JobRefused` otherwise.
  */
 export async function verifyJob(
@@ -111,6 +111,15 @@ export async function verifyJob(
       throw new JobRefused('not_approved', 'the recorded decision on this call is not an approval');
     }
     verified.approved = true;
+  }
+  if (tool?.requiresGrant && typeof decision === 'string') {
+    // A person approved this call's request for a grant (only the decision route writes the approvals
+    // hash, and only for a request the run made): the call runs as granted, before the run's next
+    // checkpoint has written the grant to its record for later calls.
+    const recorded = readDecision(decision);
+    if (recorded?.decision === 'approved' && recorded.grant) {
+      verified.grants = new Set([...verified.grants, tool.name]);
+    }
   }
   return verified;
 }

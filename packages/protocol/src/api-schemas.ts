@@ -227,6 +227,19 @@ const Step = Type.Object({
   error_kind: Type.Optional(Type.String()),
   duration_ms: Type.Number(),
   attempts: Type.Number(),
+  attempt_log: Type.Optional(
+    Type.Array(
+      Type.Object({
+        attempt: Type.Number(),
+        offset_ms: Type.Number({
+          description: 'when the attempt started, in ms after the executor took the call',
+        }),
+        duration_ms: Type.Number(),
+        outcome: Type.String({ description: 'ok, or the error kind the attempt ended with' }),
+      }),
+      { description: "each attempt's timing and outcome, when the executor tried more than once" },
+    ),
+  ),
   truncated: Type.Optional(Type.Boolean()),
   kind: Type.Optional(StringEnum(['ok', 'no_result', 'error'])),
   answered: Type.Optional(
@@ -282,6 +295,19 @@ const PendingApproval = Type.Object({
   tool: Type.String(),
   arguments: Type.String(),
   requested_at: Millis('epoch ms'),
+  grant: Type.Optional(
+    Type.Literal(true, {
+      description:
+        'the request asks a person to grant the tool to the run (approving grants it for the rest of the run)',
+    }),
+  ),
+});
+const GrantView = Type.Object({
+  tool: Type.String(),
+  by: Type.Optional(Type.String({ description: 'who approved the grant' })),
+  reason: Type.Optional(Type.String()),
+  granted_at: Type.Optional(Millis('epoch ms')),
+  tool_call_id: Type.String({ description: 'the call whose approval request asked for the grant' }),
 });
 
 const summaryFields = {
@@ -347,6 +373,9 @@ export const RunView = Type.Object({
   steps: Type.Array(Step),
   turns: Type.Optional(Type.Array(Turn, { description: 'model turns: tokens, latency, reasoning' })),
   pending_approvals: Type.Array(PendingApproval),
+  granted_by_approval: Type.Optional(
+    Type.Array(GrantView, { description: 'tools a person granted to the run by approving a grant request' }),
+  ),
 });
 export type RunView = Static<typeof RunView>;
 export type RunSummaryView = Static<typeof RunSummaryView>;

@@ -9,6 +9,11 @@ export interface RecordedDecision {
   by?: string;
   reason?: string;
   decidedAt?: number;
+  /**
+   * The request asked a person to grant the call's tool to the run (a `requires_grant` tool of an agent
+   * with `grant_by_approval`): approved, the executor accepts this call as granted.
+   */
+  grant?: true;
 }
 
 /**
@@ -30,6 +35,7 @@ export function readDecision(json: string): RecordedDecision | undefined {
     ...(typeof d.by === 'string' ? { by: d.by } : {}),
     ...(typeof d.reason === 'string' ? { reason: d.reason } : {}),
     ...(typeof d.decidedAt === 'number' ? { decidedAt: d.decidedAt } : {}),
+    ...(d.grant === true ? { grant: true as const } : {}),
   };
 }
 
@@ -43,10 +49,31 @@ export function unconfirmedError(tool: string): ToolErrorInfo {
 }
 
 /** The error a call refused by a person answers with: the model is told not to try it again. */
-export function rejectedError(decision: Pick<RecordedDecision, 'by' | 'reason'>): ToolErrorInfo {
+export function rejectedError(
+  decision: Pick<RecordedDecision, 'by' | 'reason' | 'grant'>,
+  tool?: string,
+): ToolErrorInfo {
+  if (decision.grant && tool !== undefined) return grantRejectedError(decision, tool);
   return {
     kind: 'forbidden',
     message: `refused by a person${decision.reason ? `: ${decision.reason}` : ''}; do not retry this call`,
+    ...(decision.by ? { decided_by: decision.by } : {}),
+    ...(decision.reason ? { reason: decision.reason } : {}),
+    retryable: false,
+  };
+}
+
+/**
+ * A person refused to grant `tool` to the run: the call did not run, no call of the tool will in this run,
+ * and the model is told what it can still do.
+ */
+function grantRejectedError(decision: Pick<RecordedDecision, 'by' | 'reason'>, tool: string): ToolErrorInfo {
+  return {
+    kind: 'forbidden',
+    message:
+      `a person refused to grant "${tool}" to this run${decision.reason ? `: ${decision.reason}` : ''}; the ` +
+      `call was not run and "${tool}" will not run in this run: answer without it, or tell the user it ` +
+      'needs their grant',
     ...(decision.by ? { decided_by: decision.by } : {}),
     ...(decision.reason ? { reason: decision.reason } : {}),
     retryable: false,

@@ -1,5 +1,5 @@
 import type { ToolErrorInfo } from './errors.js';
-import type { ToolResult } from './tool-call.js';
+import type { AttemptTiming, ToolResult } from './tool-call.js';
 import {
   readStepRecord,
   type CompactionSummary,
@@ -120,6 +120,8 @@ export type RunEventBody =
       error?: ToolErrorInfo;
       duration_ms: number;
       attempts: number;
+      /** Each attempt's start (after the call was taken), duration and outcome, when there was a retry. */
+      attempt_log?: AttemptTiming[];
       truncated?: boolean;
       /** `ok`, `no_result` or `error`. */
       kind?: StepResultKind;
@@ -134,7 +136,14 @@ export type RunEventBody =
       result?: ToolResult;
     }
   | { type: 'step_done'; step: TaskStep }
-  | { type: 'approval_requested'; tool_call_id: string; tool: string; arguments: string }
+  | {
+      type: 'approval_requested';
+      tool_call_id: string;
+      tool: string;
+      arguments: string;
+      /** The request asks for a grant of the tool to the run, not only for this call. */
+      grant?: true;
+    }
   | {
       type: 'approval_decided';
       tool_call_id: string;
@@ -142,6 +151,8 @@ export type RunEventBody =
       decision: 'approved' | 'rejected';
       by?: string;
       reason?: string;
+      /** Approved, the tool is granted to the run (by `by`). */
+      grant?: true;
     }
   | { type: 'guard'; guard: GuardName; action: 'nudge' | 'stop'; report: string }
   | {

@@ -50,7 +50,7 @@ export {
   parseReply,
   readToolCallJob,
 } from './tool-call.js';
-export type { ToolCallJob, ToolResult, ToolReply, TraceCarrier } from './tool-call.js';
+export type { AttemptTiming, ToolCallJob, ToolResult, ToolReply, TraceCarrier } from './tool-call.js';
 export { readDecision, rejectedError, unconfirmedError } from './approvals.js';
 export type { ApprovalDecision, RecordedDecision } from './approvals.js';
 export { RUN_JOB_SCHEMA, runJob, upgradeRunJob } from './run-job.js';

@@ -1,4 +1,5 @@
 import type { ToolErrorKind } from './errors.js';
+import type { AttemptTiming } from './tool-call.js';
 import type { FinalStatus } from './run-status.js';
 
 /** The parts of a run that its events and its outcome carry on the wire. */
@@ -37,6 +38,8 @@ export interface StepRecord {
   error_kind?: ToolErrorKind;
   duration_ms: number;
   attempts: number;
+  /** Each attempt's start, duration and outcome, when the executor tried more than once. */
+  attempt_log?: AttemptTiming[];
   truncated?: boolean;
   /** `ok`, `no_result` (the tool ran and found nothing) or `error`. */
   kind?: StepResultKind;

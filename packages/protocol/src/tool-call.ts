@@ -1,4 +1,4 @@
-import type { ToolErrorInfo } from './errors.js';
+import type { ToolErrorInfo, ToolErrorKind } from './errors.js';
 import { checkVersion, renameVersion1Fields, WIRE_VERSION } from './version.js';
 
 /** The W3C trace context a tool-call job carries from the span that published it to its executor. */
@@ -57,18 +57,34 @@ export interface ToolResult {
   /** Attempts the executor made: kept in the record, the API and events; left out of the model's message. */
   attempts: number;
   /**
+   * Each attempt's timing and outcome, present when the executor tried more than once (one attempt is the
+   * call's own duration and outcome). Kept with `attempts` for people; left out of the model's message.
+   */
+  attempt_log?: AttemptTiming[];
+  /**
    * The executor that ran the call, recorded with the result for people (API, inspector); the run
    * takes it off before the model sees the result.
    */
   executor_id?: string;
 }
 
+/** One attempt of a call by the executor, on the call's own clock. */
+export interface AttemptTiming {
+  /** 1 for the first try. */
+  attempt: number;
+  /** When the attempt started, in ms after the executor took the call (backoffs lie between attempts). */
+  offset_ms: number;
+  duration_ms: number;
+  /** `ok`, or the error kind the attempt ended with. */
+  outcome: 'ok' | ToolErrorKind;
+}
+
 /**
- * The `tool` message content the model reads of a result: everything but the executor's attempts (its
- * retries are invisible to the model) and which executor ran it (both stay in the record).
+ * The `tool` message content the model reads of a result: everything but the executor's attempts and their
+ * timings (its retries are invisible to the model) and which executor ran it (both stay in the record).
  */
 export function toolMessageContent(result: ToolResult): string {
-  const { attempts: _attempts, executor_id: _executor, ...forModel } = result;
+  const { attempts: _attempts, attempt_log: _log, executor_id: _executor, ...forModel } = result;
   return JSON.stringify(forModel);
 }
 

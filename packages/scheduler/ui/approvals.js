@@ -21,8 +21,15 @@ function Confirm({ a, decision, busy, onConfirm, onBack }) {
     if (e.key === 'Enter' && !e.shiftKey && e.target.tagName === 'TEXTAREA') submit(e);
   };
   const verb = decision === 'approve' ? 'Approve' : 'Reject';
+  const what = a.grant
+    ? decision === 'approve'
+      ? `It runs with the arguments shown, and ${a.tool} is granted to the rest of this run.`
+      : `The model is told a person refused to grant ${a.tool}; it will not run in this run.`
+    : decision === 'approve'
+      ? 'It will run with the arguments shown.'
+      : 'The model is told a person refused it.';
   return html`<form class=${`confirm confirm-${decision}`} onSubmit=${submit} onKeyDown=${keys} aria-label=${`${verb} ${a.tool}`}>
-    <p><b>${verb}</b> this call of <span class="tool">${a.tool}</span>? ${decision === 'approve' ? 'It will run with the arguments shown.' : 'The model is told a person refused it.'}</p>
+    <p><b>${verb}</b> ${a.grant ? 'the grant asked by' : ''} this call of <span class="tool">${a.tool}</span>? ${what}</p>
     <label for=${id}>Reason <span class="muted">(recorded with the decision${decision === 'reject' ? ' and told to the model' : ''})</span></label>
     <textarea id=${id} ref=${field} rows="2" maxlength="500" value=${reason} onInput=${(e) => setReason(e.currentTarget.value)}></textarea>
     <div class="decide">
@@ -66,7 +73,7 @@ export function Approvals({ items, onDecided, showRun = false }) {
       const open = asking?.id === a.tool_call_id ? asking.decision : undefined;
       return html`<li class="approval" key=${a.tool_call_id} data-call=${a.tool_call_id}>
         <div class="approval-what">
-          <span class="tool">${a.tool}</span>${showRun ? html` in <a class="mono" href=${`#/runs/${encodeURIComponent(a.run_id)}`}>${a.run_id}</a> <span class="muted">(${a.agent})</span>` : null}<span class="muted"> requested <${When} ms=${a.requested_at} /></span>
+          <span class="tool">${a.tool}</span>${a.grant ? html` <span class="badge warn grant" title="approving grants the tool to the rest of the run">asks for a grant</span>` : null}${showRun ? html` in <a class="mono" href=${`#/runs/${encodeURIComponent(a.run_id)}`}>${a.run_id}</a> <span class="muted">(${a.agent})</span>` : null}<span class="muted"> requested <${When} ms=${a.requested_at} /></span>
           ${a.input ? html`<div class="muted input-preview">${a.input}</div>` : null}
           <${Code} label="Arguments" value=${a.arguments} />
         </div>

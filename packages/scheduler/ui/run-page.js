@@ -85,7 +85,7 @@ function Event({ e, start }) {
     case 'llm_request':
       return row(
         'turn',
-        html`<div><b>Model turn ${e.turn}</b> <span class="muted">${e.model} · ${duration(e.latency_ms)} · ${e.prompt_tokens} in / ${e.completion_tokens} out tokens · ${e.finish_reason}${e.tool_calls ? ` · ${e.tool_calls} tool call${e.tool_calls === 1 ? '' : 's'}` : ''}</span></div>
+        html`<div><b>Model turn ${e.turn}</b> <span class="muted">${e.model} · ${duration(e.latency_ms)} · ${e.prompt_tokens} in / ${e.completion_tokens} out tokens · ${e.finish_reason}${e.tool_calls ? ` · ${e.tool_calls} tool call${e.tool_calls === 1 ? '' : 's'}` : ''}${typeof e.cost === 'number' ? ` · cost ${money(e.cost)}` : ''}</span></div>
         ${e.reasoning ? html`<details class="reasoning"><summary>Reasoning</summary><div class="text">${e.reasoning}</div></details>` : null}
         ${e.message?.content ? html`<div class="said"><${Prose} text=${e.message.content} /></div>` : null}`,
       );
@@ -103,12 +103,12 @@ function Event({ e, start }) {
     case 'approval_requested':
       return row(
         'decision',
-        html`<b>Approval requested</b> for <span class="tool">${e.tool}</span> <span class="mono muted">${e.arguments}</span>`,
+        html`<b>${e.grant ? 'Grant requested' : 'Approval requested'}</b> for <span class="tool">${e.tool}</span> <span class="mono muted">${e.arguments}</span>`,
       );
     case 'approval_decided':
       return row(
         'decision',
-        html`<b>${e.decision === 'approved' ? 'Approved' : 'Rejected'}</b> <span class="tool">${e.tool}</span>${e.by ? ` by ${e.by}` : ''}${e.reason ? `: ${e.reason}` : ''}`,
+        html`<b>${e.decision === 'approved' ? (e.grant ? 'Granted' : 'Approved') : e.grant ? 'Grant refused' : 'Rejected'}</b> <span class="tool">${e.tool}</span>${e.by ? ` by ${e.by}` : ''}${e.reason ? `: ${e.reason}` : ''}`,
       );
     case 'guard':
       return row(
@@ -155,16 +155,25 @@ const REFRESH_ON = new Set([
   'llm_request',
 ]);
 
-/** Tokens and cost of the run, the cost only when the run record carries one. */
-function cost(run) {
-  const c = run.cost ?? run.usage?.cost;
-  if (c === undefined || c === null) return null;
-  if (typeof c === 'number') return `$${c.toFixed(c < 1 ? 4 : 2)}`;
-  if (typeof c === 'object' && typeof c.amount === 'number')
-    return `${c.amount.toFixed(c.amount < 1 ? 4 : 2)} ${c.currency ?? 'USD'}`;
-  if (typeof c === 'object' && typeof c.total === 'number')
-    return `${c.total.toFixed(c.total < 1 ? 4 : 2)} ${c.currency ?? 'USD'}`;
-  return String(c);
+/**
+ * A cost from the price table, as `agent-reach runs show` prints it (six significant digits). No currency
+ * sign: the table's prices are in the operator's currency, whichever that is.
+ */
+const money = (c) => String(Number(c.toPrecision(6)));
+
+/** The run's cost tile, only when its record carries a cost: the sum, and each priced model's share. */
+function CostTile({ run }) {
+  if (typeof run.cost !== 'number') return null;
+  const priced = (run.model_usage ?? []).filter((u) => typeof u.cost === 'number');
+  return html`<div class="tile cost" title="from the price table, in its currency">
+    <div class="tile-label">Cost</div>
+    <div class="tile-value">${money(run.cost)}</div>
+    ${
+      priced.length
+        ? html`<ul class="by-model muted small-text">${priced.map((u) => html`<li><span class="mono">${u.model}</span>: ${money(u.cost)} <span>(${u.turns} turn${u.turns === 1 ? '' : 's'}, ${u.prompt_tokens} in / ${u.completion_tokens} out)</span></li>`)}</ul>`
+        : null
+    }
+  </div>`;
 }
 
 /** The figures of a run at a glance: duration, calls and errors, tokens, cost. */
@@ -172,7 +181,6 @@ function Totals({ run, events, now }) {
   const results = events.filter((e) => e.type === 'tool_result');
   const failed = results.filter((e) => !e.ok);
   const retries = results.reduce((n, e) => n + Math.max(0, e.attempts - 1), 0);
-  const priced = cost(run);
   const tile = (label, value, cls = '') =>
     html`<div class=${`tile ${cls}`}><div class="tile-label">${label}</div><div class="tile-value">${value}</div></div>`;
   return html`<div class="totals" role="group" aria-label="Run totals">
@@ -182,7 +190,7 @@ function Totals({ run, events, now }) {
     ${tile('Errors', failed.length, failed.length ? 'bad' : '')}
     ${tile('Retries', retries, retries ? 'warn' : '')}
     ${tile('Tokens', html`${run.usage.total_tokens || run.usage.prompt_tokens + run.usage.completion_tokens}<span class="muted small-text"> (${run.usage.prompt_tokens} in / ${run.usage.completion_tokens} out)</span>`)}
-    ${priced ? tile('Cost', priced) : null}
+    <${CostTile} run=${run} />
   </div>`;
 }
 
@@ -219,6 +227,7 @@ export function RunPage({ runId }) {
       <dt>Trace</dt><dd class="mono">${run.trace_id ?? '—'}</dd>
       ${run.reason ? html`<dt>Reason</dt><dd><${Reason} code=${run.reason} /> <span class="mono muted">${run.reason}</span></dd>` : null}
       ${run.workflow ? html`<dt>Workflow</dt><dd><a class="mono" href=${`#/workflows/${encodeURIComponent(run.workflow.workflow_id)}`}>${run.workflow.workflow_id}</a> <span class="muted">node</span> <span class="mono">${run.workflow.node}</span></dd>` : null}
+      ${run.granted_by_approval?.length ? html`<dt>Granted</dt><dd>${run.granted_by_approval.map((g) => html`<span class="chip">${g.tool}${g.by ? ` by ${g.by}` : ''}</span> `)}</dd>` : null}
       ${run.metadata ? html`<dt>Metadata</dt><dd>${Object.entries(run.metadata).map(([k, v]) => html`<span class="chip">${k}=${v}</span>`)}</dd>` : null}
     </dl>
     <${Totals} run=${run} events=${events} now=${now} />

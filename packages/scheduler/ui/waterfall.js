@@ -3,9 +3,9 @@ import { duration, kindText } from './format.js';
 
 /**
  * The spans of a run on one time axis, from its events: model turns (the turn's latency, ending when it
- * was recorded), tool calls (their duration, split into one segment per attempt when the executors
- * retried: per-attempt times are not recorded, so the segments share the duration evenly), approval
- * waits (request to decision, or to now), and compactions and guards as marks.
+ * was recorded), tool calls (their duration, with one segment per attempt placed by its recorded start
+ * and duration when the executors retried), approval waits (request to decision, or to now), and
+ * compactions and guards as marks.
  */
 export function spans(events, end) {
   const out = [];
@@ -18,7 +18,7 @@ export function spans(events, end) {
           label: `Model turn ${e.turn}`,
           from: e.at - e.latency_ms,
           to: e.at,
-          note: `${e.prompt_tokens} in / ${e.completion_tokens} out tokens`,
+          note: `${e.prompt_tokens} in / ${e.completion_tokens} out tokens${typeof e.cost === 'number' ? `, cost ${String(Number(e.cost.toPrecision(6)))}` : ''}`,
         });
         break;
       case 'llm_error':
@@ -39,6 +39,7 @@ export function spans(events, end) {
           from: e.at - e.duration_ms,
           to: e.at,
           attempts: e.attempts,
+          tries: e.attempt_log,
           note: failed
             ? rejected
               ? `rejected by ${e.error.decided_by}`
@@ -100,6 +101,28 @@ export const Tick = ({ x, label }) =>
     ? html`<span class="wf-tick end" style=${{ right: pct(100 - x) }}>${label}</span>`
     : html`<span class="wf-tick" style=${{ left: pct(x) }}>${label}</span>`;
 
+/**
+ * A retried call's attempts inside its bar, to scale: each segment starts at its offset in the call and
+ * lasts its duration (the gaps are backoffs). Records without timings split the bar evenly.
+ */
+function Segments({ span }) {
+  const n = span.attempts > 1 ? span.attempts : 1;
+  if (n === 1) return null;
+  const length = span.to - span.from;
+  if (!span.tries?.length || length <= 0)
+    return Array.from({ length: n }, (_, k) => html`<span class="wf-seg" data-attempt=${k + 1}></span>`);
+  return span.tries.map((t) => {
+    const text = `attempt ${t.attempt}: ${t.outcome === 'ok' ? 'ok' : kindText(t.outcome)}, ${duration(t.duration_ms)} at +${duration(t.offset_ms)}`;
+    return html`<span
+      class=${`wf-seg timed ${t.outcome === 'ok' ? 'ok' : 'failed'}`}
+      data-attempt=${t.attempt}
+      data-outcome=${t.outcome}
+      title=${text}
+      style=${{ left: pct((100 * t.offset_ms) / length), width: pct((100 * t.duration_ms) / length) }}
+    ></span>`;
+  });
+}
+
 /** A run's waterfall: one row per span, bars placed on a shared axis from the run's first event. */
 export function Waterfall({ events, start, end }) {
   const rows = spans(events, end);
@@ -117,21 +140,17 @@ export function Waterfall({ events, start, end }) {
     ${rows.map((r, i) => {
       const width = x(r.to) - x(r.from);
       const n = r.attempts > 1 ? r.attempts : 1;
-      const text = `${r.label}: ${r.to > r.from ? duration(r.to - r.from) : 'instant'} at +${duration(Math.max(0, r.from - start))}${r.note ? `, ${r.note}` : ''}${n > 1 ? `, ${n} attempts` : ''}`;
-      return html`<div class=${`wf-row wf-${r.kind.split(' ')[0]}`} role="row" key=${i} data-span=${r.kind} data-call=${r.call}>
+      const tries = r.tries?.length
+        ? ` (${r.tries.map((t) => `${t.outcome === 'ok' ? 'ok' : kindText(t.outcome)} ${duration(t.duration_ms)}`).join(', ')})`
+        : '';
+      const text = `${r.label}: ${r.to > r.from ? duration(r.to - r.from) : 'instant'} at +${duration(Math.max(0, r.from - start))}${r.note ? `, ${r.note}` : ''}${n > 1 ? `, ${n} attempts${tries}` : ''}`;
+      return html`<div class=${`wf-row wf-row-${r.kind.split(' ')[0]}`} role="row" key=${i} data-span=${r.kind} data-call=${r.call}>
         <div class="wf-label" role="rowheader"><span class="wf-name">${r.label}</span> <span class="muted">${r.to > r.from ? duration(r.to - r.from) : ''}</span></div>
         <div class="wf-track" role="cell" aria-label=${text} title=${text}>
           ${
             r.kind.startsWith('mark')
               ? html`<span class=${`wf-mark ${r.kind}`} style=${{ left: pct(x(r.from)) }}></span>`
-              : html`<span class=${`wf-bar ${r.kind}`} style=${{ left: pct(x(r.from)), width: pct(Math.max(width, 0.4)) }}>${
-                  n > 1
-                    ? Array.from(
-                        { length: n },
-                        (_, k) => html`<span class="wf-seg" data-attempt=${k + 1}></span>`,
-                      )
-                    : null
-                }</span>`
+              : html`<span class=${`wf-bar ${r.kind}${r.tries?.length > 1 ? ' tried' : ''}`} style=${{ left: pct(x(r.from)), width: pct(Math.max(width, 0.4)) }}><${Segments} span=${r} /></span>`
           }
         </div>
       </div>`;

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { createRunState, type Approval, type RunState } from './run-state.js';
-import { anyDecided, decideOverdue, joinDecisions, parkedUntil, pendingRequest } from './approvals.js';
+import {
+  anyDecided,
+  decideOverdue,
+  joinDecisions,
+  parkedUntil,
+  pendingRequest,
+  requestApprovals,
+} from './approvals.js';
+import type { RunEventBody } from './events.js';
 
 const NOW = Date.now();
 
@@ -117,5 +125,63 @@ describe('parkedUntil', () => {
   it('wakes a parked run at its deadline when that comes before the approval timeout', () => {
     const state = parked({}, 30_000);
     expect(parkedUntil(state, 3_600_000)).toBe(state.deadlineAt);
+  });
+});
+
+describe('requestApprovals: a grant asked of a person', () => {
+  /** A catalog of one tool that requires a grant, in scope `refunds`; arguments `{}` are valid. */
+  const catalog = {
+    get: (name: string) =>
+      name === 'refund'
+        ? { name, requiresGrant: true, requiresConfirmation: false, accessScope: 'refunds' }
+        : undefined,
+    checkArguments: (_name: string, args: string) => ({ ok: args === '{}' }),
+  } as unknown as Parameters<typeof requestApprovals>[2]['catalog'];
+  const agent = (extra: Record<string, unknown> = {}) =>
+    ({ name: 'a', tools: ['refund'], grant_by_approval: true, ...extra }) as unknown as Parameters<
+      typeof requestApprovals
+    >[2]['agent'];
+  const call = (id: string, args = '{}') => ({ id, name: 'refund', arguments: args });
+  const ask = (state: RunState, a = agent(), args = '{}') => {
+    const events: RunEventBody[] = [];
+    const waiting = requestApprovals(state, [call('call_1', args)], { catalog, agent: a }, (e) =>
+      events.push(e),
+    );
+    return { waiting, events };
+  };
+
+  it('parks a call of a tool the run was not granted, announcing a grant request once', () => {
+    const state = parked({});
+    expect(ask(state)).toEqual({
+      waiting: true,
+      events: [
+        { type: 'approval_requested', tool_call_id: 'call_1', tool: 'refund', arguments: '{}', grant: true },
+      ],
+    });
+    expect(state.approvals.call_1).toMatchObject({ tool: 'refund', grant: true });
+    expect(ask(state)).toEqual({ waiting: true, events: [] });
+  });
+
+  it('asks nothing when the run holds the grant, the agent does not ask, the scope is not held, or the arguments are invalid', () => {
+    const granted = parked({});
+    granted.grants = ['refund'];
+    expect(ask(granted).waiting).toBe(false);
+    expect(ask(parked({}), agent({ grant_by_approval: false })).waiting).toBe(false);
+    expect(ask(parked({}), agent({ scopes: ['orders.read'] })).waiting).toBe(false);
+    expect(ask(parked({}), agent({ scopes: ['refunds'] })).waiting).toBe(true);
+    expect(ask(parked({}), agent(), '{"x":1}').waiting).toBe(false);
+  });
+
+  it("adds an approved grant to the run's grants, and a rejected one to nothing", () => {
+    const approved = parked({
+      call_1: { ...request('call_1'), tool: 'refund', grant: true, decision: 'approved' },
+    });
+    expect(ask(approved).waiting).toBe(false);
+    expect(approved.grants).toEqual(['refund']);
+    const rejected = parked({
+      call_1: { ...request('call_1'), tool: 'refund', grant: true, decision: 'rejected' },
+    });
+    expect(ask(rejected).waiting).toBe(false);
+    expect(rejected.grants).toBeUndefined();
   });
 });

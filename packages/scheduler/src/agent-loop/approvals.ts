@@ -6,7 +6,7 @@ import {
   type ApprovalDecision,
   type ToolResult,
 } from '@agent-reach/protocol';
-import { constants } from '@agent-reach/shared';
+import { constants, scopeRefusal, type AgentSpec, type ToolCatalogEntry } from '@agent-reach/shared';
 import type { ToolCatalog } from '../fleet/tool-catalog.js';
 import type { Approval, RunState } from './run-state.js';
 import type { RunEvent, RunEventBody } from './events.js';
@@ -20,8 +20,10 @@ import type { OwedCall } from './steps.js';
  */
 
 /**
- * Whether the turn must wait for a person: a call to a tool that requires confirmation, with valid
- * arguments, and no decision yet. New requests are recorded in the state and announced once.
+ * Whether the turn must wait for a person: a call, with valid arguments and no decision yet, to a tool
+ * that requires confirmation, or to a `requires_grant` tool the run was not granted when the agent has
+ * `grant_by_approval` (the request then asks for the grant). New requests are recorded in the state and
+ * announced once; an approved grant joins the run's grants.
  */
 export function requestApprovals(
   state: RunState,
@@ -31,11 +33,16 @@ export function requestApprovals(
 ): boolean {
   let waiting = false;
   for (const call of owed) {
-    const entry = deps.catalog.get(call.name);
-    if (!entry?.requiresConfirmation || !deps.agent.tools.includes(call.name)) continue;
-    if (!deps.catalog.checkArguments(call.name, call.arguments).ok) continue; // refused without asking anyone
     const approval = state.approvals[call.id];
-    if (approval?.decision) continue;
+    if (approval?.decision) {
+      if (approval.decision === 'approved' && approval.grant) grantTool(state, approval.tool);
+      continue;
+    }
+    const entry = deps.catalog.get(call.name);
+    if (!entry || !deps.agent.tools.includes(call.name)) continue;
+    const grant = asksForGrant(state, deps.agent, entry);
+    if (!entry.requiresConfirmation && !grant) continue;
+    if (!deps.catalog.checkArguments(call.name, call.arguments).ok) continue; // refused without asking anyone
     waiting = true;
     if (!approval) {
       state.approvals[call.id] = {
@@ -43,11 +50,39 @@ export function requestApprovals(
         tool: call.name,
         arguments: call.arguments,
         requestedAt: Date.now(),
+        ...(grant ? { grant: true } : {}),
       };
-      emit({ type: 'approval_requested', tool_call_id: call.id, tool: call.name, arguments: call.arguments });
+      emit({
+        type: 'approval_requested',
+        tool_call_id: call.id,
+        tool: call.name,
+        arguments: call.arguments,
+        ...(grant ? { grant: true } : {}),
+      });
     }
   }
   return waiting;
+}
+
+/**
+ * Whether a call of `entry` must ask a person for a grant: the tool requires one the run does not hold,
+ * the agent lets a person give it, and the tool is within the agent's scopes (no grant would let an
+ * out-of-scope call run).
+ */
+function asksForGrant(
+  state: RunState,
+  agent: Pick<AgentSpec, 'name' | 'scopes' | 'grant_by_approval'>,
+  entry: Pick<ToolCatalogEntry, 'name' | 'requiresGrant' | 'accessScope'>,
+): boolean {
+  if (!entry.requiresGrant || agent.grant_by_approval !== true) return false;
+  if (state.grants?.includes(entry.name)) return false;
+  return scopeRefusal(agent, { name: entry.name, accessScope: entry.accessScope }) === undefined;
+}
+
+/** A tool a person granted: held by the run from now on (the next checkpoint writes it to the record). */
+function grantTool(state: RunState, tool: string): void {
+  if (state.grants?.includes(tool)) return;
+  state.grants = [...(state.grants ?? []), tool];
 }
 
 /**
@@ -65,7 +100,7 @@ export function settledByApproval(
     if (!check.ok) return errorResult({ toolCallId: call.id, name: call.name }, check.error);
   }
   if (approval?.decision === 'rejected') {
-    return errorResult({ toolCallId: call.id, name: call.name }, rejectedError(approval));
+    return errorResult({ toolCallId: call.id, name: call.name }, rejectedError(approval, call.name));
   }
   return undefined;
 }
@@ -146,7 +181,7 @@ export function joinDecisions(
 
 /** The event of a person's decision, appended while the run is parked. */
 export function decisionEvent(
-  request: Pick<Approval, 'toolCallId' | 'tool'>,
+  request: Pick<Approval, 'toolCallId' | 'tool' | 'grant'>,
   decided: { decision: ApprovalDecision; by?: string; reason?: string },
 ): RunEvent {
   return {
@@ -157,5 +192,6 @@ export function decisionEvent(
     decision: decided.decision,
     ...(decided.by ? { by: decided.by } : {}),
     ...(decided.reason ? { reason: decided.reason } : {}),
+    ...(request.grant ? { grant: true } : {}),
   };
 }

@@ -31,6 +31,8 @@ export interface Approval {
   by?: string;
   reason?: string;
   decidedAt?: number;
+  /** The request asks a person to grant the tool to the run (`grant_by_approval`), not only this call. */
+  grant?: true;
 }
 
 export interface RunState {

@@ -153,6 +153,7 @@ export function record(
     ok: result.ok,
     duration_ms: result.duration_ms,
     attempts: result.attempts,
+    ...(result.attempt_log ? { attempt_log: result.attempt_log } : {}),
     ...(result.truncated ? { truncated: true } : {}),
     kind,
     answered,

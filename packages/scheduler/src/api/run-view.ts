@@ -88,6 +88,7 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
       ...(s.error_kind ? { error_kind: s.error_kind } : {}),
       duration_ms: s.duration_ms,
       attempts: s.attempts,
+      ...(s.attempt_log ? { attempt_log: s.attempt_log } : {}),
       ...(s.truncated ? { truncated: true } : {}),
       ...(s.kind ? { kind: s.kind } : {}),
       ...(s.answered ? { answered: s.answered } : {}),
@@ -101,7 +102,9 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
         tool: a.tool,
         arguments: a.arguments,
         requested_at: a.requestedAt,
+        ...(a.grant ? { grant: true as const } : {}),
       })),
+    ...grantedView(state),
   };
 }
 
@@ -218,5 +221,20 @@ function costView(state: RunState): Pick<RunView, 'cost' | 'model_usage'> {
     ...(state.modelUsage
       ? { model_usage: Object.entries(state.modelUsage).map(([model, u]) => ({ model, ...u })) }
       : {}),
+  };
+}
+
+/** Tools a person granted the run by approving a grant request: who, when, for which call. */
+function grantedView(state: RunState): Pick<RunView, 'granted_by_approval'> {
+  const granted = Object.values(state.approvals).filter((a) => a.grant && a.decision === 'approved');
+  if (granted.length === 0) return {};
+  return {
+    granted_by_approval: granted.map((a) => ({
+      tool: a.tool,
+      tool_call_id: a.toolCallId,
+      ...(a.by ? { by: a.by } : {}),
+      ...(a.reason ? { reason: a.reason } : {}),
+      ...(a.decidedAt === undefined ? {} : { granted_at: a.decidedAt }),
+    })),
   };
 }

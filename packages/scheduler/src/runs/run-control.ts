@@ -172,6 +172,8 @@ export class RunControl {
       decision: req.decision,
       ...(req.by ? { by: req.by } : {}),
       ...(req.reason ? { reason: req.reason } : {}),
+      // The executor accepts the call as granted on this flag of the recorded approval (verify-job.ts).
+      ...(pending.request.grant ? { grant: true } : {}),
     });
     if (!first) throw new AgentReachError('RUN_INVALID_STATE', `call ${req.toolCallId} was already decided`);
     await this.store.appendEvents(req.runId, [decisionEvent(pending.request, req)]);

@@ -318,7 +318,7 @@ export class RunStore {
   async decide(
     runId: string,
     toolCallId: string,
-    decision: Pick<Approval, 'decision' | 'by' | 'reason'>,
+    decision: Pick<Approval, 'decision' | 'by' | 'reason' | 'grant'>,
   ): Promise<boolean> {
     const record = { ...decision, decidedAt: Date.now() };
     const [[, set]] = (await this.redis
@@ -601,7 +601,7 @@ function withCalls(
     // The model's copy leaves out the executor's tries (`toolMessageContent`); the event keeps them.
     const result =
       seen && seen.attempts === undefined && e.attempts !== undefined
-        ? { ...seen, attempts: e.attempts }
+        ? { ...seen, attempts: e.attempts, ...(e.attempt_log ? { attempt_log: e.attempt_log } : {}) }
         : seen;
     return {
       id: s.id,

@@ -18,6 +18,11 @@ export interface AgentReach {
    * one of them (or that have none); absent, the tool list alone decides (no scope check).
    */
   readonly scopes?: readonly string[];
+  /**
+   * A listed tool that `requires_grant`, called in a run that was not granted it, waits for a person
+   * instead of being refused: approving the request grants the tool to the run. Default false.
+   */
+  readonly grant_by_approval?: boolean;
 }
 
 /** Argument aliases of a tool: argument name → alias → the value it stands for. */
@@ -46,6 +51,7 @@ const SCOPE = { type: 'string', pattern: SCOPE_PATTERN.source } as const;
 /** Schema properties of an agent's reach (spread into the agents schema's agent properties). */
 export const agentReachProperties = {
   scopes: { type: 'array', items: SCOPE, uniqueItems: true, maxItems: 200 },
+  grant_by_approval: { type: 'boolean' },
 } as const;
 
 /** Schema of a tool's argument aliases. */

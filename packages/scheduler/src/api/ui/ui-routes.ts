@@ -135,6 +135,7 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
             tool: a.tool,
             arguments: a.arguments,
             requested_at: a.requestedAt,
+            ...(a.grant ? { grant: true } : {}),
           }));
       }),
     };
