@@ -24,7 +24,7 @@ import { startApiServer, type ApiServer } from './api/index.js';
 import type { RunEvent } from './agent-loop/events.js';
 import type { RunState } from './agent-loop/run-state.js';
 import { createLlmClient, type LlmClient } from './model/llm.js';
-import { ModelProviders } from './model/providers.js';
+import { defaultModelOf, ModelProviders } from './model/providers.js';
 import { createProviderMetrics } from './model/provider-metrics.js';
 import { recordProviderMetrics } from './runs/provider-run-metrics.js';
 import { startQueueSampler, type QueueSampler } from './fleet/queue-sampler.js';
@@ -62,6 +62,21 @@ export interface SchedulerOptions {
   env?: Record<string, string | undefined>;
 }
 
+/** The scheduler's options with every default filled in from the configuration. */
+type ResolvedSchedulerOptions = SchedulerOptions & Required<Pick<SchedulerOptions, 'logger' | 'llm'>>;
+
+/**
+ * Every default of the scheduler in one place: a logger at the configured level, the configured model.
+ * A missing model is a configuration error: said at once, not after waiting for Redis.
+ */
+function resolveSchedulerOptions(config: AgentReachConfig, o: SchedulerOptions): ResolvedSchedulerOptions {
+  return {
+    ...o,
+    logger: o.logger ?? createLogger('scheduler', { level: config.logLevel }),
+    llm: o.llm ?? llmFromConfig(config),
+  };
+}
+
 interface ServingDeps {
   redis: RedisClient;
   logger: Logger;
@@ -86,7 +101,7 @@ export function llmFromConfig(config: AgentReachConfig, model?: string): LlmClie
   return createLlmClient({
     apiKey: apiKey ?? 'not-needed',
     ...(baseUrl ? { baseURL: baseUrl } : {}),
-    model: model ?? config.llm.model ?? constants.DEFAULT_LLM_MODEL,
+    model: model ?? defaultModelOf(config),
     timeoutMs: config.scheduler.llmTimeoutMs,
     maxRetries: config.scheduler.llmMaxRetries,
     maxOutputTokens: config.scheduler.maxOutputTokens,
@@ -101,13 +116,12 @@ export function llmFromConfig(config: AgentReachConfig, model?: string): LlmClie
  */
 export async function startScheduler(
   config: AgentReachConfig,
-  options: SchedulerOptions = {},
+  schedulerOptions: SchedulerOptions = {},
 ): Promise<SchedulerProcess> {
-  const logger = options.logger ?? createLogger('scheduler', { level: config.logLevel });
-  // A missing model is a configuration error: said at once, not after waiting for Redis.
-  const llm = options.llm ?? llmFromConfig(config);
+  const options = resolveSchedulerOptions(config, schedulerOptions);
+  const { logger, llm } = options;
   const metricsRegistry = new Registry();
-  const defaultModel = config.llm.model ?? constants.DEFAULT_LLM_MODEL;
+  const defaultModel = defaultModelOf(config);
   const providers = new ModelProviders({
     config,
     file: loadProviders(config),
