@@ -403,6 +403,33 @@ function startFleetSampler(ctx: ServingContext, runner: AgentRunner): QueueSampl
   });
 }
 
+/** The API server's options as the configuration gives them. */
+function apiOptionsOf(
+  config: AgentReachConfig,
+  allowedModels: string[],
+): Parameters<typeof startApiServer>[1] {
+  const a = config.api;
+  return {
+    apiKeys: a.keys.map((k) => ({
+      name: k.name,
+      key: k.key,
+      ...(k.agents ? { agents: k.agents } : {}),
+      ...(k.tenants ? { tenants: k.tenants } : {}),
+    })),
+    port: a.port,
+    host: a.host,
+    openHealth: a.openHealth,
+    openMetrics: a.openMetrics,
+    rateLimitPerMinute: a.rateLimitPerMinute,
+    bodyLimitBytes: a.bodyLimitBytes,
+    trustProxy: a.trustProxy,
+    allowedModels,
+    maxInputTokens: a.maxInputTokens,
+    redisTimeoutMs: a.redisTimeoutMs,
+    tenantQuotas: config.tenantQuotas,
+  };
+}
+
 /**
  * The HTTP API of a scheduler, on a connection of its own that fails fast (a caller hears of a Redis
  * outage at once instead of waiting on a queued command).
@@ -443,7 +470,6 @@ async function startApi(
   // BullMQ checks the Redis version once per connection and keeps a failure for good: let the check end
   // before the server's set-up holds the event loop longer than the command timeout.
   await control.queue.waitUntilReady();
-  const a = config.api;
   const server = await startApiServer(
     {
       control,
@@ -456,25 +482,7 @@ async function startApi(
       metricsRegistry: deps.metricsRegistry,
       logger: deps.logger,
     },
-    {
-      apiKeys: a.keys.map((k) => ({
-        name: k.name,
-        key: k.key,
-        ...(k.agents ? { agents: k.agents } : {}),
-        ...(k.tenants ? { tenants: k.tenants } : {}),
-      })),
-      port: a.port,
-      host: a.host,
-      openHealth: a.openHealth,
-      openMetrics: a.openMetrics,
-      rateLimitPerMinute: a.rateLimitPerMinute,
-      bodyLimitBytes: a.bodyLimitBytes,
-      trustProxy: a.trustProxy,
-      allowedModels: deps.allowedModels,
-      maxInputTokens: a.maxInputTokens,
-      redisTimeoutMs: a.redisTimeoutMs,
-      tenantQuotas: config.tenantQuotas,
-    },
+    apiOptionsOf(config, deps.allowedModels),
   );
   return {
     server,
