@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { AgentReachError, createKeys } from '@agent-reach/protocol';
+import { AgentReachError, createKeys, type Keys } from '@agent-reach/protocol';
 import {
   constants,
   createSchedulerMetrics,
@@ -24,10 +24,10 @@ import { startApiServer, type ApiServer } from './api/index.js';
 import type { RunEvent } from './agent-loop/events.js';
 import type { RunState } from './agent-loop/run-state.js';
 import { createLlmClient, type LlmClient } from './model/llm.js';
-import { ModelProviders } from './model/providers.js';
+import { defaultModelOf, ModelProviders } from './model/providers.js';
 import { createProviderMetrics } from './model/provider-metrics.js';
 import { recordProviderMetrics } from './runs/provider-run-metrics.js';
-import { startQueueSampler } from './fleet/queue-sampler.js';
+import { startQueueSampler, type QueueSampler } from './fleet/queue-sampler.js';
 import { recordRunMetrics } from './runs/run-metrics.js';
 import { RunControl } from './runs/run-control.js';
 import { RunStore } from './runs/run-store.js';
@@ -62,6 +62,21 @@ export interface SchedulerOptions {
   env?: Record<string, string | undefined>;
 }
 
+/** The scheduler's options with every default filled in from the configuration. */
+type ResolvedSchedulerOptions = SchedulerOptions & Required<Pick<SchedulerOptions, 'logger' | 'llm'>>;
+
+/**
+ * Every default of the scheduler in one place: a logger at the configured level, the configured model.
+ * A missing model is a configuration error: said at once, not after waiting for Redis.
+ */
+function resolveSchedulerOptions(config: AgentReachConfig, o: SchedulerOptions): ResolvedSchedulerOptions {
+  return {
+    ...o,
+    logger: o.logger ?? createLogger('scheduler', { level: config.logLevel }),
+    llm: o.llm ?? llmFromConfig(config),
+  };
+}
+
 interface ServingDeps {
   redis: RedisClient;
   logger: Logger;
@@ -86,7 +101,7 @@ export function llmFromConfig(config: AgentReachConfig, model?: string): LlmClie
   return createLlmClient({
     apiKey: apiKey ?? 'not-needed',
     ...(baseUrl ? { baseURL: baseUrl } : {}),
-    model: model ?? config.llm.model ?? constants.DEFAULT_LLM_MODEL,
+    model: model ?? defaultModelOf(config),
     timeoutMs: config.scheduler.llmTimeoutMs,
     maxRetries: config.scheduler.llmMaxRetries,
     maxOutputTokens: config.scheduler.maxOutputTokens,
@@ -101,13 +116,12 @@ export function llmFromConfig(config: AgentReachConfig, model?: string): LlmClie
  */
 export async function startScheduler(
   config: AgentReachConfig,
-  options: SchedulerOptions = {},
+  schedulerOptions: SchedulerOptions = {},
 ): Promise<SchedulerProcess> {
-  const logger = options.logger ?? createLogger('scheduler', { level: config.logLevel });
-  // A missing model is a configuration error: said at once, not after waiting for Redis.
-  const llm = options.llm ?? llmFromConfig(config);
+  const options = resolveSchedulerOptions(config, schedulerOptions);
+  const { logger, llm } = options;
   const metricsRegistry = new Registry();
-  const defaultModel = config.llm.model ?? constants.DEFAULT_LLM_MODEL;
+  const defaultModel = defaultModelOf(config);
   const providers = new ModelProviders({
     config,
     file: loadProviders(config),
@@ -131,12 +145,23 @@ export async function startScheduler(
   );
 }
 
+/** What the parts of a serving scheduler are built from. */
+interface ServingContext extends ServingDeps {
+  config: AgentReachConfig;
+  options: SchedulerOptions;
+  keys: Keys;
+  /** The configuration in force: agents and workflows change without a restart. */
+  live: LiveConfig;
+  configVersion: () => number;
+}
+
 /** The scheduler once Redis answers: the agents file, the run and workflow workers, the API. */
 async function startServing(
   config: AgentReachConfig,
   options: SchedulerOptions,
-  { redis, logger, llm, providers, metricsRegistry, server }: ServingDeps,
+  deps: ServingDeps,
 ): Promise<SchedulerProcess> {
+  const { redis, logger, metricsRegistry, server } = deps;
   const keys = createKeys(config.keyPrefix);
   // A local workflows file with a cycle, an unknown agent or dependency stops the scheduler here: no
   // workflow of it can ever start. One that does not exist yet declares none until it is created.
@@ -147,123 +172,50 @@ async function startServing(
     workflowsFile: workflowsPathOf(config),
     logger,
   });
-  // Views that answer from the configuration in force: agents and workflows change without a restart.
-  const agents = live.agents;
-  const configVersion = () => live.current().version;
-  const agentProblems = [...agents.agents.values()].flatMap((a) => providers.agentProblems(a));
-  if (agentProblems.length > 0)
-    throw new AgentReachError('CONFIG_INVALID', agentProblems.join('\n'), { details: agentProblems });
-  // A run asks its job's model (else its agent's), then its agent's fallbacks, through their providers.
-  const llmFor = (model: string | undefined, agent: string) => {
-    const spec = agents.agents.get(agent);
-    if (model === undefined && spec?.model === undefined && !spec?.fallback?.length && !providers.routed)
-      return undefined;
-    return providers.clientFor(providers.modelsOf(spec, model));
-  };
-  const runner = await AgentRunner.start({
-    connection: redis,
+  const ctx: ServingContext = {
+    ...deps,
+    config,
+    options,
     keys,
-    agents,
-    configVersion,
-    llm,
-    logger,
-    limits: {
-      compactionThresholdTokens: config.scheduler.compactionThresholdTokens,
-      tokenBudget: config.scheduler.runTokenBudget,
-      outputRetries: config.scheduler.outputRetries,
-    },
-    runDeadlineMs: config.scheduler.runDeadlineMs,
-    toolStartWaitMs: config.scheduler.toolStartWaitMs,
-  });
+    live,
+    configVersion: () => live.current().version,
+  };
+  assertAgentModels(ctx);
+  const runner = await startRunner(ctx);
   const refresh = setInterval(() => {
     runner.catalog.refresh().catch((err: unknown) => logger.warn({ err }, 'catalog refresh failed'));
   }, CATALOG_REFRESH_MS);
   refresh.unref();
   collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_scheduler_' });
-  const record = recordRunMetrics(createSchedulerMetrics(metricsRegistry));
-  const recordProviders = recordProviderMetrics(providers.metrics);
   registerConfigMetrics(metricsRegistry, live);
   const archive = openRunArchive(config, redis, keys, logger);
   const store = new RunStore(redis, keys, {
-    retentionS: config.scheduler.runRetentionS,
-    retentionCount: config.scheduler.runRetentionCount,
+    ...retentionOf(config),
     ...(archive ? { archive } : {}),
   });
-  const worker = createRunWorker({
-    connection: redis,
-    runner,
-    store,
-    sessions: new SessionStore(redis, keys, config.scheduler.runRetentionS),
-    logger,
-    llmFor,
-    concurrency: config.scheduler.concurrency,
-    lockDurationMs: config.scheduler.lockDurationMs,
-    stalledIntervalMs: config.scheduler.stalledIntervalMs,
-    approvalTimeoutMs: config.scheduler.approvalTimeoutMs,
-    retentionS: config.scheduler.runRetentionS,
-    onEvent: (event, state) => {
-      record(event, state);
-      recordProviders(event, state);
-      options.onEvent?.(event, state);
-    },
-  });
+  const worker = startRunWorker(ctx, runner, store);
   const control = new RunControl(redis, keys, store, archive?.store);
   const workflows = new WorkflowControl(redis, keys, live.workflows, {
     retentionS: config.scheduler.runRetentionS,
-    configVersion,
+    configVersion: ctx.configVersion,
   });
-  const coordinator = createWorkflowWorker({
-    connection: redis,
+  const coordinator = startCoordinator(ctx, workflows, control, worker);
+  const sampler = startFleetSampler(ctx, runner);
+  const api = config.api.keys.length > 0 ? await startServingApi(ctx, runner) : undefined;
+  const parts: ServingParts = {
+    refresh,
+    api,
+    sampler,
+    coordinator,
+    worker,
     workflows,
-    runs: control,
-    logger,
-    metrics: createWorkflowMetrics(metricsRegistry),
-    lockDurationMs: config.scheduler.lockDurationMs,
-    stalledIntervalMs: config.scheduler.stalledIntervalMs,
-    retentionS: config.scheduler.runRetentionS,
-  });
-  // A node run that ended wakes its workflow's coordinator, so that dependants start at once.
-  const wakeWorkflow = (job: { data?: { metadata?: Record<string, string> } } | undefined) => {
-    const workflowId = job?.data?.metadata?.workflow_id;
-    if (workflowId)
-      workflows
-        .wake(workflowId)
-        .catch((err: unknown) => logger.warn({ err, workflowId }, 'workflow wake failed'));
+    control,
+    runner,
+    archive,
   };
-  worker.worker.on('completed', wakeWorkflow);
-  worker.worker.on('failed', wakeWorkflow);
-  // One scheduler of the fleet (the lease holder) samples the depth of the runs queue and of every tool
-  // group's queue the catalog knows (the default group always).
-  const sampler = startQueueSampler({
-    redis,
-    keys,
-    registry: metricsRegistry,
-    queues: () => [
-      keys.runsQueue,
-      ...new Set(
-        [constants.DEFAULT_TOOL_GROUP, ...runner.catalog.names().map((n) => runner.catalog.group(n))].map(
-          (group) => keys.toolQueue(group),
-        ),
-      ),
-    ],
-    intervalMs: config.scheduler.queueSampleIntervalMs,
-    logger,
-  });
-  const api =
-    config.api.keys.length > 0
-      ? await startApi(config, {
-          runner,
-          agents,
-          workflows: live.workflows,
-          configVersion,
-          metricsRegistry,
-          logger,
-          allowedModels: [...providers.allowed],
-        })
-      : undefined;
   logger.info(
     {
-      agents: [...agents.agents.keys()],
+      agents: [...live.agents.agents.keys()],
       configVersion: live.current().version,
       metricsPort: server.port,
       apiUrl: api?.server.url,
@@ -281,23 +233,200 @@ async function startServing(
     metricsPort: server.port,
     apiUrl: api?.server.url,
     logger,
-    async close() {
-      clearInterval(refresh);
-      // First: no new runs from HTTP, and open event streams end.
-      await api?.close();
-      await sampler.stop();
-      await coordinator.close();
-      await worker.close(config.scheduler.shutdownGraceMs);
-      await workflows.close();
-      await control.close();
-      await runner.close();
-      providers.close();
-      await live.close();
-      await server.close();
-      await archive?.close();
-      await redis.quit().catch(() => undefined);
-      logger.info('scheduler stopped');
+    close: () => closeServing(ctx, parts),
+  };
+}
+
+/** The HTTP API over the agents and workflows in force, for the models the providers allow. */
+function startServingApi(ctx: ServingContext, runner: AgentRunner): ReturnType<typeof startApi> {
+  return startApi(ctx.config, {
+    runner,
+    agents: ctx.live.agents,
+    workflows: ctx.live.workflows,
+    configVersion: ctx.configVersion,
+    metricsRegistry: ctx.metricsRegistry,
+    logger: ctx.logger,
+    allowedModels: [...ctx.providers.allowed],
+  });
+}
+
+/** What a serving scheduler closes, in the order it closes them. */
+interface ServingParts {
+  refresh: NodeJS.Timeout;
+  api: { close(): Promise<void> } | undefined;
+  sampler: QueueSampler;
+  coordinator: WorkflowWorker;
+  worker: RunWorker;
+  workflows: WorkflowControl;
+  control: RunControl;
+  runner: AgentRunner;
+  archive: { close(): Promise<void> } | undefined;
+}
+
+async function closeServing(ctx: ServingContext, parts: ServingParts): Promise<void> {
+  clearInterval(parts.refresh);
+  // First: no new runs from HTTP, and open event streams end.
+  await parts.api?.close();
+  await parts.sampler.stop();
+  await parts.coordinator.close();
+  await parts.worker.close(ctx.config.scheduler.shutdownGraceMs);
+  await parts.workflows.close();
+  await parts.control.close();
+  await parts.runner.close();
+  ctx.providers.close();
+  await ctx.live.close();
+  await ctx.server.close();
+  await parts.archive?.close();
+  await ctx.redis.quit().catch(() => undefined);
+  ctx.logger.info('scheduler stopped');
+}
+
+/** How long runs are kept, and how many the index holds, as the configuration says. */
+function retentionOf(config: AgentReachConfig): { retentionS: number; retentionCount: number } {
+  return {
+    retentionS: config.scheduler.runRetentionS,
+    retentionCount: config.scheduler.runRetentionCount,
+  };
+}
+
+/** Every agent's models must have a provider: a configuration error at start, not at a run's first turn. */
+function assertAgentModels({ live, providers }: ServingContext): void {
+  const agentProblems = [...live.agents.agents.values()].flatMap((a) => providers.agentProblems(a));
+  if (agentProblems.length > 0)
+    throw new AgentReachError('CONFIG_INVALID', agentProblems.join('\n'), { details: agentProblems });
+}
+
+/** The agent runner, once the fleet's catalog holds every tool the agents name. */
+function startRunner(ctx: ServingContext): Promise<AgentRunner> {
+  const { config } = ctx;
+  return AgentRunner.start({
+    connection: ctx.redis,
+    keys: ctx.keys,
+    agents: ctx.live.agents,
+    configVersion: ctx.configVersion,
+    llm: ctx.llm,
+    logger: ctx.logger,
+    limits: {
+      compactionThresholdTokens: config.scheduler.compactionThresholdTokens,
+      tokenBudget: config.scheduler.runTokenBudget,
+      outputRetries: config.scheduler.outputRetries,
     },
+    runDeadlineMs: config.scheduler.runDeadlineMs,
+    toolStartWaitMs: config.scheduler.toolStartWaitMs,
+  });
+}
+
+/** The run worker on `agent-runs`, its events recorded as metrics and handed to the caller's `onEvent`. */
+function startRunWorker(ctx: ServingContext, runner: AgentRunner, store: RunStore): RunWorker {
+  const { config, providers, options } = ctx;
+  const agents = ctx.live.agents;
+  // A run asks its job's model (else its agent's), then its agent's fallbacks, through their providers.
+  const llmFor = (model: string | undefined, agent: string) => {
+    const spec = agents.agents.get(agent);
+    if (model === undefined && spec?.model === undefined && !spec?.fallback?.length && !providers.routed)
+      return undefined;
+    return providers.clientFor(providers.modelsOf(spec, model));
+  };
+  const record = recordRunMetrics(createSchedulerMetrics(ctx.metricsRegistry));
+  const recordProviders = recordProviderMetrics(providers.metrics);
+  return createRunWorker({
+    connection: ctx.redis,
+    runner,
+    store,
+    sessions: new SessionStore(ctx.redis, ctx.keys, config.scheduler.runRetentionS),
+    logger: ctx.logger,
+    llmFor,
+    concurrency: config.scheduler.concurrency,
+    lockDurationMs: config.scheduler.lockDurationMs,
+    stalledIntervalMs: config.scheduler.stalledIntervalMs,
+    approvalTimeoutMs: config.scheduler.approvalTimeoutMs,
+    retentionS: config.scheduler.runRetentionS,
+    onEvent: (event, state) => {
+      record(event, state);
+      recordProviders(event, state);
+      options.onEvent?.(event, state);
+    },
+  });
+}
+
+/** The workflow coordinator, woken by every node run that ends. */
+function startCoordinator(
+  ctx: ServingContext,
+  workflows: WorkflowControl,
+  runs: RunControl,
+  worker: RunWorker,
+): WorkflowWorker {
+  const { config, logger } = ctx;
+  const coordinator = createWorkflowWorker({
+    connection: ctx.redis,
+    workflows,
+    runs,
+    logger,
+    metrics: createWorkflowMetrics(ctx.metricsRegistry),
+    lockDurationMs: config.scheduler.lockDurationMs,
+    stalledIntervalMs: config.scheduler.stalledIntervalMs,
+    retentionS: config.scheduler.runRetentionS,
+  });
+  // A node run that ended wakes its workflow's coordinator, so that dependants start at once.
+  const wakeWorkflow = (job: { data?: { metadata?: Record<string, string> } } | undefined) => {
+    const workflowId = job?.data?.metadata?.workflow_id;
+    if (workflowId)
+      workflows
+        .wake(workflowId)
+        .catch((err: unknown) => logger.warn({ err, workflowId }, 'workflow wake failed'));
+  };
+  worker.worker.on('completed', wakeWorkflow);
+  worker.worker.on('failed', wakeWorkflow);
+  return coordinator;
+}
+
+/**
+ * One scheduler of the fleet (the lease holder) samples the depth of the runs queue and of every tool
+ * group's queue the catalog knows (the default group always).
+ */
+function startFleetSampler(ctx: ServingContext, runner: AgentRunner): QueueSampler {
+  const { keys } = ctx;
+  return startQueueSampler({
+    redis: ctx.redis,
+    keys,
+    registry: ctx.metricsRegistry,
+    queues: () => [
+      keys.runsQueue,
+      ...new Set(
+        [constants.DEFAULT_TOOL_GROUP, ...runner.catalog.names().map((n) => runner.catalog.group(n))].map(
+          (group) => keys.toolQueue(group),
+        ),
+      ),
+    ],
+    intervalMs: ctx.config.scheduler.queueSampleIntervalMs,
+    logger: ctx.logger,
+  });
+}
+
+/** The API server's options as the configuration gives them. */
+function apiOptionsOf(
+  config: AgentReachConfig,
+  allowedModels: string[],
+): Parameters<typeof startApiServer>[1] {
+  const a = config.api;
+  return {
+    apiKeys: a.keys.map((k) => ({
+      name: k.name,
+      key: k.key,
+      ...(k.agents ? { agents: k.agents } : {}),
+      ...(k.tenants ? { tenants: k.tenants } : {}),
+    })),
+    port: a.port,
+    host: a.host,
+    openHealth: a.openHealth,
+    openMetrics: a.openMetrics,
+    rateLimitPerMinute: a.rateLimitPerMinute,
+    bodyLimitBytes: a.bodyLimitBytes,
+    trustProxy: a.trustProxy,
+    allowedModels,
+    maxInputTokens: a.maxInputTokens,
+    redisTimeoutMs: a.redisTimeoutMs,
+    tenantQuotas: config.tenantQuotas,
   };
 }
 
@@ -326,10 +455,7 @@ async function startApi(
   });
   await waitForRedis(redis, config.redisUrl, deps.logger);
   const keys = createKeys(config.keyPrefix);
-  const retention = {
-    retentionS: config.scheduler.runRetentionS,
-    retentionCount: config.scheduler.runRetentionCount,
-  };
+  const retention = retentionOf(config);
   const archive = openRunArchive(config, redis, keys, deps.logger);
   const control = new RunControl(
     redis,
@@ -344,7 +470,6 @@ async function startApi(
   // BullMQ checks the Redis version once per connection and keeps a failure for good: let the check end
   // before the server's set-up holds the event loop longer than the command timeout.
   await control.queue.waitUntilReady();
-  const a = config.api;
   const server = await startApiServer(
     {
       control,
@@ -357,25 +482,7 @@ async function startApi(
       metricsRegistry: deps.metricsRegistry,
       logger: deps.logger,
     },
-    {
-      apiKeys: a.keys.map((k) => ({
-        name: k.name,
-        key: k.key,
-        ...(k.agents ? { agents: k.agents } : {}),
-        ...(k.tenants ? { tenants: k.tenants } : {}),
-      })),
-      port: a.port,
-      host: a.host,
-      openHealth: a.openHealth,
-      openMetrics: a.openMetrics,
-      rateLimitPerMinute: a.rateLimitPerMinute,
-      bodyLimitBytes: a.bodyLimitBytes,
-      trustProxy: a.trustProxy,
-      allowedModels: deps.allowedModels,
-      maxInputTokens: a.maxInputTokens,
-      redisTimeoutMs: a.redisTimeoutMs,
-      tenantQuotas: config.tenantQuotas,
-    },
+    apiOptionsOf(config, deps.allowedModels),
   );
   return {
     server,

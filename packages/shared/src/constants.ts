@@ -54,6 +54,8 @@ export const DEFAULT_EXECUTOR_ANNOUNCEMENT_TTL_MS = 10_000;
  * write heartbeats during a Redis outage, or all restarting): 5 minutes.
  */
 export const DEFAULT_CATALOG_MEMORY_MS = 300_000;
+/** How long a starting scheduler waits for executors to announce every tool its agents name: 30 s. */
+export const DEFAULT_CATALOG_WAIT_MS = 30_000;
 /**
  * Part of the shutdown grace kept for handing unfinished calls back to the queue and closing, in ms (at
  * most half the grace).

@@ -93,8 +93,11 @@ export type ResolvedApiOptions = Required<
   Omit<ApiServerOptions, 'apiKeys' | 'allowedModels' | 'tenantQuotas'>
 > & {
   readonly allowedModels: ReadonlySet<string>;
+  /** Quotas by tenant. */
+  readonly tenantQuotas: ReadonlyMap<string, TenantQuota>;
 };
 
+/** Every default of the API in one place: routes read the resolved options only. */
 export function resolveApiOptions(o: ApiServerOptions): ResolvedApiOptions {
   return {
     openHealth: o.openHealth ?? true,
@@ -112,6 +115,7 @@ export function resolveApiOptions(o: ApiServerOptions): ResolvedApiOptions {
     allowedModels: new Set(o.allowedModels ?? [constants.DEFAULT_LLM_MODEL]),
     maxInputTokens: o.maxInputTokens ?? DEFAULT_API_MAX_INPUT_TOKENS,
     redisTimeoutMs: o.redisTimeoutMs ?? DEFAULT_API_REDIS_TIMEOUT_MS,
+    tenantQuotas: new Map((o.tenantQuotas ?? []).map(({ tenant, ...q }) => [tenant, q])),
   };
 }
 

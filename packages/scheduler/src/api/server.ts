@@ -52,32 +52,52 @@ export async function createApiServer(
   deps: ApiServerDeps,
   options: ApiServerOptions,
 ): Promise<FastifyInstance> {
+  const ctx = createApiContext(deps, options);
+  const sessions = ctx.options.ui ? new UiSessions(deps.redis, deps.keys) : undefined;
+  const app = createFastify(ctx);
+  await registerGuards(app, ctx, sessions);
+  await registerDocs(app, ctx);
+  healthRoutes(app, ctx);
+  runRoutes(app, ctx);
+  const streamEvents = createEventStreamer(app, ctx);
+  eventRoutes(app, ctx, streamEvents);
+  workflowRoutes(app, ctx, streamEvents);
+  sessionRoutes(app, ctx);
+  agentRoutes(app, ctx);
+  mcpRoutes(app, ctx);
+  await openAiRoutes(app, ctx);
+  if (ctx.options.board) await registerBoard(app, ctx);
+  if (sessions) uiRoutes(app, ctx, sessions);
+  return app;
+}
+
+/** What every route reads: the options resolved once, the keys, idempotency, quotas and their metrics. */
+function createApiContext(deps: ApiServerDeps, options: ApiServerOptions): ApiContext {
   const opts = resolveApiOptions(options);
   const auth = new ApiKeyTable(options.apiKeys);
-  const log = deps.logger.child({ component: 'api' });
-  const sessions = opts.ui ? new UiSessions(deps.redis, deps.keys) : undefined;
-  const quotas = new TenantQuotas(
-    deps.redis,
-    deps.keys,
-    new Map((options.tenantQuotas ?? []).map(({ tenant, ...q }) => [tenant, q])),
-  );
+  const quotas = new TenantQuotas(deps.redis, deps.keys, opts.tenantQuotas);
   const tenants = [...new Set([...auth.tenants, ...quotas.limits.keys()])].sort();
-  const ctx: ApiContext = {
+  return {
     deps,
     options: opts,
     auth,
-    log,
+    log: deps.logger.child({ component: 'api' }),
     idempotency: new IdempotencyStore(deps.redis, deps.keys, opts.idempotencyTtlS),
     quotas,
     ...(deps.metricsRegistry ? { metrics: createTenantMetrics(deps.metricsRegistry, quotas, tenants) } : {}),
   };
+}
+
+/** The Fastify instance: its logger, limits, validator, JSON parser, error handlers and request log. */
+function createFastify(ctx: ApiContext): FastifyInstance {
+  const { log } = ctx;
   const app = Fastify({
     // A pino Logger is a FastifyBaseLogger; typing it as one keeps FastifyInstance's default generics.
     loggerInstance: log as FastifyBaseLogger,
     // Request lines at debug (onResponse below), not Fastify's two info lines per request.
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: opts.bodyLimitBytes,
-    trustProxy: opts.trustProxy,
+    bodyLimit: ctx.options.bodyLimitBytes,
+    trustProxy: ctx.options.trustProxy,
     routerOptions: { maxParamLength: 256 },
     frameworkErrors,
     clientErrorHandler,
@@ -96,10 +116,19 @@ export async function createApiServer(
       'request',
     );
   });
+  return app;
+}
 
+/** The rate limit, then authentication, on every route registered after this; a 404 for the rest. */
+async function registerGuards(
+  app: FastifyInstance,
+  ctx: ApiContext,
+  sessions: UiSessions | undefined,
+): Promise<void> {
+  const { auth, deps } = ctx;
   await app.register(rateLimit, {
     global: true,
-    max: opts.rateLimitPerMinute,
+    max: ctx.options.rateLimitPerMinute,
     timeWindow: 60_000,
     redis: deps.redis,
     nameSpace: `${deps.keys.prefix}:ratelimit:`,
@@ -115,7 +144,7 @@ export async function createApiServer(
   // Authentication runs after the rate limit (routes' onRequest hooks run in the order added), so
   // that guessing keys is limited per IP too.
   app.addHook('onRoute', (route) => {
-    const policy = policyFor(route.url, opts);
+    const policy = policyFor(route.url, ctx.options);
     const hooks =
       route.onRequest === undefined
         ? []
@@ -128,7 +157,10 @@ export async function createApiServer(
   app.setNotFoundHandler({ preHandler: app.rateLimit() }, (request, reply) =>
     sendError(reply, new ApiError('NOT_FOUND', `no route ${request.method} ${request.url.split('?')[0]}`)),
   );
+}
 
+/** The OpenAPI document at `/openapi.json`, and Swagger UI at `/docs` unless turned off. */
+async function registerDocs(app: FastifyInstance, ctx: ApiContext): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -140,36 +172,25 @@ export async function createApiServer(
       },
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
-      tags: [
-        { name: 'runs', description: 'start, read, follow, cancel runs; decide approvals' },
-        {
-          name: 'workflows',
-          description: 'several agents collaborating: nodes run as runs once their dependencies finished',
-        },
-        { name: 'sessions', description: 'history shared by the runs of a conversation' },
-        { name: 'agents', description: 'agents, their tools and breaker states' },
-        { name: 'mcp', description: 'agents as MCP tools (streamable HTTP)' },
-        { name: 'openai', description: 'agents as OpenAI models: chat completions, responses' },
-        { name: 'health', description: 'liveness, readiness, metrics' },
-      ],
+      tags: OPENAPI_TAGS,
     },
   });
-  if (opts.docs) await app.register(swaggerUi, { routePrefix: '/docs' });
+  if (ctx.options.docs) await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
-
-  healthRoutes(app, ctx);
-  runRoutes(app, ctx);
-  const streamEvents = createEventStreamer(app, ctx);
-  eventRoutes(app, ctx, streamEvents);
-  workflowRoutes(app, ctx, streamEvents);
-  sessionRoutes(app, ctx);
-  agentRoutes(app, ctx);
-  mcpRoutes(app, ctx);
-  await openAiRoutes(app, ctx);
-  if (opts.board) await registerBoard(app, ctx);
-  if (sessions) uiRoutes(app, ctx, sessions);
-  return app;
 }
+
+const OPENAPI_TAGS = [
+  { name: 'runs', description: 'start, read, follow, cancel runs; decide approvals' },
+  {
+    name: 'workflows',
+    description: 'several agents collaborating: nodes run as runs once their dependencies finished',
+  },
+  { name: 'sessions', description: 'history shared by the runs of a conversation' },
+  { name: 'agents', description: 'agents, their tools and breaker states' },
+  { name: 'mcp', description: 'agents as MCP tools (streamable HTTP)' },
+  { name: 'openai', description: 'agents as OpenAI models: chat completions, responses' },
+  { name: 'health', description: 'liveness, readiness, metrics' },
+];
 
 /** A listening API server. */
 export interface ApiServer {
@@ -180,13 +201,18 @@ export interface ApiServer {
   close(): Promise<void>;
 }
 
+/** Where the API listens: default `0.0.0.0:8080`. */
+function resolveListenOptions(o: { port?: number; host?: string }): { port: number; host: string } {
+  return { port: o.port ?? DEFAULT_API_PORT, host: o.host ?? DEFAULT_API_HOST };
+}
+
 /** Creates the API server and listens (default `0.0.0.0:8080`; `port` 0 picks a free port). */
 export async function startApiServer(
   deps: ApiServerDeps,
   options: ApiServerOptions & { port?: number; host?: string },
 ): Promise<ApiServer> {
   const app = await createApiServer(deps, options);
-  await app.listen({ port: options.port ?? DEFAULT_API_PORT, host: options.host ?? DEFAULT_API_HOST });
+  await app.listen(resolveListenOptions(options));
   const address = app.server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host === '[::]' ? '[::1]' : host}:${address.port}`;

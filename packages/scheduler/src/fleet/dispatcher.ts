@@ -89,6 +89,24 @@ export interface DispatcherOptions {
   startWaitMs?: number;
 }
 
+/** The dispatcher's options with every default filled in. */
+export type ResolvedDispatcherOptions = Required<DispatcherOptions>;
+
+/** Every default of the dispatcher in one place: its body reads the resolved options only. */
+export function resolveDispatcherOptions(o: DispatcherOptions): ResolvedDispatcherOptions {
+  return {
+    ...o,
+    id: o.id ?? newDispatcherId(),
+    slackMs: o.slackMs ?? constants.DEFAULT_DISPATCH_SLACK_MS,
+    startWaitMs: o.startWaitMs ?? constants.CALL_START_WAIT_MS,
+  };
+}
+
+/** A new dispatcher id, which names its reply list: a random UUID. */
+export function newDispatcherId(): string {
+  return randomUUID();
+}
+
 interface Pending {
   resolve: (result: ToolResult) => void;
   reject: (err: Error) => void;
@@ -155,7 +173,7 @@ export class RunRecordBehind extends Error {
  */
 export class Dispatcher {
   readonly id: string;
-  readonly #opts: DispatcherOptions;
+  readonly #opts: ResolvedDispatcherOptions;
   readonly #queues = new Map<string, Queue>();
   readonly #pending = new Map<string, Pending>();
   readonly #replyKey: string;
@@ -164,8 +182,8 @@ export class Dispatcher {
   #closed = false;
 
   constructor(options: DispatcherOptions) {
-    this.#opts = options;
-    this.id = options.id ?? randomUUID();
+    this.#opts = resolveDispatcherOptions(options);
+    this.id = this.#opts.id;
     this.#replyKey = options.keys.replies(this.id);
   }
 
@@ -282,8 +300,7 @@ export class Dispatcher {
     const deadline =
       now +
       callWindowMs({
-        worstCaseMs:
-          catalog.worstCaseMs(call.name) + (this.#opts.slackMs ?? constants.DEFAULT_DISPATCH_SLACK_MS),
+        worstCaseMs: catalog.worstCaseMs(call.name) + this.#opts.slackMs,
         attemptMs: catalog.get(call.name)?.timeoutMs ?? constants.DEFAULT_TOOL_TIMEOUT_MS,
         ...(run.deadlineAt === undefined ? {} : { runRemainingMs: run.deadlineAt - now }),
       });
@@ -419,7 +436,7 @@ export class Dispatcher {
     const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
     await takeBack(queue, connection, toolJobId(p.runId, p.toolCallId));
     const now = Math.max(Date.now(), p.publishedAt + 1);
-    const startWait = this.#opts.startWaitMs ?? constants.CALL_START_WAIT_MS;
+    const startWait = this.#opts.startWaitMs;
     const limit = Math.min(p.firstPublishedAt + startWait, p.run.deadlineAt ?? Infinity);
     const next = this.#job(p.run, p.call, now, p.trace);
     if (next.data.deadline <= limit) {

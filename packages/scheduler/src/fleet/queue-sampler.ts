@@ -3,7 +3,14 @@ import { hostname } from 'node:os';
 import { Queue } from 'bullmq';
 import { Gauge, type Registry } from 'prom-client';
 import { type Keys } from '@agent-reach/protocol';
-import { constants, METRIC_PREFIX, redisScripts, type Logger, type RedisClient } from '@agent-reach/shared';
+import {
+  constants,
+  METRIC_PREFIX,
+  redisScripts,
+  type Logger,
+  type RedisClient,
+  type RedisScripts,
+} from '@agent-reach/shared';
 
 /** Gauge: jobs per queue and state, exposed by the lease holder only. */
 export const QUEUE_JOBS_METRIC = `${METRIC_PREFIX}queue_jobs`;
@@ -25,6 +32,24 @@ export interface QueueSamplerOptions {
   logger: Logger;
   /** Identifies this sampler in the lease key's value. Default: host, pid and a random suffix. */
   id?: string;
+}
+
+/** The options with every default filled in. */
+export type ResolvedQueueSamplerOptions = Required<QueueSamplerOptions>;
+
+/** Fills in the sampler's defaults; a lease that would not outlast an interval is a RangeError. */
+export function resolveQueueSamplerOptions(o: QueueSamplerOptions): ResolvedQueueSamplerOptions {
+  const intervalMs = o.intervalMs ?? constants.DEFAULT_QUEUE_SAMPLE_INTERVAL_MS;
+  const leaseMs = o.leaseMs ?? constants.QUEUE_SAMPLER_LEASE_INTERVALS * intervalMs;
+  if (!(intervalMs > 0) || !(leaseMs > intervalMs)) {
+    throw new RangeError(`queue sampler: leaseMs (${leaseMs}) must exceed intervalMs (${intervalMs}) > 0`);
+  }
+  return { ...o, intervalMs, leaseMs, id: o.id ?? newQueueSamplerId() };
+}
+
+/** A sampler's id as the lease key holds it: host, pid and a random suffix, so an operator finds it. */
+export function newQueueSamplerId(): string {
+  return `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
 }
 
 export interface QueueSampler {
@@ -52,17 +77,33 @@ export function queueSamplerLeaseKey(keys: Keys): string {
  * taken (BullMQ's wait and prioritized sets; a paused queue keeps its jobs there).
  */
 export function startQueueSampler(options: QueueSamplerOptions): QueueSampler {
-  const { redis, keys, registry, logger } = options;
-  const intervalMs = options.intervalMs ?? constants.DEFAULT_QUEUE_SAMPLE_INTERVAL_MS;
-  const leaseMs = options.leaseMs ?? constants.QUEUE_SAMPLER_LEASE_INTERVALS * intervalMs;
-  if (!(intervalMs > 0) || !(leaseMs > intervalMs)) {
-    throw new RangeError(`queue sampler: leaseMs (${leaseMs}) must exceed intervalMs (${intervalMs}) > 0`);
-  }
-  const id = options.id ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-  const leaseKey = queueSamplerLeaseKey(keys);
-  const scripts = redisScripts(redis);
-  const log = logger.child({ component: 'queue-sampler' });
+  const ctx = createSamplerContext(resolveQueueSamplerOptions(options));
+  schedule(ctx, 0);
+  return {
+    isLeader: () => ctx.leader,
+    stop: () => stopSampler(ctx),
+  };
+}
 
+/** A sampler's gauges, queues, lease and timer: what its steps share. */
+interface SamplerContext {
+  readonly options: ResolvedQueueSamplerOptions;
+  readonly leaseKey: string;
+  readonly scripts: RedisScripts;
+  readonly log: Logger;
+  readonly jobs: Gauge<'queue' | 'state'>;
+  readonly leaderGauge: Gauge;
+  /** A BullMQ queue per sampled name, made on first use (counts need no worker). */
+  readonly queues: Map<string, Queue>;
+  leader: boolean;
+  stopped: boolean;
+  timer: NodeJS.Timeout | undefined;
+  /** The tick in progress (or the last one): `stop` waits for it. */
+  running: Promise<void>;
+}
+
+function createSamplerContext(options: ResolvedQueueSamplerOptions): SamplerContext {
+  const { redis, keys, registry, logger } = options;
   const jobs = new Gauge({
     name: QUEUE_JOBS_METRIC,
     help: 'Jobs per queue and state, sampled by the one scheduler holding the sampler lease (parked: runs awaiting approval).',
@@ -75,105 +116,114 @@ export function startQueueSampler(options: QueueSamplerOptions): QueueSampler {
     registers: [registry],
   });
   leaderGauge.set(0);
-
-  const queues = new Map<string, Queue>();
-  const queueOf = (name: string) => {
-    let queue = queues.get(name);
-    if (!queue) {
-      queue = new Queue(name, { connection: redis, prefix: keys.queuePrefix(name) });
-      queues.set(name, queue);
-    }
-    return queue;
-  };
-
-  let leader = false;
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
-
-  const follow = () => {
-    if (leader) log.info({ leaseKey }, 'queue sampler lease lost');
-    leader = false;
-    jobs.reset();
-    leaderGauge.set(0);
-  };
-
-  const lead = async (): Promise<boolean> => {
-    if (leader) {
-      const renewed = await scripts.renewLease([leaseKey], [id, leaseMs]);
-      if (renewed === 1) return true;
-      follow();
-    }
-    const taken = await redis.set(leaseKey, id, 'PX', leaseMs, 'NX');
-    if (taken !== 'OK') return false;
-    leader = true;
-    log.info({ leaseKey, leaseMs }, 'queue sampler lease taken');
-    return true;
-  };
-
-  const sample = async () => {
-    const names = [...new Set(options.queues())];
-    const counts = await Promise.all(
-      names.map((name) =>
-        queueOf(name).getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'),
-      ),
-    );
-    // The lease may have lapsed while counting (a long pause): never expose values as a non-leader.
-    if (stopped || !leader) return;
-    // Reset and refill in one synchronous stretch, so a scrape never sees a half-written sample.
-    jobs.reset();
-    names.forEach((name, i) => {
-      const c = counts[i] ?? {};
-      const n = (state: string) => c[state] ?? 0;
-      jobs.set({ queue: name, state: 'waiting' }, n('waiting') + n('prioritized'));
-      jobs.set({ queue: name, state: 'active' }, n('active'));
-      jobs.set({ queue: name, state: 'delayed' }, n('delayed'));
-      jobs.set({ queue: name, state: 'failed' }, n('failed'));
-      if (name === keys.runsQueue) jobs.set({ queue: name, state: 'parked' }, n('delayed'));
-    });
-    leaderGauge.set(1);
-  };
-
-  const tick = async () => {
-    try {
-      if (await lead()) await sample();
-      else follow();
-    } catch (err) {
-      // Without Redis no value can be trusted: expose none rather than stale ones.
-      log.warn({ err }, 'queue sample failed');
-      jobs.reset();
-      leaderGauge.set(0);
-    }
-  };
-
-  const schedule = (delayMs: number) => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = tick().finally(() => schedule(intervalMs));
-    }, delayMs);
-    timer.unref();
-  };
-  schedule(0);
-
   return {
-    isLeader: () => leader,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-      if (leader) {
-        // Hand over at once instead of leaving the fleet blind until the lease lapses.
-        await scripts.releaseLease([leaseKey], [id]).catch((err: unknown) => {
-          log.warn({ err }, 'could not release the queue sampler lease');
-        });
-      }
-      leader = false;
-      jobs.reset();
-      leaderGauge.set(0);
-      registry.removeSingleMetric(QUEUE_JOBS_METRIC);
-      registry.removeSingleMetric(QUEUE_SAMPLER_LEADER_METRIC);
-      await Promise.all([...queues.values()].map((q) => q.close().catch(() => undefined)));
-    },
+    options,
+    leaseKey: queueSamplerLeaseKey(keys),
+    scripts: redisScripts(redis),
+    log: logger.child({ component: 'queue-sampler' }),
+    jobs,
+    leaderGauge,
+    queues: new Map(),
+    leader: false,
+    stopped: false,
+    timer: undefined,
+    running: Promise.resolve(),
   };
+}
+
+function queueOf(ctx: SamplerContext, name: string): Queue {
+  let queue = ctx.queues.get(name);
+  if (!queue) {
+    const { redis, keys } = ctx.options;
+    queue = new Queue(name, { connection: redis, prefix: keys.queuePrefix(name) });
+    ctx.queues.set(name, queue);
+  }
+  return queue;
+}
+
+/** Not (or no longer) the leader: expose no series. */
+function follow(ctx: SamplerContext): void {
+  if (ctx.leader) ctx.log.info({ leaseKey: ctx.leaseKey }, 'queue sampler lease lost');
+  ctx.leader = false;
+  ctx.jobs.reset();
+  ctx.leaderGauge.set(0);
+}
+
+/** Renews the lease this sampler holds, or takes it when free; whether this sampler leads now. */
+async function lead(ctx: SamplerContext): Promise<boolean> {
+  const { redis, id, leaseMs } = ctx.options;
+  if (ctx.leader) {
+    const renewed = await ctx.scripts.renewLease([ctx.leaseKey], [id, leaseMs]);
+    if (renewed === 1) return true;
+    follow(ctx);
+  }
+  const taken = await redis.set(ctx.leaseKey, id, 'PX', leaseMs, 'NX');
+  if (taken !== 'OK') return false;
+  ctx.leader = true;
+  ctx.log.info({ leaseKey: ctx.leaseKey, leaseMs }, 'queue sampler lease taken');
+  return true;
+}
+
+async function sample(ctx: SamplerContext): Promise<void> {
+  const { jobs } = ctx;
+  const names = [...new Set(ctx.options.queues())];
+  const counts = await Promise.all(
+    names.map((name) =>
+      queueOf(ctx, name).getJobCounts('waiting', 'prioritized', 'active', 'delayed', 'failed'),
+    ),
+  );
+  // The lease may have lapsed while counting (a long pause): never expose values as a non-leader.
+  if (ctx.stopped || !ctx.leader) return;
+  // Reset and refill in one synchronous stretch, so a scrape never sees a half-written sample.
+  jobs.reset();
+  names.forEach((name, i) => {
+    const c = counts[i] ?? {};
+    const n = (state: string) => c[state] ?? 0;
+    jobs.set({ queue: name, state: 'waiting' }, n('waiting') + n('prioritized'));
+    jobs.set({ queue: name, state: 'active' }, n('active'));
+    jobs.set({ queue: name, state: 'delayed' }, n('delayed'));
+    jobs.set({ queue: name, state: 'failed' }, n('failed'));
+    if (name === ctx.options.keys.runsQueue) jobs.set({ queue: name, state: 'parked' }, n('delayed'));
+  });
+  ctx.leaderGauge.set(1);
+}
+
+async function tick(ctx: SamplerContext): Promise<void> {
+  try {
+    if (await lead(ctx)) await sample(ctx);
+    else follow(ctx);
+  } catch (err) {
+    // Without Redis no value can be trusted: expose none rather than stale ones.
+    ctx.log.warn({ err }, 'queue sample failed');
+    ctx.jobs.reset();
+    ctx.leaderGauge.set(0);
+  }
+}
+
+function schedule(ctx: SamplerContext, delayMs: number): void {
+  if (ctx.stopped) return;
+  ctx.timer = setTimeout(() => {
+    ctx.running = tick(ctx).finally(() => schedule(ctx, ctx.options.intervalMs));
+  }, delayMs);
+  ctx.timer.unref();
+}
+
+async function stopSampler(ctx: SamplerContext): Promise<void> {
+  if (ctx.stopped) return;
+  ctx.stopped = true;
+  clearTimeout(ctx.timer);
+  await ctx.running;
+  if (ctx.leader) {
+    // Hand over at once instead of leaving the fleet blind until the lease lapses.
+    await ctx.scripts.releaseLease([ctx.leaseKey], [ctx.options.id]).catch((err: unknown) => {
+      ctx.log.warn({ err }, 'could not release the queue sampler lease');
+    });
+  }
+  ctx.leader = false;
+  ctx.jobs.reset();
+  ctx.leaderGauge.set(0);
+  const { registry } = ctx.options;
+  registry.removeSingleMetric(QUEUE_JOBS_METRIC);
+  registry.removeSingleMetric(QUEUE_SAMPLER_LEADER_METRIC);
+  await Promise.all([...ctx.queues.values()].map((q) => q.close().catch(() => undefined)));
 }

@@ -24,6 +24,19 @@ import {
  * takes it in time) rather than answered "there is no tool named …". Groups and executors are only ever
  * the live ones.
  */
+export interface ToolCatalogOptions {
+  /** How long a tool no executor announces any more is still known (its group, its limits), in ms. Default 5 minutes. */
+  memoryMs?: number;
+}
+
+/** The catalog's options with every default filled in. */
+export type ResolvedToolCatalogOptions = Required<ToolCatalogOptions>;
+
+/** Every default of the tool catalog in one place. */
+export function resolveToolCatalogOptions(o: ToolCatalogOptions): ResolvedToolCatalogOptions {
+  return { memoryMs: o.memoryMs ?? constants.DEFAULT_CATALOG_MEMORY_MS };
+}
+
 export class ToolCatalog {
   #entries = new Map<string, ToolCatalogEntry>();
   /** Every tool seen, with when it was last announced (this process's clock). */
@@ -39,9 +52,9 @@ export class ToolCatalog {
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keys,
-    options: { memoryMs?: number } = {},
+    options: ToolCatalogOptions = {},
   ) {
-    this.#memoryMs = options.memoryMs ?? constants.DEFAULT_CATALOG_MEMORY_MS;
+    this.#memoryMs = resolveToolCatalogOptions(options).memoryMs;
   }
 
   async refresh(): Promise<this> {

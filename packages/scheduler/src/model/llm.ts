@@ -32,6 +32,20 @@ export interface LlmOptions {
   stream?: boolean;
 }
 
+/** The client's options with every default filled in. */
+export type ResolvedLlmOptions = LlmOptions & Required<Omit<LlmOptions, 'baseURL'>>;
+
+/** Every default of the model client in one place: its body reads the resolved options only. */
+export function resolveLlmOptions(o: LlmOptions): ResolvedLlmOptions {
+  return {
+    ...o,
+    timeoutMs: o.timeoutMs ?? constants.DEFAULT_LLM_TIMEOUT_MS,
+    maxRetries: o.maxRetries ?? constants.DEFAULT_LLM_MAX_RETRIES,
+    maxOutputTokens: o.maxOutputTokens ?? constants.DEFAULT_MAX_OUTPUT_TOKENS,
+    stream: o.stream ?? constants.DEFAULT_LLM_STREAM,
+  };
+}
+
 /** What a turn asks of the model beyond its messages and tools; each stands over the client's own. */
 export interface TurnOptions {
   /** Ask for an answer matching a JSON Schema (a run with an output schema). */
@@ -62,19 +76,17 @@ export interface LlmClient {
  * and connection errors with exponential backoff and jitter, honouring `retry-after`/`retry-after-ms`.
  * The loop never retries an LLM call itself.
  */
-export function createLlmClient(options: LlmOptions): LlmClient {
+export function createLlmClient(llmOptions: LlmOptions): LlmClient {
+  const options = resolveLlmOptions(llmOptions);
   const client = new OpenAI({
     apiKey: options.apiKey,
     ...(options.baseURL ? { baseURL: options.baseURL } : {}),
-    timeout: options.timeoutMs ?? constants.DEFAULT_LLM_TIMEOUT_MS,
-    maxRetries: options.maxRetries ?? constants.DEFAULT_LLM_MAX_RETRIES,
+    timeout: options.timeoutMs,
+    maxRetries: options.maxRetries,
   });
-  const maxTokens = options.maxOutputTokens ?? constants.DEFAULT_MAX_OUTPUT_TOKENS;
-  const streamed = options.stream ?? constants.DEFAULT_LLM_STREAM;
-  const streamOptions = {
-    maxRetries: options.maxRetries ?? constants.DEFAULT_LLM_MAX_RETRIES,
-    idleMs: options.timeoutMs ?? constants.DEFAULT_LLM_TIMEOUT_MS,
-  };
+  const maxTokens = options.maxOutputTokens;
+  const streamed = options.stream;
+  const streamOptions = { maxRetries: options.maxRetries, idleMs: options.timeoutMs };
   const server = serverOf(client.baseURL);
   const traced = (output: 'text' | 'json', call: () => Promise<ChatCompletion>) =>
     tracer.startActiveSpan(

@@ -180,6 +180,31 @@ const isBreakerOpen = (err: unknown) => (err as { code?: unknown })?.code === 'E
  * run's models in order: its model, then its agent's `fallback` list, passing over a provider whose
  * breaker is open or that failed after its retries.
  */
+/** What the model providers are built from. */
+export interface ModelProvidersOptions {
+  config: AgentReachConfig;
+  file: ProvidersFile;
+  /** A client of the default provider for a model (the scheduler's own configuration). */
+  defaultClient: (model: string) => LlmClient;
+  logger: Logger;
+  metrics: ProviderMetrics;
+  /** The environment provider API keys are read from (`api_key_env`). Default: none set. */
+  env?: Record<string, string | undefined>;
+}
+
+/** The providers' options with every default filled in. */
+export type ResolvedModelProvidersOptions = Required<ModelProvidersOptions>;
+
+/** Every default of the model providers in one place: their body reads the resolved options only. */
+export function resolveModelProvidersOptions(o: ModelProvidersOptions): ResolvedModelProvidersOptions {
+  return { ...o, env: o.env ?? {} };
+}
+
+/** The model a configuration runs when neither a run nor its agent names one. */
+export function defaultModelOf(config: AgentReachConfig): string {
+  return config.llm.model ?? constants.DEFAULT_LLM_MODEL;
+}
+
 export class ModelProviders {
   readonly #providers = new Map<string, Provider>();
   readonly #file: ProvidersFile;
@@ -187,19 +212,12 @@ export class ModelProviders {
   readonly #allowed: ReadonlySet<string>;
   readonly metrics: ProviderMetrics;
 
-  constructor(options: {
-    config: AgentReachConfig;
-    file: ProvidersFile;
-    /** A client of the default provider for a model (the scheduler's own configuration). */
-    defaultClient: (model: string) => LlmClient;
-    logger: Logger;
-    metrics: ProviderMetrics;
-    env?: Record<string, string | undefined>;
-  }) {
-    const { config, file, logger, metrics } = options;
+  constructor(providersOptions: ModelProvidersOptions) {
+    const options = resolveModelProvidersOptions(providersOptions);
+    const { config, file, logger, metrics, env } = options;
     this.metrics = metrics;
     this.#file = file;
-    this.#defaultModel = config.llm.model ?? constants.DEFAULT_LLM_MODEL;
+    this.#defaultModel = defaultModelOf(config);
     const routed = file.providers.length > 0;
     const breakerOf = (spec?: ProviderSpec) => ({
       failures: spec?.breaker?.failures ?? config.executor.breakerFailureThreshold,
@@ -214,7 +232,6 @@ export class ModelProviders {
         logger,
       }),
     );
-    const env = options.env ?? {};
     for (const spec of file.providers) {
       const apiKey = spec.api_key_env === undefined ? undefined : env[spec.api_key_env];
       if (spec.api_key_env !== undefined && !apiKey)

@@ -44,6 +44,19 @@ export interface AgentRunnerOptions {
   toolStartWaitMs?: number;
 }
 
+/** The runner's options with every default filled in. */
+export type ResolvedAgentRunnerOptions = AgentRunnerOptions &
+  Required<Pick<AgentRunnerOptions, 'catalogWaitMs' | 'runDeadlineMs'>>;
+
+/** Every default of the agent runner in one place: its body reads the resolved options only. */
+export function resolveAgentRunnerOptions(o: AgentRunnerOptions): ResolvedAgentRunnerOptions {
+  return {
+    ...o,
+    catalogWaitMs: o.catalogWaitMs ?? constants.DEFAULT_CATALOG_WAIT_MS,
+    runDeadlineMs: o.runDeadlineMs ?? constants.DEFAULT_RUN_DEADLINE_MS,
+  };
+}
+
 export interface StartRun {
   agent: string;
   input: string;
@@ -85,10 +98,10 @@ export class AgentRunner {
   readonly catalog: ToolCatalog;
   readonly breakers: BreakerView;
   readonly dispatcher: Dispatcher;
-  readonly #opts: AgentRunnerOptions;
+  readonly #opts: ResolvedAgentRunnerOptions;
   readonly #answerDeltas: AnswerDeltas;
 
-  private constructor(opts: AgentRunnerOptions) {
+  private constructor(opts: ResolvedAgentRunnerOptions) {
     this.#opts = opts;
     this.#answerDeltas = createAnswerDeltas(opts.connection, opts.keys, opts.logger);
     this.catalog = new ToolCatalog(opts.connection, opts.keys);
@@ -129,8 +142,8 @@ export class AgentRunner {
    * registers is a start-up error naming the agent and the tool.
    */
   static async start(opts: AgentRunnerOptions): Promise<AgentRunner> {
-    const runner = new AgentRunner(opts);
-    const deadline = Date.now() + (opts.catalogWaitMs ?? 30_000);
+    const runner = new AgentRunner(resolveAgentRunnerOptions(opts));
+    const deadline = Date.now() + runner.#opts.catalogWaitMs;
     for (;;) {
       await runner.catalog.refresh();
       const problems = parseAgentsCheck(opts.agents, runner.catalog.names());
@@ -166,8 +179,7 @@ export class AgentRunner {
       deadlineMs:
         req.deadlineMs ??
         this.#opts.agents.agents.get(req.agent)?.max_wall_time_ms ??
-        this.#opts.runDeadlineMs ??
-        constants.DEFAULT_RUN_DEADLINE_MS,
+        this.#opts.runDeadlineMs,
       ...(this.#opts.configVersion ? { configVersion: this.#opts.configVersion() } : {}),
       ...(req.history ? { history: req.history } : {}),
       ...(req.summary ? { summary: req.summary } : {}),

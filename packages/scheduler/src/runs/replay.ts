@@ -119,6 +119,15 @@ export function recordedLlm(events: RunEvent[], model = 'replay'): LlmClient {
 }
 
 /**
+ * The run id of a new replay: the original's id with `.replay-<epoch ms>`, found beside it, or
+ * `replay_` and a random UUID when that would not be a valid run id (too long).
+ */
+export function newReplayRunId(originalRunId: string): string {
+  const beside = `${originalRunId}.replay-${Date.now()}`;
+  return isValidRunId(beside) ? beside : `replay_${randomUUID()}`;
+}
+
+/**
  * Re-runs a recorded run with its recorded model turns, as a new run recorded like any other, and reports
  * the tool calls whose outcome changed.
  *
@@ -141,10 +150,7 @@ export async function replayRun(
   const recordedResults = await recordedResultsOf(original, events, deps.runner);
   const refused = refusedCalls(events);
   const mode = !options.live ? 'recorded' : options.force ? 'live_forced' : 'live';
-  const suffix = `.replay-${Date.now()}`;
-  const runId = isValidRunId(`${originalRunId}${suffix}`)
-    ? `${originalRunId}${suffix}`
-    : `replay_${randomUUID()}`;
+  const runId = newReplayRunId(originalRunId);
   // A fresh state: no decision of the original run comes along.
   const state: RunState = deps.runner.newState({
     agent: original.agent,

@@ -70,6 +70,18 @@ export interface RunStoreOptions {
   archive?: RunArchive;
 }
 
+/** The store's options with every default filled in. */
+export type ResolvedRunStoreOptions = RunStoreOptions & Required<Omit<RunStoreOptions, 'archive'>>;
+
+/** Every default of the run store in one place. */
+export function resolveRunStoreOptions(o: RunStoreOptions): ResolvedRunStoreOptions {
+  return {
+    ...o,
+    retentionS: o.retentionS ?? constants.DEFAULT_RUN_RETENTION_S,
+    retentionCount: o.retentionCount ?? constants.DEFAULT_RUN_RETENTION_COUNT,
+  };
+}
+
 /** Why a checkpoint was not written; `fenced` and `final` mean another process owns (or ended) the run. */
 export type CheckpointVerdict = 'ok' | 'dup' | 'fenced' | 'final' | 'gap';
 
@@ -194,11 +206,12 @@ export class RunStore {
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keys,
-    options: RunStoreOptions = {},
+    storeOptions: RunStoreOptions = {},
   ) {
+    const options = resolveRunStoreOptions(storeOptions);
     this.#scripts = redisScripts(redis);
-    this.retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
-    this.retentionCount = options.retentionCount ?? constants.DEFAULT_RUN_RETENTION_COUNT;
+    this.retentionS = options.retentionS;
+    this.retentionCount = options.retentionCount;
     this.archive = options.archive;
   }
 

@@ -36,15 +36,40 @@ export interface RunWorkerOptions {
   llmFor?: (model: string | undefined, agent: string) => LlmClient | undefined;
   /** Runs in flight in this process. Default 100. */
   concurrency?: number;
-  /** BullMQ lock duration and stalled-check interval, in ms (short ones make takeover fast). */
+  /** BullMQ lock duration, in ms (a short one makes takeover fast). Default 30 000. */
   lockDurationMs?: number;
+  /** BullMQ stalled-check interval, in ms. Default 30 000. */
   stalledIntervalMs?: number;
-  /** How long a parked run waits for a decision before its pending calls count as rejected, in ms. */
+  /**
+   * How long a parked run waits for a decision before its pending calls count as rejected, in ms.
+   * Default 7 days.
+   */
   approvalTimeoutMs?: number;
   /** How long finished run jobs are kept, in seconds (the run's records are kept as long). Default 7 days. */
   retentionS?: number;
   /** Called for every event of every run this process works on. */
   onEvent?: (event: RunEvent, state: RunState) => void;
+}
+
+/** The run worker's options with every default filled in. */
+export type ResolvedRunWorkerOptions = RunWorkerOptions &
+  Required<
+    Pick<
+      RunWorkerOptions,
+      'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'approvalTimeoutMs' | 'retentionS'
+    >
+  >;
+
+/** Every default of the run worker in one place: its body reads the resolved options only. */
+export function resolveRunWorkerOptions(o: RunWorkerOptions): ResolvedRunWorkerOptions {
+  return {
+    ...o,
+    concurrency: o.concurrency ?? constants.DEFAULT_SCHEDULER_CONCURRENCY,
+    lockDurationMs: o.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS,
+    stalledIntervalMs: o.stalledIntervalMs ?? constants.DEFAULT_RUN_STALLED_INTERVAL_MS,
+    approvalTimeoutMs: o.approvalTimeoutMs ?? constants.DEFAULT_APPROVAL_TIMEOUT_MS,
+    retentionS: o.retentionS ?? constants.DEFAULT_RUN_RETENTION_S,
+  };
 }
 
 export interface RunWorker {
@@ -68,7 +93,7 @@ interface Active {
 
 /** What the worker's handlers share: its options, the runs in flight, whether it is shutting down. */
 interface RunWorkerContext {
-  options: RunWorkerOptions;
+  options: ResolvedRunWorkerOptions;
   runner: AgentRunner;
   store: RunStore;
   sessions: SessionStore;
@@ -88,7 +113,8 @@ interface RunWorkerContext {
  * memory) fails the attempt: BullMQ retries the run with backoff from its last good checkpoint, and the
  * last attempt records the run as failed.
  */
-export function createRunWorker(options: RunWorkerOptions): RunWorker {
+export function createRunWorker(runWorkerOptions: RunWorkerOptions): RunWorker {
+  const options = resolveRunWorkerOptions(runWorkerOptions);
   const { runner, store, sessions, logger } = options;
   const ctx: RunWorkerContext = {
     options,
@@ -101,21 +127,14 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
     // Every run counts in its tenant's runs in flight while this worker has it, however it was started.
     quotas: new TenantQuotas(store.connection, runner.keys),
   };
-  const subscriber = options.connection.duplicate();
-  subscriber.on('error', (err) => logger.warn({ err: { message: err.message } }, 'cancel subscriber error'));
-  const cancelChannel = runner.keys.cancelChannel;
-  void subscriber
-    .subscribe(cancelChannel)
-    .catch((err: unknown) => logger.error({ err }, 'cannot subscribe to cancellations'));
-  subscriber.on('message', (_channel: string, runId: string) => ctx.active.get(runId)?.cancel.abort());
-
-  const retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
+  const subscriber = subscribeToCancels(ctx);
+  const { retentionS, lockDurationMs } = options;
   const worker = new Worker<RunJobData>(runner.keys.runsQueue, (job, token) => processRun(ctx, job, token), {
     connection: options.connection,
     prefix: runner.keys.queuePrefix(runner.keys.runsQueue),
-    concurrency: options.concurrency ?? constants.DEFAULT_SCHEDULER_CONCURRENCY,
-    lockDuration: options.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS,
-    stalledInterval: options.stalledIntervalMs ?? constants.DEFAULT_RUN_STALLED_INTERVAL_MS,
+    concurrency: options.concurrency,
+    lockDuration: lockDurationMs,
+    stalledInterval: options.stalledIntervalMs,
     maxStalledCount: constants.RUN_MAX_STALLED_COUNT,
     runRetryDelay: constants.WORKER_RETRY_DELAY_MS,
     // Run jobs' own backoff (`RUN_JOB_BACKOFF_TYPE`): capped, so a run is back soon after Redis is.
@@ -130,46 +149,70 @@ export function createRunWorker(options: RunWorkerOptions): RunWorker {
   // while Redis was away let it lapse): then it is taken back at once rather than left to the stalled-job
   // check, which would hand the run on only one to two `stalledInterval`s later. No other scheduler can
   // have the run then (its job never left `active`), and the run's epoch fences its writes regardless.
-  const lockDurationMs = options.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS;
-  worker.on('lockRenewalFailed', (jobIds: string[]) => {
-    for (const id of jobIds) {
-      const run = ctx.active.get(id);
-      if (!run) continue;
-      retakeLock(options.connection, worker, id, run.token, lockDurationMs).then(
-        (kept) => {
-          if (kept) logger.warn({ runId: id }, 'run lock had lapsed with its job still taken; taken back');
-          else run.release.abort();
-        },
-        () => run.release.abort(),
-      );
-    }
-  });
+  worker.on('lockRenewalFailed', (jobIds: string[]) => onLockRenewalFailed(ctx, worker, jobIds));
   worker.on('failed', (job, err) => onRunFailed(ctx, job, err));
 
   return {
     worker,
     async close(graceMs = constants.DEFAULT_SHUTDOWN_GRACE_MS) {
-      ctx.draining = true;
-      await closeWithinGrace({
-        graceful: worker.close().then(() => true),
-        graceMs,
-        // Runs still waiting on a model or a tool: hand their jobs back now (their loops write nothing
-        // more), rather than let their locks lapse. BullMQ's `close(true)` after a pending `close()` only
-        // returns the pending one, so the pending close is not awaited.
-        handBack: async () => {
-          logger.warn({ graceMs, runs: ctx.active.size }, 'grace period over; handing runs back');
-          await Promise.all(
-            [...ctx.active.values()].map(async (run) => {
-              run.release.abort();
-              await run.job.moveToWait(run.token).catch(() => undefined);
-            }),
-          );
-        },
-        settleMs: () => constants.CLOSE_SETTLE_MS,
-      });
+      await closeRunWorker(ctx, worker, graceMs);
       await subscriber.quit().catch(() => undefined);
     },
   };
+}
+
+/** A connection of its own on the cancel channel: a cancel aborts the run if this process has it. */
+function subscribeToCancels(ctx: RunWorkerContext): RedisClient {
+  const { logger } = ctx;
+  const subscriber = ctx.options.connection.duplicate();
+  subscriber.on('error', (err) => logger.warn({ err: { message: err.message } }, 'cancel subscriber error'));
+  void subscriber
+    .subscribe(ctx.runner.keys.cancelChannel)
+    .catch((err: unknown) => logger.error({ err }, 'cannot subscribe to cancellations'));
+  subscriber.on('message', (_channel: string, runId: string) => ctx.active.get(runId)?.cancel.abort());
+  return subscriber;
+}
+
+/** The worker's `lockRenewalFailed` listener: each run's lock taken back when free, else the run let go. */
+function onLockRenewalFailed(ctx: RunWorkerContext, worker: Worker<RunJobData>, jobIds: string[]): void {
+  const { connection, lockDurationMs } = ctx.options;
+  for (const id of jobIds) {
+    const run = ctx.active.get(id);
+    if (!run) continue;
+    retakeLock(connection, worker, id, run.token, lockDurationMs).then(
+      (kept) => {
+        if (kept) ctx.logger.warn({ runId: id }, 'run lock had lapsed with its job still taken; taken back');
+        else run.release.abort();
+      },
+      () => run.release.abort(),
+    );
+  }
+}
+
+/** Stops taking runs; what still runs when the grace period ends is handed back to the queue. */
+async function closeRunWorker(
+  ctx: RunWorkerContext,
+  worker: Worker<RunJobData>,
+  graceMs: number,
+): Promise<void> {
+  ctx.draining = true;
+  await closeWithinGrace({
+    graceful: worker.close().then(() => true),
+    graceMs,
+    // Runs still waiting on a model or a tool: hand their jobs back now (their loops write nothing
+    // more), rather than let their locks lapse. BullMQ's `close(true)` after a pending `close()` only
+    // returns the pending one, so the pending close is not awaited.
+    handBack: async () => {
+      ctx.logger.warn({ graceMs, runs: ctx.active.size }, 'grace period over; handing runs back');
+      await Promise.all(
+        [...ctx.active.values()].map(async (run) => {
+          run.release.abort();
+          await run.job.moveToWait(run.token).catch(() => undefined);
+        }),
+      );
+    },
+    settleMs: () => constants.CLOSE_SETTLE_MS,
+  });
 }
 
 /** Sets a job's lock again when nobody holds it and the job is still in `active`; 1 when it did. */

@@ -35,15 +35,37 @@ export interface WorkflowWorkerOptions {
   runs: RunControl;
   logger: Logger;
   metrics?: WorkflowMetrics;
-  /** Workflows coordinated at once in this process. */
+  /** Workflows coordinated at once in this process. Default 20. */
   concurrency?: number;
-  /** BullMQ lock duration and stalled-check interval, in ms (as for runs). */
+  /** BullMQ lock duration, in ms (as for runs). Default 30 000. */
   lockDurationMs?: number;
+  /** BullMQ stalled-check interval, in ms (as for runs). Default 30 000. */
   stalledIntervalMs?: number;
-  /** How long finished coordination jobs are kept, in seconds. */
+  /** How long finished coordination jobs are kept, in seconds. Default 7 days. */
   retentionS?: number;
-  /** Longest a waiting workflow sleeps before its coordinator looks again, in ms. */
+  /** Longest a waiting workflow sleeps before its coordinator looks again, in ms. Default 2000. */
   pollMs?: number;
+}
+
+/** The coordinator's options with every default filled in. */
+export type ResolvedWorkflowWorkerOptions = WorkflowWorkerOptions &
+  Required<
+    Pick<
+      WorkflowWorkerOptions,
+      'concurrency' | 'lockDurationMs' | 'stalledIntervalMs' | 'retentionS' | 'pollMs'
+    >
+  >;
+
+/** Every default of the coordinator in one place: its body reads the resolved options only. */
+export function resolveWorkflowWorkerOptions(o: WorkflowWorkerOptions): ResolvedWorkflowWorkerOptions {
+  return {
+    ...o,
+    concurrency: o.concurrency ?? constants.DEFAULT_WORKFLOW_CONCURRENCY,
+    lockDurationMs: o.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS,
+    stalledIntervalMs: o.stalledIntervalMs ?? constants.DEFAULT_RUN_STALLED_INTERVAL_MS,
+    retentionS: o.retentionS ?? constants.DEFAULT_RUN_RETENTION_S,
+    pollMs: o.pollMs ?? constants.WORKFLOW_POLL_MS,
+  };
 }
 
 export interface WorkflowWorker {
@@ -53,11 +75,10 @@ export interface WorkflowWorker {
 
 /** What the coordinator's handlers share. */
 interface CoordinatorContext {
-  options: WorkflowWorkerOptions;
+  options: ResolvedWorkflowWorkerOptions;
   runs: RunControl;
   store: WorkflowControl['store'];
   logger: Logger;
-  pollMs: number;
 }
 
 /**
@@ -71,25 +92,19 @@ interface CoordinatorContext {
  * mid-step is replaced (stalled-job recovery) by one that repeats the step without starting or
  * delivering anything twice.
  */
-export function createWorkflowWorker(options: WorkflowWorkerOptions): WorkflowWorker {
-  const { workflows, logger } = options;
-  const ctx: CoordinatorContext = {
-    options,
-    runs: options.runs,
-    store: workflows.store,
-    logger,
-    pollMs: options.pollMs ?? constants.WORKFLOW_POLL_MS,
-  };
-  const retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
+export function createWorkflowWorker(workerOptions: WorkflowWorkerOptions): WorkflowWorker {
+  const options = resolveWorkflowWorkerOptions(workerOptions);
+  const { workflows, logger, retentionS } = options;
+  const ctx: CoordinatorContext = { options, runs: options.runs, store: workflows.store, logger };
   const worker = new Worker<WorkflowJobData>(
     workflows.queue.name,
     (job, token) => coordinate(ctx, job, token),
     {
       connection: options.connection,
       prefix: workflows.queue.opts.prefix ?? 'bull',
-      concurrency: options.concurrency ?? constants.DEFAULT_WORKFLOW_CONCURRENCY,
-      lockDuration: options.lockDurationMs ?? constants.DEFAULT_RUN_LOCK_DURATION_MS,
-      stalledInterval: options.stalledIntervalMs ?? constants.DEFAULT_RUN_STALLED_INTERVAL_MS,
+      concurrency: options.concurrency,
+      lockDuration: options.lockDurationMs,
+      stalledInterval: options.stalledIntervalMs,
       maxStalledCount: constants.RUN_MAX_STALLED_COUNT,
       runRetryDelay: constants.WORKER_RETRY_DELAY_MS,
       removeOnComplete: { age: retentionS },
@@ -222,7 +237,7 @@ async function step(ctx: CoordinatorContext, workflowId: string): Promise<number
     return undefined;
   }
   const deadlines = nodes.filter((n) => !rec.done.has(n.id)).map((n) => rec.createdAt + n.timeout_ms);
-  return Math.min(now + ctx.pollMs, ...deadlines);
+  return Math.min(now + ctx.options.pollMs, ...deadlines);
 }
 
 /** Results of node runs that ended. */

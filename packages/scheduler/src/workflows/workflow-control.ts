@@ -8,7 +8,9 @@ import {
 } from '@agent-reach/protocol';
 import { constants, type WorkflowSpec, type WorkflowsFile } from '@agent-reach/shared';
 import {
+  resolveWorkflowStoreOptions,
   WorkflowStore,
+  type WorkflowStoreOptions,
   type StoredWorkflowEvent,
   type WorkflowListFilter,
   type WorkflowRecord,
@@ -51,6 +53,19 @@ export interface StartWorkflowRequest {
   tenant?: string;
 }
 
+export interface WorkflowControlOptions extends WorkflowStoreOptions {
+  /** The version of the configuration `workflows` comes from, recorded by each start. Default: always 0. */
+  configVersion?: () => number;
+}
+
+/** The options with every default filled in. */
+export type ResolvedWorkflowControlOptions = Required<WorkflowControlOptions>;
+
+/** Every default of the workflow control (and of its store) in one place. */
+export function resolveWorkflowControlOptions(o: WorkflowControlOptions): ResolvedWorkflowControlOptions {
+  return { ...resolveWorkflowStoreOptions(o), configVersion: o.configVersion ?? (() => 0) };
+}
+
 export function workflowJobOptions(workflowId: string, retentionS?: number) {
   return {
     jobId: workflowId,
@@ -83,9 +98,10 @@ export class WorkflowControl {
     redis: RedisClient,
     keys: Keys,
     readonly workflows: WorkflowsFile,
-    options: { retentionS?: number; configVersion?: () => number } = {},
+    controlOptions: WorkflowControlOptions = {},
   ) {
-    this.#configVersion = options.configVersion ?? (() => 0);
+    const options = resolveWorkflowControlOptions(controlOptions);
+    this.#configVersion = options.configVersion;
     this.store = new WorkflowStore(redis, keys, options);
     this.queue = new Queue<WorkflowJobData>(keys.workflowsQueue, {
       connection: redis,

@@ -63,6 +63,19 @@ export interface StoredWorkflowEvent {
   event: WorkflowEvent;
 }
 
+export interface WorkflowStoreOptions {
+  /** How long a finished workflow's records are kept, in seconds. Default 7 days. */
+  retentionS?: number;
+}
+
+/** The store's options with every default filled in. */
+export type ResolvedWorkflowStoreOptions = Required<WorkflowStoreOptions>;
+
+/** Every default of the workflow store in one place. */
+export function resolveWorkflowStoreOptions(o: WorkflowStoreOptions): ResolvedWorkflowStoreOptions {
+  return { retentionS: o.retentionS ?? constants.DEFAULT_RUN_RETENTION_S };
+}
+
 /** A transition to apply once (see `workflow-transition-4.lua`). */
 export type Transition =
   | { target: 'started'; node: string; value: NodeStart; events: WorkflowEvent[] }
@@ -83,10 +96,10 @@ export class WorkflowStore {
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keys,
-    options: { retentionS?: number } = {},
+    options: WorkflowStoreOptions = {},
   ) {
     this.#scripts = redisScripts(redis);
-    this.retentionS = options.retentionS ?? constants.DEFAULT_RUN_RETENTION_S;
+    this.retentionS = resolveWorkflowStoreOptions(options).retentionS;
   }
 
   /** Creates the record; false when a workflow with this id exists already. */

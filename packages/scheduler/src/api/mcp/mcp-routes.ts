@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -14,6 +14,11 @@ const SESSION_HEADER = 'mcp-session-id';
 /** A session id as the MCP spec allows it: visible ASCII. */
 const SESSION_ID = /^[\x21-\x7e]{1,128}$/;
 
+/** A new MCP session id, handed out at `initialize`: `mcp_` and a random UUID. */
+export function newMcpSessionId(): string {
+  return `mcp_${randomUUID()}`;
+}
+
 const isInitialize = (body: unknown) =>
   Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body);
 
@@ -25,70 +30,16 @@ const isInitialize = (body: unknown) =>
  * DELETE has nothing to end (204).
  */
 export function mcpRoutes(app: FastifyInstance, ctx: ApiContext): void {
-  const registry = new McpCallRegistry(ctx.deps.redis, ctx.deps.keys, MCP_CALL_TTL_S);
-  const open = new Set<Server>();
-  let calls = 0;
+  const door: McpDoor = {
+    registry: new McpCallRegistry(ctx.deps.redis, ctx.deps.keys, MCP_CALL_TTL_S),
+    open: new Set<Server>(),
+    calls: 0,
+  };
   app.addHook('preClose', async () => {
-    await Promise.allSettled([...open].map((s) => s.close()));
+    await Promise.allSettled([...door.open].map((s) => s.close()));
   });
-
-  app.post<{ Headers: { [SESSION_HEADER]?: string; traceparent?: string } }>(
-    MCP_PATH,
-    {
-      schema: {
-        tags: ['mcp'],
-        summary: 'MCP over streamable HTTP: each agent the key may use is a tool',
-        description:
-          "JSON-RPC messages of the Model Context Protocol (`initialize`, `tools/list`, `tools/call`, `notifications/cancelled`). A tool call starts a durable run as `POST /v1/runs` does (same checks and limits; metadata `door: mcp`), sends `notifications/progress` for each step when the client sent a `progressToken`, and answers with the run's answer; the run id is in every progress message and in the result's `_meta`. A cancellation cancels the run, unless its reason says the request timed out. See docs/mcp-door.md.",
-      },
-    },
-    async (request, reply) => {
-      const principal = requirePrincipal(ctx.auth, request);
-      const sent = request.headers[SESSION_HEADER];
-      let sessionId = sent !== undefined && SESSION_ID.test(sent) ? sent : undefined;
-      if (isInitialize(request.body)) {
-        sessionId = `mcp_${randomUUID()}`;
-        // The transport writes its own headers after this one; Node keeps both.
-        reply.raw.setHeader(SESSION_HEADER, sessionId);
-      }
-      const server = createMcpServer(ctx, {
-        principal,
-        sessionId,
-        traceparent: request.headers.traceparent,
-        registry,
-        takeSlot: () => {
-          if (calls >= ctx.options.maxEventStreams) return false;
-          calls += 1;
-          return true;
-        },
-        releaseSlot: () => {
-          calls -= 1;
-        },
-      });
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-      reply.hijack();
-      open.add(server);
-      // The response ended or the client went away: stop following runs (they go on).
-      reply.raw.on('close', () => {
-        open.delete(server);
-        server.close().catch((err: unknown) => ctx.log.debug({ err }, 'mcp server close failed'));
-      });
-      try {
-        await server.connect(transport);
-        await transport.handleRequest(request.raw, reply.raw, request.body);
-      } catch (err) {
-        ctx.log.error({ err }, 'mcp request failed');
-        if (!reply.raw.headersSent)
-          reply.raw.writeHead(500, { 'content-type': 'application/json' }).end(
-            JSON.stringify({
-              jsonrpc: '2.0',
-              error: { code: -32603, message: 'internal error' },
-              id: null,
-            }),
-          );
-        else reply.raw.end();
-      }
-    },
+  app.post<PostRoute>(MCP_PATH, { schema: POST_SCHEMA }, (request, reply) =>
+    handleMessage(ctx, door, request, reply),
   );
 
   app.get(MCP_PATH, { schema: { hide: true } }, async (_request, reply) =>
@@ -103,4 +54,75 @@ export function mcpRoutes(app: FastifyInstance, ctx: ApiContext): void {
     ),
   );
   app.delete(MCP_PATH, { schema: { hide: true } }, async (_request, reply) => reply.code(204).send());
+}
+
+type PostRoute = { Headers: { [SESSION_HEADER]?: string; traceparent?: string } };
+
+/** The MCP door's state in this process: the call registry, the servers open, the calls followed. */
+interface McpDoor {
+  readonly registry: McpCallRegistry;
+  readonly open: Set<Server>;
+  /** Tool calls followed now; they share the cap of event streams. */
+  calls: number;
+}
+
+const POST_SCHEMA = {
+  tags: ['mcp'],
+  summary: 'MCP over streamable HTTP: each agent the key may use is a tool',
+  description:
+    "JSON-RPC messages of the Model Context Protocol (`initialize`, `tools/list`, `tools/call`, `notifications/cancelled`). A tool call starts a durable run as `POST /v1/runs` does (same checks and limits; metadata `door: mcp`), sends `notifications/progress` for each step when the client sent a `progressToken`, and answers with the run's answer; the run id is in every progress message and in the result's `_meta`. A cancellation cancels the run, unless its reason says the request timed out. See docs/mcp-door.md.",
+};
+
+/** `POST /mcp`: one request's messages, answered by a server and transport of its own. */
+async function handleMessage(
+  ctx: ApiContext,
+  door: McpDoor,
+  request: FastifyRequest<PostRoute>,
+  reply: FastifyReply,
+): Promise<void> {
+  const principal = requirePrincipal(ctx.auth, request);
+  const sent = request.headers[SESSION_HEADER];
+  let sessionId = sent !== undefined && SESSION_ID.test(sent) ? sent : undefined;
+  if (isInitialize(request.body)) {
+    sessionId = newMcpSessionId();
+    // The transport writes its own headers after this one; Node keeps both.
+    reply.raw.setHeader(SESSION_HEADER, sessionId);
+  }
+  const server = createMcpServer(ctx, {
+    principal,
+    sessionId,
+    traceparent: request.headers.traceparent,
+    registry: door.registry,
+    takeSlot: () => {
+      if (door.calls >= ctx.options.maxEventStreams) return false;
+      door.calls += 1;
+      return true;
+    },
+    releaseSlot: () => {
+      door.calls -= 1;
+    },
+  });
+  const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+  reply.hijack();
+  door.open.add(server);
+  // The response ended or the client went away: stop following runs (they go on).
+  reply.raw.on('close', () => {
+    door.open.delete(server);
+    server.close().catch((err: unknown) => ctx.log.debug({ err }, 'mcp server close failed'));
+  });
+  try {
+    await server.connect(transport);
+    await transport.handleRequest(request.raw, reply.raw, request.body);
+  } catch (err) {
+    ctx.log.error({ err }, 'mcp request failed');
+    if (!reply.raw.headersSent)
+      reply.raw.writeHead(500, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: -32603, message: 'internal error' },
+          id: null,
+        }),
+      );
+    else reply.raw.end();
+  }
 }
