@@ -1,6 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DelayedError, UnrecoverableError, WaitingError, Worker, type Job } from 'bullmq';
-import { DEFAULT_TENANT, isValidRunId, runRetryDelayMs } from '@agent-reach/protocol';
+import {
+  DEFAULT_TENANT,
+  isValidRunId,
+  RUN_JOB_RETENTION_COUNT,
+  runRetryDelayMs,
+  upgradeRunJob,
+  type RunJobData,
+} from '@agent-reach/protocol';
 import {
   closeWithinGrace,
   constants,
@@ -17,7 +24,6 @@ import { createRunState, markFinished, type RunOutcome, type RunState } from '..
 import { emitFinishedSpan } from './run-span.js';
 import { TenantQuotas } from './tenant-quotas.js';
 import type { LlmClient } from '../model/llm.js';
-import { upgradeRunJob, type RunJobData } from '@agent-reach/protocol';
 import { createCheckpointSaver } from './checkpoint-saver.js';
 import type { RunCheckpointer, RunClaim, RunStore } from './run-store.js';
 import type { SessionStore } from './sessions.js';
@@ -140,7 +146,7 @@ export function createRunWorker(runWorkerOptions: RunWorkerOptions): RunWorker {
     // Run jobs' own backoff (`RUN_JOB_BACKOFF_TYPE`): capped, so a run is back soon after Redis is.
     settings: { backoffStrategy: (attemptsMade: number) => runRetryDelayMs(attemptsMade) },
     // Run jobs are kept exactly as long as the run's records, whoever added them.
-    removeOnComplete: { age: retentionS, count: constants.DEFAULT_RUN_RETENTION_COUNT },
+    removeOnComplete: { age: retentionS, count: RUN_JOB_RETENTION_COUNT },
     removeOnFail: { age: retentionS },
   });
   worker.on('error', (err) => logger.error({ err: { message: err.message } }, 'run worker error'));
