@@ -10,7 +10,8 @@
  * is a redis-server of the benchmark's own, so its CPU and commands are the systems' alone.
  *
  *   pnpm bench      BENCH_CALLS (default 5000), BENCH_ROUNDS (default 5),
- *                   BENCH_REDIS=shared to use REDIS_URL instead of a redis-server of its own
+ *                   BENCH_REDIS=shared to use REDIS_URL instead of a redis-server of its own,
+ *                   BENCH_MCP=0 to leave out the MCP system (its rounds are the slowest)
  */
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -139,14 +140,17 @@ async function main(): Promise<void> {
     systems.push(job);
     const platform = await startPlatform({ redisUrl, payload, concurrency, tmpDir });
     systems.push(platform);
-    const mcp = await startPlatform({ redisUrl, payload, concurrency, tmpDir, mcp: true });
-    systems.push(mcp);
-    const named = [
+    const withMcp = process.env.BENCH_MCP !== '0';
+    const mcp = withMcp
+      ? await startPlatform({ redisUrl, payload, concurrency, tmpDir, mcp: true })
+      : undefined;
+    if (mcp) systems.push(mcp);
+    const named: Array<readonly ['raw' | 'job' | 'platform' | 'mcp', BenchSystem]> = [
       ['raw', raw],
       ['job', job],
       ['platform', platform],
-      ['mcp', mcp],
-    ] as const;
+      ...(mcp ? [['mcp', mcp] as const] : []),
+    ];
     console.log(
       `tool-call bench: ${calls} calls @ ${IN_FLIGHT} in flight (warm-up ${plan.warmup}), ` +
         `${plan.seqCalls} sequential (warm-up ${plan.seqWarmup}), ${rounds} rounds, ` +
@@ -166,7 +170,7 @@ async function main(): Promise<void> {
     for (let round = 1; round <= rounds; round += 1) {
       // Each round starts with the next system, so no system always runs after the same one.
       for (let i = 0; i < named.length; i += 1) {
-        const [name, system] = named[(i + round - 1) % named.length] ?? named[0];
+        const [name, system] = named[(i + round - 1) % named.length] ?? named[0] ?? ['raw', raw];
         const f = await measureRound(system, admin, plan);
         figures[name].push(f);
         console.log(
@@ -180,7 +184,7 @@ async function main(): Promise<void> {
       raw: medianFigures(figures.raw),
       job: medianFigures(figures.job),
       platform: medianFigures(figures.platform),
-      mcp: medianFigures(figures.mcp),
+      mcp: withMcp ? medianFigures(figures.mcp) : undefined,
     };
     const ratios = {
       throughput: med.platform.throughputPerS / med.raw.throughputPerS,
@@ -190,9 +194,13 @@ async function main(): Promise<void> {
       redisCpu: med.platform.redisCpuUsPerCall / med.raw.redisCpuUsPerCall,
       jobRedisCpu: med.job.redisCpuUsPerCall / med.raw.redisCpuUsPerCall,
       platformOverJobRedisCpu: med.platform.redisCpuUsPerCall / med.job.redisCpuUsPerCall,
-      mcpThroughput: med.mcp.throughputPerS / med.platform.throughputPerS,
-      mcpSequentialP50: med.mcp.sequential.p50 / med.platform.sequential.p50,
-      mcpUnderLoadP50: med.mcp.underLoad.p50 / med.platform.underLoad.p50,
+      ...(med.mcp
+        ? {
+            mcpThroughput: med.mcp.throughputPerS / med.platform.throughputPerS,
+            mcpSequentialP50: med.mcp.sequential.p50 / med.platform.sequential.p50,
+            mcpUnderLoadP50: med.mcp.underLoad.p50 / med.platform.underLoad.p50,
+          }
+        : {}),
     };
     console.log(`\nmedian of ${rounds} rounds`);
     printTable(med.raw, med.job, med.platform);
@@ -211,11 +219,14 @@ async function main(): Promise<void> {
         `${ratios.jobRedisCpu.toFixed(2)} (no design with one BullMQ job per call goes below that), ` +
         `platform/BullMQ job ${ratios.platformOverJobRedisCpu.toFixed(2)}`,
     );
-    printMcp(med.platform, med.mcp);
-    console.log(
-      `MCP stdio/own tool: throughput ${ratios.mcpThroughput.toFixed(2)}, ` +
-        `sequential p50 ${ratios.mcpSequentialP50.toFixed(2)}, latency @${IN_FLIGHT} p50 ${ratios.mcpUnderLoadP50.toFixed(2)}`,
-    );
+    if (med.mcp) {
+      printMcp(med.platform, med.mcp);
+      console.log(
+        `MCP stdio/own tool: throughput ${(ratios.mcpThroughput ?? 0).toFixed(2)}, ` +
+          `sequential p50 ${(ratios.mcpSequentialP50 ?? 0).toFixed(2)}, ` +
+          `latency @${IN_FLIGHT} p50 ${(ratios.mcpUnderLoadP50 ?? 0).toFixed(2)}`,
+      );
+    }
     const targets = issueTargets(med.job, med.platform);
     console.log('\ntargets (platform / BullMQ job, medians of this run)');
     for (const t of targets) console.log(`  ${formatTarget(t)}`);

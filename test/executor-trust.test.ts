@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolJobId, type ToolResult } from '@agent-reach/protocol';
-import { createLogger } from '@agent-reach/shared';
+import { callLedgerEntry, createLogger } from '@agent-reach/shared';
 import { handAddedJobs, seedCalls, seedDecision, seedRun } from './helpers/ledger.js';
 import { startPlatform } from './helpers/platform.js';
 import { TEST_AGENTS } from './helpers/processes.js';
@@ -126,6 +126,23 @@ describe('the executor verifies every job against its run record before running 
     const id = await forge.add({ runId, ...call, arguments: '{"ms":2}' });
     await expectRefused(id, 'not_in_ledger');
     expect(await effects()).toEqual({});
+    // The script that verifies a job also records its start: a refused job leaves no start behind.
+    expect(await p.redis.exists(p.keys.runStarts(runId))).toBe(0);
+  });
+
+  it('runs a job whose ledger entry holds the same call with its fields in another order', async () => {
+    const runId = `run-${randomUUID()}`;
+    const call = { toolCallId: 'call_1', name: 'noop', arguments: '{"value":"reordered"}' };
+    await seedRun(p.producer, p.keys, { runId, agent: 'test_agent' });
+    const entry = JSON.parse(callLedgerEntry({ agent: 'test_agent', ...call })) as Record<string, string>;
+    const reordered = JSON.stringify(Object.fromEntries(Object.entries(entry).reverse()));
+    await p.producer.hset(p.keys.runCalls(runId), 'call_1', reordered);
+    await forge.add({ runId, ...call });
+    expect(await forge.reply()).toMatchObject({
+      run_id: runId,
+      result: { ok: true, content: { echo: 'reordered' } },
+    });
+    expect(await p.redis.hget(p.keys.runStarts(runId), 'call_1')).toMatch(/^started:\d+:./);
   });
 
   it('refuses a job claiming another agent than the run belongs to', async () => {
@@ -145,8 +162,10 @@ describe('the executor verifies every job against its run record before running 
     await seedRun(p.producer, p.keys, { runId: ended, agent: 'test_agent', status: 'succeeded' }, [call]);
     const late = await forge.add({ runId: ended, ...call });
     await expectRefused(late, 'run_final');
+    expect(log.warnings.find((w) => w.jobId === late)?.problem).toBe('the run is succeeded');
     expect(await effects()).toEqual({});
     expect(await p.redis.exists(p.keys.results(ended))).toBe(0);
+    expect(await p.redis.exists(p.keys.runStarts(ended))).toBe(0);
   });
 
   it('ignores the approval a job carries: a confirmation tool without a recorded decision does not run', async () => {
@@ -168,6 +187,7 @@ describe('the executor verifies every job against its run record before running 
     const id = await forge.add({ runId, ...call, approval: { by: 'forger', at: Date.now() } });
     await expectRefused(id, 'not_approved');
     expect(await p.redis.exists(p.keys.results(runId))).toBe(0);
+    expect(await p.redis.exists(p.keys.runStarts(runId))).toBe(0);
   });
 
   it('runs a confirmation tool once a person approved the call in the run record', async () => {

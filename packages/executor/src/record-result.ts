@@ -1,10 +1,16 @@
 import { serializeReply, type Keys } from '@agent-reach/protocol';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { redisUnavailable, redisScripts, type RedisClient } from '@agent-reach/shared';
+import { isCluster, redisUnavailable, redisScripts, type RedisClient } from '@agent-reach/shared';
 
-/** The executor's own plain connection for results, with its scripts defined. */
+/**
+ * The executor's own plain connection for results, with its scripts defined. Auto-pipelined: the commands
+ * the calls in flight issue in one turn of the event loop leave in one write (on a cluster, one per node),
+ * in the order they were issued. Under load a socket write per command was a fifth of the process's CPU.
+ */
 export function resultWriter(connection: RedisClient): RedisClient {
-  const writer = connection.duplicate();
+  const writer = isCluster(connection)
+    ? connection.duplicate(undefined, { enableAutoPipelining: true })
+    : connection.duplicate({ enableAutoPipelining: true });
   redisScripts(writer);
   return writer;
 }
@@ -33,13 +39,10 @@ export interface CallRecord {
 export async function recordResult(writer: RedisClient, r: CallRecord): Promise<string | null> {
   if (r.ref !== undefined && r.full !== undefined) {
     const ref = r.keys.ref(r.ref);
-    await settled(
-      writer
-        .pipeline()
-        .hset(ref, { content: r.full, runId: r.runId, agent: r.agent, sessionId: r.sessionId ?? '' })
-        .expire(ref, r.refTtlS)
-        .exec(),
-    );
+    await Promise.all([
+      writer.hset(ref, { content: r.full, runId: r.runId, agent: r.agent, sessionId: r.sessionId ?? '' }),
+      writer.expire(ref, r.refTtlS),
+    ]);
   }
   const duplicate = await redisScripts(writer).recordResult(
     [r.keys.results(r.runId)],
@@ -81,13 +84,7 @@ export async function pushReply(
   resultJson: string,
   ttlS: number,
 ): Promise<void> {
-  // A pipeline, not a transaction: one round trip, and the list's TTL is set again on the next push.
-  await settled(
-    writer.pipeline().lpush(replyTo, serializeReply(runId, resultJson)).expire(replyTo, ttlS).exec(),
-  );
-}
-
-/** Rejects with the first command's error of a pipeline (ioredis resolves a pipeline whatever its commands did). */
-async function settled(replies: Promise<Array<[Error | null, unknown]> | null>): Promise<void> {
-  for (const [err] of (await replies) ?? []) if (err) throw err;
+  // Not a transaction: the writer's auto-pipeline sends both in one write with other calls' commands,
+  // and the list's TTL is set again on the next push.
+  await Promise.all([writer.lpush(replyTo, serializeReply(runId, resultJson)), writer.expire(replyTo, ttlS)]);
 }

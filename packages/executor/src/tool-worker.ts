@@ -12,7 +12,6 @@ import {
   carriedContext,
   closeWithinGrace,
   constants,
-  redisScripts,
   failSpan,
   SpanKind,
   tracer,
@@ -262,7 +261,14 @@ async function executeJob(
   const { writer, keys, registry, logger, metrics } = ctx;
   let verified;
   try {
-    verified = await verifyJob(writer, keys, job.data, registry);
+    // The call counts as started only once the run's record says so (the dispatcher asks the record, not
+    // BullMQ, whether to publish it again): written by the script that verifies the job, right before it
+    // runs, unless its deadline has passed (then it is answered `unavailable`, not run) or its dispatcher
+    // withdrew this publication.
+    verified = await verifyJob(writer, keys, job.data, registry, {
+      executorId: ctx.executorId,
+      ttlS: ctx.resultsTtlS,
+    });
   } catch (err) {
     if (err instanceof JobRefused) {
       refused(ctx, job, err);
@@ -288,23 +294,9 @@ async function executeJob(
     log().info('call already had a result; not run again');
     return;
   }
-  // The call counts as started only once the run's record says so (the dispatcher asks the record, not
-  // BullMQ, whether to publish it again): written right before it runs, unless its deadline has passed
-  // (then it is answered `unavailable`, not run) or its dispatcher withdrew this publication.
-  if (Date.now() < data.deadline) {
-    const start = await redisScripts(writer).startCall(
-      [keys.results(data.run_id), keys.runStarts(data.run_id)],
-      [data.tool_call_id, publicationOf(data), ctx.executorId, ctx.resultsTtlS],
-    );
-    if (start[0] === 'recorded') {
-      await pushReply(writer, data.reply_to, data.run_id, start[1], ctx.resultsTtlS);
-      log().info('call already had a result; not run again');
-      return;
-    }
-    if (start[0] === 'withdrawn') {
-      log().info('the dispatcher withdrew this job of the call before any executor started it; not run');
-      return;
-    }
+  if (verified.start === 'withdrawn') {
+    log().info('the dispatcher withdrew this job of the call before any executor started it; not run');
+    return;
   }
   if (typeof data.enqueued_at === 'number') {
     metrics.queueWait.observe(
@@ -468,11 +460,6 @@ async function closeToolWorker(
     () => false,
   );
   if ((await waitAtMost(quit, ends - Date.now())) !== true) ctx.writer.disconnect();
-}
-
-/** Which publication of its call a job is (the dispatcher's `enqueued_at`); 0 for jobs without one. */
-function publicationOf(job: ToolCallJob): number {
-  return typeof job.enqueued_at === 'number' && Number.isSafeInteger(job.enqueued_at) ? job.enqueued_at : 0;
 }
 
 function defaultExecutorId(): string {

@@ -3,9 +3,7 @@ import {
   isFinalStatus,
   isValidRunId,
   RUN_STATUSES,
-  type RunStatus,
   NAME_PATTERN,
-  readDecision,
   UnsupportedVersionError,
   readToolCallJob,
   TOOL_CALL_ID_PATTERN,
@@ -13,8 +11,8 @@ import {
   type ToolCallJob,
 } from '@agent-reach/protocol';
 import {
+  callLedgerEntry,
   constants,
-  matchesLedger,
   redisScripts,
   type ToolRegistry,
   type RedisClient,
@@ -51,26 +49,59 @@ export interface VerifiedJob {
   sessionId?: string;
   /** The call's recorded result (JSON) when it already has one: it is handed back, never run again. */
   recorded?: string;
+  /**
+   * What became of the call's start: `started` (recorded on the run's record: run it now), `withdrawn`
+   * (its dispatcher gave this publication up: do not run it), `recorded` (it has a result: see
+   * `recorded`) or `checked` (no start was asked for: its deadline has passed).
+   */
+  start: 'started' | 'withdrawn' | 'recorded' | 'checked';
   /** A person approved this call (looked up only for tools that require confirmation). */
   approved: boolean;
   /** Tools the run was granted (its request's and its session's grants), from the run's record. */
   grants: ReadonlySet<string>;
 }
 
+/**
+ * How to record the call's start once the job passes its checks, before its deadline; without it nothing
+ * is written.
+ */
+export interface StartCall {
+  executorId: string;
+  /** How long the run's starts hash stays, in seconds. */
+  ttlS: number;
+}
+
 const MAX_NAME_CHARS = 256;
+const LIVE_STATUSES = RUN_STATUSES.filter((s) => !isFinalStatus(s));
+const REFUSALS: ReadonlySet<string> = new Set<RefusalReason>([
+  'run_not_found',
+  'run_final',
+  'wrong_agent',
+  'not_in_ledger',
+  'not_approved',
+]);
+const REFUSAL_MESSAGES: Readonly<Record<string, string>> = {
+  run_not_found: 'no such run',
+  wrong_agent: 'the run belongs to another agent',
+  not_in_ledger: 'the run ledger has no such call',
+  not_approved: 'the recorded decision on this call is not an approval',
+};
 
 /**
  * Checks a job against its run's record before anything runs: the run exists and is not final, belongs to
  * the job's agent, its ledger holds this exact call, and a tool that requires confirmation has a person's
  * recorded decision (the job's own `approval` field is never trusted). Also reads the run's grants, which
- * `runTool` checks, with this call's tool added when a person approved the call's grant request. `replyTo` must be a dispatcher's
- * reply list. Throws `JobRefused` otherwise.
+ * `runTool` checks, with this call's tool added when a person approved the call's grant request.
+ * `replyTo` must be a dispatcher's reply list. Throws `JobRefused` otherwise. With
+ * `start`, a job that passes before its deadline is recorded as started in the same script (one round
+ * trip), unless the call has a result or its publication was withdrawn.
  */
 export async function verifyJob(
   client: RedisClient,
   keys: Keys,
   data: unknown,
   registry: Pick<ToolRegistry, 'get'>,
+  start?: StartCall,
 ): Promise<VerifiedJob> {
   const job = wellFormed(data);
   const tool = registry.get(job.name);
@@ -81,47 +112,53 @@ export async function verifyJob(
   ) {
     throw new JobRefused('reply_to', 'reply_to is not a dispatcher reply list');
   }
-  // One round trip for everything the job is checked against.
-  const [status, agent, sessionId, ledger, decision, recorded, grants] = await redisScripts(client).verifyJob(
+  // One round trip for every check and the start: the script refuses before it writes anything.
+  const [verdict, detail, sessionId, grants, approved, granted] = await redisScripts(client).verifyStart(
     [
       keys.runMeta(job.run_id),
       keys.runCalls(job.run_id),
       keys.runApprovals(job.run_id),
       keys.results(job.run_id),
+      keys.runStarts(job.run_id),
     ],
-    [job.tool_call_id],
+    [
+      job.tool_call_id,
+      job.agent,
+      callLedgerEntry(job),
+      `${tool?.requiresConfirmation ? '1' : '0'}${tool?.requiresGrant ? '1' : '0'}`,
+      start?.ttlS ?? 0,
+      start && Date.now() < job.deadline ? publicationOf(job) : '',
+      start?.executorId ?? '',
+      ...LIVE_STATUSES,
+    ],
   );
-  if (typeof status !== 'string') throw new JobRefused('run_not_found', 'no such run');
-  // Only a live run's calls run: a final status, or one this release does not know, refuses them.
-  if (!RUN_STATUSES.includes(status as RunStatus) || isFinalStatus(status)) {
-    throw new JobRefused('run_final', `the run is ${status}`);
+  if (REFUSALS.has(verdict)) {
+    const reason = verdict as RefusalReason;
+    throw new JobRefused(reason, REFUSAL_MESSAGES[reason] ?? `the run is ${detail ?? 'unknown'}`);
   }
-  if (agent !== job.agent) throw new JobRefused('wrong_agent', 'the run belongs to another agent');
-  if (!matchesLedger(ledger, job)) throw new JobRefused('not_in_ledger', 'the run ledger has no such call');
-  const verified: VerifiedJob = {
+  if (verdict !== 'started' && verdict !== 'withdrawn' && verdict !== 'recorded' && verdict !== 'checked') {
+    throw new Error(`verify-start answered ${verdict}`);
+  }
+  return {
     job,
-    approved: false,
+    start: verdict,
+    approved: approved === '1',
     // Read in the same script as the rest of the record: a grant is checked against the run it belongs to.
-    grants: new Set(typeof grants === 'string' && grants !== '' ? grants.split(',') : []),
+    // A person approved this call's grant request (only the decision route writes the approvals hash, and
+    // only for a request the run made): the call runs as granted before the run's next checkpoint has
+    // written the grant to its record for later calls.
+    grants: new Set([
+      ...(typeof grants === 'string' && grants !== '' ? grants.split(',') : []),
+      ...(granted === '1' && tool ? [tool.name] : []),
+    ]),
     ...(typeof sessionId === 'string' && sessionId !== '' ? { sessionId } : {}),
-    ...(typeof recorded === 'string' ? { recorded } : {}),
+    ...(verdict === 'recorded' && typeof detail === 'string' ? { recorded: detail } : {}),
   };
-  if (tool?.requiresConfirmation && typeof decision === 'string') {
-    if (readDecision(decision)?.decision !== 'approved') {
-      throw new JobRefused('not_approved', 'the recorded decision on this call is not an approval');
-    }
-    verified.approved = true;
-  }
-  if (tool?.requiresGrant && typeof decision === 'string') {
-    // A person approved this call's request for a grant (only the decision route writes the approvals
-    // hash, and only for a request the run made): the call runs as granted, before the run's next
-    // checkpoint has written the grant to its record for later calls.
-    const recorded = readDecision(decision);
-    if (recorded?.decision === 'approved' && recorded.grant) {
-      verified.grants = new Set([...verified.grants, tool.name]);
-    }
-  }
-  return verified;
+}
+
+/** Which publication of its call a job is (the dispatcher's `enqueued_at`); 0 for jobs without one. */
+function publicationOf(job: ToolCallJob): number {
+  return typeof job.enqueued_at === 'number' && Number.isSafeInteger(job.enqueued_at) ? job.enqueued_at : 0;
 }
 
 /** The job's fields that key Redis or reach the handler, checked by type and pattern. */

@@ -1,6 +1,6 @@
 --[[
   A dispatcher whose call has no result at its deadline asks whether an executor started it, and if none
-  did, withdraws that publication so that none can start it any more (`start-call-2.lua` refuses it): the
+  did, withdraws that publication so that none can start it any more (`verify-start-5.lua` refuses it): the
   call can then be published again, or answered `unavailable`, without running twice. How BullMQ sees
   the job (waiting, active, locked, gone) does not matter here: after a failover it may say the job was
   taken by a worker that never got it.

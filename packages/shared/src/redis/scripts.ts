@@ -37,16 +37,23 @@ export interface RedisScripts {
     keys: readonly [results: string],
     args: readonly [toolCallId: string, resultJson: string, ttlS: number],
   ): Promise<string>;
-  /** `verify-job-4.lua`: what the run's record says about a tool job. */
-  verifyJob(
-    keys: readonly [meta: string, calls: string, approvals: string, results: string],
-    args: readonly [toolCallId: string],
-  ): Promise<Array<string | null>>;
-  /** `start-call-2.lua`: an executor records that it starts a call, unless it has a result or was withdrawn. */
-  startCall(
-    keys: readonly [results: string, starts: string],
-    args: readonly [toolCallId: string, publication: number, executorId: string, ttlS: number],
-  ): Promise<[verdict: 'started' | 'withdrawn'] | [verdict: 'recorded', result: string]>;
+  /**
+   * `verify-start-5.lua`: checks a tool job against its run's record and, when it passes, records the
+   * call's start; resolves to `[verdict, detail, session id, grants, approved, granted]`.
+   */
+  verifyStart(
+    keys: readonly [meta: string, calls: string, approvals: string, results: string, starts: string],
+    args: readonly Arg[],
+  ): Promise<
+    [
+      verdict: string,
+      detail: string | null,
+      sessionId: string | null,
+      grants: string | null,
+      approved: string,
+      granted?: string,
+    ]
+  >;
   /** `withdraw-call-2.lua`: a dispatcher withdraws a publication of a call nobody started. */
   withdrawCall(
     keys: readonly [results: string, starts: string],
@@ -88,8 +95,7 @@ const FILES: Readonly<Record<keyof RedisScripts, string>> = {
   claim: 'claim-4',
   recordResult: 'record-result-1',
   recordFirst: 'record-first-1',
-  verifyJob: 'verify-job-4',
-  startCall: 'start-call-2',
+  verifyStart: 'verify-start-5',
   withdrawCall: 'withdraw-call-2',
   heartbeat: 'heartbeat-1',
   renewLease: 'renew-lease-1',
