@@ -16,6 +16,7 @@ import {
   type MetricsServer,
   type RedisClient,
 } from '@agent-reach/shared';
+import { newExecutorId } from './executor-id.js';
 import { createGroupLimiter, type GroupLimiter } from './group-limits.js';
 import { createOpenApiSources, type OpenApiSources } from './sources/openapi/openapi-sources.js';
 import { McpSource, type McpSourceOptions } from './sources/mcp-source.js';
@@ -224,6 +225,7 @@ async function startServing(
 /** The tool worker's settings from the configuration and the options (its defaults where neither says). */
 function toolWorkerOptions(config: AgentReachConfig, options: ResolvedExecutorOptions) {
   return {
+    executorId: newExecutorId(),
     ...(config.executor.groups ? { groups: config.executor.groups } : {}),
     concurrency: config.executor.concurrency,
     shutdownGraceMs: config.executor.shutdownGraceMs,
