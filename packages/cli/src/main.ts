@@ -68,180 +68,197 @@ function wantsHelp(argv: string[]): boolean {
   return argv.includes('--help') || argv.includes('-h');
 }
 
+/** The arguments `runs` takes; each sub-command reads the ones it needs. */
+const RUNS_OPTIONS = {
+  agent: { type: 'string' },
+  status: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  limit: { type: 'string' },
+  metadata: { type: 'string' },
+  trace: { type: 'string' },
+  tool: { type: 'string' },
+  'error-kind': { type: 'string' },
+  cursor: { type: 'string' },
+  json: { type: 'boolean' },
+  live: { type: 'boolean' },
+  force: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type CliContext = import('./context.js').CliContext;
+
+/** One `runs` sub-command: its parsed arguments over an open context. */
+interface RunsCall {
+  ctx: CliContext;
+  values: ReturnType<typeof parseArgs<{ options: typeof RUNS_OPTIONS; allowPositionals: true }>>['values'];
+  positionals: string[];
+}
+
+const RUNS_COMMANDS: Record<string, (c: RunsCall) => Promise<number>> = {
+  ls: runsLs,
+  show: runsShow,
+  events: runsEvents,
+  replay: runsReplay,
+};
+
+/** The handler a sub-command name stands for in a table, if any. */
+function subCommand<H>(table: Record<string, H>, sub: string): H | undefined {
+  return Object.hasOwn(table, sub) ? table[sub] : undefined;
+}
+
 async function runs(argv: string[]): Promise<number> {
   const sub = argv[0]?.startsWith('-') ? undefined : argv[0];
   const rest = sub === undefined ? argv : argv.slice(1);
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    options: {
-      agent: { type: 'string' },
-      status: { type: 'string' },
-      since: { type: 'string' },
-      until: { type: 'string' },
-      limit: { type: 'string' },
-      metadata: { type: 'string' },
-      trace: { type: 'string' },
-      tool: { type: 'string' },
-      'error-kind': { type: 'string' },
-      cursor: { type: 'string' },
-      json: { type: 'boolean' },
-      live: { type: 'boolean' },
-      force: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = parseArgs({ args: rest, allowPositionals: true, options: RUNS_OPTIONS });
   if (values.help || !sub) {
     console.log(usageOf('runs'));
     return sub || values.help ? EXIT.ok : EXIT.usage;
   }
-  if (!['ls', 'show', 'events', 'replay'].includes(sub))
-    throw new UsageError(`unknown runs command "${sub}"; use ls, show, events or replay`);
+  const command = subCommand(RUNS_COMMANDS, sub);
+  if (!command) throw new UsageError(`unknown runs command "${sub}"; use ls, show, events or replay`);
   const { openContext } = await import('./context.js');
   const ctx = await openContext(process.env);
   try {
-    if (sub === 'ls') {
-      const pair = values.metadata;
-      if (pair !== undefined && !/^[^=]+=/.test(pair))
-        throw new UsageError('--metadata must be KEY=VALUE, e.g. --metadata user_id=42');
-      const page = await ctx.control.search({
-        ...(values.agent ? { agents: new Set([values.agent]) } : {}),
-        ...(values.status ? { status: values.status as RunStatus } : {}),
-        ...(values.since ? { since: time(values.since, '--since') } : {}),
-        ...(values.until ? { until: time(values.until, '--until') } : {}),
-        ...(values.trace ? { traceId: values.trace } : {}),
-        ...(values.tool ? { tool: values.tool } : {}),
-        ...(values['error-kind'] ? { errorKind: values['error-kind'] } : {}),
-        ...(pair !== undefined
-          ? { metadata: { [pair.slice(0, pair.indexOf('='))]: pair.slice(pair.indexOf('=') + 1) } }
-          : {}),
-        ...(values.cursor ? { cursor: values.cursor } : {}),
-        limit: values.limit ? positive(values.limit, '--limit') : 50,
-      });
-      if (values.json) {
-        // The API's listing shape, snake_case like every other wire.
-        const { summaryView } = await import('@agent-reach/scheduler/internal');
-        for (const r of page.runs) console.log(jsonLine(summaryView(r)));
-      } else {
-        console.log(`${'run id'.padEnd(44)} ${'agent'.padEnd(24)} ${'status'.padEnd(18)} created`);
-        for (const r of page.runs) {
-          console.log(
-            `${inline(r.runId).padEnd(44)} ${inline(r.agent).padEnd(24)} ${inline(r.status).padEnd(18)} ${new Date(r.createdAt).toISOString()}`,
-          );
-        }
-      }
-      // On stderr, so that --json output stays one run per line.
-      if (page.nextCursor) console.error(`more: --cursor ${page.nextCursor}`);
-      return EXIT.ok;
-    }
-    const runId = positionals[0];
-    if (!runId) throw new UsageError(`runs ${sub} needs a run id`);
-    if (sub === 'show') {
-      const run = await ctx.control.get(runId);
-      if (!run) return notFound(`run ${runId}`);
-      const { summary } = inlineStrings({ summary: run.summary });
-      console.log(
-        `run ${inline(runId)}  agent ${summary.agent}  trace ${summary.traceId}  status ${summary.status}`,
-      );
-      const { renderTimeline } = await import('@agent-reach/scheduler');
-      // Each event on its own line, whatever its text holds.
-      console.log(renderTimeline(inlineStrings(await ctx.control.events(runId))));
-      const outcome = run.state?.outcome;
-      if (outcome) {
-        console.log(
-          inline(
-            `outcome: ${outcome.status} (${outcome.reason}), ${outcome.iterations} turns, ${outcome.usage.total_tokens} tokens`,
-          ).replace(/^/, '\n'),
-        );
-        for (const line of costLines(run.state)) console.log(inline(line));
-        if (outcome.answer) console.log(`answer: ${multiline(outcome.answer)}`);
-        if (outcome.output !== undefined) console.log(`output:\n${outputJson(outcome.output)}`);
-        if (outcome.report) console.log(`report: ${multiline(outcome.report)}`);
-      }
-      return EXIT.ok;
-    }
-    if (sub === 'events') {
-      const events = await ctx.control.events(runId);
-      if (events.length === 0 && !(await ctx.control.get(runId))) return notFound(`run ${runId}`);
-      for (const e of events) console.log(jsonLine({ id: e.id, ...e.event }));
-      return EXIT.ok;
-    }
-    if (sub === 'replay') {
-      if (values.force && !values.live) throw new UsageError('runs replay: --force needs --live');
-      if (!(await ctx.control.get(runId))) return notFound(`run ${runId}`);
-      const [{ openRunner }, { replayRun }] = await Promise.all([
-        import('./context.js'),
-        import('@agent-reach/scheduler'),
-      ]);
-      const { runner, store } = await openRunner(ctx);
-      try {
-        // Names and reasons come from a recorded run: nothing of it reaches the terminal raw.
-        const result = inlineStrings(
-          await replayRun(
-            runId,
-            { runner, store },
-            { live: values.live === true, force: values.force === true },
-          ),
-        );
-        const outcome =
-          typeof result.outcome === 'string'
-            ? `${result.outcome} (not finished)`
-            : `${result.outcome.status} (${result.outcome.reason})`;
-        console.log(`replayed ${runId} as ${result.runId}: ${outcome}`);
-        const by = (source: string) => result.calls.filter((c) => c.source === source);
-        console.log(
-          result.mode === 'recorded'
-            ? `tool calls answered from the recording: ${by('recorded').length} (nothing was executed)`
-            : `tool calls executed: ${by('live').length}; answered from the recording: ${by('recorded').length}`,
-        );
-        for (const c of by('needs_approval'))
-          console.log(`needs a new approval (not run): ${c.tool} [${c.toolCallId}]`);
-        for (const c of by('not_recorded'))
-          console.log(`no recorded result (not run): ${c.tool} [${c.toolCallId}]`);
-        if (result.recordedOutcome)
-          console.log(
-            `recorded outcome: ${result.recordedOutcome.status} (${result.recordedOutcome.reason})`,
-          );
-        if (result.differences.length === 0) console.log('every tool call had the same outcome as recorded');
-        for (const d of result.differences) {
-          const now = d.replayed ? (d.replayed.ok ? 'ok' : d.replayed.kind) : 'not called';
-          console.log(
-            `differs: ${d.tool} [${d.toolCallId}]: recorded ${d.recorded.ok ? 'ok' : d.recorded.kind}, now ${now}`,
-          );
-        }
-        return typeof result.outcome !== 'string' && result.outcome.status === 'succeeded'
-          ? EXIT.ok
-          : EXIT.failure;
-      } finally {
-        await runner.close();
-      }
-    }
-    return EXIT.usage; // unreachable: checked above
+    return await command({ ctx, values, positionals });
   } finally {
     await ctx.close();
   }
 }
 
-async function workflows(argv: string[]): Promise<number> {
-  const sub = argv[0]?.startsWith('-') ? undefined : argv[0];
-  const { values, positionals } = parseArgs({
-    args: sub === undefined ? argv : argv.slice(1),
-    allowPositionals: true,
-    options: {
-      workflow: { type: 'string' },
-      status: { type: 'string' },
-      limit: { type: 'string' },
-      json: { type: 'boolean' },
-      wait: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
+/** The run id a `runs` sub-command is about. */
+function runIdOf(sub: string, positionals: string[]): string {
+  const runId = positionals[0];
+  if (!runId) throw new UsageError(`runs ${sub} needs a run id`);
+  return runId;
+}
+
+async function runsLs({ ctx, values }: RunsCall): Promise<number> {
+  const pair = values.metadata;
+  if (pair !== undefined && !/^[^=]+=/.test(pair))
+    throw new UsageError('--metadata must be KEY=VALUE, e.g. --metadata user_id=42');
+  const page = await ctx.control.search({
+    ...(values.agent ? { agents: new Set([values.agent]) } : {}),
+    ...(values.status ? { status: values.status as RunStatus } : {}),
+    ...(values.since ? { since: time(values.since, '--since') } : {}),
+    ...(values.until ? { until: time(values.until, '--until') } : {}),
+    ...(values.trace ? { traceId: values.trace } : {}),
+    ...(values.tool ? { tool: values.tool } : {}),
+    ...(values['error-kind'] ? { errorKind: values['error-kind'] } : {}),
+    ...(pair !== undefined
+      ? { metadata: { [pair.slice(0, pair.indexOf('='))]: pair.slice(pair.indexOf('=') + 1) } }
+      : {}),
+    ...(values.cursor ? { cursor: values.cursor } : {}),
+    limit: values.limit ? positive(values.limit, '--limit') : 50,
   });
-  if (values.help || !sub) {
-    console.log(usageOf('workflows'));
-    return sub || values.help ? EXIT.ok : EXIT.usage;
+  if (values.json) {
+    // The API's listing shape, snake_case like every other wire.
+    const { summaryView } = await import('@agent-reach/scheduler/internal');
+    for (const r of page.runs) console.log(jsonLine(summaryView(r)));
+  } else {
+    console.log(`${'run id'.padEnd(44)} ${'agent'.padEnd(24)} ${'status'.padEnd(18)} created`);
+    for (const r of page.runs) {
+      console.log(
+        `${inline(r.runId).padEnd(44)} ${inline(r.agent).padEnd(24)} ${inline(r.status).padEnd(18)} ${new Date(r.createdAt).toISOString()}`,
+      );
+    }
   }
-  if (!['ls', 'show', 'events', 'start', 'cancel'].includes(sub))
-    throw new UsageError(`unknown workflows command "${sub}"; use ls, show, events, start or cancel`);
+  // On stderr, so that --json output stays one run per line.
+  if (page.nextCursor) console.error(`more: --cursor ${page.nextCursor}`);
+  return EXIT.ok;
+}
+
+async function runsShow({ ctx, positionals }: RunsCall): Promise<number> {
+  const runId = runIdOf('show', positionals);
+  const run = await ctx.control.get(runId);
+  if (!run) return notFound(`run ${runId}`);
+  const { summary } = inlineStrings({ summary: run.summary });
+  console.log(
+    `run ${inline(runId)}  agent ${summary.agent}  trace ${summary.traceId}  status ${summary.status}`,
+  );
+  const { renderTimeline } = await import('@agent-reach/scheduler');
+  // Each event on its own line, whatever its text holds.
+  console.log(renderTimeline(inlineStrings(await ctx.control.events(runId))));
+  const outcome = run.state?.outcome;
+  if (outcome) {
+    console.log(
+      inline(
+        `outcome: ${outcome.status} (${outcome.reason}), ${outcome.iterations} turns, ${outcome.usage.total_tokens} tokens`,
+      ).replace(/^/, '\n'),
+    );
+    for (const line of costLines(run.state)) console.log(inline(line));
+    if (outcome.answer) console.log(`answer: ${multiline(outcome.answer)}`);
+    if (outcome.output !== undefined) console.log(`output:\n${outputJson(outcome.output)}`);
+    if (outcome.report) console.log(`report: ${multiline(outcome.report)}`);
+  }
+  return EXIT.ok;
+}
+
+async function runsEvents({ ctx, positionals }: RunsCall): Promise<number> {
+  const runId = runIdOf('events', positionals);
+  const events = await ctx.control.events(runId);
+  if (events.length === 0 && !(await ctx.control.get(runId))) return notFound(`run ${runId}`);
+  for (const e of events) console.log(jsonLine({ id: e.id, ...e.event }));
+  return EXIT.ok;
+}
+
+async function runsReplay({ ctx, values, positionals }: RunsCall): Promise<number> {
+  const runId = runIdOf('replay', positionals);
+  if (values.force && !values.live) throw new UsageError('runs replay: --force needs --live');
+  if (!(await ctx.control.get(runId))) return notFound(`run ${runId}`);
+  const [{ openRunner }, { replayRun }] = await Promise.all([
+    import('./context.js'),
+    import('@agent-reach/scheduler'),
+  ]);
+  const { runner, store } = await openRunner(ctx);
+  try {
+    // Names and reasons come from a recorded run: nothing of it reaches the terminal raw.
+    const result = inlineStrings(
+      await replayRun(runId, { runner, store }, { live: values.live === true, force: values.force === true }),
+    );
+    const outcome =
+      typeof result.outcome === 'string'
+        ? `${result.outcome} (not finished)`
+        : `${result.outcome.status} (${result.outcome.reason})`;
+    console.log(`replayed ${runId} as ${result.runId}: ${outcome}`);
+    const by = (source: string) => result.calls.filter((c) => c.source === source);
+    console.log(
+      result.mode === 'recorded'
+        ? `tool calls answered from the recording: ${by('recorded').length} (nothing was executed)`
+        : `tool calls executed: ${by('live').length}; answered from the recording: ${by('recorded').length}`,
+    );
+    for (const c of by('needs_approval'))
+      console.log(`needs a new approval (not run): ${c.tool} [${c.toolCallId}]`);
+    for (const c of by('not_recorded'))
+      console.log(`no recorded result (not run): ${c.tool} [${c.toolCallId}]`);
+    if (result.recordedOutcome)
+      console.log(`recorded outcome: ${result.recordedOutcome.status} (${result.recordedOutcome.reason})`);
+    if (result.differences.length === 0) console.log('every tool call had the same outcome as recorded');
+    for (const d of result.differences) {
+      const now = d.replayed ? (d.replayed.ok ? 'ok' : d.replayed.kind) : 'not called';
+      console.log(
+        `differs: ${d.tool} [${d.toolCallId}]: recorded ${d.recorded.ok ? 'ok' : d.recorded.kind}, now ${now}`,
+      );
+    }
+    return typeof result.outcome !== 'string' && result.outcome.status === 'succeeded'
+      ? EXIT.ok
+      : EXIT.failure;
+  } finally {
+    await runner.close();
+  }
+}
+
+const WORKFLOWS_OPTIONS = {
+  workflow: { type: 'string' },
+  status: { type: 'string' },
+  limit: { type: 'string' },
+  json: { type: 'boolean' },
+  wait: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** What the `workflows` commands load when they run. */
+async function loadWorkflowModules() {
   const [
     { openContext },
     shared,
@@ -253,92 +270,163 @@ async function workflows(argv: string[]): Promise<number> {
     import('@agent-reach/scheduler/internal'),
     import('@agent-reach/protocol'),
   ]);
-  const ctx = await openContext(process.env);
-  const keys = createKeys(ctx.config.keyPrefix);
+  return {
+    openContext,
+    shared,
+    WorkflowControl,
+    workflowView,
+    workflowSummaryView,
+    createKeys,
+    FINAL_WORKFLOW_STATUSES,
+  };
+}
+type WorkflowModules = Awaited<ReturnType<typeof loadWorkflowModules>>;
+
+/** One `workflows` sub-command: its parsed arguments over an open workflow control. */
+interface WorkflowsCall {
+  m: WorkflowModules;
+  control: InstanceType<WorkflowModules['WorkflowControl']>;
+  values: ReturnType<
+    typeof parseArgs<{ options: typeof WORKFLOWS_OPTIONS; allowPositionals: true }>
+  >['values'];
+  positionals: string[];
+}
+
+const WORKFLOWS_COMMANDS: Record<string, (c: WorkflowsCall) => Promise<number>> = {
+  ls: workflowsLs,
+  show: (c) => workflowsShow(c, 'show', workflowIdOf('show', c.positionals)),
+  events: workflowsEvents,
+  start: workflowsStart,
+  cancel: workflowsCancel,
+};
+
+async function workflows(argv: string[]): Promise<number> {
+  const sub = argv[0]?.startsWith('-') ? undefined : argv[0];
+  const { values, positionals } = parseArgs({
+    args: sub === undefined ? argv : argv.slice(1),
+    allowPositionals: true,
+    options: WORKFLOWS_OPTIONS,
+  });
+  if (values.help || !sub) {
+    console.log(usageOf('workflows'));
+    return sub || values.help ? EXIT.ok : EXIT.usage;
+  }
+  const command = subCommand(WORKFLOWS_COMMANDS, sub);
+  if (!command)
+    throw new UsageError(`unknown workflows command "${sub}"; use ls, show, events, start or cancel`);
+  const m = await loadWorkflowModules();
+  const ctx = await m.openContext(process.env);
+  const keys = m.createKeys(ctx.config.keyPrefix);
   // Definitions are needed to start one: the fleet's configuration in force (the published version, or
   // the local files while nothing is published). Reading and cancelling go by the record alone.
   const fleet =
     sub === 'start'
-      ? await shared.readFleetConfig({
+      ? await m.shared.readFleetConfig({
           redis: ctx.redis,
           keys,
           file: ctx.config.agentsFile,
-          workflowsFile: shared.workflowsFileOf(ctx.config),
-          logger: shared.createLogger('cli', { level: 'silent' }),
+          workflowsFile: m.shared.workflowsFileOf(ctx.config),
+          logger: m.shared.createLogger('cli', { level: 'silent' }),
         })
       : undefined;
-  const control = new WorkflowControl(
+  const control = new m.WorkflowControl(
     ctx.redis,
     keys,
     fleet?.workflows ?? { workflows: new Map(), document: [] },
     { configVersion: () => fleet?.version ?? 0 },
   );
   try {
-    if (sub === 'ls') {
-      const list = await control.list({
-        ...(values.workflow ? { name: values.workflow } : {}),
-        ...(values.status ? { status: values.status as never } : {}),
-        limit: values.limit ? positive(values.limit, '--limit') : 50,
-      });
-      if (values.json) for (const w of list) console.log(jsonLine(workflowSummaryView(w)));
-      else {
-        console.log(`${'workflow id'.padEnd(40)} ${'workflow'.padEnd(24)} ${'status'.padEnd(10)} created`);
-        for (const w of list)
-          console.log(
-            `${inline(w.workflowId).padEnd(40)} ${inline(w.name).padEnd(24)} ${inline(w.status).padEnd(10)} ${new Date(w.createdAt).toISOString()}${w.lowConfidence ? '  low_confidence' : ''}`,
-          );
-      }
-      return EXIT.ok;
-    }
-    let id = positionals[0];
-    if (sub === 'start') {
-      const input = positionals.slice(1).join(' ').trim();
-      if (!id || !input) throw new UsageError('workflows start needs a workflow name and a request');
-      if (!control.resolve(id)) return notFound(control.unknown(id));
-      id = (await control.start({ workflow: id, input })).workflowId;
-      console.log(`started ${id}`);
-      if (!values.wait) return EXIT.ok;
-      await control.wait(id, 24 * 3600_000, 250);
-    }
-    if (!id) throw new UsageError(`workflows ${sub} needs a workflow id`);
-    const record = await control.get(id);
-    if (!record) return notFound(`workflow ${id}`);
-    if (sub === 'cancel') {
-      if (FINAL_WORKFLOW_STATUSES.has(record.status)) {
-        console.error(inline(`workflow ${id} already ended (${record.status})`));
-        return EXIT.failure;
-      }
-      await control.cancel(id);
-      console.log(inline(`cancellation of ${id} requested`));
-      return EXIT.ok;
-    }
-    if (sub === 'events') {
-      for (const e of await control.events(id)) console.log(jsonLine({ id: e.id, ...e.event }));
-      return EXIT.ok;
-    }
-    // The API's GET /v1/workflows/{id} shape, snake_case, on one line.
-    if (sub === 'show' && values.json) {
-      console.log(jsonLine(workflowView(record)));
-      return EXIT.ok;
-    }
-    const view = inlineStrings(workflowView(record));
-    console.log(
-      `workflow ${view.workflow_id}  ${view.workflow}  status ${view.status}${view.reason ? ` (${view.reason})` : ''}${view.config_version === undefined ? '' : `  config version ${view.config_version}`}`,
-    );
-    for (const n of view.nodes)
-      console.log(
-        `  ${n.id.padEnd(16)} ${n.status.padEnd(10)} ${n.agent}${n.depends_on.length ? ` after ${n.depends_on.join(', ')}` : ''}${n.run_id ? `  run ${n.run_id}` : ''}${n.low_confidence ? `  low_confidence${n.status !== 'defaulted' && n.low_confidence_from ? ` (from ${n.low_confidence_from.join(', ')})` : ''}` : ''}${n.status === 'succeeded' || !n.reason ? '' : `  (${n.reason})`}`,
-      );
-    if (view.output !== undefined)
-      console.log(`output${view.low_confidence ? ' (low_confidence)' : ''}: ${multiline(view.output)}`);
-    if (view.error) console.log(`error: ${view.error}`);
-    if (view.report)
-      console.log(`report (node ${view.report.timed_out} timed out):\n${multiline(view.report.text)}`);
-    return sub === 'start' && view.status !== 'succeeded' ? EXIT.runNotSucceeded : EXIT.ok;
+    return await command({ m, control, values, positionals });
   } finally {
     await control.close();
     await ctx.close();
   }
+}
+
+/** The workflow id a `workflows` sub-command is about. */
+function workflowIdOf(sub: string, positionals: string[]): string {
+  const id = positionals[0];
+  if (!id) throw new UsageError(`workflows ${sub} needs a workflow id`);
+  return id;
+}
+
+async function workflowsLs({ m, control, values }: WorkflowsCall): Promise<number> {
+  const list = await control.list({
+    ...(values.workflow ? { name: values.workflow } : {}),
+    ...(values.status ? { status: values.status as never } : {}),
+    limit: values.limit ? positive(values.limit, '--limit') : 50,
+  });
+  if (values.json) for (const w of list) console.log(jsonLine(m.workflowSummaryView(w)));
+  else {
+    console.log(`${'workflow id'.padEnd(40)} ${'workflow'.padEnd(24)} ${'status'.padEnd(10)} created`);
+    for (const w of list)
+      console.log(
+        `${inline(w.workflowId).padEnd(40)} ${inline(w.name).padEnd(24)} ${inline(w.status).padEnd(10)} ${new Date(w.createdAt).toISOString()}${w.lowConfidence ? '  low_confidence' : ''}`,
+      );
+  }
+  return EXIT.ok;
+}
+
+/** Starts a workflow; with --wait, waits for it to end and shows it. */
+async function workflowsStart(c: WorkflowsCall): Promise<number> {
+  const [name, ...words] = c.positionals;
+  const input = words.join(' ').trim();
+  if (!name || !input) throw new UsageError('workflows start needs a workflow name and a request');
+  if (!c.control.resolve(name)) return notFound(c.control.unknown(name));
+  const id = (await c.control.start({ workflow: name, input })).workflowId;
+  console.log(`started ${id}`);
+  if (!c.values.wait) return EXIT.ok;
+  await c.control.wait(id, 24 * 3600_000, 250);
+  return workflowsShow(c, 'start', id);
+}
+
+async function workflowsCancel({ m, control, positionals }: WorkflowsCall): Promise<number> {
+  const id = workflowIdOf('cancel', positionals);
+  const record = await control.get(id);
+  if (!record) return notFound(`workflow ${id}`);
+  if (m.FINAL_WORKFLOW_STATUSES.has(record.status)) {
+    console.error(inline(`workflow ${id} already ended (${record.status})`));
+    return EXIT.failure;
+  }
+  await control.cancel(id);
+  console.log(inline(`cancellation of ${id} requested`));
+  return EXIT.ok;
+}
+
+async function workflowsEvents({ control, positionals }: WorkflowsCall): Promise<number> {
+  const id = workflowIdOf('events', positionals);
+  if (!(await control.get(id))) return notFound(`workflow ${id}`);
+  for (const e of await control.events(id)) console.log(jsonLine({ id: e.id, ...e.event }));
+  return EXIT.ok;
+}
+
+/** Shows a workflow and its nodes (after `start --wait`: its exit code says whether it succeeded). */
+async function workflowsShow(
+  { m, control, values }: WorkflowsCall,
+  sub: 'show' | 'start',
+  id: string,
+): Promise<number> {
+  const record = await control.get(id);
+  if (!record) return notFound(`workflow ${id}`);
+  // The API's GET /v1/workflows/{id} shape, snake_case, on one line.
+  if (sub === 'show' && values.json) {
+    console.log(jsonLine(m.workflowView(record)));
+    return EXIT.ok;
+  }
+  const view = inlineStrings(m.workflowView(record));
+  console.log(
+    `workflow ${view.workflow_id}  ${view.workflow}  status ${view.status}${view.reason ? ` (${view.reason})` : ''}${view.config_version === undefined ? '' : `  config version ${view.config_version}`}`,
+  );
+  for (const n of view.nodes)
+    console.log(
+      `  ${n.id.padEnd(16)} ${n.status.padEnd(10)} ${n.agent}${n.depends_on.length ? ` after ${n.depends_on.join(', ')}` : ''}${n.run_id ? `  run ${n.run_id}` : ''}${n.low_confidence ? `  low_confidence${n.status !== 'defaulted' && n.low_confidence_from ? ` (from ${n.low_confidence_from.join(', ')})` : ''}` : ''}${n.status === 'succeeded' || !n.reason ? '' : `  (${n.reason})`}`,
+    );
+  if (view.output !== undefined)
+    console.log(`output${view.low_confidence ? ' (low_confidence)' : ''}: ${multiline(view.output)}`);
+  if (view.error) console.log(`error: ${view.error}`);
+  if (view.report)
+    console.log(`report (node ${view.report.timed_out} timed out):\n${multiline(view.report.text)}`);
+  return sub === 'start' && view.status !== 'succeeded' ? EXIT.runNotSucceeded : EXIT.ok;
 }
 
 async function decide(command: 'approve' | 'reject', argv: string[]): Promise<number> {

@@ -1,6 +1,7 @@
-import { AgentReachApiError } from './errors.js';
-import { parseSse } from './sse.js';
-import { isFinalStatus, isFinalWorkflowStatus } from '@agent-reach/protocol';
+import { resolveClientOptions } from './options.js';
+import { call, clientContext } from './request.js';
+import { createRun, decide, listRuns, runPath, streamEvents, waitForRun } from './runs.js';
+import { createSession, sendMessage } from './sessions.js';
 import {
   type Agent,
   type OutputOf,
@@ -15,6 +16,13 @@ import {
   type WorkflowList,
   type WorkflowStatus,
 } from './types.js';
+import {
+  createWorkflow,
+  listWorkflows,
+  streamWorkflowEvents,
+  waitForWorkflow,
+  workflowPath,
+} from './workflows.js';
 
 export interface ClientOptions {
   /** The API's base URL, e.g. `http://scheduler:8080`. */
@@ -147,252 +155,28 @@ export interface AgentReachClient {
   cancelWorkflow(workflowId: string): Promise<Workflow>;
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-  });
-
-/** A typed client of the Agent-Reach HTTP API. Error answers reject with {@link AgentReachApiError}. */
+/** A typed client of the Agent-Reach HTTP API. Error answers reject with `AgentReachApiError`. */
 export function createClient(options: ClientOptions): AgentReachClient {
-  const base = options.baseUrl.replace(/\/+$/, '');
-  const doFetch = options.fetch ?? fetch;
-  const auth = { authorization: `Bearer ${options.apiKey}` };
-
-  const send = async (
-    method: string,
-    path: string,
-    init: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {},
-  ): Promise<Response> => {
-    try {
-      return await doFetch(`${base}${path}`, {
-        method,
-        headers: {
-          ...auth,
-          ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
-          ...init.headers,
-        },
-        ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-        ...(init.signal ? { signal: init.signal } : {}),
-      });
-    } catch (err) {
-      if (init.signal?.aborted) throw err;
-      throw new AgentReachApiError({
-        status: 0,
-        code: 'NETWORK',
-        message: `cannot reach ${base}`,
-        cause: err,
-      });
-    }
+  const ctx = clientContext(resolveClientOptions(options));
+  return {
+    createRun: (i) => createRun(ctx, i),
+    run: async (i, o) => waitForRun(ctx, (await createRun(ctx, i)).run_id, o),
+    getRun: <O>(id: string) => call<Run<O>>(ctx, 'GET', runPath(id)),
+    listRuns: (f) => listRuns(ctx, f),
+    waitForRun: (runId, o) => waitForRun(ctx, runId, o),
+    streamEvents: ((runId: string, o?: StreamOptions) =>
+      streamEvents(ctx, runId, o)) as AgentReachClient['streamEvents'],
+    approve: (runId, toolCallId, o) => decide(ctx, runId, toolCallId, 'approve', o),
+    reject: (runId, toolCallId, o) => decide(ctx, runId, toolCallId, 'reject', o),
+    cancel: (runId) => call<Run>(ctx, 'POST', `${runPath(runId)}/cancel`),
+    createSession: (sessionId) => createSession(ctx, sessionId),
+    sendMessage: (sessionId, i) => sendMessage(ctx, sessionId, i),
+    listAgents: async () => (await call<{ agents: Agent[] }>(ctx, 'GET', '/v1/agents')).agents,
+    createWorkflow: (i) => createWorkflow(ctx, i),
+    getWorkflow: (id) => call<Workflow>(ctx, 'GET', workflowPath(id)),
+    listWorkflows: (f) => listWorkflows(ctx, f),
+    streamWorkflowEvents: (id, o) => streamWorkflowEvents(ctx, id, o),
+    waitForWorkflow: (id, o) => waitForWorkflow(ctx, id, o),
+    cancelWorkflow: (id) => call<Workflow>(ctx, 'POST', `${workflowPath(id)}/cancel`),
   };
-
-  const call = async <T>(method: string, path: string, init: Parameters<typeof send>[2] = {}): Promise<T> => {
-    const res = await send(method, path, {
-      ...init,
-      headers: { accept: 'application/json', ...init.headers },
-    });
-    const text = await res.text();
-    let body: unknown;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = undefined;
-    }
-    if (!res.ok) throw AgentReachApiError.fromResponse(res.status, body);
-    return body as T;
-  };
-
-  const run = (id: string) => `/v1/runs/${encodeURIComponent(id)}`;
-  /** A list filter as a query string (`?a=1&b=2`, or nothing). */
-  const query = (f: object) => {
-    const q = new URLSearchParams();
-    for (const [k, v] of Object.entries(f)) if (v !== undefined) q.set(k, String(v));
-    const qs = q.toString();
-    return qs ? `?${qs}` : '';
-  };
-  const runBody = (i: Omit<CreateRunInput, 'sessionId' | 'idempotencyKey'>) => ({
-    agent: i.agent,
-    input: i.input,
-    ...(i.metadata ? { metadata: i.metadata } : {}),
-    ...(i.model ? { model: i.model } : {}),
-    // JSON text of the schema: a TypeBox schema's symbol keys are not part of it.
-    ...(i.outputSchema === undefined
-      ? {}
-      : { output_schema: JSON.parse(JSON.stringify(i.outputSchema)) as unknown }),
-    ...(i.grants ? { grants: i.grants } : {}),
-  });
-  const idem = (key: string | undefined) => (key ? { 'idempotency-key': key } : undefined);
-  const decide = (
-    runId: string,
-    toolCallId: string,
-    decision: 'approve' | 'reject',
-    o: DecisionOptions = {},
-  ) =>
-    call<Decision>('POST', `${run(runId)}/approvals`, {
-      body: {
-        tool_call_id: toolCallId,
-        decision,
-        ...(o.reason ? { reason: o.reason } : {}),
-        ...(o.by ? { by: o.by } : {}),
-      },
-    });
-
-  /** An SSE route's messages with ids (heartbeat comments skipped). */
-  async function* sse<E>(path: string, o: StreamOptions = {}): AsyncGenerator<E> {
-    const res = await send('GET', path, {
-      headers: { accept: 'text/event-stream', ...(o.lastEventId ? { 'last-event-id': o.lastEventId } : {}) },
-      ...(o.signal ? { signal: o.signal } : {}),
-    });
-    if (!res.ok || !res.body) {
-      const text = await res.text().catch(() => '');
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        body = undefined;
-      }
-      throw AgentReachApiError.fromResponse(res.status, body);
-    }
-    for await (const m of parseSse(res.body)) {
-      if (m.event === 'answer_delta') {
-        if (o.answerDeltas) yield { id: m.id ?? '', type: m.event, data: JSON.parse(m.data) as unknown } as E;
-        continue;
-      }
-      if (m.id === undefined) continue;
-      yield { id: m.id, type: m.event, data: JSON.parse(m.data) as unknown } as E;
-    }
-  }
-
-  const streamEvents = (runId: string, o?: StreamOptions) =>
-    sse<StreamedEvent | StreamedAnswerDelta>(`${run(runId)}/events`, o);
-  const workflow = (id: string) => `/v1/workflows/${encodeURIComponent(id)}`;
-  const streamWorkflowEvents = (id: string, o?: StreamOptions) =>
-    sse<StreamedWorkflowEvent>(`${workflow(id)}/events`, o);
-
-  /**
-   * Reads the subject until it is final, following its events in between (resuming a dropped stream
-   * after the last event seen), up to the timeout.
-   */
-  const follow = async <T extends { status: string }>(
-    what: string,
-    get: (signal: AbortSignal) => Promise<T>,
-    isFinal: (t: T) => boolean,
-    stream: (o: StreamOptions) => AsyncGenerator<{ id: string; type: string }>,
-    lastType: string,
-    o: WaitOptions,
-  ): Promise<T> => {
-    const controller = new AbortController();
-    const timeoutMs = o.timeoutMs ?? 10 * 60_000;
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort();
-    }, timeoutMs);
-    const onAbort = () => controller.abort();
-    o.signal?.addEventListener('abort', onAbort, { once: true });
-    let last: string | undefined;
-    try {
-      for (;;) {
-        const current = await get(controller.signal);
-        if (isFinal(current)) return current;
-        let finished = false;
-        try {
-          for await (const e of stream({
-            signal: controller.signal,
-            ...(last ? { lastEventId: last } : {}),
-          })) {
-            last = e.id;
-            if (e.type === lastType) {
-              finished = true;
-              break;
-            }
-          }
-        } catch (err) {
-          // A dropped stream is resumed; an API error answer is the caller's.
-          if (controller.signal.aborted || (err instanceof AgentReachApiError && err.status !== 0)) throw err;
-        }
-        if (!finished) await sleep(o.reconnectDelayMs ?? 500, controller.signal);
-      }
-    } catch (err) {
-      if (timedOut)
-        throw new AgentReachApiError({
-          status: 0,
-          code: 'TIMEOUT',
-          message: `${what} did not end within ${timeoutMs} ms`,
-        });
-      throw err;
-    } finally {
-      clearTimeout(timer);
-      o.signal?.removeEventListener('abort', onAbort);
-    }
-  };
-
-  const createRun = <S>(i: CreateRunInput<S>) =>
-    call<Run<OutputOf<S>>>('POST', '/v1/runs', {
-      body: { ...runBody(i), ...(i.sessionId ? { session_id: i.sessionId } : {}) },
-      ...(i.idempotencyKey ? { headers: idem(i.idempotencyKey) } : {}),
-    });
-  const waitForRun = <O>(runId: string, o: WaitOptions = {}) =>
-    follow(
-      `run ${runId}`,
-      (signal) => call<Run<O>>('GET', run(runId), { signal }),
-      (r) => isFinalStatus(r.status),
-      (so) => streamEvents(runId, so),
-      'run_finished',
-      o,
-    );
-
-  const client: AgentReachClient = {
-    createRun,
-    run: async (i, o) => waitForRun((await createRun(i)).run_id, o),
-    getRun: <O>(id: string) => call<Run<O>>('GET', run(id)),
-    listRuns: (f = {}) => {
-      const { metadata, traceId, errorKind, ...rest } = f;
-      const [pair, ...more] = Object.entries(metadata ?? {});
-      if (more.length > 0) throw new TypeError('listRuns: filter by one metadata pair');
-      return call<RunList>(
-        'GET',
-        `/v1/runs${query({
-          ...rest,
-          trace_id: traceId,
-          error_kind: errorKind,
-          metadata: pair ? `${pair[0]}=${pair[1]}` : undefined,
-        })}`,
-      );
-    },
-    waitForRun,
-    streamEvents: streamEvents as AgentReachClient['streamEvents'],
-    approve: (runId, toolCallId, o) => decide(runId, toolCallId, 'approve', o),
-    reject: (runId, toolCallId, o) => decide(runId, toolCallId, 'reject', o),
-    cancel: (runId) => call<Run>('POST', `${run(runId)}/cancel`),
-    createSession: (sessionId) =>
-      call<{ session_id: string }>('POST', '/v1/sessions', {
-        body: sessionId ? { session_id: sessionId } : {},
-      }),
-    sendMessage: (sessionId, i) =>
-      call<Run>('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/messages`, {
-        body: runBody(i),
-        ...(i.idempotencyKey ? { headers: idem(i.idempotencyKey) } : {}),
-      }),
-    listAgents: async () => (await call<{ agents: Agent[] }>('GET', '/v1/agents')).agents,
-    createWorkflow: (i) =>
-      call<Workflow>('POST', '/v1/workflows', {
-        body: { workflow: i.workflow, input: i.input, ...(i.metadata ? { metadata: i.metadata } : {}) },
-        ...(i.idempotencyKey ? { headers: idem(i.idempotencyKey) } : {}),
-      }),
-    getWorkflow: (id) => call<Workflow>('GET', workflow(id)),
-    listWorkflows: (f = {}) => call<WorkflowList>('GET', `/v1/workflows${query(f)}`),
-    streamWorkflowEvents,
-    waitForWorkflow: (id, o = {}) =>
-      follow(
-        `workflow ${id}`,
-        (signal) => call<Workflow>('GET', workflow(id), { signal }),
-        (w) => isFinalWorkflowStatus(w.status),
-        (so) => streamWorkflowEvents(id, so),
-        'workflow_finished',
-        o,
-      ),
-    cancelWorkflow: (id) => call<Workflow>('POST', `${workflow(id)}/cancel`),
-  };
-  return client;
 }

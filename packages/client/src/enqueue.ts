@@ -66,12 +66,23 @@ export interface EnqueueRunOptions extends RunJobFields {
 export { RUN_ID_PATTERN, RESERVED_RUN_IDS, runJobOptions };
 
 /**
- * Starts a run without the HTTP API: adds its job straight onto the `agent-runs` queue, exactly as the
- * API does. Adding the same run id twice starts it once. Returns the run id. When Redis does not answer
- * within `readyTimeoutMs` it rejects with one `AgentReachApiError` (`REDIS_UNAVAILABLE`, status 0)
- * naming the URL with its password masked, and prints nothing.
+ * {@link EnqueueRunOptions} checked and with every default filled in. `connection` is the caller's (left
+ * open), or undefined when the call connects to `redisUrl` itself.
  */
-export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string }> {
+export interface ResolvedEnqueueRunOptions extends Omit<RunJobFields, 'outputSchema'> {
+  runId: string;
+  connection: Redis | undefined;
+  /** The URL connected to, or the caller's connection's target (for messages). */
+  redisUrl: string;
+  prefix: string;
+  retentionS: number | undefined;
+  readyTimeoutMs: number;
+  /** The schema's JSON text, parsed. */
+  outputSchema: Record<string, unknown> | undefined;
+}
+
+/** Checks the options (a TypeError naming the problem) and fills in every default. */
+export function resolveEnqueueRunOptions(o: EnqueueRunOptions): ResolvedEnqueueRunOptions {
   const runId = o.runId ?? newRunId();
   if (!isValidRunId(runId))
     throw new TypeError(`runId must match ${RUN_ID_PATTERN} and not be one of BullMQ's key names`);
@@ -80,48 +91,76 @@ export async function enqueueRun(o: EnqueueRunOptions): Promise<{ runId: string 
   if (!o.connection && !o.redisUrl) throw new TypeError('pass a connection or a redisUrl');
   if (o.tenant !== undefined && !TENANT_PATTERN.test(o.tenant))
     throw new TypeError(`tenant must match ${TENANT_PATTERN}`);
+  return {
+    ...o,
+    runId,
+    connection: o.connection,
+    redisUrl: o.redisUrl ?? describe(o.connection as Redis),
+    prefix: o.prefix ?? DEFAULT_KEY_PREFIX,
+    retentionS: o.retentionS,
+    readyTimeoutMs: o.readyTimeoutMs ?? DEFAULT_REDIS_READY_TIMEOUT_MS,
+    outputSchema: jsonSchemaOf(o.outputSchema),
+    traceId: traceOf(o.traceId, o.traceParent),
+  };
+}
+
+function jsonSchemaOf(schema: object | undefined): Record<string, unknown> | undefined {
+  if (schema === undefined) return undefined;
   // Its JSON text: a TypeBox schema's symbol keys are not part of it.
-  const outputSchema =
-    o.outputSchema === undefined
-      ? undefined
-      : (JSON.parse(JSON.stringify(o.outputSchema)) as Record<string, unknown>);
-  if (outputSchema !== undefined && (typeof outputSchema !== 'object' || Array.isArray(outputSchema)))
+  const json = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+  if (typeof json !== 'object' || Array.isArray(json))
     throw new TypeError('outputSchema must be a JSON Schema object');
+  return json;
+}
+
+/** The run's trace id: the one given, else the caller's span's (the two must agree). */
+function traceOf(traceId: string | undefined, traceParent: string | undefined): string | undefined {
   const parentTrace =
-    o.traceParent !== undefined && TRACEPARENT_PATTERN.test(o.traceParent)
-      ? o.traceParent.split('-')[1]
+    traceParent !== undefined && TRACEPARENT_PATTERN.test(traceParent)
+      ? traceParent.split('-')[1]
       : undefined;
-  if (o.traceParent !== undefined && !parentTrace)
+  if (traceParent !== undefined && !parentTrace)
     throw new TypeError(`traceParent must be a W3C traceparent matching ${TRACEPARENT_PATTERN}`);
-  if (parentTrace && o.traceId !== undefined && o.traceId !== parentTrace)
+  if (parentTrace && traceId !== undefined && traceId !== parentTrace)
     throw new TypeError(
-      `traceId ${o.traceId} is not the trace of traceParent (${parentTrace}): a run has one trace`,
+      `traceId ${traceId} is not the trace of traceParent (${parentTrace}): a run has one trace`,
     );
-  const keys = createKeys(o.prefix ?? DEFAULT_KEY_PREFIX);
-  const url = o.redisUrl ?? describe(o.connection as Redis);
+  return traceId ?? parentTrace;
+}
+
+/**
+ * Starts a run without the HTTP API: adds its job straight onto the `agent-runs` queue, exactly as the
+ * API does. Adding the same run id twice starts it once. Returns the run id. When Redis does not answer
+ * within `readyTimeoutMs` it rejects with one `AgentReachApiError` (`REDIS_UNAVAILABLE`, status 0)
+ * naming the URL with its password masked, and prints nothing.
+ */
+export async function enqueueRun(options: EnqueueRunOptions): Promise<{ runId: string }> {
+  const o = resolveEnqueueRunOptions(options);
+  const keys = createKeys(o.prefix);
+  const url = o.redisUrl;
   const connection = o.connection ?? connect(url);
   let queue: Queue | undefined;
   try {
-    await ready(connection, url, o.readyTimeoutMs ?? DEFAULT_REDIS_READY_TIMEOUT_MS);
+    await ready(connection, url, o.readyTimeoutMs);
     queue = new Queue(keys.runsQueue, { connection, prefix: keys.queuePrefix(keys.runsQueue) });
     // Connection errors are reported by the rejection below, not as an unhandled 'error' event.
     queue.on('error', () => undefined);
     const data = runJob({
-      run_id: runId,
+      run_id: o.runId,
       agent: o.agent,
       input: o.input,
       session_id: o.sessionId,
       model: o.model,
-      trace_id: o.traceId ?? parentTrace,
+      trace_id: o.traceId,
       trace_parent: o.traceParent,
       metadata: o.metadata,
       tenant: o.tenant,
-      output_schema: outputSchema,
+      output_schema: o.outputSchema,
     });
-    await queue.add('run', data, runJobOptions(runId, o.retentionS)).catch((err: unknown) => {
+    await queue.add('run', data, runJobOptions(o.runId, o.retentionS)).catch((err: unknown) => {
       throw unavailable(url, `adding the run's job failed (${(err as Error).message})`, err);
     });
-    return { runId };
+    return { runId: o.runId };
   } finally {
     await queue?.close().catch(() => undefined);
     if (!o.connection) connection.disconnect();
@@ -177,7 +216,7 @@ function connect(url: string): Redis {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
   });
-  // waitReady reports the last connection error; without a listener ioredis would print each one.
+  // ready() reports the last connection error; without a listener ioredis would print each one.
   redis.on('error', () => undefined);
   return redis;
 }

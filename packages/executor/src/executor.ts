@@ -16,7 +16,8 @@ import {
   type MetricsServer,
   type RedisClient,
 } from '@agent-reach/shared';
-import { createGroupLimiter } from './group-limits.js';
+import { newExecutorId } from './executor-id.js';
+import { createGroupLimiter, type GroupLimiter } from './group-limits.js';
 import { createOpenApiSources, type OpenApiSources } from './sources/openapi/openapi-sources.js';
 import { McpSource, type McpSourceOptions } from './sources/mcp-source.js';
 import { createToolWorker, type ToolWorker } from './tool-worker.js';
@@ -58,6 +59,38 @@ export interface ExecutorOptions {
   mcp?: McpSourceOptions;
 }
 
+/** {@link ExecutorOptions} with every default filled in. */
+export interface ResolvedExecutorOptions {
+  /** The tools beside the demo tools, made once Redis answers. */
+  extraTools: (deps: ToolModuleDeps) => ToolDefinition[];
+  logger: Logger;
+  /** Left to the tool worker's own defaults when undefined. */
+  lockDurationMs: number | undefined;
+  stalledIntervalMs: number | undefined;
+  heartbeatIntervalMs: number | undefined;
+  announcementTtlMs: number | undefined;
+  env: Readonly<Record<string, string | undefined>>;
+  /** Resolved by the MCP source itself. */
+  mcp: McpSourceOptions | undefined;
+}
+
+export function resolveExecutorOptions(
+  config: AgentReachConfig,
+  o: ExecutorOptions = {},
+): ResolvedExecutorOptions {
+  const extraTools = o.extraTools ?? [];
+  return {
+    extraTools: typeof extraTools === 'function' ? extraTools : () => extraTools,
+    logger: o.logger ?? createLogger('executor', { level: config.logLevel }),
+    lockDurationMs: o.lockDurationMs,
+    stalledIntervalMs: o.stalledIntervalMs,
+    heartbeatIntervalMs: o.heartbeatIntervalMs,
+    announcementTtlMs: o.announcementTtlMs,
+    env: o.env ?? {},
+    mcp: o.mcp,
+  };
+}
+
 interface ServingDeps {
   redis: RedisClient;
   logger: Logger;
@@ -74,7 +107,8 @@ export async function startExecutor(
   config: AgentReachConfig,
   options: ExecutorOptions = {},
 ): Promise<ExecutorProcess> {
-  const logger = options.logger ?? createLogger('executor', { level: config.logLevel });
+  const resolved = resolveExecutorOptions(config, options);
+  const logger = resolved.logger;
   // Named so that operators (and chaos tests) can tell this process's connections apart in CLIENT LIST.
   const redis = connectRedis(config.redisUrl, 'worker', {
     cluster: config.redisCluster,
@@ -87,22 +121,30 @@ export async function startExecutor(
     config.redisUrl,
     logger,
     { registry: metricsRegistry, port: config.executor.metricsPort, host: config.metricsHost },
-    (server) => startServing(config, options, { redis, logger, metricsRegistry, server }),
+    (server) => startServing(config, resolved, { redis, logger, metricsRegistry, server }),
   );
+}
+
+/** The parts of a serving executor that follow the fleet's configuration as it changes. */
+interface ServingParts {
+  live: LiveConfig;
+  worker: ToolWorker;
+  mcp: McpSource;
+  limiter: GroupLimiter;
+  openApi: OpenApiSources;
+  logger: Logger;
 }
 
 /** The executor once Redis answers: the registry, the agents file, the tool workers. */
 async function startServing(
   config: AgentReachConfig,
-  options: ExecutorOptions,
+  options: ResolvedExecutorOptions,
   { redis, logger, metricsRegistry, server }: ServingDeps,
 ): Promise<ExecutorProcess> {
   const keys = createKeys(config.keyPrefix);
   const registry = new ToolRegistry().register(
     ...createDemoTools({ redis, keys, outputsDir: config.outputsDir }),
-    ...(typeof options.extraTools === 'function'
-      ? options.extraTools({ redis, keys })
-      : (options.extraTools ?? [])),
+    ...options.extraTools({ redis, keys }),
   );
   const live = await LiveConfig.start({
     redis,
@@ -116,7 +158,7 @@ async function startServing(
     registry,
     logger,
     baseDir: path.dirname(path.resolve(config.agentsFile)),
-    env: options.env ?? {},
+    env: options.env,
   });
   await openApi.apply(live.current().agents.document.tool_groups);
   collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_executor_' });
@@ -125,6 +167,7 @@ async function startServing(
   // Made once the worker is: it mounts the servers of the groups the worker serves (a list that grows).
   const late: { mcp?: McpSource } = {};
   const worker = createToolWorker({
+    ...toolWorkerOptions(config, options),
     connection: redis,
     registry,
     // Read at each call: a tool removed from an agent is refused from the next call on.
@@ -132,8 +175,58 @@ async function startServing(
     keys,
     logger,
     metrics,
-    ...(config.executor.groups ? { groups: config.executor.groups } : {}),
     sources: () => late.mcp?.report() ?? { withdrawn: [], mcpServers: [] },
+  });
+  // Groups of the MCP servers configured are served too when no groups are named.
+  worker.serveNewGroups(mcpServersOf(live.current().agents.document).map((m) => m.group));
+  const mcp = new McpSource(
+    { registry, groups: worker.groups, env: options.env, redis, keys, logger, metrics },
+    options.mcp,
+  );
+  late.mcp = mcp;
+  const limiter = createGroupLimiter({ connection: redis, keys, groups: worker.groups, logger });
+  await limiter.apply(live.current().agents.toolGroups);
+  const parts: ServingParts = { live, worker, mcp, limiter, openApi, logger };
+  const reapply = followConfig(parts);
+  await mcp.apply(mcpServersOf(live.current().agents.document));
+  followMcpServers(parts);
+  await worker.publishCatalog();
+  logger.info(
+    {
+      executorId: worker.executorId,
+      groups: worker.groups,
+      tools: registry.names(),
+      metricsPort: server.port,
+    },
+    'executor started',
+  );
+  return {
+    worker,
+    registry,
+    mcp,
+    keys,
+    config: live,
+    openApi,
+    metricsPort: server.port,
+    logger,
+    async close() {
+      clearInterval(reapply);
+      await live.close();
+      await worker.close();
+      await mcp.close();
+      await limiter.close();
+      await server.close();
+      await redis.quit().catch(() => undefined);
+      logger.info('executor stopped');
+    },
+  };
+}
+
+/** The tool worker's settings from the configuration and the options (its defaults where neither says). */
+function toolWorkerOptions(config: AgentReachConfig, options: ResolvedExecutorOptions) {
+  return {
+    executorId: newExecutorId(),
+    ...(config.executor.groups ? { groups: config.executor.groups } : {}),
     concurrency: config.executor.concurrency,
     shutdownGraceMs: config.executor.shutdownGraceMs,
     breaker: {
@@ -146,16 +239,14 @@ async function startServing(
       ? {}
       : { heartbeatIntervalMs: options.heartbeatIntervalMs }),
     ...(options.announcementTtlMs === undefined ? {} : { announcementTtlMs: options.announcementTtlMs }),
-  });
-  // Groups of the MCP servers configured are served too when no groups are named.
-  worker.serveNewGroups(mcpServersOf(live.current().agents.document).map((m) => m.group));
-  const mounted = new McpSource(
-    { registry, groups: worker.groups, env: options.env ?? {}, redis, keys, logger, metrics },
-    options.mcp,
-  );
-  late.mcp = mounted;
-  const limiter = createGroupLimiter({ connection: redis, keys, groups: worker.groups, logger });
-  await limiter.apply(live.current().agents.toolGroups);
+  };
+}
+
+/**
+ * Keeps the group limits and the OpenAPI tools in step with the configuration, and announces MCP tools
+ * as they come and go. Returns the timer that writes the limits again now and then.
+ */
+function followConfig({ live, worker, mcp, limiter, openApi, logger }: ServingParts): NodeJS.Timeout {
   live.onChange((next) => void limiter.apply(next.agents.toolGroups));
   live.onChange(
     (next) =>
@@ -175,42 +266,16 @@ async function startServing(
   );
   reapply.unref();
   // Tools of MCP servers are announced as they come and go, not only at the next heartbeat.
-  mounted.onChange(() => void worker.publishCatalog().catch(() => undefined));
-  await mounted.apply(mcpServersOf(live.current().agents.document));
+  mcp.onChange(() => void worker.publishCatalog().catch(() => undefined));
+  return reapply;
+}
+
+/** Starts and stops MCP servers (and serves their groups) as the configuration names them. */
+function followMcpServers({ live, worker, mcp, limiter }: ServingParts): void {
   live.onChange((next) => {
     const servers = mcpServersOf(next.agents.document);
     if (worker.serveNewGroups(servers.map((m) => m.group)).length > 0)
       void limiter.apply(next.agents.toolGroups);
-    void mounted.apply(servers);
+    void mcp.apply(servers);
   });
-  await worker.publishCatalog();
-  logger.info(
-    {
-      executorId: worker.executorId,
-      groups: worker.groups,
-      tools: registry.names(),
-      metricsPort: server.port,
-    },
-    'executor started',
-  );
-  return {
-    worker,
-    registry,
-    mcp: mounted,
-    keys,
-    config: live,
-    openApi,
-    metricsPort: server.port,
-    logger,
-    async close() {
-      clearInterval(reapply);
-      await live.close();
-      await worker.close();
-      await mounted.close();
-      await limiter.close();
-      await server.close();
-      await redis.quit().catch(() => undefined);
-      logger.info('executor stopped');
-    },
-  };
 }

@@ -92,3 +92,14 @@ export function newSessionId(): string {
 export function newWorkflowId(): string {
   return `wf_${newTraceId()}`;
 }
+
+/**
+ * A result ref: the key of a cut result's full content (`get_full_result` reads it back), as the executor
+ * writes it into the result.
+ */
+export const RESULT_REF_PATTERN = /^ref_[0-9a-f-]{36}$/;
+
+/** A new result ref: `ref_` and a random UUID. */
+export function newResultRef(): string {
+  return `ref_${globalThis.crypto.randomUUID()}`;
+}

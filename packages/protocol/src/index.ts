@@ -17,6 +17,8 @@ export {
   newTraceId,
   newSessionId,
   newWorkflowId,
+  RESULT_REF_PATTERN,
+  newResultRef,
 } from './ids.js';
 export {
   AgentReachError,

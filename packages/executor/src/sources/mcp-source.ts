@@ -38,6 +38,20 @@ export interface McpSourceOptions {
   maxMessageBytes?: number;
 }
 
+/** {@link McpSourceOptions} with every default filled in: the limits of each server's connection. */
+export type ResolvedMcpSourceOptions = McpConnectionLimits;
+
+export function resolveMcpSourceOptions(o: McpSourceOptions = {}): ResolvedMcpSourceOptions {
+  return {
+    initializeTimeoutMs: o.initializeTimeoutMs ?? constants.MCP_INITIALIZE_TIMEOUT_MS,
+    pingIntervalMs: o.pingIntervalMs ?? constants.MCP_PING_INTERVAL_MS,
+    pingTimeoutMs: o.pingTimeoutMs ?? constants.MCP_PING_TIMEOUT_MS,
+    restartBackoffMs: o.restartBackoffMs ?? constants.MCP_RESTART_BACKOFF_MS,
+    restartBackoffMaxMs: o.restartBackoffMaxMs ?? constants.MCP_RESTART_BACKOFF_MAX_MS,
+    maxMessageBytes: o.maxMessageBytes ?? constants.MCP_MAX_MESSAGE_BYTES,
+  };
+}
+
 export interface McpSourceDeps {
   registry: ToolRegistry;
   /** Groups this executor serves: only their servers are started here. */
@@ -81,14 +95,7 @@ export class McpSource {
 
   constructor(deps: McpSourceDeps, options: McpSourceOptions = {}) {
     this.#deps = deps;
-    this.#limits = {
-      initializeTimeoutMs: options.initializeTimeoutMs ?? constants.MCP_INITIALIZE_TIMEOUT_MS,
-      pingIntervalMs: options.pingIntervalMs ?? constants.MCP_PING_INTERVAL_MS,
-      pingTimeoutMs: options.pingTimeoutMs ?? constants.MCP_PING_TIMEOUT_MS,
-      restartBackoffMs: options.restartBackoffMs ?? constants.MCP_RESTART_BACKOFF_MS,
-      restartBackoffMaxMs: options.restartBackoffMaxMs ?? constants.MCP_RESTART_BACKOFF_MAX_MS,
-      maxMessageBytes: options.maxMessageBytes ?? constants.MCP_MAX_MESSAGE_BYTES,
-    };
+    this.#limits = resolveMcpSourceOptions(options);
   }
 
   /** Calls `listener` whenever the tools this process serves changed (to announce them at once). */

@@ -1,6 +1,7 @@
 import {
   defineTool,
   noResult,
+  RESULT_REF_PATTERN,
   Type,
   type Keys,
   type ToolContext,
@@ -24,7 +25,7 @@ export function createGetFullResult(redis: RedisClient, keys: Keys): ToolDefinit
     parameters: Type.Object(
       {
         ref: Type.String({
-          pattern: '^ref_[0-9a-f-]{36}$',
+          pattern: RESULT_REF_PATTERN.source,
           examples: ['ref_123e4567-e89b-12d3-a456-426614174000'],
         }),
         offset: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),

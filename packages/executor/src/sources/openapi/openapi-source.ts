@@ -46,31 +46,8 @@ export async function loadOpenApiSource(
   const out: LoadedSource = { name: spec.name, group, tools: [], problems: [] };
   const location = isUrl(spec.document) ? spec.document : path.resolve(options.baseDir, spec.document);
   let doc: Obj;
-  let servers: unknown;
   try {
-    // A document read over HTTP is read here: swagger-parser rewrites a relative server URL against the
-    // document's host and loses its port; the servers are kept as written and resolved below.
-    const fetched = isUrl(location) ? await fetchDocument(location) : undefined;
-    servers = structuredClone(fetched?.servers);
-    // Loaded on first use: an executor without OpenAPI sources does not pay for the parser at start.
-    const { default: parser } = await import('@apidevtools/swagger-parser');
-    const dereference = (options: SwaggerParser.Options) =>
-      fetched === undefined
-        ? parser.dereference(location, options)
-        : parser.dereference(location, fetched as never, options);
-    doc = (await dereference({
-      resolve: {
-        http: {
-          timeout: constants.OPENAPI_DOCUMENT_TIMEOUT_MS,
-          maxContentLength: constants.OPENAPI_MAX_DOCUMENT_BYTES,
-          // Documents are named by the fleet's own configuration, and internal services are the usual case.
-          safeUrlResolver: false,
-        },
-      },
-      dereference: { circular: 'ignore' },
-      timeoutMs: constants.OPENAPI_DOCUMENT_TIMEOUT_MS,
-    })) as unknown as Obj;
-    if (fetched !== undefined) doc = { ...doc, servers };
+    doc = await readDocument(location);
   } catch (err) {
     out.problems.push(`${label}: cannot read document ${spec.document}: ${firstLine(err)}`);
     return out;
@@ -103,32 +80,70 @@ export async function loadOpenApiSource(
       out.problems.push(`${label}: operation "${entry}" cannot be a tool: ${firstLine(err)}`);
       continue;
     }
-    const policy = spec.tools?.[entry];
-    const plan = tool.plan;
-    out.tools.push({
-      name: openApiToolName(spec.name, entry),
-      description: tool.description,
-      parameters: tool.parameters as unknown as ToolDefinition['parameters'],
-      group,
-      ...reachDefinition(policy, spec.access_scope ?? `openapi:${spec.name}`),
-      readOnly: tool.readOnly,
-      ...(policy?.timeout_ms === undefined ? {} : { timeoutMs: policy.timeout_ms }),
-      ...(policy?.max_attempts === undefined && policy?.backoff_ms === undefined
-        ? {}
-        : {
-            retry: {
-              ...(policy.max_attempts === undefined ? {} : { maxAttempts: policy.max_attempts }),
-              ...(policy.backoff_ms === undefined ? {} : { backoffMs: policy.backoff_ms }),
-            },
-          }),
-      ...(policy?.requires_confirmation === undefined
-        ? {}
-        : { requiresConfirmation: policy.requires_confirmation }),
-      handler: (args: Record<string, unknown>, ctx: { signal: AbortSignal }) =>
-        callOperation(plan, target, args, ctx.signal),
-    } as ToolDefinition);
+    out.tools.push(toolDefinition(spec, group, entry, tool, target));
   }
   return out;
+}
+
+/** The document at a path or URL, `$ref`s resolved (circular ones left as they are). */
+async function readDocument(location: string): Promise<Obj> {
+  // A document read over HTTP is read here: swagger-parser rewrites a relative server URL against the
+  // document's host and loses its port; the servers are kept as written and resolved below.
+  const fetched = isUrl(location) ? await fetchDocument(location) : undefined;
+  const servers: unknown = structuredClone(fetched?.servers);
+  // Loaded on first use: an executor without OpenAPI sources does not pay for the parser at start.
+  const { default: parser } = await import('@apidevtools/swagger-parser');
+  const dereference = (options: SwaggerParser.Options) =>
+    fetched === undefined
+      ? parser.dereference(location, options)
+      : parser.dereference(location, fetched as never, options);
+  const doc = (await dereference({
+    resolve: {
+      http: {
+        timeout: constants.OPENAPI_DOCUMENT_TIMEOUT_MS,
+        maxContentLength: constants.OPENAPI_MAX_DOCUMENT_BYTES,
+        // Documents are named by the fleet's own configuration, and internal services are the usual case.
+        safeUrlResolver: false,
+      },
+    },
+    dereference: { circular: 'ignore' },
+    timeoutMs: constants.OPENAPI_DOCUMENT_TIMEOUT_MS,
+  })) as unknown as Obj;
+  return fetched === undefined ? doc : { ...doc, servers };
+}
+
+/** The platform tool of one operation, with the policy the source sets for it. */
+function toolDefinition(
+  spec: OpenApiSourceSpec,
+  group: string,
+  entry: string,
+  tool: ReturnType<typeof operationTool>,
+  target: CallTarget,
+): ToolDefinition {
+  const policy = spec.tools?.[entry];
+  const plan = tool.plan;
+  return {
+    name: openApiToolName(spec.name, entry),
+    description: tool.description,
+    parameters: tool.parameters as unknown as ToolDefinition['parameters'],
+    group,
+    ...reachDefinition(policy, spec.access_scope ?? `openapi:${spec.name}`),
+    readOnly: tool.readOnly,
+    ...(policy?.timeout_ms === undefined ? {} : { timeoutMs: policy.timeout_ms }),
+    ...(policy?.max_attempts === undefined && policy?.backoff_ms === undefined
+      ? {}
+      : {
+          retry: {
+            ...(policy.max_attempts === undefined ? {} : { maxAttempts: policy.max_attempts }),
+            ...(policy.backoff_ms === undefined ? {} : { backoffMs: policy.backoff_ms }),
+          },
+        }),
+    ...(policy?.requires_confirmation === undefined
+      ? {}
+      : { requiresConfirmation: policy.requires_confirmation }),
+    handler: (args: Record<string, unknown>, ctx: { signal: AbortSignal }) =>
+      callOperation(plan, target, args, ctx.signal),
+  } as ToolDefinition;
 }
 
 function isUrl(location: string): boolean {
