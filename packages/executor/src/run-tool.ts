@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import {
   errorResult,
   isNoResult,
+  newResultRef,
   RETRYABLE_KINDS,
   unconfirmedError,
   type AttemptTiming,
@@ -444,7 +444,7 @@ function succeed(
     tool.summarizeResult ?? extra.defaults?.summarize_results ?? constants.DEFAULT_SUMMARIZE_RESULTS;
   const shaped = shapeResult(value, { budgetChars: budget, summarize });
   if (!shaped.truncated) return { result: { ...base, content: value } };
-  const ref = `ref_${randomUUID()}`;
+  const ref = newResultRef();
   return {
     result: {
       ...base,

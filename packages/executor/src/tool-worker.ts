@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import {
   RUN_ID_PATTERN,
@@ -25,6 +23,7 @@ import {
   type SourcesReport,
 } from '@agent-reach/shared';
 import { BreakerBoard, type BreakerOptions } from './breakers.js';
+import { newExecutorId } from './executor-id.js';
 import { startPresence } from './presence.js';
 import { pushReply, recordResult, resultWriter, untilWritten } from './record-result.js';
 import { runTool } from './run-tool.js';
@@ -123,7 +122,7 @@ interface ToolWorkerContext {
 export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
   const { connection, registry, agents, keys, logger, metrics } = options;
   const groups = [...(options.groups ?? registry.groups())];
-  const executorId = options.executorId ?? defaultExecutorId();
+  const executorId = options.executorId ?? newExecutorId();
   // Result and breaker writes share a plain connection: a MULTI on BullMQ's connection copies its ~60
   // scripts onto every pipeline (CPU per call), and one connection keeps a breaker transition ahead of
   // the result that caused it, so a scheduler never sees the result first.
@@ -460,13 +459,6 @@ async function closeToolWorker(
     () => false,
   );
   if ((await waitAtMost(quit, ends - Date.now())) !== true) ctx.writer.disconnect();
-}
-
-function defaultExecutorId(): string {
-  const host = hostname()
-    .replace(/[^A-Za-z0-9_.-]/g, '-')
-    .slice(0, 64);
-  return `executor-${host}-${process.pid}-${randomUUID().slice(0, 8)}`;
 }
 
 /** What a call's execution span says of its outcome. */
