@@ -9,7 +9,7 @@ export type {
   DecisionOptions,
   CreateWorkflowInput,
   ListWorkflowsFilter,
-} from './client.js';
+} from './client-api.js';
 export { AgentReachApiError, API_ERROR_CODES } from './errors.js';
 export type { ApiErrorCode, ClientErrorCode } from './errors.js';
 export { parseSse } from './sse.js';

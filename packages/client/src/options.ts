@@ -1,4 +1,4 @@
-import type { ClientOptions, WaitOptions } from './client.js';
+import type { ClientOptions, WaitOptions } from './client-api.js';
 
 /** How long `waitForRun` / `waitForWorkflow` follow their subject before a TIMEOUT error, in ms. */
 export const DEFAULT_WAIT_TIMEOUT_MS = 10 * 60_000;

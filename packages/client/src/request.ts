@@ -1,7 +1,7 @@
 import { AgentReachApiError } from './errors.js';
 import type { ResolvedClientOptions } from './options.js';
 import { parseSse } from './sse.js';
-import type { StreamOptions } from './client.js';
+import type { StreamOptions } from './client-api.js';
 
 /** What every request of one client shares: where it goes, how it authenticates, how it is sent. */
 export interface ClientContext {

@@ -5,7 +5,7 @@ import type {
   ListRunsFilter,
   StreamOptions,
   WaitOptions,
-} from './client.js';
+} from './client-api.js';
 import { resolveWaitOptions } from './options.js';
 import { call, idempotencyHeaders, query, stream, type ClientContext } from './request.js';
 import type { Decision, OutputOf, Run, RunList, StreamedAnswerDelta, StreamedEvent } from './types.js';

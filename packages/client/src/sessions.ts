@@ -1,4 +1,4 @@
-import type { CreateRunInput } from './client.js';
+import type { CreateRunInput } from './client-api.js';
 import { call, idempotencyHeaders, type ClientContext } from './request.js';
 import { runBody } from './runs.js';
 import type { Run } from './types.js';

@@ -1,5 +1,5 @@
 import { AgentReachApiError } from './errors.js';
-import type { StreamOptions } from './client.js';
+import type { StreamOptions } from './client-api.js';
 import type { ResolvedWaitOptions } from './options.js';
 
 /** What {@link follow} follows: a run or a workflow. */

@@ -1,5 +1,5 @@
 import { isFinalWorkflowStatus } from '@agent-reach/protocol';
-import type { CreateWorkflowInput, ListWorkflowsFilter, StreamOptions, WaitOptions } from './client.js';
+import type { CreateWorkflowInput, ListWorkflowsFilter, StreamOptions, WaitOptions } from './client-api.js';
 import { resolveWaitOptions } from './options.js';
 import { call, idempotencyHeaders, query, stream, type ClientContext } from './request.js';
 import type { StreamedWorkflowEvent, Workflow, WorkflowList } from './types.js';

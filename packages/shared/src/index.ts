@@ -11,7 +11,7 @@ export * as constants from './constants.js';
 // config/: the environment, the agents/providers/workflows files, MCP and OpenAPI sources, published versions.
 export { loadConfig } from './config/config.js';
 export type { AgentReachConfig } from './config/config.js';
-export { loadAgents, parseAgents, parseAgentsCheck } from './config/agents.js';
+export { loadAgents, parseAgents, parseAgentsCheck, pinAnnouncedDigests } from './config/agents.js';
 export type { AgentSpec, AgentsFile, ConfigDocument, ToolGroupLimits } from './config/agents.js';
 export type {
   AgentLoopSettings,
@@ -38,7 +38,7 @@ export type {
   OutputProblem,
   OutputSchema,
 } from './config/output-schema.js';
-export { MCP_NAME_SEPARATOR, mcpServersOf, pinAnnouncedDigests } from './config/mcp-config.js';
+export { MCP_NAME_SEPARATOR, mcpServersOf } from './config/mcp-config.js';
 export type { McpServerSpec, McpToolOverride, MountedMcpServer } from './config/mcp-config.js';
 export { openApiToolName, OPENAPI_METHOD_PATH_PATTERN } from './config/openapi-config.js';
 export type { OpenApiAuthSpec, OpenApiSourceSpec, OpenApiToolPolicy } from './config/openapi-config.js';

@@ -1,4 +1,4 @@
-import type { Registry } from 'prom-client';
+import type { Counter, Registry } from 'prom-client';
 import type { Keys } from '@agent-reach/protocol';
 import type { AgentsFile, Logger, RedisClient } from '@agent-reach/shared';
 import type { AgentRunner } from '../runs/agent-runner.js';
@@ -18,7 +18,6 @@ import {
 } from './constants.js';
 import type { IdempotencyStore } from './idempotency.js';
 import type { TenantQuota, TenantQuotas } from '../runs/tenant-quotas.js';
-import type { TenantMetrics } from './tenant-admission.js';
 
 /** What the API serves from: the scheduler's run control, sessions, tool catalog, agents and Redis. */
 export interface ApiServerDeps {
@@ -120,6 +119,14 @@ export function resolveApiOptions(o: ApiServerOptions): ResolvedApiOptions {
 }
 
 /** Everything a route module needs. */
+/**
+ * The quota metrics of an API server: refusals it made (tenant-admission.ts registers them with every
+ * tenant's figures and limits).
+ */
+export interface TenantMetrics {
+  refusals: Counter<'tenant' | 'quota'>;
+}
+
 export interface ApiContext {
   readonly deps: ApiServerDeps;
   readonly options: ResolvedApiOptions;

@@ -3,7 +3,7 @@ import { Counter, Gauge } from 'prom-client';
 import { METRIC_PREFIX } from '@agent-reach/shared';
 import { runLiveness, secondsToUtcMidnight, TenantQuotas, type TenantQuota } from '../runs/tenant-quotas.js';
 import { ApiError } from './errors.js';
-import type { ApiContext } from './options.js';
+import type { ApiContext, TenantMetrics } from './options.js';
 
 /**
  * Admits a run of `tenant` at an API door (`runId`), or checks that one could be (a workflow's start,
@@ -33,11 +33,6 @@ export async function admitRun(ctx: ApiContext, tenant: string, runId: string | 
     undefined,
     secondsToUtcMidnight(Date.now()),
   );
-}
-
-/** The quota metrics of an API server: refusals it made, and every tenant's figures and limits. */
-export interface TenantMetrics {
-  refusals: Counter<'tenant' | 'quota'>;
 }
 
 /**

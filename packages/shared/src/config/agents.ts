@@ -279,3 +279,42 @@ export function parseAgentsCheck(file: AgentsFile, knownTools: Iterable<string>)
   }
   return problems;
 }
+
+/**
+ * The document with each MCP server's `pinned` completed from what the fleet serves now: a tool the
+ * document does not pin gets the digest its executors announce it with (`config apply` writes them
+ * into the published version, so pins outlive the fleet's first-seen record). Tools an executor
+ * withdrew for a changed digest are not pinned: accepting a change is the operator's explicit act.
+ */
+export function pinAnnouncedDigests(
+  document: ConfigDocument,
+  announced: ReadonlyArray<{ origin?: { kind: string; server: string; tool: string; digest: string } }>,
+): ConfigDocument {
+  const digests = new Map<string, Map<string, string>>();
+  for (const entry of announced) {
+    const o = entry.origin;
+    if (o?.kind !== 'mcp') continue;
+    if (!digests.has(o.server)) digests.set(o.server, new Map());
+    digests.get(o.server)?.set(o.tool, o.digest);
+  }
+  if (digests.size === 0 || !document.tool_groups) return document;
+  const groups = Object.fromEntries(
+    Object.entries(document.tool_groups).map(([name, group]) => [
+      name,
+      group.mcp_servers === undefined
+        ? group
+        : {
+            ...group,
+            mcp_servers: group.mcp_servers.map((spec) => {
+              const seen = digests.get(spec.name);
+              if (!seen) return spec;
+              const own = spec.pinned ?? {};
+              // Entries, not assignments: a tool name is the server's to choose (`__proto__` included).
+              const added = [...seen].filter(([tool]) => !Object.hasOwn(own, tool));
+              return { ...spec, pinned: Object.fromEntries([...Object.entries(own), ...added]) };
+            }),
+          },
+    ]),
+  );
+  return { ...document, tool_groups: groups };
+}

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { parseAgents, parseAgentsCheck } from './agents.js';
 import type { ConfigDocument } from './agents.js';
-import { pinAnnouncedDigests } from './mcp-config.js';
+import { pinAnnouncedDigests } from './agents.js';
 
 const server = (extra: Record<string, unknown>) => ({ name: 'fs', command: 'node', ...extra });
 const doc = (servers: unknown[], tools = ['query_weather']) =>
