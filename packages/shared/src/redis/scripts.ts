@@ -112,7 +112,7 @@ const sources = new Map<string, string>();
 function source(file: string): string {
   let lua = sources.get(file);
   if (lua === undefined) {
-    lua = readFileSync(new URL(`../commands/${file}.lua`, import.meta.url), 'utf8');
+    lua = readFileSync(new URL(`./commands/${file}.lua`, import.meta.url), 'utf8');
     sources.set(file, lua);
   }
   return lua;
