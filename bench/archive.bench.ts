@@ -165,6 +165,7 @@ function realisticRow(i: number, now: number): ArchiveRow {
     },
     messages,
     approvals: {},
+    results: {},
     events,
   };
 }
@@ -182,7 +183,7 @@ const copyField = (v: unknown): string => {
 };
 
 const COPY_COLUMNS =
-  'run_id, finished_at, created_ms, agent, status, reason, trace_id, tenant, session_id, workflow_id, config_version, tools, error_kinds, metadata, meta, state, messages, approvals, events';
+  'run_id, finished_at, created_ms, agent, status, reason, trace_id, tenant, session_id, workflow_id, config_version, tools, error_kinds, metadata, meta, state, messages, approvals, results, events';
 
 function copyRows(pool: Pool, rows: readonly ArchiveRow[]): Promise<void> {
   const body = rows
@@ -206,6 +207,7 @@ function copyRows(pool: Pool, rows: readonly ArchiveRow[]): Promise<void> {
         r.state,
         r.messages,
         r.approvals,
+        r.results,
         r.events,
       ]
         .map((v) => (typeof v === 'number' ? String(v) : copyField(v)))
