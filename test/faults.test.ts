@@ -1,12 +1,21 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { cleanupAll, formatReport, runFaultScenario, SCENARIOS } from './helpers/faults.js';
-import { historyProblems, runInput, runOfRequest } from './helpers/fault-check.js';
+import {
+  cleanupAll,
+  formatReport,
+  historyProblems,
+  runFaultScenario,
+  runInput,
+  runOfRequest,
+  SCENARIOS,
+} from '@agent-reach/faults';
 
 /**
  * Fault injection with real processes: 2 schedulers and 2 executors as child processes on a private
  * redis-server, llm-sim as the model, runs of 6 tool calls each. Every scenario injects one fault
  * mid-load and then checks every run's records and what the model was sent (see
- * test/helpers/fault-check.ts). `pnpm faults` runs the same scenarios with hundreds of runs each.
+ * packages/faults/src/fault-check.ts); the archive's scenario runs with the archive on (an archiver in the
+ * fleet, a database of its own) and checks the archive too. `pnpm faults` runs the same scenarios with
+ * hundreds of runs each.
  * This file alone: `pnpm exec vitest run test/faults.test.ts --exclude "packages/**"` (llm-sim has a
  * faults.test.ts of its own).
  */

@@ -12,7 +12,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+/** The repository's root (the fault harness runs in a checkout: it starts the workspace's packages). */
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 /**
  * The export condition under which the workspace packages resolve to their built JavaScript (see the
