@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Registry } from 'prom-client';
-import { migrate, Outbox, startArchiver, type Archiver } from '@agent-reach/archive';
-import { createLogger } from '@agent-reach/shared';
+import { migrate, Outbox, type Archiver } from '@agent-reach/archive';
 import { openRunArchive, RunControl, RunStore, type OpenedRunArchive } from '@agent-reach/scheduler';
 import {
   FULL_KEY,
@@ -13,7 +11,7 @@ import {
 } from './helpers/api.js';
 import { addCommonScenarios } from './helpers/scenarios.js';
 import { waitFor } from './helpers/redis.js';
-import { testDatabase } from './helpers/postgres.js';
+import { startTestArchiver, testDatabase } from './helpers/postgres.js';
 
 const DESK_A = 'desk-a-key-0123456789abcdef';
 const DESK_B = 'desk-b-key-0123456789abcdef';
@@ -82,18 +80,7 @@ describe('run archive: finished runs read back from PostgreSQL through the API, 
     return runId;
   };
   const archiveAll = async () => {
-    archiver ??= await startArchiver({
-      redis: h.producer,
-      keys: h.keys,
-      databaseUrl: db.url,
-      logger: createLogger('archiver-test', { level: 'silent' }),
-      registry: new Registry(),
-      archivedRunRetentionS: 1,
-      retentionDays: 30,
-      batchSize: 50,
-      visibilityTimeoutMs: 2000,
-      pollMs: 20,
-    });
+    archiver ??= await startTestArchiver({ redis: h.producer, keys: h.keys, databaseUrl: db.url });
     const outbox = new Outbox(h.producer, h.keys);
     await waitFor(async () => (await outbox.size()) === 0, 15_000, 'the outbox to drain');
   };
