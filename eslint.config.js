@@ -68,6 +68,7 @@ export default tseslint.config(
       'test/fixtures/consumer/*.mjs',
       // Plain JavaScript MCP servers the executor starts as processes in the MCP tests.
       'test/fixtures/mcp/*.mjs',
+      'packages/faults/fixtures/mcp/*.mjs',
       // The same, started by the tool-call benchmark.
       'bench/*.mjs',
     ],

@@ -8,6 +8,9 @@
  *   (c) with BENCH_ARCHIVE_RUNS (default 500,000) synthetic runs generated in SQL over 30 days, p50/p99
  *       latency of each API filter through ArchiveStore.search, and whether its plan (EXPLAIN FORMAT
  *       JSON of searchQuery, the very SQL) uses an index.
+ *   (d) Redis memory per finished run (MEMORY USAGE of its keys) with the archive on, BENCH_ARCHIVE_REDIS_RUNS
+ *       (default 50) demo runs through a scheduler and executor in this process: finished and waiting in
+ *       the outbox, archived (kept ARCHIVED_RUN_RETENTION_S, 3 s here), and once that expired.
  * Prints a table and writes bench/results/archive.json.
  */
 import { randomUUID } from 'node:crypto';
@@ -22,6 +25,7 @@ import {
   type Pool,
 } from '@agent-reach/archive';
 import type { ArchiveSearch } from '@agent-reach/protocol';
+import { redisPerArchivedRun } from './archive-redis.js';
 import { envInt } from './env.js';
 
 const POSTGRES_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -29,6 +33,7 @@ const WRITE_RUNS = envInt('BENCH_ARCHIVE_WRITE_RUNS', 4000, 100);
 const BATCH = envInt('BENCH_ARCHIVE_BATCH', 200, 1);
 const SEARCH_RUNS = envInt('BENCH_ARCHIVE_RUNS', 500_000, 1000);
 const QUERIES = envInt('BENCH_ARCHIVE_QUERIES', 40, 5);
+const REDIS_RUNS = envInt('BENCH_ARCHIVE_REDIS_RUNS', 50, 1);
 const DAYS = 30;
 const DAY_MS = 86_400_000;
 /** Redis `used_memory` per finished run, from `pnpm bench:scale` (docs/capacity.md). */
@@ -165,6 +170,7 @@ function realisticRow(i: number, now: number): ArchiveRow {
     },
     messages,
     approvals: {},
+    results: {},
     events,
   };
 }
@@ -182,7 +188,7 @@ const copyField = (v: unknown): string => {
 };
 
 const COPY_COLUMNS =
-  'run_id, finished_at, created_ms, agent, status, reason, trace_id, tenant, session_id, workflow_id, config_version, tools, error_kinds, metadata, meta, state, messages, approvals, events';
+  'run_id, finished_at, created_ms, agent, status, reason, trace_id, tenant, session_id, workflow_id, config_version, tools, error_kinds, metadata, meta, state, messages, approvals, results, events';
 
 function copyRows(pool: Pool, rows: readonly ArchiveRow[]): Promise<void> {
   const body = rows
@@ -206,6 +212,7 @@ function copyRows(pool: Pool, rows: readonly ArchiveRow[]): Promise<void> {
         r.state,
         r.messages,
         r.approvals,
+        r.results,
         r.events,
       ]
         .map((v) => (typeof v === 'number' ? String(v) : copyField(v)))
@@ -387,6 +394,8 @@ async function main(): Promise<void> {
         indexMet: indexes.length > 0 && !used.has('SEQ SCAN'),
       });
     }
+    // (d) what a finished run keeps in Redis around its hand-off to the archive (real demo runs).
+    const redisFigures = await redisPerArchivedRun(url, REDIS_RUNS);
     const load = (await import('node:os')).loadavg()[0]!;
     const f = (n: number, d = 0) =>
       n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
@@ -415,6 +424,19 @@ async function main(): Promise<void> {
       console.log(
         `${r.filter.padEnd(24)}${String(r.rows).padStart(6)}${r.p50Ms.toFixed(2).padStart(9)}${r.p99Ms.toFixed(2).padStart(9)}  ${(r.indexMet ? 'met' : 'NOT met').padEnd(8)}${r.indexes.join(', ')}${r.seqScan ? ' + Seq Scan' : ''}`,
       );
+    const r = redisFigures;
+    console.log(
+      `\n(d) Redis per finished run, ${r.runs} demo runs (weather lookup + Markdown file, llm-sim), MEMORY USAGE of its keys:`,
+    );
+    console.log(
+      `    finished, waiting for the archiver: ${f(r.finishedBytes)} B (${Object.entries(r.perKey)
+        .map(([k, v]) => `${k} ${f(v)}`)
+        .join('; ')}) + outbox ${f(r.outboxBytesPerRun)} B`,
+    );
+    console.log(
+      `    archived: ${f(r.archivedBytes)} B for ARCHIVED_RUN_RETENTION_S (TTL ${r.ttlAfterArchiveS} s here, ${r.archivedRetentionS} s asked; 300 s by default), outbox entry gone`,
+    );
+    console.log(`    after that TTL: ${f(r.expiredBytes)} B per run left in Redis`);
     const report = {
       when: new Date().toISOString(),
       load1: load,
@@ -435,6 +457,7 @@ async function main(): Promise<void> {
         ratio: bytesPerRun / REDIS_BYTES_PER_RUN,
       },
       search: { runs: SEARCH_RUNS, days: DAYS, generateS: genS, queries: QUERIES, filters: results },
+      redis: redisFigures,
       seconds: (Date.now() - started) / 1000,
     };
     await mkdir('bench/results', { recursive: true });

@@ -3,16 +3,20 @@
  * with hundreds of runs, as many rounds as asked, figures printed per round and in total.
  *
  *   pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 180000] [--quiet-ms 15000]
- *               [--oom-ms 8000]
+ *               [--oom-ms 8000] [--archive on|off] [--postgres-url postgres://…]
  *   pnpm faults --list
  *
  * Scenario ids: see --list; `baseline` (no fault) is a control. `--oom-ms` sets how long Redis stays
- * at maxmemory in `redis-out-of-memory`. Exit code 1 when any invariant was violated.
+ * at maxmemory in `redis-out-of-memory`. With `--archive on` (the default) every scenario runs with the
+ * run archive: a database of its own on the PostgreSQL of `--postgres-url` (default the machine's,
+ * 127.0.0.1:5432), an archiver in the fleet, and the archive's invariants checked. Exit code 1 when any
+ * invariant was violated.
  */
 import { parseArgs } from 'node:util';
 import {
   BASELINE,
   cleanupAll,
+  DEFAULT_POSTGRES_URL,
   formatReport,
   INVARIANTS,
   outOfMemory,
@@ -20,7 +24,7 @@ import {
   SCENARIOS,
   type FaultReport,
   type Invariant,
-} from '../test/helpers/faults.js';
+} from '@agent-reach/faults';
 
 const { values } = parseArgs({
   options: {
@@ -31,6 +35,8 @@ const { values } = parseArgs({
     'quiet-ms': { type: 'string', default: '15000' },
     examples: { type: 'string', default: '10' },
     'oom-ms': { type: 'string', default: '8000' },
+    archive: { type: 'string', default: 'on' },
+    'postgres-url': { type: 'string', default: DEFAULT_POSTGRES_URL },
     list: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -50,7 +56,7 @@ const all = [...SCENARIOS.map((s) => (s.id === 'redis-out-of-memory' ? outOfMemo
 if (values.help || values.list) {
   if (values.help)
     console.log(
-      'pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 180000] [--quiet-ms 15000] [--examples 10] [--oom-ms 8000]',
+      'pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 180000] [--quiet-ms 15000] [--examples 10] [--oom-ms 8000] [--archive on|off] [--postgres-url URL]',
     );
   for (const s of all) console.log(`${s.id.padEnd(22)} ${s.title}`);
   process.exit(0);
@@ -61,6 +67,11 @@ const rounds = positive('rounds', values.rounds);
 const settleMs = positive('settle-ms', values['settle-ms']);
 const quietMs = positive('quiet-ms', values['quiet-ms']);
 const examples = positive('examples', values.examples);
+if (values.archive !== 'on' && values.archive !== 'off') {
+  console.error('--archive must be on or off');
+  process.exit(2);
+}
+const postgresUrl = values.archive === 'on' ? values['postgres-url'] : undefined;
 const wanted = values.scenario ? values.scenario.split(',').filter(Boolean) : SCENARIOS.map((s) => s.id);
 const unknown = wanted.filter((id) => !all.some((s) => s.id === id));
 if (unknown.length > 0) {
@@ -89,7 +100,7 @@ for (let round = 1; round <= rounds; round += 1) {
     const t0 = Date.now();
     let report: FaultReport;
     try {
-      report = await runFaultScenario(scenario, { runs, settleMs, quietMs });
+      report = await runFaultScenario(scenario, { runs, settleMs, quietMs, postgresUrl });
     } catch (err) {
       failed = true;
       console.error(

@@ -23,6 +23,7 @@ const row = (runId: string, finishedMs: number, over: Partial<ArchiveRow> = {}):
   state: { v: 2, runId },
   messages: [{ role: 'user', content: 'hi' }],
   approvals: {},
+  results: {},
   events: [['1-0', { type: 'run_started' }]],
   ...over,
 });

@@ -1,13 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Registry } from 'prom-client';
-import { migrate, Outbox, startArchiver, type Archiver } from '@agent-reach/archive';
-import { createLogger } from '@agent-reach/shared';
+import { migrate, Outbox, type Archiver } from '@agent-reach/archive';
 import { RunControl } from '@agent-reach/scheduler';
 import { openRunArchive, RunStore, type OpenedRunArchive } from '@agent-reach/scheduler/internal';
-import { FULL_KEY, LIMITED_KEY, startApiHarness, request, type ApiHarness } from './helpers/api.js';
+import {
+  FULL_KEY,
+  LIMITED_KEY,
+  startApiHarness,
+  request,
+  TEST_MODELS,
+  type ApiHarness,
+} from './helpers/api.js';
 import { addCommonScenarios } from './helpers/scenarios.js';
 import { waitFor } from './helpers/redis.js';
-import { testDatabase } from './helpers/postgres.js';
+import { startTestArchiver, testDatabase } from './helpers/postgres.js';
 
 const DESK_A = 'desk-a-key-0123456789abcdef';
 const DESK_B = 'desk-b-key-0123456789abcdef';
@@ -32,9 +37,19 @@ describe('run archive: finished runs read back from PostgreSQL through the API, 
   beforeAll(async () => {
     db = await testDatabase();
     await migrate(db.url);
-    const env = { DATABASE_URL: db.url, ARCHIVED_RUN_RETENTION_S: '1' };
+    // A low compaction threshold, so that the run of six large results has tool messages folded away.
+    const env = { DATABASE_URL: db.url, ARCHIVED_RUN_RETENTION_S: '1', COMPACTION_THRESHOLD_TOKENS: '1500' };
     h = await startApiHarness({ apiKeys: KEYS }, env);
     addCommonScenarios(h.sim);
+    h.sim.addScenario({
+      name: 'six-large-results',
+      turns: [
+        ...Array.from({ length: 6 }, (_, i) => ({
+          tool_calls: [{ name: 'big_result', arguments: { items: 50 + i } }],
+        })),
+        { content: 'six fetched' },
+      ],
+    });
     // The API's run control reads the archive, as a scheduler's does with DATABASE_URL.
     archive = openRunArchive(h.config, h.producer, h.keys)!;
     const control = new RunControl(
@@ -43,7 +58,10 @@ describe('run archive: finished runs read back from PostgreSQL through the API, 
       new RunStore(h.producer, h.keys, { archive }),
       archive.store,
     );
-    const server = await h.extraServer({ apiKeys: KEYS }, { control });
+    const server = await h.extraServer(
+      { apiKeys: KEYS, allowedModels: [...TEST_MODELS, 'six-large-results'] },
+      { control },
+    );
     url = server.url;
     closeServer = () => server.close();
   });
@@ -63,18 +81,7 @@ describe('run archive: finished runs read back from PostgreSQL through the API, 
     return runId;
   };
   const archiveAll = async () => {
-    archiver ??= await startArchiver({
-      redis: h.producer,
-      keys: h.keys,
-      databaseUrl: db.url,
-      logger: createLogger('archiver-test', { level: 'silent' }),
-      registry: new Registry(),
-      archivedRunRetentionS: 1,
-      retentionDays: 30,
-      batchSize: 50,
-      visibilityTimeoutMs: 2000,
-      pollMs: 20,
-    });
+    archiver ??= await startTestArchiver({ redis: h.producer, keys: h.keys, databaseUrl: db.url });
     const outbox = new Outbox(h.producer, h.keys);
     await waitFor(async () => (await outbox.size()) === 0, 15_000, 'the outbox to drain');
   };
@@ -206,5 +213,45 @@ describe('run archive: finished runs read back from PostgreSQL through the API, 
     expect(await found(`trace_id=${trace}`)).toEqual([weatherRun]);
     expect(await found('status=failed')).toEqual([]);
     expect((await found('status=succeeded')).length).toBe(7);
+  });
+
+  it('refuses an offset with a 400 naming the cursor, and offers only next_cursor, while the archive is on', async () => {
+    const refused = await call('GET', '/v1/runs?offset=2&limit=2');
+    expect(refused.status).toBe(400);
+    expect(refused.json.error.code).toBe('VALIDATION_FAILED');
+    expect(refused.json.error.message).toContain('cursor');
+    const first = await call('GET', '/v1/runs?limit=2');
+    expect(first.status).toBe(200);
+    expect(first.json.next_cursor).toEqual(expect.any(String));
+    expect(first.json).not.toHaveProperty('next_offset');
+  });
+
+  it('reads back the result of a call whose tool message compaction folded away, from the archived results', async () => {
+    const runId = await startRun(FULL_KEY, {
+      agent: 'test_agent',
+      input: 'fetch six batches of rows',
+      model: 'six-large-results',
+    });
+    // The premise: some call's result is no longer among the run's tool messages, only in its results hash.
+    const messages = (await h.producer.lrange(h.keys.runMessages(runId), 0, -1)).map(
+      (m) => JSON.parse(m) as { role: string; tool_call_id?: string },
+    );
+    const kept = new Set(messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id));
+    const folded = Object.keys(await h.producer.hgetall(h.keys.results(runId))).filter((id) => !kept.has(id));
+    expect(folded.length).toBeGreaterThan(0);
+    const liveEvents = await h.control.events(runId);
+    const liveResults = liveEvents.flatMap(({ event: e }) => (e.type === 'tool_result' ? [e] : []));
+    expect(liveResults).toHaveLength(6);
+    for (const e of liveResults) expect(e.result).toBeDefined();
+
+    await archiveAll();
+    await goneFromRedis([runId]);
+    const control = new RunControl(
+      h.producer,
+      h.keys,
+      new RunStore(h.producer, h.keys, { archive }),
+      archive.store,
+    );
+    expect(await control.events(runId)).toEqual(liveEvents);
   });
 });

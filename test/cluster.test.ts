@@ -13,16 +13,16 @@ import {
   runFaultScenario,
   TOOL_CALLS_PER_RUN,
   type FaultScenario,
-} from './helpers/faults.js';
+} from '@agent-reach/faults';
 import { runDemo } from './helpers/demo.js';
 import { probeRedis } from './helpers/redis-server.js';
 import { hasRedisServer, startPrivateCluster, type PrivateCluster } from './helpers/redis-cluster.js';
 
 /**
  * The platform on a Redis Cluster of the test's own: six `redis-server` processes (three masters,
- * three replicas). The workloads are the fault suite's (test/helpers/faults.ts): two schedulers and two
+ * three replicas). The workloads are the fault suite's (packages/faults): two schedulers and two
  * executors as child processes, llm-sim as the model, runs of six tool calls each, every run's records
- * and what the model was sent checked afterwards (test/helpers/fault-check.ts).
+ * and what the model was sent checked afterwards (packages/faults/src/fault-check.ts).
  */
 describe.skipIf(!hasRedisServer())('Redis Cluster', () => {
   let cluster: PrivateCluster;
@@ -131,12 +131,12 @@ describe.skipIf(!hasRedisServer())('Redis Cluster', () => {
       {
         id: 'cluster-queue-master-killed',
         title: `the master of the tool queue's slot ${slot} is killed (kill -9) mid-load and its replica is promoted`,
-        async inject({ cluster: c, note }) {
+        async inject({ note }) {
           const killedAt = Date.now();
           await victim.kill9();
-          const promoted = await c!.waitPromoted(slot, victim.port, 30_000);
+          const promoted = await cluster.waitPromoted(slot, victim.port, 30_000);
           note('kill → replica promoted ms', promoted - killedAt);
-          await c!.waitHealthy(30_000);
+          await cluster.waitHealthy(30_000);
           note('kill → cluster healthy ms', Date.now() - killedAt);
         },
       },

@@ -7,9 +7,9 @@ import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
 import { createKeys } from '@agent-reach/protocol';
 import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler/internal';
 import { createLogger, createRedis, loadConfig, waitReady } from '@agent-reach/shared';
-import faultTools, { STARTS_FILE_ENV, type StartRecord } from './helpers/fault-tools.js';
+import faultTools, { STARTS_FILE_ENV, type StartRecord } from '@agent-reach/faults/fault-tools';
+import { FAULT_AGENTS_FILE } from '@agent-reach/faults';
 import { seedRun } from './helpers/ledger.js';
-import { ROOT } from './helpers/processes.js';
 import { startPrivateRedis, type PrivateRedis } from './helpers/redis-server.js';
 
 // A private redis-server, made to refuse writes (maxmemory reached) while a tool runs: the executor keeps
@@ -35,7 +35,7 @@ describe('an executor whose result cannot be written while Redis is out of memor
     const config = loadConfig({
       REDIS_URL: redis.url,
       AR_KEY_PREFIX: prefix,
-      AGENTS_FILE: path.join(ROOT, 'test/fixtures/fault-agents.yaml'),
+      AGENTS_FILE: FAULT_AGENTS_FILE,
       EXECUTOR_METRICS_PORT: '0',
       OUTPUTS_DIR: path.join(dir, 'outputs'),
     });

@@ -1,12 +1,26 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { cleanupAll, formatReport, runFaultScenario, SCENARIOS } from './helpers/faults.js';
-import { historyProblems, runInput, runOfRequest } from './helpers/fault-check.js';
+import { ArchiveStore, migrate, readRunRecord, toArchiveRow } from '@agent-reach/archive';
+import {
+  checkArchive,
+  cleanupAll,
+  createFaultArchive,
+  DEFAULT_POSTGRES_URL,
+  formatReport,
+  historyProblems,
+  runFaultScenario,
+  runInput,
+  runOfRequest,
+  SCENARIOS,
+} from '@agent-reach/faults';
+import { testRedis } from './helpers/redis.js';
 
 /**
  * Fault injection with real processes: 2 schedulers and 2 executors as child processes on a private
  * redis-server, llm-sim as the model, runs of 6 tool calls each. Every scenario injects one fault
  * mid-load and then checks every run's records and what the model was sent (see
- * test/helpers/fault-check.ts). `pnpm faults` runs the same scenarios with hundreds of runs each.
+ * packages/faults/src/fault-check.ts); the archive's scenario runs with the archive on (an archiver in the
+ * fleet, a database of its own) and checks the archive too. `pnpm faults` runs the same scenarios with
+ * hundreds of runs each.
  * This file alone: `pnpm exec vitest run test/faults.test.ts --exclude "packages/**"` (llm-sim has a
  * faults.test.ts of its own).
  */
@@ -72,6 +86,51 @@ describe('the fault checker', () => {
     expect(
       historyProblems([user, calls('a'), tool('a'), { ...calls('a'), content: 'again' }, tool('a', 'x')]),
     ).toEqual(['messages[3] makes call a again']);
+  });
+
+  it('names a finished run the archive lacks, one archived twice, and an archived record unlike the one Redis holds', async () => {
+    const t = testRedis();
+    const archive = await createFaultArchive(process.env.TEST_POSTGRES_URL ?? DEFAULT_POSTGRES_URL);
+    try {
+      await migrate(archive.url);
+      const now = Date.now();
+      const ids = ['missing', 'twice', 'differs', 'same'];
+      for (const id of ids) {
+        await t.redis.hset(t.keys.runMeta(id), {
+          runId: id,
+          agent: 'fault_agent',
+          status: 'succeeded',
+          final: '1',
+          createdAt: String(now - 1000),
+          updatedAt: String(now),
+        });
+        await t.redis.set(t.keys.runState(id), JSON.stringify({ v: 2, runId: id }));
+        await t.redis.rpush(t.keys.runMessages(id), JSON.stringify(user));
+        await t.redis.hset(t.keys.results(id), 'a', '{"ok":true}');
+      }
+      const row = async (id: string) => toArchiveRow((await readRunRecord(t.redis, t.keys, id))!);
+      const store = new ArchiveStore(archive.pool);
+      const twice = await row('twice');
+      await store.write([
+        twice,
+        { ...twice, finished_ms: twice.finished_ms + 1000 },
+        { ...(await row('differs')), results: {} },
+        await row('same'),
+      ]);
+      const found = await checkArchive({ archive, redis: t.redis, keys: t.keys, runIds: ids });
+      expect(found).toEqual([
+        { invariant: 'not_archived', subject: 'missing', detail: '0 archived rows' },
+        { invariant: 'not_archived', subject: 'twice', detail: '2 archived rows' },
+        {
+          invariant: 'archive_differs',
+          subject: 'differs',
+          detail: 'its archived results is not what Redis holds',
+        },
+      ]);
+    } finally {
+      await archive.drop();
+      await t.cleanup();
+    }
   });
 
   it('tells the run of a model request from its first user message', () => {

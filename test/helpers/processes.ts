@@ -1,52 +1,17 @@
-import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { childEnv, entryPoint, nodeArgs } from './node-run.js';
+import { ROOT, startChild, type Child } from '@agent-reach/faults/processes';
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+// The child-process kit is the fault harness's (packages/faults): the tests start processes the same way.
+export {
+  ROOT,
+  startChild,
+  startSchedulerChild,
+  startExecutorWith,
+  startArchiverChild,
+  type Child,
+} from '@agent-reach/faults/processes';
 export const TEST_TOOLS = path.join(ROOT, 'test/helpers/test-tools.ts');
 export const TEST_AGENTS = path.join(ROOT, 'test/fixtures/agents.yaml');
-
-export interface Child {
-  proc: ChildProcess;
-  ready: Promise<Record<string, unknown>>;
-  exited: Promise<number | null>;
-  /** Resolves when the child reports an IPC message of this type. */
-  message(type: string): Promise<Record<string, unknown>>;
-  output(): string;
-  kill(signal?: NodeJS.Signals): void;
-}
-
-/**
- * Forks a package's main.ts (its built JavaScript when fresh, see node-run.ts); `ready` resolves on the
- * child's `{ type: 'ready' }` IPC message.
- */
-export function startChild(script: string, env: Record<string, string>, args: string[] = []): Child {
-  const proc = fork(entryPoint(script), args, {
-    cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: 'warn', ...childEnv(env) },
-    execArgv: nodeArgs(),
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  });
-  let out = '';
-  proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
-  proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-  const ready = new Promise<Record<string, unknown>>((resolve, reject) => {
-    proc.on('message', (m: Record<string, unknown>) => {
-      if (m?.type === 'ready') resolve(m);
-    });
-    void exited.then((code) => reject(new Error(`${script} exited (${code}) before it was ready:\n${out}`)));
-  });
-  ready.catch(() => undefined);
-  const message = (type: string) =>
-    new Promise<Record<string, unknown>>((resolve) => {
-      proc.on('message', (m: Record<string, unknown>) => {
-        if (m?.type === type) resolve(m);
-      });
-    });
-  return { proc, ready, exited, message, output: () => out, kill: (signal = 'SIGTERM') => proc.kill(signal) };
-}
 
 /** Starts an executor process serving the test tools under the given key prefix. */
 export function startExecutorChild(prefix: string, env: Record<string, string> = {}): Child {
@@ -58,16 +23,6 @@ export function startExecutorChild(prefix: string, env: Record<string, string> =
     OUTPUTS_DIR: path.join(ROOT, 'outputs', 'test'),
     ...env,
   });
-}
-
-/** Starts a scheduler process with the given environment (see `testEnv`). */
-export function startSchedulerChild(env: Record<string, string>): Child {
-  return startChild('packages/scheduler/src/main.ts', env);
-}
-
-/** Starts an executor process with the given environment (see `testEnv`). */
-export function startExecutorWith(env: Record<string, string>): Child {
-  return startChild('packages/executor/src/main.ts', env);
 }
 
 /** Waits until every child runs under configuration `version` (its own /metrics says so). */

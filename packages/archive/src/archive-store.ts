@@ -17,14 +17,14 @@ export const withoutNul = (json: string): string => json.replace(/(?<!\\)((?:\\\
 const INSERT = `
 INSERT INTO archived_runs (run_id, finished_at, created_ms, agent, status, reason, trace_id, tenant,
   session_id, workflow_id, config_version, tools, error_kinds, metadata, meta, state, messages, approvals,
-  events)
+  results, events)
 SELECT r.run_id, timestamptz 'epoch' + r.finished_ms * interval '1 millisecond', r.created_ms, r.agent,
   r.status, r.reason, r.trace_id, r.tenant, r.session_id, r.workflow_id, r.config_version, r.tools,
-  r.error_kinds, r.metadata, r.meta, r.state, r.messages, r.approvals, r.events
+  r.error_kinds, r.metadata, r.meta, r.state, r.messages, r.approvals, r.results, r.events
 FROM jsonb_to_recordset($1::jsonb) AS r(run_id text, finished_ms bigint, created_ms bigint, agent text,
   status text, reason text, trace_id text, tenant text, session_id text, workflow_id text,
   config_version integer, tools text[], error_kinds text[], metadata jsonb, meta jsonb, state jsonb,
-  messages jsonb, approvals jsonb, events jsonb)
+  messages jsonb, approvals jsonb, results jsonb, events jsonb)
 ON CONFLICT (run_id, finished_at) DO NOTHING`;
 
 /** The SQL and parameters of a search, newest first (shared with the benchmark, which explains it). */
@@ -118,7 +118,7 @@ export class ArchiveStore {
     if (pending) return pending;
     const read = this.pool
       .query(
-        'SELECT run_id, meta, state, messages, approvals, events FROM archived_runs WHERE run_id = $1 LIMIT 1',
+        'SELECT run_id, meta, state, messages, approvals, results, events FROM archived_runs WHERE run_id = $1 LIMIT 1',
         [runId],
       )
       .then((res) => {

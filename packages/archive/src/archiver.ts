@@ -5,7 +5,14 @@ import { METRIC_PREFIX, type Logger, type RedisClient } from '@agent-reach/share
 import { ArchiveStore } from './archive-store.js';
 import { createPool, migrate } from './db.js';
 import { Outbox } from './outbox.js';
-import { isFinalRecord, readRunRecord, runKeys, toArchiveRow, type RawRunRecord } from './run-record.js';
+import {
+  isFinalRecord,
+  readRunRecord,
+  runKeys,
+  toArchiveRow,
+  type ArchiveRow,
+  type RawRunRecord,
+} from './run-record.js';
 
 export interface ArchiverOptions {
   redis: RedisClient;
@@ -68,6 +75,20 @@ const sleep = (ms: number, signal: AbortSignal) =>
     signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
   });
 
+/** What one archiver's batches and loop work with. */
+interface ArchiverContext {
+  o: ArchiverOptions;
+  log: Logger;
+  store: ArchiveStore;
+  outbox: Outbox;
+  metrics: ReturnType<typeof createArchiveMetrics>;
+  stop: AbortSignal;
+  /** New rows written by this process. */
+  archived: number;
+  /** When partitions were last made ahead and expired ones dropped (epoch ms). */
+  maintainedAt: number;
+}
+
 /**
  * Moves finished runs from Redis to PostgreSQL: claims a batch from the outbox, reads each run's record,
  * writes the final ones in one statement (idempotent), then shortens their Redis retention, drops them
@@ -82,111 +103,132 @@ export async function startArchiver(o: ArchiverOptions): Promise<Archiver> {
     applicationName: 'agent-reach-archiver',
     onError: (err) => log.warn({ err: err.message }, 'postgres client error'),
   });
-  const store = new ArchiveStore(pool);
-  const outbox = new Outbox(o.redis, o.keys);
-  const metrics = createArchiveMetrics(o.registry);
   const stop = new AbortController();
-  let archived = 0;
-
-  const sample = setInterval(() => {
-    outbox.size().then(
-      (n) => metrics.backlog.set(n),
-      () => undefined,
-    );
-  }, o.sampleMs ?? 5000);
-  sample.unref();
-  void outbox.size().then(
-    (n) => metrics.backlog.set(n),
-    () => undefined,
-  );
-
-  let maintainedAt = 0;
-  const maintain = async () => {
-    await store.ensurePartitionsAhead();
-    const dropped = await store.dropExpired(o.retentionDays);
-    if (dropped.length) log.info({ dropped }, 'archive partitions past retention dropped');
-    maintainedAt = Date.now();
+  const ctx: ArchiverContext = {
+    o,
+    log,
+    store: new ArchiveStore(pool),
+    outbox: new Outbox(o.redis, o.keys),
+    metrics: createArchiveMetrics(o.registry),
+    stop: stop.signal,
+    archived: 0,
+    maintainedAt: 0,
   };
-
-  const archiveBatch = async (ids: string[]) => {
-    const records = await Promise.all(ids.map((runId) => readRunRecord(o.redis, o.keys, runId)));
-    const gone = ids.filter((_, i) => records[i] === undefined);
-    const final = records.filter((r): r is RawRunRecord => r !== undefined && isFinalRecord(r));
-    const rows = [];
-    const broken: string[] = [];
-    for (const r of final) {
-      try {
-        rows.push(toArchiveRow(r));
-      } catch (err) {
-        broken.push(r.runId);
-        log.error(
-          { runId: r.runId, err: (err as Error).message },
-          'run record does not parse; left in the outbox',
-        );
-      }
-    }
-    const written = await store.write(rows);
-    archived += written;
-    metrics.archived.inc(written);
-    const done = rows.map((r) => r.run_id);
-    // Committed: Redis may let the run go now (only ever sooner: LT), and the listing finds it in the archive.
-    await Promise.all(
-      done.map(async (runId) => {
-        const tx = o.redis.multi();
-        for (const key of runKeys(o.keys, runId)) tx.expire(key, o.archivedRunRetentionS, 'LT');
-        await tx.exec();
-      }),
-    );
-    if (done.length) await o.redis.zrem(o.keys.runIndex, ...done);
-    await outbox.ack([...done, ...gone]);
-    // A record that does not parse is looked at again in an hour (and logged each time).
-    if (broken.length) await outbox.defer(broken, Date.now() + 3_600_000);
-    // Runs not finished yet stay claimed: they are looked at again after the visibility timeout.
-    return done.length;
-  };
-
-  const loop = async () => {
-    let pause = 0;
-    let migrated = false;
-    while (!stop.signal.aborted) {
-      try {
-        if (!migrated) {
-          const applied = await migrate(o.databaseUrl);
-          if (applied.length) log.info({ applied }, 'archive migrations applied');
-          migrated = true;
-        }
-        if (Date.now() - maintainedAt > (o.maintenanceMs ?? 3_600_000)) await maintain();
-        const ids = await outbox.claim(o.batchSize, o.visibilityTimeoutMs);
-        if (ids.length === 0) {
-          await sleep(o.pollMs ?? 200, stop.signal);
-          continue;
-        }
-        const end = metrics.batchDuration.startTimer();
-        await archiveBatch(ids);
-        end();
-        pause = 0;
-      } catch (err) {
-        metrics.failures.inc();
-        pause = Math.min(Math.max(pause * 2, 250), 10_000);
-        log.warn(
-          { err: (err as Error).message, retryInMs: pause },
-          'archive batch failed; runs wait in the outbox',
-        );
-        await sleep(pause, stop.signal);
-      }
-    }
-  };
-  const running = loop();
+  const stopSampling = sampleBacklog(ctx);
+  const running = archiveLoop(ctx);
   log.info({ batchSize: o.batchSize, visibilityTimeoutMs: o.visibilityTimeoutMs }, 'archiver started');
   return {
     id,
-    store,
-    archived: () => archived,
+    store: ctx.store,
+    archived: () => ctx.archived,
     async close() {
       stop.abort();
-      clearInterval(sample);
+      stopSampling();
       await running;
       await pool.end().catch(() => undefined);
     },
   };
+}
+
+/** Samples the outbox's size into the backlog gauge now and every `sampleMs`; returns the stop. */
+function sampleBacklog({ outbox, metrics, o }: ArchiverContext): () => void {
+  const sample = () =>
+    outbox.size().then(
+      (n) => metrics.backlog.set(n),
+      () => undefined,
+    );
+  const timer = setInterval(() => void sample(), o.sampleMs ?? 5000);
+  timer.unref();
+  void sample();
+  return () => clearInterval(timer);
+}
+
+/** Makes the partitions ahead and drops those past retention. */
+async function maintain(ctx: ArchiverContext): Promise<void> {
+  await ctx.store.ensurePartitionsAhead();
+  const dropped = await ctx.store.dropExpired(ctx.o.retentionDays);
+  if (dropped.length) ctx.log.info({ dropped }, 'archive partitions past retention dropped');
+  ctx.maintainedAt = Date.now();
+}
+
+/**
+ * Migrates once, then claims and archives batches until stopped; a failed step (PostgreSQL or Redis
+ * away) is retried after a pause doubling from 250 ms to 10 s.
+ */
+async function archiveLoop(ctx: ArchiverContext): Promise<void> {
+  const { o, log, metrics, outbox, stop } = ctx;
+  let pause = 0;
+  let migrated = false;
+  while (!stop.aborted) {
+    try {
+      if (!migrated) {
+        const applied = await migrate(o.databaseUrl);
+        if (applied.length) log.info({ applied }, 'archive migrations applied');
+        migrated = true;
+      }
+      if (Date.now() - ctx.maintainedAt > (o.maintenanceMs ?? 3_600_000)) await maintain(ctx);
+      const ids = await outbox.claim(o.batchSize, o.visibilityTimeoutMs);
+      if (ids.length === 0) {
+        await sleep(o.pollMs ?? 200, stop);
+        continue;
+      }
+      const end = metrics.batchDuration.startTimer();
+      await archiveBatch(ctx, ids);
+      end();
+      pause = 0;
+    } catch (err) {
+      metrics.failures.inc();
+      pause = Math.min(Math.max(pause * 2, 250), 10_000);
+      log.warn(
+        { err: (err as Error).message, retryInMs: pause },
+        'archive batch failed; runs wait in the outbox',
+      );
+      await sleep(pause, stop);
+    }
+  }
+}
+
+/** The rows of the final records; a record that does not parse is named in `broken` (and logged). */
+function rowsOf(ctx: ArchiverContext, final: RawRunRecord[]): { rows: ArchiveRow[]; broken: string[] } {
+  const rows: ArchiveRow[] = [];
+  const broken: string[] = [];
+  for (const r of final) {
+    try {
+      rows.push(toArchiveRow(r));
+    } catch (err) {
+      broken.push(r.runId);
+      ctx.log.error(
+        { runId: r.runId, err: (err as Error).message },
+        'run record does not parse; left in the outbox',
+      );
+    }
+  }
+  return { rows, broken };
+}
+
+/** Archives one claimed batch; returns how many runs it archived (or found archived before). */
+async function archiveBatch(ctx: ArchiverContext, ids: string[]): Promise<number> {
+  const { o, outbox } = ctx;
+  const records = await Promise.all(ids.map((runId) => readRunRecord(o.redis, o.keys, runId)));
+  const gone = ids.filter((_, i) => records[i] === undefined);
+  const final = records.filter((r): r is RawRunRecord => r !== undefined && isFinalRecord(r));
+  const { rows, broken } = rowsOf(ctx, final);
+  const written = await ctx.store.write(rows);
+  ctx.archived += written;
+  ctx.metrics.archived.inc(written);
+  const done = rows.map((r) => r.run_id);
+  // Committed: Redis may let the run go now (only ever sooner: LT), and the listing finds it in the archive.
+  await Promise.all(
+    done.map(async (runId) => {
+      const tx = o.redis.multi();
+      for (const key of runKeys(o.keys, runId)) tx.expire(key, o.archivedRunRetentionS, 'LT');
+      await tx.exec();
+    }),
+  );
+  if (done.length) await o.redis.zrem(o.keys.runIndex, ...done);
+  await outbox.ack([...done, ...gone]);
+  // A record that does not parse is looked at again in an hour (and logged each time).
+  if (broken.length) await outbox.defer(broken, Date.now() + 3_600_000);
+  // Runs not finished yet stay claimed: they are looked at again after the visibility timeout.
+  return done.length;
 }

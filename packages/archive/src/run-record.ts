@@ -3,7 +3,9 @@ import type { RedisClient } from '@agent-reach/shared';
 
 /**
  * A run's record as Redis holds it: its listing hash, its state (JSON, without messages), its messages
- * (one JSON each), the decisions people made (tool call id → JSON) and its event stream (id, JSON).
+ * (one JSON each), the decisions people made (tool call id → JSON), its results hash (tool call id → the
+ * result as recorded, JSON: what a call whose tool message compaction folded away returned) and its event
+ * stream (id, JSON).
  * Archived as it is, so that reading it back goes through the very parser live records go through.
  */
 export interface RawRunRecord {
@@ -12,6 +14,7 @@ export interface RawRunRecord {
   state: string;
   messages: string[];
   approvals: Record<string, string>;
+  results: Record<string, string>;
   events: Array<[id: string, event: string]>;
 }
 
@@ -42,15 +45,17 @@ export async function readRunRecord(
     .lrange(keys.runMessages(runId), 0, -1)
     .hgetall(keys.runApprovals(runId))
     .xrange(keys.runEvents(runId), '-', '+')
+    .hgetall(keys.results(runId))
     .exec()) as Array<[Error | null, unknown]> | null;
   if (!replies) return undefined;
   for (const [err] of replies) if (err) throw err;
-  const [meta, state, messages, approvals, events] = replies.map(([, v]) => v) as [
+  const [meta, state, messages, approvals, events, results] = replies.map(([, v]) => v) as [
     Record<string, string>,
     string | null,
     string[],
     Record<string, string>,
     Array<[string, string[]]>,
+    Record<string, string>,
   ];
   if (!meta.runId && state === null) return undefined;
   return {
@@ -59,6 +64,7 @@ export async function readRunRecord(
     state: state ?? '',
     messages,
     approvals,
+    results,
     events: events.map(([id, fields]) => [id, fields[1] ?? 'null']),
   };
 }
@@ -86,6 +92,7 @@ export interface ArchiveRow {
   state: unknown;
   messages: unknown[];
   approvals: Record<string, string>;
+  results: Record<string, unknown>;
   events: Array<[string, unknown]>;
 }
 
@@ -135,6 +142,9 @@ export function toArchiveRow(r: RawRunRecord): ArchiveRow {
     state: JSON.parse(r.state) as unknown,
     messages: r.messages.map((x) => JSON.parse(x) as unknown),
     approvals: r.approvals,
+    results: Object.fromEntries(
+      Object.entries(r.results).map(([id, json]) => [id, JSON.parse(json) as unknown]),
+    ),
     events: r.events.map(([id, e]) => [id, JSON.parse(e) as unknown]),
   };
 }
@@ -146,6 +156,8 @@ export function fromArchiveRow(row: {
   state: unknown;
   messages: unknown[];
   approvals: Record<string, string>;
+  /** Null in rows archived before results were (migration 2). */
+  results?: Record<string, unknown> | null;
   events: Array<[string, unknown]>;
 }): RawRunRecord {
   return {
@@ -154,6 +166,9 @@ export function fromArchiveRow(row: {
     state: JSON.stringify(row.state),
     messages: row.messages.map((x) => JSON.stringify(x)),
     approvals: row.approvals,
+    results: Object.fromEntries(
+      Object.entries(row.results ?? {}).map(([id, result]) => [id, JSON.stringify(result)]),
+    ),
     events: row.events.map(([id, e]) => [id, JSON.stringify(e)]),
   };
 }

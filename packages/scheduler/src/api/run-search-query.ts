@@ -35,7 +35,11 @@ export async function searchPage(
   return {
     runs: shown.map(summaryView),
     ...(page.nextCursor
-      ? { next_cursor: page.nextCursor, ...(q.cursor ? {} : { next_offset: page.runs.length }) }
+      ? {
+          next_cursor: page.nextCursor,
+          // No offset to offer with the archive on: only the cursor pages across Redis and the archive.
+          ...(q.cursor || ctx.deps.control.archive ? {} : { next_offset: page.runs.length }),
+        }
       : {}),
   };
 }

@@ -393,7 +393,12 @@ export class RunStore {
     if (rows.length === 0 && this.archive && (await this.redis.exists(this.keys.runMeta(runId))) === 0) {
       const archived = await this.archive.record(runId);
       if (archived)
-        return withCalls(archivedEvents(archived.events, after), archived.state, archived.messages, {});
+        return withCalls(
+          archivedEvents(archived.events, after),
+          archived.state,
+          archived.messages,
+          archived.results,
+        );
     }
     return this.#resolved(
       runId,

@@ -60,7 +60,7 @@ const LIST_SCHEMA = {
   tags: ['runs'],
   summary: 'List runs, newest first; find them by metadata, agent, status, time, trace id, tool, error kind',
   description:
-    'Pages follow `next_cursor` (each page reads a bounded slice of the run index, so a page may hold fewer runs than `limit` while `next_cursor` is still given). `offset` is kept for older callers.',
+    'Pages follow `next_cursor` (each page reads a bounded slice of the run index, so a page may hold fewer runs than `limit` while `next_cursor` is still given). `offset` is kept for older callers while the run archive is off; with it on, an `offset` is a 400 VALIDATION_FAILED naming the cursor.',
   querystring: ListRunsQuery,
   response: responses({ 200: RunList }),
 };
@@ -111,6 +111,14 @@ async function listRuns(ctx: ApiContext, request: FastifyRequest<ListRoute>) {
   const { agent, limit, offset } = request.query;
   if (agent) assertAgentAllowed(principal, agent);
   if (offset === 0) return searchPage(ctx, principal, request.query);
+  // The offset listing reads Redis only: with the archive on, finished runs leave Redis within minutes
+  // and an offset would skip them. Only the cursor pages across both.
+  if (ctx.deps.control.archive)
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      'querystring/offset is not available with the run archive: page with cursor (next_cursor)',
+      [{ in: 'querystring', path: '/offset', message: 'is not available with the run archive: use cursor' }],
+    );
   const page = await offsetPage(ctx, principal, request.query);
   const listed = page.slice(0, limit);
   const last = listed[listed.length - 1];

@@ -17,6 +17,9 @@ export const INVARIANTS = {
   timeout_never_started: 'no call is reported as a tool timeout that never started executing',
   invalid_model_request: 'the model is never sent a request it rejects as an invalid conversation',
   record_differs: 'the stored record of a call keeps the result the model saw',
+  not_archived: 'with the archive on, every run that ended is archived exactly once (and no other run is)',
+  archive_differs:
+    'the archived record of a run is the record the API read live (listing, state, messages, decisions, results, events)',
   unclean_shutdown: 'SIGTERM ends every process cleanly (exit code 0) within its grace period',
   process_crashed: 'no scheduler or executor exits unless it is told to',
 } as const;
@@ -165,6 +168,21 @@ export interface CheckInput {
   runsQueue: Queue;
 }
 
+type Add = (invariant: Invariant, subject: string, detail: string) => void;
+
+/** A run's record as the checker reads it from Redis. */
+interface RunRecord {
+  runId: string;
+  meta: Record<string, string>;
+  status: string;
+  events: Array<[string, string[]]>;
+  /** The event types, in order. */
+  types: Array<string | undefined>;
+  messages: Message[];
+  /** The results hash: tool call id → the recorded result (JSON). */
+  recorded: Record<string, string>;
+}
+
 /**
  * Reads every run's records and llm-sim's requests and returns each broken invariant, per run, how
  * many runs have each status (as read in the same pass), and how many runs ended with each outcome other
@@ -179,10 +197,29 @@ export async function checkRuns(input: CheckInput): Promise<{
   const violations: Violation[] = [];
   const statuses: Record<string, number> = {};
   const outcomes: Record<string, number> = {};
-  const add = (invariant: Invariant, subject: string, detail: string) =>
-    violations.push({ invariant, subject, detail });
+  const add: Add = (invariant, subject, detail) => violations.push({ invariant, subject, detail });
+  const sent = modelSent(requests, add);
+  for (const runId of runIds) {
+    const r = await readRecord(redis, keys, runId);
+    statuses[r.status] = (statuses[r.status] ?? 0) + 1;
+    if (!FINAL_STATUSES.includes(r.status)) {
+      const job = await runsQueue.getJobState(runId);
+      add('not_final', runId, `status ${r.status}, its job ${job}`);
+    }
+    checkEvents(r, add, outcomes);
+    checkHistory(r, add);
+    const seen = sent.get(runId) ?? new Map<string, string[]>();
+    checkResults(r, seen, add);
+    checkTimeouts(r, seen, starts, add);
+  }
+  return { violations, statuses, outcomes };
+}
 
-  // What the model was sent, per run and call: every distinct result content.
+/**
+ * What the model was sent, per run and call: every distinct result content. A request llm-sim rejected
+ * as an invalid conversation is a violation of its own.
+ */
+function modelSent(requests: readonly ModelRequest[], add: Add): Map<string, Map<string, string[]>> {
   const sent = new Map<string, Map<string, string[]>>();
   for (const r of requests) {
     const runId = runOfRequest(r.body);
@@ -202,112 +239,128 @@ export async function checkRuns(input: CheckInput): Promise<{
       calls.set(m.tool_call_id, contents);
     }
   }
+  return sent;
+}
 
-  for (const runId of runIds) {
-    const [[, meta], [, events], [, stored], [, recorded]] = (await redis
-      .multi()
-      .hgetall(keys.runMeta(runId))
-      .xrange(keys.runEvents(runId), '-', '+')
-      .lrange(keys.runMessages(runId), 0, -1)
-      .hgetall(keys.results(runId))
-      .exec()) as [
-      [null, Record<string, string>],
-      [null, Array<[string, string[]]>],
-      [null, string[]],
-      [null, Record<string, string>],
-    ];
-    const status = meta.status ?? '(no record)';
-    statuses[status] = (statuses[status] ?? 0) + 1;
-    if (!FINAL_STATUSES.includes(status)) {
-      const job = await runsQueue.getJobState(runId);
-      add('not_final', runId, `status ${status}, its job ${job}`);
-    }
+async function readRecord(redis: RedisClient, keys: Keys, runId: string): Promise<RunRecord> {
+  const [[, meta], [, events], [, stored], [, recorded]] = (await redis
+    .multi()
+    .hgetall(keys.runMeta(runId))
+    .xrange(keys.runEvents(runId), '-', '+')
+    .lrange(keys.runMessages(runId), 0, -1)
+    .hgetall(keys.results(runId))
+    .exec()) as [
+    [null, Record<string, string>],
+    [null, Array<[string, string[]]>],
+    [null, string[]],
+    [null, Record<string, string>],
+  ];
+  const types = events.map(([, fields]) => {
+    const i = fields.indexOf('e');
+    return (parseJson(i >= 0 ? fields[i + 1] : undefined) as { type?: string } | undefined)?.type;
+  });
+  return {
+    runId,
+    meta,
+    status: meta.status ?? '(no record)',
+    events,
+    types,
+    messages: stored.map((m) => parseJson(m) as Message),
+    recorded,
+  };
+}
 
-    const types = events.map(([, fields]) => {
-      const i = fields.indexOf('e');
-      return (parseJson(i >= 0 ? fields[i + 1] : undefined) as { type?: string } | undefined)?.type;
-    });
-    const startedCount = types.filter((t) => t === 'run_started').length;
-    const finishedCount = types.filter((t) => t === 'run_finished').length;
-    if (startedCount !== 1) add('run_started', runId, `${startedCount} run_started events`);
-    if (finishedCount !== 1) add('run_finished', runId, `${finishedCount} run_finished events`);
-    if (FINAL_STATUSES.includes(status) && status !== 'succeeded') {
-      const finished = events.find((_, i) => types[i] === 'run_finished')?.[1];
-      const e = finished ? finished.indexOf('e') : -1;
-      const outcome = (
-        parseJson(e >= 0 ? finished?.[e + 1] : undefined) as
-          { outcome?: { reason?: string; report?: string } } | undefined
-      )?.outcome;
-      const key = `${status} (${outcome?.reason ?? meta.reason ?? '?'}): ${(outcome?.report ?? '').slice(0, 160)}`;
-      outcomes[key] = (outcomes[key] ?? 0) + 1;
-    }
-
-    const messages = stored.map((m) => parseJson(m) as Message);
-    if (messages.some((m) => !m || typeof m.role !== 'string'))
-      add('invalid_history', runId, 'a stored message is not a JSON chat message');
-    else if (messages.length === 0) add('invalid_history', runId, 'no stored messages');
-    else {
-      // How the run ended, for histories cut short by a failure.
-      const ended = status === 'succeeded' ? '' : ` (run ${status}${meta.reason ? `: ${meta.reason}` : ''})`;
-      for (const p of historyProblems(messages)) add('invalid_history', runId, `${p}${ended}`);
-    }
-
-    const seen = sent.get(runId) ?? new Map<string, string[]>();
-    for (const [callId, contents] of seen) {
-      if (contents.length > 1)
-        add(
-          'two_results',
-          runId,
-          `call ${callId} reached the model with ${contents.length} different results`,
-        );
-    }
-
-    // The record keeps what the model saw: the stored tool message and the results hash.
-    const storedTool = new Map<string, unknown>();
-    for (const m of messages)
-      if (m?.role === 'tool' && m.tool_call_id) storedTool.set(m.tool_call_id, parseJson(m.content));
-    for (const [callId, contents] of seen) {
-      if (contents.length !== 1) continue;
-      const modelSaw = parseJson(contents[0]);
-      if (storedTool.has(callId) && !isDeepStrictEqual(storedTool.get(callId), modelSaw))
-        add(
-          'record_differs',
-          runId,
-          `the stored tool message of ${callId} (${outline(storedTool.get(callId))}) is not what the model saw (${outline(modelSaw)})`,
-        );
-      const inHash = recorded[callId];
-      // A call may have no entry (answered by the scheduler itself), but an entry must be what was sent,
-      // apart from the executor id and the tries the record keeps for the run's readers (the model is
-      // shown neither: `toolMessageContent`).
-      if (inHash !== undefined && !isDeepStrictEqual(asShownToModel(parseJson(inHash)), modelSaw))
-        add(
-          'record_differs',
-          runId,
-          `the results hash entry of ${callId} (${outline(parseJson(inHash))}) is not what the model saw (${outline(modelSaw)})`,
-        );
-    }
-
-    // Timeouts of calls that never started, wherever they are reported (with the first message seen).
-    const timedOut = new Map<string, string>();
-    const noteTimeout = (callId: string, content: unknown) => {
-      if (errorKind(content) !== 'timeout' || timedOut.has(callId)) return;
-      const message = (parseJson(content) as { error?: { message?: string } }).error?.message ?? '';
-      timedOut.set(callId, message);
-    };
-    for (const [callId, contents] of seen) for (const c of contents) noteTimeout(callId, c);
-    for (const m of messages)
-      if (m?.role === 'tool' && m.tool_call_id) noteTimeout(m.tool_call_id, m.content);
-    for (const [callId, json] of Object.entries(recorded)) noteTimeout(callId, json);
-    for (const [callId, message] of timedOut) {
-      if (!starts.get(`${runId}/${callId}`))
-        add(
-          'timeout_never_started',
-          runId,
-          `call ${callId} was reported as timeout ("${message.slice(0, 120)}") but never started`,
-        );
-    }
+/** One run_started and one run_finished; the outcome of a run that ended other than succeeded, counted. */
+function checkEvents(r: RunRecord, add: Add, outcomes: Record<string, number>): void {
+  const { runId, status, types, events, meta } = r;
+  const startedCount = types.filter((t) => t === 'run_started').length;
+  const finishedCount = types.filter((t) => t === 'run_finished').length;
+  if (startedCount !== 1) add('run_started', runId, `${startedCount} run_started events`);
+  if (finishedCount !== 1) add('run_finished', runId, `${finishedCount} run_finished events`);
+  if (FINAL_STATUSES.includes(status) && status !== 'succeeded') {
+    const finished = events.find((_, i) => types[i] === 'run_finished')?.[1];
+    const e = finished ? finished.indexOf('e') : -1;
+    const outcome = (
+      parseJson(e >= 0 ? finished?.[e + 1] : undefined) as
+        { outcome?: { reason?: string; report?: string } } | undefined
+    )?.outcome;
+    const key = `${status} (${outcome?.reason ?? meta.reason ?? '?'}): ${(outcome?.report ?? '').slice(0, 160)}`;
+    outcomes[key] = (outcomes[key] ?? 0) + 1;
   }
-  return { violations, statuses, outcomes };
+}
+
+/** The stored history is a valid conversation. */
+function checkHistory({ runId, messages, status, meta }: RunRecord, add: Add): void {
+  if (messages.some((m) => !m || typeof m.role !== 'string'))
+    add('invalid_history', runId, 'a stored message is not a JSON chat message');
+  else if (messages.length === 0) add('invalid_history', runId, 'no stored messages');
+  else {
+    // How the run ended, for histories cut short by a failure.
+    const ended = status === 'succeeded' ? '' : ` (run ${status}${meta.reason ? `: ${meta.reason}` : ''})`;
+    for (const p of historyProblems(messages)) add('invalid_history', runId, `${p}${ended}`);
+  }
+}
+
+/**
+ * The model saw one result per call, and the record keeps it: the stored tool message and the results
+ * hash are what the model was sent.
+ */
+function checkResults(r: RunRecord, seen: Map<string, string[]>, add: Add): void {
+  const { runId, messages, recorded } = r;
+  for (const [callId, contents] of seen) {
+    if (contents.length > 1)
+      add('two_results', runId, `call ${callId} reached the model with ${contents.length} different results`);
+  }
+  const storedTool = new Map<string, unknown>();
+  for (const m of messages)
+    if (m?.role === 'tool' && m.tool_call_id) storedTool.set(m.tool_call_id, parseJson(m.content));
+  for (const [callId, contents] of seen) {
+    if (contents.length !== 1) continue;
+    const modelSaw = parseJson(contents[0]);
+    if (storedTool.has(callId) && !isDeepStrictEqual(storedTool.get(callId), modelSaw))
+      add(
+        'record_differs',
+        runId,
+        `the stored tool message of ${callId} (${outline(storedTool.get(callId))}) is not what the model saw (${outline(modelSaw)})`,
+      );
+    const inHash = recorded[callId];
+    // A call may have no entry (answered by the scheduler itself), but an entry must be what was sent,
+    // apart from the executor id and the tries the record keeps for the run's readers (the model is
+    // shown neither: `toolMessageContent`).
+    if (inHash !== undefined && !isDeepStrictEqual(asShownToModel(parseJson(inHash)), modelSaw))
+      add(
+        'record_differs',
+        runId,
+        `the results hash entry of ${callId} (${outline(parseJson(inHash))}) is not what the model saw (${outline(modelSaw)})`,
+      );
+  }
+}
+
+/** Timeouts of calls that never started, wherever they are reported (with the first message seen). */
+function checkTimeouts(
+  r: RunRecord,
+  seen: Map<string, string[]>,
+  starts: ReadonlyMap<string, number>,
+  add: Add,
+): void {
+  const timedOut = new Map<string, string>();
+  const noteTimeout = (callId: string, content: unknown) => {
+    if (errorKind(content) !== 'timeout' || timedOut.has(callId)) return;
+    const message = (parseJson(content) as { error?: { message?: string } }).error?.message ?? '';
+    timedOut.set(callId, message);
+  };
+  for (const [callId, contents] of seen) for (const c of contents) noteTimeout(callId, c);
+  for (const m of r.messages)
+    if (m?.role === 'tool' && m.tool_call_id) noteTimeout(m.tool_call_id, m.content);
+  for (const [callId, json] of Object.entries(r.recorded)) noteTimeout(callId, json);
+  for (const [callId, message] of timedOut) {
+    if (!starts.get(`${r.runId}/${callId}`))
+      add(
+        'timeout_never_started',
+        r.runId,
+        `call ${callId} was reported as timeout ("${message.slice(0, 120)}") but never started`,
+      );
+  }
 }
 
 /** Violations per invariant (only those with any). */

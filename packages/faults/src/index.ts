@@ -1,0 +1,45 @@
+export { runFaultScenario, type FaultReport, type FaultRunOptions } from './run-scenario.js';
+export {
+  BASELINE,
+  outOfMemory,
+  SCENARIOS,
+  type ClusterTarget,
+  type FaultContext,
+  type FaultScenario,
+} from './scenarios.js';
+export { formatReport } from './report.js';
+export { cleanupAll, Fleet, type Role } from './fleet.js';
+export {
+  FAULT_AGENT,
+  FAULT_AGENTS_FILE,
+  FAULT_ENV,
+  FAULT_TOOLS_MODULE,
+  faultModelScenarios,
+  MCP_FAULT_TOOL,
+  TOOL_CALLS_PER_RUN,
+} from './workload.js';
+export {
+  checkCallOutcomes,
+  checkRuns,
+  countViolatingRuns,
+  countViolations,
+  FINAL_STATUSES,
+  historyProblems,
+  INVARIANTS,
+  readStarts,
+  runInput,
+  runOfRequest,
+  type CallOutcomes,
+  type Invariant,
+  type ModelRequest,
+  type Violation,
+} from './fault-check.js';
+export {
+  checkArchive,
+  createDatabase,
+  createFaultArchive,
+  DEFAULT_POSTGRES_URL,
+  type FaultArchive,
+  type OwnDatabase,
+} from './archive-check.js';
+export { stallFigures, stallReport, type StallFigures } from './stall.js';

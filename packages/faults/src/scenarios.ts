@@ -1,0 +1,167 @@
+import type { Redis } from 'ioredis';
+import type { FaultArchive } from './archive-check.js';
+import type { Invariant } from './fault-check.js';
+import type { Fleet } from './fleet.js';
+import type { PrivateRedis } from './private-redis.js';
+import { poll, sleep } from './util.js';
+import { SHUTDOWN_GRACE_MS, SHUTDOWN_SLACK_MS } from './workload.js';
+
+/** What an injected fault can use and report. */
+export interface FaultContext {
+  fleet: Fleet;
+  /** The private Redis, unless the scenario runs on a cluster. */
+  redis: PrivateRedis | undefined;
+  /** The Redis Cluster the scenario runs on (`FaultRunOptions.cluster`), if any. */
+  cluster: ClusterTarget | undefined;
+  /** The fleet's archive database, when the scenario runs with the archive on. */
+  archive: FaultArchive | undefined;
+  /**
+   * A connection of its own to the private Redis (to the first node of a cluster), for admin commands
+   * (CLIENT PAUSE, CONFIG SET, …).
+   */
+  admin: Redis;
+  /** Tool executions started so far (from the starts file, independent of Redis). */
+  progress(): number;
+  /** Waits until `more` further executions have started; false if that did not happen in `timeoutMs`. */
+  waitProgress(more: number, timeoutMs: number): Promise<boolean>;
+  note(name: string, value: string | number): void;
+  violation(invariant: Invariant, subject: string, detail: string): void;
+}
+
+export interface FaultScenario {
+  /** Short id (`pnpm faults --scenario <id>`). */
+  id: string;
+  /** What is done, as the end of a sentence ("… when <title>"). */
+  title: string;
+  /** Fraction of the workload's tool calls started before the fault is injected. */
+  at?: number;
+  /** The fault is the archive's: the scenario always runs with the archive on. */
+  archive?: boolean;
+  inject(ctx: FaultContext): Promise<void>;
+}
+
+/** A Redis Cluster a scenario can run on (its nodes are the caller's to manage). */
+export interface ClusterTarget {
+  /** Comma-separated seed nodes, as `REDIS_URL`. */
+  readonly url: string;
+}
+
+/** Redis at `maxmemory` (noeviction, 100 KiB above what it used) for `ms`, then with room again. */
+export function outOfMemory(ms: number): FaultScenario {
+  return {
+    id: 'redis-out-of-memory',
+    title: `Redis reaches maxmemory (noeviction) for ${ms / 1000} s and then has room again`,
+    async inject({ admin, note }) {
+      const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
+      await admin.config('SET', 'maxmemory-policy', 'noeviction');
+      await admin.config('SET', 'maxmemory', String(used + 100 * 1024));
+      await sleep(ms);
+      await admin.config('SET', 'maxmemory', '0');
+      const oom = /errorstat_OOM:count=(\d+)/.exec(await admin.info('errorstats'))?.[1] ?? '0';
+      note('commands refused with OOM', Number(oom));
+    },
+  };
+}
+
+export const SCENARIOS: readonly FaultScenario[] = [
+  {
+    id: 'scheduler-paused',
+    title: 'a scheduler is paused (SIGSTOP) for 8 s, past its 4 s run lock, and then resumed',
+    async inject({ fleet }) {
+      fleet.signal('scheduler', 0, 'SIGSTOP');
+      await sleep(8000);
+      fleet.signal('scheduler', 0, 'SIGCONT');
+    },
+  },
+  {
+    id: 'redis-killed',
+    title: 'Redis is killed (kill -9) mid-load and restarted from its AOF on the same port 4 s later',
+    async inject({ redis }) {
+      if (!redis) throw new Error('this scenario needs a single private Redis');
+      await redis.kill9();
+      await sleep(4000);
+      await redis.restart();
+    },
+  },
+  {
+    id: 'redis-paused',
+    title: 'Redis pauses every client (CLIENT PAUSE 3000 ALL) and later sleeps (DEBUG SLEEP 2) mid-load',
+    async inject({ admin, waitProgress, note }) {
+      await admin.call('CLIENT', 'PAUSE', '3000', 'ALL');
+      await sleep(3000);
+      if (await waitProgress(20, 20_000)) await admin.call('DEBUG', 'SLEEP', '2');
+      else note('DEBUG SLEEP', 'skipped: no progress within 20 s after the pause');
+    },
+  },
+  outOfMemory(8000),
+  {
+    id: 'fleet-sigterm',
+    title: 'every scheduler and executor gets SIGTERM mid-load and the whole fleet is started again',
+    at: 0.3,
+    async inject({ fleet, note, violation }) {
+      const bound = SHUTDOWN_GRACE_MS + SHUTDOWN_SLACK_MS;
+      const exits = await fleet.terminateAll(bound + 5000);
+      for (const e of exits) {
+        note(
+          `exit after SIGTERM: ${e.name}`,
+          e.killed ? `still running after ${e.ms} ms, killed` : `${e.ms} ms, exit code ${e.code}`,
+        );
+        if (e.killed)
+          violation(
+            'unclean_shutdown',
+            e.name,
+            `did not exit within ${e.ms} ms (grace ${SHUTDOWN_GRACE_MS} ms)`,
+          );
+        else if (e.ms > bound)
+          violation('unclean_shutdown', e.name, `exited after ${e.ms} ms (grace ${SHUTDOWN_GRACE_MS} ms)`);
+        else if (e.code !== 0)
+          violation('unclean_shutdown', e.name, `exited with code ${e.code}: ${e.error}`);
+      }
+      await fleet.start();
+    },
+  },
+  {
+    id: 'executor-killed',
+    title: 'an executor (and the MCP server it started) is killed (kill -9) mid-load and started again',
+    async inject({ fleet }) {
+      await fleet.kill9('executor', 0);
+    },
+  },
+  {
+    id: 'executor-paused',
+    title: 'an executor is paused (SIGSTOP) for 7 s, past its 3 s job lock, and then resumed',
+    async inject({ fleet }) {
+      fleet.signal('executor', 0, 'SIGSTOP');
+      await sleep(7000);
+      fleet.signal('executor', 0, 'SIGCONT');
+    },
+  },
+  {
+    id: 'archiver-killed',
+    title:
+      'PostgreSQL refuses the archive for 6 s (its table locked, the archiver’s sessions terminated) and the archiver is killed (kill -9) mid-batch',
+    at: 0.5,
+    archive: true,
+    async inject({ fleet, archive, note }) {
+      if (!archive) throw new Error('this scenario needs the archive on');
+      const release = await archive.block();
+      const blockedAt = Date.now();
+      // A batch claimed and its INSERT waiting on the lock: the archiver is mid-batch when it is killed.
+      const midBatch = await poll(() => archive.archiverWaiting(), 15_000, '').then(
+        () => true,
+        () => false,
+      );
+      note('archiver mid-batch when killed', midBatch ? 'yes' : 'no (no batch within 15 s)');
+      await fleet.kill9('archiver', 0);
+      await sleep(Math.max(0, 6000 - (Date.now() - blockedAt)));
+      note('archiver sessions terminated', await release());
+    },
+  },
+];
+
+/** No fault at all: the control that shows the checker finds nothing on an undisturbed workload. */
+export const BASELINE: FaultScenario = {
+  id: 'baseline',
+  title: 'nothing is injected (control)',
+  async inject() {},
+};
