@@ -648,6 +648,22 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await h.call('POST', `/v1/runs/${parked}/cancel`);
     });
 
+    it("never shows a finished run's creation or end as in the future, even to a browser whose clock is behind the server's", async () => {
+      const behind = await signedIn(1280, 800);
+      // Ten minutes behind: every time of a run of this suite is later than the browser's clock.
+      await behind.clock.setFixedTime(Date.now() - 600_000);
+      await behind.goto(`${h.url}/ui#/runs/${mdRunId}`);
+      await behind.getByText('Run finished:').waitFor();
+      const when = (label: string) =>
+        behind.locator('dl.facts dt').filter({ hasText: label }).locator('+ dd time');
+      expect(await when('Created').innerText()).toBe('now');
+      expect(await when('Ended').innerText()).toBe('now');
+      await behind.goto(`${h.url}/ui#/runs`);
+      const created = behind.locator('table.runs tbody tr').filter({ hasText: mdRunId }).locator('time');
+      await expect.poll(() => created.innerText()).toBe('now');
+      await behind.context().close();
+    });
+
     it('finds runs by their metadata on the runs page', async () => {
       const tag = `u-${Date.now()}`;
       const ids: string[] = [];
