@@ -218,6 +218,17 @@ describe.skipIf(!HAVE_CHROMIUM)(
     }
     const expectAccessible = async (p: Page = page) => expect(await accessibilityViolations(p)).toEqual([]);
 
+    /** The pairs of time-axis labels on the page whose boxes intersect, by their text. */
+    const overlappingTicks = async (p: Page): Promise<string[]> =>
+      JSON.parse(
+        (await p.evaluate(`JSON.stringify([...document.querySelectorAll('.wf-axis .wf-track')].flatMap((axis) => {
+          const boxes = [...axis.querySelectorAll('.wf-tick')].map((e) => [e.innerText, e.getBoundingClientRect()]);
+          return boxes.flatMap(([a, r], i) => boxes.slice(i + 1)
+            .filter(([, q]) => r.left < q.right && q.left < r.right && r.top < q.bottom && q.top < r.bottom)
+            .map(([b]) => a + ' / ' + b));
+        }))`)) as string,
+      ) as string[];
+
     /** A context of its own at a size, signed in with the full key's session cookie. */
     async function signedIn(width: number, height: number): Promise<Page> {
       const ctx = await browser.newContext({
@@ -850,10 +861,14 @@ describe.skipIf(!HAVE_CHROMIUM)(
       };
       await check('runs', () => phone.locator('table.runs tbody tr').first().waitFor(), 'runs');
       await check(`runs/${mdRunId}`, () => phone.getByText('Run finished:').waitFor(), 'run');
+      // Fewer ticks on a narrow axis: no label sits on another.
+      expect(await phone.locator('.waterfall .wf-tick').count()).toBeGreaterThanOrEqual(2);
+      expect(await overlappingTicks(phone)).toEqual([]);
       await check('overview', () => phone.locator('figure[data-chart="queues"]').waitFor(), 'overview');
       await check('agents', () => phone.locator('tr[data-tool="noop"]').first().waitFor(), 'agents');
       const workflow = (await h.call('GET', '/v1/workflows?limit=1')).json.workflows[0].workflow_id as string;
       await check(`workflows/${workflow}`, () => phone.locator('.nodes-timeline').waitFor(), 'workflow');
+      expect(await overlappingTicks(phone)).toEqual([]);
       // A decision made at phone width: the buttons are on screen and work.
       const runId = await parkApproval();
       await check(
