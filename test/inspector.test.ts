@@ -371,6 +371,8 @@ describe.skipIf(!HAVE_CHROMIUM)(
       const flaky = run.steps.find((s: { tool: string }) => s.tool === 'flaky');
       expect(flaky.attempts).toBe(2);
       await page.goto(`${h.url}/ui#/runs/${mdRunId}`);
+      // The page of the run before still says "Run finished:" until this run's record has loaded.
+      await page.locator('h1', { hasText: mdRunId }).waitFor();
       await page.getByText('Run finished:').waitFor();
 
       const call = page.locator(`details[data-call="${noop.tool_call_id}"]`);
@@ -485,6 +487,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
         .filter((e) => e.type === 'compaction');
       expect(compactions.length).toBeGreaterThan(0);
       await page.goto(`${h.url}/ui#/runs/${runId}`);
+      await page.locator('h1', { hasText: runId }).waitFor();
       await page.getByText('Run finished:').waitFor();
       const rows = page.locator('.waterfall .wf-row:not(.wf-axis)');
       const marks = page.locator('.waterfall .wf-row[data-span="mark"]');
@@ -604,6 +607,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
         granted_by_approval: [{ tool: 'granted_refund', by: 'tester' }],
       });
       await page.goto(`${h.url}/ui#/runs/${runId}`);
+      await page.locator('h1', { hasText: runId }).waitFor();
       await page.getByText('Run finished:').waitFor();
       await page.getByText(/Grant requested\s+for\s+granted_refund/).waitFor();
       await page.getByText(/Granted\s+granted_refund\s+by tester/).waitFor();
