@@ -70,6 +70,11 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
     });
     const recorded = await h.control.wait(runId, 20_000);
     expect(recorded.steps[0]).toMatchObject({ tool: 'flaky', ok: false, error_kind: 'transient' });
+    // The executor's retries of the call, each with its outcome and duration, under the call.
+    const show = await cli('runs', 'show', runId);
+    expect(show.stdout).toMatch(
+      /flaky \[call_[^\]]+\] \d+ ms, [2-9] attempt\(s\).*\n {12} {4}attempts: 1 transient \d+ ms, 2 transient \d+ ms/,
+    );
     const requestsBefore = h.sim.requests.length;
     const attempts = () => h.redis.llen(`${h.prefix}:test:flaky:replay`);
     const attemptsBefore = await attempts();

@@ -218,6 +218,17 @@ describe.skipIf(!HAVE_CHROMIUM)(
     }
     const expectAccessible = async (p: Page = page) => expect(await accessibilityViolations(p)).toEqual([]);
 
+    /** The pairs of time-axis labels on the page whose boxes intersect, by their text. */
+    const overlappingTicks = async (p: Page): Promise<string[]> =>
+      JSON.parse(
+        (await p.evaluate(`JSON.stringify([...document.querySelectorAll('.wf-axis .wf-track')].flatMap((axis) => {
+          const boxes = [...axis.querySelectorAll('.wf-tick')].map((e) => [e.innerText, e.getBoundingClientRect()]);
+          return boxes.flatMap(([a, r], i) => boxes.slice(i + 1)
+            .filter(([, q]) => r.left < q.right && q.left < r.right && r.top < q.bottom && q.top < r.bottom)
+            .map(([b]) => a + ' / ' + b));
+        }))`)) as string,
+      ) as string[];
+
     /** A context of its own at a size, signed in with the full key's session cookie. */
     async function signedIn(width: number, height: number): Promise<Page> {
       const ctx = await browser.newContext({
@@ -360,6 +371,8 @@ describe.skipIf(!HAVE_CHROMIUM)(
       const flaky = run.steps.find((s: { tool: string }) => s.tool === 'flaky');
       expect(flaky.attempts).toBe(2);
       await page.goto(`${h.url}/ui#/runs/${mdRunId}`);
+      // The page of the run before still says "Run finished:" until this run's record has loaded.
+      await page.locator('h1', { hasText: mdRunId }).waitFor();
       await page.getByText('Run finished:').waitFor();
 
       const call = page.locator(`details[data-call="${noop.tool_call_id}"]`);
@@ -474,6 +487,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
         .filter((e) => e.type === 'compaction');
       expect(compactions.length).toBeGreaterThan(0);
       await page.goto(`${h.url}/ui#/runs/${runId}`);
+      await page.locator('h1', { hasText: runId }).waitFor();
       await page.getByText('Run finished:').waitFor();
       const rows = page.locator('.waterfall .wf-row:not(.wf-axis)');
       const marks = page.locator('.waterfall .wf-row[data-span="mark"]');
@@ -593,6 +607,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
         granted_by_approval: [{ tool: 'granted_refund', by: 'tester' }],
       });
       await page.goto(`${h.url}/ui#/runs/${runId}`);
+      await page.locator('h1', { hasText: runId }).waitFor();
       await page.getByText('Run finished:').waitFor();
       await page.getByText(/Grant requested\s+for\s+granted_refund/).waitFor();
       await page.getByText(/Granted\s+granted_refund\s+by tester/).waitFor();
@@ -646,6 +661,22 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await expectAccessible();
       await shot('runs');
       await h.call('POST', `/v1/runs/${parked}/cancel`);
+    });
+
+    it("never shows a finished run's creation or end as in the future, even to a browser whose clock is behind the server's", async () => {
+      const behind = await signedIn(1280, 800);
+      // Ten minutes behind: every time of a run of this suite is later than the browser's clock.
+      await behind.clock.setFixedTime(Date.now() - 600_000);
+      await behind.goto(`${h.url}/ui#/runs/${mdRunId}`);
+      await behind.getByText('Run finished:').waitFor();
+      const when = (label: string) =>
+        behind.locator('dl.facts dt').filter({ hasText: label }).locator('+ dd time');
+      expect(await when('Created').innerText()).toBe('now');
+      expect(await when('Ended').innerText()).toBe('now');
+      await behind.goto(`${h.url}/ui#/runs`);
+      const created = behind.locator('table.runs tbody tr').filter({ hasText: mdRunId }).locator('time');
+      await expect.poll(() => created.innerText()).toBe('now');
+      await behind.context().close();
     });
 
     it('finds runs by their metadata on the runs page', async () => {
@@ -834,10 +865,14 @@ describe.skipIf(!HAVE_CHROMIUM)(
       };
       await check('runs', () => phone.locator('table.runs tbody tr').first().waitFor(), 'runs');
       await check(`runs/${mdRunId}`, () => phone.getByText('Run finished:').waitFor(), 'run');
+      // Fewer ticks on a narrow axis: no label sits on another.
+      expect(await phone.locator('.waterfall .wf-tick').count()).toBeGreaterThanOrEqual(2);
+      expect(await overlappingTicks(phone)).toEqual([]);
       await check('overview', () => phone.locator('figure[data-chart="queues"]').waitFor(), 'overview');
       await check('agents', () => phone.locator('tr[data-tool="noop"]').first().waitFor(), 'agents');
       const workflow = (await h.call('GET', '/v1/workflows?limit=1')).json.workflows[0].workflow_id as string;
       await check(`workflows/${workflow}`, () => phone.locator('.nodes-timeline').waitFor(), 'workflow');
+      expect(await overlappingTicks(phone)).toEqual([]);
       // A decision made at phone width: the buttons are on screen and work.
       const runId = await parkApproval();
       await check(

@@ -25,9 +25,12 @@ const UNITS = [
   ['second', 1000],
 ];
 
-/** "3 minutes ago", in the browser's language. */
+/**
+ * "3 minutes ago", in the browser's language. Every moment shown is in the past: one that reads as
+ * later than the browser's clock (a server clock ahead of it) is "now", never "in 3 seconds".
+ */
 export function relative(ms, now = Date.now()) {
-  const d = ms - now;
+  const d = Math.min(0, ms - now);
   for (const [unit, size] of UNITS)
     if (Math.abs(d) >= size || unit === 'second')
       return RELATIVE?.format(Math.round(d / size), unit) ?? time(ms);
@@ -40,15 +43,19 @@ export const When = ({ ms, now }) =>
     ? html`<time datetime=${new Date(ms).toISOString()} title=${time(ms)}>${relative(ms, now)}</time>`
     : html`<span class="muted">—</span>`;
 
-/** The current time, ticking every `everyMs` while `live` (durations of running things). */
+/**
+ * The current time, read at every render, and a render every `everyMs` while `live` (durations of running
+ * things). The clock is never kept from an earlier render: a page that mounted before its data arrived,
+ * or stopped ticking a moment before its run ended, would compare later times against an older clock.
+ */
 export function useNow(live, everyMs = 1000) {
-  const [now, setNow] = useState(Date.now());
+  const [, setTick] = useState(0);
   useEffect(() => {
     if (!live) return undefined;
-    const timer = setInterval(() => setNow(Date.now()), everyMs);
+    const timer = setInterval(() => setTick((n) => n + 1), everyMs);
     return () => clearInterval(timer);
   }, [live, everyMs]);
-  return now;
+  return Date.now();
 }
 
 const FINAL = new Set(['succeeded', 'not_converged', 'failed', 'cancelled']);

@@ -1,4 +1,5 @@
 import { html } from 'htm/preact';
+import { useLayoutEffect, useState } from 'preact/hooks';
 import { duration, kindText } from './format.js';
 
 /**
@@ -81,13 +82,27 @@ export function spans(events, end) {
   return out;
 }
 
-/** Four or five round ticks along an axis of `total` ms. */
-export function ticks(total) {
-  const steps = [
-    1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000,
-    600_000, 1_800_000, 3_600_000,
-  ];
-  const step = steps.find((s) => total / s <= 5) ?? total / 4;
+const STEPS = [
+  1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 15_000, 30_000, 60_000, 120_000, 300_000,
+  600_000, 1_800_000, 3_600_000,
+];
+/** A tick label's width at the axis's 11 px font, over-estimated a little (7 px a character, 4 px of padding). */
+const labelPx = (ms) => duration(ms).length * 7 + 4;
+/** The least room between two tick labels. */
+const LABEL_GAP_PX = 8;
+
+/**
+ * Round ticks along an axis of `total` ms: at most five steps, and on an axis `widthPx` wide only steps
+ * whose labels fit between one tick and the next (fewer ticks on a narrow screen). An unmeasured axis
+ * (`widthPx` 0) gets the five steps.
+ */
+function ticks(total, widthPx = 0) {
+  const widest = (step) =>
+    Math.max(...Array.from({ length: Math.floor(total / step) + 1 }, (_, k) => labelPx(k * step)));
+  const room = (step) => (widthPx * step) / total >= widest(step) + LABEL_GAP_PX;
+  const step =
+    STEPS.find((s) => total / s <= 5 && (widthPx <= 0 || room(s))) ??
+    (widthPx > 0 && total <= STEPS[STEPS.length - 1] ? total : total / 4);
   const out = [];
   for (let t = 0; t <= total; t += step) out.push(t);
   return out;
@@ -95,11 +110,58 @@ export function ticks(total) {
 
 const pct = (x) => `${Math.max(0, Math.min(100, x)).toFixed(3)}%`;
 
-/** A tick of a time axis at `x` percent: its label to the right of the mark, or to its left near the end. */
-export const Tick = ({ x, label }) =>
-  x > 80
+/**
+ * The ticks of an axis `widthPx` wide, each with its label to the right of its mark, or to its left where
+ * it would run past the end; a label that would still touch the one before it is left out (the end's
+ * label beside a close last step). Unmeasured, labels past 80% sit to the left.
+ */
+function placed(total, widthPx) {
+  const out = [];
+  let reach = -Infinity;
+  for (const t of ticks(total, widthPx)) {
+    const x = (100 * t) / total;
+    if (widthPx <= 0) {
+      out.push({ t, x, end: x > 80 });
+      continue;
+    }
+    const at = (widthPx * t) / total;
+    const w = labelPx(t);
+    const end = at + w > widthPx;
+    const from = end ? at - w : at;
+    if (from < reach + LABEL_GAP_PX) continue;
+    reach = end ? at : at + w;
+    out.push({ t, x, end });
+  }
+  return out;
+}
+
+/** A tick of a time axis at `x` percent: its label to the right of the mark, or to its left at the end. */
+const Tick = ({ x, end, label }) =>
+  end
     ? html`<span class="wf-tick end" style=${{ right: pct(100 - x) }}>${label}</span>`
     : html`<span class="wf-tick" style=${{ left: pct(x) }}>${label}</span>`;
+
+/** The width of an element, kept current as it resizes: 0 until it is laid out. */
+function useWidth() {
+  const [element, setElement] = useState(null);
+  const [width, setWidth] = useState(0);
+  useLayoutEffect(() => {
+    if (!element) return undefined;
+    setWidth(element.clientWidth);
+    const watch = new window.ResizeObserver(() => setWidth(element.clientWidth));
+    watch.observe(element);
+    return () => watch.disconnect();
+  }, [element]);
+  return [setElement, width];
+}
+
+/** The header cell of a time axis of `total` ms, its ticks spaced for the width it has. */
+export function AxisTrack({ total, id }) {
+  const [ref, width] = useWidth();
+  return html`<div class="wf-track" role="columnheader" id=${id} ref=${ref} aria-label=${`time axis, 0 to ${duration(total)}`}>
+    ${placed(total, width).map((p) => html`<${Tick} key=${p.t} x=${p.x} end=${p.end} label=${duration(p.t)} />`)}
+  </div>`;
+}
 
 /**
  * A retried call's attempts inside its bar, to scale: each segment starts at its offset in the call and
@@ -133,9 +195,7 @@ export function Waterfall({ events, start, end }) {
   return html`<div class="waterfall" role="table" aria-labelledby="waterfall-title" aria-describedby="waterfall-axis">
     <div class="wf-row wf-axis" role="row">
       <div class="wf-label" role="columnheader">Span</div>
-      <div class="wf-track" role="columnheader" id="waterfall-axis" aria-label=${`time axis, 0 to ${duration(total)}`}>
-        ${ticks(total).map((t) => html`<${Tick} x=${x(start + t)} label=${duration(t)} />`)}
-      </div>
+      <${AxisTrack} total=${total} id="waterfall-axis" />
     </div>
     ${rows.map((r, i) => {
       const width = x(r.to) - x(r.from);

@@ -3,7 +3,7 @@ import { api, followWorkflowEvents } from './api.js';
 import { Prose, Reason, Status, When, duration, time, useNow } from './format.js';
 import { useFollowed } from './use-followed.js';
 import { usePolled } from './use-polled.js';
-import { Tick, ticks } from './waterfall.js';
+import { AxisTrack } from './waterfall.js';
 
 const LIVE_MS = 2000;
 const PREVIEW_CHARS = 140;
@@ -124,9 +124,7 @@ function NodeTimeline({ wf, nodes, fired, now }) {
   return html`<div class="waterfall nodes-timeline" role="table" aria-labelledby="node-timeline-title">
     <div class="wf-row wf-axis" role="row">
       <div class="wf-label" role="columnheader">Node</div>
-      <div class="wf-track" role="columnheader" aria-label=${`time axis, 0 to ${duration(total)}`}>
-        ${ticks(total).map((t) => html`<${Tick} x=${x(start + t)} label=${duration(t)} />`)}
-      </div>
+      <${AxisTrack} total=${total} />
     </div>
     ${nodes.map((n) => {
       const began = n.started_at;

@@ -1,13 +1,22 @@
+import type { AttemptTiming } from '@agent-reach/protocol';
 import type { RunEvent } from '../agent-loop/events.js';
 import type { StoredEvent } from './run-store.js';
 
 const clip = (text: string, max = 120) => (text.length > max ? `${text.slice(0, max)}…` : text);
 
+/** Width of a line's `+   123 ms  ` prefix: an event's further lines are indented under its text. */
+const PREFIX_WIDTH = 12;
+
 /** One line per event, with the time since the run started: a run as a person reads it. */
 export function renderTimeline(events: StoredEvent[]): string {
   const start = events[0]?.event.at ?? 0;
   return events
-    .map(({ event }) => `+${String(event.at - start).padStart(6)} ms  ${describe(event)}`)
+    .map(({ event }) =>
+      `+${String(event.at - start).padStart(6)} ms  ${describe(event)}`.replaceAll(
+        '\n',
+        `\n${' '.repeat(PREFIX_WIDTH)}`,
+      ),
+    )
     .join('\n');
 }
 
@@ -57,7 +66,17 @@ function toolResultLine(e: Extract<RunEvent, { type: 'tool_result' }>): string {
   const error = e.error ? `: ${e.error.kind}: ${clip(e.error.message)}` : '';
   const result =
     e.result && e.result.content !== undefined ? ` → ${clip(JSON.stringify(e.result.content))}` : '';
-  return `${head}${error}; args ${clip(e.arguments, 80)}${result}`;
+  return `${head}${error}; args ${clip(e.arguments, 80)}${result}${attemptsLine(e.attempt_log)}`;
+}
+
+/**
+ * A retried call's attempts on a line of their own, each with its outcome and duration
+ * ("attempts: 1 timeout 120 ms, 2 ok 35 ms"): where the call's time went. Nothing for one attempt,
+ * whose timing is the call's own.
+ */
+function attemptsLine(log: AttemptTiming[] | undefined): string {
+  if (!log || log.length < 2) return '';
+  return `\n    attempts: ${log.map((a) => `${a.attempt} ${a.outcome} ${a.duration_ms} ms`).join(', ')}`;
 }
 
 /** Which declared model answered a routed turn, what it passed over, and the turn's cost. */

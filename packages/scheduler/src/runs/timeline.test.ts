@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import type { RunEvent } from '../agent-loop/events.js';
+import { renderTimeline } from './timeline.js';
+
+const T0 = 1_790_000_000_000;
+
+/** A finished call of the weather tool, `at` ms into the run, with what the test gives it. */
+function result(at: number, extra: Partial<Extract<RunEvent, { type: 'tool_result' }>>): RunEvent {
+  return {
+    type: 'tool_result',
+    at: T0 + at,
+    turn: 1,
+    tool_call_id: `call_${at}`,
+    tool: 'query_weather',
+    arguments: '{"city":"Hangzhou"}',
+    ok: true,
+    kind: 'ok',
+    duration_ms: 200,
+    attempts: 1,
+    answered: 'dispatched',
+    ...extra,
+  };
+}
+
+const render = (events: RunEvent[]) => renderTimeline(events.map((event, i) => ({ id: `${i}-0`, event })));
+
+describe('the run timeline printed by the CLI', () => {
+  it("prints a retried call's attempts, each with its outcome and duration, on a line under the call", () => {
+    const lines = render([
+      result(0, {
+        duration_ms: 215,
+        attempts: 2,
+        attempt_log: [
+          { attempt: 1, offset_ms: 0, duration_ms: 120, outcome: 'timeout' },
+          { attempt: 2, offset_ms: 180, duration_ms: 35, outcome: 'ok' },
+        ],
+      }),
+    ]).split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^\+\s+0 ms {4}ok\s+query_weather \[call_0\] 215 ms, 2 attempt\(s\)/);
+    // Indented under the call's text, past the time column.
+    expect(lines[1]).toBe(`${' '.repeat(12)}    attempts: 1 timeout 120 ms, 2 ok 35 ms`);
+  });
+
+  it('prints no attempts line for a call that took one attempt, or whose retries carry no timings', () => {
+    const lines = render([
+      result(0, {}),
+      result(300, {
+        attempts: 1,
+        attempt_log: [{ attempt: 1, offset_ms: 0, duration_ms: 200, outcome: 'ok' }],
+      }),
+      result(600, { attempts: 3 }),
+    ]).split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines.some((l) => l.includes('attempts:'))).toBe(false);
+    expect(lines[2]).toContain('3 attempt(s)');
+  });
+});
