@@ -33,6 +33,25 @@ export interface ArchiverOptions {
   maintenanceMs?: number;
 }
 
+/** The archiver's options with every default filled in (see {@link resolveArchiverOptions}). */
+export type ResolvedArchiverOptions = ArchiverOptions &
+  Required<Pick<ArchiverOptions, 'pollMs' | 'sampleMs' | 'maintenanceMs'>>;
+
+/** Every default of the archiver, in one place. */
+export function resolveArchiverOptions(o: ArchiverOptions): ResolvedArchiverOptions {
+  return {
+    ...o,
+    pollMs: o.pollMs ?? 200,
+    sampleMs: o.sampleMs ?? 5000,
+    maintenanceMs: o.maintenanceMs ?? 3_600_000,
+  };
+}
+
+/** A new archiver's id: `archiver-<8 random hex>`, in its logs and its outbox claims. */
+function newArchiverId(): string {
+  return `archiver-${randomUUID().slice(0, 8)}`;
+}
+
 export interface Archiver {
   readonly id: string;
   readonly store: ArchiveStore;
@@ -77,7 +96,7 @@ const sleep = (ms: number, signal: AbortSignal) =>
 
 /** What one archiver's batches and loop work with. */
 interface ArchiverContext {
-  o: ArchiverOptions;
+  o: ResolvedArchiverOptions;
   log: Logger;
   store: ArchiveStore;
   outbox: Outbox;
@@ -96,8 +115,9 @@ interface ArchiverContext {
  * unacknowledged batch is claimed again after the visibility timeout, and a repeat writes nothing new.
  * PostgreSQL down: batches fail and wait in the outbox; the loop retries with a growing pause.
  */
-export async function startArchiver(o: ArchiverOptions): Promise<Archiver> {
-  const id = `archiver-${randomUUID().slice(0, 8)}`;
+export async function startArchiver(given: ArchiverOptions): Promise<Archiver> {
+  const o = resolveArchiverOptions(given);
+  const id = newArchiverId();
   const log = o.logger.child({ archiver: id });
   const pool = createPool(o.databaseUrl, {
     applicationName: 'agent-reach-archiver',
@@ -137,7 +157,7 @@ function sampleBacklog({ outbox, metrics, o }: ArchiverContext): () => void {
       (n) => metrics.backlog.set(n),
       () => undefined,
     );
-  const timer = setInterval(() => void sample(), o.sampleMs ?? 5000);
+  const timer = setInterval(() => void sample(), o.sampleMs);
   timer.unref();
   void sample();
   return () => clearInterval(timer);
@@ -166,10 +186,10 @@ async function archiveLoop(ctx: ArchiverContext): Promise<void> {
         if (applied.length) log.info({ applied }, 'archive migrations applied');
         migrated = true;
       }
-      if (Date.now() - ctx.maintainedAt > (o.maintenanceMs ?? 3_600_000)) await maintain(ctx);
+      if (Date.now() - ctx.maintainedAt > o.maintenanceMs) await maintain(ctx);
       const ids = await outbox.claim(o.batchSize, o.visibilityTimeoutMs);
       if (ids.length === 0) {
-        await sleep(o.pollMs ?? 200, stop);
+        await sleep(o.pollMs, stop);
         continue;
       }
       const end = metrics.batchDuration.startTimer();

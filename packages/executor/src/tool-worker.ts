@@ -65,6 +65,52 @@ export interface ToolWorkerOptions {
   stalledIntervalMs?: number;
 }
 
+/** The tool worker's options with every default filled in (see {@link resolveToolWorkerOptions}). */
+export type ResolvedToolWorkerOptions = Omit<
+  ToolWorkerOptions,
+  | 'groups'
+  | 'executorId'
+  | 'concurrency'
+  | 'breaker'
+  | 'shutdownGraceMs'
+  | 'heartbeatIntervalMs'
+  | 'announcementTtlMs'
+  | 'resultsTtlS'
+  | 'refTtlS'
+> & {
+  readonly groups: readonly string[];
+  /** Whether `groups` was given: then a configuration reload brings no new group in. */
+  readonly groupsGiven: boolean;
+  readonly executorId: string;
+  readonly concurrency: number;
+  readonly breaker: BreakerOptions;
+  readonly shutdownGraceMs: number;
+  readonly heartbeatIntervalMs: number;
+  readonly announcementTtlMs: number;
+  readonly resultsTtlS: number;
+  readonly refTtlS: number;
+};
+
+/** Every default of the tool worker, in one place. */
+export function resolveToolWorkerOptions(o: ToolWorkerOptions): ResolvedToolWorkerOptions {
+  return {
+    ...o,
+    groups: [...(o.groups ?? o.registry.groups())],
+    groupsGiven: o.groups !== undefined,
+    executorId: o.executorId ?? newExecutorId(),
+    concurrency: o.concurrency ?? constants.DEFAULT_EXECUTOR_CONCURRENCY,
+    breaker: {
+      failureThreshold: o.breaker?.failureThreshold ?? constants.DEFAULT_BREAKER_FAILURE_THRESHOLD,
+      resetTimeoutMs: o.breaker?.resetTimeoutMs ?? constants.DEFAULT_BREAKER_RESET_TIMEOUT_MS,
+    },
+    shutdownGraceMs: o.shutdownGraceMs ?? constants.DEFAULT_SHUTDOWN_GRACE_MS,
+    heartbeatIntervalMs: o.heartbeatIntervalMs ?? constants.DEFAULT_EXECUTOR_HEARTBEAT_MS,
+    announcementTtlMs: o.announcementTtlMs ?? constants.DEFAULT_EXECUTOR_ANNOUNCEMENT_TTL_MS,
+    resultsTtlS: o.resultsTtlS ?? constants.DEFAULT_RESULTS_TTL_S,
+    refTtlS: o.refTtlS ?? constants.DEFAULT_RESULT_REF_TTL_S,
+  };
+}
+
 export interface ToolWorker {
   readonly groups: readonly string[];
   readonly breakers: BreakerBoard;
@@ -101,7 +147,7 @@ const REPLY_ONLY_KINDS = new Set(['unavailable', 'awaiting_confirmation']);
 
 /** What the tool worker's handlers share: its settings, connections, breakers and the calls in flight. */
 interface ToolWorkerContext {
-  options: ToolWorkerOptions;
+  options: ResolvedToolWorkerOptions;
   registry: ToolRegistry;
   agents: AgentsFile;
   keys: Keys;
@@ -119,21 +165,15 @@ interface ToolWorkerContext {
 }
 
 /** Starts one BullMQ worker per served group on the tool-call queues. */
-export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
-  const { connection, registry, agents, keys, logger, metrics } = options;
-  const groups = [...(options.groups ?? registry.groups())];
-  const executorId = options.executorId ?? newExecutorId();
+export function createToolWorker(given: ToolWorkerOptions): ToolWorker {
+  const options = resolveToolWorkerOptions(given);
+  const { connection, registry, agents, keys, logger, metrics, executorId } = options;
+  const groups = [...options.groups];
   // Result and breaker writes share a plain connection: a MULTI on BullMQ's connection copies its ~60
   // scripts onto every pipeline (CPU per call), and one connection keeps a breaker transition ahead of
   // the result that caused it, so a scheduler never sees the result first.
   const writer = resultWriter(connection);
-  const breakers = new BreakerBoard(
-    {
-      failureThreshold: options.breaker?.failureThreshold ?? constants.DEFAULT_BREAKER_FAILURE_THRESHOLD,
-      resetTimeoutMs: options.breaker?.resetTimeoutMs ?? constants.DEFAULT_BREAKER_RESET_TIMEOUT_MS,
-    },
-    { redis: writer, keys, executorId, logger, metrics },
-  );
+  const breakers = new BreakerBoard(options.breaker, { redis: writer, keys, executorId, logger, metrics });
   const presence = startPresence({
     client: writer,
     keys,
@@ -141,8 +181,8 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     groups,
     registry,
     ...(options.sources ? { sources: options.sources } : {}),
-    intervalMs: options.heartbeatIntervalMs ?? constants.DEFAULT_EXECUTOR_HEARTBEAT_MS,
-    ttlMs: options.announcementTtlMs ?? constants.DEFAULT_EXECUTOR_ANNOUNCEMENT_TTL_MS,
+    intervalMs: options.heartbeatIntervalMs,
+    ttlMs: options.announcementTtlMs,
     logger,
   });
   const ctx: ToolWorkerContext = {
@@ -153,8 +193,8 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     logger,
     metrics,
     executorId,
-    resultsTtlS: options.resultsTtlS ?? constants.DEFAULT_RESULTS_TTL_S,
-    refTtlS: options.refTtlS ?? constants.DEFAULT_RESULT_REF_TTL_S,
+    resultsTtlS: options.resultsTtlS,
+    refTtlS: options.refTtlS,
     writer,
     breakers,
     flights: new Set(),
@@ -169,7 +209,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
       {
         connection,
         prefix: keys.queuePrefix(keys.toolQueue(group)),
-        concurrency: options.concurrency ?? constants.DEFAULT_EXECUTOR_CONCURRENCY,
+        concurrency: options.concurrency,
         removeOnComplete: { count: 0 },
         removeOnFail: { age: constants.TOOL_JOB_KEEP_FAILED_S },
         runRetryDelay: constants.WORKER_RETRY_DELAY_MS,
@@ -200,7 +240,7 @@ export function createToolWorker(options: ToolWorkerOptions): ToolWorker {
     executorId,
     publishCatalog: () => presence.beat(),
     serveNewGroups(extra = []) {
-      if (options.groups !== undefined || ctx.draining) return [];
+      if (options.groupsGiven || ctx.draining) return [];
       const added = [...new Set([...registry.groups(), ...extra])].filter((g) => !groups.includes(g));
       for (const group of added) {
         groups.push(group);
@@ -420,7 +460,7 @@ async function closeToolWorker(
 ): Promise<void> {
   const { options, logger } = ctx;
   ctx.draining = true;
-  const grace = options.shutdownGraceMs ?? constants.DEFAULT_SHUTDOWN_GRACE_MS;
+  const grace = options.shutdownGraceMs;
   const reserve = Math.min(constants.SHUTDOWN_HAND_BACK_RESERVE_MS, grace / 2);
   const ends = Date.now() + grace;
   await waitAtMost(
