@@ -1,6 +1,5 @@
 import { Registry } from 'prom-client';
-import { startArchiver, type Archiver } from '@agent-reach/archive';
-import { createDatabase, type OwnDatabase } from '@agent-reach/faults';
+import { createDatabase, startArchiver, type Archiver, type OwnDatabase } from '@agent-reach/archive';
 import type { Keys } from '@agent-reach/protocol';
 import { createLogger, type RedisClient } from '@agent-reach/shared';
 

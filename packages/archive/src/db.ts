@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { runner } from 'node-pg-migrate';
@@ -53,4 +54,53 @@ export async function migrate(databaseUrl: string): Promise<string[]> {
     log: () => undefined,
   });
   return applied.map((m) => m.name);
+}
+
+/*
+ * Databases of one's own: the fault harness's archive, the benchmarks' and the tests' databases, each
+ * created empty on a shared server and dropped with its connections afterwards.
+ */
+
+const withDatabase = (url: string, name: string) => {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+};
+
+/** An empty database of one's own on a PostgreSQL server, with a pool on it; `drop` removes both. */
+export interface OwnDatabase {
+  readonly url: string;
+  readonly name: string;
+  readonly pool: Pool;
+  drop(): Promise<void>;
+}
+
+/**
+ * Creates an empty database named `<prefix>_<random>` on the server of `serverUrl` (whose database is
+ * only what the new one is created from). `drop` ends the pool and drops it with its connections.
+ */
+export async function createDatabase(serverUrl: string, prefix: string): Promise<OwnDatabase> {
+  const name = `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
+  const admin = createPool(serverUrl, { max: 1 });
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = withDatabase(serverUrl, name);
+  const pool = createPool(url, { max: 4, onError: () => undefined });
+  return {
+    url,
+    name,
+    pool,
+    async drop() {
+      await pool.end().catch(() => undefined);
+      const a = createPool(serverUrl, { max: 1 });
+      try {
+        await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await a.end();
+      }
+    },
+  };
 }

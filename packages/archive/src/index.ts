@@ -1,4 +1,12 @@
-export { createPool, migrate, MIGRATIONS_DIR, MIGRATIONS_TABLE, type Pool } from './db.js';
+export {
+  createDatabase,
+  createPool,
+  migrate,
+  MIGRATIONS_DIR,
+  MIGRATIONS_TABLE,
+  type OwnDatabase,
+  type Pool,
+} from './db.js';
 export { Outbox, outboxKey, OUTBOX_GRACE_MS } from './outbox.js';
 export {
   readRunRecord,

@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import {
-  createPool,
+  createDatabase,
   fromArchiveRow,
   readRunRecord,
+  type OwnDatabase,
   type Pool,
   type RawRunRecord,
 } from '@agent-reach/archive';
@@ -28,50 +28,6 @@ export interface FaultArchive extends OwnDatabase {
   block(): Promise<() => Promise<number>>;
   /** Whether an archiver has a statement waiting on a lock (it is mid-batch). */
   archiverWaiting(): Promise<boolean>;
-}
-
-const withDatabase = (url: string, name: string) => {
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return u.toString();
-};
-
-/** An empty database of one's own on a PostgreSQL server, with a pool on it; `drop` removes both. */
-export interface OwnDatabase {
-  readonly url: string;
-  readonly name: string;
-  readonly pool: Pool;
-  drop(): Promise<void>;
-}
-
-/**
- * Creates an empty database named `<prefix>_<random>` on the server of `serverUrl` (whose database is
- * only what the new one is created from). `drop` ends the pool and drops it with its connections.
- */
-export async function createDatabase(serverUrl: string, prefix: string): Promise<OwnDatabase> {
-  const name = `${prefix}_${randomUUID().replaceAll('-', '').slice(0, 12)}`;
-  const admin = createPool(serverUrl, { max: 1 });
-  try {
-    await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const url = withDatabase(serverUrl, name);
-  const pool = createPool(url, { max: 4, onError: () => undefined });
-  return {
-    url,
-    name,
-    pool,
-    async drop() {
-      await pool.end().catch(() => undefined);
-      const a = createPool(serverUrl, { max: 1 });
-      try {
-        await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await a.end();
-      }
-    },
-  };
 }
 
 /** Creates an empty database (the archivers migrate it when they start); `drop` removes it. */

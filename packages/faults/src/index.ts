@@ -36,10 +36,8 @@ export {
 } from './fault-check.js';
 export {
   checkArchive,
-  createDatabase,
   createFaultArchive,
   DEFAULT_POSTGRES_URL,
   type FaultArchive,
-  type OwnDatabase,
 } from './archive-check.js';
 export { stallFigures, stallReport, type StallFigures } from './stall.js';

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ArchiveStore, migrate, MIGRATIONS_TABLE, type ArchiveRow } from '@agent-reach/archive';
-import { testDatabase } from './helpers/postgres.js';
+import { ArchiveStore, createDatabase, migrate, MIGRATIONS_TABLE, type ArchiveRow } from '../src/index.js';
+
+/** The machine's PostgreSQL (trust auth); each test file gets a database of its own, dropped at the end. */
+const POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const testDatabase = () => createDatabase(POSTGRES_URL, 'ar_test');
 
 const DAY = 86_400_000;
 
