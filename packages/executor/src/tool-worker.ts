@@ -10,6 +10,7 @@ import {
   carriedContext,
   closeWithinGrace,
   constants,
+  MCP_NAME_SEPARATOR,
   failSpan,
   SpanKind,
   tracer,
@@ -263,6 +264,14 @@ async function processToolJob(ctx: ToolWorkerContext, job: Job<ToolCallJob>, tok
     await job.moveToDelayed(Date.now(), token);
     throw new DelayedError();
   }
+  if (awaitsMcpMount(ctx, job.data)) {
+    // A tool of an MCP server this executor runs but has not mounted yet (starting, or restarting after a
+    // pause or a crash): the tool exists, so it is not answered unknown_tool. The job goes back to its
+    // queue untouched (no attempt used) for another executor, or for this one once mounted; past the
+    // call's deadline it is answered `unavailable` as any call that waited too long.
+    await job.moveToDelayed(Date.now() + constants.MCP_MOUNT_WAIT_RETRY_MS, token);
+    throw new DelayedError();
+  }
   // The consumer span continues the trace of the span that published the call.
   const name = typeof job.data?.name === 'string' ? job.data.name.slice(0, 64) : '';
   return tracer.startActiveSpan(
@@ -450,6 +459,21 @@ async function handBack(ctx: ToolWorkerContext, flight: Flight): Promise<void> {
   } catch (err) {
     ctx.logger.warn({ err, jobId: flight.job.id }, 'could not hand a call back; its lock will lapse instead');
   }
+}
+
+/**
+ * Whether a job calls a tool of an MCP server this executor runs but has not mounted (down, or up with no
+ * tool mounted yet), within the call's deadline.
+ */
+function awaitsMcpMount(ctx: ToolWorkerContext, data: Partial<ToolCallJob> | undefined): boolean {
+  const name = data?.name;
+  if (typeof name !== 'string' || ctx.registry.has(name) || !ctx.options.sources) return false;
+  if (typeof data?.deadline !== 'number' || Date.now() >= data.deadline) return false;
+  return ctx.options.sources().mcpServers.some(
+    (server) =>
+      // A server up with its tools mounted that lacks this one does not have it: unknown_tool, as usual.
+      (!server.up || server.tools === 0) && name.startsWith(`${server.name}${MCP_NAME_SEPARATOR}`),
+  );
 }
 
 /** Stops taking jobs, lets in-flight ones finish within the grace period, hands back the rest, closes. */

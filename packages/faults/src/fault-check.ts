@@ -401,6 +401,10 @@ export interface CallOutcomes {
   timeoutsWithoutAttempt: string[];
   /** `<runId>/<toolCallId>` of calls of succeeded runs whose effect file is missing: the tool never finished. */
   withoutEffect: string[];
+  /** The calls of `withoutEffect` counted by `<tool> <recorded answer>` (`ok` or the error kind). */
+  withoutEffectByAnswer: Record<string, number>;
+  /** Tool name of each call of `withoutEffect`, by `<runId>/<toolCallId>`. */
+  toolOf: Record<string, string>;
 }
 
 /** Reads every run's history and results and checks each call's effect file (see `effectFile`). */
@@ -411,7 +415,13 @@ export async function checkCallOutcomes(input: {
   effectsDir: string;
 }): Promise<CallOutcomes> {
   const { redis, keys, runIds, effectsDir } = input;
-  const out: CallOutcomes = { calls: 0, timeoutsWithoutAttempt: [], withoutEffect: [] };
+  const out: CallOutcomes = {
+    calls: 0,
+    timeoutsWithoutAttempt: [],
+    withoutEffect: [],
+    withoutEffectByAnswer: {},
+    toolOf: {},
+  };
   for (const runId of runIds) {
     const [status, stored, recorded] = await Promise.all([
       redis.hget(keys.runMeta(runId), 'status'),
@@ -426,8 +436,18 @@ export async function checkCallOutcomes(input: {
     for (const m of stored.map((s) => parseJson(s) as Message | undefined)) {
       for (const call of m?.role === 'assistant' ? (m.tool_calls ?? []) : []) {
         out.calls += 1;
-        if (status === 'succeeded' && !existsSync(effectFile(effectsDir, runId, call.id)))
-          out.withoutEffect.push(`${runId}/${call.id}`);
+        if (status === 'succeeded' && !existsSync(effectFile(effectsDir, runId, call.id))) {
+          const id = `${runId}/${call.id}`;
+          const tool = call.function?.name ?? '?';
+          const r = parseJson(recorded[call.id] ?? 'null') as {
+            ok?: boolean;
+            error?: { kind?: string };
+          } | null;
+          const answer = `${tool} ${r === null ? 'unrecorded' : r.ok === false ? (r.error?.kind ?? 'error') : 'ok'}`;
+          out.withoutEffect.push(id);
+          out.toolOf[id] = tool;
+          out.withoutEffectByAnswer[answer] = (out.withoutEffectByAnswer[answer] ?? 0) + 1;
+        }
       }
     }
   }

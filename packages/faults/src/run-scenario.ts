@@ -368,6 +368,10 @@ async function judge(
   const calls = await checkCallOutcomes({ redis: conn, keys, runIds, effectsDir: h.effectsDir });
   figures['calls answered timeout with 0 attempts'] = calls.timeoutsWithoutAttempt.length;
   figures['calls of succeeded runs without their effect file'] = calls.withoutEffect.length;
+  if (calls.withoutEffect.length > 0)
+    figures['  those calls by tool and recorded answer'] = Object.entries(calls.withoutEffectByAnswer)
+      .map(([answer, n]) => `${answer}: ${n}`)
+      .join(', ');
   if (h.archive) {
     figures['wait for the archive ms'] = await waitArchived(h.archive, conn, keys, runIds, 60_000);
     violations.push(...(await checkArchive({ archive: h.archive, redis: conn, keys, runIds })));

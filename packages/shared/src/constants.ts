@@ -278,3 +278,9 @@ export const DEFAULT_ARCHIVE_BATCH_SIZE = 200;
 export const DEFAULT_ARCHIVE_VISIBILITY_TIMEOUT_MS = 30_000;
 
 export const DEFAULT_ARCHIVER_METRICS_PORT = 9466;
+
+/**
+ * How long a tool job waits before it is offered again when its executor runs the tool's MCP server but
+ * has not mounted it yet (starting or restarting), in ms.
+ */
+export const MCP_MOUNT_WAIT_RETRY_MS = 250;

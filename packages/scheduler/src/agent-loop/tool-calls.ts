@@ -19,7 +19,11 @@ export async function resolveToolCalls(
   answeredLocally?: Set<string>,
 ): Promise<ToolResult[]> {
   const reachable = deps.agent.tools.filter((name) => deps.catalog.has(name));
-  const reachableSet = new Set(reachable);
+  // A listed tool of a configured MCP server that no executor announces yet is published to wait for one.
+  const reachableSet = new Set([
+    ...reachable,
+    ...deps.agent.tools.filter((name) => deps.catalog.expectedGroup(name) !== undefined),
+  ]);
   const local = new Map<number, ToolResult>();
   const remote: Array<{ index: number; call: (typeof calls)[number] }> = [];
   calls.forEach((call, index) => {

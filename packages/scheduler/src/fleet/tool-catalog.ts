@@ -9,6 +9,8 @@ import {
   liveAnnouncements,
   redisTimeMs,
   type ArgumentsCheck,
+  MCP_NAME_SEPARATOR,
+  type MountedMcpServer,
   type ToolCatalogEntry,
   type RedisClient,
 } from '@agent-reach/shared';
@@ -27,6 +29,13 @@ import {
 export interface ToolCatalogOptions {
   /** How long a tool no executor announces any more is still known (its group, its limits), in ms. Default 5 minutes. */
   memoryMs?: number;
+  /**
+   * The MCP servers the configuration mounts, by group (a live view). A tool in one's namespace that no
+   * executor announces yet (the fleet is starting, or restarting with its servers) is expected: its calls
+   * are published to the server's group to wait for an executor, not answered "there is no tool named …".
+   * Default: none.
+   */
+  mcpServers?: () => readonly MountedMcpServer[];
 }
 
 /** The catalog's options with every default filled in. */
@@ -34,7 +43,10 @@ export type ResolvedToolCatalogOptions = Required<ToolCatalogOptions>;
 
 /** Every default of the tool catalog in one place. */
 export function resolveToolCatalogOptions(o: ToolCatalogOptions): ResolvedToolCatalogOptions {
-  return { memoryMs: o.memoryMs ?? constants.DEFAULT_CATALOG_MEMORY_MS };
+  return {
+    memoryMs: o.memoryMs ?? constants.DEFAULT_CATALOG_MEMORY_MS,
+    mcpServers: o.mcpServers ?? (() => []),
+  };
 }
 
 export class ToolCatalog {
@@ -48,13 +60,16 @@ export class ToolCatalog {
   /** For schemas the platform did not write (an MCP server's), as the executors compile them. */
   readonly #lenient = createLenientAjv();
   readonly #memoryMs: number;
+  readonly #mcpServers: () => readonly MountedMcpServer[];
 
   constructor(
     private readonly redis: RedisClient,
     private readonly keys: Keys,
     options: ToolCatalogOptions = {},
   ) {
-    this.#memoryMs = resolveToolCatalogOptions(options).memoryMs;
+    const resolved = resolveToolCatalogOptions(options);
+    this.#memoryMs = resolved.memoryMs;
+    this.#mcpServers = resolved.mcpServers;
   }
 
   async refresh(): Promise<this> {
@@ -132,7 +147,16 @@ export class ToolCatalog {
 
   /** Queue group of a tool; unknown tools go to the default group, whose executor answers `unknown_tool`. */
   group(name: string): string {
-    return this.#entries.get(name)?.group ?? constants.DEFAULT_TOOL_GROUP;
+    return this.#entries.get(name)?.group ?? this.expectedGroup(name) ?? constants.DEFAULT_TOOL_GROUP;
+  }
+
+  /**
+   * The group of a tool no executor announces (yet) that lies in the namespace of an MCP server the
+   * configuration mounts: its calls wait there for an executor that has mounted the server.
+   */
+  expectedGroup(name: string): string | undefined {
+    if (this.#entries.has(name)) return undefined;
+    return this.#mcpServers().find((s) => name.startsWith(`${s.spec.name}${MCP_NAME_SEPARATOR}`))?.group;
   }
 
   /** Longest a call can take in an executor: every attempt timing out plus every backoff, in ms. */

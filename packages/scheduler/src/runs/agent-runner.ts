@@ -1,6 +1,7 @@
 import { AgentReachError, newRunId, newTraceId, type Keys } from '@agent-reach/protocol';
 import {
   constants,
+  mcpServersOf,
   parseAgentsCheck,
   withRunTrace,
   type AgentSpec,
@@ -104,7 +105,9 @@ export class AgentRunner {
   private constructor(opts: ResolvedAgentRunnerOptions) {
     this.#opts = opts;
     this.#answerDeltas = createAnswerDeltas(opts.connection, opts.keys, opts.logger);
-    this.catalog = new ToolCatalog(opts.connection, opts.keys);
+    this.catalog = new ToolCatalog(opts.connection, opts.keys, {
+      mcpServers: () => mcpServersOf(opts.agents.document),
+    });
     this.breakers = new BreakerView(opts.connection, opts.keys, opts.logger);
     this.dispatcher = new Dispatcher({
       connection: opts.connection,
