@@ -334,6 +334,7 @@ function withoutConfirmation(catalog: ToolCatalog): ToolCatalog {
     names: () => catalog.names(),
     checkArguments: (name: string, raw: string) => catalog.checkArguments(name, raw),
     group: (name: string) => catalog.group(name),
+    expectedGroup: (name: string) => catalog.expectedGroup(name),
     worstCaseMs: (name: string) => catalog.worstCaseMs(name),
     refresh: async () => view,
   };
