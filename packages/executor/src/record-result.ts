@@ -1,16 +1,20 @@
-import { serializeReply, type Keys } from '@agent-reach/protocol';
+import { replyPrefix, serializeReply, type Keys } from '@agent-reach/protocol';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { isCluster, redisUnavailable, redisScripts, type RedisClient } from '@agent-reach/shared';
+import {
+  duplicateRedis,
+  isCluster,
+  redisUnavailable,
+  redisScripts,
+  type RedisClient,
+} from '@agent-reach/shared';
 
 /**
- * The executor's own plain connection for results, with its scripts defined. Auto-pipelined: the commands
- * the calls in flight issue in one turn of the event loop leave in one write (on a cluster, one per node),
- * in the order they were issued. Under load a socket write per command was a fifth of the process's CPU.
+ * The executor's own plain connection for results, with its scripts defined. Like every connection of the
+ * process, it sends the commands the calls in flight issue in one turn of the event loop in one write
+ * (`coalesceWrites`), in the order they were issued.
  */
 export function resultWriter(connection: RedisClient): RedisClient {
-  const writer = isCluster(connection)
-    ? connection.duplicate(undefined, { enableAutoPipelining: true })
-    : connection.duplicate({ enableAutoPipelining: true });
+  const writer = duplicateRedis(connection);
   redisScripts(writer);
   return writer;
 }
@@ -32,9 +36,10 @@ export interface CallRecord {
 
 /**
  * Records the call's result unless it has one, then replies with the recorded one; resolves to the
- * recorded result when this one was a duplicate. Three steps, each on one slot of a cluster, in the
- * order that keeps the record first: the full content of a cut result (so a recorded ref never points
- * at nothing; a duplicate's content is left to expire), the result in the run's record, the reply.
+ * recorded result when this one was a duplicate. In the order that keeps the record first: the full
+ * content of a cut result (so a recorded ref never points at nothing; a duplicate's content is left to
+ * expire), the result in the run's record, the reply. On a single Redis the last two are one script, one
+ * round trip; in a cluster each step is on its own slot, one after the other.
  */
 export async function recordResult(writer: RedisClient, r: CallRecord): Promise<string | null> {
   if (r.ref !== undefined && r.full !== undefined) {
@@ -43,6 +48,13 @@ export async function recordResult(writer: RedisClient, r: CallRecord): Promise<
       writer.hset(ref, { content: r.full, runId: r.runId, agent: r.agent, sessionId: r.sessionId ?? '' }),
       writer.expire(ref, r.refTtlS),
     ]);
+  }
+  if (!isCluster(writer)) {
+    const duplicate = await redisScripts(writer).recordReply(
+      [r.keys.results(r.runId), r.replyTo],
+      [r.toolCallId, r.resultJson, r.resultsTtlS, replyPrefix(r.runId)],
+    );
+    return duplicate === r.resultJson ? null : duplicate;
   }
   const duplicate = await redisScripts(writer).recordResult(
     [r.keys.results(r.runId)],

@@ -1,6 +1,7 @@
 import { Cluster, Redis, type ClusterNode, type ClusterOptions, type RedisOptions } from 'ioredis';
 import { maskUrl, reconnectDelayMs, redisNodeUrls } from '@agent-reach/protocol';
 import { createLogger, type Logger } from '../observability/logger.js';
+import { coalesceWrites } from './coalesce-writes.js';
 
 /** A connection to one Redis or to a Redis Cluster. */
 export type RedisClient = Redis | Cluster;
@@ -14,6 +15,24 @@ export interface CreateRedisOptions extends RedisOptions {
    * URL lists more than one node.
    */
   cluster?: boolean;
+  /**
+   * Sends the commands issued within one turn of the event loop in one socket write (see
+   * `coalesceWrites`), on this connection and on its duplicates (BullMQ's among them). Default: true.
+   */
+  coalesceWrites?: boolean;
+}
+
+/** Coalesces the writes of every socket `client` connects with (ioredis makes a new one per connect). */
+function coalesceSockets(client: Redis): void {
+  const coalesced = new WeakSet<object>();
+  const apply = () => {
+    const socket = client.stream;
+    if (!socket || coalesced.has(socket)) return;
+    coalesced.add(socket);
+    coalesceWrites(socket);
+  };
+  client.on('connect', apply);
+  if (client.status === 'connect' || client.status === 'ready') apply();
 }
 
 /** The error's fields worth a log line: never the stack, never a password. */
@@ -50,12 +69,20 @@ function observe(client: RedisClient, logger: Logger, where: () => Record<string
 class ObservedRedis extends Redis {
   readonly #logger: Logger;
   readonly #label: string;
+  readonly #coalesce: boolean;
 
-  constructor(target: { url: string; options: RedisOptions } | RedisOptions, logger: Logger, label: string) {
+  constructor(
+    target: { url: string; options: RedisOptions } | RedisOptions,
+    logger: Logger,
+    label: string,
+    coalesce: boolean,
+  ) {
     if ('url' in target && typeof target.url === 'string') super(target.url, target.options);
     else super(target as RedisOptions);
     this.#logger = logger;
     this.#label = label;
+    this.#coalesce = coalesce;
+    if (coalesce) coalesceSockets(this);
     observe(this, logger, () => {
       const name = this.options.connectionName;
       return { redis: label, ...(name ? { connection: name } : {}) };
@@ -63,7 +90,7 @@ class ObservedRedis extends Redis {
   }
 
   override duplicate(override?: Partial<RedisOptions>): Redis {
-    return new ObservedRedis({ ...this.options, ...override }, this.#logger, this.#label);
+    return new ObservedRedis({ ...this.options, ...override }, this.#logger, this.#label, this.#coalesce);
   }
 }
 
@@ -72,12 +99,22 @@ class ObservedCluster extends Cluster {
   readonly #nodes: ClusterNode[];
   readonly #logger: Logger;
   readonly #label: string;
+  readonly #coalesce: boolean;
 
-  constructor(nodes: ClusterNode[], options: ClusterOptions, logger: Logger, label: string) {
+  constructor(
+    nodes: ClusterNode[],
+    options: ClusterOptions,
+    logger: Logger,
+    label: string,
+    coalesce: boolean,
+  ) {
     super(nodes, options);
     this.#nodes = nodes;
     this.#logger = logger;
     this.#label = label;
+    this.#coalesce = coalesce;
+    // Each node's connection is made by the cluster client itself, as nodes are discovered.
+    if (coalesce) this.on('+node', (node: Redis) => coalesceSockets(node));
     observe(this, logger, () => {
       const name = this.options.redisOptions?.connectionName;
       return { redis: label, cluster: true, ...(name ? { connection: name } : {}) };
@@ -90,6 +127,7 @@ class ObservedCluster extends Cluster {
       { ...this.options, ...override },
       this.#logger,
       this.#label,
+      this.#coalesce,
     );
   }
 }
@@ -152,11 +190,12 @@ export function createRedis(
   role: 'worker' | 'producer',
   options: CreateRedisOptions = {},
 ): Redis {
-  const { logger, cluster: _cluster, ...rest } = options;
+  const { logger, cluster: _cluster, coalesceWrites: coalesce, ...rest } = options;
   return new ObservedRedis(
     { url, options: connectionOptions(role, rest) },
     logger ?? createLogger('redis'),
     maskUrl(url),
+    coalesce ?? true,
   );
 }
 
@@ -170,7 +209,7 @@ export function connectRedis(
   role: 'worker' | 'producer',
   options: CreateRedisOptions = {},
 ): RedisClient {
-  const { logger, cluster, ...rest } = options;
+  const { logger, cluster, coalesceWrites: coalesce, ...rest } = options;
   const nodes = redisNodeUrls(url);
   if (!(cluster ?? nodes.length > 1)) return createRedis(nodes[0] ?? url, role, options);
   return new ObservedCluster(
@@ -178,6 +217,7 @@ export function connectRedis(
     clusterOptions(url, connectionOptions(role, rest)),
     logger ?? createLogger('redis'),
     maskUrl(url),
+    coalesce ?? true,
   );
 }
 

@@ -32,6 +32,15 @@ export interface RedisScripts {
     keys: readonly [results: string],
     args: readonly [toolCallId: string, resultJson: string, resultsTtlS: number],
   ): Promise<string | null>;
+  /**
+   * `record-reply-2.lua` (a single Redis only: its keys are on different slots of a cluster): records the
+   * first result of a call and pushes the recorded one onto the reply list; resolves to the recorded one on
+   * a duplicate, else null.
+   */
+  recordReply(
+    keys: readonly [results: string, replies: string],
+    args: readonly [toolCallId: string, resultJson: string, ttlS: number, replyPrefix: string],
+  ): Promise<string | null>;
   /** `record-first-1.lua`: records a result unless the call has one; resolves to the recorded one. */
   recordFirst(
     keys: readonly [results: string],
@@ -94,6 +103,7 @@ const FILES: Readonly<Record<keyof RedisScripts, string>> = {
   checkpoint: 'checkpoint-7',
   claim: 'claim-4',
   recordResult: 'record-result-1',
+  recordReply: 'record-reply-2',
   recordFirst: 'record-first-1',
   verifyStart: 'verify-start-5',
   withdrawCall: 'withdraw-call-2',

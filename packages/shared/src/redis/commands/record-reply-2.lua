@@ -1,0 +1,27 @@
+--[[
+  Records a tool call's result and replies with the recorded one, in one round trip: `record-result-1.lua`
+  and the reply push together. Only on a single Redis: in a cluster the dispatcher's reply list is on
+  another slot, and the two are separate steps there (the record first, so that a reply lost on the way is
+  still found in it). The first recorded result of a call wins (HSETNX): when one is already there, the new
+  one is not stored, and the recorded one is replied and returned.
+
+  KEYS[1] run results (hash)
+  KEYS[2] the dispatcher's reply list
+
+  ARGV[1] tool call id
+  ARGV[2] result JSON
+  ARGV[3] TTL of the results hash and of the reply list, in s
+  ARGV[4] the reply's envelope up to the result (`replyPrefix(runId)`); the reply is it, the recorded
+          result's JSON and `}`
+
+  Returns the recorded result when this one was a duplicate, else nil.
+]]
+local recorded = false
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then
+  recorded = redis.call('HGET', KEYS[1], ARGV[1])
+else
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+end
+redis.call('LPUSH', KEYS[2], ARGV[4] .. (recorded or ARGV[2]) .. '}')
+redis.call('EXPIRE', KEYS[2], ARGV[3])
+return recorded
