@@ -323,7 +323,10 @@ async function runAttempt(
   logger: { readonly log: Logger },
   stop?: AbortSignal,
 ): Promise<unknown> {
-  const controller = new AbortController();
+  // Made when the handler first reads `ctx.signal`, or when the attempt is stopped: most handlers never
+  // read it, and an AbortController is one of the costlier objects of a call.
+  let controller: AbortController | undefined;
+  const abort = (reason: Error) => (controller ??= new AbortController()).abort(reason);
   let timer: NodeJS.Timeout | undefined;
   let onStop: (() => void) | undefined;
   const left = job.deadline - Date.now();
@@ -331,7 +334,7 @@ async function runAttempt(
   const cutByDeadline = left < tool.timeoutMs;
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      controller.abort(new Error(cutByDeadline ? 'call deadline' : 'tool timeout'));
+      abort(new Error(cutByDeadline ? 'call deadline' : 'tool timeout'));
       reject(
         cutByDeadline
           ? // Stopped before its own timeout: the call's time ran out (it waited in a queue, or its run has
@@ -348,7 +351,7 @@ async function runAttempt(
     }, budget);
     if (stop) {
       onStop = () => {
-        controller.abort(new Error('executor shutting down'));
+        abort(new Error('executor shutting down'));
         reject(new AttemptFailure('unavailable', HANDED_BACK));
       };
       if (stop.aborted) onStop();
@@ -357,7 +360,9 @@ async function runAttempt(
   });
   let child: Logger | undefined;
   const ctx = {
-    signal: controller.signal,
+    get signal() {
+      return (controller ??= new AbortController()).signal;
+    },
     runId: job.run_id,
     traceId: job.trace_id,
     agent: job.agent,

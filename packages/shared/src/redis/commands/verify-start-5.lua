@@ -76,11 +76,13 @@ local session, grants = meta[3] or false, meta[4] or false
 local recorded = redis.call('HGET', KEYS[4], ARGV[1])
 if recorded then return { 'recorded', recorded, session, grants, approved, granted } end
 if ARGV[6] == '' then return { 'checked', false, session, grants, approved, granted } end
-local current = redis.call('HGET', KEYS[5], ARGV[1])
-if current then
+-- The first start of a call is one write; a call with a start or a withdrawal on record is read first.
+local start = 'started:' .. ARGV[6] .. ':' .. ARGV[7]
+if redis.call('HSETNX', KEYS[5], ARGV[1], start) == 0 then
+  local current = redis.call('HGET', KEYS[5], ARGV[1])
   local withdrawn = tonumber(string.match(current, '^withdrawn:(%d+)$') or '')
   if withdrawn and withdrawn >= tonumber(ARGV[6]) then return { 'withdrawn', false, session, grants, approved, granted } end
+  redis.call('HSET', KEYS[5], ARGV[1], start)
 end
-redis.call('HSET', KEYS[5], ARGV[1], 'started:' .. ARGV[6] .. ':' .. ARGV[7])
 redis.call('EXPIRE', KEYS[5], ARGV[5])
 return { 'started', false, session, grants, approved, granted }
