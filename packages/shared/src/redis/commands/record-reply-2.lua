@@ -10,7 +10,7 @@
 
   ARGV[1] tool call id
   ARGV[2] result JSON
-  ARGV[3] TTL of the results hash and of the reply list, in s
+  ARGV[3] TTL of the results hash and of the reply list (set when the push creates it), in s
   ARGV[4] the reply's envelope up to the result (`replyPrefix(runId)`); the reply is it, the recorded
           result's JSON and `}`
 
@@ -22,6 +22,9 @@ if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then
 else
   redis.call('EXPIRE', KEYS[1], ARGV[3])
 end
-redis.call('LPUSH', KEYS[2], ARGV[4] .. (recorded or ARGV[2]) .. '}')
-redis.call('EXPIRE', KEYS[2], ARGV[3])
+-- A list that held replies already got its TTL from the push that created it (the dispatcher pops until
+-- it is empty, which deletes it, so a list lives only while replies wait in it).
+if redis.call('LPUSH', KEYS[2], ARGV[4] .. (recorded or ARGV[2]) .. '}') == 1 then
+  redis.call('EXPIRE', KEYS[2], ARGV[3])
+end
 return recorded
