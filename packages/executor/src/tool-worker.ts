@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { DelayedError, Worker, type Job } from 'bullmq';
 import {
   RUN_ID_PATTERN,
@@ -132,7 +133,6 @@ export interface ToolWorker {
 interface Flight {
   job: Job<ToolCallJob>;
   token: string | undefined;
-  stop: AbortController;
   /** Handed back to the queue by the shutdown: its outcome is dropped. */
   returned: boolean;
   /** Its outcome is being written: too late to hand it back. */
@@ -160,6 +160,12 @@ interface ToolWorkerContext {
   writer: RedisClient;
   breakers: BreakerBoard;
   flights: Set<Flight>;
+  /**
+   * Aborted when the shutdown hands the calls still running back to their queue (each of them marked
+   * `returned` first): one signal for every call, rather than an AbortController per call, which was one of
+   * the costlier objects of a call.
+   */
+  handingBack: AbortController;
   /** Aborted when the executor lets go of Redis: results still waiting to be written stop retrying. */
   stopWriting: AbortController;
   draining: boolean;
@@ -199,6 +205,7 @@ export function createToolWorker(given: ToolWorkerOptions): ToolWorker {
     writer,
     breakers,
     flights: new Set(),
+    handingBack: unlimitedAbortController(),
     stopWriting: new AbortController(),
     draining: false,
   };
@@ -352,8 +359,14 @@ async function executeJob(
       Math.max(0, Date.now() - data.enqueued_at) / 1000,
     );
   }
-  const flight: Flight = { job, token, stop: new AbortController(), returned: false, recording: false };
+  const flight: Flight = { job, token, returned: false, recording: false };
   ctx.flights.add(flight);
+  // Past the hand-back (a job taken just before the shutdown began): it goes back like the others.
+  if (ctx.handingBack.signal.aborted) {
+    ctx.flights.delete(flight);
+    await handBack(ctx, flight);
+    throw new DelayedError();
+  }
   metrics.toolCallsInFlight.inc();
   try {
     await runFlight(ctx, { flight, verified, span, log });
@@ -385,7 +398,7 @@ async function runFlight(
     approved: verified.approved,
     grants: verified.grants,
     sessionId: verified.sessionId,
-    signal: flight.stop.signal,
+    signal: ctx.handingBack.signal,
   });
   // The shutdown gave the job back to the queue: another executor runs it; this outcome is dropped.
   if (flight.returned) throw new DelayedError();
@@ -415,7 +428,9 @@ async function runFlight(
         refTtlS: ctx.refTtlS,
       }),
     data.deadline,
-    [flight.stop.signal, ctx.stopWriting.signal],
+    // A call whose outcome is being written is never handed back: only the executor letting go of Redis
+    // stops the write.
+    [ctx.stopWriting.signal],
     (why) => log().warn({ why }, 'could not record the result yet; retrying'),
   );
   if (duplicate !== null) {
@@ -449,10 +464,12 @@ function refused(ctx: ToolWorkerContext, job: Job<ToolCallJob>, err: JobRefused)
   );
 }
 
-/** Aborts a call still running and puts its job back in the queue, lock token checked, attempt unused. */
+/**
+ * Puts a call's job back in its queue, lock token checked, attempt unused; the call itself is stopped by
+ * `ctx.handingBack` (marked `returned` first, so its outcome is dropped).
+ */
 async function handBack(ctx: ToolWorkerContext, flight: Flight): Promise<void> {
   flight.returned = true;
-  flight.stop.abort();
   try {
     await flight.job.moveToDelayed(Date.now(), flight.token);
     ctx.metrics.toolJobsReturned.inc();
@@ -507,6 +524,8 @@ async function closeToolWorker(
         { graceMs: grace, calls: unfinished.length },
         'grace period over; handing unfinished calls back to their queue',
       );
+      for (const f of unfinished) f.returned = true;
+      ctx.handingBack.abort();
       await Promise.all(unfinished.map((f) => handBack(ctx, f)));
     },
     // BullMQ's close(true) after a pending close() only returns the pending one: do not wait on it.
@@ -523,6 +542,13 @@ async function closeToolWorker(
     () => false,
   );
   if ((await waitAtMost(quit, ends - Date.now())) !== true) ctx.writer.disconnect();
+}
+
+/** An AbortController whose signal takes any number of listeners (every call in flight adds one). */
+function unlimitedAbortController(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
 }
 
 /** What a call's execution span says of its outcome. */
