@@ -72,26 +72,68 @@ export function entryPoint(script: string): string {
 
 const CACHE = path.join(ROOT, 'node_modules/.cache/agent-reach-test');
 
+/** Relative module specifiers a TypeScript module imports (`./x.js`, `../y/z.js`). */
+function relativeImports(source: string): string[] {
+  const found = new Set<string>();
+  for (const m of source.matchAll(
+    /\bfrom\s+['"](\.{1,2}\/[^'"]+)['"]|\bimport\s+['"](\.{1,2}\/[^'"]+)['"]/g,
+  )) {
+    const spec = m[1] ?? m[2];
+    if (spec) found.add(spec);
+  }
+  return [...found];
+}
+
+/** A module and every module it imports by a relative path, transitively: absolute `.ts` paths. */
+function moduleTree(file: string, seen = new Set<string>()): Set<string> {
+  if (seen.has(file)) return seen;
+  seen.add(file);
+  for (const spec of relativeImports(readFileSync(file, 'utf8'))) {
+    const target = path.resolve(path.dirname(file), spec).replace(/\.js$/, '.ts');
+    if (existsSync(target)) moduleTree(target, seen);
+  }
+  return seen;
+}
+
 /**
- * A TypeScript tool module of the tests (TOOL_MODULES) as JavaScript for processes that run the built
- * packages without tsx: compiled once per content into node_modules/.cache (from where its imports of
- * the workspace packages resolve as the original's do).
+ * A TypeScript tool module of the tests or benchmarks (TOOL_MODULES) as JavaScript for processes that
+ * run the built packages without tsx: it and the modules it imports by relative paths are compiled, once
+ * per content, into node_modules/.cache in the layout they have in the repository (so their relative
+ * imports, and their imports of the workspace packages, resolve as the originals' do).
  */
 function compiledModule(file: string): string {
-  const source = readFileSync(file, 'utf8');
-  const digest = createHash('sha256').update(source).digest('hex').slice(0, 16);
-  const out = path.join(CACHE, `${path.basename(file, '.ts')}-${digest}.mjs`);
+  const files = [...moduleTree(path.resolve(file))].sort();
+  const digest = createHash('sha256');
+  for (const f of files) digest.update(f).update(readFileSync(f));
+  const dir = path.join(CACHE, digest.digest('hex').slice(0, 16));
+  const outOf = (f: string) => path.join(dir, path.relative(ROOT, f)).replace(/\.ts$/, '.js');
+  const out = outOf(path.resolve(file));
   if (existsSync(out)) return out;
   const ts = createRequire(import.meta.url)('typescript') as typeof import('typescript');
-  const { outputText } = ts.transpileModule(source, {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'package.json'), '{ "type": "module" }\n');
+  for (const f of files) {
+    const { outputText } = ts.transpileModule(readFileSync(f, 'utf8'), {
+      fileName: f,
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    });
+    const target = outOf(f);
+    mkdirSync(path.dirname(target), { recursive: true });
+    // The entry last, each file renamed into place whole: a process that finds the entry finds the rest.
+    if (f !== path.resolve(file)) writeAtomically(target, outputText);
+  }
+  const entry = ts.transpileModule(readFileSync(file, 'utf8'), {
     fileName: file,
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
   });
-  mkdirSync(CACHE, { recursive: true });
-  const tmp = `${out}.${process.pid}.tmp`;
-  writeFileSync(tmp, outputText);
-  renameSync(tmp, out);
+  writeAtomically(out, entry.outputText);
   return out;
+}
+
+function writeAtomically(file: string, text: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
 }
 
 /** `env` for a process run by `nodeArgs()`: without tsx, TypeScript tool modules are given compiled. */
