@@ -201,6 +201,106 @@ export async function startJobFloor(options: SystemOptions): Promise<BenchSystem
   };
 }
 
+/** The design floor's check: the call is in its run's ledger; its start is recorded. */
+const FLOOR_CHECK_LUA = `
+if not redis.call('HGET', KEYS[1], ARGV[1]) then return 0 end
+redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
+return 1`;
+/** The design floor's outcome: the result recorded (first one wins), then pushed to the caller's list. */
+const FLOOR_RECORD_REPLY_LUA = `
+redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2])
+redis.call('LPUSH', KEYS[2], ARGV[2])
+return 1`;
+
+/**
+ * The least the platform's design pays for a call: the bare BullMQ job (`startJobFloor`), plus what no
+ * executor of this design can leave out — one round trip that checks the call against its run's ledger and
+ * records its start before anything runs (a script: one `HGET`, one `HSETNX`), one that records the result
+ * and pushes it onto the caller's reply list (a script: `HSETNX`, `LPUSH`), the caller's blocking read of
+ * that list (`BLMPOP`), and the caller's write of the call into the ledger, as the platform's benchmark
+ * writes it. Plain ioredis connections, as the other baselines; no TTLs, no validation, no breaker, no
+ * metrics: a floor, not a product.
+ */
+export async function startDesignFloor(options: SystemOptions): Promise<BenchSystem> {
+  const { redisUrl, payload } = options;
+  const prefix = `bench-design-${shortId()}`;
+  const keys = createKeys(prefix);
+  const queueName = keys.toolQueue(constants.DEFAULT_TOOL_GROUP);
+  const connect = () => new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const conns = [connect(), connect(), connect(), connect()] as const;
+  const [queueConn, workerConn, writer, reader] = conns;
+  writer.defineCommand('floorCheck', { numberOfKeys: 2, lua: FLOOR_CHECK_LUA });
+  writer.defineCommand('floorRecordReply', { numberOfKeys: 2, lua: FLOOR_RECORD_REPLY_LUA });
+  const scripts = writer as unknown as {
+    floorCheck(ledger: string, starts: string, id: string, start: string): Promise<number>;
+    floorRecordReply(results: string, replies: string, id: string, json: string): Promise<number>;
+  };
+  const replyTo = keys.replies(randomUUID());
+  const queue = new Queue<ToolCallJob, void>(queueName, { connection: queueConn, prefix });
+  const worker = new Worker<ToolCallJob, void>(
+    queueName,
+    async (job) => {
+      const d = job.data;
+      if (
+        (await scripts.floorCheck(keys.runCalls(d.run_id), keys.runStarts(d.run_id), d.tool_call_id, 's')) !==
+        1
+      ) {
+        throw new Error(`call ${d.tool_call_id} is not in its run's ledger`);
+      }
+      const result = await echoJob(job);
+      const json = JSON.stringify({ run_id: d.run_id, result });
+      await scripts.floorRecordReply(keys.results(d.run_id), d.reply_to, d.tool_call_id, json);
+    },
+    { connection: workerConn, prefix, concurrency: options.concurrency },
+  );
+  const pending = new Map<string, (result: ToolResult) => void>();
+  let open = true;
+  const reading = (async () => {
+    while (open) {
+      const batch = (await reader.blmpop(1, 1, replyTo, 'RIGHT', 'COUNT', 100).catch(() => null)) as
+        [string, string[]] | null;
+      for (const raw of batch?.[1] ?? []) {
+        const reply = JSON.parse(raw) as { run_id: string; result: ToolResult };
+        pending.get(toolJobId(reply.run_id, reply.result.tool_call_id))?.(reply.result);
+      }
+    }
+  })();
+  await Promise.all([queue.waitUntilReady(), worker.waitUntilReady()]);
+  const args = JSON.stringify({ payload });
+  const runBase = `run-${shortId()}`;
+  let seq = 0;
+  return {
+    label: 'design',
+    prefix,
+    async call() {
+      const { runId, toolCallId } = ids(seq++, runBase);
+      const jobId = toolJobId(runId, toolCallId);
+      const done = new Promise<ToolResult>((resolve) => pending.set(jobId, resolve));
+      queueConn.hset(keys.runCalls(runId), toolCallId, '1').catch(() => undefined);
+      await queue.add(TOOL, jobData(runId, toolCallId, args, replyTo), {
+        ...JOB_OPTS,
+        jobId,
+        removeOnComplete: true,
+      });
+      const result = await done;
+      pending.delete(jobId);
+      if (!result.ok || (result.content as { echo?: string }).echo !== payload) {
+        throw new Error(`design floor call ${toolCallId} returned ${JSON.stringify(result)}`);
+      }
+    },
+    async close() {
+      open = false;
+      await worker.close();
+      reader.disconnect();
+      await reading;
+      await queue.obliterate({ force: true });
+      await queue.close();
+      await deleteByPrefix(queueConn, prefix);
+      await Promise.all(conns.map((c) => c.quit().catch(() => undefined)));
+    },
+  };
+}
+
 /** The MCP server of `startPlatform({ mcp: true })`: the same no-op tool, served over stdio. */
 const MCP_SERVER = fileURLToPath(new URL('./mcp-echo-server.mjs', import.meta.url));
 /** Its tool as the platform names it: `<server>__<tool>`. */

@@ -22,7 +22,13 @@ import { constants } from '@agent-reach/shared';
 import { benchEnvironment } from './measure.js';
 import type { RedisDelta } from './redis-stats.js';
 import { startPrivateRedis } from './scale-out/processes.js';
-import { startJobFloor, startPlatform, startRawBullmq, type BenchSystem } from './systems.js';
+import {
+  startDesignFloor,
+  startJobFloor,
+  startPlatform,
+  startRawBullmq,
+  type BenchSystem,
+} from './systems.js';
 import { envInt } from './env.js';
 import { formatTarget, target, type Target } from './targets.js';
 import {
@@ -113,6 +119,34 @@ function issueTargets(job: Medians, platform: Medians): Target[] {
   ];
 }
 
+/**
+ * The platform against the least its own design pays (`startDesignFloor`: the job, a check-and-start round
+ * trip, a record-and-reply round trip, the caller's blocking read), and that floor against the bare job:
+ * where a target on the bare job is below what the design allows, the second column says so.
+ */
+function printDesignFloor(job: Medians, design: Medians, platform: Medians): void {
+  const rows: Array<[string, (f: Medians) => number, number]> = [
+    ['throughput (calls/s)', (f) => f.throughputPerS, 0],
+    ['sequential p50 (ms)', (f) => f.sequential.p50, 3],
+    ['node CPU / call (µs)', (f) => f.nodeCpuUsPerCall, 0],
+    ['redis CPU / call (µs)', (f) => f.redisCpuUsPerCall, 0],
+    ['redis commands / call', (f) => f.redisCommandsPerCall, 1],
+  ];
+  console.log(
+    '\nthe design floor: the BullMQ job + one round trip checking the call against its ledger and recording ' +
+      'its start + one recording the result and pushing the reply + the caller reading it (bench/systems.ts)',
+  );
+  printColumns(
+    ['', 'design floor', 'design/job', 'platform/design'],
+    rows.map(([label, pick, digits]) => [
+      label,
+      pick(design).toFixed(digits),
+      (pick(design) / pick(job)).toFixed(2),
+      (pick(platform) / pick(design)).toFixed(2),
+    ]),
+  );
+}
+
 async function main(): Promise<void> {
   const calls = envInt('BENCH_CALLS', 5000, 10);
   const rounds = envInt('BENCH_ROUNDS', 5, 1);
@@ -140,15 +174,18 @@ async function main(): Promise<void> {
     systems.push(job);
     const platform = await startPlatform({ redisUrl, payload, concurrency, tmpDir });
     systems.push(platform);
+    const design = await startDesignFloor({ redisUrl, payload, concurrency });
+    systems.push(design);
     const withMcp = process.env.BENCH_MCP !== '0';
     const mcp = withMcp
       ? await startPlatform({ redisUrl, payload, concurrency, tmpDir, mcp: true })
       : undefined;
     if (mcp) systems.push(mcp);
-    const named: Array<readonly ['raw' | 'job' | 'platform' | 'mcp', BenchSystem]> = [
+    const named: Array<readonly ['raw' | 'job' | 'platform' | 'design' | 'mcp', BenchSystem]> = [
       ['raw', raw],
       ['job', job],
       ['platform', platform],
+      ['design', design],
       ...(mcp ? [['mcp', mcp] as const] : []),
     ];
     console.log(
@@ -165,6 +202,7 @@ async function main(): Promise<void> {
       raw: [] as RoundFigures[],
       job: [] as RoundFigures[],
       platform: [] as RoundFigures[],
+      design: [] as RoundFigures[],
       mcp: [] as RoundFigures[],
     };
     for (let round = 1; round <= rounds; round += 1) {
@@ -184,6 +222,7 @@ async function main(): Promise<void> {
       raw: medianFigures(figures.raw),
       job: medianFigures(figures.job),
       platform: medianFigures(figures.platform),
+      design: medianFigures(figures.design),
       mcp: withMcp ? medianFigures(figures.mcp) : undefined,
     };
     const ratios = {
@@ -227,6 +266,7 @@ async function main(): Promise<void> {
           `latency @${IN_FLIGHT} p50 ${(ratios.mcpUnderLoadP50 ?? 0).toFixed(2)}`,
       );
     }
+    printDesignFloor(med.job, med.design, med.platform);
     const targets = issueTargets(med.job, med.platform);
     console.log('\ntargets (platform / BullMQ job, medians of this run)');
     for (const t of targets) console.log(`  ${formatTarget(t)}`);
@@ -260,12 +300,14 @@ async function main(): Promise<void> {
         raw: withoutCommands(figures.raw),
         job: withoutCommands(figures.job),
         platform: withoutCommands(figures.platform),
+        design: withoutCommands(figures.design),
         mcp: withoutCommands(figures.mcp),
       },
       redisCommandsPerSequentialCall: {
         raw: perCall(figures.raw.at(-1)?.redisCommands),
         job: perCall(figures.job.at(-1)?.redisCommands),
         platform: perCall(figures.platform.at(-1)?.redisCommands),
+        design: perCall(figures.design.at(-1)?.redisCommands),
         mcp: perCall(figures.mcp.at(-1)?.redisCommands),
       },
       durationS: (performance.now() - started) / 1000,
