@@ -204,7 +204,7 @@ export async function startJobFloor(options: SystemOptions): Promise<BenchSystem
 /** The design floor's check: the call is in its run's ledger; its start is recorded. */
 const FLOOR_CHECK_LUA = `
 if not redis.call('HGET', KEYS[1], ARGV[1]) then return 0 end
-redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2])
+redis.call('HSETNX', KEYS[1], ARGV[1] .. ':start', ARGV[2])
 return 1`;
 /** The design floor's outcome: the result recorded (first one wins), then pushed to the caller's list. */
 const FLOOR_RECORD_REPLY_LUA = `
@@ -229,10 +229,10 @@ export async function startDesignFloor(options: SystemOptions): Promise<BenchSys
   const connect = () => new Redis(redisUrl, { maxRetriesPerRequest: null });
   const conns = [connect(), connect(), connect(), connect()] as const;
   const [queueConn, workerConn, writer, reader] = conns;
-  writer.defineCommand('floorCheck', { numberOfKeys: 2, lua: FLOOR_CHECK_LUA });
+  writer.defineCommand('floorCheck', { numberOfKeys: 1, lua: FLOOR_CHECK_LUA });
   writer.defineCommand('floorRecordReply', { numberOfKeys: 2, lua: FLOOR_RECORD_REPLY_LUA });
   const scripts = writer as unknown as {
-    floorCheck(ledger: string, starts: string, id: string, start: string): Promise<number>;
+    floorCheck(ledger: string, id: string, start: string): Promise<number>;
     floorRecordReply(results: string, replies: string, id: string, json: string): Promise<number>;
   };
   const replyTo = keys.replies(randomUUID());
@@ -241,10 +241,7 @@ export async function startDesignFloor(options: SystemOptions): Promise<BenchSys
     queueName,
     async (job) => {
       const d = job.data;
-      if (
-        (await scripts.floorCheck(keys.runCalls(d.run_id), keys.runStarts(d.run_id), d.tool_call_id, 's')) !==
-        1
-      ) {
+      if ((await scripts.floorCheck(keys.runCalls(d.run_id), d.tool_call_id, 's')) !== 1) {
         throw new Error(`call ${d.tool_call_id} is not in its run's ledger`);
       }
       const result = await echoJob(job);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Queue, Worker } from 'bullmq';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { toolJobId, WIRE_VERSION, type ToolCallJob } from '@agent-reach/protocol';
-import { createLogger, loadConfig, redisScripts } from '@agent-reach/shared';
+import { callStartField, createLogger, loadConfig, redisScripts } from '@agent-reach/shared';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
 import { seedCalls, seedRun } from './helpers/ledger.js';
 import { startPlatform } from './helpers/platform.js';
@@ -102,7 +102,9 @@ describe('a call counts as started only when an executor recorded its start on t
       ok: true,
       attempts: 1,
     });
-    expect(await p.redis.hget(p.keys.runStarts(run.runId), 'call_ghost')).toMatch(/^started:\d+:executor-/);
+    expect(await p.redis.hget(p.keys.runCalls(run.runId), callStartField('call_ghost'))).toMatch(
+      /^started:\d+:executor-/,
+    );
   }, 30_000);
 
   it('does not run, record or answer a job whose publication its dispatcher withdrew before any executor started it', async () => {
@@ -115,7 +117,7 @@ describe('a call counts as started only when an executor recorded its start on t
     // The dispatcher gave this publication up: no executor had recorded a start.
     expect(
       await redisScripts(p.producer).withdrawCall(
-        [p.keys.results(run.runId), p.keys.runStarts(run.runId)],
+        [p.keys.results(run.runId), p.keys.runCalls(run.runId), p.keys.runStarts(run.runId)],
         [call.toolCallId, publication, 60],
       ),
     ).toEqual(['withdrawn']);
@@ -140,7 +142,9 @@ describe('a call counts as started only when an executor recorded its start on t
     await waitFor(async () => (await queue.getJobState(jobId)) === 'unknown', 10_000, 'the job to be done');
     expect(await p.redis.hget(p.keys.results(run.runId), call.toolCallId)).toBeNull();
     expect(await p.redis.llen(replyTo)).toBe(0);
-    expect(await p.redis.hget(p.keys.runStarts(run.runId), call.toolCallId)).toBe(`withdrawn:${publication}`);
+    expect(await p.redis.hget(p.keys.runCalls(run.runId), callStartField(call.toolCallId))).toBe(
+      `withdrawn:${publication}`,
+    );
     // A later publication of the same call runs.
     await queue.add(call.name, { ...data, enqueued_at: publication + 1 }, { jobId, removeOnComplete: true });
     const reply = await waitFor(async () => (await p.redis.rpop(replyTo)) ?? false, 10_000, 'the reply');

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolJobId, type ToolResult } from '@agent-reach/protocol';
-import { callLedgerEntry, createLogger } from '@agent-reach/shared';
+import { callLedgerEntry, callStartField, createLogger } from '@agent-reach/shared';
 import { handAddedJobs, seedCalls, seedDecision, seedRun } from './helpers/ledger.js';
 import { startPlatform } from './helpers/platform.js';
 import { TEST_AGENTS } from './helpers/processes.js';
@@ -127,7 +127,7 @@ describe('the executor verifies every job against its run record before running 
     await expectRefused(id, 'not_in_ledger');
     expect(await effects()).toEqual({});
     // The script that verifies a job also records its start: a refused job leaves no start behind.
-    expect(await p.redis.exists(p.keys.runStarts(runId))).toBe(0);
+    expect(await p.redis.hget(p.keys.runCalls(runId), callStartField('call_1'))).toBeNull();
   });
 
   it('runs a job whose ledger entry holds the same call with its fields in another order', async () => {
@@ -142,7 +142,7 @@ describe('the executor verifies every job against its run record before running 
       run_id: runId,
       result: { ok: true, content: { echo: 'reordered' } },
     });
-    expect(await p.redis.hget(p.keys.runStarts(runId), 'call_1')).toMatch(/^started:\d+:./);
+    expect(await p.redis.hget(p.keys.runCalls(runId), callStartField('call_1'))).toMatch(/^started:\d+:./);
   });
 
   it('refuses a job claiming another agent than the run belongs to', async () => {
@@ -165,7 +165,7 @@ describe('the executor verifies every job against its run record before running 
     expect(log.warnings.find((w) => w.jobId === late)?.problem).toBe('the run is succeeded');
     expect(await effects()).toEqual({});
     expect(await p.redis.exists(p.keys.results(ended))).toBe(0);
-    expect(await p.redis.exists(p.keys.runStarts(ended))).toBe(0);
+    expect(await p.redis.hkeys(p.keys.runCalls(ended))).not.toContainEqual(expect.stringMatching(/:start$/));
   });
 
   it('ignores the approval a job carries: a confirmation tool without a recorded decision does not run', async () => {
@@ -187,7 +187,7 @@ describe('the executor verifies every job against its run record before running 
     const id = await forge.add({ runId, ...call, approval: { by: 'forger', at: Date.now() } });
     await expectRefused(id, 'not_approved');
     expect(await p.redis.exists(p.keys.results(runId))).toBe(0);
-    expect(await p.redis.exists(p.keys.runStarts(runId))).toBe(0);
+    expect(await p.redis.hget(p.keys.runCalls(runId), callStartField('call_1'))).toBeNull();
   });
 
   it('runs a confirmation tool once a person approved the call in the run record', async () => {

@@ -322,7 +322,6 @@ async function executeJob(
     // withdrew this publication.
     verified = await verifyJob(writer, keys, job.data, registry, {
       executorId: ctx.executorId,
-      ttlS: ctx.resultsTtlS,
     });
   } catch (err) {
     if (err instanceof JobRefused) {

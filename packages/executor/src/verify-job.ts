@@ -67,8 +67,6 @@ export interface VerifiedJob {
  */
 export interface StartCall {
   executorId: string;
-  /** How long the run's starts hash stays, in seconds. */
-  ttlS: number;
 }
 
 const MAX_NAME_CHARS = 256;
@@ -119,14 +117,12 @@ export async function verifyJob(
       keys.runCalls(job.run_id),
       keys.runApprovals(job.run_id),
       keys.results(job.run_id),
-      keys.runStarts(job.run_id),
     ],
     [
       job.tool_call_id,
       job.agent,
       callLedgerEntry(job),
       `${tool?.requiresConfirmation ? '1' : '0'}${tool?.requiresGrant ? '1' : '0'}`,
-      start?.ttlS ?? 0,
       start && Date.now() < job.deadline ? publicationOf(job) : '',
       start?.executorId ?? '',
       ...LIVE_STATUSES,

@@ -53,13 +53,16 @@ export interface Keys {
   runApprovals(runId: string): string;
   /**
    * Hash: toolCallId → the call as the model made it (`callLedgerEntry`), written by the checkpoint that
-   * records the model turn, before the call is published. Executors run only calls found here.
+   * records the model turn, before the call is published. Executors run only calls found here. Also
+   * `<toolCallId>:start` (`callStartField`) → `started:<publication>:<executor>` (an executor is running it;
+   * written right before the tool runs) or `withdrawn:<publication>` (its dispatcher gave that publication
+   * up unstarted): what the dispatcher asks to tell a call that started from one that did not, whatever
+   * its queue says.
    */
   runCalls(runId: string): string;
   /**
-   * Hash: toolCallId → `started:<publication>:<executor>` (an executor is running it; written right before
-   * the tool runs) or `withdrawn:<publication>` (its dispatcher gave that publication up unstarted). What
-   * the dispatcher asks to tell a call that started from one that did not, whatever its queue says.
+   * Hash: toolCallId → a start or a withdrawal, as the release before this one recorded them (see
+   * `runCalls`). Read and written by dispatchers only on a call's deadline, while a fleet is upgraded.
    */
   runStarts(runId: string): string;
   /** Sorted set: run ids by creation time. */

@@ -85,7 +85,7 @@ export type {
 } from './fleet/executor-presence.js';
 export { isOpen } from './fleet/breaker-state.js';
 export type { BreakerSnapshot, BreakerState } from './fleet/breaker-state.js';
-export { argumentsDigest, callLedgerEntry, matchesLedger } from './fleet/call-ledger.js';
+export { argumentsDigest, callLedgerEntry, callStartField, matchesLedger } from './fleet/call-ledger.js';
 export type { CallLedgerEntry } from './fleet/call-ledger.js';
 export { runJobProblems } from './fleet/run-job-schema.js';
 

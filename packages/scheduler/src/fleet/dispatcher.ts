@@ -14,6 +14,7 @@ import {
   type ToolResult,
 } from '@agent-reach/protocol';
 import {
+  callStartField,
   constants,
   duplicateRedis,
   failSpan,
@@ -161,7 +162,8 @@ export class RunRecordBehind extends Error {
  * deadline (a reply pushed to a dispatcher that has since died is still found).
  *
  * At a call's deadline with no result, the dispatcher tells apart a call that never started from one
- * that ran out of time by the run's record: an executor records its start there (`start-call-2.lua`)
+ * that ran out of time by the run's record: an executor records its start in the run's ledger
+ * (`verify-start-4.lua`)
  * right before running it. BullMQ's view of the job does not count: a failover of the queue's Redis can
  * lose the job, or leave it active and locked by a worker that never received it. A call with no start
  * on record is withdrawn in the same script (no executor can start that publication any more), its job
@@ -412,7 +414,7 @@ export class Dispatcher {
   async #expireNow(key: string, p: Pending): Promise<void> {
     const { connection, keys } = this.#opts;
     const verdict = await redisScripts(connection).withdrawCall(
-      [keys.results(p.runId), keys.runStarts(p.runId)],
+      [keys.results(p.runId), keys.runCalls(p.runId), keys.runStarts(p.runId)],
       [p.toolCallId, p.publishedAt, constants.DEFAULT_RESULTS_TTL_S],
     );
     if (verdict[0] === 'recorded') return this.#settle(key, p, JSON.parse(verdict[1]) as ToolResult);
@@ -468,18 +470,20 @@ export class Dispatcher {
    */
   async #rescue(key: string, p: Pending): Promise<void> {
     const { connection, keys, catalog } = this.#opts;
-    const [start, declared] = await Promise.all([
+    // The call's ledger entry and its start; and the start as an executor of the release before this one
+    // records it, while a fleet is upgraded.
+    const [[declared, start], legacyStart] = await Promise.all([
+      connection.hmget(keys.runCalls(p.runId), p.toolCallId, callStartField(p.toolCallId)),
       connection.hget(keys.runStarts(p.runId), p.toolCallId),
-      connection.hexists(keys.runCalls(p.runId), p.toolCallId),
     ]);
-    if (start?.startsWith('started:')) {
+    if (start?.startsWith('started:') || legacyStart?.startsWith('started:')) {
       p.started = true;
       return;
     }
     // The model turn that made the call was checkpointed (with the call in the run's ledger) before it was
     // published. A ledger without it went back: a failover of the run's Redis lost writes its old master
     // had acknowledged. No executor runs a call the ledger does not hold, so waiting is pointless.
-    if (declared === 0 && this.#pending.get(key) === p) return this.#recordBehind(p.runId);
+    if (declared === null && this.#pending.get(key) === p) return this.#recordBehind(p.runId);
     const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
     const job = queue.toKey(toolJobId(p.runId, p.toolCallId));
     const [exists, takenAt] = await Promise.all([
@@ -494,7 +498,7 @@ export class Dispatcher {
         (await queue.getJobState(toolJobId(p.runId, p.toolCallId))) === 'active');
     if (!lost || this.#pending.get(key) !== p) return;
     const verdict = await redisScripts(connection).withdrawCall(
-      [keys.results(p.runId), keys.runStarts(p.runId)],
+      [keys.results(p.runId), keys.runCalls(p.runId), keys.runStarts(p.runId)],
       [p.toolCallId, p.publishedAt, constants.DEFAULT_RESULTS_TTL_S],
     );
     if (verdict[0] === 'recorded') return this.#settle(key, p, JSON.parse(verdict[1]) as ToolResult);

@@ -15,6 +15,15 @@ export interface CallLedgerEntry {
   args_sha256: string;
 }
 
+/**
+ * The ledger field that holds a call's start (`started:<publication>:<executor>`, written by the executor's
+ * verify script right before it runs the call) or its withdrawal (`withdrawn:<publication>`, written by
+ * its dispatcher when nobody started that publication by its deadline). Call ids never hold a `:`.
+ */
+export function callStartField(toolCallId: string): string {
+  return `${toolCallId}:start`;
+}
+
 export function argumentsDigest(args: string): string {
   return createHash('sha256').update(args).digest('hex');
 }

@@ -47,11 +47,11 @@ export interface RedisScripts {
     args: readonly [toolCallId: string, resultJson: string, ttlS: number],
   ): Promise<string>;
   /**
-   * `verify-start-5.lua`: checks a tool job against its run's record and, when it passes, records the
-   * call's start; resolves to `[verdict, detail, session id, grants, approved, granted]`.
+   * `verify-start-4.lua`: checks a tool job against its run's record and, when it passes, records the
+   * call's start in the run's ledger; resolves to `[verdict, detail, session id, grants, approved, granted]`.
    */
   verifyStart(
-    keys: readonly [meta: string, calls: string, approvals: string, results: string, starts: string],
+    keys: readonly [meta: string, calls: string, approvals: string, results: string],
     args: readonly Arg[],
   ): Promise<
     [
@@ -63,9 +63,9 @@ export interface RedisScripts {
       granted?: string,
     ]
   >;
-  /** `withdraw-call-2.lua`: a dispatcher withdraws a publication of a call nobody started. */
+  /** `withdraw-call-3.lua`: a dispatcher withdraws a publication of a call nobody started. */
   withdrawCall(
-    keys: readonly [results: string, starts: string],
+    keys: readonly [results: string, calls: string, legacyStarts: string],
     args: readonly [toolCallId: string, publication: number, ttlS: number],
   ): Promise<[verdict: 'started' | 'withdrawn'] | [verdict: 'recorded', result: string]>;
   /** `heartbeat-1.lua`: one executor announcement; resolves to Redis's time in ms. */
@@ -105,8 +105,8 @@ const FILES: Readonly<Record<keyof RedisScripts, string>> = {
   recordResult: 'record-result-1',
   recordReply: 'record-reply-2',
   recordFirst: 'record-first-1',
-  verifyStart: 'verify-start-5',
-  withdrawCall: 'withdraw-call-2',
+  verifyStart: 'verify-start-4',
+  withdrawCall: 'withdraw-call-3',
   heartbeat: 'heartbeat-1',
   renewLease: 'renew-lease-1',
   releaseLease: 'release-lease-1',
