@@ -91,7 +91,12 @@ async function measurePhase(
   const steps: StepSample[] = probes.flatMap((p) => stepsOf(p, sim.handledMs));
   // Only the checkpointed configuration keeps a run's whole record (state, messages, events).
   const weighed = config === 'checkpoints' ? probes.flatMap((p) => (p.runId ? [p.runId] : [])) : [];
-  const recordBytes = await runRecordBytes(admin, harness.keys, weighed.slice(-WEIGHED_RUNS));
+  const record = await runRecordBytes(admin, harness.keys, weighed.slice(-WEIGHED_RUNS));
+  const recordBytes = record.perRun;
+  if (recordBytes.length > 0) {
+    const parts = [...record.byKey].map(([name, bytes]) => `${name} ${fmt(median(bytes), 0)}`);
+    console.log(`  @${inFlight} a finished run's record, median bytes by key: ${parts.join(', ')}`);
+  }
   return phaseFigures({
     runs,
     elapsedMs: loop.elapsedMs,

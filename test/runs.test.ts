@@ -58,7 +58,7 @@ describe('runs as jobs: records, approvals, cancellation, sessions, retention', 
     expect(await h.control.list({ agent: 'nobody' })).toEqual([]);
   });
 
-  it("stores a tool_result without the call's arguments and result, and every reader of events gets both back from the run's record", async () => {
+  it("stores a finished run's events as references to its state and messages, and every reader of events gets each call's arguments and result back", async () => {
     const runId = await h.control.start({
       agent: 'test_agent',
       input: 'weather in 杭州?',
@@ -67,20 +67,50 @@ describe('runs as jobs: records, approvals, cancellation, sessions, retention', 
     expect(await h.control.wait(runId, 20_000)).toMatchObject({ status: 'succeeded' });
     const raw = await h.producer.xrange(h.keys.runEvents(runId), '-', '+');
     const stored = raw.map(([, fields]) => JSON.parse(fields[1] as string) as Record<string, unknown>);
-    const storedResult = stored.find((e) => e.type === 'tool_result');
-    expect(storedResult).toMatchObject({ tool: 'query_weather', ok: true, kind: 'ok' });
-    expect(storedResult).not.toHaveProperty('arguments');
-    expect(storedResult).not.toHaveProperty('result');
-    const message = (await h.control.get(runId))?.state?.messages.find((m) => m.role === 'tool');
-    const read = (await eventsOf(runId)).find((e) => e.type === 'tool_result');
-    expect(read).toMatchObject({
-      arguments: '{"city":"杭州"}',
-      result: JSON.parse(message!.content as string),
+    // Stored: no call's arguments, no result, no outcome (the state and messages hold them).
+    expect(stored.find((e) => e.type === 'tool_result')).toEqual({
+      type: 'tool_result',
+      tool_call_id: expect.any(String),
+      at: expect.any(Number),
+    });
+    expect(stored.find((e) => e.type === 'run_finished')).not.toHaveProperty('outcome');
+    expect(JSON.stringify(stored)).not.toContain('"arguments"');
+    // The final state keeps each call's arguments once (the assistant message's).
+    expect(await h.producer.get(h.keys.runState(runId))).not.toContain('"arguments"');
+
+    const state = (await h.control.get(runId))?.state;
+    const message = state?.messages.find((m) => m.role === 'tool');
+    const args = '{"city":"杭州"}';
+    expect(state?.steps).toMatchObject([{ tool: 'query_weather', arguments: args, ok: true }]);
+    expect(state?.outcome?.steps).toEqual(state?.steps);
+    const read = await eventsOf(runId);
+    const callId = state!.steps[0]!.tool_call_id;
+    expect(read.find((e) => e.type === 'llm_request' && e.tool_calls === 1)).toMatchObject({
+      message: { tool_calls: [{ id: callId, name: 'query_weather', arguments: args }] },
+    });
+    expect(read.find((e) => e.type === 'tool_dispatched')).toMatchObject({
+      calls: [{ tool_call_id: callId, tool: 'query_weather', arguments: args }],
+    });
+    expect(read.find((e) => e.type === 'tool_result')).toMatchObject({
+      turn: 1,
+      tool_call_id: callId,
+      tool: 'query_weather',
+      arguments: args,
+      ok: true,
+      kind: 'ok',
+      answered: 'dispatched',
+      executor_id: state!.steps[0]!.executor_id,
+      result: { ...JSON.parse(message!.content as string), attempts: 1 },
+    });
+    expect(read.find((e) => e.type === 'run_finished')).toEqual({
+      type: 'run_finished',
+      outcome: state?.outcome,
+      at: expect.any(Number),
     });
     // The live read (SSE) resolves them too.
     const [first] = await h.control.store.waitEvents(runId, '0', 1000, h.producer);
     const live = await h.control.store.waitEvents(runId, first!.id, 1000, h.producer);
-    expect(live.find((e) => e.event.type === 'tool_result')?.event).toEqual(read);
+    expect(live.map((e) => e.event)).toEqual(read.slice(1));
   });
 
   it('parks a run that calls a tool needing approval, holding no worker slot, and resumes it when approved', async () => {

@@ -365,23 +365,41 @@ async function closeAll(closers: Array<() => Promise<void>>): Promise<void> {
   for (const close of closers.reverse()) await close().catch(() => undefined);
 }
 
-/** Bytes Redis holds for each finished run (MEMORY USAGE of every key of the run's record), in order. */
-export async function runRecordBytes(redis: Redis, keys: Keys, runIds: string[]): Promise<number[]> {
-  const perRun = (id: string) => [
-    keys.runState(id),
-    keys.runMessages(id),
-    keys.runEvents(id),
-    keys.runMeta(id),
-    keys.runApprovals(id),
-    keys.runCalls(id),
-    keys.runStarts(id),
-    keys.results(id),
+/** The keys of a run's record, by the name the benchmark reports them under. */
+function recordKeys(keys: Keys, id: string): Array<[name: string, key: string]> {
+  return [
+    ['state', keys.runState(id)],
+    ['messages', keys.runMessages(id)],
+    ['events', keys.runEvents(id)],
+    ['listing', keys.runMeta(id)],
+    ['approvals', keys.runApprovals(id)],
+    ['ledger', keys.runCalls(id)],
+    ['starts', keys.runStarts(id)],
+    ['results', keys.results(id)],
   ];
+}
+
+/**
+ * Bytes Redis holds for each finished run (MEMORY USAGE of every key of the run's record), in order, and
+ * by key: each key's bytes for every run.
+ */
+export async function runRecordBytes(
+  redis: Redis,
+  keys: Keys,
+  runIds: string[],
+): Promise<{ perRun: number[]; byKey: Map<string, number[]> }> {
   const pipe = redis.pipeline();
-  for (const id of runIds) for (const key of perRun(id)) pipe.call('MEMORY', 'USAGE', key, 'SAMPLES', '0');
+  for (const id of runIds)
+    for (const [, key] of recordKeys(keys, id)) pipe.call('MEMORY', 'USAGE', key, 'SAMPLES', '0');
   const replies = (await pipe.exec()) ?? [];
-  const width = perRun('x').length;
-  return runIds.map((_, i) =>
-    replies.slice(i * width, (i + 1) * width).reduce((sum, [, bytes]) => sum + (Number(bytes) || 0), 0),
+  const names = recordKeys(keys, 'x').map(([name]) => name);
+  const byKey = new Map(names.map((name) => [name, [] as number[]]));
+  const perRun = runIds.map((_, i) =>
+    names.reduce((sum, name, j) => {
+      const bytes = Number(replies[i * names.length + j]?.[1]) || 0;
+      byKey.get(name)?.push(bytes);
+      return sum + bytes;
+    }, 0),
   );
+  return { perRun, byKey };
 }

@@ -229,7 +229,8 @@ export function readEvent(json: string): RunEvent {
     const { toolCallId, ...rest } = e;
     return { ...rest, tool_call_id: toolCallId } as RunEvent;
   }
-  if (e.type === 'run_finished')
+  // A run's stored `run_finished` leaves its outcome to the run's state (the run store puts it back).
+  if (e.type === 'run_finished' && e.outcome)
     return { ...e, outcome: { ...e.outcome, steps: e.outcome.steps.map(readStepRecord) } };
   if (e.type === 'tool_dispatched' && e.calls.some((c) => 'toolCallId' in c)) {
     const calls = (e.calls as Array<{ toolCallId?: string; tool_call_id?: string }>).map(

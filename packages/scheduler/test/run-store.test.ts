@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { toolMessageContent, type ToolResult } from '@agent-reach/protocol';
 import { callLedgerEntry } from '@agent-reach/shared';
 import type { RunEvent, RunState } from '@agent-reach/scheduler';
-import { createRunState, RunStore } from '@agent-reach/scheduler/internal';
+import { createRunState, RunStore, type RunCheckpointer } from '@agent-reach/scheduler/internal';
 import { testRedis } from '@agent-reach/testing';
 
 const started = (): RunEvent => ({ type: 'run_started', at: Date.now(), agent: 'a', input: 'x', model: 'm' });
@@ -140,6 +141,129 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
     expect(ttl).toBeLessThanOrEqual(60);
     const usage = async (k: string) => Number(await t.redis.call('MEMORY', 'USAGE', k, 'SAMPLES', '0'));
     expect(await usage(key)).toBeLessThan(await usage(appended));
+  });
+
+  const ARGS = '{"city":"上海"}';
+  /**
+   * Plays one call of a model turn through the writer as the loop records it (the turn, then the result,
+   * then the run's end); `forModel` is what the tool message says instead of the result. Returns every
+   * event emitted, in order.
+   */
+  const playCall = async (state: RunState, writer: RunCheckpointer, forModel?: string) => {
+    const emitted: RunEvent[] = [];
+    const send = async (events: RunEvent[]) => {
+      emitted.push(...events);
+      await writer.prepare(state, events)();
+    };
+    state.messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'query_weather', arguments: ARGS } }],
+    });
+    await send([
+      {
+        type: 'llm_request',
+        at: 1,
+        turn: 1,
+        model: 'm',
+        latency_ms: 3,
+        prompt_tokens: 10,
+        completion_tokens: 2,
+        finish_reason: 'tool_calls',
+        tool_calls: 1,
+        tools_offered: ['query_weather'],
+        message: { content: null, tool_calls: [{ id: 'call_1', name: 'query_weather', arguments: ARGS }] },
+      },
+    ]);
+    const result: ToolResult = {
+      tool_call_id: 'call_1',
+      name: 'query_weather',
+      ok: true,
+      status: 'ok',
+      duration_ms: 5,
+      attempts: 2,
+      content: { sky: '晴' },
+    };
+    state.messages.push({
+      role: 'tool',
+      tool_call_id: 'call_1',
+      content: forModel ?? toolMessageContent(result),
+    });
+    const shared = {
+      turn: 1,
+      tool_call_id: 'call_1',
+      tool: 'query_weather',
+      arguments: ARGS,
+      ok: true,
+      duration_ms: 5,
+      attempts: 2,
+      kind: 'ok',
+      answered: 'dispatched',
+      executor_id: 'executor-1',
+    } as const;
+    state.steps.push({ ...shared });
+    await send([
+      {
+        type: 'tool_dispatched',
+        at: 2,
+        turn: 1,
+        calls: [{ tool_call_id: 'call_1', tool: 'query_weather', arguments: ARGS }],
+      },
+      { type: 'tool_result', at: 3, ...shared, result },
+    ]);
+    await t.redis.hset(t.keys.runStarts(state.runId), 'call_1', 'started:2:executor-1');
+    state.messages.push({ role: 'assistant', content: 'sunny' });
+    state.outcome = {
+      status: 'succeeded',
+      reason: 'final_answer',
+      answer: 'sunny',
+      usage: state.usage,
+      iterations: 2,
+      steps: state.steps,
+    };
+    state.status = 'succeeded';
+    await send([{ type: 'run_finished', at: 4, outcome: state.outcome }]);
+    return emitted;
+  };
+
+  it("keeps a finished run's call arguments, results and outcome once, and reads back every event and the state exactly as the run had them", async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    const emitted = await playCall(state, writer);
+
+    expect((await store.events(state.runId)).map((e) => e.event)).toEqual(emitted);
+    expect((await store.load(state.runId)).state).toEqual(state);
+    // Stored: the arguments in the assistant message only, the result in the tool message only.
+    const raw = (await t.redis.xrange(t.keys.runEvents(state.runId), '-', '+')).map(([, f]) => f[1]);
+    expect(raw.join('\n')).not.toContain('上海');
+    expect(raw.join('\n')).not.toContain('晴');
+    expect(await t.redis.get(t.keys.runState(state.runId))).not.toContain('上海');
+    // A final run's ledger and starts are gone (no call of it starts again); the rest keeps its TTL.
+    expect(await t.redis.exists(t.keys.runCalls(state.runId), t.keys.runStarts(state.runId))).toBe(0);
+    expect(await t.redis.ttl(t.keys.results(state.runId))).toBeLessThanOrEqual(60);
+  });
+
+  it("stores an event whole when the run's record could not give it back, and reads it back as it was", async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    // The model read a cut of the result (as a context provider's): the tool message is not the result.
+    const emitted = await playCall(state, writer, 'sky: 晴 (cut)');
+
+    expect((await store.events(state.runId)).map((e) => e.event)).toEqual(emitted);
+    const raw = (await t.redis.xrange(t.keys.runEvents(state.runId), '-', '+')).map(
+      ([, f]) => JSON.parse(f[1] as string) as { type: string; result?: unknown },
+    );
+    expect(raw.find((e) => e.type === 'tool_result')?.result).toMatchObject({ content: { sky: '晴' } });
+  });
+
+  it("reads a tool_result of the previous release's record (without arguments and result) with both put back", async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    const emitted = await playCall(state, writer);
+    const { arguments: _args, result: _result, ...older } = emitted.find((e) => e.type === 'tool_result')!;
+    await t.redis.xadd(t.keys.runEvents(state.runId), '*', 'e', JSON.stringify(older));
+    const events = (await store.events(state.runId)).map((e) => e.event);
+    expect(events.at(-1)).toEqual(emitted.find((e) => e.type === 'tool_result'));
   });
 
   it('records each call of a model turn in the run ledger with the checkpoint that records the turn', async () => {

@@ -1,15 +1,21 @@
 import type { RawRunRecord } from '@agent-reach/archive';
 import { checkVersion, readEvent, readStepRecord, type Keys } from '@agent-reach/protocol';
-import type { ToolResult } from '@agent-reach/protocol';
 import {
   callLedgerEntry,
   constants,
-  parseJsonSafely,
   redisScripts,
   type RedisClient,
   type RedisScripts,
 } from '@agent-reach/shared';
 import { joinDecisions } from '../agent-loop/approvals.js';
+import {
+  readStoredEvent,
+  readStoredState,
+  RecordRefs,
+  refersToRecord,
+  storedEventJson,
+  storedStateJson,
+} from './stored-record.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import type { Approval, ChatMessage, RunState, RunStatus } from '../agent-loop/run-state.js';
 
@@ -156,6 +162,9 @@ export class RunCheckpointer {
       }
     }
     const meta = Object.entries(metaFields(state)).flat();
+    // What the record holds once this checkpoint is written (the messages before it are not needed: every
+    // event refers to the messages of its own step), for storing each event without repeating it.
+    const refs = new RecordRefs(state.steps, fresh, state.outcome);
     this.#seq += 1;
     this.#count = messages.length;
     this.#compactions = state.compactions;
@@ -164,11 +173,11 @@ export class RunCheckpointer {
       this.#seq,
       base,
       rewrite ? 1 : 0,
-      JSON.stringify(rest),
+      state.outcome ? storedStateJson(rest, messages) : JSON.stringify(rest),
       fresh.length,
       ...fresh.map((m) => JSON.stringify(m)),
       events.length,
-      ...events.map(storedEventJson),
+      ...events.map((e) => storedEventJson(e, refs)),
       meta.length,
       ...meta,
       calls.length,
@@ -260,6 +269,7 @@ export class RunStore {
         k.results(runId),
         k.runApprovals(runId),
         k.runCalls(runId),
+        k.runStarts(runId),
       ],
       args,
     );
@@ -393,7 +403,7 @@ export class RunStore {
     if (rows.length === 0 && this.archive && (await this.redis.exists(this.keys.runMeta(runId))) === 0) {
       const archived = await this.archive.record(runId);
       if (archived)
-        return withCalls(
+        return readEvents(
           archivedEvents(archived.events, after),
           archived.state,
           archived.messages,
@@ -424,13 +434,11 @@ export class RunStore {
   }
 
   /**
-   * Stored `tool_result` events reference their call instead of repeating it (see `storedEventJson`):
-   * their `arguments` and `result` are put back from the run's record — the step of the call (its
-   * arguments) and the call's tool message (exactly what the model read), else the run's results hash
-   * (a call whose message compaction folded away). One read of the record per batch that needs it.
+   * Stored events refer to the run's record instead of repeating it (see `storedEventJson`): what they
+   * leave out is put back from the run's state, messages and results hash, read once per batch that needs it.
    */
   async #resolved(runId: string, stored: StoredEvent[]): Promise<StoredEvent[]> {
-    if (!stored.some(({ event: e }) => e.type === 'tool_result' && e.arguments === undefined)) return stored;
+    if (!stored.some(({ event }) => refersToRecord(event))) return stored;
     const k = this.keys;
     const [[, stateJson], [, messages], [, results]] = (await this.redis
       .multi()
@@ -438,7 +446,7 @@ export class RunStore {
       .lrange(k.runMessages(runId), 0, -1)
       .hgetall(k.results(runId))
       .exec()) as [[null, string | null], [null, string[]], [null, Record<string, string>]];
-    return withCalls(stored, stateJson ?? '', messages, results);
+    return readEvents(stored, stateJson ?? '', messages, results);
   }
 
   /** Marks a run for cancellation and tells every scheduler; the one running it aborts. */
@@ -476,30 +484,6 @@ function archivedEvents(events: RawRunRecord['events'], after: string | undefine
     .map(([id, e]) => ({ id, event: readEvent(e) }));
 }
 
-/**
- * An event as the run's stream keeps it. A `tool_result` leaves out the call's `arguments` and `result`:
- * the run's step and tool message already hold them (readers get them back through `events` and
- * `waitEvents`), so a finished run's record does not keep every call's arguments and result twice.
- */
-export function storedEventJson(e: RunEvent): string {
-  if (e.type !== 'tool_result') return JSON.stringify(e);
-  const { arguments: _args, result: _result, ...rest } = e;
-  return JSON.stringify(rest);
-}
-
-/** A tool result as recorded (a tool message's content or a results-hash entry), without who ran it. */
-function resultOf(raw: string | undefined): ToolResult | undefined {
-  if (raw === undefined) return undefined;
-  try {
-    const parsed = parseJsonSafely<(ToolResult & { executor_id?: string }) | null>(raw);
-    if (!parsed || typeof parsed !== 'object' || typeof parsed.ok !== 'boolean') return undefined;
-    const { executor_id: _executor, ...result } = parsed;
-    return result;
-  } catch {
-    return undefined;
-  }
-}
-
 function metaFields(state: RunState): Record<string, string> {
   return {
     runId: state.runId,
@@ -520,11 +504,45 @@ function metaFields(state: RunState): Record<string, string> {
     tools: distinct(state.steps.map((s) => s.tool)),
     errorKinds: distinct(state.steps.flatMap((s) => (s.error_kind ? [s.error_kind] : []))),
     // What a list shows of each run without reading its state.
-    inputPreview: state.input.slice(0, INPUT_PREVIEW_CHARS),
+    ...pieces('inputPreview', state.input.slice(0, INPUT_PREVIEW_CHARS)),
     calls: String(state.steps.length),
     errors: String(state.steps.filter((s) => !s.ok).length),
     retries: String(state.steps.reduce((n, s) => n + Math.max(0, (s.attempts ?? 1) - 1), 0)),
   };
+}
+
+/**
+ * Redis keeps a hash compact (a listpack) while every value is at most 64 bytes (`hash-max-listpack-value`);
+ * one longer value turns the whole listing into a hash table about 1 KB larger. A long value is therefore
+ * kept in pieces of at most 64 bytes: `name`, `name.1`, `name.2`… (whole characters each).
+ */
+const PIECE_BYTES = 64;
+
+function pieces(name: string, value: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  let piece = '';
+  let bytes = 0;
+  let n = 0;
+  for (const ch of value) {
+    const size = Buffer.byteLength(ch);
+    if (bytes + size > PIECE_BYTES) {
+      out[n === 0 ? name : `${name}.${n}`] = piece;
+      n += 1;
+      piece = '';
+      bytes = 0;
+    }
+    piece += ch;
+    bytes += size;
+  }
+  out[n === 0 ? name : `${name}.${n}`] = piece;
+  return out;
+}
+
+/** A value kept in pieces (see `pieces`) made whole; a listing written before it was split has one piece. */
+function joined(meta: Record<string, string>, name: string): string {
+  let value = meta[name] ?? '';
+  for (let n = 1; meta[`${name}.${n}`] !== undefined; n += 1) value += meta[`${name}.${n}`];
+  return value;
 }
 
 /** A count field of a listing; undefined when absent (older records) or not a count. */
@@ -569,7 +587,7 @@ export function toSummary(meta: Record<string, string>): RunSummary {
     ...(metadata ? { metadata } : {}),
     ...(meta.tools ? { tools: names(meta.tools) } : {}),
     ...(meta.errorKinds ? { errorKinds: names(meta.errorKinds) } : {}),
-    ...(meta.inputPreview !== undefined ? { inputPreview: meta.inputPreview } : {}),
+    ...(meta.inputPreview !== undefined ? { inputPreview: joined(meta, 'inputPreview') } : {}),
     ...(count(meta.calls) !== undefined ? { calls: count(meta.calls) } : {}),
     ...(count(meta.errors) !== undefined ? { errors: count(meta.errors) } : {}),
     ...(count(meta.retries) !== undefined ? { retries: count(meta.retries) } : {}),
@@ -590,40 +608,26 @@ function parseRecord(
   // A record written by another release's format is refused by name rather than misread.
   checkVersion('stored run state', parsed);
   parsed.steps = (parsed.steps ?? []).map(readStepRecord);
-  if (parsed.outcome) parsed.outcome = { ...parsed.outcome, steps: parsed.outcome.steps.map(readStepRecord) };
-  const run: RunState = { ...parsed, messages: messages.map((m) => JSON.parse(m) as ChatMessage) };
+  if (parsed.outcome?.steps)
+    parsed.outcome = { ...parsed.outcome, steps: parsed.outcome.steps.map(readStepRecord) };
+  const history = messages.map((m) => JSON.parse(m) as ChatMessage);
+  const run: RunState = { ...readStoredState(parsed, history), messages: history };
   const { approvals, problems } = joinDecisions(run.approvals, decisions);
   run.approvals = approvals;
   return { state: run, problems };
 }
 
-/** Puts back each stored `tool_result`'s `arguments` and `result` from a run's state, messages and results. */
-function withCalls(
+/** Stored events made whole from a run's state, messages and results hash (see `readStoredEvent`). */
+function readEvents(
   stored: StoredEvent[],
   stateJson: string,
   messages: string[],
   results: Record<string, string>,
 ): StoredEvent[] {
-  if (!stored.some(({ event: e }) => e.type === 'tool_result' && e.arguments === undefined)) return stored;
+  if (!stored.some(({ event }) => refersToRecord(event))) return stored;
   const state = parseRecord(stateJson, messages, []).state;
-  const args = new Map(state?.steps.map((s) => [s.tool_call_id, s.arguments]));
-  const read = new Map(
-    state?.messages.flatMap((m) =>
-      m.role === 'tool' && typeof m.content === 'string' ? [[m.tool_call_id, m.content] as const] : [],
-    ),
+  const refs = new RecordRefs(state?.steps ?? [], state?.messages ?? [], state?.outcome, results);
+  return stored.map((s) =>
+    refersToRecord(s.event) ? { id: s.id, event: readStoredEvent(s.event, refs) } : s,
   );
-  return stored.map((s) => {
-    const e = s.event;
-    if (e.type !== 'tool_result' || e.arguments !== undefined) return s;
-    const seen = resultOf(read.get(e.tool_call_id) ?? results[e.tool_call_id]);
-    // The model's copy leaves out the executor's tries (`toolMessageContent`); the event keeps them.
-    const result =
-      seen && seen.attempts === undefined && e.attempts !== undefined
-        ? { ...seen, attempts: e.attempts, ...(e.attempt_log ? { attempt_log: e.attempt_log } : {}) }
-        : seen;
-    return {
-      id: s.id,
-      event: { ...e, arguments: args.get(e.tool_call_id) ?? '', ...(result ? { result } : {}) },
-    };
-  });
 }

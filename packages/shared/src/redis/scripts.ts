@@ -8,7 +8,7 @@ type Arg = string | number;
  * listing KEYS and ARGV), as typed functions: keys first, then arguments, in the order the header lists.
  */
 export interface RedisScripts {
-  /** `checkpoint-7.lua`: one fenced, sequenced checkpoint of a run; resolves to `[verdict, cancel flag]`. */
+  /** `checkpoint-8.lua`: one fenced, sequenced checkpoint of a run; resolves to `[verdict, cancel flag]`. */
   checkpoint(
     keys: readonly [
       meta: string,
@@ -18,6 +18,7 @@ export interface RedisScripts {
       results: string,
       approvals: string,
       calls: string,
+      starts: string,
     ],
     args: readonly Arg[],
   ): Promise<[verdict: string, cancel: string]>;
@@ -100,7 +101,7 @@ export interface RedisScripts {
 }
 
 const FILES: Readonly<Record<keyof RedisScripts, string>> = {
-  checkpoint: 'checkpoint-7',
+  checkpoint: 'checkpoint-8',
   claim: 'claim-4',
   recordResult: 'record-result-1',
   recordReply: 'record-reply-2',

@@ -6,7 +6,8 @@
   - the checkpoint's step number is the next one (a re-sent step is a no-op, a gap is refused);
   - the stored message count is the one the step was prepared against.
   Then it appends (or rewrites) messages, sets the state, adds events, records the calls of the model
-  turn in the run's ledger, updates the listing, and on the run's end sets the retention TTLs. Every key
+  turn in the run's ledger, updates the listing, and on the run's end sets the retention TTLs and deletes
+  the ledger and the starts. Every key
   is the run's (one slot in a cluster): the index of runs is written by the caller, not here. The shebang makes Redis refuse the whole script up front when it is out of memory, so a record
   is never half-written.
 
@@ -17,6 +18,7 @@
   KEYS[5] run results (hash)
   KEYS[6] run approvals (hash)
   KEYS[7] run call ledger (hash)
+  KEYS[8] run call starts (hash)
 
   ARGV epoch, seq, base, rewrite, state, n, messages…, n, events…, n, meta fields…, n,
        (call id, entry)…, final ('1' or '0'), retention TTL in s
@@ -59,6 +61,10 @@ if ARGV[i] == '1' then
     local dump = redis.call('DUMP', KEYS[4])
     if dump then redis.call('RESTORE', KEYS[4], 0, dump, 'REPLACE') end
   end
-  for _, key in ipairs(KEYS) do redis.call('EXPIRE', key, ttl) end
+  -- The ledger and the starts serve executors and dispatchers while calls may run: a final run's calls
+  -- never start again (an executor's check refuses the job of a final run before it reads either), and
+  -- no reader of a run's record needs them.
+  redis.call('DEL', KEYS[7], KEYS[8])
+  for i = 1, 6 do redis.call('EXPIRE', KEYS[i], ttl) end
 end
 return { 'ok', cancel }
