@@ -9,10 +9,10 @@ import { defineConfig } from 'vitest/config';
  */
 const LONG_SUITES = [
   'test/faults.test.ts',
+  'test/cluster.test.ts',
   'test/pack-install.test.ts',
   'test/cli.test.ts',
   'test/chaos.test.ts',
-  'test/cluster.test.ts',
   'test/workflows-cli.test.ts',
   'test/api-fuzz.test.ts',
   'test/executor-processes.test.ts',

@@ -7,7 +7,7 @@ import {
   DEFAULT_POSTGRES_URL,
   formatReport,
   historyProblems,
-  runFaultScenario,
+  faultScenarioChain,
   runInput,
   runOfRequest,
   SCENARIOS,
@@ -20,18 +20,22 @@ import { testRedis } from './helpers/redis.js';
  * mid-load and then checks every run's records and what the model was sent (see
  * packages/faults/src/fault-check.ts); the archive's scenario runs with the archive on (an archiver in the
  * fleet, a database of its own) and checks the archive too. `pnpm faults` runs the same scenarios with
- * hundreds of runs each.
+ * hundreds of runs each. Each scenario has a harness of its own (Redis, llm-sim, fleet); the next one's
+ * starts once the running scenario's fleet is up, so that its start overlaps the scenario's waits.
  * This file alone: `pnpm exec vitest run test/faults.test.ts --exclude "packages/**"` (llm-sim has a
  * faults.test.ts of its own).
  */
 const RUNS = 40;
+const OPTIONS = { runs: RUNS, settleMs: 130_000, quietMs: 10_000 };
 
 describe('fault injection: every run ends final, started and finished once, with a valid history; the model never sees two results for a call, nor a timeout of a call that never ran', () => {
   afterAll(cleanupAll);
 
-  for (const scenario of SCENARIOS) {
+  const chain = faultScenarioChain(SCENARIOS.map((scenario) => ({ scenario, options: OPTIONS })));
+
+  for (const [i, scenario] of SCENARIOS.entries()) {
     it(`every run invariant holds when ${scenario.title}`, async () => {
-      const report = await runFaultScenario(scenario, { runs: RUNS, settleMs: 130_000, quietMs: 10_000 });
+      const report = await chain.run(i);
       const text = formatReport(report);
       console.log(text);
       expect(report.counts, text).toEqual({});

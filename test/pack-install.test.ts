@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDev, type DevStack } from '@agent-reach/cli';
 import { ROOT } from './helpers/processes.js';
+import { distIsFresh } from './helpers/node-run.js';
 import { REDIS_URL, testRedis } from './helpers/redis.js';
 import { OUTPUTS } from './helpers/platform.js';
 
@@ -55,20 +56,46 @@ async function tarManifest(tarball: string): Promise<Manifest> {
   return JSON.parse(stdout) as Manifest;
 }
 
+/** Packs a package into `dir`; resolves to its tarball. */
+async function pack(name: string, dir: string): Promise<string> {
+  // `prepack` builds the package first (incremental: nothing to do after `pnpm build`).
+  const { stdout } = await exec('pnpm', ['pack', '--pack-destination', dir], {
+    cwd: path.join(ROOT, 'packages', name),
+  });
+  return stdout.trim().split('\n').at(-1) ?? '';
+}
+
+/**
+ * Installs the client and the protocol (standing in for the registry, where the client's dependency
+ * would come from) alone into a project of their own under `dir`.
+ */
+async function installClientAlone(dir: string, tarballs: Record<string, string>) {
+  const alone = path.join(dir, 'client-alone');
+  await exec('mkdir', ['-p', alone]);
+  await writeFile(path.join(alone, 'package.json'), JSON.stringify({ name: 'alone', type: 'module' }));
+  const installed = await run('npm', [...NPM_INSTALL, tarballs.client ?? '', tarballs.protocol ?? ''], {
+    cwd: alone,
+  });
+  return { alone, installed };
+}
+
 describe('the packages, packed and installed into a project outside the workspace', () => {
   let dir: string;
   const tarballs: Record<string, string> = {};
   let app: string;
+  let clientAlone: ReturnType<typeof installClientAlone>;
 
   beforeAll(async () => {
     dir = await mkdtemp(path.join(tmpdir(), 'agent-reach-pack-'));
-    for (const name of PACKAGES) {
-      // `prepack` builds the package first (incremental: nothing to do after `pnpm build`).
-      const { stdout } = await exec('pnpm', ['pack', '--pack-destination', dir], {
-        cwd: path.join(ROOT, 'packages', name),
-      });
-      tarballs[name] = stdout.trim().split('\n').at(-1) ?? '';
-    }
+    // Built and fresh, each prepack's build only reads the others' output: the packages are packed
+    // together. Otherwise one at a time, so that no two builds write the same referenced project.
+    if (distIsFresh()) {
+      const packed = await Promise.all(PACKAGES.map((name) => pack(name, dir)));
+      PACKAGES.forEach((name, i) => (tarballs[name] = packed[i] ?? ''));
+    } else for (const name of PACKAGES) tarballs[name] = await pack(name, dir);
+    // The client's own install goes on beside the consumer's; its test awaits it.
+    clientAlone = installClientAlone(dir, tarballs);
+    clientAlone.catch(() => undefined);
     app = path.join(dir, 'app');
     await exec('mkdir', ['-p', app]);
     await writeFile(
@@ -140,13 +167,7 @@ describe('the packages, packed and installed into a project outside the workspac
   });
 
   it('installs the client with only the wire contract: the HTTP client needs protocol and TypeBox, nothing else', async () => {
-    const alone = path.join(dir, 'client-alone');
-    await exec('mkdir', ['-p', alone]);
-    await writeFile(path.join(alone, 'package.json'), JSON.stringify({ name: 'alone', type: 'module' }));
-    // The protocol tarball stands in for the registry, where the client's dependency would come from.
-    const installed = await run('npm', [...NPM_INSTALL, tarballs.client ?? '', tarballs.protocol ?? ''], {
-      cwd: alone,
-    });
+    const { alone, installed } = await clientAlone;
     expect(installed.code, installed.stderr).toBe(0);
     const top = await readdir(path.join(alone, 'node_modules'));
     expect(top.filter((d) => !d.startsWith('.')).sort()).toEqual(['@agent-reach', '@sinclair']);
@@ -179,10 +200,7 @@ describe('the packages, packed and installed into a project outside the workspac
 
   it('type-checks a consumer against the installed declarations with NodeNext and Bundler resolution', async () => {
     await writeFile(path.join(app, 'consumer.ts'), await readFile(path.join(CONSUMER, 'consumer.ts')));
-    for (const [moduleKind, resolution] of [
-      ['NodeNext', 'NodeNext'],
-      ['ESNext', 'Bundler'],
-    ] as const) {
+    const check = async ([moduleKind, resolution]: readonly [string, string]) => {
       const tsconfig = `tsconfig.${resolution.toLowerCase()}.json`;
       await writeFile(
         path.join(app, tsconfig),
@@ -202,7 +220,18 @@ describe('the packages, packed and installed into a project outside the workspac
           files: ['consumer.ts'],
         }),
       );
-      const checked = await run('node', [TSC, '-p', tsconfig], { cwd: app });
+      return { resolution, checked: await run('node', [TSC, '-p', tsconfig], { cwd: app }) };
+    };
+    // The two checks are independent compilations of the same file: they run side by side.
+    const results = await Promise.all(
+      (
+        [
+          ['NodeNext', 'NodeNext'],
+          ['ESNext', 'Bundler'],
+        ] as const
+      ).map(check),
+    );
+    for (const { resolution, checked } of results) {
       expect(checked.stdout + checked.stderr, resolution).toBe('');
       expect(checked.code, resolution).toBe(0);
     }

@@ -1,4 +1,11 @@
-export { runFaultScenario, type FaultReport, type FaultRunOptions } from './run-scenario.js';
+export {
+  faultScenarioChain,
+  prepareFaultScenario,
+  runFaultScenario,
+  type FaultReport,
+  type FaultRunOptions,
+  type PreparedFaultScenario,
+} from './run-scenario.js';
 export {
   BASELINE,
   outOfMemory,

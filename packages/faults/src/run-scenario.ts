@@ -113,10 +113,17 @@ async function startHarness(scenario: FaultScenario, options: FaultRunOptions): 
     queues: [],
   };
   let released = false;
+  let assembling: Promise<unknown> = Promise.resolve();
+  // A cleanup of the whole suite (afterAll, exit) lets a harness still starting finish first, so that
+  // no process it starts afterwards is left behind.
+  const releaseWhenStarted = async () => {
+    await assembling.catch(() => undefined);
+    await release();
+  };
   const release = async () => {
     if (released) return;
     released = true;
-    live.delete(release);
+    live.delete(releaseWhenStarted);
     await parts.fleet?.close();
     await withTimeout(parts.control?.close(), 5000);
     for (const q of parts.queues) await withTimeout(q.close(), 5000);
@@ -126,9 +133,11 @@ async function startHarness(scenario: FaultScenario, options: FaultRunOptions): 
     await parts.archive?.drop().catch(() => undefined);
     rmSync(work, { recursive: true, force: true });
   };
-  live.add(release);
+  live.add(releaseWhenStarted);
   try {
-    return await assemble(scenario, options, work, parts, release);
+    const harness = assemble(scenario, options, work, parts, release);
+    assembling = harness;
+    return await harness;
   } catch (err) {
     await release();
     throw err;
@@ -394,6 +403,82 @@ export async function runFaultScenario(
   scenario: FaultScenario,
   options: FaultRunOptions,
 ): Promise<FaultReport> {
+  return prepareFaultScenario(scenario, options).run();
+}
+
+/** A scenario whose harness (Redis, llm-sim, fleet) is starting or started, not yet run. */
+export interface PreparedFaultScenario {
+  readonly scenario: FaultScenario;
+  /** Resolves once the harness is ready (never rejects: `run` reports a failed start). */
+  readonly started: Promise<void>;
+  /** Runs the scenario on the prepared harness and releases it (once). */
+  run(): Promise<FaultReport>;
+}
+
+/**
+ * Starts a scenario's harness now and runs the scenario later (`run`): a suite of scenarios can start
+ * the next scenario's fleet while one runs, the fleet start (seconds of processes loading) overlapping
+ * the scenario's waits. Each harness has its own Redis (or key prefix on a cluster), llm-sim and fleet,
+ * so that one started ahead shares nothing with the scenario running; its idle time is not part of the
+ * scenario. Never run, it is released by `cleanupAll`.
+ */
+export function prepareFaultScenario(
+  scenario: FaultScenario,
+  options: FaultRunOptions,
+): PreparedFaultScenario {
+  const startAt = Date.now();
+  let startMs = 0;
+  const harness = startHarness(scenario, options).then((h) => {
+    startMs = Date.now() - startAt;
+    return h;
+  });
+  const started = harness.then(
+    () => undefined,
+    () => undefined,
+  );
+  let ran = false;
+  return {
+    scenario,
+    started,
+    run() {
+      if (ran) throw new Error(`the prepared scenario ${scenario.id} was run already`);
+      ran = true;
+      return runOnHarness(scenario, options, harness, () => startMs);
+    },
+  };
+}
+
+/**
+ * Scenarios run one after the other, each one's harness started ahead: `run(i)` runs the i-th (starting
+ * its harness unless `prepare(i)` did) and, once that harness is up, starts the next one's, so that it is
+ * ready (or nearly) when the i-th is over. Run them in their order.
+ */
+export function faultScenarioChain(
+  entries: ReadonlyArray<{ scenario: FaultScenario; options: FaultRunOptions }>,
+): { prepare(i: number): void; run(i: number): Promise<FaultReport> } {
+  const prepared = new Map<number, PreparedFaultScenario>();
+  const prepare = (i: number) => {
+    const entry = entries[i];
+    if (entry && !prepared.has(i)) prepared.set(i, prepareFaultScenario(entry.scenario, entry.options));
+    return prepared.get(i);
+  };
+  return {
+    prepare,
+    async run(i) {
+      const mine = prepare(i);
+      if (!mine) throw new Error(`no scenario ${i} in the chain (of ${entries.length})`);
+      void mine.started.then(() => prepare(i + 1));
+      return mine.run();
+    },
+  };
+}
+
+async function runOnHarness(
+  scenario: FaultScenario,
+  options: FaultRunOptions,
+  harness: Promise<Harness>,
+  startMs: () => number,
+): Promise<FaultReport> {
   // Long enough for a run whose checkpoints kept failing to come back through the run job's backoff
   // (10 s at most between attempts, and longer for run jobs queued with BullMQ's exponential one): a
   // slow recovery is not a lost run.
@@ -401,10 +486,9 @@ export async function runFaultScenario(
   const quietMs = options.quietMs ?? 20_000;
   const figures: Record<string, string | number> = {};
   const extra: Violation[] = [];
-  const startAt = Date.now();
-  const h = await startHarness(scenario, options);
+  const h = await harness;
   try {
-    figures['fleet start ms'] = Date.now() - startAt;
+    figures['fleet start ms'] = startMs();
     const runIds = await submitRuns(h, scenario.id, options.runs);
     const faultAt = await injectFault(h, scenario, options, figures, extra);
     const settleAt = Date.now();
