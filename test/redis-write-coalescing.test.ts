@@ -26,7 +26,7 @@ function countWrites(client: Redis): { writes: number; chunks: number } {
   return counts;
 }
 
-describe('Redis connections send the commands of one event-loop turn in one write', () => {
+describe('Redis connections send the commands issued together in one socket write', () => {
   const clients: Redis[] = [];
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
@@ -39,14 +39,14 @@ describe('Redis connections send the commands of one event-loop turn in one writ
     return client;
   }
 
-  it('sends 50 commands issued in one turn in one socket write, answered in order', async () => {
+  it('sends 50 commands issued together in one socket write, answered in order', async () => {
     const client = await connect();
     const key = `test:coalesce:${process.pid}:${Date.now()}`;
     const counts = countWrites(client);
     const replies = await Promise.all(Array.from({ length: 50 }, () => client.incr(key)));
     await client.del(key);
     expect(replies).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
-    // The 50 INCRs in one write; the DEL, issued in a later turn, in another.
+    // The 50 INCRs in one write; the DEL, issued once they were answered, in another.
     expect(counts).toEqual({ writes: 2, chunks: 51 });
   });
 
@@ -81,7 +81,7 @@ describe('Redis connections send the commands of one event-loop turn in one writ
     expect(counts).toEqual({ writes: 1, chunks: 10 });
   });
 
-  it('flushes what a turn wrote when the connection quits in that turn', async () => {
+  it('flushes the commands written just before the connection quits', async () => {
     const client = await connect();
     const key = `test:coalesce-quit:${process.pid}:${Date.now()}`;
     const set = client.set(key, 'kept', 'EX', 60);

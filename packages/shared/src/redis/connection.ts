@@ -16,7 +16,7 @@ export interface CreateRedisOptions extends RedisOptions {
    */
   cluster?: boolean;
   /**
-   * Sends the commands issued within one turn of the event loop in one socket write (see
+   * Sends the commands issued by one callback and the promise callbacks it queued in one socket write (see
    * `coalesceWrites`), on this connection and on its duplicates (BullMQ's among them). Default: true.
    */
   coalesceWrites?: boolean;
