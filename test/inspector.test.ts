@@ -645,7 +645,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
       const created = cell(troubled, 4).locator('time');
       expect(await created.getAttribute('datetime')).toBe(new Date(done.created_at).toISOString());
       expect(await created.getAttribute('title')).toBe(
-        new Date(done.created_at).toLocaleString('en-US', { hour12: false, timeZone: 'UTC' }),
+        new Date(done.created_at).toLocaleString('en-US', { hourCycle: 'h23', timeZone: 'UTC' }),
       );
       expect(await created.innerText()).toMatch(/^(now|\d+ seconds? ago|1 minute ago)$/);
       expect(await cell(troubled, 5).innerText()).toMatch(/^\d+(\.\d)? (ms|s)$/);

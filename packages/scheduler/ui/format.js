@@ -1,8 +1,11 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 
-/** An absolute time in the browser's locale and time zone. */
-export const time = (ms) => (ms ? new Date(ms).toLocaleString(undefined, { hour12: false }) : '—');
+/**
+ * An absolute time in the browser's locale and time zone, on a 24-hour clock from 00 to 23 (`hourCycle`:
+ * with `hour12: false` some engines write the hour after midnight as 24).
+ */
+export const time = (ms) => (ms ? new Date(ms).toLocaleString(undefined, { hourCycle: 'h23' }) : '—');
 
 /** A duration for reading: 840 ms, 4.2 s, 38 s, 3 min 05 s, 2 h 14 min. */
 export function duration(ms) {
