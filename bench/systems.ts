@@ -94,6 +94,58 @@ async function echoJob(job: Job<ToolCallJob>): Promise<ToolResult> {
 }
 
 /**
+ * The `call` and `close` of a system whose results reach `pending` by job id (the baselines that see or
+ * read completions themselves): each call adds a fresh job (after `beforeAdd`, not awaited) and checks
+ * that the result echoes the payload; closing stops `beforeClose` and the worker, then empties the queue
+ * and its keys and quits the connections.
+ */
+function awaitedJobs(o: {
+  label: string;
+  prefix: string;
+  payload: string;
+  replyTo: string;
+  queue: Queue<ToolCallJob>;
+  worker: Worker<ToolCallJob>;
+  pending: Map<string, (result: ToolResult) => void>;
+  conns: readonly Redis[];
+  beforeAdd?: (runId: string, toolCallId: string) => void;
+  beforeClose?: () => Promise<void>;
+}): BenchSystem {
+  const [queueConn] = o.conns;
+  const args = JSON.stringify({ payload: o.payload });
+  const runBase = `run-${shortId()}`;
+  let seq = 0;
+  return {
+    label: o.label,
+    prefix: o.prefix,
+    async call() {
+      const { runId, toolCallId } = ids(seq++, runBase);
+      const jobId = toolJobId(runId, toolCallId);
+      const done = new Promise<ToolResult>((resolve) => o.pending.set(jobId, resolve));
+      o.beforeAdd?.(runId, toolCallId);
+      await o.queue.add(TOOL, jobData(runId, toolCallId, args, o.replyTo), {
+        ...JOB_OPTS,
+        jobId,
+        removeOnComplete: true,
+      });
+      const result = await done;
+      o.pending.delete(jobId);
+      if (!result.ok || (result.content as { echo?: string }).echo !== o.payload) {
+        throw new Error(`${o.label} call ${toolCallId} returned ${JSON.stringify(result)}`);
+      }
+    },
+    async close() {
+      await o.beforeClose?.();
+      await o.worker.close();
+      await o.queue.obliterate({ force: true });
+      await o.queue.close();
+      if (queueConn) await deleteByPrefix(queueConn, o.prefix);
+      await Promise.all(o.conns.map((c) => c.quit().catch(() => undefined)));
+    },
+  };
+}
+
+/**
  * BullMQ as one would use it directly: `Queue.add`, a `Worker` whose processor returns a result of the
  * platform's shape and size, and `job.waitUntilFinished(queueEvents)`. Job data and options mirror the
  * dispatcher's, except that completed jobs are kept (`count: 1000`): `waitUntilFinished` checks the job
@@ -169,36 +221,8 @@ export async function startJobFloor(options: SystemOptions): Promise<BenchSystem
     if (job.id) pending.get(job.id)?.(result);
   });
   await Promise.all([queue.waitUntilReady(), worker.waitUntilReady()]);
-  const args = JSON.stringify({ payload });
-  const runBase = `run-${shortId()}`;
   const replyTo = createKeys(prefix).replies(randomUUID());
-  let seq = 0;
-  return {
-    label: 'BullMQ job',
-    prefix,
-    async call() {
-      const { runId, toolCallId } = ids(seq++, runBase);
-      const jobId = toolJobId(runId, toolCallId);
-      const done = new Promise<ToolResult>((resolve) => pending.set(jobId, resolve));
-      await queue.add(TOOL, jobData(runId, toolCallId, args, replyTo), {
-        ...JOB_OPTS,
-        jobId,
-        removeOnComplete: true,
-      });
-      const result = await done;
-      pending.delete(jobId);
-      if (!result.ok || (result.content as { echo?: string }).echo !== payload) {
-        throw new Error(`BullMQ job ${toolCallId} returned ${JSON.stringify(result)}`);
-      }
-    },
-    async close() {
-      await worker.close();
-      await queue.obliterate({ force: true });
-      await queue.close();
-      await deleteByPrefix(queueConn, prefix);
-      await Promise.all(conns.map((c) => c.quit().catch(() => undefined)));
-    },
-  };
+  return awaitedJobs({ label: 'BullMQ job', prefix, payload, replyTo, queue, worker, pending, conns });
 }
 
 /** The design floor's check: the call is in its run's ledger; its start is recorded. */
@@ -263,39 +287,24 @@ export async function startDesignFloor(options: SystemOptions): Promise<BenchSys
     }
   })();
   await Promise.all([queue.waitUntilReady(), worker.waitUntilReady()]);
-  const args = JSON.stringify({ payload });
-  const runBase = `run-${shortId()}`;
-  let seq = 0;
-  return {
+  return awaitedJobs({
     label: 'design',
     prefix,
-    async call() {
-      const { runId, toolCallId } = ids(seq++, runBase);
-      const jobId = toolJobId(runId, toolCallId);
-      const done = new Promise<ToolResult>((resolve) => pending.set(jobId, resolve));
+    payload,
+    replyTo,
+    queue,
+    worker,
+    pending,
+    conns,
+    beforeAdd: (runId, toolCallId) => {
       queueConn.hset(keys.runCalls(runId), toolCallId, '1').catch(() => undefined);
-      await queue.add(TOOL, jobData(runId, toolCallId, args, replyTo), {
-        ...JOB_OPTS,
-        jobId,
-        removeOnComplete: true,
-      });
-      const result = await done;
-      pending.delete(jobId);
-      if (!result.ok || (result.content as { echo?: string }).echo !== payload) {
-        throw new Error(`design floor call ${toolCallId} returned ${JSON.stringify(result)}`);
-      }
     },
-    async close() {
+    beforeClose: async () => {
       open = false;
-      await worker.close();
       reader.disconnect();
       await reading;
-      await queue.obliterate({ force: true });
-      await queue.close();
-      await deleteByPrefix(queueConn, prefix);
-      await Promise.all(conns.map((c) => c.quit().catch(() => undefined)));
     },
-  };
+  });
 }
 
 /** The MCP server of `startPlatform({ mcp: true })`: the same no-op tool, served over stdio. */
