@@ -10,8 +10,8 @@ import {
 
 /**
  * The executor's own plain connection for results, with its scripts defined. Like every connection of the
- * process, it sends the commands the calls in flight issue in one turn of the event loop in one write
- * (`coalesceWrites`), in the order they were issued.
+ * process, it sends the commands the calls in flight issue together in one write (`coalesceWrites`), in
+ * the order they were issued.
  */
 export function resultWriter(connection: RedisClient): RedisClient {
   const writer = duplicateRedis(connection);

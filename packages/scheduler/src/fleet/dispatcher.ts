@@ -163,8 +163,7 @@ export class RunRecordBehind extends Error {
  *
  * At a call's deadline with no result, the dispatcher tells apart a call that never started from one
  * that ran out of time by the run's record: an executor records its start in the run's ledger
- * (`verify-start-4.lua`)
- * right before running it. BullMQ's view of the job does not count: a failover of the queue's Redis can
+ * (`verify-start-4.lua`) right before running it. BullMQ's view of the job does not count: a failover of the queue's Redis can
  * lose the job, or leave it active and locked by a worker that never received it. A call with no start
  * on record is withdrawn in the same script (no executor can start that publication any more), its job
  * taken out of its queue whatever its state, and published again under the same job id while the run
