@@ -250,7 +250,10 @@ describe('the first recorded result of a call wins', () => {
     const pending = p.callIn(run, 'slow', { ms: 600 });
     await waitFor(async () => Number(await p.redis.get(`${p.prefix}:test:slow:started`)) === 1, 10_000);
     // Another execution of the same call (a redelivery) recorded its result while this one ran.
-    const [toolCallId] = await p.redis.hkeys(p.keys.runCalls(run.runId));
+    // The ledger holds the call and, under `<id>:start`, its start.
+    const [toolCallId] = (await p.redis.hkeys(p.keys.runCalls(run.runId))).filter(
+      (k) => !k.endsWith(':start'),
+    );
     const earlier: ToolResult = {
       tool_call_id: toolCallId!,
       name: 'slow',
