@@ -94,8 +94,13 @@ async function measurePhase(
   const record = await runRecordBytes(admin, harness.keys, weighed.slice(-WEIGHED_RUNS));
   const recordBytes = record.perRun;
   if (recordBytes.length > 0) {
-    const parts = [...record.byKey].map(([name, bytes]) => `${name} ${fmt(median(bytes), 0)}`);
-    console.log(`  @${inFlight} a finished run's record, median bytes by key: ${parts.join(', ')}`);
+    const parts = [...record.byKey].map(([name, bytes]) => {
+      const encoding = record.encodings.get(name);
+      return `${name} ${fmt(median(bytes), 0)}${encoding ? ` (${encoding})` : ''}`;
+    });
+    console.log(
+      `  @${inFlight} a finished run's record, median bytes by key (encoding): ${parts.join(', ')}`,
+    );
   }
   return phaseFigures({
     runs,

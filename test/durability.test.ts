@@ -61,7 +61,11 @@ describe('durability: calls that never start, shutdown with work in flight, rete
     expect(await queue.getJob(toolJobId(runId, callId))).toBeUndefined();
     expect(await queue.getWaitingCount()).toBe(0);
     await queue.close();
-    const recorded = JSON.parse((await h.redis.hget(h.keys.results(runId), callId))!) as {
+    // The record keeps the answer in the call's tool message (the run's end dropped the results-hash entry).
+    const messages = (await h.redis.lrange(h.keys.runMessages(runId), 0, -1)).map(
+      (m) => JSON.parse(m) as { role: string; tool_call_id?: string; content?: string },
+    );
+    const recorded = JSON.parse(messages.find((m) => m.tool_call_id === callId)!.content!) as {
       error: { kind: string };
     };
     expect(recorded.error.kind).toBe('unavailable');

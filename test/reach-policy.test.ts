@@ -472,8 +472,12 @@ describe('through the API, a scheduler and an executor: grants, aliases and retr
       attempts: 2,
       result: { attempts: 2 },
     });
-    const recorded = Object.values(await h.producer.hgetall(h.keys.results(run.run_id)));
-    expect(JSON.parse(recorded[0]!)).toMatchObject({ attempts: 2 });
+    // The record keeps them in the call's step: the run's end dropped the results-hash entry its tool message repeats.
+    const stored = JSON.parse((await h.producer.get(h.keys.runState(run.run_id)))!) as {
+      steps: Array<{ attempts?: number; attempt_log?: unknown }>;
+    };
+    expect(stored.steps[0]).toMatchObject({ attempts: 2, attempt_log: run.steps[0]!.attempt_log });
+    expect(await h.producer.exists(h.keys.results(run.run_id))).toBe(0);
   });
 
   it('refuses to grant a tool the agent does not list, naming it (403, nothing started)', async () => {

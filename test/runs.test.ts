@@ -75,15 +75,29 @@ describe('runs as jobs: records, approvals, cancellation, sessions, retention', 
     });
     expect(stored.find((e) => e.type === 'run_finished')).not.toHaveProperty('outcome');
     expect(JSON.stringify(stored)).not.toContain('"arguments"');
-    // The final state keeps each call's arguments once (the assistant message's).
+    // Calls by their ids (names and arguments are the assistant message's), the start without the input.
+    expect(stored.find((e) => e.type === 'tool_dispatched')).toEqual({
+      type: 'tool_dispatched',
+      turn: 1,
+      calls: [{ tool_call_id: expect.any(String) }],
+      at: expect.any(Number),
+    });
+    expect(stored.find((e) => e.type === 'llm_request')).not.toHaveProperty('tool_calls');
+    expect(stored.find((e) => e.type === 'run_started')).not.toHaveProperty('input');
+    // The final state keeps each call's arguments once (the assistant message's), the input once (the
+    // first user message's), and the results hash no longer repeats the tool messages.
     expect(await h.producer.get(h.keys.runState(runId))).not.toContain('"arguments"');
+    expect(await h.producer.get(h.keys.runState(runId))).not.toContain('"input"');
+    expect(await h.producer.exists(h.keys.results(runId))).toBe(0);
 
     const state = (await h.control.get(runId))?.state;
     const message = state?.messages.find((m) => m.role === 'tool');
     const args = '{"city":"杭州"}';
     expect(state?.steps).toMatchObject([{ tool: 'query_weather', arguments: args, ok: true }]);
     expect(state?.outcome?.steps).toEqual(state?.steps);
+    expect(state?.input).toBe('weather in 杭州?');
     const read = await eventsOf(runId);
+    expect(read[0]).toMatchObject({ type: 'run_started', agent: 'test_agent', input: 'weather in 杭州?' });
     const callId = state!.steps[0]!.tool_call_id;
     expect(read.find((e) => e.type === 'llm_request' && e.tool_calls === 1)).toMatchObject({
       message: { tool_calls: [{ id: callId, name: 'query_weather', arguments: args }] },

@@ -381,17 +381,27 @@ function recordKeys(keys: Keys, id: string): Array<[name: string, key: string]> 
 
 /**
  * Bytes Redis holds for each finished run (MEMORY USAGE of every key of the run's record), in order, and
- * by key: each key's bytes for every run.
+ * by key: each key's bytes for every run, and its encoding in the last run (absent: no such key).
  */
 export async function runRecordBytes(
   redis: Redis,
   keys: Keys,
   runIds: string[],
-): Promise<{ perRun: number[]; byKey: Map<string, number[]> }> {
+): Promise<{ perRun: number[]; byKey: Map<string, number[]>; encodings: Map<string, string> }> {
   const pipe = redis.pipeline();
   for (const id of runIds)
     for (const [, key] of recordKeys(keys, id)) pipe.call('MEMORY', 'USAGE', key, 'SAMPLES', '0');
+  const last = runIds.at(-1);
+  const lastKeys = last === undefined ? [] : recordKeys(keys, last);
+  for (const [, key] of lastKeys) pipe.call('OBJECT', 'ENCODING', key);
   const replies = (await pipe.exec()) ?? [];
+  // A key the run does not have answers OBJECT ENCODING with an error (no such key): no encoding.
+  const encodings = new Map(
+    lastKeys.flatMap(([name], j) => {
+      const [err, encoding] = replies[runIds.length * lastKeys.length + j] ?? [];
+      return err || typeof encoding !== 'string' ? [] : [[name, encoding] as const];
+    }),
+  );
   const names = recordKeys(keys, 'x').map(([name]) => name);
   const byKey = new Map(names.map((name) => [name, [] as number[]]));
   const perRun = runIds.map((_, i) =>
@@ -401,5 +411,5 @@ export async function runRecordBytes(
       return sum + bytes;
     }, 0),
   );
-  return { perRun, byKey };
+  return { perRun, byKey, encodings };
 }

@@ -323,10 +323,11 @@ function checkResults(r: RunRecord, seen: Map<string, string[]>, add: Add): void
         runId,
         `the stored tool message of ${callId} (${outline(storedTool.get(callId))}) is not what the model saw (${outline(modelSaw)})`,
       );
-    const inHash = recorded[callId];
-    // A call may have no entry (answered by the scheduler itself), but an entry must be what was sent,
-    // apart from the executor id and the tries the record keeps for the run's readers (the model is
-    // shown neither: `toolMessageContent`).
+    // A call may have no entry (answered by the scheduler itself, or a finished run's call whose tool
+    // message holds its result: the run's end drops that entry, and a duplicate execution ending later
+    // may record one again), but an entry must be what was sent, apart from the executor id and the
+    // tries the record keeps for the run's readers (the model is shown neither: `toolMessageContent`).
+    const inHash = r.meta.final === '1' && storedTool.has(callId) ? undefined : recorded[callId];
     if (inHash !== undefined && !isDeepStrictEqual(asShownToModel(parseJson(inHash)), modelSaw))
       add(
         'record_differs',
@@ -423,17 +424,32 @@ export async function checkCallOutcomes(input: {
     toolOf: {},
   };
   for (const runId of runIds) {
-    const [status, stored, recorded] = await Promise.all([
+    const [status, stored, hash, stateJson] = await Promise.all([
       redis.hget(keys.runMeta(runId), 'status'),
       redis.lrange(keys.runMessages(runId), 0, -1),
       redis.hgetall(keys.results(runId)),
+      redis.get(keys.runState(runId)),
     ]);
+    const messages = stored.map((s) => parseJson(s) as Message | undefined);
+    // A finished run's record keeps an answered call's result in its tool message (the tries in its step),
+    // no longer in the results hash: the hash holds the others.
+    const recorded: Record<string, string> = { ...hash };
+    for (const m of messages)
+      if (m?.role === 'tool' && m.tool_call_id && typeof m.content === 'string')
+        recorded[m.tool_call_id] ??= m.content;
+    const attempts = new Map<string, number>();
+    const steps = (parseJson(stateJson) as { steps?: unknown } | undefined)?.steps;
+    for (const step of Array.isArray(steps)
+      ? (steps as Array<{ tool_call_id?: string; attempts?: number }>)
+      : [])
+      if (step.tool_call_id && typeof step.attempts === 'number')
+        attempts.set(step.tool_call_id, step.attempts);
     for (const [callId, json] of Object.entries(recorded)) {
       const r = parseJson(json) as { error?: { kind?: string }; attempts?: number } | undefined;
-      if (r?.error?.kind === 'timeout' && r.attempts === 0)
+      if (r?.error?.kind === 'timeout' && (r.attempts ?? attempts.get(callId)) === 0)
         out.timeoutsWithoutAttempt.push(`${runId}/${callId}`);
     }
-    for (const m of stored.map((s) => parseJson(s) as Message | undefined)) {
+    for (const m of messages) {
       for (const call of m?.role === 'assistant' ? (m.tool_calls ?? []) : []) {
         out.calls += 1;
         if (status === 'succeeded' && !existsSync(effectFile(effectsDir, runId, call.id))) {

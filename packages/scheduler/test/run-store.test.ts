@@ -161,6 +161,7 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
       tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'query_weather', arguments: ARGS } }],
     });
     await send([
+      { type: 'run_started', at: 0, agent: state.agent, input: state.input, model: 'm' },
       {
         type: 'llm_request',
         at: 1,
@@ -212,6 +213,11 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
       { type: 'tool_result', at: 3, ...shared, result },
     ]);
     await t.redis.hset(t.keys.runStarts(state.runId), 'call_1', 'started:2:executor-1');
+    // Recorded by the executor; and the result of a call whose tool message compaction folded away.
+    await t.redis.hset(t.keys.results(state.runId), {
+      call_1: JSON.stringify({ ...result, executor_id: 'executor-1' }),
+      call_0: JSON.stringify({ ...result, tool_call_id: 'call_0', executor_id: 'executor-1' }),
+    });
     state.messages.push({ role: 'assistant', content: 'sunny' });
     state.outcome = {
       status: 'succeeded',
@@ -238,9 +244,67 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
     expect(raw.join('\n')).not.toContain('上海');
     expect(raw.join('\n')).not.toContain('晴');
     expect(await t.redis.get(t.keys.runState(state.runId))).not.toContain('上海');
-    // A final run's ledger and starts are gone (no call of it starts again); the rest keeps its TTL.
+    // Calls by id alone, the start without the input: the assistant message and the state hold them.
+    expect(raw.join('\n')).not.toContain('"name"');
+    expect(raw.join('\n')).not.toContain('"input"');
+    expect(await t.redis.get(t.keys.runState(state.runId))).not.toContain('"input"');
+    // A final run's ledger and starts are gone (no call of it starts again), and so is the results-hash
+    // entry the tool message and the step repeat; the folded call's stays. The rest keeps its TTL.
     expect(await t.redis.exists(t.keys.runCalls(state.runId), t.keys.runStarts(state.runId))).toBe(0);
+    expect(await t.redis.hkeys(t.keys.results(state.runId))).toEqual(['call_0']);
+    expect(await t.redis.ttl(t.keys.results(state.runId))).toBeGreaterThan(0);
     expect(await t.redis.ttl(t.keys.results(state.runId))).toBeLessThanOrEqual(60);
+  });
+
+  it("stores a run_started whole when the run's state holds another input, and reads it back as it was", async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    const other = started();
+    await writer.prepare(state, [other])();
+    expect((await store.events(state.runId)).map((e) => e.event)).toEqual([other]);
+    const raw = await t.redis.xrange(t.keys.runEvents(state.runId), '-', '+');
+    expect(raw.map(([, fields]) => JSON.parse(fields[1] as string) as unknown)).toEqual([other]);
+  });
+
+  it("reads a finished run recorded before calls were stored by id (names, counts, the state's input, the results hash whole) exactly as the run had it", async () => {
+    const state = newRun();
+    const { writer } = await store.claim(state.runId);
+    const emitted = await playCall(state, writer);
+    const k = (key: (id: string) => string) => key(state.runId);
+    // The record as the release before wrote it: calls with their names, counts, starts and the final
+    // state's outcome whole, the results hash with every call's entry.
+    const previous = (e: RunEvent): object => {
+      switch (e.type) {
+        case 'llm_request':
+          return {
+            ...e,
+            message: { ...e.message, tool_calls: e.message.tool_calls?.map(({ arguments: _a, ...c }) => c) },
+          };
+        case 'tool_dispatched':
+          return { ...e, calls: e.calls.map(({ arguments: _a, ...c }) => c) };
+        case 'tool_result':
+          return { type: e.type, tool_call_id: e.tool_call_id, at: e.at };
+        case 'run_finished':
+          return { type: e.type, at: e.at };
+        default:
+          return e;
+      }
+    };
+    await t.redis.del(k(t.keys.runEvents));
+    for (const e of emitted) await t.redis.xadd(k(t.keys.runEvents), '*', 'e', JSON.stringify(previous(e)));
+    const { messages: _m, outcome, ...rest } = state;
+    const { steps: _s, ...outcomeRest } = outcome!;
+    const steps = state.steps.map(({ arguments: _a, ...s }) => s);
+    await t.redis.set(k(t.keys.runState), JSON.stringify({ ...rest, steps, outcome: outcomeRest }));
+    const recorded = {
+      ...JSON.parse(toolMessageContent(emitted.find((e) => e.type === 'tool_result')!.result!)),
+      attempts: 2,
+      executor_id: 'executor-1',
+    };
+    await t.redis.hset(k(t.keys.results), 'call_1', JSON.stringify(recorded));
+
+    expect((await store.events(state.runId)).map((e) => e.event)).toEqual(emitted);
+    expect((await store.load(state.runId)).state).toEqual(state);
   });
 
   it("stores an event whole when the run's record could not give it back, and reads it back as it was", async () => {

@@ -13,6 +13,7 @@ import {
   readStoredState,
   RecordRefs,
   refersToRecord,
+  resultsHeldElsewhere,
   storedEventJson,
   storedStateJson,
 } from './stored-record.js';
@@ -164,7 +165,7 @@ export class RunCheckpointer {
     const meta = Object.entries(metaFields(state)).flat();
     // What the record holds once this checkpoint is written (the messages before it are not needed: every
     // event refers to the messages of its own step), for storing each event without repeating it.
-    const refs = new RecordRefs(state.steps, fresh, state.outcome);
+    const refs = new RecordRefs({ steps: state.steps, messages: fresh, outcome: state.outcome, run: state });
     this.#seq += 1;
     this.#count = messages.length;
     this.#compactions = state.compactions;
@@ -184,6 +185,7 @@ export class RunCheckpointer {
       ...calls,
       state.outcome ? 1 : 0,
       this.store.retentionS,
+      ...(state.outcome ? resultsHeldElsewhere(state) : []),
     ];
     const { createdAt } = state;
     const final = state.outcome !== undefined;
@@ -626,7 +628,13 @@ function readEvents(
 ): StoredEvent[] {
   if (!stored.some(({ event }) => refersToRecord(event))) return stored;
   const state = parseRecord(stateJson, messages, []).state;
-  const refs = new RecordRefs(state?.steps ?? [], state?.messages ?? [], state?.outcome, results);
+  const refs = new RecordRefs({
+    steps: state?.steps ?? [],
+    messages: state?.messages ?? [],
+    outcome: state?.outcome,
+    results,
+    ...(state ? { run: state } : {}),
+  });
   return stored.map((s) =>
     refersToRecord(s.event) ? { id: s.id, event: readStoredEvent(s.event, refs) } : s,
   );

@@ -12,60 +12,91 @@ import type { ChatMessage, RunState } from '../agent-loop/run-state.js';
  *   `steps`, never compacted away), its result the call's tool message (else the run's results hash,
  *   for a call whose message compaction folded away). Records of the previous release stored the step's
  *   fields and left out only `arguments` and `result`; they are read as before.
- * - `tool_dispatched` and `llm_request`: each call without its `arguments`, which are the assistant
- *   message's (else, once compaction folded that message away, the call's step: compaction folds only
- *   answered turns).
+ * - `tool_dispatched` and `llm_request`: each call by its id alone, its name and `arguments` being the
+ *   assistant message's (else, once compaction folded that message away, the call's step: compaction
+ *   folds only answered turns); `llm_request` without its count of calls (its message's).
+ * - `run_started`: stored without the agent, input and intent, which are the state's.
  * - `run_finished`: stored without its `outcome`, which is the final state's.
- * - the final state: its outcome without `steps` (the state's own), and each step without `arguments`
- *   when an assistant message of the final history holds them (nothing folds a finished run's history).
+ * - the final state: its outcome without `steps` (the state's own) and without `usage` and `iterations`
+ *   when they are the state's, its `input` when it is the history's first user message, and each step
+ *   without `arguments` when an assistant message of the final history holds them (nothing folds a
+ *   finished run's history). It is stored short only when reading it back gives exactly the state.
+ * - the results hash: the checkpoint that finishes a run deletes the entries of calls whose tool message
+ *   the final history holds (the step keeps the executor's tries and id, the message the rest); what is
+ *   left is the results of calls compaction folded away.
  *
  * An event is stored short only when reading it back from the record as it will be gives exactly the
  * event (checked as it is written); otherwise it is stored whole, so nothing a reader shows is lost.
  */
 
+/** What a run's record holds that its stored events refer to. */
+export interface RecordParts {
+  steps: readonly StepRecord[];
+  messages: readonly ChatMessage[];
+  outcome?: RunOutcome | undefined;
+  /** The run's results hash (tool call id → result as recorded). */
+  results?: Readonly<Record<string, string>>;
+  /** What the run started with (`run_started` refers to it). */
+  run?: Pick<RunState, 'agent' | 'input' | 'intent'>;
+}
+
 /** What a run's stored references are read back from. */
 export class RecordRefs {
   #steps: Map<string, StepRecord> | undefined;
-  #calls: Map<string, string> | undefined;
+  #calls: Map<string, { name: string; arguments: string }> | undefined;
   #tools: Map<string, string> | undefined;
 
-  constructor(
-    private readonly stepList: readonly StepRecord[],
-    private readonly messages: readonly ChatMessage[],
-    readonly outcome: RunOutcome | undefined,
-    private readonly results: Readonly<Record<string, string>> = {},
-  ) {}
+  constructor(private readonly parts: RecordParts) {}
+
+  get outcome(): RunOutcome | undefined {
+    return this.parts.outcome;
+  }
+
+  get run(): RecordParts['run'] {
+    return this.parts.run;
+  }
 
   step(id: string): StepRecord | undefined {
-    this.#steps ??= new Map(this.stepList.map((s) => [s.tool_call_id, s]));
+    this.#steps ??= new Map(this.parts.steps.map((s) => [s.tool_call_id, s]));
     return this.#steps.get(id);
   }
 
   /** A call's arguments: its assistant message's, else its step's. */
   arguments(id: string): string | undefined {
-    this.#calls ??= callArguments(this.messages);
-    return this.#calls.get(id) ?? this.step(id)?.arguments;
+    this.#calls ??= calls(this.parts.messages);
+    return this.#calls.get(id)?.arguments ?? this.step(id)?.arguments;
+  }
+
+  /** A call's tool name: its assistant message's, else its step's. */
+  name(id: string): string | undefined {
+    this.#calls ??= calls(this.parts.messages);
+    return this.#calls.get(id)?.name ?? this.step(id)?.tool;
   }
 
   /** A call's result as recorded: its tool message, else its entry in the run's results hash. */
   result(id: string): ToolResult | undefined {
     if (!this.#tools) {
       this.#tools = new Map();
-      for (const m of this.messages)
+      for (const m of this.parts.messages)
         if (m.role === 'tool' && typeof m.content === 'string') this.#tools.set(m.tool_call_id, m.content);
     }
-    return resultOf(this.#tools.get(id) ?? this.results[id]);
+    return resultOf(this.#tools.get(id) ?? this.parts.results?.[id]);
   }
+}
+
+/** The name and arguments of every call the assistant messages hold, by call id. */
+function calls(messages: readonly ChatMessage[]): Map<string, { name: string; arguments: string }> {
+  const out = new Map<string, { name: string; arguments: string }>();
+  for (const m of messages) {
+    if (m.role !== 'assistant' || !m.tool_calls) continue;
+    for (const c of m.tool_calls) if (c.type === 'function') out.set(c.id, c.function);
+  }
+  return out;
 }
 
 /** The arguments of every call the assistant messages hold, by call id. */
 function callArguments(messages: readonly ChatMessage[]): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const m of messages) {
-    if (m.role !== 'assistant' || !m.tool_calls) continue;
-    for (const c of m.tool_calls) if (c.type === 'function') out.set(c.id, c.function.arguments);
-  }
-  return out;
+  return new Map([...calls(messages)].map(([id, c]) => [id, c.arguments]));
 }
 
 /** A tool result as recorded (a tool message's content or a results-hash entry), without who ran it. */
@@ -84,6 +115,8 @@ function resultOf(raw: string | undefined): ToolResult | undefined {
 type ToolResultEvent = Extract<RunEvent, { type: 'tool_result' }>;
 type LlmRequestEvent = Extract<RunEvent, { type: 'llm_request' }>;
 type DispatchedEvent = Extract<RunEvent, { type: 'tool_dispatched' }>;
+type StartedEvent = Extract<RunEvent, { type: 'run_started' }>;
+type LlmCall = NonNullable<LlmRequestEvent['message']['tool_calls']>[number];
 
 /** Shorter forms an event may be stored in, shortest first (none: it is stored whole). */
 function shortForms(e: RunEvent): object[] {
@@ -93,11 +126,26 @@ function shortForms(e: RunEvent): object[] {
       return [{ type: e.type, tool_call_id: e.tool_call_id, at: e.at }, rest];
     }
     case 'tool_dispatched':
-      return [{ ...e, calls: e.calls.map(({ arguments: _args, ...c }) => c) }];
+      return [
+        { ...e, calls: e.calls.map((c) => ({ tool_call_id: c.tool_call_id })) },
+        { ...e, calls: e.calls.map(({ arguments: _args, ...c }) => c) },
+      ];
     case 'llm_request': {
+      const { tool_calls: _count, ...uncounted } = e;
       const calls = e.message.tool_calls;
-      if (!calls?.length) return [];
-      return [{ ...e, message: { ...e.message, tool_calls: calls.map(({ arguments: _args, ...c }) => c) } }];
+      if (!calls?.length) return [uncounted];
+      const message = (strip: (c: LlmCall) => object) => ({
+        ...e.message,
+        tool_calls: calls.map(strip),
+      });
+      return [
+        { ...uncounted, message: message(({ name: _name, arguments: _args, ...c }) => c) },
+        { ...e, message: message(({ arguments: _args, ...c }) => c) },
+      ];
+    }
+    case 'run_started': {
+      const { agent: _agent, input: _input, intent: _intent, intent_signals: _signals, ...rest } = e;
+      return [rest];
     }
     case 'run_finished':
       return [{ type: e.type, at: e.at }];
@@ -131,25 +179,60 @@ export function readStoredEvent(e: RunEvent, refs: RecordRefs): RunEvent {
       return {
         ...e,
         calls: e.calls.map((c) =>
-          c.arguments === undefined ? { ...c, arguments: refs.arguments(c.tool_call_id) ?? '' } : c,
+          c.arguments === undefined
+            ? {
+                tool_call_id: c.tool_call_id,
+                tool: c.tool ?? refs.name(c.tool_call_id) ?? '',
+                arguments: refs.arguments(c.tool_call_id) ?? '',
+              }
+            : c,
         ),
       } as DispatchedEvent;
-    case 'llm_request': {
-      const calls = e.message.tool_calls;
-      if (!calls?.some((c) => c.arguments === undefined)) return e;
-      const message = {
-        ...e.message,
-        tool_calls: calls.map((c) =>
-          c.arguments === undefined ? { ...c, arguments: refs.arguments(c.id) ?? '' } : c,
-        ),
-      };
-      return { ...e, message } as LlmRequestEvent;
-    }
+    case 'llm_request':
+      return refersToRecord(e) ? llmRequest(e, refs) : e;
+    case 'run_started':
+      return e.input === undefined ? started(e, refs) : e;
     case 'run_finished':
       return e.outcome === undefined && refs.outcome ? { ...e, outcome: refs.outcome } : e;
     default:
       return e;
   }
+}
+
+/** An `llm_request` stored without its count of calls and its calls' names and arguments, made whole. */
+function llmRequest(e: LlmRequestEvent, refs: RecordRefs): LlmRequestEvent {
+  const calls = e.message.tool_calls;
+  const message = calls
+    ? {
+        ...e.message,
+        tool_calls: calls.map((c) =>
+          c.arguments === undefined
+            ? {
+                id: c.id,
+                name: c.name ?? refs.name(c.id) ?? '',
+                arguments: refs.arguments(c.id) ?? '',
+                ...(c.arguments_chars === undefined ? {} : { arguments_chars: c.arguments_chars }),
+                ...(c.arguments_sha256 === undefined ? {} : { arguments_sha256: c.arguments_sha256 }),
+              }
+            : c,
+        ),
+      }
+    : e.message;
+  return { ...e, tool_calls: e.tool_calls ?? calls?.length ?? 0, message };
+}
+
+/** A `run_started` stored without what the run's state holds: its agent, input and intent. */
+function started(e: StartedEvent, refs: RecordRefs): StartedEvent {
+  const run = refs.run;
+  if (!run) return e;
+  const { type, agent: _agent, input: _input, ...rest } = e;
+  return {
+    type,
+    agent: run.agent,
+    input: run.input,
+    ...rest,
+    ...(run.intent ? { intent: run.intent.intent, intent_signals: run.intent.signals } : {}),
+  };
 }
 
 /** The result as the event gave it: the recorded one with the executor's tries, which the model's copy leaves out. */
@@ -197,7 +280,11 @@ export function refersToRecord(e: RunEvent): boolean {
     case 'tool_dispatched':
       return e.calls.some((c) => c.arguments === undefined);
     case 'llm_request':
-      return e.message.tool_calls?.some((c) => c.arguments === undefined) === true;
+      return (
+        e.tool_calls === undefined || e.message.tool_calls?.some((c) => c.arguments === undefined) === true
+      );
+    case 'run_started':
+      return e.input === undefined;
     case 'run_finished':
       return e.outcome === undefined;
     default:
@@ -205,30 +292,51 @@ export function refersToRecord(e: RunEvent): boolean {
   }
 }
 
+type StoredState = Omit<RunState, 'messages'>;
+
+/** The first user message's text: a final state's `input` when it is the same (see `storedStateJson`). */
+function firstInput(messages: readonly ChatMessage[]): string | undefined {
+  const first = messages.find((m) => m.role === 'user');
+  return typeof first?.content === 'string' ? first.content : undefined;
+}
+
 /**
  * The state as the run's record keeps it. A final state leaves out what it holds twice: its outcome's
- * steps (the state's own) and each step's arguments that an assistant message of the final history
- * holds. `readStoredState` puts both back.
+ * steps, usage and iterations (the state's own), its input when the history's first user message is it,
+ * and each step's arguments that an assistant message of the final history holds. `readStoredState` puts
+ * them back; the short form is kept only when reading it back gives exactly the state.
  */
-export function storedStateJson(state: Omit<RunState, 'messages'>, messages: readonly ChatMessage[]): string {
+export function storedStateJson(state: StoredState, messages: readonly ChatMessage[]): string {
+  const whole = JSON.stringify(state);
   const { outcome } = state;
-  if (!outcome) return JSON.stringify(state);
+  if (!outcome) return whole;
   const args = callArguments(messages);
   const steps = state.steps.map((s) => {
     if (args.get(s.tool_call_id) !== s.arguments) return s;
     const { arguments: _args, ...rest } = s;
     return rest;
   });
-  const { steps: outcomeSteps, ...rest } = outcome;
-  const sameSteps = outcomeSteps === state.steps || isDeepStrictEqual(outcomeSteps, state.steps);
-  return JSON.stringify({ ...state, steps, outcome: sameSteps ? rest : outcome });
+  const { steps: _steps, usage: _usage, iterations: _iterations, ...short } = outcome;
+  const { input: _input, ...rest } = state;
+  const stored = JSON.stringify({
+    ...(firstInput(messages) === state.input ? rest : state),
+    steps,
+    outcome: {
+      ...short,
+      ...(isDeepStrictEqual(outcome.usage, state.usage) ? {} : { usage: outcome.usage }),
+      ...(outcome.iterations === state.iterations ? {} : { iterations: outcome.iterations }),
+      ...(isDeepStrictEqual(outcome.steps, state.steps) ? {} : { steps: outcome.steps }),
+    },
+  });
+  const same = isDeepStrictEqual(
+    readStoredState(JSON.parse(stored) as StoredState, messages),
+    JSON.parse(whole) as StoredState,
+  );
+  return same ? stored : whole;
 }
 
-/** A stored state's steps and outcome as they were written (see `storedStateJson`). */
-export function readStoredState(
-  parsed: Omit<RunState, 'messages'>,
-  messages: readonly ChatMessage[],
-): Omit<RunState, 'messages'> {
+/** A stored state's input, steps and outcome as they were written (see `storedStateJson`). */
+export function readStoredState(parsed: StoredState, messages: readonly ChatMessage[]): StoredState {
   let steps = parsed.steps;
   if (steps.some((s) => s.arguments === undefined)) {
     const args = callArguments(messages);
@@ -238,7 +346,21 @@ export function readStoredState(
   }
   const outcome = parsed.outcome && {
     ...parsed.outcome,
-    steps: parsed.outcome.steps === undefined ? steps : parsed.outcome.steps,
+    usage: parsed.outcome.usage ?? parsed.usage,
+    iterations: parsed.outcome.iterations ?? parsed.iterations,
+    steps: parsed.outcome.steps ?? steps,
   };
-  return { ...parsed, steps, ...(outcome ? { outcome } : {}) };
+  const input = parsed.input ?? firstInput(messages) ?? '';
+  return { ...parsed, input, steps, ...(outcome ? { outcome } : {}) };
+}
+
+/**
+ * The results-hash entries the checkpoint that finishes a run deletes: those of calls whose tool message
+ * the final history holds, and whose step keeps what the message leaves out (the executor's tries and id).
+ */
+export function resultsHeldElsewhere(state: RunState): string[] {
+  const stepped = new Set(state.steps.map((s) => s.tool_call_id));
+  return state.messages.flatMap((m) =>
+    m.role === 'tool' && stepped.has(m.tool_call_id) ? [m.tool_call_id] : [],
+  );
 }

@@ -7,7 +7,7 @@
   - the stored message count is the one the step was prepared against.
   Then it appends (or rewrites) messages, sets the state, adds events, records the calls of the model
   turn in the run's ledger, updates the listing, and on the run's end sets the retention TTLs and deletes
-  the ledger and the starts. Every key
+  the ledger, the starts and the results-hash entries the final record holds elsewhere. Every key
   is the run's (one slot in a cluster): the index of runs is written by the caller, not here. The shebang makes Redis refuse the whole script up front when it is out of memory, so a record
   is never half-written.
 
@@ -21,7 +21,8 @@
   KEYS[8] run call starts (hash)
 
   ARGV epoch, seq, base, rewrite, state, n, messages…, n, events…, n, meta fields…, n,
-       (call id, entry)…, final ('1' or '0'), retention TTL in s
+       (call id, entry)…, final ('1' or '0'), retention TTL in s, then on the run's end the call ids
+       whose results-hash entries the final record holds elsewhere (each call's tool message and step)
 
   Returns { verdict, cancel }: verdict is ok | dup | fenced | final | gap.
 ]]
@@ -65,6 +66,9 @@ if ARGV[i] == '1' then
   -- never start again (an executor's check refuses the job of a final run before it reads either), and
   -- no reader of a run's record needs them.
   redis.call('DEL', KEYS[7], KEYS[8])
+  -- The results hash repeats each answered call's tool message (the step keeps the executor's tries and
+  -- id): its entries go, but for calls whose message compaction folded away. Emptied, the hash is gone.
+  for j = i + 2, #ARGV, 200 do redis.call('HDEL', KEYS[5], unpack(ARGV, j, math.min(j + 199, #ARGV))) end
   for i = 1, 6 do redis.call('EXPIRE', KEYS[i], ttl) end
 end
 return { 'ok', cancel }
