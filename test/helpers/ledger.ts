@@ -35,36 +35,55 @@ export async function seedRun(
   calls: readonly SeededCall[] = [],
 ): Promise<void> {
   const pipe = redis.pipeline();
-  pipe.hset(keys.runMeta(run.runId), {
+  pipe.hset(keys.runMeta(run.runId), metaOf(run));
+  addCalls(pipe, keys, run, calls);
+  await pipe.exec();
+}
+
+/** A run's meta hash, as executors read it. */
+function metaOf(run: SeededRun): Record<string, string> {
+  return {
     runId: run.runId,
     traceId: run.runId,
     agent: run.agent,
     status: run.status ?? 'running',
     ...(run.sessionId ? { sessionId: run.sessionId } : {}),
     ...(run.grants ? { grants: run.grants.join(',') } : {}),
-  });
-  addCalls(pipe, keys, run, calls);
-  await pipe.exec();
+  };
 }
 
 /**
  * A checkpoint hook for runs driven in-process without a run store: it writes the part of a checkpoint
  * executors verify jobs against (the run, and the calls of its model turns in its ledger), snapshotted
- * when the step ends and written before the turn's calls are dispatched.
+ * when the step ends and written before the turn's calls are dispatched. Like the store's checkpoint, a
+ * step writes only what changed: the run's meta when it differs from the last written, and new calls.
  */
 export function recordingCheckpoint(redis: RedisClient, keys: Keys): (state: RunState) => CheckpointWrite {
+  // What was written of each run (by its state object, so a finished run's entry goes with it).
+  const written = new WeakMap<RunState, { meta: string; calls: Set<string> }>();
   return (state) => {
     const run = { runId: state.runId, agent: state.agent, status: state.status, sessionId: state.sessionId };
-    const calls = state.messages.flatMap((m) =>
-      m.role === 'assistant'
-        ? (m.tool_calls ?? []).flatMap((c) =>
-            c.type === 'function'
-              ? [{ toolCallId: c.id, name: c.function.name, arguments: c.function.arguments }]
-              : [],
-          )
-        : [],
-    );
-    return () => seedRun(redis, keys, run, calls);
+    const seen = written.get(state) ?? { meta: '', calls: new Set<string>() };
+    written.set(state, seen);
+    const meta = JSON.stringify(run);
+    const writeMeta = meta !== seen.meta;
+    seen.meta = meta;
+    const calls: SeededCall[] = [];
+    for (const m of state.messages) {
+      if (m.role !== 'assistant') continue;
+      for (const c of m.tool_calls ?? []) {
+        if (c.type !== 'function' || seen.calls.has(c.id)) continue;
+        seen.calls.add(c.id);
+        calls.push({ toolCallId: c.id, name: c.function.name, arguments: c.function.arguments });
+      }
+    }
+    // Commands, not a pipeline: they go out in order on the connection, ahead of the turn's dispatch.
+    return async () => {
+      await Promise.all([
+        writeMeta ? redis.hset(keys.runMeta(run.runId), metaOf(run)) : undefined,
+        calls.length > 0 ? redis.hset(keys.runCalls(run.runId), ...ledgerFields(run, calls)) : undefined,
+      ]);
+    };
   };
 }
 
@@ -102,10 +121,12 @@ function addCalls(
   calls: readonly SeededCall[],
 ): void {
   if (calls.length === 0) return;
-  pipe.hset(
-    keys.runCalls(run.runId),
-    ...calls.flatMap((c) => [c.toolCallId, callLedgerEntry({ agent: run.agent, ...c })]),
-  );
+  pipe.hset(keys.runCalls(run.runId), ...ledgerFields(run, calls));
+}
+
+/** Ledger fields and values of calls: each call's id, then its entry. */
+function ledgerFields(run: Pick<SeededRun, 'agent'>, calls: readonly SeededCall[]): string[] {
+  return calls.flatMap((c) => [c.toolCallId, callLedgerEntry({ agent: run.agent, ...c })]);
 }
 
 /**

@@ -346,6 +346,50 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
     );
   });
 
+  it("keeps the listing as of the run's last checkpoint, and a new owner's first checkpoint writes all of it", async () => {
+    const state = newRun();
+    state.input = `${'长'.repeat(30)} ${'x'.repeat(120)}`;
+    const first = await store.claim(state.runId);
+    await first.writer.prepare(state, [started()])();
+    state.iterations = 1;
+    state.steps.push({
+      turn: 1,
+      tool_call_id: 'call_1',
+      tool: 'query_weather',
+      arguments: '{}',
+      ok: false,
+      duration_ms: 1,
+      attempts: 2,
+      kind: 'error',
+      answered: 'dispatched',
+      error_kind: 'timeout',
+    });
+    await first.writer.prepare(state, [])();
+    expect(await store.summary(state.runId)).toMatchObject({
+      status: 'running',
+      iterations: 1,
+      tools: ['query_weather'],
+      errorKinds: ['timeout'],
+      calls: 1,
+      errors: 1,
+      retries: 1,
+      inputPreview: state.input.slice(0, 160),
+    });
+
+    // Fields lost from the hash come back with the next owner's first checkpoint.
+    await t.redis.hdel(t.keys.runMeta(state.runId), 'agent', 'inputPreview', 'tools');
+    const second = await store.claim(state.runId);
+    finish(state);
+    await second.writer.prepare(state, [])();
+    expect(await store.summary(state.runId)).toMatchObject({
+      agent: 'agent_a',
+      status: 'succeeded',
+      reason: 'final_answer',
+      tools: ['query_weather'],
+      inputPreview: state.input.slice(0, 160),
+    });
+  });
+
   it('refuses a stored run state of an unknown version with an error naming the version', async () => {
     const state = newRun();
     const { writer } = await store.claim(state.runId);

@@ -18,7 +18,7 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
   const { state, deps } = run;
   const turn = state.iterations + 1;
   const started = performance.now();
-  const { deadline, signal } = modelSignals(run);
+  const { deadline, signal, close } = modelSignals(run);
   let res;
   const live = deps.answerDeltas?.(state.runId, turn);
   const format = turnFormat(run);
@@ -33,6 +33,7 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
   } catch (err) {
     return { next: llmFailed(run, err, turn, started, deadline) };
   } finally {
+    close();
     // The answer's last text is published before the turn is checkpointed, so followers see it first.
     await live?.close();
   }

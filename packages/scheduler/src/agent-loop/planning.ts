@@ -18,7 +18,7 @@ export async function planStep(run: RunContext): Promise<StepResult> {
   const { state, deps } = run;
   const tools = await offeredTools(run);
   const started = performance.now();
-  const { deadline, signal } = modelSignals(run);
+  const { deadline, signal, close } = modelSignals(run);
   let plan: Awaited<ReturnType<typeof requestPlan>>;
   try {
     plan = await requestPlan(
@@ -30,6 +30,8 @@ export async function planStep(run: RunContext): Promise<StepResult> {
     );
   } catch (err) {
     return { next: llmFailed(run, err, 0, started, deadline) };
+  } finally {
+    close();
   }
   const { kept, dropped } = keepReachable(plan.steps, new Set(reachableTools(deps)));
   state.plan = {

@@ -38,14 +38,48 @@ export function reachableTools(deps: Pick<AgentLoopDeps, 'agent' | 'catalog'>): 
   return deps.agent.tools.filter((name) => deps.catalog.has(name));
 }
 
+/** The signals of one model call (see `modelSignals`). */
+export interface ModelSignals {
+  /** Aborted at the run's deadline only. */
+  deadline: AbortSignal;
+  /** Aborted at the deadline, or when the run is cancelled or let go. */
+  signal: AbortSignal;
+  /** Lets go of the deadline's timer and of the listeners on the run's signals; call it once the call ended. */
+  close(): void;
+}
+
 /**
  * Signals for one model call: it stops when the run is cancelled or let go (shutdown, lost ownership),
- * or at the run's deadline (`deadline` tells which).
+ * or at the run's deadline (`deadline` tells which). A timer and listeners of its own, released by
+ * `close`, rather than `AbortSignal.timeout` and `AbortSignal.any`: those hold every call's timer and
+ * signals (and what the HTTP client hung on them) until the run's deadline, minutes after the call.
  */
-export function modelSignals(run: RunContext): { deadline: AbortSignal; signal: AbortSignal } {
+export function modelSignals(run: RunContext): ModelSignals {
+  const deadline = new AbortController();
+  const call = new AbortController();
   const stops = [run.deps.signal, run.deps.release].filter((s): s is AbortSignal => s !== undefined);
-  const deadline = AbortSignal.timeout(Math.max(1, run.state.deadlineAt - Date.now()));
-  return { deadline, signal: AbortSignal.any([...stops, deadline]) };
+  const listeners = stops.map((stop) => [stop, () => call.abort(stop.reason)] as const);
+  const timer = setTimeout(
+    () => {
+      deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+      call.abort(deadline.signal.reason);
+    },
+    Math.max(1, run.state.deadlineAt - Date.now()),
+  );
+  // Like AbortSignal.timeout's, the timer does not keep the process up.
+  timer.unref();
+  for (const [stop, onAbort] of listeners) {
+    if (stop.aborted) call.abort(stop.reason);
+    else stop.addEventListener('abort', onAbort, { once: true });
+  }
+  return {
+    deadline: deadline.signal,
+    signal: call.signal,
+    close() {
+      clearTimeout(timer);
+      for (const [stop, onAbort] of listeners) stop.removeEventListener('abort', onAbort);
+    },
+  };
 }
 
 /** The settings of each model call of the run that stand over the client's own. */

@@ -132,6 +132,8 @@ export class RunCheckpointer {
   #count: number;
   #compactions: number | undefined;
   #listed = false;
+  /** The listing fields this writer has written, as written; none before its first checkpoint. */
+  #listing: Map<string, string> | undefined;
 
   constructor(
     private readonly store: RunStore,
@@ -162,7 +164,7 @@ export class RunCheckpointer {
         );
       }
     }
-    const meta = Object.entries(metaFields(state)).flat();
+    const meta = this.#changedListing(metaFields(state));
     // What the record holds once this checkpoint is written (the messages before it are not needed: every
     // event refers to the messages of its own step), for storing each event without repeating it.
     const refs = new RecordRefs({ steps: state.steps, messages: fresh, outcome: state.outcome, run: state });
@@ -200,6 +202,20 @@ export class RunCheckpointer {
       if (final) await this.store.trimIndex();
       return written;
     };
+  }
+
+  /**
+   * The listing fields that differ from what this writer last wrote, as field/value pairs: all of them
+   * at its first checkpoint. Only checkpoints write these fields, and a claim starts a new writer, so
+   * what this writer wrote is what the hash holds.
+   */
+  #changedListing(fields: Record<string, string>): string[] {
+    const written = this.#listing;
+    this.#listing = new Map(Object.entries(fields));
+    if (!written) return Object.entries(fields).flat();
+    const changed: string[] = [];
+    for (const [name, value] of this.#listing) if (written.get(name) !== value) changed.push(name, value);
+    return changed;
   }
 }
 
@@ -522,23 +538,28 @@ const PIECE_BYTES = 64;
 
 function pieces(name: string, value: string): Record<string, string> {
   const out: Record<string, string> = {};
-  let piece = '';
+  let start = 0;
   let bytes = 0;
   let n = 0;
-  for (const ch of value) {
-    const size = Buffer.byteLength(ch);
+  for (let i = 0; i < value.length; i += 1) {
+    const c = value.charCodeAt(i);
+    const pair = c >= 0xd800 && c <= 0xdbff && isLowSurrogate(value.charCodeAt(i + 1));
+    // UTF-8 bytes of the character (a lone surrogate is written as U+FFFD, three bytes).
+    const size = c < 0x80 ? 1 : c < 0x800 ? 2 : pair ? 4 : 3;
     if (bytes + size > PIECE_BYTES) {
-      out[n === 0 ? name : `${name}.${n}`] = piece;
+      out[n === 0 ? name : `${name}.${n}`] = value.slice(start, i);
       n += 1;
-      piece = '';
+      start = i;
       bytes = 0;
     }
-    piece += ch;
     bytes += size;
+    if (pair) i += 1;
   }
-  out[n === 0 ? name : `${name}.${n}`] = piece;
+  out[n === 0 ? name : `${name}.${n}`] = value.slice(start);
   return out;
 }
+
+const isLowSurrogate = (c: number) => c >= 0xdc00 && c <= 0xdfff;
 
 /** A value kept in pieces (see `pieces`) made whole; a listing written before it was split has one piece. */
 function joined(meta: Record<string, string>, name: string): string {
