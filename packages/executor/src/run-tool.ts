@@ -332,32 +332,6 @@ async function runAttempt(
   const left = job.deadline - Date.now();
   const budget = Math.max(0, Math.min(tool.timeoutMs, left));
   const cutByDeadline = left < tool.timeoutMs;
-  const timedOut = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      abort(new Error(cutByDeadline ? 'call deadline' : 'tool timeout'));
-      reject(
-        cutByDeadline
-          ? // Stopped before its own timeout: the call's time ran out (it waited in a queue, or its run has
-            // little left), which says nothing about the tool, so the breaker does not count it.
-            new AttemptFailure(
-              'timeout',
-              `"${tool.name}" was stopped at the call's deadline after ${budget} ms`,
-              undefined,
-              undefined,
-              false,
-            )
-          : new AttemptFailure('timeout', `"${tool.name}" did not finish within ${tool.timeoutMs} ms`),
-      );
-    }, budget);
-    if (stop) {
-      onStop = () => {
-        abort(new Error('executor shutting down'));
-        reject(new AttemptFailure('unavailable', HANDED_BACK));
-      };
-      if (stop.aborted) onStop();
-      else stop.addEventListener('abort', onStop, { once: true });
-    }
-  });
   let child: Logger | undefined;
   const ctx = {
     get signal() {
@@ -374,7 +348,36 @@ async function runAttempt(
     },
   };
   try {
-    return await Promise.race([Promise.resolve().then(() => tool.handler(args, ctx)), timedOut]);
+    // Whichever settles it first wins: the handler, its timeout, or the executor stopping. One promise
+    // rather than a race with a timeout promise: fewer objects and ticks on every call's path.
+    return await new Promise<unknown>((resolve, reject) => {
+      timer = setTimeout(() => {
+        abort(new Error(cutByDeadline ? 'call deadline' : 'tool timeout'));
+        reject(
+          cutByDeadline
+            ? // Stopped before its own timeout: the call's time ran out (it waited in a queue, or its run has
+              // little left), which says nothing about the tool, so the breaker does not count it.
+              new AttemptFailure(
+                'timeout',
+                `"${tool.name}" was stopped at the call's deadline after ${budget} ms`,
+                undefined,
+                undefined,
+                false,
+              )
+            : new AttemptFailure('timeout', `"${tool.name}" did not finish within ${tool.timeoutMs} ms`),
+        );
+      }, budget);
+      if (stop) {
+        onStop = () => {
+          abort(new Error('executor shutting down'));
+          reject(new AttemptFailure('unavailable', HANDED_BACK));
+        };
+        if (stop.aborted) onStop();
+        else stop.addEventListener('abort', onStop, { once: true });
+      }
+      // A handler that throws before returning rejects this promise like one whose promise rejects.
+      Promise.resolve(tool.handler(args, ctx)).then(resolve, reject);
+    });
   } catch (err) {
     // However the handler reacted to being stopped, it is not the tool's failure: no breaker count.
     if (stop?.aborted) throw new AttemptFailure('unavailable', HANDED_BACK);
