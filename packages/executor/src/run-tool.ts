@@ -6,6 +6,7 @@ import {
   unconfirmedError,
   type AttemptTiming,
   type ToolCallJob,
+  type ToolContext,
   type ToolErrorInfo,
   type ToolErrorKind,
   type ToolResult,
@@ -94,14 +95,24 @@ function openCall(job: ToolCallJob, deps: RunToolDeps): Call {
   return {
     job,
     deps,
-    logger: {
-      get log() {
-        return deps.bindings?.() ?? deps.logger;
-      },
-    },
+    logger: new CallLogger(deps),
     elapsed: () => Math.round(performance.now() - started),
     tries: [],
   };
+}
+
+/**
+ * The call's logger, its child made on first use. A class rather than an object literal with a getter:
+ * each such literal gets a hidden class of its own, allocated where the collector of young objects
+ * reaches it from the old generation, so the closures and everything they hold outlive the call until a
+ * full collection (the largest cost of a call was that garbage collection).
+ */
+class CallLogger {
+  constructor(private readonly deps: RunToolDeps) {}
+
+  get log(): Logger {
+    return this.deps.bindings?.() ?? this.deps.logger;
+  }
 }
 
 /** The call's result for `error`, after `attempts` attempts (their timings when there was more than one). */
@@ -323,37 +334,19 @@ async function runAttempt(
   logger: { readonly log: Logger },
   stop?: AbortSignal,
 ): Promise<unknown> {
-  // Made when the handler first reads `ctx.signal`, or when the attempt is stopped: most handlers never
-  // read it, and an AbortController is one of the costlier objects of a call.
-  let controller: AbortController | undefined;
-  const abort = (reason: Error) => (controller ??= new AbortController()).abort(reason);
+  const ctx = new AttemptContext(job, attempt, logger);
   let timer: NodeJS.Timeout | undefined;
   /** Stops listening for the executor's stop. */
   let onStop: (() => void) | undefined;
   const left = job.deadline - Date.now();
   const budget = Math.max(0, Math.min(tool.timeoutMs, left));
   const cutByDeadline = left < tool.timeoutMs;
-  let child: Logger | undefined;
-  const ctx = {
-    get signal() {
-      return (controller ??= new AbortController()).signal;
-    },
-    runId: job.run_id,
-    traceId: job.trace_id,
-    agent: job.agent,
-    toolCallId: job.tool_call_id,
-    idempotencyKey: `${job.run_id}.${job.tool_call_id}`,
-    attempt,
-    get logger() {
-      return (child ??= logger.log.child({ attempt }));
-    },
-  };
   try {
     // Whichever settles it first wins: the handler, its timeout, or the executor stopping. One promise
     // rather than a race with a timeout promise: fewer objects and ticks on every call's path.
     return await new Promise<unknown>((resolve, reject) => {
       timer = setTimeout(() => {
-        abort(new Error(cutByDeadline ? 'call deadline' : 'tool timeout'));
+        ctx.abort(new Error(cutByDeadline ? 'call deadline' : 'tool timeout'));
         reject(
           cutByDeadline
             ? // Stopped before its own timeout: the call's time ran out (it waited in a queue, or its run has
@@ -370,7 +363,7 @@ async function runAttempt(
       }, budget);
       if (stop) {
         const handBack = () => {
-          abort(new Error('executor shutting down'));
+          ctx.abort(new Error('executor shutting down'));
           reject(new AttemptFailure('unavailable', HANDED_BACK));
         };
         if (stop.aborted) handBack();
@@ -386,6 +379,48 @@ async function runAttempt(
   } finally {
     clearTimeout(timer);
     onStop?.();
+  }
+}
+
+/**
+ * What a handler gets for one attempt. A class, with `signal` and `logger` read from its prototype,
+ * rather than an object literal with getters, which gets a hidden class of its own per attempt (see
+ * `CallLogger`).
+ */
+class AttemptContext implements ToolContext {
+  readonly runId: string;
+  readonly traceId: string;
+  readonly agent: string;
+  readonly toolCallId: string;
+  readonly idempotencyKey: string;
+  // Made when the handler first reads `signal`, or when the attempt is stopped: most handlers never
+  // read it, and an AbortController is one of the costlier objects of a call.
+  #controller: AbortController | undefined;
+  #child: Logger | undefined;
+
+  constructor(
+    job: ToolCallJob,
+    readonly attempt: number,
+    private readonly callLogger: { readonly log: Logger },
+  ) {
+    this.runId = job.run_id;
+    this.traceId = job.trace_id;
+    this.agent = job.agent;
+    this.toolCallId = job.tool_call_id;
+    this.idempotencyKey = `${job.run_id}.${job.tool_call_id}`;
+  }
+
+  get signal(): AbortSignal {
+    return (this.#controller ??= new AbortController()).signal;
+  }
+
+  get logger(): Logger {
+    return (this.#child ??= this.callLogger.log.child({ attempt: this.attempt }));
+  }
+
+  /** Aborts the handler's signal (made now if it never read it). */
+  abort(reason: Error): void {
+    (this.#controller ??= new AbortController()).abort(reason);
   }
 }
 
