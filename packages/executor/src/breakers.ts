@@ -86,6 +86,10 @@ export class BreakerBoard {
       resetTimeout: this.options.resetTimeoutMs,
       volumeThreshold: Number.MAX_SAFE_INTEGER, // disables opossum's percentage rule; see class doc
       errorThresholdPercentage: 100,
+      // Nothing reads opossum's rolling statistics: its latency percentiles (every latency of the window,
+      // concatenated and sorted each second) and snapshots are per-call work and memory for nobody.
+      rollingPercentilesEnabled: false,
+      enableSnapshots: false,
       // Only failures of the tool or its upstream count; anything else is not the tool's fault.
       errorFilter: (err: unknown) =>
         !(err instanceof AttemptFailure && err.counts && BREAKER_FAILURE_KINDS.has(err.kind)),

@@ -223,6 +223,28 @@ describe('runTool retries', () => {
   });
 });
 
+describe('runTool stopped by the executor', () => {
+  it('hands every running attempt back as unavailable and aborts its signal when the executor stops', async () => {
+    behave = (_args, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+    const stop = new AbortController();
+    const calls = [
+      runTool(job(), { ...deps, signal: stop.signal }),
+      runTool(job(), { ...deps, signal: stop.signal }),
+    ];
+    await vi.advanceTimersByTimeAsync(10);
+    expect(attempts).toHaveLength(2);
+    stop.abort();
+    const results = await Promise.all(calls.map(settle));
+    for (const { result } of results) {
+      expect(result.error).toMatchObject({
+        kind: 'unavailable',
+        message: 'the executor stopped; the call goes back to its queue',
+      });
+    }
+    expect(attempts.map((a) => a.signal.aborted)).toEqual([true, true]);
+  });
+});
+
 describe('runTool timeouts', () => {
   it('stops an attempt at the tool timeout, aborts its signal and says how long it had', async () => {
     behave = (_args, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));

@@ -13,8 +13,10 @@ import {
   constants,
   MCP_NAME_SEPARATOR,
   failSpan,
+  NO_SPAN,
   SpanKind,
   tracer,
+  tracingEnabled,
   type AgentsFile,
   type Logger,
   type Metrics,
@@ -279,6 +281,8 @@ async function processToolJob(ctx: ToolWorkerContext, job: Job<ToolCallJob>, tok
     await job.moveToDelayed(Date.now() + constants.MCP_MOUNT_WAIT_RETRY_MS, token);
     throw new DelayedError();
   }
+  // No SDK: no span to build, nor a context to carry it (nothing would record or read them).
+  if (!tracingEnabled()) return executeJob(ctx, job, token, NO_SPAN);
   // The consumer span continues the trace of the span that published the call.
   const name = typeof job.data?.name === 'string' ? job.data.name.slice(0, 64) : '';
   return tracer.startActiveSpan(
@@ -404,7 +408,9 @@ async function runFlight(
   flight.recording = true;
   record(metrics, result);
   traceResult(span, result);
-  const json = JSON.stringify({ ...result, executor_id: ctx.executorId });
+  // The result is this call's own object: named in place rather than copied to be serialized.
+  result.executor_id = ctx.executorId;
+  const json = JSON.stringify(result);
   if (result.error && REPLY_ONLY_KINDS.has(result.error.kind)) {
     await pushReply(writer, data.reply_to, data.run_id, json, ctx.resultsTtlS);
     return;

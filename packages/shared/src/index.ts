@@ -108,10 +108,12 @@ export {
   carriedContext,
   emitRunSpan,
   failSpan,
+  NO_SPAN,
   runTraceContext,
   SpanKind,
   traceCarrier,
   tracer,
+  tracingEnabled,
   withRunTrace,
 } from './observability/tracing.js';
 export type { RunSpan, Span, TracedRun } from './observability/tracing.js';

@@ -23,6 +23,7 @@ import {
   SpanKind,
   traceCarrier,
   tracer,
+  tracingEnabled,
   type Logger,
   type RedisClient,
   type Span,
@@ -209,29 +210,18 @@ export class Dispatcher {
     const now = Date.now();
     const mine: string[] = [];
     const spans: Span[] = [];
+    const traced = tracingEnabled();
     calls.forEach((call, i) => {
       const existing = recorded[i];
       if (existing !== null && existing !== undefined) {
         results[i] = Promise.resolve(JSON.parse(existing) as ToolResult);
         return;
       }
-      // A producer span per call, in the run's trace (the agent runner made it the active context).
-      const span = tracer.startSpan(`publish ${call.name}`, {
-        kind: SpanKind.PRODUCER,
-        attributes: {
-          'messaging.system': 'bullmq',
-          'messaging.operation.type': 'send',
-          'messaging.operation.name': 'publish',
-          'messaging.message.id': toolJobId(run.runId, call.toolCallId),
-          'gen_ai.tool.name': call.name,
-          'gen_ai.tool.call.id': call.toolCallId,
-          'agent_reach.run.id': run.runId,
-        },
-      });
-      spans.push(span);
-      const trace = traceCarrier(span);
+      const span = traced ? publishSpan(run, call) : undefined;
+      if (span) spans.push(span);
+      const trace = span && traceCarrier(span);
       const job = this.#job(run, call, now, trace);
-      span.setAttribute('messaging.destination.name', job.queue);
+      span?.setAttribute('messaging.destination.name', job.queue);
       const result = this.#await(run, call, job.data.deadline, now, trace);
       // Abandoned calls reject possibly before anyone awaits them (while publishing): never unhandled.
       result.catch(() => undefined);
@@ -677,6 +667,22 @@ async function takeBack(queue: Queue, connection: RedisClient, jobId: string): P
   if ((await queue.remove(jobId)) === 1) return;
   await connection.del(`${queue.toKey(jobId)}:lock`);
   await queue.remove(jobId);
+}
+
+/** A call's producer span, in the run's trace (the agent runner made it the active context). */
+function publishSpan(run: DispatchRun, call: DispatchCall): Span {
+  return tracer.startSpan(`publish ${call.name}`, {
+    kind: SpanKind.PRODUCER,
+    attributes: {
+      'messaging.system': 'bullmq',
+      'messaging.operation.type': 'send',
+      'messaging.operation.name': 'publish',
+      'messaging.message.id': toolJobId(run.runId, call.toolCallId),
+      'gen_ai.tool.name': call.name,
+      'gen_ai.tool.call.id': call.toolCallId,
+      'agent_reach.run.id': run.runId,
+    },
+  });
 }
 
 /** Ends the publish spans of a turn once its jobs are added (failed if the add failed). */

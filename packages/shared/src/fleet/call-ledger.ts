@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import crypto from 'node:crypto';
 
 /**
  * A run's ledger of the calls its model made (`keys.runCalls(runId)`): the scheduler records each call
@@ -24,9 +24,14 @@ export function callStartField(toolCallId: string): string {
   return `${toolCallId}:start`;
 }
 
-export function argumentsDigest(args: string): string {
-  return createHash('sha256').update(args).digest('hex');
-}
+/**
+ * sha256 (hex) of a call's raw argument string. One-shot `crypto.hash` (Node 20.12+) where there is one: it
+ * is computed on every call's path, and a `Hash` object costs several times more for a short string.
+ */
+export const argumentsDigest: (args: string) => string =
+  typeof crypto.hash === 'function'
+    ? (args) => crypto.hash('sha256', args, 'hex')
+    : (args) => crypto.createHash('sha256').update(args).digest('hex');
 
 /** The ledger value of one call (a JSON string, as stored). */
 export function callLedgerEntry(call: { agent: string; name: string; arguments: string }): string {

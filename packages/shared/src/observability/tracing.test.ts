@@ -1,6 +1,13 @@
 import { ROOT_CONTEXT, trace, TraceFlags, type Span } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
-import { carriedContext, otelTraceId, runSpanId, runTraceContext, traceCarrier } from './tracing.js';
+import {
+  carriedContext,
+  otelTraceId,
+  runSpanId,
+  runTraceContext,
+  traceCarrier,
+  tracingEnabled,
+} from './tracing.js';
 import { tracingSettings } from './tracing-sdk.js';
 
 const HEX32 = /^[0-9a-f]{32}$/;
@@ -72,6 +79,20 @@ describe('trace context carried in a job', () => {
     ]) {
       expect(carriedContext(carrier)).toBe(ROOT_CONTEXT);
     }
+  });
+});
+
+describe('whether call paths build spans', () => {
+  it('says no while no tracer provider is registered, yes while one is, and no again once it is gone', () => {
+    expect(tracingEnabled()).toBe(false);
+    const stub = trace.getTracer('stub');
+    expect(trace.setGlobalTracerProvider({ getTracer: () => stub })).toBe(true);
+    try {
+      expect(tracingEnabled()).toBe(true);
+    } finally {
+      trace.disable();
+    }
+    expect(tracingEnabled()).toBe(false);
   });
 });
 

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import {
   context,
+  INVALID_SPAN_CONTEXT,
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
@@ -38,6 +40,21 @@ export const TRACER_NAME = 'agent-reach';
 
 /** The platform's tracer: a proxy that stays a no-op until an SDK is registered. */
 export const tracer: Tracer = /* @__PURE__ */ trace.getTracer(TRACER_NAME);
+
+/** The API's no-op provider: what the global provider delegates to while no SDK is registered. */
+const NOOP_PROVIDER = /* @__PURE__ */ new ProxyTracerProvider().getDelegate();
+
+/**
+ * Whether spans can be recorded at all: false while no SDK registered a tracer provider (the default).
+ * Call paths then skip building spans, their attributes and their contexts, which nothing would read.
+ */
+export function tracingEnabled(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NOOP_PROVIDER;
+}
+
+/** A span that records nothing, shared, for call paths that skip tracing (see `tracingEnabled`). */
+export const NO_SPAN: Span = /* @__PURE__ */ trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
 
 /** What the trace of a run is derived from. */
 export interface TracedRun {
