@@ -11,7 +11,8 @@
  * tool step, its platform overhead = step wall time − the simulator's handling time of the turn − the
  * tool's `duration_ms`. Configurations rotate order each round; medians of rounds are reported.
  *
- *   pnpm exec tsx bench/agent-loop.bench.ts
+ *   pnpm bench:loop   (builds, then runs on the packages' built dist/ as shipped:
+ *                      tsx --conditions=agent-reach-dist bench/agent-loop.bench.ts)
  *     BENCH_LOOP_RUNS_SEQ (default 150)   runs at 1 in flight per phase
  *     BENCH_LOOP_RUNS_LOAD (default 640)  runs at BENCH_LOOP_IN_FLIGHT (default 64) per phase
  *     BENCH_LOOP_ROUNDS (default 5), BENCH_LOOP_CHECKPOINTS (default 1; 0 leaves that configuration out),

@@ -9,6 +9,9 @@
  * with the next one, and the median of rounds is reported, because the machine is shared and noisy. Redis
  * is a redis-server of the benchmark's own, so its CPU and commands are the systems' alone.
  *
+ * It builds, then runs on the packages' built dist/ as shipped (`--conditions=agent-reach-dist`), not on
+ * their TypeScript sources as compiled by tsx, which adds work to every function it defines.
+ *
  *   pnpm bench      BENCH_CALLS (default 5000), BENCH_ROUNDS (default 5),
  *                   BENCH_REDIS=shared to use REDIS_URL instead of a redis-server of its own,
  *                   BENCH_MCP=0 to leave out the MCP system (its rounds are the slowest)
