@@ -33,10 +33,15 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
   it('lists runs, shows one as a timeline and prints its events as JSON lines', async () => {
     const runId = await h.control.start({ agent: 'test_agent', input: 'hello cli', model: 'echo' });
     await h.control.wait(runId, 10_000);
-    const ls = await cli('runs', 'ls', '--agent', 'test_agent', '--status', 'succeeded');
+    // Reads of a finished run: the CLI processes run side by side.
+    const [ls, json, show, events] = await Promise.all([
+      cli('runs', 'ls', '--agent', 'test_agent', '--status', 'succeeded'),
+      cli('runs', 'ls', '--agent', 'test_agent', '--json'),
+      cli('runs', 'show', runId),
+      cli('runs', 'events', runId),
+    ]);
     expect(ls.code).toBe(0);
     expect(ls.stdout).toContain(runId);
-    const json = await cli('runs', 'ls', '--agent', 'test_agent', '--json');
     const listed = json.stdout
       .trim()
       .split('\n')
@@ -49,10 +54,8 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
       cancel_requested: false,
     });
     expect(Object.keys(listed ?? {}).filter((k) => /[A-Z]/.test(k))).toEqual([]);
-    const show = await cli('runs', 'show', runId);
     expect(show.stdout).toMatch(/run started: agent test_agent, model echo: hello cli/);
     expect(show.stdout).toMatch(/run finished: succeeded \(final_answer\): hello/);
-    const events = await cli('runs', 'events', runId);
     const lines = events.stdout
       .trim()
       .split('\n')
@@ -70,16 +73,20 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
     });
     const recorded = await h.control.wait(runId, 20_000);
     expect(recorded.steps[0]).toMatchObject({ tool: 'flaky', ok: false, error_kind: 'transient' });
-    // The executor's retries of the call, each with its outcome and duration, under the call.
-    const show = await cli('runs', 'show', runId);
-    expect(show.stdout).toMatch(
-      /flaky \[call_[^\]]+\] \d+ ms, [2-9] attempt\(s\).*\n {12} {4}attempts: 1 transient \d+ ms, 2 transient \d+ ms/,
-    );
     const requestsBefore = h.sim.requests.length;
     const attempts = () => h.redis.llen(`${h.prefix}:test:flaky:replay`);
     const attemptsBefore = await attempts();
-
-    const replay = await cli('runs', 'replay', runId);
+    // The timeline, a replay from the recording and a bad usage run side by side: none executes a tool.
+    const [show, replay, unlive] = await Promise.all([
+      cli('runs', 'show', runId),
+      cli('runs', 'replay', runId),
+      cli('runs', 'replay', runId, '--force'),
+    ]);
+    // The executor's retries of the call, each with its outcome and duration, under the call.
+    expect(show.stdout).toMatch(
+      /flaky \[call_[^\]]+\] \d+ ms, [2-9] attempt\(s\).*\n {12} {4}attempts: 1 transient \d+ ms, 2 transient \d+ ms/,
+    );
+    expect(unlive.code).toBe(2);
     expect(replay.stdout).toMatch(
       new RegExp(`replayed ${runId} as ${runId}\\.replay-\\d+: succeeded \\(final_answer\\)`),
     );
@@ -97,7 +104,6 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
     expect(forced.stdout).toMatch(/differs: flaky \[call_[^\]]+\]: recorded transient, now ok/);
     expect(await attempts()).toBe(attemptsBefore + 1);
     expect(h.sim.requests.length).toBe(requestsBefore);
-    expect((await cli('runs', 'replay', runId, '--force')).code).toBe(2);
   }, 90_000); // three CLI processes, each loading the platform
 
   it('approves a parked call from the command line', async () => {
@@ -145,14 +151,16 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
   });
 
   it('checks the configuration: reachable tools per agent, non-zero exit on problems', async () => {
-    const good = await cli('config', 'check');
+    const [good, bad] = await Promise.all([
+      cli('config', 'check'),
+      run('node', cliArgs(['config', 'check']), {
+        env: { ...process.env, ...childEnv({ ...testEnv(h.prefix, h.sim), TOOL_MODULES: '' }) },
+      }).catch((err: { code: number; stderr: string }) => err),
+    ]);
     expect(good.code).toBe(0);
     expect(good.stdout).toMatch(/agent weather_only: query_weather; max_iterations default/);
     expect(good.stdout).toMatch(/needs_approval \(needs approval\)/);
     expect(good.stdout).toMatch(/no problems found/);
-    const bad = await run('node', cliArgs(['config', 'check']), {
-      env: { ...process.env, ...childEnv({ ...testEnv(h.prefix, h.sim), TOOL_MODULES: '' }) },
-    }).catch((err: { code: number; stderr: string }) => err);
     expect((bad as { code: number }).code).toBe(4);
     expect((bad as { stderr: string }).stderr).toMatch(
       /agent "test_agent": tools\[\d+\] "noop" is not a registered tool/,
@@ -181,7 +189,12 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
       metadata: { user_id: tag },
     });
     await h.control.wait(runId, 10_000);
-    const show = await cli('runs', 'show', runId);
+    const [show, found, none, noEquals] = await Promise.all([
+      cli('runs', 'show', runId),
+      cli('runs', 'ls', '--metadata', `user_id=${tag}`, '--tool', 'query_order_status', '--json'),
+      cli('runs', 'ls', '--metadata', `user_id=${tag}`, '--error-kind', 'timeout', '--json'),
+      cli('runs', 'ls', '--metadata', 'no-equals-sign'),
+    ]);
     expect(show.code).toBe(0);
     expect(show.stdout).toMatch(
       /ms {4}ok {8}query_weather \[\S+\] \d+ ms, 1 attempt\(s\), dispatched to executor-\S+; args \{"city":"杭州"\} → \{"city":"杭州"/m,
@@ -191,15 +204,6 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
       /ms {4}error {5}no_such_tool \[\S+\] 0 ms, 0 attempt\(s\), answered locally \(not dispatched\): unknown_tool: /m,
     );
     expect(show.stdout).not.toMatch(/ms {2}dispatched /);
-    const found = await cli(
-      'runs',
-      'ls',
-      '--metadata',
-      `user_id=${tag}`,
-      '--tool',
-      'query_order_status',
-      '--json',
-    );
     expect(found.code).toBe(0);
     expect(
       found.stdout
@@ -207,19 +211,20 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
         .split('\n')
         .map((l) => (JSON.parse(l) as { run_id: string }).run_id),
     ).toEqual([runId]);
-    const none = await cli('runs', 'ls', '--metadata', `user_id=${tag}`, '--error-kind', 'timeout', '--json');
     expect(none.stdout).toBe('');
-    expect((await cli('runs', 'ls', '--metadata', 'no-equals-sign')).code).toBe(2);
+    expect(noEquals.code).toBe(2);
   });
 
   it('exits 3 for an unknown run and 2 for bad usage, with a message', async () => {
-    const missing = await cli('runs', 'show', 'no-such-run');
+    const [missing, bad, unknown] = await Promise.all([
+      cli('runs', 'show', 'no-such-run'),
+      cli('runs', 'ls', '--limit', 'many'),
+      cli('frobnicate'),
+    ]);
     expect(missing.code).toBe(3);
     expect(missing.stderr).toMatch(/not found: run no-such-run/);
-    const bad = await cli('runs', 'ls', '--limit', 'many');
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--limit must be a positive integer/);
-    const unknown = await cli('frobnicate');
     expect(unknown.code).toBe(2);
   });
 
@@ -228,7 +233,7 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
     h.sim.addScenario({ name: 'cli-hostile', turns: [{ content: 'done \u001b[31mred\u0007\r\u202eok' }] });
     const runId = await h.control.start({ agent: 'test_agent', input: hostile, model: 'cli-hostile' });
     await h.control.wait(runId, 10_000);
-    const show = await cli('runs', 'show', runId);
+    const [show, events] = await Promise.all([cli('runs', 'show', runId), cli('runs', 'events', runId)]);
     expect(show.code).toBe(0);
     // eslint-disable-next-line no-control-regex
     expect(show.stdout).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/);
@@ -238,7 +243,6 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
     expect(show.stdout).toContain('answer: done \\x1b[31mred\\x07\\r\\u202eok');
     // The input cannot start a line of its own in the timeline.
     expect(show.stdout).not.toMatch(/^run finished: forged/m);
-    const events = await cli('runs', 'events', runId);
     expect(events.stdout).not.toMatch(/[\u007f-\u009f\u202e]/);
     const started = events.stdout
       .trim()
@@ -249,10 +253,12 @@ describe('agent-reach CLI: runs, replay, approvals', { timeout: 90_000 }, () => 
   });
 
   it('prints the Redis URL with its password masked in config check and when Redis is unreachable', async () => {
-    const check = await cliWith({ REDIS_URL: 'redis://:s3cret@127.0.0.1:6379/0' }, 'config', 'check');
+    const [check, down] = await Promise.all([
+      cliWith({ REDIS_URL: 'redis://:s3cret@127.0.0.1:6379/0' }, 'config', 'check'),
+      cliWith({ REDIS_URL: 'redis://:s3cret@127.0.0.1:1' }, 'runs', 'ls'),
+    ]);
     expect(check.stdout).toMatch(/config ok: redis redis:\/\/:\*\*\*@127\.0\.0\.1:6379\/0/);
     expect(check.stdout + check.stderr).not.toContain('s3cret');
-    const down = await cliWith({ REDIS_URL: 'redis://:s3cret@127.0.0.1:1' }, 'runs', 'ls');
     expect(down.code).toBe(1);
     expect(down.stdout).toBe('');
     expect(down.stderr.trim().split('\n')).toHaveLength(1);

@@ -112,7 +112,7 @@ async function startHarness(scenario: FaultScenario, options: FaultRunOptions): 
     connections: [],
     queues: [],
   };
-  let released = false;
+  let releasing: Promise<void> | undefined;
   let assembling: Promise<unknown> = Promise.resolve();
   // A cleanup of the whole suite (afterAll, exit) lets a harness still starting finish first, so that
   // no process it starts afterwards is left behind.
@@ -120,10 +120,9 @@ async function startHarness(scenario: FaultScenario, options: FaultRunOptions): 
     await assembling.catch(() => undefined);
     await release();
   };
-  const release = async () => {
-    if (released) return;
-    released = true;
-    live.delete(releaseWhenStarted);
+  // Once, and a cleanup of the whole suite that comes while it is under way waits for it.
+  const release = () => (releasing ??= teardown().finally(() => live.delete(releaseWhenStarted)));
+  const teardown = async () => {
     await parts.fleet?.close();
     await withTimeout(parts.control?.close(), 5000);
     for (const q of parts.queues) await withTimeout(q.close(), 5000);
@@ -411,7 +410,10 @@ export interface PreparedFaultScenario {
   readonly scenario: FaultScenario;
   /** Resolves once the harness is ready (never rejects: `run` reports a failed start). */
   readonly started: Promise<void>;
-  /** Runs the scenario on the prepared harness and releases it (once). */
+  /**
+   * Runs the scenario on the prepared harness (once) and then releases the harness in the background:
+   * `cleanupAll` waits for that.
+   */
   run(): Promise<FaultReport>;
 }
 
@@ -511,7 +513,9 @@ async function runOnHarness(
       calls: judged.calls,
     };
   } finally {
-    await h.release();
+    // Its teardown (processes killed, Redis, llm-sim and files removed) goes on while the next scenario
+    // runs.
+    void h.release().catch(() => undefined);
   }
 }
 
