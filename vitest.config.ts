@@ -56,11 +56,6 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
-    // Each worker runs its files one after the other in one process, loading the platform's modules
-    // (BullMQ, Fastify, the OpenAI SDK, the workspace packages) once instead of once per file: loading
-    // them cost a few seconds of CPU per file, more than many files' tests. Every file starts and
-    // closes what it runs (Redis connections, servers, processes) and holds no state in modules.
-    isolate: false,
     fileParallelism: true,
     maxWorkers: 2,
     sequence: { sequencer: LongSuitesFirst },
