@@ -28,6 +28,18 @@ describe('modelSignals', () => {
     m.close();
   });
 
+  it('waits for a deadline further off than a Node timer can wait (about 24.8 days), and aborts at it', () => {
+    const days30 = 30 * 24 * 3600 * 1000;
+    const m = modelSignals(runWith(days30, {}));
+    vi.advanceTimersByTime(1_000);
+    expect(m.signal.aborted).toBe(false);
+    vi.advanceTimersByTime(days30 - 1_001);
+    expect(m.signal.aborted).toBe(false);
+    vi.advanceTimersByTime(1);
+    expect(m.deadline.aborted).toBe(true);
+    m.close();
+  });
+
   it('aborts the call with the reason of a cancel or a release of the run, the deadline untouched', () => {
     const cancel = new AbortController();
     const release = new AbortController();

@@ -38,6 +38,9 @@ export function reachableTools(deps: Pick<AgentLoopDeps, 'agent' | 'catalog'>): 
   return deps.agent.tools.filter((name) => deps.catalog.has(name));
 }
 
+/** The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days); a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** The signals of one model call (see `modelSignals`). */
 export interface ModelSignals {
   /** Aborted at the run's deadline only. */
@@ -59,15 +62,23 @@ export function modelSignals(run: RunContext): ModelSignals {
   const call = new AbortController();
   const stops = [run.deps.signal, run.deps.release].filter((s): s is AbortSignal => s !== undefined);
   const listeners = stops.map((stop) => [stop, () => call.abort(stop.reason)] as const);
-  const timer = setTimeout(
-    () => {
-      deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
-      call.abort(deadline.signal.reason);
-    },
-    Math.max(1, run.state.deadlineAt - Date.now()),
-  );
-  // Like AbortSignal.timeout's, the timer does not keep the process up.
-  timer.unref();
+  let timer: NodeJS.Timeout;
+  // Node runs a timer of more than MAX_TIMER_MS at once: a deadline further off is waited for in steps.
+  const arm = () => {
+    const left = run.state.deadlineAt - Date.now();
+    timer = setTimeout(
+      left > MAX_TIMER_MS
+        ? arm
+        : () => {
+            deadline.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+            call.abort(deadline.signal.reason);
+          },
+      Math.max(1, Math.min(left, MAX_TIMER_MS)),
+    );
+    // Like AbortSignal.timeout's, the timer does not keep the process up.
+    timer.unref();
+  };
+  arm();
   for (const [stop, onAbort] of listeners) {
     if (stop.aborted) call.abort(stop.reason);
     else stop.addEventListener('abort', onAbort, { once: true });
