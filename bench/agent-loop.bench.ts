@@ -49,7 +49,7 @@ import {
 import { stepsOf, type RunProbe, type StepSample } from './agent-loop/probe.js';
 import { taskInput, TOOL_STEPS } from './agent-loop/task.js';
 import { envInt } from './env.js';
-import { formatTarget, target } from './targets.js';
+import { formatTarget, roundRatio, target } from './targets.js';
 
 const TARGET_OVERHEAD_P50_MS = 3;
 const TOP_COMMANDS = 10;
@@ -304,11 +304,14 @@ async function main(): Promise<void> {
       }
     }
 
+    // Each ratio is the median of the rounds' own ratios (`roundRatio`).
+    const paired = (a: Key, b: Key, pick: (f: PhaseFigures) => number) =>
+      roundRatio(figures.get(a) ?? [], figures.get(b) ?? [], pick);
     const loopTargets = [
       ...levels.map(({ inFlight }) =>
         target(
           `overhead/step p50 @${inFlight}, platform/job`,
-          get(`platform@${inFlight}`).overheadMs.p50 / get(`job@${inFlight}`).overheadMs.p50,
+          paired(`platform@${inFlight}`, `job@${inFlight}`, (f) => f.overheadMs.p50),
           '<=',
           1.1,
         ),
@@ -316,7 +319,7 @@ async function main(): Promise<void> {
       ...levels.map(({ inFlight }) =>
         target(
           `node CPU/run @${inFlight}, platform/in-process`,
-          get(`platform@${inFlight}`).nodeCpuUsPerRun / get(`baseline@${inFlight}`).nodeCpuUsPerRun,
+          paired(`platform@${inFlight}`, `baseline@${inFlight}`, (f) => f.nodeCpuUsPerRun),
           '<=',
           1.5,
         ),
@@ -334,7 +337,7 @@ async function main(): Promise<void> {
           ]
         : []),
     ];
-    console.log('\ntargets (medians of this run)');
+    console.log("\ntargets (ratios: the median of the rounds' own ratios)");
     for (const t of loopTargets) console.log(`  ${formatTarget(t)}`);
 
     console.log(`\nredis commands per step at 1 in flight (last round; script-internal calls included)`);
