@@ -263,6 +263,24 @@ describe('runTool timeouts', () => {
     });
   });
 
+  it('counts the time a handler spends before returning its promise against the tool timeout', async () => {
+    behave = (_args, ctx) => {
+      // The handler's synchronous part takes 1.5 s of the attempt's 2 s before it hands its promise over.
+      vi.setSystemTime(Date.now() + 1_500);
+      return new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));
+    };
+    const call = runTool(job(), { ...deps, registry: singleAttempt });
+    await vi.advanceTimersByTimeAsync(TIMEOUT_MS - 1_500 - 1);
+    expect(attempts[0]?.signal.aborted).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(attempts[0]?.signal.aborted).toBe(true);
+    const { result } = await settle(call);
+    expect(result.error).toMatchObject({
+      kind: 'timeout',
+      message: `"lookup" did not finish within ${TIMEOUT_MS} ms`,
+    });
+  });
+
   it('cuts an attempt at the call deadline when that comes before the tool timeout', async () => {
     behave = () => new Promise(() => {});
     const { result } = await settle(runTool(job({ deadline: Date.now() + 1_500 }), deps));

@@ -325,8 +325,12 @@ function handedBack(): ToolErrorInfo {
   return { kind: 'unavailable', message: HANDED_BACK, retryable: true };
 }
 
-/** One attempt: the handler under an AbortSignal; a handler that ignores the signal still loses the race. */
-async function runAttempt(
+/**
+ * One attempt: the handler under an AbortSignal; a handler that ignores the signal still loses the race.
+ * A handler that answers at once (a value, or a throw) settles the attempt without a timer or a race: it
+ * cannot have run past its timeout, and a timer set and cleared for it cost more than the handler.
+ */
+function runAttempt(
   tool: RegisteredTool,
   args: Record<string, unknown>,
   job: ToolCallJob,
@@ -335,32 +339,78 @@ async function runAttempt(
   stop?: AbortSignal,
 ): Promise<unknown> {
   const ctx = new AttemptContext(job, attempt, logger);
+  // Taken before the handler starts: the time its synchronous part takes counts against its budget.
+  const now = Date.now();
+  const left = job.deadline - now;
+  const budgetMs = Math.max(0, Math.min(tool.timeoutMs, left));
+  const limits: AttemptLimits = { budgetMs, endsAt: now + budgetMs, cutByDeadline: left < tool.timeoutMs };
+  let value: unknown;
+  try {
+    value = tool.handler(args, ctx);
+  } catch (err) {
+    return Promise.reject(attemptFailure(err, tool, stop));
+  }
+  if (!isThenable(value)) return Promise.resolve(value);
+  return raceAttempt(tool, value, ctx, limits, stop);
+}
+
+/** An attempt's time: its budget, when it ends, and whether the call's deadline set it. */
+interface AttemptLimits {
+  budgetMs: number;
+  endsAt: number;
+  cutByDeadline: boolean;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+/** A failed attempt as the breaker sees it: handed back when the executor stopped it, else classified. */
+function attemptFailure(err: unknown, tool: RegisteredTool, stop?: AbortSignal): AttemptFailure {
+  // However the handler reacted to being stopped, it is not the tool's failure: no breaker count.
+  if (stop?.aborted) return new AttemptFailure('unavailable', HANDED_BACK);
+  return classify(err, tool);
+}
+
+/** An attempt whose handler answered with a promise: it races the attempt's timeout and the executor's stop. */
+async function raceAttempt(
+  tool: RegisteredTool,
+  pending: PromiseLike<unknown>,
+  ctx: AttemptContext,
+  limits: AttemptLimits,
+  stop?: AbortSignal,
+): Promise<unknown> {
   let timer: NodeJS.Timeout | undefined;
   /** Stops listening for the executor's stop. */
   let onStop: (() => void) | undefined;
-  const left = job.deadline - Date.now();
-  const budget = Math.max(0, Math.min(tool.timeoutMs, left));
-  const cutByDeadline = left < tool.timeoutMs;
+  const { cutByDeadline, budgetMs } = limits;
   try {
     // Whichever settles it first wins: the handler, its timeout, or the executor stopping. One promise
     // rather than a race with a timeout promise: fewer objects and ticks on every call's path.
     return await new Promise<unknown>((resolve, reject) => {
-      timer = setTimeout(() => {
-        ctx.abort(new Error(cutByDeadline ? 'call deadline' : 'tool timeout'));
-        reject(
-          cutByDeadline
-            ? // Stopped before its own timeout: the call's time ran out (it waited in a queue, or its run has
-              // little left), which says nothing about the tool, so the breaker does not count it.
-              new AttemptFailure(
-                'timeout',
-                `"${tool.name}" was stopped at the call's deadline after ${budget} ms`,
-                undefined,
-                undefined,
-                false,
-              )
-            : new AttemptFailure('timeout', `"${tool.name}" did not finish within ${tool.timeoutMs} ms`),
-        );
-      }, budget);
+      timer = setTimeout(
+        () => {
+          ctx.abort(new Error(cutByDeadline ? 'call deadline' : 'tool timeout'));
+          reject(
+            cutByDeadline
+              ? // Stopped before its own timeout: the call's time ran out (it waited in a queue, or its run has
+                // little left), which says nothing about the tool, so the breaker does not count it.
+                new AttemptFailure(
+                  'timeout',
+                  `"${tool.name}" was stopped at the call's deadline after ${budgetMs} ms`,
+                  undefined,
+                  undefined,
+                  false,
+                )
+              : new AttemptFailure('timeout', `"${tool.name}" did not finish within ${tool.timeoutMs} ms`),
+          );
+        },
+        Math.max(0, limits.endsAt - Date.now()),
+      );
       if (stop) {
         const handBack = () => {
           ctx.abort(new Error('executor shutting down'));
@@ -369,13 +419,10 @@ async function runAttempt(
         if (stop.aborted) handBack();
         else onStop = whenAborted(stop, handBack);
       }
-      // A handler that throws before returning rejects this promise like one whose promise rejects.
-      Promise.resolve(tool.handler(args, ctx)).then(resolve, reject);
+      pending.then(resolve, reject);
     });
   } catch (err) {
-    // However the handler reacted to being stopped, it is not the tool's failure: no breaker count.
-    if (stop?.aborted) throw new AttemptFailure('unavailable', HANDED_BACK);
-    throw classify(err, tool);
+    throw attemptFailure(err, tool, stop);
   } finally {
     clearTimeout(timer);
     onStop?.();
