@@ -70,3 +70,16 @@ describe('checkTopic', () => {
     );
   });
 });
+
+describe('agentVocabulary', () => {
+  it("builds an agent's vocabulary again once the catalog describes one of its tools differently", () => {
+    const agent: AgentSpec = { name: 'billing', tools: ['get_invoice'] };
+    const first = agentVocabulary(agent, catalog);
+    expect(agentVocabulary(agent, new Map(catalog))).toBe(first);
+    const renamed = { ...INVOICES, description: 'A refund of an order, by the order number.' };
+    const changed = agentVocabulary(agent, new Map([[INVOICES.name, renamed]]));
+    expect(changed).not.toBe(first);
+    expect(changed.score('refund my order').labels[0]?.label).toBe('get_invoice');
+    expect(first.score('refund my order').labels).toEqual([]);
+  });
+});

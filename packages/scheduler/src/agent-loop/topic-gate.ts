@@ -13,22 +13,34 @@ export interface TopicCheck {
   best?: string;
 }
 
+/** The vocabulary last built for an agent, and the catalog entries of its tools it was built from. */
+const vocabularies = new WeakMap<
+  AgentSpec,
+  { entries: Array<ToolCatalogEntry | undefined>; vocabulary: Vocabulary }
+>();
+
 /**
  * An agent's vocabulary: its tools as the fleet serves them now (descriptions and parameters from the
- * catalog; a tool no executor serves contributes its name), its topics and its examples.
+ * catalog; a tool no executor serves contributes its name), its topics and its examples. Built once per
+ * agent and catalog entries (the catalog keeps an unchanged entry's identity), not once per run.
  */
 export function agentVocabulary(
   agent: AgentSpec,
   catalog: { get(name: string): ToolCatalogEntry | undefined },
 ): Vocabulary {
-  return buildVocabulary({
-    tools: agent.tools.map((name) => {
-      const entry = catalog.get(name);
+  const entries = agent.tools.map((name) => catalog.get(name));
+  const built = vocabularies.get(agent);
+  if (built && built.entries.every((entry, i) => entry === entries[i])) return built.vocabulary;
+  const vocabulary = buildVocabulary({
+    tools: agent.tools.map((name, i) => {
+      const entry = entries[i];
       return entry ? { name, description: entry.description, parameters: entry.parameters } : { name };
     }),
     topics: agent.allowed_topic ?? [],
     ...(agent.examples ? { examples: agent.examples } : {}),
   });
+  vocabularies.set(agent, { entries, vocabulary });
+  return vocabulary;
 }
 
 /**

@@ -83,6 +83,9 @@ export function createLlmClient(llmOptions: LlmOptions): LlmClient {
     ...(options.baseURL ? { baseURL: options.baseURL } : {}),
     timeout: options.timeoutMs,
     maxRetries: options.maxRetries,
+    // No redirects, and no window: Node's fetch then sends the request as it is. Any other request it
+    // copies first, to follow a redirect with it, and the copy tees the request's body into two streams.
+    fetchOptions: { redirect: 'error', window: null },
   });
   const maxTokens = options.maxOutputTokens;
   const streamed = options.stream;

@@ -140,30 +140,39 @@ export async function streamCompletion(
   const { signal, onDelta } = options;
   for (let attempt = 1; ; attempt += 1) {
     const assembler = new ChunkAssembler();
-    // A stream that stops moving for a whole request timeout is given up, like a request that hangs.
-    const idle = new AbortController();
-    let timer = setTimeout(() => idle.abort(), options.idleMs);
-    const both = signal ? AbortSignal.any([signal, idle.signal]) : idle.signal;
+    // One signal per attempt, aborted by the caller's or when the stream stops moving for a whole request
+    // timeout (given up, like a request that hangs). A listener rather than `AbortSignal.any`, whose
+    // combined signal stays tied to the caller's until it is collected.
+    const stop = new AbortController();
+    let stalled = false;
+    const timer = setTimeout(() => {
+      stalled = true;
+      stop.abort();
+    }, options.idleMs);
+    const onAbort = () => stop.abort(signal?.reason);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
     try {
       const stream = await client.chat.completions.create(
         { ...params, stream: true, stream_options: { include_usage: true } },
-        { signal: both },
+        { signal: stop.signal },
       );
       for await (const chunk of stream) {
-        clearTimeout(timer);
-        timer = setTimeout(() => idle.abort(), options.idleMs);
+        // Restarted in place: one timer per attempt rather than a new one per chunk.
+        timer.refresh();
         const text = assembler.add(chunk);
         if (onDelta && (text.content !== undefined || text.reasoning !== undefined))
           onDelta({ attempt, ...text });
       }
       if (signal?.aborted) throw new APIUserAbortError();
-      if (idle.signal.aborted) throw new StreamIncomplete('the model stream stalled');
+      if (stalled) throw new StreamIncomplete('the model stream stalled');
       return assembler.result();
     } catch (err) {
-      const stalled = idle.signal.aborted && !signal?.aborted;
-      if (attempt > options.maxRetries || !(stalled || brokeMidStream(err, signal))) throw err;
+      const idle = stalled && !signal?.aborted;
+      if (attempt > options.maxRetries || !(idle || brokeMidStream(err, signal))) throw err;
     } finally {
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 }
