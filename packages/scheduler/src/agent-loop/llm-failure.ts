@@ -1,6 +1,7 @@
 import { RunLost } from './checkpoints.js';
 import type { RunContext } from './run-context.js';
 import type { NextStep } from './steps.js';
+import { withCauses } from '../model/llm.js';
 import { AllModelsFailed } from '../model/providers.js';
 
 /**
@@ -17,14 +18,15 @@ export function llmFailed(
   const { deps, state } = run;
   if (deps.release?.aborted) throw new RunLost();
   if (deps.signal?.aborted) return { type: 'cancel' };
-  const e = err as { message?: string; status?: number };
+  const e = err as { status?: number };
+  const message = withCauses(err);
   const late = deadline?.aborted === true || Date.now() >= state.deadlineAt;
   run.emit({
     type: 'llm_error',
     turn,
     model: deps.llm.model,
     latency_ms: Math.round(performance.now() - started),
-    message: late ? 'aborted at the run deadline' : (e.message ?? String(err)).slice(0, 2000),
+    message: late ? 'aborted at the run deadline' : message.slice(0, 2000),
     ...(typeof e.status === 'number' ? { status: e.status } : {}),
     ...(err instanceof AllModelsFailed ? { fallback: err.skipped } : {}),
   });
@@ -42,6 +44,6 @@ export function llmFailed(
   return {
     type: 'fail',
     reason: 'llm_error',
-    report: `the model could not be reached: ${e.message ?? String(err)}`,
+    report: `the model could not be reached: ${message}`,
   };
 }

@@ -189,3 +189,19 @@ function serverOf(baseURL: string): Record<string, string | number> {
     return {};
   }
 }
+
+/**
+ * An error's message followed by those of its causes: the SDK says "Connection error." of anything that
+ * kept the request from being answered, and only the causes say what it was (`fetch failed: unexpected
+ * redirect`, `connect ECONNREFUSED 127.0.0.1:8000`).
+ */
+export function withCauses(err: unknown): string {
+  const parts: string[] = [];
+  let at: unknown = err;
+  for (let depth = 0; at !== undefined && at !== null && depth < 4; depth += 1) {
+    const message = at instanceof Error ? at.message : String(at);
+    if (message && !parts.includes(message)) parts.push(message);
+    at = at instanceof Error ? at.cause : undefined;
+  }
+  return parts.join(': ') || String(err);
+}
