@@ -159,4 +159,22 @@ describe('run archive durability: PostgreSQL blocked or an archiver killed mid-b
     );
     expect(rows.rows[0]).toEqual({ n: 10, distinct: 10 });
   });
+
+  it('polls an idle outbox for as long as it runs without leaving a listener per poll on its stop signal', async () => {
+    const leaks: string[] = [];
+    const onWarning = (w: Error) => {
+      if (w.name === 'MaxListenersExceededWarning') leaks.push(w.message);
+    };
+    process.on('warning', onWarning);
+    const archiver = await inProcessArchiver(new Registry(), 5);
+    try {
+      // Some fifty polls of an empty outbox, 20 ms apart.
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(await outbox.size()).toBe(0);
+    } finally {
+      await archiver.close();
+      process.off('warning', onWarning);
+    }
+    expect(leaks).toEqual([]);
+  });
 });

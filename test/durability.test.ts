@@ -1,8 +1,9 @@
 import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
-import { toolJobId } from '@agent-reach/protocol';
+import { toolJobId, type ToolCallJob } from '@agent-reach/protocol';
 import { createLogger, loadConfig } from '@agent-reach/shared';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
+import { handAddedJobs } from './helpers/ledger.js';
 import testTools from './helpers/test-tools.js';
 import { startSchedulerChild, type Child } from './helpers/processes.js';
 import { startRunsHarness, testEnv } from './helpers/runs.js';
@@ -36,6 +37,40 @@ describe('durability: calls that never start, shutdown with work in flight, rete
   };
   const toolResults = async (runId: string) =>
     (await h!.control.events(runId)).flatMap((e) => (e.event.type === 'tool_result' ? [e.event] : []));
+
+  /**
+   * Starts a run whose one call goes to the `isolated` group, which no executor serves yet, and waits until
+   * the call's first deadline has passed and it was published again; returns the run and its first job.
+   */
+  const republishedCall = async (harness: Harness) => {
+    harness.sim.addScenario({
+      name: 'late-executor',
+      turns: [{ tool_calls: [{ name: 'isolated_echo', arguments: { value: 'late' } }] }, { content: 'done' }],
+    });
+    const runId = await harness.control.start({ agent: 'test_agent', input: 'echo', model: 'late-executor' });
+    const queue = new Queue('tools-isolated', {
+      connection: harness.redis,
+      prefix: harness.keys.queuePrefix('tools-isolated'),
+    });
+    const firstJob = await waitFor(
+      async () => (await queue.getWaiting())[0],
+      10_000,
+      'the call to be queued',
+    );
+    const firstDeadline = firstJob.data.deadline as number;
+    // Past the first deadline the job is taken back and published again with a new one.
+    const republished = await waitFor(
+      async () => {
+        const [job] = await queue.getWaiting();
+        return job && (job.data.deadline as number) > firstDeadline ? job : undefined;
+      },
+      20_000,
+      'the call to be republished',
+    );
+    expect(republished.id).toBe(firstJob.id);
+    await queue.close();
+    return { runId, first: firstJob.data as ToolCallJob };
+  };
 
   it('answers a call that no executor started before its deadline as unavailable, not timeout, and takes its job back so it never runs late', async () => {
     h = await startRunsHarness({ EXECUTOR_GROUPS: 'default', TOOL_START_WAIT_MS: '0' });
@@ -73,37 +108,39 @@ describe('durability: calls that never start, shutdown with work in flight, rete
 
   it('republishes a call whose group had no executor when its deadline passed, and runs it once an executor appears', async () => {
     h = await startRunsHarness({ EXECUTOR_GROUPS: 'default', TOOL_START_WAIT_MS: '60000' });
-    h.sim.addScenario({
-      name: 'late-executor',
-      turns: [{ tool_calls: [{ name: 'isolated_echo', arguments: { value: 'late' } }] }, { content: 'done' }],
-    });
-    const runId = await h.control.start({ agent: 'test_agent', input: 'echo', model: 'late-executor' });
-    const queue = new Queue('tools-isolated', {
-      connection: h.redis,
-      prefix: h.keys.queuePrefix('tools-isolated'),
-    });
-    const firstJob = await waitFor(
-      async () => (await queue.getWaiting())[0],
-      10_000,
-      'the call to be queued',
-    );
-    const firstDeadline = firstJob.data.deadline as number;
-    // Past the first deadline the job is taken back and published again with a new one.
-    const republished = await waitFor(
-      async () => {
-        const [job] = await queue.getWaiting();
-        return job && (job.data.deadline as number) > firstDeadline ? job : undefined;
-      },
-      20_000,
-      'the call to be republished',
-    );
-    expect(republished.id).toBe(firstJob.id);
-    await queue.close();
+    const { runId } = await republishedCall(h);
     await isolatedExecutor(h);
     const outcome = await h.control.wait(runId, 30_000);
     expect(outcome).toMatchObject({ status: 'succeeded', answer: 'done' });
     const [result] = await toolResults(runId);
     expect(result).toMatchObject({ tool: 'isolated_echo', ok: true, attempts: 1 });
+  });
+
+  it('never tells the model a call did not run when an executor took an earlier publication of it past its deadline while the call, published again, still runs', async () => {
+    h = await startRunsHarness({ EXECUTOR_GROUPS: 'default', TOOL_START_WAIT_MS: '60000' });
+    const { runId, first } = await republishedCall(h);
+    // An executor takes the first publication only now, past its deadline (as after an outage of Redis or
+    // of the executors): it does not run it and answers the dispatcher `unavailable`, which is not
+    // recorded, while the publication that replaced it waits for an executor.
+    const late = handAddedJobs(h);
+    const id = await late.add({
+      runId,
+      toolCallId: first.tool_call_id,
+      name: first.name,
+      arguments: first.arguments,
+      deadline: first.deadline,
+      replyTo: first.reply_to,
+    });
+    await late.settled(id);
+    await late.queue.close();
+    expect(await h.redis.hget(h.keys.results(runId), first.tool_call_id)).toBeNull();
+    await isolatedExecutor(h);
+    const outcome = await h.control.wait(runId, 30_000);
+    // The call ran once, and that is what the model was told and what the run's record keeps.
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'done' });
+    const results = await toolResults(runId);
+    expect(results).toHaveLength(1);
+    expect(results[0]).toMatchObject({ tool: 'isolated_echo', ok: true, attempts: 1 });
   });
 
   it("takes a run's lock back when it lapsed while the run's job was still taken (as a failover can leave it), and finishes the run without waiting for the stalled-job check", async () => {

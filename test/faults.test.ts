@@ -1,7 +1,9 @@
+import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ArchiveStore, migrate, readRunRecord, toArchiveRow } from '@agent-reach/archive';
 import {
   checkArchive,
+  checkRuns,
   cleanupAll,
   createFaultArchive,
   DEFAULT_POSTGRES_URL,
@@ -139,6 +141,52 @@ describe('the fault checker', () => {
       ]);
     } finally {
       await archive.drop();
+      await t.cleanup();
+    }
+  });
+
+  it('names a call the model was told did not run that started all the same, and a timeout of a call that never started', async () => {
+    const t = testRedis();
+    const runsQueue = new Queue('runs', { connection: t.redis, prefix: t.keys.prefix });
+    try {
+      const notRun = JSON.stringify({
+        ok: false,
+        error: { kind: 'unavailable', message: 'not run', retryable: true },
+      });
+      const timedOut = JSON.stringify({
+        ok: false,
+        error: { kind: 'timeout', message: 'late', retryable: true },
+      });
+      const history = [user, calls('a', 'b', 'c'), tool('a', notRun), tool('b', timedOut), tool('c', notRun)];
+      await t.redis.hset(t.keys.runMeta('r1'), { status: 'succeeded', final: '1' });
+      await t.redis.rpush(t.keys.runMessages('r1'), ...[...history, answer].map((m) => JSON.stringify(m)));
+      const { violations } = await checkRuns({
+        redis: t.redis,
+        keys: t.keys,
+        runIds: ['r1'],
+        requests: [{ status: 200, body: { messages: history } }],
+        // `a` was started once; `b` and `c` never.
+        starts: new Map([['r1/a', 1]]),
+        runsQueue,
+      });
+      expect(
+        violations.filter(
+          (v) => v.invariant === 'unavailable_ran' || v.invariant === 'timeout_never_started',
+        ),
+      ).toEqual([
+        {
+          invariant: 'timeout_never_started',
+          subject: 'r1',
+          detail: 'call b was reported as timeout ("late") but never started',
+        },
+        {
+          invariant: 'unavailable_ran',
+          subject: 'r1',
+          detail: 'call a reached the model as unavailable ("not run") but started 1 time(s)',
+        },
+      ]);
+    } finally {
+      await runsQueue.close();
       await t.cleanup();
     }
   });

@@ -87,11 +87,21 @@ export function createArchiveMetrics(registry: Registry) {
   };
 }
 
+/**
+ * Waits `ms`, or until `signal` aborts. The loop waits on one signal for as long as it runs, so each wait
+ * takes its listener off again: one left behind per idle poll piled up without end (and Node warned of
+ * a leak from the eleventh on).
+ */
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     if (signal.aborted) return resolve();
-    const t = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    const wake = () => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', wake);
+      resolve();
+    };
+    const t = setTimeout(wake, ms);
+    signal.addEventListener('abort', wake, { once: true });
   });
 
 /** What one archiver's batches and loop work with. */

@@ -31,7 +31,7 @@ import { newExecutorId } from './executor-id.js';
 import { startPresence } from './presence.js';
 import { pushReply, recordResult, resultWriter, untilWritten } from './record-result.js';
 import { runTool } from './run-tool.js';
-import { JobRefused, verifyJob } from './verify-job.js';
+import { JobRefused, verifyJob, type VerifiedJob } from './verify-job.js';
 
 export interface ToolWorkerOptions {
   /** Connection for commands (results, breakers); BullMQ makes its own blocking connections from it. */
@@ -147,6 +147,18 @@ interface Flight {
  * that can still be executed.
  */
 const REPLY_ONLY_KINDS = new Set(['unavailable', 'awaiting_confirmation']);
+
+/**
+ * Whether an outcome is only replied (see REPLY_ONLY_KINDS). A call whose start this executor recorded,
+ * and whose deadline then passed before it ran, is the exception: its dispatcher counts it as started, so
+ * it neither publishes it again nor takes an unrecorded `unavailable` (a publication it withdrew may be
+ * answered so while another runs); the record is where it learns that the call did not run.
+ */
+function replyOnly(result: ToolResult, start: VerifiedJob['start']): boolean {
+  const kind = result.error?.kind;
+  if (kind === undefined || !REPLY_ONLY_KINDS.has(kind)) return false;
+  return !(kind === 'unavailable' && start === 'started');
+}
 
 /** What the tool worker's handlers share: its settings, connections, breakers and the calls in flight. */
 interface ToolWorkerContext {
@@ -411,7 +423,7 @@ async function runFlight(
   // The result is this call's own object: named in place rather than copied to be serialized.
   result.executor_id = ctx.executorId;
   const json = JSON.stringify(result);
-  if (result.error && REPLY_ONLY_KINDS.has(result.error.kind)) {
+  if (replyOnly(result, verified.start)) {
     await pushReply(writer, data.reply_to, data.run_id, json, ctx.resultsTtlS);
     return;
   }

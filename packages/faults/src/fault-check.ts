@@ -15,6 +15,7 @@ export const INVARIANTS = {
   invalid_history: 'every stored history is a valid conversation',
   two_results: 'the model is never sent two different results for one tool_call_id of a run',
   timeout_never_started: 'no call is reported as a tool timeout that never started executing',
+  unavailable_ran: 'no call the model was told did not run (unavailable, may be called again) ever started',
   invalid_model_request: 'the model is never sent a request it rejects as an invalid conversation',
   record_differs: 'the stored record of a call keeps the result the model saw',
   not_archived: 'with the archive on, every run that ended is archived exactly once (and no other run is)',
@@ -211,6 +212,7 @@ export async function checkRuns(input: CheckInput): Promise<{
     const seen = sent.get(runId) ?? new Map<string, string[]>();
     checkResults(r, seen, add);
     checkTimeouts(r, seen, starts, add);
+    checkNotRun(r, seen, starts, add);
   }
   return { violations, statuses, outcomes };
 }
@@ -327,6 +329,8 @@ function checkResults(r: RunRecord, seen: Map<string, string[]>, add: Add): void
     // message holds its result: the run's end drops that entry, and a duplicate execution ending later
     // may record one again), but an entry must be what was sent, apart from the executor id and the
     // tries the record keeps for the run's readers (the model is shown neither: `toolMessageContent`).
+    // An entry dropped that way can no longer show a call answered "not run" that ran all the same:
+    // `checkNotRun` tells that from the starts.
     const inHash = r.meta.final === '1' && storedTool.has(callId) ? undefined : recorded[callId];
     if (inHash !== undefined && !isDeepStrictEqual(asShownToModel(parseJson(inHash)), modelSaw))
       add(
@@ -360,6 +364,33 @@ function checkTimeouts(
         'timeout_never_started',
         r.runId,
         `call ${callId} was reported as timeout ("${message.slice(0, 120)}") but never started`,
+      );
+  }
+}
+
+/**
+ * Calls the model was told did not run (`unavailable` and retryable: nobody started them, so they may be
+ * called again) that an execution started all the same. Such a call's record ends up holding the result
+ * of an execution the model was told never happened; a finished run's end drops the results-hash entry
+ * that would show it (see `checkResults`), so the starts are what tells.
+ */
+function checkNotRun(
+  r: RunRecord,
+  seen: Map<string, string[]>,
+  starts: ReadonlyMap<string, number>,
+  add: Add,
+): void {
+  for (const [callId, contents] of seen) {
+    const started = starts.get(`${r.runId}/${callId}`) ?? 0;
+    if (started === 0) continue;
+    const notRun = contents
+      .map((c) => parseJson(c) as { error?: { kind?: string; message?: string; retryable?: boolean } })
+      .find((c) => c?.error?.kind === 'unavailable' && c.error.retryable === true);
+    if (notRun)
+      add(
+        'unavailable_ran',
+        r.runId,
+        `call ${callId} reached the model as unavailable ("${(notRun.error?.message ?? '').slice(0, 120)}") but started ${started} time(s)`,
       );
   }
 }

@@ -610,6 +610,12 @@ export class Dispatcher {
     const key = pendingKey(reply.run_id, reply.result.tool_call_id);
     const pending = this.#pending.get(key);
     if (!pending) return; // late (past its deadline) or a duplicate: the run's record already holds it
+    // An `unavailable` reply is not taken as it comes: an executor that took a publication of the call
+    // past its deadline answers so without recording it, and that publication may be one this dispatcher
+    // has since withdrawn and published again, which may still run. The run's record settles the call
+    // instead (the recheck finds a recorded answer; the deadline publishes the call again or answers
+    // `unavailable` first-wins), so the model is never told "not run" of a call that runs afterwards.
+    if (reply.result.error?.kind === 'unavailable') return;
     this.#pending.delete(key);
     clearTimeout(pending.timer);
     pending.resolve(reply.result);
