@@ -13,10 +13,18 @@ export interface Followed<T extends { status: string }> {
   lastType: string;
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
+/** Waits `ms`, or until `signal` aborts; either way it leaves no listener on `signal` behind. */
+export const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
   });
 
 /**
