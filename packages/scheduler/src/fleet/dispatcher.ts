@@ -426,6 +426,9 @@ export class Dispatcher {
     const { connection, keys, catalog } = this.#opts;
     const queue = this.#queue(keys.toolQueue(catalog.group(p.name)));
     await takeBack(queue, connection, toolJobId(p.runId, p.toolCallId));
+    // Settled or given up while its job was taken back (its result came, its run was released): nothing
+    // awaits a new publication.
+    if (this.#pending.get(key) !== p) return;
     const now = Math.max(Date.now(), p.publishedAt + 1);
     const startWait = this.#opts.startWaitMs;
     const limit = Math.min(p.firstPublishedAt + startWait, p.run.deadlineAt ?? Infinity);
