@@ -26,7 +26,7 @@ function countWrites(client: Redis): { writes: number; chunks: number } {
   return counts;
 }
 
-describe('Redis connections send the commands issued together in one socket write', () => {
+describe('Redis connections send the commands issued together in two socket writes: the first at once, the rest in one', () => {
   const clients: Redis[] = [];
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((c) => c.quit().catch(() => c.disconnect())));
@@ -39,15 +39,15 @@ describe('Redis connections send the commands issued together in one socket writ
     return client;
   }
 
-  it('sends 50 commands issued together in one socket write, answered in order', async () => {
+  it('sends 50 commands issued together in two socket writes, the first one alone, answered in order', async () => {
     const client = await connect();
     const key = `test:coalesce:${process.pid}:${Date.now()}`;
     const counts = countWrites(client);
     const replies = await Promise.all(Array.from({ length: 50 }, () => client.incr(key)));
     await client.del(key);
     expect(replies).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
-    // The 50 INCRs in one write; the DEL, issued once they were answered, in another.
-    expect(counts).toEqual({ writes: 2, chunks: 51 });
+    // The first INCR at once, the 49 others in one write; the DEL, issued once they were answered, alone.
+    expect(counts).toEqual({ writes: 3, chunks: 51 });
   });
 
   it('writes each command on its own when coalescing is turned off (the comparison above)', async () => {
@@ -66,7 +66,7 @@ describe('Redis connections send the commands issued together in one socket writ
     await waitReady(dup, REDIS_URL);
     const dupCounts = countWrites(dup);
     await Promise.all(Array.from({ length: 10 }, () => dup.ping()));
-    expect(dupCounts).toEqual({ writes: 1, chunks: 10 });
+    expect(dupCounts).toEqual({ writes: 2, chunks: 10 });
 
     const before = client.stream;
     // The server drops the connection: ioredis connects again with a new socket.
@@ -78,7 +78,18 @@ describe('Redis connections send the commands issued together in one socket writ
     expect(await Promise.all(Array.from({ length: 10 }, () => client.ping()))).toEqual(
       Array.from({ length: 10 }, () => 'PONG'),
     );
-    expect(counts).toEqual({ writes: 1, chunks: 10 });
+    expect(counts).toEqual({ writes: 2, chunks: 10 });
+  });
+
+  it('sends a command issued alone at once, without corking the socket', async () => {
+    const client = await connect();
+    const socket = client.stream as Socket;
+    const counts = countWrites(client);
+    const pong = client.ping();
+    // Handed to the socket in the same tick: nothing waits in its buffer for a flush.
+    expect(socket.writableCorked).toBe(0);
+    expect(counts).toEqual({ writes: 1, chunks: 1 });
+    expect(await pong).toBe('PONG');
   });
 
   it('flushes the commands written just before the connection quits', async () => {
