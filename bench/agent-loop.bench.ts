@@ -339,6 +339,16 @@ async function main(): Promise<void> {
     ];
     console.log("\ntargets (ratios: the median of the rounds' own ratios)");
     for (const t of loopTargets) console.log(`  ${formatTarget(t)}`);
+    // Where the loop with each call a bare BullMQ job already costs more than a target allows, the target
+    // is below the floor of one BullMQ job per call.
+    const jobFloor = levels.map(({ inFlight }) => ({
+      inFlight,
+      nodeCpu: paired(`job@${inFlight}`, `baseline@${inFlight}`, (f) => f.nodeCpuUsPerRun).paired,
+    }));
+    console.log(
+      '  the loop with each call a bare BullMQ job, same statistic: ' +
+        jobFloor.map((j) => `node CPU/run @${j.inFlight} ${fmt(j.nodeCpu, 2)}× in-process`).join(', '),
+    );
 
     console.log(`\nredis commands per step at 1 in flight (last round; script-internal calls included)`);
     const perStep = (f: PhaseFigures | undefined) =>
