@@ -40,7 +40,7 @@ describe('createLlmClient', () => {
         (e: unknown) => e,
       );
       // What the run's llm_error says: the SDK's own message names no cause.
-      expect(withCauses(err)).toMatch(/redirect/);
+      expect(withCauses(err)).toBe('Connection error: fetch failed: unexpected redirect');
       expect(paths).toEqual(['/v1/chat/completions']);
     } finally {
       server.close();

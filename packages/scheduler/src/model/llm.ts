@@ -203,5 +203,8 @@ export function withCauses(err: unknown): string {
     if (message && !parts.includes(message)) parts.push(message);
     at = at instanceof Error ? at.cause : undefined;
   }
-  return parts.join(': ') || String(err);
+  // "Connection error.: fetch failed" reads as "Connection error: fetch failed".
+  return (
+    parts.map((part, i) => (i < parts.length - 1 ? part.replace(/\.$/, '') : part)).join(': ') || String(err)
+  );
 }
