@@ -4,8 +4,9 @@
  * reply) and, as the baseline, through the same `runAgent` loop with each tool run in-process by the
  * executor's `runTool` (no Redis on the path). A third configuration runs each call as a bare BullMQ job
  * (add, a worker in this process running `runTool`, completion seen in process): the floor under any design
- * that keeps one BullMQ job per call. Optionally a fourth configuration checkpoints every step to
- * Redis with `RunStore`.
+ * that keeps one BullMQ job per call. Another runs each call as the least the platform's design pays (the
+ * job, a check-and-start and a record-and-reply script, the reply read back with BLMPOP; bench/systems.ts
+ * `startDesignFloor`). Optionally one more configuration checkpoints every step to Redis with `RunStore`.
  *
  * Per round, in-flight count (1, then IN_FLIGHT) and configuration: runs/s of a closed loop and, for every
  * tool step, its platform overhead = step wall time − the simulator's handling time of the turn − the
@@ -348,6 +349,22 @@ async function main(): Promise<void> {
     console.log(
       '  the loop with each call a bare BullMQ job, same statistic: ' +
         jobFloor.map((j) => `node CPU/run @${j.inFlight} ${fmt(j.nodeCpu, 2)}× in-process`).join(', '),
+    );
+    // The least the platform's design pays per call, against the targets' own baselines.
+    const designFloor = levels.map(({ inFlight }) => ({
+      inFlight,
+      overhead: paired(`design@${inFlight}`, `job@${inFlight}`, (f) => f.overheadMs.p50).paired,
+      nodeCpu: paired(`design@${inFlight}`, `baseline@${inFlight}`, (f) => f.nodeCpuUsPerRun).paired,
+    }));
+    console.log(
+      '  the design floor (job + check-and-start + record-and-reply + reply read), same statistic: ' +
+        designFloor
+          .map(
+            (d) =>
+              `overhead/step p50 @${d.inFlight} ${fmt(d.overhead, 2)}× the job's, ` +
+              `node CPU/run @${d.inFlight} ${fmt(d.nodeCpu, 2)}× in-process`,
+          )
+          .join('; '),
     );
 
     console.log(`\nredis commands per step at 1 in flight (last round; script-internal calls included)`);

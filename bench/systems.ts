@@ -237,6 +237,65 @@ redis.call('LPUSH', KEYS[2], ARGV[2])
 return 1`;
 
 /**
+ * The worker side of the design floor and the caller's reading of its replies: a `Worker` that checks each
+ * call against its run's ledger and records its start (`FLOOR_CHECK_LUA`), runs it with `run`, records the
+ * result and pushes it onto `replyTo` (`FLOOR_RECORD_REPLY_LUA`); and a loop reading `replyTo` with a
+ * blocking `BLMPOP` that hands each reply to its call's entry in `pending`, by job id.
+ */
+export function startFloorWorker(o: {
+  queueName: string;
+  prefix: string;
+  keys: ReturnType<typeof createKeys>;
+  concurrency: number;
+  workerConn: Redis;
+  writer: Redis;
+  reader: Redis;
+  replyTo: string;
+  pending: Map<string, (result: ToolResult) => void>;
+  run: (job: Job<ToolCallJob>) => Promise<ToolResult>;
+}): { worker: Worker<ToolCallJob, void>; stopReading(): Promise<void> } {
+  const { keys, writer, reader, replyTo, pending } = o;
+  writer.defineCommand('floorCheck', { numberOfKeys: 1, lua: FLOOR_CHECK_LUA });
+  writer.defineCommand('floorRecordReply', { numberOfKeys: 2, lua: FLOOR_RECORD_REPLY_LUA });
+  const scripts = writer as unknown as {
+    floorCheck(ledger: string, id: string, start: string): Promise<number>;
+    floorRecordReply(results: string, replies: string, id: string, json: string): Promise<number>;
+  };
+  const worker = new Worker<ToolCallJob, void>(
+    o.queueName,
+    async (job) => {
+      const d = job.data;
+      if ((await scripts.floorCheck(keys.runCalls(d.run_id), d.tool_call_id, 's')) !== 1) {
+        throw new Error(`call ${d.tool_call_id} is not in its run's ledger`);
+      }
+      const result = await o.run(job);
+      const json = JSON.stringify({ run_id: d.run_id, result });
+      await scripts.floorRecordReply(keys.results(d.run_id), replyTo, d.tool_call_id, json);
+    },
+    { connection: o.workerConn, prefix: o.prefix, concurrency: o.concurrency },
+  );
+  let open = true;
+  const reading = (async () => {
+    while (open) {
+      const batch = (await reader.blmpop(1, 1, replyTo, 'RIGHT', 'COUNT', 100).catch(() => null)) as
+        [string, string[]] | null;
+      for (const raw of batch?.[1] ?? []) {
+        const reply = JSON.parse(raw) as { run_id: string; result: ToolResult };
+        pending.get(toolJobId(reply.run_id, reply.result.tool_call_id))?.(reply.result);
+      }
+    }
+  })();
+  return {
+    worker,
+    async stopReading() {
+      open = false;
+      reader.disconnect();
+      await reading;
+    },
+  };
+}
+
+/**
  * The least the platform's design pays for a call: the bare BullMQ job (`startJobFloor`), plus what no
  * executor of this design can leave out — one round trip that checks the call against its run's ledger and
  * records its start before anything runs (a script: one `HGET`, one `HSETNX`), one that records the result
@@ -253,39 +312,22 @@ export async function startDesignFloor(options: SystemOptions): Promise<BenchSys
   const connect = () => new Redis(redisUrl, { maxRetriesPerRequest: null });
   const conns = [connect(), connect(), connect(), connect()] as const;
   const [queueConn, workerConn, writer, reader] = conns;
-  writer.defineCommand('floorCheck', { numberOfKeys: 1, lua: FLOOR_CHECK_LUA });
-  writer.defineCommand('floorRecordReply', { numberOfKeys: 2, lua: FLOOR_RECORD_REPLY_LUA });
-  const scripts = writer as unknown as {
-    floorCheck(ledger: string, id: string, start: string): Promise<number>;
-    floorRecordReply(results: string, replies: string, id: string, json: string): Promise<number>;
-  };
   const replyTo = keys.replies(randomUUID());
   const queue = new Queue<ToolCallJob, void>(queueName, { connection: queueConn, prefix });
-  const worker = new Worker<ToolCallJob, void>(
-    queueName,
-    async (job) => {
-      const d = job.data;
-      if ((await scripts.floorCheck(keys.runCalls(d.run_id), d.tool_call_id, 's')) !== 1) {
-        throw new Error(`call ${d.tool_call_id} is not in its run's ledger`);
-      }
-      const result = await echoJob(job);
-      const json = JSON.stringify({ run_id: d.run_id, result });
-      await scripts.floorRecordReply(keys.results(d.run_id), d.reply_to, d.tool_call_id, json);
-    },
-    { connection: workerConn, prefix, concurrency: options.concurrency },
-  );
   const pending = new Map<string, (result: ToolResult) => void>();
-  let open = true;
-  const reading = (async () => {
-    while (open) {
-      const batch = (await reader.blmpop(1, 1, replyTo, 'RIGHT', 'COUNT', 100).catch(() => null)) as
-        [string, string[]] | null;
-      for (const raw of batch?.[1] ?? []) {
-        const reply = JSON.parse(raw) as { run_id: string; result: ToolResult };
-        pending.get(toolJobId(reply.run_id, reply.result.tool_call_id))?.(reply.result);
-      }
-    }
-  })();
+  const floor = startFloorWorker({
+    queueName,
+    prefix,
+    keys,
+    concurrency: options.concurrency,
+    workerConn,
+    writer,
+    reader,
+    replyTo,
+    pending,
+    run: echoJob,
+  });
+  const { worker } = floor;
   await Promise.all([queue.waitUntilReady(), worker.waitUntilReady()]);
   return awaitedJobs({
     label: 'design',
@@ -299,11 +341,7 @@ export async function startDesignFloor(options: SystemOptions): Promise<BenchSys
     beforeAdd: (runId, toolCallId) => {
       queueConn.hset(keys.runCalls(runId), toolCallId, '1').catch(() => undefined);
     },
-    beforeClose: async () => {
-      open = false;
-      reader.disconnect();
-      await reading;
-    },
+    beforeClose: () => floor.stopReading(),
   });
 }
 

@@ -42,6 +42,7 @@ import {
 } from '@agent-reach/shared';
 // Not (yet) exported by the package; imported from its source as the benchmark brief allows.
 import { deleteByPrefix } from '../redis-stats.js';
+import { startFloorWorker } from '../systems.js';
 import { instrumentLlm, RunProbe } from './probe.js';
 import { startSimHost, type SimHost, type SimMode } from './sim-host.js';
 import { AGENT, AGENTS_YAML, FINAL_ANSWER, noopTool, SCENARIO, TOOL_STEPS } from './task.js';
@@ -49,14 +50,17 @@ import { recordingCheckpoint } from '../../test/helpers/ledger.js';
 
 /**
  * The configurations compared: the same loop with tools in-process, with each call a bare BullMQ job (the
- * floor under any design that keeps one BullMQ job per call), through the platform, and durable.
+ * floor under any design that keeps one BullMQ job per call), with each call the least the platform's
+ * design pays (the job, a check-and-start and a record-and-reply round trip, the reply read back), through
+ * the platform, and durable.
  */
-export const CONFIGS = ['baseline', 'job', 'platform', 'unstreamed', 'checkpoints'] as const;
+export const CONFIGS = ['baseline', 'job', 'design', 'platform', 'unstreamed', 'checkpoints'] as const;
 export type ConfigName = (typeof CONFIGS)[number];
 
 export const CONFIG_LABELS: Record<ConfigName, string> = {
   baseline: 'in-process',
   job: 'BullMQ job',
+  design: 'design floor',
   platform: 'platform',
   unstreamed: 'not streamed',
   checkpoints: 'platform+ckpt',
@@ -171,6 +175,16 @@ export async function startLoopHarness(options: {
       ]),
     );
     closers.push(() => jobs.close());
+    const floor = await startDesignDispatcher(
+      redisUrl,
+      `${prefix}-design`,
+      config.executor.concurrency,
+      (job) =>
+        inProcess.dispatch({ runId: job.run_id, traceId: job.trace_id, agent: job.agent }, [
+          { toolCallId: job.tool_call_id, name: job.name, arguments: job.arguments },
+        ]),
+    );
+    closers.push(() => floor.close());
     const noneOpen = { openTools: async () => new Set<string>() };
 
     const check = (probe: RunProbe, outcome: unknown, state: RunState) => {
@@ -194,7 +208,7 @@ export async function startLoopHarness(options: {
         const probe = new RunProbe(input);
         probes.set(input, probe);
         try {
-          if (name === 'baseline' || name === 'job') {
+          if (name === 'baseline' || name === 'job' || name === 'design') {
             const state = createRunState({
               runId: newRunId(),
               agent: AGENT,
@@ -203,7 +217,7 @@ export async function startLoopHarness(options: {
             });
             const outcome = await runAgent(state, {
               llm,
-              dispatcher: name === 'job' ? jobs.dispatcher : inProcess,
+              dispatcher: name === 'job' ? jobs.dispatcher : name === 'design' ? floor.dispatcher : inProcess,
               catalog: runner.catalog,
               breakers: noneOpen,
               agent,
@@ -293,29 +307,98 @@ async function startJobDispatcher(
   });
   await Promise.all([queue.waitUntilReady(), worker.waitUntilReady()]);
   return {
-    dispatcher: {
-      async dispatch(run, calls) {
-        const now = Date.now();
-        return Promise.all(
-          calls.map(async (call) => {
-            const jobId = toolJobId(run.runId, call.toolCallId);
-            const done = new Promise<ToolResult>((resolve) => pending.set(jobId, resolve));
-            await queue.add(call.name, toolCallJob(run, call, now, now + 30_000), {
-              jobId,
-              removeOnComplete: true,
-            });
-            const result = await done;
-            pending.delete(jobId);
-            return result;
-          }),
-        );
-      },
-    },
+    dispatcher: awaitedDispatcher(queue, pending),
     async close() {
       await worker.close();
       await queue.obliterate({ force: true }).catch(() => undefined);
       await queue.close();
       await Promise.all(conns.map((c) => c.quit().catch(() => undefined)));
+    },
+  };
+}
+
+/**
+ * Each call what the platform's design cannot do without (bench/systems.ts `startDesignFloor`): the caller
+ * writes the call into its run's ledger and adds its job; the worker checks the call against the ledger and
+ * records its start (one script), runs it as the in-process configuration does, records the result and
+ * pushes it onto the caller's reply list (one script); the caller reads its list with a blocking BLMPOP.
+ * No TTLs, no validation of the job beyond the ledger, no breaker or metrics of the platform's own.
+ */
+async function startDesignDispatcher(
+  redisUrl: string,
+  prefix: string,
+  concurrency: number,
+  run: (job: ToolCallJob) => Promise<ToolResult[]>,
+): Promise<{ dispatcher: AgentLoopDeps['dispatcher']; close(): Promise<void> }> {
+  const keys = createKeys(prefix);
+  const queueName = keys.toolQueue(constants.DEFAULT_TOOL_GROUP);
+  const conns = [
+    createRedis(redisUrl, 'producer'),
+    createRedis(redisUrl, 'worker'),
+    createRedis(redisUrl, 'worker'),
+    createRedis(redisUrl, 'worker'),
+  ] as const;
+  const [producer, workerConn, writer, reader] = conns;
+  const queue = new Queue<ToolCallJob, void>(queueName, { connection: producer, prefix });
+  const pending = new Map<string, (result: ToolResult) => void>();
+  const floor = startFloorWorker({
+    queueName,
+    prefix,
+    keys,
+    concurrency,
+    workerConn,
+    writer,
+    reader,
+    replyTo: keys.replies(randomUUID()),
+    pending,
+    run: async (job) => {
+      const [result] = await run(job.data);
+      if (!result) throw new Error(`no result for ${job.data.tool_call_id}`);
+      return result;
+    },
+  });
+  await Promise.all([queue.waitUntilReady(), floor.worker.waitUntilReady()]);
+  return {
+    dispatcher: awaitedDispatcher(queue, pending, (runId, toolCallId) => {
+      producer.hset(keys.runCalls(runId), toolCallId, '1').catch(() => undefined);
+    }),
+    async close() {
+      await floor.stopReading();
+      await floor.worker.close();
+      await queue.obliterate({ force: true }).catch(() => undefined);
+      await queue.close();
+      await deleteByPrefix(producer, prefix).catch(() => undefined);
+      await Promise.all(conns.map((c) => c.quit().catch(() => undefined)));
+    },
+  };
+}
+
+/**
+ * A dispatcher that adds one job per call and awaits its result by job id in `pending` (filled by whatever
+ * sees completions); `beforeAdd` runs, not awaited, before each add.
+ */
+function awaitedDispatcher(
+  queue: Queue<ToolCallJob, unknown>,
+  pending: Map<string, (result: ToolResult) => void>,
+  beforeAdd?: (runId: string, toolCallId: string) => void,
+): AgentLoopDeps['dispatcher'] {
+  return {
+    async dispatch(run, calls) {
+      const now = Date.now();
+      return Promise.all(
+        calls.map(async (call) => {
+          const jobId = toolJobId(run.runId, call.toolCallId);
+          const done = new Promise<ToolResult>((resolve) => pending.set(jobId, resolve));
+          beforeAdd?.(run.runId, call.toolCallId);
+          await queue.add(call.name, toolCallJob(run, call, now, now + 30_000), {
+            jobId,
+            removeOnComplete: true,
+          });
+          const result = await done;
+          pending.delete(jobId);
+          return result;
+        }),
+      );
     },
   };
 }
