@@ -403,8 +403,9 @@ describe.skipIf(!HAVE_CHROMIUM)(
       // gap between them is the backoff), a retry in the totals and in its row.
       const log = flaky.attempt_log as Array<{ offset_ms: number; duration_ms: number; outcome: string }>;
       expect(log.map((t) => t.outcome)).toEqual(['transient', 'ok']);
-      // The second try started after the tool's 100 ms backoff.
-      expect(log[1]!.offset_ms).toBeGreaterThanOrEqual(log[0]!.offset_ms + log[0]!.duration_ms + 100);
+      // The second try started after the tool's 100 ms backoff. Offsets are whole milliseconds, rounded,
+      // and a Node timer's clock ticks in milliseconds: the gap can read 1 ms short of the backoff.
+      expect(log[1]!.offset_ms).toBeGreaterThanOrEqual(log[0]!.offset_ms + log[0]!.duration_ms + 99);
       const segments = page.locator(`.wf-row[data-call="${flaky.tool_call_id}"] .wf-seg`);
       expect(await segments.count()).toBe(2);
       expect(await segments.evaluateAll((els) => els.map((e) => e.getAttribute('data-outcome')))).toEqual([
