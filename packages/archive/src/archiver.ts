@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Keys } from '@agent-reach/protocol';
@@ -88,21 +89,10 @@ export function createArchiveMetrics(registry: Registry) {
 }
 
 /**
- * Waits `ms`, or until `signal` aborts. The loop waits on one signal for as long as it runs, so each wait
- * takes its listener off again: one left behind per idle poll piled up without end (and Node warned of
- * a leak from the eleventh on).
+ * Waits `ms`, or until `signal` aborts. The loop waits on one signal for as long as it runs: Node's timer
+ * takes its listener off again when it fires (one left behind per idle poll had piled up without end).
  */
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const wake = () => {
-      clearTimeout(t);
-      signal.removeEventListener('abort', wake);
-      resolve();
-    };
-    const t = setTimeout(wake, ms);
-    signal.addEventListener('abort', wake, { once: true });
-  });
+const sleep = (ms: number, signal: AbortSignal) => delay(ms, undefined, { signal }).catch(() => undefined);
 
 /** What one archiver's batches and loop work with. */
 interface ArchiverContext {
