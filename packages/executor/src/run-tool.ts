@@ -349,10 +349,7 @@ function runAttempt(
 ): Promise<unknown> {
   const ctx = new AttemptContext(job, attempt, logger);
   // Taken before the handler starts: the time its synchronous part takes counts against its budget.
-  const now = Date.now();
-  const left = job.deadline - now;
-  const budgetMs = Math.max(0, Math.min(tool.timeoutMs, left));
-  const limits: AttemptLimits = { budgetMs, endsAt: now + budgetMs, cutByDeadline: left < tool.timeoutMs };
+  const startedAt = Date.now();
   let value: unknown;
   try {
     value = tool.handler(args, ctx);
@@ -360,14 +357,7 @@ function runAttempt(
     return Promise.reject(attemptFailure(err, tool, stop));
   }
   if (!isThenable(value)) return Promise.resolve(value);
-  return raceAttempt(tool, value, ctx, limits, stop);
-}
-
-/** An attempt's time: its budget, when it ends, and whether the call's deadline set it. */
-interface AttemptLimits {
-  budgetMs: number;
-  endsAt: number;
-  cutByDeadline: boolean;
+  return raceAttempt(tool, job, value, ctx, startedAt, stop);
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
@@ -388,15 +378,18 @@ function attemptFailure(err: unknown, tool: RegisteredTool, stop?: AbortSignal):
 /** An attempt whose handler answered with a promise: it races the attempt's timeout and the executor's stop. */
 async function raceAttempt(
   tool: RegisteredTool,
+  job: ToolCallJob,
   pending: PromiseLike<unknown>,
   ctx: AttemptContext,
-  limits: AttemptLimits,
+  startedAt: number,
   stop?: AbortSignal,
 ): Promise<unknown> {
   let timer: NodeJS.Timeout | undefined;
   /** Stops listening for the executor's stop. */
   let onStop: (() => void) | undefined;
-  const { cutByDeadline, budgetMs } = limits;
+  const left = job.deadline - startedAt;
+  const budgetMs = Math.max(0, Math.min(tool.timeoutMs, left));
+  const cutByDeadline = left < tool.timeoutMs;
   try {
     // Whichever settles it first wins: the handler, its timeout, or the executor stopping. One promise
     // rather than a race with a timeout promise: fewer objects and ticks on every call's path.
@@ -418,7 +411,7 @@ async function raceAttempt(
               : new AttemptFailure('timeout', `"${tool.name}" did not finish within ${tool.timeoutMs} ms`),
           );
         },
-        Math.max(0, limits.endsAt - Date.now()),
+        Math.max(0, startedAt + budgetMs - Date.now()),
       );
       if (stop) {
         const handBack = () => {
