@@ -4,17 +4,18 @@ import type { Socket } from 'node:net';
 export type CoalescedSocket = Pick<Socket, 'write' | 'cork' | 'uncork'>;
 
 /**
- * Makes the commands a process writes to one Redis connection in one go leave in one socket write. ioredis
- * writes each command with its own `socket.write`, one system call each; a tool call is a dozen commands on
- * a few connections, and under load those writes were the largest single cost of the process's CPU (more
- * than a fifth of it). The first write of a tick goes out at once; a second one corks the socket and
- * `process.nextTick` uncorks it, once the code running now is done: Node runs the tick queue after each drain of the promise-callback queue, so the
- * commands issued by the promise callbacks that one batch of replies woke up are handed to the kernel at
- * once (`writev`), in order, and none waits for the event loop's next turn. Uncorking at `setImmediate`
- * instead batched more under load (Redis CPU per call 1.17× the bare job's, against 1.48×), but made a
- * call made alone 1.4–1.8× slower: every write waited for the loop's check phase. Unlike ioredis's
- * `enableAutoPipelining`, no pipeline object is built per batch (on BullMQ's connections each would copy its
- * scripts) and batches do not wait for each other's replies.
+ * Makes the commands a process writes to one Redis connection in one go leave in two socket writes at most:
+ * the first at once, the rest together. ioredis writes each command with its own `socket.write`, one
+ * system call each; a tool call is a dozen commands on a few connections, and under load those writes were
+ * the largest single cost of the process's CPU (more than a fifth of it). The second write of a tick corks
+ * the socket and `process.nextTick` uncorks it, once the code running now is done: Node runs the tick
+ * queue after each drain of the promise-callback queue, so the commands issued by the promise callbacks
+ * that one batch of replies woke up are handed to the kernel at once (`writev`), in order, and none waits
+ * for the event loop's next turn. Uncorking at `setImmediate` instead batched more under load (Redis CPU
+ * per call 1.17× the bare job's, against 1.48×), but made a call made alone 1.4–1.8× slower: every write
+ * waited for the loop's check phase. Unlike ioredis's `enableAutoPipelining`, no pipeline object is built
+ * per batch (on BullMQ's connections each would copy its scripts) and batches do not wait for each other's
+ * replies.
  *
  * The first write is not held: a call made alone writes one command at a time, and corking it cost the
  * Writable's buffering and a flush for nothing (sequential p50 0.60–0.65 ms with every write corked, against
