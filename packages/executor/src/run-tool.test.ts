@@ -22,7 +22,7 @@ import {
 } from '@agent-reach/shared';
 import type { Redis } from 'ioredis';
 import { BreakerBoard } from './breakers.js';
-import { runTool, type RunToolDeps, type ToolOutcome } from './run-tool.js';
+import { checkArgumentsAhead, runTool, type RunToolDeps, type ToolOutcome } from './run-tool.js';
 
 const TIMEOUT_MS = 2_000;
 const BACKOFF_MS = 1_000;
@@ -220,6 +220,48 @@ describe('runTool retries', () => {
     const { result } = await settle(call);
     expect(attempts).toHaveLength(1);
     expect(result.error).toMatchObject({ kind: 'unavailable', retryable: true });
+  });
+});
+
+describe('runTool with arguments checked ahead', () => {
+  it("runs on the ahead check's outcome for the tool it checked, instead of checking the arguments again", async () => {
+    behave = (args) => ({ twice: args.n * 2 });
+    // The ahead check of the same call's arguments is what counts: here deliberately another call's, so
+    // that a second check in the pipeline would show.
+    const ahead = checkArgumentsAhead(registry, job({ arguments: '{"n":5}' }));
+    const ran = await settle(runTool(job({ arguments: '{"n":4}' }), { ...deps, checked: ahead }));
+    expect(ran.result).toMatchObject({ ok: true, content: { twice: 10 } });
+
+    const failed = checkArgumentsAhead(registry, job({ arguments: '{"n":"seven"}' }));
+    const refused = await settle(runTool(job({ arguments: '{"n":4}' }), { ...deps, checked: failed }));
+    expect(refused.result).toMatchObject({ attempts: 0, error: { kind: 'invalid_arguments', field: '/n' } });
+    expect(attempts).toHaveLength(1);
+  });
+
+  it('checks the arguments again when the tool checked ahead is no longer the one the name resolves to', async () => {
+    // Checked ahead against a tool whose schema took anything; the registry now holds a stricter one.
+    const loose = new ToolRegistry().register(
+      defineTool({ name: 'lookup', description: 'Anything.', parameters: Type.Object({}), handler: () => 0 }),
+    );
+    const call = job({ arguments: '{"n":"seven"}' });
+    const ahead = checkArgumentsAhead(loose, call);
+    expect(ahead?.check.ok).toBe(true);
+    const { result } = await settle(runTool(call, { ...deps, checked: ahead }));
+    expect(result).toMatchObject({ attempts: 0, error: { kind: 'invalid_arguments', field: '/n' } });
+    expect(attempts).toHaveLength(0);
+  });
+
+  it('answers a call past its deadline as unavailable even when its arguments were checked ahead and failed', async () => {
+    const call = job({ arguments: 'not json', deadline: Date.now() - 1 });
+    const { result } = await settle(runTool(call, { ...deps, checked: checkArgumentsAhead(registry, call) }));
+    expect(result).toMatchObject({ attempts: 0, error: { kind: 'unavailable' } });
+  });
+
+  it('checks nothing ahead for a job without a registered tool or an argument string', () => {
+    expect(checkArgumentsAhead(registry, job({ name: 'nope' }))).toBeUndefined();
+    expect(checkArgumentsAhead(registry, { ...job(), arguments: { n: 1 } })).toBeUndefined();
+    expect(checkArgumentsAhead(registry, null)).toBeUndefined();
+    expect(checkArgumentsAhead(registry, 'a string')).toBeUndefined();
   });
 });
 

@@ -15,6 +15,7 @@ import {
   activeSpanEvent,
   checkArguments,
   constants,
+  type ArgumentsCheck,
   grantRefusal,
   scopeRefusal,
   type AgentsFile,
@@ -44,6 +45,43 @@ export interface RunToolDeps {
   sessionId?: string | undefined;
   /** Aborts the call at once (the executor hands the job back to its queue): handler signals fire too. */
   signal?: AbortSignal;
+  /**
+   * The call's arguments as already checked against a tool's schema (`checkArgumentsAhead`), used when the
+   * call's name still names that tool; otherwise they are checked here.
+   */
+  checked?: ArgumentsAhead | undefined;
+}
+
+/** A call's arguments checked against its tool's schema before its turn in the pipeline. */
+export interface ArgumentsAhead {
+  readonly tool: RegisteredTool;
+  readonly check: ArgumentsCheck;
+}
+
+/**
+ * Parses and checks a job's arguments against its tool's schema, ahead of the rest of its pipeline: the
+ * executor does it while the run's record is checked, so a call's validation overlaps that round trip
+ * instead of following it. Only the job's own fields are read, nothing is decided: the outcome is used
+ * (or not) where `admit` would have checked them, after every check that comes first. Undefined for a
+ * job with no registered tool or no argument string (`admit` answers those), or a check that threw (it
+ * is made again in its place, and throws there).
+ */
+export function checkArgumentsAhead(registry: ToolRegistry, data: unknown): ArgumentsAhead | undefined {
+  const { name, arguments: raw } = (typeof data === 'object' && data !== null ? data : {}) as {
+    name?: unknown;
+    arguments?: unknown;
+  };
+  if (typeof name !== 'string' || typeof raw !== 'string') return undefined;
+  const tool = registry.get(name);
+  if (!tool) return undefined;
+  try {
+    return {
+      tool,
+      check: checkArguments(tool.name, raw, tool.validate, tool.parameters, tool.argumentAliases),
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 /** A finished call: the result for the model, and the full content when the result was truncated. */
@@ -169,13 +207,10 @@ function admit(call: Call): ToolOutcome | { tool: RegisteredTool; args: Record<s
       retryable: false,
     });
   }
-  const check = checkArguments(
-    tool.name,
-    job.arguments,
-    tool.validate,
-    tool.parameters,
-    tool.argumentAliases,
-  );
+  const check =
+    deps.checked?.tool === tool
+      ? deps.checked.check
+      : checkArguments(tool.name, job.arguments, tool.validate, tool.parameters, tool.argumentAliases);
   if (!check.ok) return fail(call, check.error);
   call.normalized = check.normalized;
   const refusal = reachRefusal(call, tool, reachable);

@@ -30,7 +30,7 @@ import { BreakerBoard, type BreakerOptions } from './breakers.js';
 import { newExecutorId } from './executor-id.js';
 import { startPresence } from './presence.js';
 import { pushReply, recordResult, resultWriter, untilWritten } from './record-result.js';
-import { runTool } from './run-tool.js';
+import { checkArgumentsAhead, runTool, type ArgumentsAhead } from './run-tool.js';
 import { JobRefused, verifyJob, type VerifiedJob } from './verify-job.js';
 
 export interface ToolWorkerOptions {
@@ -331,14 +331,18 @@ async function executeJob(
 ): Promise<void> {
   const { writer, keys, registry, logger, metrics } = ctx;
   let verified;
+  let checked: ArgumentsAhead | undefined;
   try {
     // The call counts as started only once the run's record says so (the dispatcher asks the record, not
     // BullMQ, whether to publish it again): written by the script that verifies the job, right before it
     // runs, unless its deadline has passed (then it is answered `unavailable`, not run) or its dispatcher
     // withdrew this publication.
-    verified = await verifyJob(writer, keys, job.data, registry, {
+    const verifying = verifyJob(writer, keys, job.data, registry, {
       executorId: ctx.executorId,
     });
+    // The script is on its way: the arguments are checked meanwhile, and used only if the job passes.
+    checked = checkArgumentsAhead(registry, job.data);
+    verified = await verifying;
   } catch (err) {
     if (err instanceof JobRefused) {
       refused(ctx, job, err);
@@ -384,7 +388,7 @@ async function executeJob(
   }
   metrics.toolCallsInFlight.inc();
   try {
-    await runFlight(ctx, { flight, verified, span, log });
+    await runFlight(ctx, { flight, verified, checked, span, log });
   } finally {
     ctx.flights.delete(flight);
     metrics.toolCallsInFlight.dec();
@@ -397,11 +401,12 @@ async function runFlight(
   call: {
     flight: Flight;
     verified: Awaited<ReturnType<typeof verifyJob>>;
+    checked: ArgumentsAhead | undefined;
     span: Span;
     log: () => Logger;
   },
 ): Promise<void> {
-  const { flight, verified, span, log } = call;
+  const { flight, verified, checked, span, log } = call;
   const { writer, keys, metrics } = ctx;
   const data = verified.job;
   const { result, full } = await runTool(data, {
@@ -414,22 +419,23 @@ async function runFlight(
     grants: verified.grants,
     sessionId: verified.sessionId,
     signal: ctx.handingBack.signal,
+    checked,
   });
   // The shutdown gave the job back to the queue: another executor runs it; this outcome is dropped.
   if (flight.returned) throw new DelayedError();
   flight.recording = true;
-  record(metrics, result);
-  traceResult(span, result);
   // The result is this call's own object: named in place rather than copied to be serialized.
   result.executor_id = ctx.executorId;
   const json = JSON.stringify(result);
   if (replyOnly(result, verified.start)) {
-    await pushReply(writer, data.reply_to, data.run_id, json, ctx.resultsTtlS);
+    const replying = pushReply(writer, data.reply_to, data.run_id, json, ctx.resultsTtlS);
+    observeOutcome(metrics, span, result);
+    await replying;
     return;
   }
   // Redis unable to take the result (out of memory, away, failing over) does not undo the call: the
   // write is retried until the call's deadline, so the tool is not run again for it.
-  const duplicate = await untilWritten(
+  const writing = untilWritten(
     () =>
       recordResult(writer, {
         keys,
@@ -450,6 +456,9 @@ async function runFlight(
     [ctx.stopWriting.signal],
     (why) => log().warn({ why }, 'could not record the result yet; retrying'),
   );
+  // The outcome is on its way to Redis: it is counted and traced while Redis records it.
+  observeOutcome(metrics, span, result);
+  const duplicate = await writing;
   if (duplicate !== null) {
     metrics.toolDuplicateResults.inc({ tool: result.name });
     log().warn('call already had a recorded result; kept it and replied with it');
@@ -566,6 +575,12 @@ function unlimitedAbortController(): AbortController {
   const controller = new AbortController();
   setMaxListeners(0, controller.signal);
   return controller;
+}
+
+/** The outcome in the executor's metrics and on the call's execution span. */
+function observeOutcome(metrics: Metrics, span: Span, result: ToolResult): void {
+  record(metrics, result);
+  traceResult(span, result);
 }
 
 /** What a call's execution span says of its outcome. */
