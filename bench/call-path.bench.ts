@@ -15,11 +15,13 @@
  *
  *   pnpm bench:path   BENCH_PATH_CALLS (default 2000), BENCH_PATH_WARMUP (default 1000)
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { envInt } from './env.js';
+import { median } from './measure.js';
 import { startPrivateRedis } from './scale-out/processes.js';
 import { startDesignFloor, startPlatform, type BenchSystem } from './systems.js';
 
@@ -43,12 +45,13 @@ const scriptNames = new WeakMap<object, Map<string, string>>();
 /** A command's name, or the name its script was defined under (EVALSHA carries the sha, EVAL the source). */
 function label(client: ScriptHolder & object, command: SentCommand): string {
   if (command.name !== 'evalsha' && command.name !== 'eval') return command.name;
+  const first = String(command.args[0]);
   let names = scriptNames.get(client);
-  if (!names) {
+  // Read again on a miss: a client may define more scripts after its first command.
+  if (!names?.has(first)) {
     names = new Map(Object.entries(client.scriptsSet ?? {}).map(([name, script]) => [script.sha, name]));
     scriptNames.set(client, names);
   }
-  const first = String(command.args[0]);
   return names.get(first) ?? `script ${first.slice(0, 8)}`;
 }
 
@@ -110,11 +113,6 @@ async function measure(system: BenchSystem, calls: number, warmup: number) {
   };
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
-}
-
 function print(label: string, m: Awaited<ReturnType<typeof measure>>): void {
   console.log(
     `\n${label}: ${(m.share * 100).toFixed(0)} % of calls in this order, their p50 ${m.p50Us.toFixed(0)} µs`,
@@ -137,17 +135,28 @@ async function main(): Promise<void> {
   instrument();
   try {
     console.log(`call path: ${calls} calls made one at a time per system, after ${warmup} unmeasured`);
+    const report: Record<string, Awaited<ReturnType<typeof measure>>> = {};
     for (const [label, start] of [
       ['design floor', () => startDesignFloor(options)],
       ['platform', () => startPlatform({ ...options, tmpDir })],
     ] as const) {
       const system = await start();
       try {
-        print(label, await measure(system, calls, warmup));
+        report[label] = await measure(system, calls, warmup);
+        print(label, report[label]);
       } finally {
         await system.close();
       }
     }
+    const resultsDir = fileURLToPath(new URL('./results/', import.meta.url));
+    await mkdir(resultsDir, { recursive: true });
+    const jsonPath = path.join(resultsDir, 'call-path.json');
+    const settings = { calls, warmup };
+    await writeFile(
+      jsonPath,
+      `${JSON.stringify({ date: new Date().toISOString(), settings, report }, null, 2)}\n`,
+    );
+    console.log(`\nwrote ${path.relative(process.cwd(), jsonPath)}`);
   } finally {
     await redis.stop();
     await rm(tmpDir, { recursive: true, force: true });
