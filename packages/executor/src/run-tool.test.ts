@@ -257,11 +257,14 @@ describe('runTool with arguments checked ahead', () => {
     expect(result).toMatchObject({ attempts: 0, error: { kind: 'unavailable' } });
   });
 
-  it('checks nothing ahead for a job without a registered tool or an argument string', () => {
+  it('checks nothing ahead for a job without a registered tool or an argument string, or with arguments over 64 KiB', () => {
     expect(checkArgumentsAhead(registry, job({ name: 'nope' }))).toBeUndefined();
     expect(checkArgumentsAhead(registry, { ...job(), arguments: { n: 1 } })).toBeUndefined();
     expect(checkArgumentsAhead(registry, null)).toBeUndefined();
     expect(checkArgumentsAhead(registry, 'a string')).toBeUndefined();
+    const big = `{"n":1,"pad":"${'x'.repeat(64 * 1024)}"}`;
+    expect(checkArgumentsAhead(registry, job({ arguments: big }))).toBeUndefined();
+    expect(checkArgumentsAhead(registry, job({ arguments: '{"n":1}' }))?.check.ok).toBe(true);
   });
 });
 

@@ -59,19 +59,28 @@ export interface ArgumentsAhead {
 }
 
 /**
+ * Argument strings longer than this are not checked ahead: a job is parsed before its record has vouched
+ * for it, so a forged one would otherwise have its whole argument string parsed and validated before it is
+ * refused; past this size the check waits for the record, as every check did before.
+ */
+const CHECK_AHEAD_MAX_CHARS = 64 * 1024;
+
+/**
  * Parses and checks a job's arguments against its tool's schema, ahead of the rest of its pipeline: the
  * executor does it while the run's record is checked, so a call's validation overlaps that round trip
  * instead of following it. Only the job's own fields are read, nothing is decided: the outcome is used
  * (or not) where `admit` would have checked them, after every check that comes first. Undefined for a
- * job with no registered tool or no argument string (`admit` answers those), or a check that threw (it
- * is made again in its place, and throws there).
+ * job with no registered tool or no argument string (`admit` answers those), arguments longer than
+ * CHECK_AHEAD_MAX_CHARS, or a check that threw (it is made again in its place, and throws there).
  */
 export function checkArgumentsAhead(registry: ToolRegistry, data: unknown): ArgumentsAhead | undefined {
   const { name, arguments: raw } = (typeof data === 'object' && data !== null ? data : {}) as {
     name?: unknown;
     arguments?: unknown;
   };
-  if (typeof name !== 'string' || typeof raw !== 'string') return undefined;
+  if (typeof name !== 'string' || typeof raw !== 'string' || raw.length > CHECK_AHEAD_MAX_CHARS) {
+    return undefined;
+  }
   const tool = registry.get(name);
   if (!tool) return undefined;
   try {
