@@ -139,6 +139,11 @@ interface Flight {
   returned: boolean;
   /** Its outcome is being written: too late to hand it back. */
   recording: boolean;
+  /**
+   * How long its job waited in the queue, in s, until it is counted: once the call's outcome is on its way
+   * to Redis (or the call ends otherwise), so that the count is not on the call's path.
+   */
+  waitedS?: number | undefined;
 }
 
 /**
@@ -372,17 +377,19 @@ async function executeJob(
     log().info('the dispatcher withdrew this job of the call before any executor started it; not run');
     return;
   }
-  if (typeof data.enqueued_at === 'number') {
-    metrics.queueWait.observe(
-      { group: job.queueName.replace(/^tools-/, '') },
-      Math.max(0, Date.now() - data.enqueued_at) / 1000,
-    );
-  }
-  const flight: Flight = { job, token, returned: false, recording: false };
+  const flight: Flight = {
+    job,
+    token,
+    returned: false,
+    recording: false,
+    waitedS:
+      typeof data.enqueued_at === 'number' ? Math.max(0, Date.now() - data.enqueued_at) / 1000 : undefined,
+  };
   ctx.flights.add(flight);
   // Past the hand-back (a job taken just before the shutdown began): it goes back like the others.
   if (ctx.handingBack.signal.aborted) {
     ctx.flights.delete(flight);
+    observeWait(metrics, flight);
     await handBack(ctx, flight);
     throw new DelayedError();
   }
@@ -392,7 +399,15 @@ async function executeJob(
   } finally {
     ctx.flights.delete(flight);
     metrics.toolCallsInFlight.dec();
+    observeWait(metrics, flight);
   }
+}
+
+/** Counts how long a call's job waited in its queue, once. */
+function observeWait(metrics: Metrics, flight: Flight): void {
+  if (flight.waitedS === undefined) return;
+  metrics.queueWait.observe({ group: flight.job.queueName.replace(/^tools-/, '') }, flight.waitedS);
+  flight.waitedS = undefined;
 }
 
 /** Runs a verified call and records its outcome (or only replies it, when the call may still run later). */
@@ -430,6 +445,7 @@ async function runFlight(
   if (replyOnly(result, verified.start)) {
     const replying = pushReply(writer, data.reply_to, data.run_id, json, ctx.resultsTtlS);
     observeOutcome(metrics, span, result);
+    observeWait(metrics, flight);
     await replying;
     return;
   }
@@ -456,8 +472,9 @@ async function runFlight(
     [ctx.stopWriting.signal],
     (why) => log().warn({ why }, 'could not record the result yet; retrying'),
   );
-  // The outcome is on its way to Redis: it is counted and traced while Redis records it.
+  // The outcome is on its way to Redis: it is counted and traced while Redis records it, with the wait.
   observeOutcome(metrics, span, result);
+  observeWait(metrics, flight);
   const duplicate = await writing;
   if (duplicate !== null) {
     metrics.toolDuplicateResults.inc({ tool: result.name });
