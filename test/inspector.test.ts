@@ -513,15 +513,22 @@ describe.skipIf(!HAVE_CHROMIUM)(
             span: e.getAttribute('data-span'),
             left: shape.left,
             right: shape.right,
+            track: e.querySelector('.wf-track')!.getBoundingClientRect().width,
           };
         }),
-      )) as Array<{ name: string; span: string; left: number; right: number }>;
+      )) as Array<{ name: string; span: string; left: number; right: number; track: number }>;
       layout.forEach((row, i) => {
         if (row.span !== 'mark') return;
         const before = layout[i - 1]!;
         const after = layout[i + 1]!;
         expect([before.name, after.name.replace(/\d+$/, 'N')]).toEqual(['big_result', 'Model turn N']);
-        expect(row.left + 2, JSON.stringify(layout)).toBeGreaterThanOrEqual(before.right - 2);
+        // A bar is drawn at least 0.4 % of the track wide: a call shorter than that ends somewhere inside
+        // its bar, so a mark right after it may stand inside the bar too, though not before it starts.
+        const minimal = before.right - before.left <= 0.004 * before.track + 0.5;
+        // The mark's left edge is 1 px before its instant (it is 3 px wide, drawn from 1 px to the left).
+        expect(row.left + 1 + 2, JSON.stringify(layout)).toBeGreaterThanOrEqual(
+          (minimal ? before.left : before.right) - 2,
+        );
         expect(row.left, JSON.stringify(layout)).toBeLessThanOrEqual(after.left + 2);
       });
       await expectAccessible();

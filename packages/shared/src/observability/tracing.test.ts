@@ -1,4 +1,4 @@
-import { ROOT_CONTEXT, trace, TraceFlags, type Span } from '@opentelemetry/api';
+import { ProxyTracerProvider, ROOT_CONTEXT, trace, TraceFlags, type Span } from '@opentelemetry/api';
 import { describe, expect, it } from 'vitest';
 import {
   carriedContext,
@@ -85,7 +85,10 @@ describe('trace context carried in a job', () => {
 describe('whether call paths build spans', () => {
   it('says no while no tracer provider is registered, yes while one is, and no again once it is gone', () => {
     expect(tracingEnabled()).toBe(false);
-    const stub = trace.getTracer('stub');
+    // A provider of no-op tracers, not of the global API's proxy tracers: the tracers modules made at import
+    // stay bound to the provider registered here after `trace.disable()`, and a proxy handed back to them
+    // would resolve to itself, for every file that runs in this process after this one.
+    const stub = new ProxyTracerProvider().getDelegate().getTracer('stub');
     expect(trace.setGlobalTracerProvider({ getTracer: () => stub })).toBe(true);
     try {
       expect(tracingEnabled()).toBe(true);
