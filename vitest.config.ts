@@ -59,8 +59,9 @@ export default defineConfig({
     // Each worker imports the platform and its dependencies once, not once per file: a fresh module graph
     // per file cost about 3 s of imports per file (ajv schemas compiled, openai, bullmq, fastify, the MCP
     // SDK loaded again), a third of the suite's time on 2 cores. Files leave no global state behind them
-    // (servers, connections and tracer providers are closed in their own afterAll/finally).
-    isolate: false,
+    // (servers, connections and tracer providers are closed in their own afterAll/finally). The four long
+    // suites keep a process each: they are few, so importing is a small part of their time.
+    isolate: longRun,
     fileParallelism: true,
     maxWorkers: 2,
     sequence: { sequencer: LongSuitesFirst },
