@@ -80,6 +80,13 @@ describe('a run whose checkpoint is refused resumes from its last good checkpoin
     );
     const outcome = await h.control.wait(runId, 30_000);
     expect(outcome).toMatchObject({ status: 'succeeded', answer: 'done' });
+    // The run's outcome is stored while its job is still active; BullMQ counts the attempt when it
+    // moves the job to completed afterwards, so wait for that move before reading the counters.
+    await waitFor(
+      async () => (await h!.control.queue.getJobState(runId)) === 'completed',
+      15_000,
+      'the run job to be moved to completed',
+    );
     const types = (await h.control.events(runId)).map((e) => e.event.type);
     expect(types.filter((t) => t === 'run_started')).toHaveLength(1);
     expect(types.filter((t) => t === 'run_finished')).toHaveLength(1);
