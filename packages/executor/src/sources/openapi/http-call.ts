@@ -20,8 +20,9 @@ const TRANSIENT_STATUSES = new Set([408, 425, 429]);
  * Calls the operation with the tool's (validated) arguments under `signal`, and returns what the model
  * gets: the parsed JSON body of a 2xx answer, its text when it is not JSON, `{ status }` when it is empty.
  * Failures throw a ToolError: 408/425/429/5xx and network errors are `transient` (with the answer's
- * Retry-After); 401/403/405/406/407/415 are `execution_error`; other 4xx are `invalid_arguments`. Errors
- * carry the status and an excerpt of the body, never the query string (it may hold a credential).
+ * Retry-After); 401/403/405/406/407/415 and 3xx (redirects are never followed) are `execution_error`;
+ * other 4xx are `invalid_arguments`. Errors name the method and path as sent and carry the status and an
+ * excerpt of the body, never the query string (it may hold a credential).
  */
 export async function callOperation(
   plan: OperationPlan,
@@ -29,14 +30,54 @@ export async function callOperation(
   args: Record<string, unknown>,
   signal: AbortSignal,
 ): Promise<unknown> {
+  const { url, where, init } = buildRequest(plan, target, args);
+  let response: Response;
+  let text: { text: string; cut: boolean };
+  try {
+    // A redirect is never followed: the credential goes only to the declared base URL's origin, and an
+    // answer from anywhere else must not reach the model as the operation's.
+    response = await fetch(url, { ...init, redirect: 'manual', signal });
+    text = await readCapped(response, constants.OPENAPI_MAX_RESPONSE_BYTES);
+  } catch (err) {
+    // The attempt's timeout (or the executor stopping) aborted it: that outcome is already decided.
+    if (signal.aborted) throw err;
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new ToolError(
+      'transient',
+      `${where}: no answer from ${url.origin}: ${cause?.code ?? cause?.message ?? (err as Error).message}`,
+      { cause: err },
+    );
+  }
+  if (response.status >= 200 && response.status < 300) return success(response, text);
+  if (response.status >= 300 && response.status < 400) throw redirectError(response, where, url);
+  throw httpError(response, text.text, where);
+}
+
+/** The request one call makes, and how errors name it (method and path as sent, without the query). */
+interface PlannedRequest {
+  url: URL;
+  where: string;
+  init: { method: string; headers: Record<string, string>; body?: string };
+}
+
+/**
+ * The request of a call, or an `invalid_arguments` ToolError for arguments no request can carry: a path
+ * parameter that is empty, `.` or `..` (a URL parser folds those into another path), a header value with
+ * CR, LF, NUL or a character outside Latin-1. The URL is checked to stay under the base URL.
+ */
+export function buildRequest(
+  plan: OperationPlan,
+  target: CallTarget,
+  args: Record<string, unknown>,
+): PlannedRequest {
   let path = plan.path;
   const query = new URLSearchParams();
   const headers: Record<string, string> = { accept: 'application/json, text/plain;q=0.9, */*;q=0.8' };
   for (const p of plan.parameters) {
     const value = args[p.arg];
     if (value === undefined) continue;
-    if (p.in === 'path') path = path.split(`{${p.name}}`).join(encodeURIComponent(simple(p, value)));
-    else if (p.in === 'header') headers[p.name.toLowerCase()] = simple(p, value);
+    if (p.in === 'path') path = path.split(`{${p.name}}`).join(pathSegment(p, value));
+    else if (p.in === 'header') headers[p.name.toLowerCase()] = headerValue(p, value);
     else for (const [k, v] of queryPairs(p, value)) query.append(k, v);
   }
   let body: string | undefined;
@@ -48,30 +89,65 @@ export async function callOperation(
   if (auth?.type === 'bearer') headers.authorization = `Bearer ${auth.secret}`;
   else if (auth?.type === 'header') headers[auth.name.toLowerCase()] = auth.secret;
   else if (auth?.type === 'query') query.set(auth.name, auth.secret);
-  const where = `${plan.method} ${path}`;
   const search = query.size > 0 ? `?${query.toString()}` : '';
-  let response: Response;
-  let text: { text: string; cut: boolean };
-  try {
-    response = await fetch(`${target.baseUrl}${path}${search}`, {
-      method: plan.method,
-      headers,
-      ...(body === undefined ? {} : { body }),
-      signal,
-    });
-    text = await readCapped(response, constants.OPENAPI_MAX_RESPONSE_BYTES);
-  } catch (err) {
-    // The attempt's timeout (or the executor stopping) aborted it: that outcome is already decided.
-    if (signal.aborted) throw err;
-    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  const url = new URL(`${target.baseUrl}${path}${search}`);
+  const base = new URL(target.baseUrl);
+  const basePath = base.pathname.replace(/\/+$/, '');
+  if (url.origin !== base.origin || !(url.pathname === basePath || url.pathname.startsWith(`${basePath}/`)))
     throw new ToolError(
-      'transient',
-      `${where}: no answer from ${new URL(target.baseUrl).origin}: ${cause?.code ?? cause?.message ?? (err as Error).message}`,
-      { cause: err },
+      'execution_error',
+      `${plan.method} ${url.pathname}: the request would leave the base URL ${base.origin}${basePath}; it was not sent`,
     );
+  return {
+    url,
+    where: `${plan.method} ${url.pathname}`,
+    init: { method: plan.method, headers, ...(body === undefined ? {} : { body }) },
+  };
+}
+
+/** A path parameter as one encoded segment; a value a URL parser would fold into another path is refused. */
+function pathSegment(p: ParameterPlan, value: unknown): string {
+  const text = simple(p, value);
+  if (text === '' || text === '.' || text === '..')
+    throw new ToolError(
+      'invalid_arguments',
+      `path parameter "${p.arg}" cannot be ${JSON.stringify(text)}: it must name one path segment; no request was made`,
+      { field: `/${p.arg}` },
+    );
+  return encodeURIComponent(text);
+}
+
+/** A header parameter's value; one that cannot be an HTTP header value is refused. */
+function headerValue(p: ParameterPlan, value: unknown): string {
+  const text = simple(p, value);
+  // eslint-disable-next-line no-control-regex -- control characters are what is refused here
+  if (/[\r\n\0]|[^\u0000-\u00ff]/.test(text))
+    throw new ToolError(
+      'invalid_arguments',
+      `header parameter "${p.arg}" cannot hold a line break, NUL or a character outside Latin-1; no request was made`,
+      { field: `/${p.arg}` },
+    );
+  return text;
+}
+
+/** A 3xx answer: not followed (the credential stays with the base URL's origin), and said so. */
+function redirectError(response: Response, where: string, url: URL): ToolError {
+  const location = response.headers.get('location');
+  let to = '';
+  if (location !== null) {
+    try {
+      const next = new URL(location, url);
+      // Only the origin and path: a query string may hold anything.
+      to = ` to ${next.origin === url.origin ? '' : next.origin}${next.pathname}`;
+    } catch {
+      to = ' to an unreadable location';
+    }
   }
-  if (response.status >= 200 && response.status < 300) return success(response, text);
-  throw httpError(response, text.text, where);
+  return new ToolError(
+    'execution_error',
+    `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''} from ${where}: a redirect${to} that was not followed (an HTTP tool sends requests only to its base URL)`,
+    { status: response.status },
+  );
 }
 
 /** The body of a 2xx answer as the model gets it. */
