@@ -10,6 +10,16 @@ import {
   type AgentReachConfig,
   type AgentsFile,
 } from '@agent-reach/shared';
+import { checkMcpServers } from './config-probe.js';
+
+/** How far `config check` goes. */
+export interface ConfigCheckOptions {
+  /**
+   * Reach what the agents file points at: start (or connect to) each MCP server and list its tools, and
+   * check the names the file uses against them. Default false: only what can be checked offline.
+   */
+  probe?: boolean;
+}
 
 /**
  * Validates the configuration, the tool registry (built-in tools plus TOOL_MODULES), the agents file
@@ -20,7 +30,9 @@ import {
 export async function configCheck(
   env: Record<string, string | undefined>,
   print: (line: string) => void,
+  options: ConfigCheckOptions = {},
 ): Promise<string[]> {
+  const probe = options.probe ?? false;
   const problems: string[] = [];
   let config;
   try {
@@ -45,12 +57,14 @@ export async function configCheck(
   }
   const declaresOwn = typeof document === 'object' && document !== null && 'workflows' in document;
   const workflowsFile = declaresOwn ? undefined : workflowsFileOf(config);
+  let parsed: AgentsFile | undefined;
   try {
     const { agents, workflows } = parseConfigDocument(document, config.agentsFile, {
       knownTools: problems.length ? undefined : registry.names(),
       workflows: { file: workflowsFile },
       allowedModels: config.api.allowedModels,
     });
+    parsed = agents;
     printAgents(agents, registry, print);
     if (declaresOwn || workflowsFile !== undefined)
       print(`workflows of ${workflowsFile ?? config.agentsFile}: ${workflows.workflows.size} workflow(s)`);
@@ -64,6 +78,9 @@ export async function configCheck(
     const e = err as AgentReachError;
     problems.push(...(e.details?.length ? e.details : [e.message]));
   }
+  const mcp = await checkMcpServers(document, parsed, config.agentsFile, env, { probe, print });
+  for (const w of mcp.warnings) print(`warning: ${w}`);
+  problems.push(...mcp.problems);
   return problems;
 }
 

@@ -624,9 +624,13 @@ async function config(argv: string[]): Promise<number> {
   if (sub === 'rollback') return configRollbackCommand(argv.slice(1));
   if (sub !== 'check')
     throw new UsageError(`unknown config command "${sub}"; use check, apply, show, history or rollback`);
-  if (argv.length > 1) throw new UsageError(`config check takes no arguments, got "${argv[1]}"`);
+  const extra = argv.slice(1).filter((a) => a !== '--probe');
+  if (extra.length > 0)
+    throw new UsageError(`config check takes no arguments but --probe, got "${extra[0]}"`);
   const { configCheck } = await import('./config-check.js');
-  const problems = await configCheck(process.env, (line) => console.log(inline(line)));
+  const problems = await configCheck(process.env, (line) => console.log(inline(line)), {
+    probe: argv.includes('--probe'),
+  });
   for (const p of problems) console.error(`problem: ${multiline(p)}`);
   if (problems.length === 0) console.log('no problems found');
   return problems.length ? EXIT.configProblems : EXIT.ok;

@@ -41,8 +41,9 @@ Workflows
   workflows cancel <workflow-id>     cancel it and its running node runs
 
 Configuration
-  config check                       validate the config, the tool registry, the agents file and
-                                     the workflows file; print each agent's reachable tools
+  config check [--probe]             validate the config, the tool registry, the agents file and
+                                     the workflows file; print each agent's reachable tools;
+                                     --probe: start each MCP server and check names against its tools
   config apply FILE [--workflows W]  validate an agents file (and workflows) and publish them to
                                      every running scheduler and executor as the next version
   config show [VERSION]              print the published configuration (or an earlier version)
@@ -96,12 +97,14 @@ when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. Flags win over the envir
   approve: `Usage: agent-reach approve <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`,
   reject: `Usage: agent-reach reject <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`,
   cancel: `Usage: agent-reach cancel <run-id>`,
-  config: `Usage: agent-reach config check | config apply FILE [--workflows FILE] [--by NAME]
+  config: `Usage: agent-reach config check [--probe] | config apply FILE [--workflows FILE] [--by NAME]
        | config show [VERSION] | config history [--json] | config rollback VERSION [--by NAME]
 
 check  validates the configuration (the environment), the tool registry, the agents file and the
        workflows file (unknown agents and dependencies, cycles named in order), and prints each
        agent's reachable tools and each workflow's nodes. Exit 4 when it finds problems.
+       --probe also starts (or connects to) each MCP server, lists its tools and checks the agents
+       file's tool names, allow/deny and per-tool settings against them (did-you-mean the real name).
 apply  validates FILE (agents, budgets, tool_groups) against the tools of the live executors, and
        the workflows against its agents, and publishes both to Redis as the fleet's next
        configuration version: every scheduler and executor takes it within seconds, without a

@@ -19,5 +19,7 @@ export { loadToolModules } from './tool-modules.js';
 export type { ToolFactory } from './tool-modules.js';
 export { McpSource } from './sources/mcp-source.js';
 export type { McpSourceOptions } from './sources/mcp-source.js';
+export { probeMcpServer } from './sources/mcp-probe.js';
+export type { McpProbeOutcome } from './sources/mcp-probe.js';
 export { toModelResult, toolDigest } from './sources/mcp-tools.js';
 export type { McpContentItem } from './sources/mcp-tools.js';
