@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain ES module script of the scheduler package (no declarations).
 import { buildUi } from '../packages/scheduler/scripts/build-ui.mjs';
 import { FULL_KEY, LIMITED_KEY, TEST_MODELS, startApiHarness, type ApiHarness } from './helpers/api.js';
-import { tempDir } from './helpers/mcp.js';
+import { FILESYSTEM_SERVER, tempDir } from './helpers/mcp.js';
 import { TEST_AGENTS } from './helpers/processes.js';
 import { waitFor } from './helpers/redis.js';
 import { addCommonScenarios } from './helpers/scenarios.js';
@@ -33,8 +33,10 @@ const AXE_SOURCE = readFile(createRequire(import.meta.url).resolve('axe-core/axe
 const PRICE = { input: 3, output: 15 };
 
 /**
- * The test agents plus one that compacts its history early and one that asks a person for grants, and beside them a providers file pricing the
- * markdown run's model. Its one declared provider is never asked: it turns routing, and so prices, on.
+ * The test agents plus one that compacts its history early and one that asks a person for grants, two MCP
+ * servers (one up, one whose command does not exist), and beside them a providers file pricing the
+ * markdown run's model. Its one declared provider turns routing, and so prices, on; only the overview's
+ * test asks it (its address refuses connections), to open its breaker.
  */
 function inspectorAgentsFile(): string {
   const file = path.join(tempDir('inspector'), 'agents.yaml');
@@ -46,9 +48,30 @@ function inspectorAgentsFile(): string {
     '    tools: [granted_refund]',
     '    grant_by_approval: true',
   ];
-  writeFileSync(file, `${readFileSync(TEST_AGENTS, 'utf8').trimEnd()}\n${compacting.join('\n')}\n`);
+  // Two MCP servers for the overview: the reference filesystem server (up) and a command that does not exist.
+  const servers = {
+    default: {
+      mcp_servers: [
+        { name: 'fs', command: process.execPath, args: [FILESYSTEM_SERVER, path.dirname(file)] },
+        { name: 'gone', command: 'agent-reach-no-such-command' },
+      ],
+    },
+  };
+  writeFileSync(
+    file,
+    `${readFileSync(TEST_AGENTS, 'utf8').trimEnd()}\n${compacting.join('\n')}\ntool_groups: ${JSON.stringify(servers)}\n`,
+  );
   const providers = {
-    providers: [{ name: 'spare', base_url: 'http://127.0.0.1:9/v1', models: ['unused'] }],
+    providers: [
+      // Asked once, by the overview's test only: a refused connection, no retry, a breaker that opens at once.
+      {
+        name: 'spare',
+        base_url: 'http://127.0.0.1:9/v1',
+        models: ['unused'],
+        max_retries: 0,
+        breaker: { failures: 1, reset_ms: 600_000 },
+      },
+    ],
     prices: { 'default/inspect-md': PRICE },
   };
   writeFileSync(path.join(path.dirname(file), 'providers.yaml'), JSON.stringify(providers));
@@ -59,7 +82,7 @@ function inspectorAgentsFile(): string {
 async function startInspector() {
   await (buildUi as () => Promise<void>)();
   const h = await startApiHarness(
-    { allowedModels: [...TEST_MODELS, 'inspect', 'inspect-md', 'compacting', 'asking'] },
+    { allowedModels: [...TEST_MODELS, 'inspect', 'inspect-md', 'compacting', 'asking', 'spare/unused'] },
     { WORKFLOWS_FILE: WORKFLOWS_FIXTURE, AGENTS_FILE: inspectorAgentsFile() },
   );
   addCommonScenarios(h.sim);
@@ -903,6 +926,59 @@ describe.skipIf(!HAVE_CHROMIUM)(
       expect(await login.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
       await out.close();
     }, 90_000);
+
+    it("lists model provider breakers and MCP servers beside tool breakers on the overview, and never says every breaker is closed while a provider's is open", async () => {
+      const cookie = await login(h, FULL_KEY);
+      type Overview = {
+        provider_breakers: Array<{ provider: string; state: string }>;
+        mcp_servers: Array<{ name: string; up: number; executors: number; tools: number; error?: string }>;
+      };
+      const overview = async () =>
+        (await (await fetch(`${h.url}/ui/api/overview`, { headers: { cookie } })).json()) as Overview;
+      const servers = await waitFor(
+        async () => {
+          const got = (await overview()).mcp_servers;
+          return got.length === 2 && got[0]!.up === 1 ? got : undefined;
+        },
+        20_000,
+        'both MCP servers reported, fs up',
+      );
+      expect(servers[0]).toMatchObject({ name: 'fs', up: 1, executors: 1 });
+      expect(servers[0]!.tools).toBeGreaterThan(0);
+      expect(servers[1]).toMatchObject({ name: 'gone', up: 0, executors: 1 });
+      expect(servers[1]!.error).toMatch(/agent-reach-no-such-command|ENOENT/);
+      expect((await overview()).provider_breakers).toContainEqual({ provider: 'spare', state: 'closed' });
+
+      // A run on the provider that refuses connections: one failure opens its breaker.
+      const runId = (
+        await h.call('POST', '/v1/runs', {
+          body: { agent: 'test_agent', input: 'hello', model: 'spare/unused' },
+        })
+      ).json.run_id as string;
+      await finished(h, runId, ['failed']);
+      await waitFor(
+        async () =>
+          (await overview()).provider_breakers.some((p) => p.provider === 'spare' && p.state === 'open'),
+        10_000,
+        'the spare provider breaker to be open',
+      );
+
+      const p = await signedIn(1280, 800);
+      await p.goto(`${h.url}/ui#/overview`);
+      const chart = p.locator('figure[data-chart="breakers"]');
+      const providers = chart.getByRole('list', { name: 'Model provider breakers' });
+      await expect
+        .poll(() => providers.locator('li[data-name="spare"]').innerText())
+        .toMatch(/^spare\s+open$/);
+      const mcp = chart.getByRole('list', { name: 'MCP servers' });
+      expect(await mcp.locator('li[data-name="fs"] .badge').innerText()).toBe('up');
+      expect(await mcp.locator('li[data-name="gone"] .badge').innerText()).toBe('down');
+      expect(await mcp.locator('li[data-name="gone"]').innerText()).toMatch(/up on 0 of 1 executor/);
+      expect(await chart.getByText(/Every breaker is closed/).count()).toBe(0);
+      await expectAccessible(p);
+      await shot('overview-reach', p);
+      await p.context().close();
+    });
 
     it('shows a limited key only the runs of its agents', async () => {
       const mine = (

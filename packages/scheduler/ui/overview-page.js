@@ -73,6 +73,51 @@ function Bars({ title, rows, fmt, cls = '', name }) {
   </figure>`;
 }
 
+const stateLabel = (state) => String(state).replace('_', ' ');
+
+/** One list of name and state badge per row; `extra` adds what follows the badge. */
+function StateList({ label, rows }) {
+  return html`<ul class="breakers" aria-label=${label}>
+    ${rows.map(
+      (r) =>
+        html`<li data-name=${r.name}><span class="tool">${r.name}</span> <span class=${`badge breaker-${r.cls}`}>${r.state}</span>${r.extra ? html` <span class="muted">${r.extra}</span>` : null}</li>`,
+    )}
+  </ul>`;
+}
+
+/** What an MCP server row says beside its badge: executors, tools, restarts and its error while down. */
+function serverExtra(s) {
+  const parts = [
+    `up on ${s.up} of ${s.executors} executor${s.executors === 1 ? '' : 's'}`,
+    `${s.tools} tools`,
+  ];
+  if (typeof s.restarts === 'number') parts.push(`${s.restarts} restarts`);
+  if (typeof s.since === 'number' && !s.up)
+    parts.push(`down since ${new Date(s.since).toLocaleTimeString()}`);
+  if (s.error) parts.push(String(s.error));
+  return parts.join(' · ');
+}
+
+/**
+ * Tool breakers of the fleet, model provider breakers of this scheduler and the MCP servers the executors
+ * report. "Every breaker is closed" only when no tool's and no provider's breaker is open or half-open.
+ */
+function Breakers({ data }) {
+  const providers = data.provider_breakers ?? [];
+  const servers = data.mcp_servers ?? [];
+  const tripped = [...data.breakers, ...providers].filter((b) => b.state !== 'closed').length;
+  const serverState = (s) =>
+    typeof s.state === 'string' ? s.state : s.up === s.executors ? 'up' : s.up > 0 ? 'partly up' : 'down';
+  const serverClass = (s) => (s.up === s.executors ? 'closed' : s.up > 0 ? 'half_open' : 'open');
+  return html`<figure class="chart" data-chart="breakers">
+    <figcaption>Breakers and MCP servers</figcaption>
+    ${tripped === 0 ? html`<p class="muted">Every breaker is closed: no tool and no model provider has failed enough to trip one.</p>` : null}
+    ${data.breakers.length ? html`<h2>Tools</h2><${StateList} label="Tool breakers" rows=${data.breakers.map((b) => ({ name: b.tool, state: stateLabel(b.state), cls: b.state }))} />` : null}
+    ${providers.length ? html`<h2>Model providers</h2><${StateList} label="Model provider breakers" rows=${providers.map((p) => ({ name: p.provider, state: stateLabel(p.state), cls: p.state }))} />` : null}
+    ${servers.length ? html`<h2>MCP servers</h2><${StateList} label="MCP servers" rows=${servers.map((s) => ({ name: s.name, state: serverState(s), cls: serverClass(s), extra: serverExtra(s) }))} />` : null}
+  </figure>`;
+}
+
 const rate = (n, d) => (d ? n / d : 0);
 const percent = (x) => `${(100 * x).toFixed(x === 0 || x === 1 ? 0 : 1)} %`;
 const ms = (v) => (v === undefined ? '—' : duration(v));
@@ -109,7 +154,7 @@ export function OverviewPage() {
   ];
   return html`<section class="overview">
     <h1>Overview <span class="live" title="refreshed every 5 s">live</span></h1>
-    <p class="muted">From the last ${data.runs} runs you can see, the fleet's breakers and the queues now. A person's rejection is a decision, not an error: it is counted apart.</p>
+    <p class="muted">From the last ${data.runs} runs you can see, the fleet's breakers, model providers, MCP servers and the queues now. A person's rejection is a decision, not an error: it is counted apart.</p>
     ${error ? html`<p class="error">${error}</p>` : null}
     <div class="charts">
       <${RunsPerMinute} minutes=${data.minutes} />
@@ -134,14 +179,7 @@ export function OverviewPage() {
         }))}
         fmt=${percent}
       />
-      <figure class="chart" data-chart="breakers">
-        <figcaption>Breakers</figcaption>
-        ${
-          data.breakers.length
-            ? html`<ul class="breakers">${data.breakers.map((b) => html`<li><span class="tool">${b.tool}</span> <span class=${`badge breaker-${b.state}`}>${b.state.replace('_', ' ')}</span></li>`)}</ul>`
-            : html`<p class="muted">Every breaker is closed: no tool has failed enough to trip one.</p>`
-        }
-      </figure>
+      <${Breakers} data=${data} />
       <${Bars}
         name="queues"
         title="Queue depths now"

@@ -8,6 +8,7 @@ import { UI_OVERVIEW_MINUTES, UI_TOOL_STATS_RUNS } from '../constants.js';
 import type { ApiContext } from '../options.js';
 import { visibleRuns } from '../session-access.js';
 import { withinRedisTimeout } from '../unavailable.js';
+import { mcpServers, providerBreakers, visibleProviders, visibleServer } from './ui-reach.js';
 
 type Steps = Pick<RunState, 'steps' | 'approvals'>;
 
@@ -103,7 +104,8 @@ async function depth(queue: Queue) {
 /**
  * `/ui/api/overview`: what the overview page charts, from the platform's own records: the caller's recent
  * runs (runs per minute by outcome, run and tool latency, error rates per tool and per agent), the fleet's
- * breaker states and the depth of the run queue and of each tool group's queue.
+ * tool breakers, this scheduler's model provider breakers, the MCP servers the executors report, and the
+ * depth of the run queue and of each tool group's queue.
  */
 export function overviewReader(ctx: ApiContext) {
   const toolQueues = new Map<string, Queue>();
@@ -118,13 +120,16 @@ export function overviewReader(ctx: ApiContext) {
 
   const read = async (principal: Principal, now = Date.now()) => {
     const { runner, keys, control } = ctx.deps;
-    const [runs, [, breakers]] = await Promise.all([
+    const [runs, [, breakers, servers], providers] = await Promise.all([
       recentRuns(ctx, principal),
       withinRedisTimeout(
-        Promise.all([runner.catalog.refresh(), runner.breakers.all()]),
+        Promise.all([runner.catalog.refresh(), runner.breakers.all(), mcpServers(ctx.deps.redis, keys)]),
         ctx.options.redisTimeoutMs,
       ),
+      providerBreakers(ctx.deps.metricsRegistry),
     ]);
+    const limited = principal.agents;
+    const providersSeen = limited && visibleProviders(ctx.deps.agents, limited);
     const groups = [
       ...new Set(
         runner.catalog
@@ -186,6 +191,8 @@ export function overviewReader(ctx: ApiContext) {
           ...(b.state === 'open' && b.openUntil !== undefined ? { open_until: b.openUntil } : {}),
         }))
         .sort(byName),
+      provider_breakers: providers.filter((p) => !providersSeen || providersSeen.has(p.provider)),
+      mcp_servers: servers.filter((s) => !limited || visibleServer(ctx.deps.agents, limited, s.name)),
       queues: [
         { queue: keys.runsQueue, ...depths[0]! },
         ...groups.map((g, i) => ({ queue: keys.toolQueue(g), group: g, ...depths[i + 1]! })),
