@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolJobId, type ToolResult } from '@agent-reach/protocol';
 import { callLedgerEntry, callStartField, createLogger } from '@agent-reach/shared';
+import { startApiHarness, TEST_MODELS, type ApiHarness } from './helpers/api.js';
 import { handAddedJobs, seedCalls, seedDecision, seedRun } from './helpers/ledger.js';
 import { startPlatform } from './helpers/platform.js';
 import { TEST_AGENTS } from './helpers/processes.js';
@@ -326,5 +327,86 @@ describe('refs belong to the run, agent and session that left them', () => {
     const ref = await leaveRef(fresh('test_agent', 'sess-b'));
     notFound(await read(fresh('test_agent', 'sess-c'), ref), ref);
     notFound(await read(fresh('test_agent'), ref), ref);
+  });
+});
+
+describe("a forged job cannot void a person's decision", () => {
+  const MODEL = 'refund-after-grant';
+  let h: ApiHarness;
+  let dir: string;
+  let forge: ReturnType<typeof handAddedJobs>;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'ar-decision-'));
+    const agents = path.join(dir, 'agents.yaml');
+    const fixture = await readFile(TEST_AGENTS, 'utf8');
+    await writeFile(
+      agents,
+      `${fixture}\n  - name: asking_agent\n    tools: [granted_refund]\n    grant_by_approval: true\n`,
+    );
+    h = await startApiHarness({ allowedModels: [...TEST_MODELS, MODEL] }, { AGENTS_FILE: agents });
+    h.sim.addScenario({
+      name: MODEL,
+      turns: [{ tool_calls: [{ name: 'granted_refund', arguments: {} }] }, { content: 'refunded' }],
+    });
+    forge = handAddedJobs(h);
+  });
+  afterAll(async () => {
+    await forge?.queue.close();
+    await h?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("records nothing for a forged job of a call parked on a person's grant decision: once approved, the call runs and the model reads its result", async () => {
+    const created = await h.call('POST', '/v1/runs', {
+      body: { agent: 'asking_agent', input: 'refund my order', model: MODEL },
+    });
+    expect(created.status).toBe(201);
+    const runId = created.json.run_id as string;
+    const parked = await waitFor(
+      async () => {
+        const run = await h.client.getRun(runId);
+        return run.status === 'awaiting_approval' ? run : undefined;
+      },
+      20_000,
+      `run ${runId} to wait for a person`,
+    );
+    const pending = parked.pending_approvals[0]!;
+    expect(pending).toMatchObject({ tool: 'granted_refund', grant: true });
+    const args = pending.arguments as unknown;
+    // The exact pending call, as anyone with Redis access could add it to the tool queue.
+    await forge.add({
+      runId,
+      toolCallId: pending.tool_call_id,
+      name: 'granted_refund',
+      agent: 'asking_agent',
+      arguments: typeof args === 'string' ? args : JSON.stringify(args),
+    });
+    expect((await forge.reply()).result).toMatchObject({
+      ok: false,
+      error: { kind: 'forbidden', reason: 'grant' },
+    });
+    expect(await h.producer.hget(h.keys.results(runId), pending.tool_call_id)).toBeNull();
+    const decided = await h.call('POST', `/v1/runs/${runId}/approvals`, {
+      body: { tool_call_id: pending.tool_call_id, decision: 'approve', reason: 'the customer asked' },
+    });
+    expect(decided.status).toBe(200);
+    const run = await h.client.waitForRun(runId, { timeoutMs: 20_000 });
+    expect(run).toMatchObject({ status: 'succeeded', answer: 'refunded' });
+    expect(run.steps.map((s) => [s.tool, s.ok])).toEqual([['granted_refund', true]]);
+    const last = h.sim.requests.filter((r) => r.scenario === MODEL).at(-1)!;
+    const messages = (last.body as { messages: Array<{ role: string; content?: string }> }).messages;
+    expect(JSON.parse(messages.find((m) => m.role === 'tool')!.content!)).toMatchObject({ ok: true });
+  });
+
+  it('still records the refusal of a call a person has decided on without a grant', async () => {
+    const runId = `run-${randomUUID()}`;
+    const call = { toolCallId: 'call_1', name: 'granted_refund', arguments: '{}' };
+    await seedRun(h.producer, h.keys, { runId, agent: 'asking_agent' }, [call]);
+    await seedDecision(h.producer, h.keys, runId, 'call_1', 'approved');
+    await forge.add({ runId, ...call, agent: 'asking_agent' });
+    expect((await forge.reply()).result).toMatchObject({ ok: false, error: { reason: 'grant' } });
+    expect(JSON.parse((await h.producer.hget(h.keys.results(runId), 'call_1'))!)).toMatchObject({
+      error: { kind: 'forbidden', reason: 'grant' },
+    });
   });
 });

@@ -31,7 +31,7 @@ import { newExecutorId } from './executor-id.js';
 import { startPresence } from './presence.js';
 import { pushReply, recordResult, resultWriter, untilWritten } from './record-result.js';
 import { checkArgumentsAhead, runTool, type ArgumentsAhead } from './run-tool.js';
-import { JobRefused, verifyJob, type VerifiedJob } from './verify-job.js';
+import { awaitsPerson, JobRefused, verifyJob, type VerifiedJob } from './verify-job.js';
 
 export interface ToolWorkerOptions {
   /** Connection for commands (results, breakers); BullMQ makes its own blocking connections from it. */
@@ -442,7 +442,7 @@ async function runFlight(
   // The result is this call's own object: named in place rather than copied to be serialized.
   result.executor_id = ctx.executorId;
   const json = JSON.stringify(result);
-  if (replyOnly(result, verified.start)) {
+  if (replyOnly(result, verified.start) || awaitsPerson(ctx, verified, result)) {
     const replying = pushReply(writer, data.reply_to, data.run_id, json, ctx.resultsTtlS);
     observeOutcome(metrics, span, result);
     observeWait(metrics, flight);

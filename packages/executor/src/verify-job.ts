@@ -9,11 +9,13 @@ import {
   TOOL_CALL_ID_PATTERN,
   type Keys,
   type ToolCallJob,
+  type ToolResult,
 } from '@agent-reach/protocol';
 import {
   callLedgerEntry,
   constants,
   redisScripts,
+  type AgentsFile,
   type ToolRegistry,
   type RedisClient,
 } from '@agent-reach/shared';
@@ -57,6 +59,11 @@ export interface VerifiedJob {
   start: 'started' | 'withdrawn' | 'recorded' | 'checked';
   /** A person approved this call (looked up only for tools that require confirmation). */
   approved: boolean;
+  /**
+   * The tool requires confirmation or a grant and no person's decision on this call is recorded yet: the
+   * run may be waiting for one (see `awaitsPerson`).
+   */
+  undecided: boolean;
   /** Tools the run was granted (its request's and its session's grants), from the run's record. */
   grants: ReadonlySet<string>;
 }
@@ -111,7 +118,9 @@ export async function verifyJob(
     throw new JobRefused('reply_to', 'reply_to is not a dispatcher reply list');
   }
   // One round trip for every check and the start: the script refuses before it writes anything.
-  const [verdict, detail, sessionId, grants, approved, granted] = await redisScripts(client).verifyStart(
+  const [verdict, detail, sessionId, grants, approved, granted, decided] = await redisScripts(
+    client,
+  ).verifyStart(
     [
       keys.runMeta(job.run_id),
       keys.runCalls(job.run_id),
@@ -139,6 +148,7 @@ export async function verifyJob(
     job,
     start: verdict,
     approved: approved === '1',
+    undecided: (tool?.requiresConfirmation === true || tool?.requiresGrant === true) && decided !== '1',
     // Read in the same script as the rest of the record: a grant is checked against the run it belongs to.
     // A person approved this call's grant request (only the decision route writes the approvals hash, and
     // only for a request the run made): the call runs as granted before the run's next checkpoint has
@@ -150,6 +160,30 @@ export async function verifyJob(
     ...(typeof sessionId === 'string' && sessionId !== '' ? { sessionId } : {}),
     ...(verdict === 'recorded' && typeof detail === 'string' ? { recorded: detail } : {}),
   };
+}
+
+/**
+ * Whether a call's outcome is a refusal that only stands until a person decides on the call, so that it is
+ * replied but never recorded as the call's result: a grant refusal of a call no person has decided on yet,
+ * when one may still decide (the tool requires confirmation, or the agent asks a person for grants). The
+ * run is then parked on that decision, and a forged job for the call must not void it: once the person
+ * approves, the call is published again and runs. A refusal after a decision is the call's result.
+ */
+export function awaitsPerson(
+  lookup: {
+    registry: Pick<ToolRegistry, 'get'>;
+    agents: Pick<AgentsFile, 'agents'>;
+  },
+  verified: VerifiedJob,
+  result: Pick<ToolResult, 'error'>,
+): boolean {
+  const error = result.error;
+  if (!verified.undecided || error?.kind !== 'forbidden' || error.reason !== 'grant') return false;
+  const { job } = verified;
+  return (
+    lookup.registry.get(job.name)?.requiresConfirmation === true ||
+    lookup.agents.agents.get(job.agent)?.grant_by_approval === true
+  );
 }
 
 /** Which publication of its call a job is (the dispatcher's `enqueued_at`); 0 for jobs without one. */

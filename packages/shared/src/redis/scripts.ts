@@ -49,7 +49,8 @@ export interface RedisScripts {
   ): Promise<string>;
   /**
    * `verify-start-4.lua`: checks a tool job against its run's record and, when it passes, records the
-   * call's start in the run's ledger; resolves to `[verdict, detail, session id, grants, approved, granted]`.
+   * call's start in the run's ledger; resolves to
+   * `[verdict, detail, session id, grants, approved, granted, decided]`.
    */
   verifyStart(
     keys: readonly [meta: string, calls: string, approvals: string, results: string],
@@ -62,6 +63,7 @@ export interface RedisScripts {
       grants: string | null,
       approved: string,
       granted?: string,
+      decided?: string,
     ]
   >;
   /** `withdraw-call-3.lua`: a dispatcher withdraws a publication of a call nobody started. */

@@ -10,6 +10,8 @@
   For a tool that requires a grant, a person's approval of this call's grant request (a recorded decision
   with `grant: true`) is reported as `granted`: the call runs as granted before the run's next checkpoint
   writes the grant to its record. Any other decision grants nothing (the grant check refuses the call).
+  Whether any decision on the call is recorded is reported as `decided`: a call of such a tool that no
+  person has decided on may still be waiting for one, and a refusal of it is then not its result.
   Then a call with a recorded result is not started (its result is the only one). Otherwise, when asked
   to (`ARGV[5]` not empty: the call's deadline has not passed), the start is recorded, unless the
   dispatcher withdrew this publication of the call (or a later one) because nobody had started it by its
@@ -33,7 +35,9 @@
   ARGV[6] executor id
   ARGV[7..] the live run statuses
 
-  Returns { verdict, detail, session id, grants, approved ('1' | '0'), granted ('1' | '0') }, where verdict is one of
+  Returns { verdict, detail, session id, grants, approved ('1' | '0'), granted ('1' | '0'), decided ('1' |
+  '0': a decision on the call is recorded; looked up only for tools that require confirmation or a grant) },
+  where verdict is one of
   run_not_found | run_final (detail: the status) | wrong_agent | not_in_ledger | not_approved (refused),
   recorded (detail: the recorded result JSON) | withdrawn | started | checked (not asked to start).
   Session id and grants (comma-separated tool names) are read with the rest of the record.
@@ -60,11 +64,12 @@ if ledger ~= ARGV[3] then
     return { 'not_in_ledger', false, false, false, '0' }
   end
 end
-local approved, granted = '0', '0'
+local approved, granted, decided = '0', '0', '0'
 local confirm, grant = string.sub(ARGV[4], 1, 1) == '1', string.sub(ARGV[4], 2, 2) == '1'
 if confirm or grant then
   local decision = redis.call('HGET', KEYS[3], ARGV[1])
   if decision then
+    decided = '1'
     local ok, d = pcall(cjson.decode, decision)
     local yes = ok and type(d) == 'table' and d.decision == 'approved'
     if confirm then
@@ -76,11 +81,11 @@ if confirm or grant then
 end
 local session, grants = meta[3] or false, meta[4] or false
 local recorded = redis.call('HGET', KEYS[4], ARGV[1])
-if recorded then return { 'recorded', recorded, session, grants, approved, granted } end
-if ARGV[5] == '' then return { 'checked', false, session, grants, approved, granted } end
+if recorded then return { 'recorded', recorded, session, grants, approved, granted, decided } end
+if ARGV[5] == '' then return { 'checked', false, session, grants, approved, granted, decided } end
 if current then
   local withdrawn = tonumber(string.match(current, '^withdrawn:(%d+)$') or '')
-  if withdrawn and withdrawn >= tonumber(ARGV[5]) then return { 'withdrawn', false, session, grants, approved, granted } end
+  if withdrawn and withdrawn >= tonumber(ARGV[5]) then return { 'withdrawn', false, session, grants, approved, granted, decided } end
 end
 redis.call('HSET', KEYS[2], ARGV[1] .. ':start', 'started:' .. ARGV[5] .. ':' .. ARGV[6])
-return { 'started', false, session, grants, approved, granted }
+return { 'started', false, session, grants, approved, granted, decided }
