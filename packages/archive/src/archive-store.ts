@@ -9,10 +9,42 @@ export const utcDay = (ms: number): string =>
   new Date(Math.floor(ms / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
 
 /**
- * PostgreSQL's jsonb holds no NUL character: `\u0000` in the serialized rows becomes U+FFFD (an escaped
- * backslash before it is left alone), so a tool result holding one cannot stop the archive.
+ * Text PostgreSQL cannot hold, made storable: its `jsonb` and `text` take no NUL character and no lone
+ * UTF-16 surrogate. `JSON.stringify` writes both as escapes (`\u0000`, `\ud800`: a paired surrogate is
+ * written as the character itself), so each such escape in the serialized rows becomes U+FFFD (an
+ * escaped backslash before it is left alone). Every string of a row goes through here: the `text`
+ * columns are read out of the same JSON.
  */
-export const withoutNul = (json: string): string => json.replace(/(?<!\\)((?:\\\\)*)\\u0000/g, '$1\\ufffd');
+export const storableJson = (json: string): string =>
+  json.replace(/(?<!\\)((?:\\\\)*)\\u(?:0000|d[89a-f][0-9a-f]{2})/gi, '$1\\ufffd');
+
+/** SQLSTATE classes of a database that cannot answer now (connection, resources, operator, lock wait). */
+const UNAVAILABLE_SQLSTATE = /^(08|53|57|58|55P03|40P01|40001)/;
+
+/** Network errors of the connection (node's `code`). */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+]);
+
+/**
+ * Whether an error of a query means PostgreSQL cannot answer right now (down, restarting, overloaded, a
+ * statement timed out or waited on a lock), as opposed to a statement it refuses (bad data).
+ */
+export function databaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; message?: unknown } | undefined;
+  if (!e || typeof e !== 'object') return false;
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (NETWORK_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code)) return true;
+  const message = typeof e.message === 'string' ? e.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end/i.test(
+    message,
+  );
+}
 
 const INSERT = `
 INSERT INTO archived_runs (run_id, finished_at, created_ms, agent, status, reason, trace_id, tenant,
@@ -86,13 +118,23 @@ export class ArchiveStore {
     if (rows.length === 0) return 0;
     await this.ensurePartitions(new Set(rows.map((r) => utcDay(r.finished_ms))));
     try {
-      const res = await this.pool.query(INSERT, [withoutNul(JSON.stringify(rows))]);
+      const res = await this.pool.query(INSERT, [storableJson(JSON.stringify(rows))]);
       return res.rowCount ?? 0;
     } catch (err) {
       // A partition dropped (retention) or made by hand since: look again next time.
       this.#partitions.clear();
       throw err;
     }
+  }
+
+  /** Which of these runs the archive holds (a committed row each). */
+  async archivedOf(runIds: readonly string[]): Promise<Set<string>> {
+    if (runIds.length === 0) return new Set();
+    const res = await this.pool.query<{ run_id: string }>(
+      'SELECT DISTINCT run_id FROM archived_runs WHERE run_id = ANY($1::text[])',
+      [runIds],
+    );
+    return new Set(res.rows.map((r) => r.run_id));
   }
 
   /** Drops the partitions wholly older than `days` days; returns their names. */

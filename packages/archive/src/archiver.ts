@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Keys } from '@agent-reach/protocol';
 import { METRIC_PREFIX, type Logger, type RedisClient } from '@agent-reach/shared';
-import { ArchiveStore } from './archive-store.js';
+import * as constants from './constants.js';
+import { ArchiveStore, databaseUnavailable } from './archive-store.js';
 import { createPool, migrate } from './db.js';
 import { Outbox } from './outbox.js';
 import {
@@ -72,6 +73,16 @@ export function createArchiveMetrics(registry: Registry) {
     archived: new Counter({
       name: `${METRIC_PREFIX}archive_runs_total`,
       help: 'Runs an archiver wrote to PostgreSQL (new rows; a repeated write is not counted).',
+      registers,
+    }),
+    deadLetters: new Gauge({
+      name: `${METRIC_PREFIX}archive_dead_letters`,
+      help: 'Finished runs set aside because PostgreSQL refused them every try (sampled by each archiver; kept in Redis).',
+      registers,
+    }),
+    deadLettered: new Counter({
+      name: `${METRIC_PREFIX}archive_dead_lettered_total`,
+      help: 'Runs this archiver set aside as dead letters after ARCHIVE_MAX_TRIES refusals.',
       registers,
     }),
     failures: new Counter({
@@ -153,8 +164,11 @@ export async function startArchiver(given: ArchiverOptions): Promise<Archiver> {
 /** Samples the outbox's size into the backlog gauge now and every `sampleMs`; returns the stop. */
 function sampleBacklog({ outbox, metrics, o }: ArchiverContext): () => void {
   const sample = () =>
-    outbox.size().then(
-      (n) => metrics.backlog.set(n),
+    Promise.all([outbox.size(), outbox.deadCount()]).then(
+      ([backlog, dead]) => {
+        metrics.backlog.set(backlog);
+        metrics.deadLetters.set(dead);
+      },
       () => undefined,
     );
   const timer = setInterval(() => void sample(), o.sampleMs);
@@ -208,35 +222,142 @@ async function archiveLoop(ctx: ArchiverContext): Promise<void> {
   }
 }
 
-/** The rows of the final records; a record that does not parse is named in `broken` (and logged). */
-function rowsOf(ctx: ArchiverContext, final: RawRunRecord[]): { rows: ArchiveRow[]; broken: string[] } {
+/** A run the archive could not take this time, and why. */
+interface Refusal {
+  runId: string;
+  error: string;
+}
+
+/** The rows of the final records; a record that does not parse is refused (and logged). */
+function rowsOf(ctx: ArchiverContext, final: RawRunRecord[]): { rows: ArchiveRow[]; broken: Refusal[] } {
   const rows: ArchiveRow[] = [];
-  const broken: string[] = [];
+  const broken: Refusal[] = [];
   for (const r of final) {
     try {
       rows.push(toArchiveRow(r));
     } catch (err) {
-      broken.push(r.runId);
-      ctx.log.error(
-        { runId: r.runId, err: (err as Error).message },
-        'run record does not parse; left in the outbox',
-      );
+      broken.push({ runId: r.runId, error: `its record does not parse: ${(err as Error).message}` });
+      ctx.log.error({ runId: r.runId, err: (err as Error).message }, 'run record does not parse');
     }
   }
   return { rows, broken };
+}
+
+/**
+ * Writes the rows in one statement; when PostgreSQL refuses it for what a row holds (not an outage), each
+ * row alone, so that one run it cannot take never holds the others. An outage throws.
+ */
+async function writeRows(
+  ctx: ArchiverContext,
+  rows: ArchiveRow[],
+): Promise<{ written: number; refused: Refusal[] }> {
+  try {
+    return { written: await ctx.store.write(rows), refused: [] };
+  } catch (err) {
+    if (databaseUnavailable(err)) throw err;
+    if (rows.length === 1) return { written: 0, refused: [{ runId: rows[0]!.run_id, error: message(err) }] };
+  }
+  let written = 0;
+  const refused: Refusal[] = [];
+  for (const row of rows) {
+    try {
+      written += await ctx.store.write([row]);
+    } catch (err) {
+      if (databaseUnavailable(err)) throw err;
+      refused.push({ runId: row.run_id, error: message(err) });
+    }
+  }
+  return { written, refused };
+}
+
+const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** The pause before the `tries`-th look again at one entry: doubling, capped. */
+const retryDelayMs = (tries: number) =>
+  Math.min(constants.ARCHIVE_RETRY_BASE_MS * 2 ** Math.max(0, tries - 1), constants.ARCHIVE_RETRY_MAX_MS);
+
+/** Redis keeps these runs until their rows are committed: their keys lose their TTL (a commit sets it again). */
+async function hold(ctx: ArchiverContext, runIds: readonly string[]): Promise<void> {
+  const { redis, keys } = ctx.o;
+  await Promise.all(
+    runIds.map(async (runId) => {
+      const tx = redis.multi();
+      for (const key of runKeys(keys, runId)) tx.persist(key);
+      await tx.exec();
+    }),
+  );
+}
+
+/**
+ * Runs PostgreSQL refused: each is tried again after a growing pause, and after `ARCHIVE_MAX_TRIES` set
+ * aside as a dead letter with its error (its record kept in Redis), so that it blocks no other run.
+ */
+async function refuse(ctx: ArchiverContext, refusals: readonly Refusal[]): Promise<void> {
+  const { outbox, log, metrics } = ctx;
+  for (const { runId, error } of refusals) {
+    const tries = await outbox.tried(runId);
+    if (tries < constants.ARCHIVE_MAX_TRIES) {
+      log.warn({ runId, tries, err: error }, 'archive refused a run; tried again later');
+      await outbox.defer([runId], Date.now() + retryDelayMs(tries));
+      continue;
+    }
+    await hold(ctx, [runId]);
+    await outbox.deadLetter({ runId, error, tries, at: Date.now() });
+    metrics.deadLettered.inc();
+    log.error({ runId, tries, err: error }, 'archive refused a run every try; set aside as a dead letter');
+  }
+}
+
+/**
+ * Entries whose run has no record in Redis: archived before (a row exists: the entry is done), not
+ * written yet (a run whose first checkpoint is its final one, or a late checkpoint: looked at again), or
+ * expired long ago (dropped once missing for `ARCHIVE_MISSING_RECORD_GIVE_UP_MS`). Returns the done ones.
+ */
+async function settleMissing(ctx: ArchiverContext, missing: readonly string[]): Promise<string[]> {
+  if (missing.length === 0) return [];
+  const archived = await ctx.store.archivedOf(missing);
+  const done = missing.filter((id) => archived.has(id));
+  const now = Date.now();
+  for (const runId of missing) {
+    if (archived.has(runId)) continue;
+    const since = await ctx.outbox.missingSince(runId, now);
+    if (now - since >= constants.ARCHIVE_MISSING_RECORD_GIVE_UP_MS) {
+      ctx.log.warn(
+        { runId, missingSinceMs: since },
+        'outbox entry dropped: its run has had no record for too long',
+      );
+      done.push(runId);
+      continue;
+    }
+    await ctx.outbox.defer([runId], now + retryDelayMs(await ctx.outbox.tried(runId, 'waited')));
+  }
+  return done;
 }
 
 /** Archives one claimed batch; returns how many runs it archived (or found archived before). */
 async function archiveBatch(ctx: ArchiverContext, ids: string[]): Promise<number> {
   const { o, outbox } = ctx;
   const records = await Promise.all(ids.map((runId) => readRunRecord(o.redis, o.keys, runId)));
-  const gone = ids.filter((_, i) => records[i] === undefined);
-  const final = records.filter((r): r is RawRunRecord => r !== undefined && isFinalRecord(r));
+  const missing = ids.filter((_, i) => records[i] === undefined);
+  const present = records.filter((r): r is RawRunRecord => r !== undefined);
+  const final = present.filter(isFinalRecord);
   const { rows, broken } = rowsOf(ctx, final);
-  const written = await ctx.store.write(rows);
+  let result: Awaited<ReturnType<typeof writeRows>>;
+  try {
+    result = await writeRows(ctx, rows);
+  } catch (err) {
+    // PostgreSQL away: the batch waits in the outbox, and Redis keeps its runs however long that takes.
+    await hold(
+      ctx,
+      rows.map((r) => r.run_id),
+    ).catch(() => undefined);
+    throw err;
+  }
+  const { written, refused } = result;
   ctx.archived += written;
   ctx.metrics.archived.inc(written);
-  const done = rows.map((r) => r.run_id);
+  const notTaken = new Set(refused.map((r) => r.runId));
+  const done = rows.map((r) => r.run_id).filter((id) => !notTaken.has(id));
   // Committed: Redis may let the run go now (only ever sooner: LT), and the listing finds it in the archive.
   await Promise.all(
     done.map(async (runId) => {
@@ -246,9 +367,12 @@ async function archiveBatch(ctx: ArchiverContext, ids: string[]): Promise<number
     }),
   );
   if (done.length) await o.redis.zrem(o.keys.runIndex, ...done);
+  const gone = await settleMissing(ctx, missing);
   await outbox.ack([...done, ...gone]);
-  // A record that does not parse is looked at again in an hour (and logged each time).
-  if (broken.length) await outbox.defer(broken, Date.now() + 3_600_000);
-  // Runs not finished yet stay claimed: they are looked at again after the visibility timeout.
+  await refuse(ctx, [...broken, ...refused]);
+  // Runs not final yet (a final checkpoint still on its way, or a run taken over) are looked at again soon.
+  const later = present.filter((r) => !isFinalRecord(r)).map((r) => r.runId);
+  for (const runId of later)
+    await outbox.defer([runId], Date.now() + retryDelayMs(await outbox.tried(runId, 'waited')));
   return done.length;
 }

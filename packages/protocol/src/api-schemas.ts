@@ -130,12 +130,19 @@ export const MessageBody = Type.Object(
 );
 export type MessageBody = Static<typeof MessageBody>;
 
+/** The latest time a JavaScript Date holds, in epoch ms: a bound past it is no time (and overflows SQL's bigint). */
+const MAX_EPOCH_MS = 8_640_000_000_000_000;
+
 export const ListRunsQuery = Type.Object(
   {
     agent: Type.Optional(AgentName),
     status: Type.Optional(RunStatusSchema),
-    since: Type.Optional(Type.Integer({ minimum: 0, description: 'created at or after (epoch ms)' })),
-    until: Type.Optional(Type.Integer({ minimum: 0, description: 'created at or before (epoch ms)' })),
+    since: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: MAX_EPOCH_MS, description: 'created at or after (epoch ms)' }),
+    ),
+    until: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: MAX_EPOCH_MS, description: 'created at or before (epoch ms)' }),
+    ),
     trace_id: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,128}$', description: 'a trace id' })),
     tool: Type.Optional(
       Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$', description: 'runs that called this tool' }),

@@ -3,7 +3,8 @@ import type { Socket } from 'node:net';
 import { API_ERRORS, type ApiErrorCode } from '@agent-reach/protocol';
 import { type Logger } from '@agent-reach/shared';
 import { UNAVAILABLE_RETRY_AFTER_S } from './constants.js';
-import { redisUnavailable } from './unavailable.js';
+import { ARCHIVE_UNAVAILABLE_RETRY_AFTER_S } from '@agent-reach/archive';
+import { archiveUnavailable, redisUnavailable } from './unavailable.js';
 
 /** The body of every error response. */
 export interface ApiErrorBody {
@@ -81,6 +82,9 @@ export function toApiError(error: FastifyError | ApiError | Error): ApiError {
     default:
       break;
   }
+  const archive = archiveUnavailable(error);
+  if (archive)
+    return new ApiError('UNAVAILABLE', `${archive}; retry later`, undefined, 503, ARCHIVE_UNAVAILABLE_RETRY_AFTER_S);
   const unavailable = redisUnavailable(error);
   if (unavailable) return new ApiError('UNAVAILABLE', `${unavailable}; retry later`);
   const status = e.statusCode;

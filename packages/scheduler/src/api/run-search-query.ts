@@ -7,12 +7,35 @@ import { summaryView } from './run-view.js';
 import { visibleRuns } from './session-access.js';
 import type { ListRunsQuery, RunSummaryView } from '@agent-reach/protocol';
 
+/** Text no run's metadata can hold (PostgreSQL stores neither): a NUL, a UTF-16 surrogate not in a pair. */
+const unstorable = (text: string) => {
+  if (text.includes('\u0000')) return true;
+  try {
+    encodeURIComponent(text); // throws on a lone surrogate
+    return false;
+  } catch {
+    return true;
+  }
+};
+
 /** A page of `GET /v1/runs` found by a cursor-paged search; a limited key sees only its agents' runs. */
 export async function searchPage(
   ctx: ApiContext,
   principal: Principal,
   q: ListRunsQuery,
 ): Promise<{ runs: RunSummaryView[]; next_offset?: number; next_cursor?: string }> {
+  if (q.metadata !== undefined && unstorable(q.metadata))
+    throw new ApiError(
+      'VALIDATION_FAILED',
+      'querystring/metadata must not hold a NUL character or a lone surrogate',
+      [
+        {
+          in: 'querystring',
+          path: '/metadata',
+          message: 'must not hold a NUL character or a lone surrogate',
+        },
+      ],
+    );
   if (q.cursor !== undefined && !decodeCursor(q.cursor))
     throw new ApiError('VALIDATION_FAILED', 'querystring/cursor is not a cursor this API gave', [
       { in: 'querystring', path: '/cursor', message: 'is not a cursor this API gave' },

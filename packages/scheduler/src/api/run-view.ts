@@ -87,7 +87,8 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
       ok: s.ok,
       ...(s.error_kind ? { error_kind: s.error_kind } : {}),
       duration_ms: s.duration_ms,
-      attempts: s.attempts,
+      // A step answered from a recording (a replay) may carry no count of its own: it was tried once.
+      attempts: s.attempts ?? 1,
       ...(s.attempt_log ? { attempt_log: s.attempt_log } : {}),
       ...(s.truncated ? { truncated: true } : {}),
       ...(s.kind ? { kind: s.kind } : {}),
@@ -118,7 +119,7 @@ export function queuedView(data: RunJobData, createdAt: number, cancelRequested 
     ...(data.session_id ? { session_id: data.session_id } : {}),
     tenant: data.tenant ?? DEFAULT_TENANT,
     created_at: createdAt,
-    updated_at: 0,
+    updated_at: createdAt,
     iterations: 0,
     cancel_requested: cancelRequested,
     input: data.input,
@@ -142,15 +143,16 @@ export async function loadRun(control: RunControl, runId: string): Promise<Loade
   const got = await control.get(runId);
   if (got?.state) return { view: stateView(got.state, got.summary), state: got.state };
   const job = await control.queue.getJob(runId);
-  if (job?.data?.agent)
+  if (job?.data?.agent) {
+    const data = upgradeRunJob(job.data) as RunJobData;
+    const view = queuedView(data, data.created_at ?? job.timestamp, got?.summary.cancelRequested === true);
+    // Listed at its acceptance: the listing says whether a scheduler took it up already, and when.
+    const listed = got?.summary.agent ? got.summary : undefined;
     return {
-      view: queuedView(
-        upgradeRunJob(job.data) as RunJobData,
-        (upgradeRunJob(job.data) as RunJobData).created_at ?? job.timestamp,
-        got?.summary.cancelRequested === true,
-      ),
+      view: listed ? { ...view, status: listed.status, updated_at: num(listed.updatedAt) } : view,
       state: undefined,
     };
+  }
   // A listing without state or job: the job was removed but the record kept (or the reverse).
   if (got?.summary.agent) {
     const view: RunView = {

@@ -1,4 +1,5 @@
 import { TIMED_OUT, waitAtMost } from '@agent-reach/shared';
+import { ArchiveUnavailable } from '../runs/run-archive.js';
 
 export { redisUnavailable } from '@agent-reach/shared';
 
@@ -18,4 +19,18 @@ export async function withinRedisTimeout<T>(promise: Promise<T>, ms: number): Pr
   const answer = await waitAtMost(promise, ms);
   if (answer === TIMED_OUT) throw new RedisTimeoutError(ms);
   return answer;
+}
+
+/**
+ * Why the run archive could not answer a read, in a few words naming PostgreSQL, or undefined for any other
+ * error. Such a request is answered 503 UNAVAILABLE with `Retry-After` (never a 500: a slow archive read
+ * times out into this).
+ */
+export function archiveUnavailable(error: unknown): string | undefined {
+  for (let e = error, depth = 0; e && typeof e === 'object' && depth < 5; depth += 1) {
+    if (e instanceof ArchiveUnavailable)
+      return 'the run archive (PostgreSQL) cannot be reached or did not answer in time';
+    e = (e as { cause?: unknown }).cause;
+  }
+  return undefined;
 }

@@ -3,6 +3,7 @@ import type { Keys, RunSearch, RunSearchPage } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
 import { toSummary, type RunSummary } from './run-store.js';
 import { decodeCursor, encodeCursor, searchRuns } from './run-search.js';
+import { readArchive } from './run-archive.js';
 
 interface Position {
   score: number;
@@ -32,19 +33,21 @@ export async function searchAcross(
   const limit = q.limit ?? 50;
   const live = await searchRuns(redis, keys, q);
   const after = q.cursor ? decodeCursor(q.cursor) : undefined;
-  const rows = await archive.search({
-    ...(q.agents ? { agents: q.agents } : {}),
-    ...(q.tenants ? { tenants: q.tenants } : {}),
-    ...(q.status ? { status: q.status } : {}),
-    ...(q.since !== undefined ? { since: q.since } : {}),
-    ...(q.until !== undefined ? { until: q.until } : {}),
-    ...(q.traceId ? { traceId: q.traceId } : {}),
-    ...(q.tool ? { tool: q.tool } : {}),
-    ...(q.errorKind ? { errorKind: q.errorKind } : {}),
-    ...(q.metadata ? { metadata: q.metadata } : {}),
-    ...(after ? { after: { createdMs: after.score, runId: after.runId } } : {}),
-    limit: limit + 1,
-  });
+  const rows = await readArchive(() =>
+    archive.search({
+      ...(q.agents ? { agents: q.agents } : {}),
+      ...(q.tenants ? { tenants: q.tenants } : {}),
+      ...(q.status ? { status: q.status } : {}),
+      ...(q.since !== undefined ? { since: q.since } : {}),
+      ...(q.until !== undefined ? { until: q.until } : {}),
+      ...(q.traceId ? { traceId: q.traceId } : {}),
+      ...(q.tool ? { tool: q.tool } : {}),
+      ...(q.errorKind ? { errorKind: q.errorKind } : {}),
+      ...(q.metadata ? { metadata: q.metadata } : {}),
+      ...(after ? { after: { createdMs: after.score, runId: after.runId } } : {}),
+      limit: limit + 1,
+    }),
+  );
   const archived = rows.slice(0, limit).map((r) => toSummary(r.meta));
   // How far down each source is complete: undefined = to the end.
   const liveEnd = live.nextCursor ? decodeCursor(live.nextCursor) : undefined;

@@ -282,12 +282,17 @@ async function recordedResultsOf(
   runner: AgentRunner,
 ): Promise<Map<string, ToolResult>> {
   const results = new Map<string, ToolResult>();
+  // A tool message leaves the executor's tries out (the model never reads them): the step kept them.
+  const attempts = new Map(original.steps.map((s) => [s.tool_call_id, s.attempts]));
   const add = (id: unknown, raw: unknown) => {
     if (typeof id !== 'string' || results.has(id) || typeof raw !== 'string') return;
     try {
       const parsed = parseJsonSafely<Partial<ToolResult> | null>(raw);
       if (parsed && typeof parsed === 'object' && typeof parsed.ok === 'boolean')
-        results.set(id, parsed as ToolResult);
+        results.set(id, {
+          ...parsed,
+          attempts: typeof parsed.attempts === 'number' ? parsed.attempts : (attempts.get(id) ?? 1),
+        } as ToolResult);
     } catch {
       // An unreadable record is no recording: the call is reported as not recorded.
     }

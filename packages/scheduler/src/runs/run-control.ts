@@ -95,9 +95,13 @@ export class RunControl {
     return runId;
   }
 
-  /** Adds a run's job as it is (built with `runJob`); adding the same run id twice starts it once. */
+  /**
+   * Adds a run's job as it is (built with `runJob`); adding the same run id twice starts it once. The run
+   * is listed `queued` at once (`RunStore.accept`): readable, listed and cancellable before a scheduler takes it.
+   */
   async enqueue(job: RunJobData): Promise<void> {
     await this.queue.add('run', job, runJobOptions(job.run_id));
+    await this.store.accept(job);
   }
 
   /** The run's state and listing fields, or undefined when unknown (or not started yet). */

@@ -1,4 +1,10 @@
-import { DEFAULT_TENANT, type Keys, type RunSearch, type RunSearchPage } from '@agent-reach/protocol';
+import {
+  DEFAULT_TENANT,
+  RUN_ID_PATTERN,
+  type Keys,
+  type RunSearch,
+  type RunSearchPage,
+} from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
 import { toSummary, type RunSummary } from './run-store.js';
 
@@ -19,8 +25,12 @@ export function encodeCursor(p: Position): string {
 export function decodeCursor(cursor: string): Position | undefined {
   try {
     const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (!Array.isArray(v) || typeof v[0] !== 'number' || typeof v[1] !== 'string') return undefined;
-    return { score: v[0], runId: v[1] };
+    // Only what this server writes: a creation time (a whole, non-negative, safe ms) and a run id. Anything
+    // else (a fraction, 1e400, a NUL) would otherwise reach Redis and SQL as it is.
+    if (!Array.isArray(v) || v.length !== 2 || !Number.isSafeInteger(v[0]) || (v[0] as number) < 0)
+      return undefined;
+    if (typeof v[1] !== 'string' || !RUN_ID_PATTERN.test(v[1])) return undefined;
+    return { score: v[0] as number, runId: v[1] };
   } catch {
     return undefined;
   }

@@ -1,5 +1,12 @@
 import type { RawRunRecord } from '@agent-reach/archive';
-import { checkVersion, readEvent, readStepRecord, type Keys } from '@agent-reach/protocol';
+import {
+  checkVersion,
+  DEFAULT_TENANT,
+  readEvent,
+  readStepRecord,
+  type Keys,
+  type RunJobData,
+} from '@agent-reach/protocol';
 import {
   callLedgerEntry,
   constants,
@@ -240,6 +247,11 @@ export class RunStore {
     this.retentionS = options.retentionS;
     this.retentionCount = options.retentionCount;
     this.archive = options.archive;
+    const commands = redis as unknown as Record<string, unknown>;
+    if (typeof commands.agentReachAcceptRun !== 'function')
+      redis.defineCommand('agentReachAcceptRun', { numberOfKeys: 1, lua: ACCEPT_LUA });
+    if (typeof commands.agentReachStartRun !== 'function')
+      redis.defineCommand('agentReachStartRun', { numberOfKeys: 1, lua: START_LUA });
   }
 
   /** The connection checkpoints are written on. */
@@ -248,8 +260,23 @@ export class RunStore {
   }
 
   /**
+   * Lists a run the moment it is accepted, before any scheduler takes it: its listing hash says `queued`
+   * (with its creation and update times, agent, tenant, session, metadata and input preview) and it is in
+   * the index of runs. So it is read, listed, cancelled and followed as any run from then on, and an
+   * executor finds its record. A listing a checkpoint already wrote is left as it is (a repeated request).
+   */
+  async accept(job: RunJobData): Promise<void> {
+    const createdAt = typeof job.created_at === 'number' ? job.created_at : Date.now();
+    const fields = acceptedListing(job, createdAt);
+    const accept = (this.redis as unknown as { agentReachAcceptRun: AcceptCommand }).agentReachAcceptRun;
+    await accept.call(this.redis, this.keys.runMeta(job.run_id), ...Object.entries(fields).flat());
+    await this.index(job.run_id, createdAt);
+  }
+
+  /**
    * Takes ownership of a run for this process (any earlier owner is fenced off from now on) and loads
-   * its last checkpoint with the decisions people made since it parked.
+   * its last checkpoint with the decisions people made since it parked. A run listed `queued` at its
+   * acceptance is `running` from now on.
    */
   async claim(runId: string): Promise<RunClaim> {
     const k = this.keys;
@@ -259,6 +286,10 @@ export class RunStore {
       k.runMessages(runId),
       k.runApprovals(runId),
     ]);
+    if (!stateJson) {
+      const started = (this.redis as unknown as { agentReachStartRun: StartCommand }).agentReachStartRun;
+      await started.call(this.redis, k.runMeta(runId), String(Date.now()));
+    }
     const { state, problems } = parseRecord(stateJson, messages, decisions);
     return {
       state,
@@ -325,19 +356,20 @@ export class RunStore {
    */
   async load(runId: string): Promise<{ state: RunState | undefined; cancelRequested: boolean }> {
     const k = this.keys;
-    const [[, state], [, messages], [, decisions], [, cancel]] = (await this.redis
+    const [[, state], [, messages], [, decisions], [, [cancel, listed]]] = (await this.redis
       .multi()
       .get(k.runState(runId))
       .lrange(k.runMessages(runId), 0, -1)
       .hgetall(k.runApprovals(runId))
-      .hget(k.runMeta(runId), 'cancel_requested')
+      .hmget(k.runMeta(runId), 'cancel_requested', 'runId')
       .exec()) as [
       [null, string | null],
       [null, string[]],
       [null, Record<string, string>],
-      [null, string | null],
+      [null, [string | null, string | null]],
     ];
-    if (state === null && this.archive) {
+    // A run Redis holds (listed, not checkpointed yet) is read from Redis alone: PostgreSQL is not asked.
+    if (state === null && listed === null && this.archive) {
       const archived = await this.archive.record(runId);
       if (archived) {
         const parsed = parseRecord(
@@ -483,6 +515,46 @@ export interface RunArchive {
   handOff(runId: string): Promise<void>;
   /** The run's record as Redis held it, from the archive; undefined when the archive does not have it. */
   record(runId: string): Promise<RawRunRecord | undefined>;
+}
+
+/** KEYS[1] run meta; ARGV the listing's field/value pairs. Writes them unless a listing is there already. */
+const ACCEPT_LUA = `
+if redis.call('HEXISTS', KEYS[1], 'runId') == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1
+`;
+
+/** KEYS[1] run meta; ARGV[1] now (ms). A run listed at its acceptance and never checkpointed is running now. */
+const START_LUA = `
+if redis.call('HGET', KEYS[1], 'status') ~= 'queued' or redis.call('HEXISTS', KEYS[1], 'seq') == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'status', 'running', 'updatedAt', ARGV[1])
+return 1
+`;
+
+type AcceptCommand = (key: string, ...fieldsAndValues: string[]) => Promise<number>;
+type StartCommand = (key: string, now: string) => Promise<number>;
+
+/** The listing of a run just accepted, field for field as its first checkpoint will write it. */
+function acceptedListing(job: RunJobData, createdAt: number): Record<string, string> {
+  return {
+    runId: job.run_id,
+    traceId: job.trace_id ?? job.run_id,
+    agent: job.agent,
+    status: 'queued',
+    createdAt: String(createdAt),
+    updatedAt: String(Date.now()),
+    iterations: '0',
+    ...(job.session_id ? { sessionId: job.session_id } : {}),
+    tenant: job.tenant ?? DEFAULT_TENANT,
+    ...(job.metadata ? { metadata: JSON.stringify(job.metadata) } : {}),
+    ...(job.grants?.length ? { grants: job.grants.join(',') } : {}),
+    tools: '',
+    errorKinds: '',
+    ...pieces('inputPreview', job.input.slice(0, INPUT_PREVIEW_CHARS)),
+    calls: '0',
+    errors: '0',
+    retries: '0',
+  };
 }
 
 /** A stream id's (ms, sequence) pair, for comparing ids of archived events. */
