@@ -84,7 +84,13 @@ export function toApiError(error: FastifyError | ApiError | Error): ApiError {
   }
   const archive = archiveUnavailable(error);
   if (archive)
-    return new ApiError('UNAVAILABLE', `${archive}; retry later`, undefined, 503, ARCHIVE_UNAVAILABLE_RETRY_AFTER_S);
+    return new ApiError(
+      'UNAVAILABLE',
+      `${archive}; retry later`,
+      undefined,
+      503,
+      ARCHIVE_UNAVAILABLE_RETRY_AFTER_S,
+    );
   const unavailable = redisUnavailable(error);
   if (unavailable) return new ApiError('UNAVAILABLE', `${unavailable}; retry later`);
   const status = e.statusCode;
