@@ -28,6 +28,17 @@ const MARKDOWN = [
   '',
   '<img src=x onerror="window.__xss=1"><script>window.__xss=1</script>',
 ].join('\n');
+/** A model answer with a link inside a sentence and a GitHub-style table (aligned columns, an escaped pipe). */
+const LINKED_ANSWER = [
+  'Stock is low: see [the ledger](https://example.com/ledger) for the figures of each warehouse.',
+  '',
+  '| Warehouse | Item | Stock |',
+  '|:---|:---:|---:|',
+  '| WH-2 | bolts \\| nuts | 3 |',
+  '| WH-7 | **washers** | 12 |',
+  '',
+  'Order before Friday.',
+].join('\n');
 const AXE_SOURCE = readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 /** The price of the markdown run's model, per million tokens: the only priced model. */
 const PRICE = { input: 3, output: 15 };
@@ -82,7 +93,17 @@ function inspectorAgentsFile(): string {
 async function startInspector() {
   await (buildUi as () => Promise<void>)();
   const h = await startApiHarness(
-    { allowedModels: [...TEST_MODELS, 'inspect', 'inspect-md', 'compacting', 'asking', 'spare/unused'] },
+    {
+      allowedModels: [
+        ...TEST_MODELS,
+        'inspect',
+        'inspect-md',
+        'compacting',
+        'asking',
+        'spare/unused',
+        'inspect-links',
+      ],
+    },
     { WORKFLOWS_FILE: WORKFLOWS_FIXTURE, AGENTS_FILE: inspectorAgentsFile() },
   );
   addCommonScenarios(h.sim);
@@ -112,6 +133,10 @@ async function startInspector() {
       },
       { content: '## Done\n\n- restock **WH-2**\n- check the ledger' },
     ],
+  });
+  h.sim.addScenario({
+    name: 'inspect-links',
+    turns: [{ content: LINKED_ANSWER }],
   });
   h.sim.addScenario({
     name: 'asking',
@@ -926,6 +951,47 @@ describe.skipIf(!HAVE_CHROMIUM)(
       expect(await login.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
       await out.close();
     }, 90_000);
+
+    it('underlines links in a model answer, passes axe-core link-in-text-block, and renders a GitHub-style table as a table', async () => {
+      const runId = (
+        await h.call('POST', '/v1/runs', {
+          body: { agent: 'test_agent', input: 'stock?', model: 'inspect-links' },
+        })
+      ).json.run_id as string;
+      await finished(h, runId);
+      const p = await signedIn(1280, 800);
+      await p.goto(`${h.url}/ui#/runs/${runId}`);
+      const answer = p.locator('.box.answer .markdown');
+      const link = answer.getByRole('link', { name: 'the ledger' });
+      await link.waitFor();
+      expect(
+        await p.evaluate(
+          "getComputedStyle(document.querySelector('.box.answer .markdown p a')).textDecorationLine",
+        ),
+      ).toBe('underline');
+      const table = answer.locator('table');
+      expect(await table.locator('thead th').allInnerTexts()).toEqual(['Warehouse', 'Item', 'Stock']);
+      expect(await table.locator('tbody tr').allInnerTexts()).toEqual([
+        expect.stringMatching(/^WH-2\s+bolts \| nuts\s+3$/),
+        expect.stringMatching(/^WH-7\s+washers\s+12$/),
+      ]);
+      expect(await table.locator('tbody tr').nth(1).locator('strong').innerText()).toBe('washers');
+      expect(
+        JSON.parse(
+          (await p.evaluate(
+            "JSON.stringify([...document.querySelectorAll('.box.answer .markdown tbody tr:first-child td')].map((td) => getComputedStyle(td).textAlign))",
+          )) as string,
+        ),
+      ).toEqual(['left', 'center', 'right']);
+      expect(await answer.locator('p').allInnerTexts()).toEqual([
+        'Stock is low: see the ledger for the figures of each warehouse.',
+        'Order before Friday.',
+      ]);
+      expect((await accessibilityViolations(p)).filter((v) => v.id === 'link-in-text-block')).toEqual([]);
+      await expectAccessible(p);
+      await shot('answer-links-table', p);
+      await p.context().close();
+    });
 
     it("lists model provider breakers and MCP servers beside tool breakers on the overview, and never says every breaker is closed while a provider's is open", async () => {
       const cookie = await login(h, FULL_KEY);

@@ -168,8 +168,9 @@ export function CopyButton({ text, label }) {
 
 // ---- Payloads for reading ------------------------------------------------------------------------
 
-const MARKDOWN_HINT = /(^|\n)(#{1,6} |\s*[-*+] |\s*\d+\. |```|> )|\*\*[^*\n]+\*\*|\[[^\]\n]+\]\([^)\n]+\)/;
-/** Text that reads as markdown: headings, lists, fences, quotes, bold or links. */
+const MARKDOWN_HINT =
+  /(^|\n)(#{1,6} |\s*[-*+] |\s*\d+\. |```|> )|\*\*[^*\n]+\*\*|\[[^\]\n]+\]\([^)\n]+\)|\|[^\n]*\n\s*\|?\s*:?-+:?\s*\|/;
+/** Text that reads as markdown: headings, lists, fences, quotes, bold, links or tables. */
 export const looksLikeMarkdown = (text) => MARKDOWN_HINT.test(text);
 
 /** Only web and mail links are followed; anything else (javascript:, data:…) stays text. */
@@ -201,9 +202,44 @@ function inline(text) {
   return out;
 }
 
+/** The cells of a GitHub-style table row: outer pipes optional, `\\|` a pipe inside a cell. */
+const cells = (line) =>
+  line
+    .trim()
+    .replace(/^\|/, '')
+    .replace(/(?<!\\)\|$/, '')
+    .split(/(?<!\\)\|/)
+    .map((c) => c.trim().replace(/\\\|/g, '|'));
+/** A table's delimiter row (`|---|:--:|`), which makes the line above it a header. */
+const TABLE_DELIMITER = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+const isTableStart = (lines, i) =>
+  lines[i].includes('|') &&
+  i + 1 < lines.length &&
+  TABLE_DELIMITER.test(lines[i + 1]) &&
+  lines[i + 1].includes('-');
+
+/** A GitHub-style table from `lines[i]` on: its header, alignments and rows; returns the next line's index. */
+function table(lines, i, blocks) {
+  const head = cells(lines[i]);
+  const align = cells(lines[i + 1]).map((d) =>
+    d.startsWith(':') && d.endsWith(':') ? 'center' : d.endsWith(':') ? 'right' : undefined,
+  );
+  const rows = [];
+  for (i += 2; i < lines.length && lines[i].trim() && lines[i].includes('|'); i += 1)
+    rows.push(cells(lines[i]));
+  const cls = (k) => (align[k] ? `align-${align[k]}` : undefined);
+  blocks.push(html`<div class="table-wrap md-table" tabindex="0" role="region" aria-label="Table">
+    <table>
+      <thead><tr>${head.map((c, k) => html`<th scope="col" class=${cls(k)}>${inline(c)}</th>`)}</tr></thead>
+      <tbody>${rows.map((r) => html`<tr>${head.map((_, k) => html`<td class=${cls(k)}>${inline(r[k] ?? '')}</td>`)}</tr>`)}</tbody>
+    </table>
+  </div>`);
+  return i;
+}
+
 /**
- * A markdown preview built as elements (headings, paragraphs, lists, quotes, fenced code, inline code,
- * emphasis, web links): raw HTML in the text shows as text, so a tool's output cannot script the page.
+ * A markdown preview built as elements (headings, paragraphs, lists, quotes, fenced code, GitHub-style
+ * tables, inline code, emphasis, web links): raw HTML in the text shows as text, so a tool's output cannot script the page.
  */
 export function Markdown({ text }) {
   const lines = text.replace(/\r\n?/g, '\n').split('\n');
@@ -215,6 +251,8 @@ export function Markdown({ text }) {
       for (i += 1; i < lines.length && !lines[i].startsWith('```'); i += 1) code.push(lines[i]);
       i += 1;
       blocks.push(html`<pre class="md-code" tabindex="0">${code.join('\n')}</pre>`);
+    } else if (isTableStart(lines, i)) {
+      i = table(lines, i, blocks);
     } else if (/^#{1,6} /.test(line)) {
       const level = Math.min(6, line.indexOf(' ') + 2);
       // Headings inside a payload sit below the page's own h1/h2.
@@ -237,7 +275,10 @@ export function Markdown({ text }) {
       const para = [];
       for (
         ;
-        i < lines.length && lines[i].trim() && !/^(#{1,6} |```|> |\s*([-*+]|\d+\.) )/.test(lines[i]);
+        i < lines.length &&
+        lines[i].trim() &&
+        !/^(#{1,6} |```|> |\s*([-*+]|\d+\.) )/.test(lines[i]) &&
+        !isTableStart(lines, i);
         i += 1
       )
         para.push(lines[i]);
