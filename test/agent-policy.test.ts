@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TASK_STACK_HEADING } from '@agent-reach/scheduler/internal';
+import { SUMMARY_HEADING, TASK_STACK_HEADING } from '@agent-reach/scheduler/internal';
 import { startLoopHarness, systemText } from './helpers/loop.js';
 import { writeAgentsFile } from './helpers/mcp.js';
 
@@ -33,8 +33,18 @@ const AGENTS = {
       context_providers: [{ tool: 'always_failing', arguments: {}, required: true }],
     },
     { name: 'planner', tools: ['query_order_status', 'noop'] },
+    { name: 'noop_only', tools: ['noop'] },
+    {
+      // The provider's tool fails once per request, so the executor's record of it holds two attempts.
+      name: 'briefed_by_retries',
+      tools: ['flaky', 'big_result', 'noop'],
+      context_providers: [{ tool: 'flaky', arguments: { key: 'context {{input}}', failures: 1 } }],
+    },
   ],
 };
+
+/** Any trace of the executor's attempts in what a model request carries. */
+const EXECUTOR_FIELDS = /"attempts"|"attempt_log"|"executor_id"|attempt_log/;
 
 describe('agent policy: topics, per-agent loop settings, context providers (llm-sim, real Redis and executor)', () => {
   let h: Awaited<ReturnType<typeof startLoopHarness>>;
@@ -196,5 +206,114 @@ describe('agent policy: topics, per-agent loop settings, context providers (llm-
     const last = h.turns('plan-failed-step').at(-1)!;
     expect(systemText(last.body)).toContain(TASK_STACK_HEADING);
     expect(systemText(last.body)).toContain('1. [ ] look up the order (tool: query_order_status)');
+  });
+
+  describe("the executor's attempts never reach the model", () => {
+    const requestsOf = (scenario: string) => h.sim.requests.filter((r) => r.scenario === scenario);
+    const seenByModel = (scenario: string) => requestsOf(scenario).map((r) => JSON.stringify(r.body));
+
+    it("leaves attempts and attempt_log out of a context provider's result, as tool messages leave them out", async () => {
+      const { outcome, state } = await h.run(
+        {
+          name: 'context-retried',
+          turns: [
+            { tool_calls: [{ name: 'flaky', arguments: { key: 'tool context-retried', failures: 1 } }] },
+            { content: 'answered' },
+          ],
+        },
+        { agent: 'briefed_by_retries', input: 'context-retried' },
+      );
+      expect(outcome).toMatchObject({ status: 'succeeded', answer: 'answered' });
+      // The record keeps both calls' retries; the model read neither.
+      expect(state.steps.map((s) => [s.tool, s.ok, s.attempts, s.attempt_log?.length])).toEqual([
+        ['flaky', true, 2, 2],
+        ['flaky', true, 2, 2],
+      ]);
+      const requests = seenByModel('context-retried');
+      expect(requests).toHaveLength(2);
+      const [first] = h.turns('context-retried');
+      const context = first!.body.messages.find(
+        (m) => m.role === 'system' && String(m.content).startsWith('Context from flaky'),
+      );
+      expect(String(context?.content)).toContain('"attempts_seen":2');
+      for (const body of requests) expect(body).not.toMatch(EXECUTOR_FIELDS);
+    });
+
+    it('leaves them out of the compacted summary and of every request after a compaction', async () => {
+      const turns = Array.from({ length: 4 }, (_, i) => ({
+        tool_calls: [{ name: 'flaky', arguments: { key: `compacted ${i}`, failures: 1 } }],
+      }));
+      const { outcome, events } = await h.run(
+        { name: 'compacted-retries', turns: [...turns, { content: 'compacted fine' }] },
+        {
+          agent: 'briefed_by_retries',
+          input: 'compacted-retries',
+          limits: { compactionThresholdTokens: 700, compactionKeepRounds: 1 },
+        },
+      );
+      expect(outcome).toMatchObject({ status: 'succeeded', answer: 'compacted fine' });
+      const compactions = events.filter((e) => e.type === 'compaction');
+      expect(compactions.length).toBeGreaterThan(0);
+      const last = h.turns('compacted-retries').at(-1)!;
+      expect(systemText(last.body)).toContain(SUMMARY_HEADING);
+      for (const body of seenByModel('compacted-retries')) expect(body).not.toMatch(EXECUTOR_FIELDS);
+      // The providers' calls are no model turn: folding them leaves the simulator's turn count whole.
+      expect(h.turns('compacted-retries').map((r) => r.turn)).toEqual([0, 1, 2, 3, 4]);
+    });
+
+    it("leaves them out of a session's earlier results that were stored with them", async () => {
+      // A history checkpointed before every path shaped results: a provider's result with its retries.
+      const stored = JSON.stringify({
+        tool_call_id: 'ctx_1',
+        name: 'flaky',
+        ok: true,
+        status: 'ok',
+        content: { attempts_seen: 2 },
+        duration_ms: 120,
+        attempts: 2,
+        attempt_log: [
+          { attempt: 1, offset_ms: 0, duration_ms: 10, outcome: 'transient' },
+          { attempt: 2, offset_ms: 110, duration_ms: 10, outcome: 'ok' },
+        ],
+        executor_id: 'exec-1',
+      });
+      const { outcome } = await h.run(
+        {
+          name: 'session-retries',
+          turns: [{ content: 'unused' }, { content: 'unused' }, { content: 'still answered' }],
+        },
+        {
+          agent: 'noop_only',
+          input: 'and now?',
+          session: {
+            messages: [
+              { role: 'user', content: 'earlier question' },
+              {
+                role: 'assistant',
+                content: null,
+                tool_calls: [{ id: 'ctx_1', type: 'function', function: { name: 'flaky', arguments: '{}' } }],
+              },
+              { role: 'tool', tool_call_id: 'ctx_1', content: stored },
+              {
+                role: 'assistant',
+                content: null,
+                tool_calls: [
+                  { id: 'call_t1_0', type: 'function', function: { name: 'noop', arguments: '{}' } },
+                ],
+              },
+              { role: 'tool', tool_call_id: 'call_t1_0', content: stored.replaceAll('ctx_1', 'call_t1_0') },
+              { role: 'assistant', content: 'earlier answer' },
+            ],
+          },
+        },
+      );
+      // The simulator counts the session's two answers as turns played: its third turn answers.
+      expect(outcome).toMatchObject({ status: 'succeeded', answer: 'still answered' });
+      const [request] = h.turns('session-retries');
+      const body = JSON.stringify(request!.body);
+      expect(body).toContain('Context from flaky: ');
+      expect(body).toContain('attempts_seen');
+      expect(body).not.toMatch(EXECUTOR_FIELDS);
+    });
   });
 });

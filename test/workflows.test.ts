@@ -1,9 +1,11 @@
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadAgents, loadWorkflows } from '@agent-reach/shared';
 import type { WorkflowRecord } from '@agent-reach/scheduler/internal';
 import { ROOT, TEST_AGENTS } from './helpers/processes.js';
 import { startRunsHarness } from './helpers/runs.js';
+import { tempDir, writeAgentsFile } from './helpers/mcp.js';
 import { waitFor } from './helpers/redis.js';
 import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
 
@@ -281,5 +283,76 @@ describe('workflows on real Redis: nodes as runs, the watchdog, cancellation', (
       'invalid agent-workflows job wf_forged: its id must be its workflow_id',
     );
     expect(await workflows().get('wf_other')).toBeUndefined();
+  });
+});
+
+describe("a workflow hands a node's answer to the next node without the executor's attempts", () => {
+  let h: Awaited<ReturnType<typeof startRunsHarness>>;
+  beforeAll(async () => {
+    const agents = writeAgentsFile({
+      agents: [
+        {
+          // Its context provider and its own call both fail once, so the executor tries each twice.
+          name: 'retried_reader',
+          tools: ['flaky', 'noop'],
+          context_providers: [{ tool: 'flaky', arguments: { key: 'context {{input}}', failures: 1 } }],
+        },
+        { name: 'plain_writer', tools: ['noop'] },
+      ],
+    });
+    const workflowsFile = path.join(tempDir('workflows'), 'workflows.yaml');
+    const document = {
+      workflows: [
+        {
+          name: 'read_then_write',
+          nodes: [
+            { id: 'read', agent: 'retried_reader', model: 'wf-retried-read' },
+            {
+              id: 'write',
+              agent: 'plain_writer',
+              model: 'wf-plain-write',
+              depends_on: ['read'],
+              input: 'write up: {{nodes.read.output}}',
+            },
+          ],
+        },
+      ],
+    };
+    writeFileSync(workflowsFile, JSON.stringify(document));
+    h = await startRunsHarness({ AGENTS_FILE: agents, WORKFLOWS_FILE: workflowsFile });
+    h.sim.addScenario({
+      name: 'wf-retried-read',
+      turns: [
+        { tool_calls: [{ name: 'flaky', arguments: { key: 'read call', failures: 1 } }] },
+        // The node's answer is the result as the model read it, handed to the next node's input.
+        { content: 'read {{last}}' },
+      ],
+    });
+    h.sim.addScenario({ name: 'wf-plain-write', turns: [{ content: 'written: {{ user }}' }] });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it("shows no node's model the attempts and attempt_log of a context provider, a tool call or a handed-on result", async () => {
+    const workflows = h.schedulers[0]!.workflows;
+    const { workflowId } = await workflows.start({ workflow: 'read_then_write', input: 'the crates' });
+    const rec = await workflows.wait(workflowId, 30_000);
+    expect(rec.outcome).toMatchObject({ status: 'succeeded' });
+    const read = await h.control.get(rec.started.get('read')!.run_id);
+    // The record keeps the retries of both calls.
+    expect(read?.state?.steps.map((s) => [s.tool, s.attempts])).toEqual([
+      ['flaky', 2],
+      ['flaky', 2],
+    ]);
+    expect(rec.started.get('write')!.input).toMatch(/^write up: read .*"attempts_seen":2/);
+    const requests = h.sim.requests.filter((r) =>
+      ['wf-retried-read', 'wf-plain-write'].includes(r.scenario ?? ''),
+    );
+    expect(requests.map((r) => r.scenario)).toEqual(['wf-retried-read', 'wf-retried-read', 'wf-plain-write']);
+    for (const r of requests) {
+      expect(JSON.stringify(r.body)).toContain('attempts_seen');
+      expect(JSON.stringify(r.body)).not.toMatch(/"attempts"|attempt_log|executor_id/);
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { ToolResult } from '@agent-reach/protocol';
+import { isContextTurn } from './context-providers.js';
 import {
   MAX_SUMMARY_NOTES,
   retarget,
@@ -58,7 +59,8 @@ export function compact(
       continue;
     }
     if (m.role !== 'assistant') continue;
-    foldedTurns += 1;
+    // The context providers' calls were no model turn: the model never saw them as one.
+    if (!isContextTurn(m)) foldedTurns += 1;
     if (typeof m.content === 'string' && m.content.trim()) summary.notes.push(m.content.trim().slice(0, 300));
     for (const call of m.tool_calls ?? []) {
       if (call.type !== 'function') continue;

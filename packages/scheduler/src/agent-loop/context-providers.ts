@@ -1,10 +1,10 @@
-import { errorResult, type ToolResult } from '@agent-reach/protocol';
+import { errorResult } from '@agent-reach/protocol';
 import { constants, TIMED_OUT, waitAtMost, type ContextProviderSpec } from '@agent-reach/shared';
 import type { ChatMessage } from './run-state.js';
 import { usedIds } from './model-answer.js';
 import type { RunContext } from './run-context.js';
 import type { NextStep, OwedCall, StepResult } from './steps.js';
-import { resolveToolCalls } from './tool-calls.js';
+import { resolveToolCalls, resultForModel, storedContentForModel } from './tool-calls.js';
 import { record } from './tool-round.js';
 
 /**
@@ -66,7 +66,7 @@ export async function contextStep(run: RunContext, after: NextStep): Promise<Ste
     const spec = providers[i] as ContextProviderSpec;
     let chars = 0;
     record(run, call, result, 0, answeredLocally.has(call.id) ? 'local' : 'dispatched', (r) => {
-      const text = forModel(r, spec.max_chars ?? constants.DEFAULT_CONTEXT_PROVIDER_MAX_CHARS);
+      const text = resultForModel(r, spec.max_chars ?? constants.DEFAULT_CONTEXT_PROVIDER_MAX_CHARS);
       chars = r.ok ? text.length : 0;
       return text;
     });
@@ -97,12 +97,13 @@ export async function contextStep(run: RunContext, after: NextStep): Promise<Ste
 export function contextAsSystem(messages: ChatMessage[]): ChatMessage[] {
   const tools = new Map<string, string>();
   return messages.flatMap((m): ChatMessage[] => {
-    if (m.role === 'assistant' && m.tool_calls?.length && m.tool_calls.every((c) => isContextCall(c.id))) {
-      for (const c of m.tool_calls) if (c.type === 'function') tools.set(c.id, c.function.name);
+    if (isContextTurn(m)) {
+      for (const c of m.tool_calls ?? []) if (c.type === 'function') tools.set(c.id, c.function.name);
       return [];
     }
     if (m.role === 'tool' && tools.has(m.tool_call_id)) {
-      const text = typeof m.content === 'string' ? m.content : JSON.stringify(m.content);
+      const text =
+        typeof m.content === 'string' ? storedContentForModel(m.content) : JSON.stringify(m.content);
       return [{ role: 'system', content: `Context from ${tools.get(m.tool_call_id)}: ${text}` }];
     }
     return [m];
@@ -118,6 +119,11 @@ function freeId(id: string, used: Set<string>): string {
 
 const isContextCall = (id: string) => id.startsWith(CONTEXT_CALL_PREFIX);
 
+/** True for the history's turn of context providers' calls: the platform's, not the model's. */
+export function isContextTurn(m: ChatMessage): m is ChatMessage & { role: 'assistant' } {
+  return m.role === 'assistant' && !!m.tool_calls?.length && m.tool_calls.every((c) => isContextCall(c.id));
+}
+
 /** A provider's arguments with `{{input}}` in every string value replaced by the request. */
 export function fillArguments(template: unknown, input: string): unknown {
   if (typeof template === 'string') return template.split('{{input}}').join(input);
@@ -128,20 +134,4 @@ export function fillArguments(template: unknown, input: string): unknown {
     );
   }
   return template;
-}
-
-/**
- * What the model reads of a provider's result: the result as shaped by its executor, cut to `maxChars`
- * with a notice saying so (the full result stays in the run's record).
- */
-function forModel(result: ToolResult, maxChars: number): string {
-  const text = JSON.stringify(result);
-  if (text.length <= maxChars) return text;
-  return JSON.stringify({
-    ok: result.ok,
-    name: result.name,
-    truncated: true,
-    notice: `context cut to ${maxChars} of ${text.length} characters`,
-    content: text.slice(0, maxChars),
-  });
 }

@@ -4,6 +4,7 @@ import type { ChatMessage, RunState } from './run-state.js';
 import { providerName } from './model-answer.js';
 import { renderTaskStack } from './task-stack.js';
 import { contextAsSystem } from './context-providers.js';
+import { storedContentForModel } from './tool-calls.js';
 
 /** Marks the summary block so tests and people can find it; the JSON inside is what the model reads. */
 export const SUMMARY_HEADING = '## Summary of earlier steps (compacted)';
@@ -30,7 +31,10 @@ export function buildSystemPrompt(agent: AgentSpec, state: RunState, tools: Tool
   return parts.join('\n\n');
 }
 
-/** The request's messages: the system prompt, then the history with tool names the provider accepts. */
+/**
+ * The request's messages: the system prompt, then the history with tool names the provider accepts and
+ * every tool result as the model reads it.
+ */
 export function buildMessages(agent: AgentSpec, state: RunState, tools: ToolCatalogEntry[]): ChatMessage[] {
   return [
     { role: 'system', content: buildSystemPrompt(agent, state, tools) },
@@ -39,6 +43,10 @@ export function buildMessages(agent: AgentSpec, state: RunState, tools: ToolCata
 }
 
 function forProvider(m: ChatMessage): ChatMessage {
+  if (m.role === 'tool' && typeof m.content === 'string') {
+    const content = storedContentForModel(m.content);
+    return content === m.content ? m : { ...m, content };
+  }
   if (m.role !== 'assistant' || !m.tool_calls) return m;
   const calls = m.tool_calls.map((c) =>
     c.type === 'function' && providerName(c.function.name) !== c.function.name

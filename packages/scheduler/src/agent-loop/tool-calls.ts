@@ -1,4 +1,4 @@
-import { errorResult, type ToolResult } from '@agent-reach/protocol';
+import { errorResult, toolMessageContent, type ToolResult } from '@agent-reach/protocol';
 import { closestName } from '@agent-reach/shared';
 import { settledByApproval } from './approvals.js';
 import type { AgentLoopDeps } from './loop-options.js';
@@ -72,4 +72,53 @@ export async function resolveToolCalls(
   for (const i of local.keys()) answeredLocally?.add((calls[i] as (typeof calls)[number]).id);
   const byIndex = new Map(remote.map(({ index }, i) => [index, dispatched[i] as ToolResult]));
   return calls.map((_, i) => local.get(i) ?? (byIndex.get(i) as ToolResult));
+}
+
+/**
+ * What a model reads of a tool's result, on every path a result takes to a model (tool messages, context
+ * providers, the history a session or a checkpoint carries): the result without the executor's
+ * `attempts`, `attempt_log` and `executor_id` (they stay in the run's record), and, with `maxChars`, cut
+ * to that many characters with a notice saying so.
+ */
+export function resultForModel(result: ToolResult, maxChars?: number): string {
+  const text = toolMessageContent(result);
+  if (maxChars === undefined || text.length <= maxChars) return text;
+  return JSON.stringify({
+    ok: result.ok,
+    name: result.name,
+    truncated: true,
+    notice: `context cut to ${maxChars} of ${text.length} characters`,
+    content: text.slice(0, maxChars),
+  });
+}
+
+/** Fields of a stored result that only the executor's record may show. */
+const RECORD_ONLY = ['attempts', 'attempt_log', 'executor_id'] as const;
+
+/**
+ * A stored tool message's content as the model reads it. Histories written before every path shaped
+ * results (a session's earlier runs, a checkpoint) can hold a result with the executor's fields: it is
+ * shaped again. Any other content is returned as it is.
+ */
+export function storedContentForModel(content: string): string {
+  if (!RECORD_ONLY.some((field) => content.includes(`"${field}"`))) return content;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(content);
+  } catch {
+    return content;
+  }
+  if (!isPlatformResult(parsed)) return content;
+  return resultForModel(parsed);
+}
+
+function isPlatformResult(value: unknown): value is ToolResult {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    !Array.isArray(value) &&
+    typeof (value as Record<string, unknown>).ok === 'boolean' &&
+    typeof (value as Record<string, unknown>).tool_call_id === 'string' &&
+    RECORD_ONLY.some((field) => field in value)
+  );
 }

@@ -1,4 +1,4 @@
-import { errorResult, toolMessageContent, type ToolResult } from '@agent-reach/protocol';
+import { errorResult, type ToolResult } from '@agent-reach/protocol';
 import { TIMED_OUT, waitAtMost } from '@agent-reach/shared';
 import type { RunState } from './run-state.js';
 import { requestApprovals } from './approvals.js';
@@ -6,7 +6,7 @@ import { repeatNudge, type GuardStop } from './guards.js';
 import type { RunContext } from './run-context.js';
 import type { OwedCall, StepResult } from './steps.js';
 import { holdOpen, tickOff } from './task-stack.js';
-import { resolveToolCalls } from './tool-calls.js';
+import { resolveToolCalls, resultForModel } from './tool-calls.js';
 
 /**
  * Answers the calls a model turn owes, unless one waits for a person: then the run parks. Past the
@@ -142,7 +142,7 @@ export function record(
   // Who ran the call and how often it was tried are for people, not for the model.
   const { executor_id: executorId, ...result } = recorded;
   const kind = result.ok ? (result.no_result ? 'no_result' : 'ok') : 'error';
-  const content = forModel ? forModel(result) : toolMessageContent(result);
+  const content = forModel ? forModel(result) : resultForModel(result);
   state.messages.push({ role: 'tool', tool_call_id: call.id, content });
   // What the run's step and its `tool_result` event both say of the call.
   const shared = {
@@ -189,7 +189,7 @@ export function answerNotRun(
     state.messages.push({
       role: 'tool',
       tool_call_id: c.id,
-      content: toolMessageContent(
+      content: resultForModel(
         errorResult({ toolCallId: c.id, name: c.name }, { kind: 'unavailable', message, retryable: false }),
       ),
     });
