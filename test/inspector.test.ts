@@ -759,6 +759,44 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await expect.poll(() => rows.locator('td:first-child').allInnerTexts()).toEqual([...ids].reverse());
     });
 
+    it('shows every column of the runs table at 1280 px, Turns, Calls, Reason and Metadata included, without a sideways scroll', async () => {
+      // A run as wide as they come: a long input, a success with a failed call (its mark), a parked run's
+      // status, and metadata.
+      const wide = {
+        agent: 'test_agent',
+        input:
+          'What is the weather in Hangzhou today, and should I take an umbrella to the office tomorrow morning?',
+        metadata: { user_id: '4242424242', channel: 'web-console', suite: TAG },
+      };
+      const runId = (await h.call('POST', '/v1/runs', { body: { ...wide, model: 'inspect' } })).json
+        .run_id as string;
+      await finished(h, runId);
+      await parkApproval(wide.metadata);
+      const p = await signedIn(1280, 800);
+      await p.goto(`${h.url}/ui#/runs`);
+      await p.locator('table.runs tbody tr').filter({ hasText: runId }).waitFor();
+      const layout = JSON.parse(
+        (await p.evaluate(`JSON.stringify((() => {
+          const wrap = document.querySelector('.table-wrap[aria-label="Runs"]');
+          const right = wrap.getBoundingClientRect().right;
+          return {
+            scroll: wrap.scrollWidth - wrap.clientWidth,
+            past: [...document.querySelectorAll('table.runs thead th')]
+              .filter((th) => th.getBoundingClientRect().right > right + 1)
+              .map((th) => th.innerText),
+          };
+        })())`)) as string,
+      ) as { scroll: number; past: string[] };
+      expect(layout.past).toEqual([]);
+      expect(layout.scroll).toBeLessThanOrEqual(0);
+      // The run's id is still whole in the page (for search and copy), and the metadata shows.
+      const row = p.locator('table.runs tbody tr').filter({ hasText: runId });
+      expect(await row.locator('td').first().innerText()).toBe(runId);
+      expect(await row.locator('td.meta').innerText()).toMatch(/user_id=4242424242\s*channel=web-console/);
+      await shot('runs-1280', p);
+      await p.context().close();
+    });
+
     it("shows agents with their tools, breaker states and error rates, a person's rejection counted apart from failures", async () => {
       await page.goto(`${h.url}/ui#/agents`);
       const tools = page.locator('.agent').filter({ hasText: 'test_agent' });
@@ -815,6 +853,34 @@ describe.skipIf(!HAVE_CHROMIUM)(
         .waitFor();
       await expectAccessible();
       await shot('overview');
+    });
+
+    it('keeps every value label of the overview charts inside the chart, a latency of over a minute ("p95 1 min 12 s") included', async () => {
+      const p = await signedIn(1280, 800);
+      // The server's own figures, with runs that took over a minute as real models make them (this
+      // suite's runs take a second or two): only the run latency is rewritten on its way to the page.
+      await p.route('**/ui/api/overview', async (route) => {
+        const response = await route.fetch();
+        const json = (await response.json()) as Record<string, unknown>;
+        await route.fulfill({
+          response,
+          json: { ...json, run_latency: { count: 2, p50_ms: 65_000, p95_ms: 72_000 } },
+        });
+      });
+      await p.goto(`${h.url}/ui#/overview`);
+      const latency = p.locator('figure[data-chart="latency"]');
+      await latency.getByText('p95 1 min 12 s').waitFor();
+      const cut = JSON.parse(
+        (await p.evaluate(`JSON.stringify([...document.querySelectorAll('figure.chart svg')].flatMap((svg) => {
+          const right = svg.getBoundingClientRect().right;
+          return [...svg.querySelectorAll('text')]
+            .filter((t) => t.getBoundingClientRect().right > right + 0.5)
+            .map((t) => svg.closest('figure').dataset.chart + ': ' + t.textContent);
+        }))`)) as string,
+      ) as string[];
+      expect(cut).toEqual([]);
+      await shot('overview-long-latency', p);
+      await p.context().close();
     });
 
     it("shows a workflow's nodes by depth with run times on a time axis, the watchdog on the node it touched, and links both ways", async () => {
@@ -883,7 +949,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await shot('workflow-aborted');
     });
 
-    it('cancels a running workflow from its page and shows it cancelled live', async () => {
+    it('cancels a running workflow from its page and shows it cancelled live, with the run time of the cancelled node whose bar is drawn', async () => {
       const started = await h.client.createWorkflow({ workflow: 'hangs', input: 'wait' });
       await page.goto(`${h.url}/ui#/workflows/${started.workflow_id}`);
       await expect.poll(() => page.locator('h1 .badge').innerText()).toBe('running');
@@ -892,6 +958,11 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await page.getByText('Cancellation requested').waitFor();
       await expect.poll(() => page.locator('h1 .badge').innerText()).toBe('cancelled');
       expect((await h.client.getWorkflow(started.workflow_id)).reason).toBe('cancel_requested');
+      // The node ran until the cancellation: its bar is drawn, and its Ran cell says for how long.
+      await page.locator('.nodes-timeline .wf-row[data-node="stuck"] .wf-bar.node-cancelled').waitFor();
+      await expect
+        .poll(() => page.locator('tr[data-node="stuck"] td.ran').innerText())
+        .toMatch(/^ran \d+(\.\d)? (ms|s)$/);
     });
 
     // Six pages and a login form, each checked by axe-core, and a decision: longer than the default.

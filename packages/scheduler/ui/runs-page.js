@@ -41,7 +41,7 @@ function Counts({ r }) {
 
 function RunRow({ r, now }) {
   return html`<tr class=${troubled(r) ? 'troubled' : ''}>
-    <td><a href=${`#/runs/${encodeURIComponent(r.run_id)}`} class="mono">${r.run_id}</a></td>
+    <td class="run-id"><a href=${`#/runs/${encodeURIComponent(r.run_id)}`} class="mono" title=${r.run_id}>${r.run_id}</a></td>
     <td>${r.agent}</td>
     <td class="status-cell"><${Status} status=${r.status} />${troubled(r) ? html` <span class="badge warn mark" role="img" aria-label=${`succeeded with ${r.errors} failed or refused call${r.errors === 1 ? '' : 's'}`} title=${`${r.errors} call${r.errors === 1 ? '' : 's'} failed or refused`}>⚠ ${r.errors}</span>` : null}</td>
     <td class="input-preview" title=${r.input_preview ?? ''}>${r.input_preview ?? ''}</td>

@@ -70,7 +70,25 @@ function WatchdogMark({ fired }) {
   return html` <span class="badge warn watchdog" title=${text}>${text}</span>`;
 }
 
-function NodeRow({ n, depth, fired }) {
+/**
+ * When a node's run began and ended as the page draws it: a node still running ends now; one the
+ * workflow left without a finish of its own (cancelled, aborted) ends when the workflow did.
+ */
+function nodeSpan(n, wf, now) {
+  const began = n.started_at;
+  const ended = n.finished_at ?? (n.status === 'running' ? now : (wf.finished_at ?? now));
+  return { began, ended };
+}
+
+/** The Ran cell: what the node's bar shows, in words ("running" while it runs). */
+function ranText(n, wf, now) {
+  const { began, ended } = nodeSpan(n, wf, now);
+  if (began === undefined) return '';
+  if (n.finished_at === undefined && n.status === 'running') return 'running';
+  return `ran ${duration(Math.max(0, ended - began))}`;
+}
+
+function NodeRow({ n, depth, fired, wf, now }) {
   return html`<tr data-node=${n.id}>
     <td class="mono">${depth}</td>
     <td class="mono"><b>${n.id}</b></td>
@@ -79,7 +97,7 @@ function NodeRow({ n, depth, fired }) {
     <td><${Status} status=${n.status} /><${WatchdogMark} fired=${fired} />${n.low_confidence ? html` <span class="badge warn" title=${n.reason ?? ''}>low confidence</span>` : null}${n.low_confidence_inputs.length ? html` <span class="badge warn" title="inputs that were low-confidence defaults">inputs: ${n.low_confidence_inputs.join(', ')}</span>` : null}</td>
     <td>${n.run_id ? html`<a class="mono" href=${`#/runs/${encodeURIComponent(n.run_id)}`}>${n.run_id}</a>` : html`<span class="muted">not started</span>`}</td>
     <td class="muted waited">${n.waited_ms !== undefined ? `waited ${duration(n.waited_ms)}` : ''}</td>
-    <td class="ran">${n.started_at !== undefined && n.finished_at !== undefined ? `ran ${duration(n.finished_at - n.started_at)}` : n.started_at !== undefined && n.status === 'running' ? 'running' : ''}</td>
+    <td class="ran">${ranText(n, wf, now)}</td>
     <td class="output" title=${n.output ?? ''}>${n.output !== undefined ? preview(n.output) : ''}${n.reason ? html` <span class="muted">(${n.reason})</span>` : null}</td>
   </tr>`;
 }
@@ -127,8 +145,7 @@ function NodeTimeline({ wf, nodes, fired, now }) {
       <${AxisTrack} total=${total} />
     </div>
     ${nodes.map((n) => {
-      const began = n.started_at;
-      const ended = n.finished_at ?? (n.status === 'running' ? now : (wf.finished_at ?? now));
+      const { began, ended } = nodeSpan(n, wf, now);
       const w = fired.get(n.id);
       const text = `${n.id}: ${began === undefined ? 'not started' : `waited ${duration(began - start)}, ran ${duration(ended - began)}`} (${n.status})${w ? `, watchdog fired at +${duration(w.at - start)} (${w.action})` : ''}`;
       return html`<div class="wf-row" role="row" data-node=${n.id} key=${n.id}>
@@ -189,7 +206,7 @@ export function WorkflowPage({ workflowId }) {
     <h2>Nodes</h2>
     <div class="table-wrap" tabindex="0" role="region" aria-label="Nodes"><table class="runs nodes">
       <thead><tr><th>Depth</th><th>Node</th><th>Agent</th><th>Depends on</th><th>State</th><th>Run</th><th>Waited</th><th>Ran</th><th>Output</th></tr></thead>
-      <tbody>${nodes.map((n) => html`<${NodeRow} key=${n.id} n=${n} depth=${depthOf.get(n.id)} fired=${fired.get(n.id)} />`)}</tbody>
+      <tbody>${nodes.map((n) => html`<${NodeRow} key=${n.id} n=${n} wf=${wf} now=${now} depth=${depthOf.get(n.id)} fired=${fired.get(n.id)} />`)}</tbody>
     </table></div>
     <h2 id="node-timeline-title">Node timeline</h2>
     <${NodeTimeline} wf=${wf} nodes=${nodes} fired=${fired} now=${now} />
