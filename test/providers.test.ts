@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLlmSim, type LlmSim, type Scenario } from '@agent-reach/llm-sim';
@@ -17,6 +18,36 @@ const UP: Scenario = { name: 'answer', turns: [{ content: 'from a' }] };
 
 /** Prices of the second provider's model, per million tokens. */
 const PRICE = { input: 3, output: 15 };
+
+/** A scheduler child with the given agents, a providers file beside them, and the given environment. */
+async function startWithProviders(
+  prefix: string,
+  agentsFile: string,
+  providers: unknown,
+  env: Record<string, string>,
+): Promise<{ scheduler: Child; api: string; metricsUrl: string; providersFile: string }> {
+  const providersFile = path.join(path.dirname(agentsFile), 'providers.yaml');
+  writeFileSync(providersFile, JSON.stringify(providers));
+  const scheduler = startSchedulerChild({
+    REDIS_URL,
+    AR_KEY_PREFIX: prefix,
+    AGENTS_FILE: agentsFile,
+    OPENAI_API_KEY: 'test',
+    SCHEDULER_METRICS_PORT: '0',
+    API_KEYS: `tester:${FULL_KEY}`,
+    API_PORT: '0',
+    API_HOST: '127.0.0.1',
+    LLM_TIMEOUT_MS: '10000',
+    ...env,
+  });
+  const ready = await scheduler.ready;
+  return {
+    scheduler,
+    api: String(ready.apiUrl),
+    metricsUrl: `http://127.0.0.1:${String(ready.metricsPort)}/metrics`,
+    providersFile,
+  };
+}
 
 describe('model providers: fallback, breakers, declared models, cost and limits', () => {
   const t = testRedis();
@@ -59,24 +90,11 @@ describe('model providers: fallback, breakers, declared models, cost and limits'
       ],
       prices: { 'b/answer': PRICE },
     };
-    writeFileSync(path.join(path.dirname(agentsFile), 'providers.yaml'), JSON.stringify(providers));
-    scheduler = startSchedulerChild({
-      REDIS_URL,
-      AR_KEY_PREFIX: t.prefix,
-      AGENTS_FILE: agentsFile,
-      OPENAI_API_KEY: 'test',
+    ({ scheduler, api, metricsUrl } = await startWithProviders(t.prefix, agentsFile, providers, {
       OPENAI_BASE_URL: simB.url,
       OPENAI_MODEL: 'answer',
       PROVIDER_A_KEY: 'key-of-a',
-      SCHEDULER_METRICS_PORT: '0',
-      API_KEYS: `tester:${FULL_KEY}`,
-      API_PORT: '0',
-      API_HOST: '127.0.0.1',
-      LLM_TIMEOUT_MS: '10000',
-    });
-    const ready = await scheduler.ready;
-    api = String(ready.apiUrl);
-    metricsUrl = `http://127.0.0.1:${String(ready.metricsPort)}/metrics`;
+    }));
   }, 60_000);
 
   afterAll(async () => {
@@ -149,7 +167,9 @@ describe('model providers: fallback, breakers, declared models, cost and limits'
     const asked = simA.requests.length;
     const run = await ended(await start('fallback_agent'));
     expect(run.answer).toBe('from b');
-    expect(answeredTurn(run).fallback).toEqual([{ model: 'a/answer', reason: 'breaker_open' }]);
+    expect(answeredTurn(run).fallback).toEqual([
+      { model: 'a/answer', reason: 'breaker_open', message: expect.stringContaining('provider "a"') },
+    ]);
     expect(simA.requests.length).toBe(asked);
   });
 
@@ -225,5 +245,228 @@ describe('model providers: fallback, breakers, declared models, cost and limits'
     expect(shown.stdout).toContain(`model b/answer: 1 turns, ${p}+${c} tokens, cost ${money}`);
     expect(shown.stdout).toContain(`cost: ${money}`);
     expect(shown.stdout).toContain('answered by b/answer (passed over: a/answer failed)');
+  });
+});
+
+/** A provider that refuses every key, as OpenAI answers one: 401 `invalid_api_key`. Counts its requests. */
+async function startRefusingProvider(): Promise<{
+  url: string;
+  requests: () => number;
+  close(): Promise<void>;
+}> {
+  let requests = 0;
+  const server: Server = createServer((req, res) => {
+    requests += 1;
+    req.resume();
+    res.writeHead(401, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        error: {
+          message: 'Incorrect API key provided: wrong-key.',
+          type: 'invalid_request_error',
+          param: null,
+          code: 'invalid_api_key',
+        },
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests: () => requests,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The schema of the structured agent's answer. */
+const NOTE_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['note'],
+  properties: { note: { type: 'string' } },
+};
+
+describe('model providers that cannot answer: a killed one, a refused key, a dead URL, a hung one', () => {
+  const t = testRedis();
+  let good: LlmSim;
+  let hung: LlmSim;
+  let deadUrl: string;
+  let refusing: Awaited<ReturnType<typeof startRefusingProvider>>;
+  let scheduler: Child;
+  let api: string;
+  let metricsUrl: string;
+
+  beforeAll(async () => {
+    good = await startLlmSim({
+      scenarios: [
+        { name: 'm', turns: [{ content: 'from good', repeat: true }] },
+        { name: 'so', turns: [{ content: '{"note": "structured"}', repeat: true }] },
+      ],
+    });
+    hung = await startLlmSim({
+      scenarios: [{ name: 'm', turns: [{ content: 'never', fault: { type: 'hang', times: 1_000_000 } }] }],
+    });
+    // A provider that was killed: its port refuses connections.
+    const killed = await startLlmSim({ scenarios: [] });
+    deadUrl = killed.url;
+    await killed.close();
+    refusing = await startRefusingProvider();
+    const agentsFile = writeAgentsFile({
+      agents: [
+        { name: 'killed_agent', tools: [], model: 'killed/m', fallback: ['good/m'] },
+        { name: 'key_agent', tools: [], model: 'badkey/m', fallback: ['good/m'] },
+        { name: 'lone_key_agent', tools: [], model: 'badkey/m' },
+        { name: 'dns_agent', tools: [], model: 'nowhere/m', fallback: ['good/m'] },
+        { name: 'hung_agent', tools: [], model: 'hung/m', fallback: ['good/m'] },
+        { name: 'lone_killed_agent', tools: [], model: 'lone/m' },
+        {
+          name: 'schema_agent',
+          tools: [],
+          model: 'killed/m',
+          fallback: ['good/so'],
+          output_schema: NOTE_SCHEMA,
+        },
+      ],
+    });
+    const providers = {
+      providers: [
+        // Four retries each, as by default: none of them may be spent on what a retry cannot cure.
+        { name: 'killed', base_url: deadUrl, max_retries: 4, breaker: { failures: 100 }, models: ['m'] },
+        {
+          name: 'badkey',
+          base_url: refusing.url,
+          api_key_env: 'BADKEY_API_KEY',
+          max_retries: 4,
+          breaker: { failures: 100 },
+          models: ['m'],
+        },
+        {
+          name: 'nowhere',
+          base_url: 'https://no-such-host.invalid/v1?token=hidden',
+          max_retries: 4,
+          models: ['m'],
+        },
+        { name: 'hung', base_url: hung.url, timeout_ms: 300, max_retries: 4, models: ['m'] },
+        { name: 'lone', base_url: deadUrl, max_retries: 2, breaker: { failures: 100 }, models: ['m'] },
+        { name: 'good', base_url: good.url, max_retries: 0, models: ['m', 'so'] },
+      ],
+    };
+    ({ scheduler, api, metricsUrl } = await startWithProviders(t.prefix, agentsFile, providers, {
+      OPENAI_BASE_URL: good.url,
+      OPENAI_MODEL: 'm',
+      BADKEY_API_KEY: 'wrong-key',
+    }));
+  }, 60_000);
+
+  afterAll(async () => {
+    scheduler?.kill();
+    await scheduler?.exited;
+    await Promise.all([good?.close(), hung?.close(), refusing?.close()]);
+    await t.cleanup();
+  });
+
+  const finished = async (agent: string) => {
+    const res = await request(api, 'POST', '/v1/runs', { body: { agent, input: 'say something' } });
+    expect(res.status, res.text).toBe(201);
+    const runId = res.json.run_id as string;
+    return waitFor(
+      async () => {
+        const v = (await request(api, 'GET', `/v1/runs/${runId}`)).json;
+        return ['succeeded', 'failed', 'not_converged', 'cancelled'].includes(v.status) ? v : undefined;
+      },
+      30_000,
+      `run ${runId} to end`,
+    );
+  };
+  const errors = async (provider: string, kind: string) => {
+    const text = await (await fetch(metricsUrl)).text();
+    const line = text
+      .split('\n')
+      .find(
+        (l) =>
+          l.startsWith('agent_reach_llm_provider_errors_total{') &&
+          l.includes(`provider="${provider}"`) &&
+          l.includes(`kind="${kind}"`),
+      );
+    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+
+  it('moves a turn from a killed provider to its fallback after one refused connection, naming the provider and its URL', async () => {
+    const run = await finished('killed_agent');
+    expect(run.status).toBe('succeeded');
+    expect(run.answer).toBe('from good');
+    const [turn] = run.turns;
+    expect(turn.answered_by).toBe('good/m');
+    expect(turn.fallback).toHaveLength(1);
+    expect(turn.fallback[0]).toMatchObject({ model: 'killed/m', reason: 'failed' });
+    expect(turn.fallback[0].message).toContain(`provider "killed" (model m, ${deadUrl})`);
+    expect(turn.fallback[0].message).toContain('connection refused');
+    expect(await errors('killed', 'connection_refused')).toBe(1);
+  });
+
+  it('moves a turn whose provider refuses its key to the fallback at once, naming the key variable, and counts the refusal', async () => {
+    const before = refusing.requests();
+    const run = await finished('key_agent');
+    expect(run.status).toBe('succeeded');
+    expect(run.turns[0].answered_by).toBe('good/m');
+    const message = run.turns[0].fallback[0].message as string;
+    expect(message).toContain(`provider "badkey" (model m, ${refusing.url})`);
+    expect(message).toContain('API key refused');
+    expect(message).toContain('check the key in BADKEY_API_KEY');
+    expect(message).not.toContain('wrong-key.'.repeat(2));
+    expect(refusing.requests() - before).toBe(1);
+    const text = await (await fetch(metricsUrl)).text();
+    expect(text).toMatch(/agent_reach_llm_provider_key_refused_total\{provider="badkey"\} [1-9]/);
+  });
+
+  it('fails a run whose only provider refuses its key after one request, with an error naming the provider, URL and key variable', async () => {
+    const before = refusing.requests();
+    const run = await finished('lone_key_agent');
+    expect(run.status).toBe('failed');
+    expect(run.reason).toBe('llm_error');
+    expect(refusing.requests() - before).toBe(1);
+    expect(run.report).toContain(`provider "badkey" (model m, ${refusing.url})`);
+    expect(run.report).toContain('check the key in BADKEY_API_KEY');
+  });
+
+  it('moves a turn whose provider host does not resolve to the fallback at once, naming the URL without its secrets', async () => {
+    const run = await finished('dns_agent');
+    expect(run.status).toBe('succeeded');
+    const message = run.turns[0].fallback[0].message as string;
+    expect(message).toContain('provider "nowhere" (model m, https://no-such-host.invalid/v1)');
+    expect(message).toContain('host name not found');
+    expect(message).not.toContain('hidden');
+    expect(await errors('nowhere', 'dns')).toBe(1);
+  });
+
+  it('gives a hung provider one timeout, not one per retry, before the fallback answers', async () => {
+    const run = await finished('hung_agent');
+    expect(run.status).toBe('succeeded');
+    expect(run.turns[0].answered_by).toBe('good/m');
+    expect(run.turns[0].fallback[0].message).toContain('timed out');
+    expect(await errors('hung', 'timeout')).toBe(1);
+  });
+
+  it('still retries a refused connection up to max_retries when the provider is the turn’s only model', async () => {
+    const run = await finished('lone_killed_agent');
+    expect(run.status).toBe('failed');
+    expect(run.report).toContain('provider "lone"');
+    expect(run.report).toContain('after 3 attempts');
+    expect(await errors('lone', 'connection_refused')).toBe(3);
+  });
+
+  it('sends the output schema as response_format on every turn of a routed run, to the fallback too', async () => {
+    const asked = good.requests.length;
+    const run = await finished('schema_agent');
+    expect(run.status, run.report).toBe('succeeded');
+    expect(run.output).toEqual({ note: 'structured' });
+    const sent = good.requests.slice(asked).map((r) => r.body as { response_format?: unknown });
+    expect(sent.length).toBeGreaterThan(0);
+    for (const body of sent)
+      expect(body.response_format).toMatchObject({
+        type: 'json_schema',
+        json_schema: { schema: expect.objectContaining({ required: ['note'] }) },
+      });
   });
 });

@@ -63,7 +63,8 @@ export async function startDev(
     logger,
     extraTools: (deps) => factories.flatMap((f) => f(deps)),
   });
-  const scheduler = await startScheduler(config, { logger });
+  // Providers read their API keys (`api_key_env`) from the same environment the configuration came from.
+  const scheduler = await startScheduler(config, { logger, env: e });
   const apiUrl = (scheduler.apiUrl ?? '').replace('://0.0.0.0:', '://127.0.0.1:');
   return {
     apiUrl,

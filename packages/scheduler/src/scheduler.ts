@@ -323,7 +323,7 @@ function startRunWorker(ctx: ServingContext, runner: AgentRunner, store: RunStor
   // A run asks its job's model (else its agent's), then its agent's fallbacks, through their providers.
   const llmFor = (model: string | undefined, agent: string) => {
     const spec = agents.agents.get(agent);
-    if (model === undefined && spec?.model === undefined && !spec?.fallback?.length && !providers.routed)
+    if (model === undefined && spec?.model === undefined && !spec?.fallback?.length && providers.plain)
       return undefined;
     return providers.clientFor(providers.modelsOf(spec, model));
   };

@@ -133,6 +133,16 @@ export const DEFAULT_LLM_MODEL = 'gpt-4o-mini';
 export const DEFAULT_LLM_STREAM = true;
 /** How long streamed answer text is gathered before it is published, in ms. */
 export const ANSWER_DELTA_BATCH_MS = 50;
+/**
+ * Routed runs (a providers file): the scheduler owns retries at a provider (see docs/providers.md). With a
+ * later model to fall back to, a 429 is retried at the same provider only when its Retry-After is at most
+ * this long, in ms, and only once; every other failure moves to the next model at once.
+ */
+export const FALLBACK_MAX_RETRY_AFTER_MS = 1000;
+/** First backoff between retries at one provider, in ms; doubled each retry, with jitter. */
+export const PROVIDER_RETRY_BASE_MS = 500;
+/** Longest backoff between retries at one provider, in ms. */
+export const PROVIDER_RETRY_MAX_MS = 8000;
 
 // Runs
 export const DEFAULT_SCHEDULER_CONCURRENCY = 100;
@@ -213,6 +223,8 @@ export const OPENAPI_ARGUMENT_DESCRIPTION_MAX_CHARS = 300;
 export const OPENAPI_MAX_RETRY_AFTER_MS = 30_000;
 /** Depth at which an operation's schema stops being followed (deeper parts accept any value). */
 export const OPENAPI_MAX_SCHEMA_DEPTH = 24;
+/** Errors of an invalid OpenAPI document listed one by one (in `config check` and the executor's log), a count. */
+export const OPENAPI_MAX_VALIDATION_PROBLEMS = 5;
 
 // HTTP API (served by schedulers that have API keys)
 export const DEFAULT_API_PORT = 8080;
@@ -284,3 +296,9 @@ export const DEFAULT_ARCHIVER_METRICS_PORT = 9466;
  * has not mounted it yet (starting or restarting), in ms.
  */
 export const MCP_MOUNT_WAIT_RETRY_MS = 250;
+
+/**
+ * Longest part of an MCP server's error that a model reads when a call is answered `unavailable` because
+ * the server is down, in characters (the run record keeps the whole error in the result's `detail`).
+ */
+export const MCP_DOWN_CAUSE_MAX_CHARS = 200;

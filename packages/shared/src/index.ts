@@ -19,7 +19,15 @@ export type {
   ContextProviderSpec,
   TopicPolicy,
 } from './config/agent-policy.js';
-export { DEFAULT_PROVIDER, loadProviders } from './config/providers.js';
+export {
+  DEFAULT_PROVIDER,
+  declaredModels,
+  loadProviders,
+  NO_PROVIDERS,
+  parseProviders,
+  providersFileOf,
+  undeclaredModels,
+} from './config/providers.js';
 export type { ModelPrice, ProviderSpec, ProvidersFile } from './config/providers.js';
 export { loadWorkflows, renderNodeInput, workflowsFileOf, workflowsPathOf } from './config/workflows.js';
 export type {
@@ -76,9 +84,10 @@ export type {
 export { closestName } from './tools/suggest.js';
 
 // fleet/: what the fleet's processes read of each other: presence, breakers, the call ledger, run jobs.
-export { liveAnnouncements, redisTimeMs } from './fleet/executor-presence.js';
+export { catalogChannel, liveAnnouncements, mcpServerState, redisTimeMs } from './fleet/executor-presence.js';
 export type {
   ExecutorAnnouncement,
+  McpServerState,
   McpServerStatus,
   SourcesReport,
   WithdrawnTool,

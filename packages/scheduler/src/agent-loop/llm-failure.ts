@@ -2,6 +2,7 @@ import { RunLost } from './checkpoints.js';
 import type { RunContext } from './run-context.js';
 import type { NextStep } from './steps.js';
 import { withCauses } from '../model/llm.js';
+import { ModelCallFailed } from '../model/provider-failure.js';
 import { AllModelsFailed } from '../model/providers.js';
 
 /**
@@ -19,7 +20,9 @@ export function llmFailed(
   if (deps.release?.aborted) throw new RunLost();
   if (deps.signal?.aborted) return { type: 'cancel' };
   const e = err as { status?: number };
-  const message = withCauses(err);
+  // A provider's failure already names the provider, the model, the URL and the causes.
+  const message =
+    err instanceof ModelCallFailed || err instanceof AllModelsFailed ? err.message : withCauses(err);
   const late = deadline?.aborted === true || Date.now() >= state.deadlineAt;
   run.emit({
     type: 'llm_error',

@@ -2,16 +2,15 @@ import { errorResult } from '@agent-reach/protocol';
 import type { ToolCatalogEntry } from '@agent-reach/shared';
 import { checkRepeat, checkTokenBudget, repeatNudge, turnSignature } from './guards.js';
 import { llmFailed } from './llm-failure.js';
-import { readModelTurn, readUsage, type ModelTurn } from './model-answer.js';
+import { readModelTurn, type ModelTurn } from './model-answer.js';
 import { buildMessages, toolSpecs } from './prompt.js';
-import { addUsage, modelSignals, reachableTools, turnOptions, type RunContext } from './run-context.js';
+import { modelSignals, reachableTools, turnOptions, type RunContext } from './run-context.js';
 import { platformRefusals } from './run-end.js';
 import type { NextStep, StepResult } from './steps.js';
 import { finishOpenSteps } from './task-stack.js';
 import { answerNotRun } from './tool-round.js';
 import { structuredAnswer, turnFormat } from './structured-output.js';
-import { routeOf } from '../model/providers.js';
-import { addModelUsage } from './model-usage.js';
+import { chargeAnswer } from './model-usage.js';
 
 /** Asks the model for its next turn with the tools offered now, records the answer, and resolves it. */
 export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Promise<StepResult> {
@@ -40,13 +39,8 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
   const answer = readModelTurn(res, state, turn, reachableTools(deps));
   const { calls } = answer;
   state.iterations = turn;
-  const usage = readUsage(res);
-  if (usage) addUsage(state, usage);
   // Which declared model answered (routed runs), its tokens and cost.
-  const route = routeOf(res);
-  const cost = usage
-    ? addModelUsage(state, route?.id ?? `default/${deps.llm.model}`, usage, route?.price)
-    : undefined;
+  const { usage, route, cost } = chargeAnswer(state, res, deps.llm);
   run.emit({
     type: 'llm_request',
     turn,

@@ -1,12 +1,8 @@
+import type { ChatCompletion } from 'openai/resources/chat/completions';
+import type { LlmClient } from '../model/llm.js';
 import { llmFailed } from './llm-failure.js';
-import {
-  addUsage,
-  modelSignals,
-  offeredTools,
-  reachableTools,
-  turnOptions,
-  type RunContext,
-} from './run-context.js';
+import { chargeAnswer } from './model-usage.js';
+import { modelSignals, offeredTools, reachableTools, turnOptions, type RunContext } from './run-context.js';
 import type { StepResult } from './steps.js';
 import { keepReachable, requestPlan } from './task-stack.js';
 
@@ -20,9 +16,16 @@ export async function planStep(run: RunContext): Promise<StepResult> {
   const started = performance.now();
   const { deadline, signal, close } = modelSignals(run);
   let plan: Awaited<ReturnType<typeof requestPlan>>;
+  // The plan's answer is charged like a turn's: its tokens and cost go to the model that answered.
+  let answer: ChatCompletion | undefined;
+  const llm: LlmClient = {
+    model: deps.llm.model,
+    complete: (...args) => deps.llm.complete(...args),
+    completeJson: async (...args) => (answer = await deps.llm.completeJson(...args)),
+  };
   try {
     plan = await requestPlan(
-      deps.llm,
+      llm,
       state.input,
       tools.map((t) => t.name),
       signal,
@@ -38,7 +41,7 @@ export async function planStep(run: RunContext): Promise<StepResult> {
     requested: true,
     steps: [...state.plan.steps, ...(kept.length > 1 ? kept : [])],
   };
-  if (plan.usage) addUsage(state, plan.usage);
+  if (answer) chargeAnswer(state, answer, deps.llm);
   run.emit({
     type: 'plan',
     steps: state.plan.steps,

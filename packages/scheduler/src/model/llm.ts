@@ -52,10 +52,14 @@ export interface TurnOptions {
   responseFormat?: JsonSchemaResponseFormat;
   /** Output-token cap of this call (an agent's `loop.max_output_tokens`). Default: the client's. */
   maxOutputTokens?: number;
+  /** Retries of this call (the SDK's, and a broken stream's). Default: the client's `maxRetries`. */
+  maxRetries?: number;
 }
 
 export interface LlmClient {
   readonly model: string;
+  /** The endpoint it asks (absent: not known, e.g. a replay). */
+  readonly baseURL?: string;
   /**
    * One model turn with the given tools offered. Streamed (when the client streams), its text goes to
    * `onDelta` as it arrives; the answer is the same either way.
@@ -89,7 +93,10 @@ export function createLlmClient(llmOptions: LlmOptions): LlmClient {
   });
   const maxTokens = options.maxOutputTokens;
   const streamed = options.stream;
-  const streamOptions = { maxRetries: options.maxRetries, idleMs: options.timeoutMs };
+  const requestOptions = (signal: AbortSignal | undefined, turn: TurnOptions | undefined) => ({
+    ...(signal ? { signal } : {}),
+    ...(turn?.maxRetries !== undefined ? { maxRetries: turn.maxRetries } : {}),
+  });
   const server = serverOf(client.baseURL);
   const traced = (output: 'text' | 'json', call: () => Promise<ChatCompletion>) =>
     tracer.startActiveSpan(
@@ -110,6 +117,7 @@ export function createLlmClient(llmOptions: LlmOptions): LlmClient {
     );
   return {
     model: options.model,
+    baseURL: client.baseURL,
     complete: (messages, tools, signal, onDelta, turn) => {
       const params = {
         model: options.model,
@@ -121,11 +129,12 @@ export function createLlmClient(llmOptions: LlmOptions): LlmClient {
       return traced(turn?.responseFormat ? 'json' : 'text', () =>
         streamed
           ? streamCompletion(client, params, {
-              ...streamOptions,
-              ...(signal ? { signal } : {}),
+              maxRetries: turn?.maxRetries ?? options.maxRetries,
+              idleMs: options.timeoutMs,
+              ...requestOptions(signal, turn),
               ...(onDelta ? { onDelta } : {}),
             })
-          : client.chat.completions.create(params, signal ? { signal } : undefined),
+          : client.chat.completions.create(params, requestOptions(signal, turn)),
       );
     },
     completeJson: (messages, signal, turn) =>
@@ -137,7 +146,7 @@ export function createLlmClient(llmOptions: LlmOptions): LlmClient {
             response_format: { type: 'json_object' },
             max_tokens: turn?.maxOutputTokens ?? maxTokens,
           },
-          signal ? { signal } : undefined,
+          requestOptions(signal, turn),
         ),
       ),
   };

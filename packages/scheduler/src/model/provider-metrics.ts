@@ -23,6 +23,18 @@ export function createProviderMetrics(registry: Registry) {
       labelNames: ['provider'] as const,
       registers,
     }),
+    errors: new Counter({
+      name: `${METRIC_PREFIX}llm_provider_errors_total`,
+      help: 'Failed model requests, by provider and kind (connection_refused, dns, tls, auth, not_found, timeout, rate_limit, server_error, stream, …).',
+      labelNames: ['provider', 'kind'] as const,
+      registers,
+    }),
+    keyRefused: new Counter({
+      name: `${METRIC_PREFIX}llm_provider_key_refused_total`,
+      help: 'Model requests a provider answered 401 or 403: its API key is refused (a configuration problem).',
+      labelNames: ['provider'] as const,
+      registers,
+    }),
     answered: new Counter({
       name: `${METRIC_PREFIX}llm_turns_answered_total`,
       help: 'Model turns by the provider and model that answered them (after any fallback).',

@@ -1,9 +1,6 @@
-import CircuitBreaker from 'opossum';
-import { APIError, APIUserAbortError } from 'openai';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { AgentReachError } from '@agent-reach/protocol';
 import {
-  BREAKER_STATE_VALUE,
   constants,
   DEFAULT_PROVIDER,
   type AgentReachConfig,
@@ -13,9 +10,12 @@ import {
   type ModelPrice,
   type ProviderSpec,
   type ProvidersFile,
+  declaredModels,
+  undeclaredModels,
 } from '@agent-reach/shared';
-import { createLlmClient, type LlmClient } from './llm.js';
-import { ProviderGate } from './provider-gate.js';
+import { createLlmClient, type LlmClient, type TurnOptions } from './llm.js';
+import { isBreakerOpen, Provider, type ModelRequest } from './provider.js';
+import { classifyFailure, fallsBack, ModelCallFailed, publicUrl } from './provider-failure.js';
 import type { ProviderMetrics } from './provider-metrics.js';
 import type { AnswerDelta, DeltaListener } from './stream-completion.js';
 
@@ -25,7 +25,7 @@ export interface SkippedModel {
   model: string;
   /** `breaker_open`: its provider's breaker was open; `failed`: it failed after its retries. */
   reason: 'breaker_open' | 'failed';
-  /** What the failure said (for `failed`). */
+  /** What the failure said: the provider, model, base URL, kind of failure and what to check. */
   message?: string;
 }
 
@@ -62,118 +62,6 @@ export class AllModelsFailed extends Error {
   }
 }
 
-/** HTTP statuses a retry may cure, as the openai SDK retries them. */
-const RETRYABLE_STATUS = new Set([408, 409, 429]);
-
-/**
- * Whether a failure (after the SDK's retries) says the provider is unavailable: connection errors,
- * timeouts, 408/409/429/5xx, a stream that broke. Such a failure counts on the provider's breaker and sends
- * the turn to the next model; any other (a 400 about the request, an abort) is the caller's.
- */
-export function providerUnavailable(err: unknown): boolean {
-  if (err instanceof APIUserAbortError) return false;
-  if (err instanceof APIError && typeof err.status === 'number')
-    return RETRYABLE_STATUS.has(err.status) || err.status >= 500;
-  return !(err instanceof Error && err.name === 'AbortError');
-}
-
-type Call = () => Promise<ChatCompletion>;
-
-/**
- * One provider in this process: its clients by model, its gate (concurrency and rate limits) and its
- * breaker. opossum opens on an error percentage over a rolling window; providers, like tools, open on
- * *consecutive* failures, so opossum's own rule is disabled and the breaker is opened here.
- */
-class Provider {
-  readonly #clients = new Map<string, LlmClient>();
-  readonly #breaker: CircuitBreaker<[Call], ChatCompletion> | undefined;
-  readonly gate: ProviderGate | undefined;
-  #consecutive = 0;
-
-  constructor(
-    readonly name: string,
-    private readonly makeClient: (model: string) => LlmClient,
-    options: {
-      breaker?: { failures: number; resetMs: number };
-      limits?: ConstructorParameters<typeof ProviderGate>[0];
-      metrics?: ProviderMetrics;
-      logger: Logger;
-    },
-  ) {
-    const { metrics, logger } = options;
-    const limits = options.limits;
-    if (limits && (limits.concurrency !== undefined || limits.rate !== undefined))
-      this.gate = new ProviderGate(limits, (n) => metrics?.waiting.set({ provider: name }, n));
-    const settings = options.breaker;
-    if (settings === undefined) return;
-    const breaker = new CircuitBreaker<[Call], ChatCompletion>((call: Call) => call(), {
-      name,
-      timeout: false, // the SDK owns timeouts
-      resetTimeout: settings.resetMs,
-      volumeThreshold: Number.MAX_SAFE_INTEGER,
-      errorThresholdPercentage: 100,
-      errorFilter: (err: unknown) => !providerUnavailable(err),
-    });
-    breaker.on('success', () => {
-      this.#consecutive = 0;
-    });
-    breaker.on('failure', () => {
-      this.#consecutive += 1;
-      if (this.#consecutive >= settings.failures && !breaker.opened) breaker.open();
-    });
-    const transition = (state: BreakerState) => {
-      metrics?.breakerState.set({ provider: name }, BREAKER_STATE_VALUE[state]);
-      metrics?.breakerTransitions.inc({ provider: name, to: state });
-      (state === 'open' ? logger.warn : logger.info).call(
-        logger,
-        { provider: name, state },
-        'provider breaker',
-      );
-    };
-    breaker.on('open', () => transition('open'));
-    breaker.on('halfOpen', () => transition('half_open'));
-    breaker.on('close', () => {
-      this.#consecutive = 0;
-      transition('closed');
-    });
-    metrics?.breakerState.set({ provider: name }, BREAKER_STATE_VALUE.closed);
-    this.#breaker = breaker;
-  }
-
-  get state(): BreakerState {
-    const b = this.#breaker;
-    return !b ? 'closed' : b.opened ? 'open' : b.halfOpen ? 'half_open' : 'closed';
-  }
-
-  client(model: string): LlmClient {
-    let client = this.#clients.get(model);
-    if (client) this.#clients.delete(model);
-    else client = this.makeClient(model);
-    this.#clients.set(model, client);
-    if (this.#clients.size > constants.MAX_MODEL_CLIENTS) {
-      const oldest = this.#clients.keys().next().value;
-      if (oldest !== undefined) this.#clients.delete(oldest);
-    }
-    return client;
-  }
-
-  /** One request through the gate and the breaker; rejects with code `EOPENBREAKER` when it is open. */
-  async call(call: Call, signal?: AbortSignal): Promise<ChatCompletion> {
-    const release = this.gate ? await this.gate.enter(signal) : () => undefined;
-    try {
-      return this.#breaker ? await this.#breaker.fire(call) : await call();
-    } finally {
-      release();
-    }
-  }
-
-  shutdown(): void {
-    this.#breaker?.shutdown();
-  }
-}
-
-const isBreakerOpen = (err: unknown) => (err as { code?: unknown })?.code === 'EOPENBREAKER';
-
 /**
  * The model providers of a scheduler: the default one (`OPENAI_BASE_URL`, `OPENAI_API_KEY`, the models
  * `ALLOWED_MODELS` lists) and those of the providers file. It hands each run a client that asks the
@@ -207,64 +95,115 @@ export function defaultModelOf(config: AgentReachConfig): string {
 
 export class ModelProviders {
   readonly #providers = new Map<string, Provider>();
-  readonly #file: ProvidersFile;
+  readonly #options: ResolvedModelProvidersOptions;
+  #file: ProvidersFile;
+  #specs = new Map<string, string>();
+  #allowed: ReadonlySet<string>;
   readonly #defaultModel: string;
-  readonly #allowed: ReadonlySet<string>;
   readonly metrics: ProviderMetrics;
 
   constructor(providersOptions: ModelProvidersOptions) {
-    const options = resolveModelProvidersOptions(providersOptions);
-    const { config, file, logger, metrics, env } = options;
+    this.#options = resolveModelProvidersOptions(providersOptions);
+    const { config, file, metrics } = this.#options;
     this.metrics = metrics;
-    this.#file = file;
     this.#defaultModel = defaultModelOf(config);
+    this.#file = file;
+    this.#allowed = new Set();
+    this.apply(file);
+  }
+
+  /**
+   * Serves a providers file: providers whose declaration is unchanged keep their breaker and limits,
+   * others are built anew, and those no longer declared are dropped. Throws `CONFIG_INVALID` (changing
+   * nothing) when a provider's API key variable is not set.
+   */
+  apply(file: ProvidersFile): void {
+    const { config, env, logger, metrics } = this.#options;
+    const missing = file.providers.flatMap((spec) =>
+      spec.api_key_env !== undefined && !env[spec.api_key_env]
+        ? [
+            `${file.path ?? 'providers file'}: provider "${spec.name}": its API key variable ${spec.api_key_env} is not set in the scheduler's environment`,
+          ]
+        : [],
+    );
+    if (missing.length > 0)
+      throw new AgentReachError('CONFIG_INVALID', missing.join('\n'), { details: missing });
     const routed = file.providers.length > 0;
     const breakerOf = (spec?: ProviderSpec) => ({
       failures: spec?.breaker?.failures ?? config.executor.breakerFailureThreshold,
       resetMs: spec?.breaker?.reset_ms ?? config.executor.breakerResetTimeoutMs,
     });
+    const specs = new Map<string, string>();
+    const defaultKey = JSON.stringify({ routed });
+    specs.set(DEFAULT_PROVIDER, defaultKey);
     // Without a providers file the default provider is what it always was: no breaker of its own.
-    this.#providers.set(
-      DEFAULT_PROVIDER,
-      new Provider(DEFAULT_PROVIDER, options.defaultClient, {
-        ...(routed ? { breaker: breakerOf() } : {}),
-        metrics,
-        logger,
-      }),
-    );
-    for (const spec of file.providers) {
-      const apiKey = spec.api_key_env === undefined ? undefined : env[spec.api_key_env];
-      if (spec.api_key_env !== undefined && !apiKey)
-        throw new AgentReachError(
-          'CONFIG_INVALID',
-          `provider "${spec.name}": its API key variable ${spec.api_key_env} is not set`,
-        );
-      const make = (model: string) =>
-        createLlmClient({
-          baseURL: spec.base_url,
-          apiKey: apiKey ?? 'not-needed',
-          model,
-          timeoutMs: spec.timeout_ms ?? config.scheduler.llmTimeoutMs,
-          maxRetries: spec.max_retries ?? config.scheduler.llmMaxRetries,
-          maxOutputTokens: config.scheduler.maxOutputTokens,
-          stream: config.scheduler.llmStream,
-        });
-      const windowMs = spec.rate?.per === 'minute' ? 60_000 : 1000;
-      this.#providers.set(
-        spec.name,
-        new Provider(spec.name, make, {
-          breaker: breakerOf(spec),
-          limits: {
-            ...(spec.concurrency === undefined ? {} : { concurrency: spec.concurrency }),
-            ...(spec.rate ? { rate: { max: spec.rate.max, windowMs } } : {}),
-          },
+    if (this.#specs.get(DEFAULT_PROVIDER) !== defaultKey) {
+      this.#replace(
+        new Provider(DEFAULT_PROVIDER, this.#options.defaultClient, {
+          ...(routed ? { breaker: breakerOf() } : {}),
           metrics,
           logger,
+          place: {
+            baseUrl: publicUrl(config.llm.baseUrl),
+            keyEnv: 'OPENAI_API_KEY',
+          },
+          maxRetries: config.scheduler.llmMaxRetries,
+          timeoutMs: config.scheduler.llmTimeoutMs,
         }),
       );
     }
-    const declared = file.providers.flatMap((p) => p.models.map((m) => `${p.name}/${m}`));
-    this.#allowed = new Set([...config.api.allowedModels, ...declared]);
+    for (const spec of file.providers) {
+      const key = JSON.stringify([spec, spec.api_key_env === undefined ? '' : env[spec.api_key_env]]);
+      specs.set(spec.name, key);
+      if (this.#specs.get(spec.name) !== key) this.#replace(this.#build(spec, breakerOf(spec), file.path));
+    }
+    for (const name of [...this.#providers.keys()])
+      if (!specs.has(name)) {
+        this.#providers.get(name)?.shutdown();
+        this.#providers.delete(name);
+      }
+    this.#specs = specs;
+    this.#file = file;
+    this.#allowed = new Set([...config.api.allowedModels, ...declaredModels(file)]);
+  }
+
+  #replace(provider: Provider): void {
+    this.#providers.get(provider.name)?.shutdown();
+    this.#providers.set(provider.name, provider);
+  }
+
+  #build(spec: ProviderSpec, breaker: { failures: number; resetMs: number }, path?: string): Provider {
+    const { config, env, logger, metrics } = this.#options;
+    const apiKey = spec.api_key_env === undefined ? undefined : env[spec.api_key_env];
+    const timeoutMs = spec.timeout_ms ?? config.scheduler.llmTimeoutMs;
+    const maxRetries = spec.max_retries ?? config.scheduler.llmMaxRetries;
+    const make = (model: string) =>
+      createLlmClient({
+        baseURL: spec.base_url,
+        apiKey: apiKey ?? 'not-needed',
+        model,
+        timeoutMs,
+        maxRetries,
+        maxOutputTokens: config.scheduler.maxOutputTokens,
+        stream: config.scheduler.llmStream,
+      });
+    const windowMs = spec.rate?.per === 'minute' ? 60_000 : 1000;
+    return new Provider(spec.name, make, {
+      breaker,
+      limits: {
+        ...(spec.concurrency === undefined ? {} : { concurrency: spec.concurrency }),
+        ...(spec.rate ? { rate: { max: spec.rate.max, windowMs } } : {}),
+      },
+      metrics,
+      logger,
+      place: {
+        baseUrl: publicUrl(spec.base_url),
+        ...(spec.api_key_env ? { keyEnv: spec.api_key_env } : {}),
+        ...(path ? { file: path } : {}),
+      },
+      maxRetries,
+      timeoutMs,
+    });
   }
 
   /** The models a caller may name: `ALLOWED_MODELS` (the default provider's) and the declared ones. */
@@ -277,9 +216,22 @@ export class ModelProviders {
     return this.#file.providers.length > 0;
   }
 
+  /**
+   * Whether a run that names no model may ask the scheduler's own client directly: no provider is
+   * declared and no model has a price (else the run asks through {@link clientFor}, which prices it).
+   */
+  get plain(): boolean {
+    return !this.routed && Object.keys(this.#file.prices).length === 0;
+  }
+
   /** A provider's breaker state (`closed` for one without a breaker); undefined for an unknown provider. */
   breakerState(provider: string): BreakerState | undefined {
     return this.#providers.get(provider)?.state;
+  }
+
+  /** Every provider of this scheduler with its breaker state (the inspector's overview lists them). */
+  breakers(): Array<{ provider: string; state: BreakerState }> {
+    return [...this.#providers.values()].map((p) => ({ provider: p.name, state: p.state }));
   }
 
   /**
@@ -298,11 +250,12 @@ export class ModelProviders {
 
   /** Problems of an agent's `model` and `fallback`: each must be a model a caller could name. */
   agentProblems(agent: Pick<AgentSpec, 'name' | 'model' | 'fallback'>): string[] {
-    return [agent.model, ...(agent.fallback ?? [])].flatMap((m) =>
-      m === undefined || this.#allowed.has(m) || m === this.#defaultModel
-        ? []
-        : [`agent "${agent.name}": model "${m}" is not declared; declared: ${[...this.#allowed].join(', ')}`],
-    );
+    return undeclaredModels(agent, {
+      declared: this.#allowed,
+      defaultModel: this.#defaultModel,
+      agentsFile: this.#options.config.agentsFile,
+      ...(this.#file.path ? { providersFile: this.#file.path } : {}),
+    });
   }
 
   /** The models a run asks in order: the request's (or its agent's, or the default), then the fallbacks. */
@@ -313,63 +266,93 @@ export class ModelProviders {
 
   /**
    * The client of a run that asks `models` in order. Without a providers file and with one model, the
-   * plain client of that model (no routing, as before providers existed).
+   * default provider's client of that model, its retries the SDK's (as before providers existed).
    */
   clientFor(models: string[]): LlmClient {
     const [first = this.#defaultModel] = models;
-    if (!this.routed && models.length <= 1) return this.#client(this.resolve(first));
+    if (!this.routed && models.length <= 1) return this.#plain(this.resolve(first));
     return this.#routed(models.map((m) => this.resolve(m)));
   }
 
-  #client(r: { provider: string; model: string }): LlmClient {
-    return (this.#providers.get(r.provider) as Provider).client(r.model);
+  #provider(name: string): Provider {
+    // A provider dropped by a live apply while a run still names it: the default one answers for it.
+    return (this.#providers.get(name) ?? this.#providers.get(DEFAULT_PROVIDER)) as Provider;
   }
 
-  #routed(chain: Array<{ provider: string; model: string; id: string }>): LlmClient {
+  #route(r: Resolved, skipped: SkippedModel[]): TurnRoute {
+    const price = this.#file.prices[r.id];
+    return { ...r, ...(price ? { price } : {}), skipped };
+  }
+
+  /** One model of the default provider: the SDK retries; a failure is named, a price applies. */
+  #plain(r: Resolved): LlmClient {
+    const provider = this.#provider(r.provider);
+    const client = provider.client(r.model);
+    const named = async (call: () => Promise<ChatCompletion>): Promise<ChatCompletion> => {
+      let res: ChatCompletion;
+      try {
+        res = await call();
+      } catch (err) {
+        const kind = classifyFailure(err);
+        if (kind === undefined) throw err;
+        provider.report(kind, r.model, err, 1);
+        throw new ModelCallFailed(kind, provider.place(r.model), err, 1);
+      }
+      // Priced only when the providers file gives the default provider's model a price.
+      if (this.#file.prices[r.id]) routes.set(res, this.#route(r, []));
+      return res;
+    };
+    return {
+      model: client.model,
+      ...(client.baseURL ? { baseURL: client.baseURL } : {}),
+      complete: (messages, tools, signal, onDelta, turn) =>
+        named(() => client.complete(messages, tools, signal, onDelta, turn)),
+      completeJson: (messages, signal, turn) => named(() => client.completeJson(messages, signal, turn)),
+    };
+  }
+
+  #routed(chain: Resolved[]): LlmClient {
     const ask = async (
-      call: (client: LlmClient, onDelta?: DeltaListener) => Promise<ChatCompletion>,
+      call: (client: LlmClient, turn: TurnOptions, onDelta?: DeltaListener) => Promise<ChatCompletion>,
       signal?: AbortSignal,
       onDelta?: DeltaListener,
     ): Promise<ChatCompletion> => {
       const skipped: SkippedModel[] = [];
       let last: unknown;
-      // Each model's stream starts the turn's text over: its attempts follow the failed one's.
-      let attempts = 0;
-      for (const r of chain) {
-        const provider = this.#providers.get(r.provider) as Provider;
-        if (provider.state === 'open') {
-          skipped.push({ model: r.id, reason: 'breaker_open' });
-          continue;
-        }
-        const base = attempts;
+      // Each request's stream starts the turn's text over: its attempt follows the failed one's.
+      let tries = 0;
+      const request: ModelRequest = (client, maxRetries) => {
+        const base = tries;
+        tries += 1;
         const relay = onDelta
           ? (d: AnswerDelta) => {
-              attempts = Math.max(attempts, base + d.attempt);
+              tries = Math.max(tries, base + d.attempt);
               onDelta({ ...d, attempt: base + d.attempt });
             }
           : undefined;
+        return call(client, { maxRetries }, relay);
+      };
+      for (const [i, r] of chain.entries()) {
+        const provider = this.#provider(r.provider);
+        if (provider.state === 'open') {
+          skipped.push(breakerOpen(r));
+          continue;
+        }
+        // A later model counts as a fallback only while its provider may be asked.
+        const hasFallback = chain.slice(i + 1).some((n) => this.#provider(n.provider).state !== 'open');
         try {
-          const client = provider.client(r.model);
-          const res = await provider.call(() => call(client, relay), signal);
-          routes.set(res, {
-            provider: r.provider,
-            model: r.model,
-            id: r.id,
-            ...(this.#file.prices[r.id] ? { price: this.#file.prices[r.id] } : {}),
-            skipped,
-          });
+          const res = await provider.ask(r.model, request, hasFallback, signal);
+          routes.set(res, this.#route(r, skipped));
           return res;
         } catch (err) {
           if (signal?.aborted) throw err;
           if (isBreakerOpen(err)) {
-            skipped.push({ model: r.id, reason: 'breaker_open' });
+            skipped.push(breakerOpen(r));
             continue;
           }
-          if (!providerUnavailable(err)) throw err;
+          if (!(err instanceof ModelCallFailed) || !fallsBack(err.kind)) throw err;
           last = err;
-          attempts += 1;
-          const message = (err as { message?: unknown }).message;
-          skipped.push({ model: r.id, reason: 'failed', message: String(message ?? err).slice(0, 300) });
+          skipped.push({ model: r.id, reason: 'failed', message: err.message.slice(0, 1000) });
         }
       }
       throw new AllModelsFailed(skipped, last);
@@ -377,15 +360,31 @@ export class ModelProviders {
     const [first] = chain;
     return {
       model: first?.id ?? this.#defaultModel,
-      complete: (messages, tools, signal, onDelta) =>
-        ask((client, relay) => client.complete(messages, tools, signal, relay), signal, onDelta),
-      completeJson: (messages, signal) => ask((client) => client.completeJson(messages, signal), signal),
+      complete: (messages, tools, signal, onDelta, turn) =>
+        ask(
+          (client, retries, relay) =>
+            client.complete(messages, tools, signal, relay, { ...turn, ...retries }),
+          signal,
+          onDelta,
+        ),
+      completeJson: (messages, signal, turn) =>
+        ask((client, retries) => client.completeJson(messages, signal, { ...turn, ...retries }), signal),
     };
   }
 
   close(): void {
     for (const p of this.#providers.values()) p.shutdown();
   }
+}
+
+type Resolved = { provider: string; model: string; id: string };
+
+function breakerOpen(r: Resolved): SkippedModel {
+  return {
+    model: r.id,
+    reason: 'breaker_open',
+    message: `provider "${r.provider}": its breaker is open after consecutive failures; not asked`,
+  };
 }
 
 /** A turn's cost from its tokens and its model's price (per million tokens); undefined without a price. */

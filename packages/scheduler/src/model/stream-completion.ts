@@ -1,5 +1,5 @@
 import type OpenAI from 'openai';
-import { APIError, APIUserAbortError } from 'openai';
+import { APIConnectionError, APIError, APIUserAbortError } from 'openai';
 import type {
   ChatCompletion,
   ChatCompletionChunk,
@@ -109,7 +109,11 @@ export class ChunkAssembler {
 
 /** A stream that ended without its last chunk. */
 export class StreamIncomplete extends Error {
-  constructor(message = 'the model stream ended before its finish_reason') {
+  constructor(
+    message = 'the model stream ended before its finish_reason',
+    /** The stream stopped moving for a whole request timeout: a timeout, not a cut. */
+    readonly stalled = false,
+  ) {
     super(message);
     this.name = 'StreamIncomplete';
   }
@@ -122,6 +126,8 @@ export class StreamIncomplete extends Error {
  */
 export function brokeMidStream(err: unknown, signal: AbortSignal | undefined): boolean {
   if (signal?.aborted || err instanceof APIUserAbortError) return false;
+  // No answer started: the SDK's own retries already covered it (a refused connection, a timeout).
+  if (err instanceof APIConnectionError) return false;
   if (err instanceof APIError && typeof err.status === 'number') return false;
   return true;
 }
@@ -155,7 +161,7 @@ export async function streamCompletion(
     try {
       const stream = await client.chat.completions.create(
         { ...params, stream: true, stream_options: { include_usage: true } },
-        { signal: stop.signal },
+        { signal: stop.signal, maxRetries: options.maxRetries },
       );
       for await (const chunk of stream) {
         // Restarted in place: one timer per attempt rather than a new one per chunk.
@@ -165,14 +171,20 @@ export async function streamCompletion(
           onDelta({ attempt, ...text });
       }
       if (signal?.aborted) throw new APIUserAbortError();
-      if (stalled) throw new StreamIncomplete('the model stream stalled');
+      if (stalled) throw stalledError(options.idleMs);
       return assembler.result();
     } catch (err) {
       const idle = stalled && !signal?.aborted;
-      if (attempt > options.maxRetries || !(idle || brokeMidStream(err, signal))) throw err;
+      if (attempt > options.maxRetries || !(idle || brokeMidStream(err, signal)))
+        throw idle ? stalledError(options.idleMs) : err;
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
     }
   }
+}
+
+/** A stream given up for sending nothing for a whole request timeout (the abort that ended it is ours). */
+function stalledError(idleMs: number): StreamIncomplete {
+  return new StreamIncomplete(`the model stream stalled: nothing for ${idleMs} ms`, true);
 }

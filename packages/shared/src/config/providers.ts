@@ -43,6 +43,8 @@ export interface ProvidersFile {
   readonly providers: readonly ProviderSpec[];
   /** Prices by `<provider>/<model>` (the default provider's models as `default/<model>`). */
   readonly prices: Readonly<Record<string, ModelPrice>>;
+  /** The file it was read from (absent: none, or a document given as text). */
+  readonly path?: string;
 }
 
 const MODEL_NAME = '^[A-Za-z0-9_.:@+-][A-Za-z0-9_.:/@+-]{0,199}$';
@@ -150,7 +152,7 @@ export function parseProviders(text: string, file: string): ProvidersFile {
   }
   if (problems.length > 0)
     throw new AgentReachError('CONFIG_INVALID', problems.join('\n'), { details: problems });
-  return deepFreeze({ providers, prices: parsed.prices ?? {} });
+  return deepFreeze({ providers, prices: parsed.prices ?? {}, path: file });
 }
 
 /**
@@ -188,4 +190,30 @@ export function loadProviders(config: {
 /** Every `<provider>/<model>` a providers file declares. */
 export function declaredModels(file: ProvidersFile): string[] {
   return file.providers.flatMap((p) => p.models.map((m) => `${p.name}/${m}`));
+}
+
+/**
+ * Problems of an agent's `model` and `fallback`: each must be declared (a model of the providers file,
+ * one of `ALLOWED_MODELS`, or the default model). Each problem names the agent, the model, the declared
+ * choices and where to declare it.
+ */
+export function undeclaredModels(
+  agent: { name: string; model?: string | undefined; fallback?: readonly string[] | undefined },
+  where: { declared: ReadonlySet<string>; defaultModel: string; providersFile?: string; agentsFile?: string },
+): string[] {
+  const choices = [...new Set([where.defaultModel, ...where.declared])].join(', ');
+  const declareIn = where.providersFile
+    ? `declare it under a provider's models in ${where.providersFile}`
+    : 'declare it in a providers file (PROVIDERS_FILE, or providers.yaml beside the agents file)';
+  const inFile = where.agentsFile ? `${where.agentsFile}: ` : '';
+  return [
+    ...(agent.model === undefined ? [] : [['model', agent.model] as const]),
+    ...(agent.fallback ?? []).map((m) => ['fallback', m] as const),
+  ].flatMap(([field, m]) =>
+    m === where.defaultModel || where.declared.has(m)
+      ? []
+      : [
+          `${inFile}agent "${agent.name}": ${field} "${m}" is not declared; declared: ${choices}; ${declareIn}, or add it to ALLOWED_MODELS for the default provider`,
+        ],
+  );
 }
