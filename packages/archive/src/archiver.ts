@@ -33,11 +33,19 @@ export interface ArchiverOptions {
   sampleMs?: number;
   /** How often partitions ahead are made and expired ones dropped, in ms. Default one hour. */
   maintenanceMs?: number;
+  /** Tries at a run PostgreSQL refuses before it is dead-lettered. Default `ARCHIVE_MAX_TRIES` (5). */
+  maxTries?: number;
+  /** First pause before an entry not taken is looked at again, doubled per try, in ms. Default 1000. */
+  retryBaseMs?: number;
+  /** Longest such pause, in ms. Default 300 000. */
+  retryMaxMs?: number;
 }
 
 /** The archiver's options with every default filled in (see {@link resolveArchiverOptions}). */
 export type ResolvedArchiverOptions = ArchiverOptions &
-  Required<Pick<ArchiverOptions, 'pollMs' | 'sampleMs' | 'maintenanceMs'>>;
+  Required<
+    Pick<ArchiverOptions, 'pollMs' | 'sampleMs' | 'maintenanceMs' | 'maxTries' | 'retryBaseMs' | 'retryMaxMs'>
+  >;
 
 /** Every default of the archiver, in one place. */
 export function resolveArchiverOptions(o: ArchiverOptions): ResolvedArchiverOptions {
@@ -46,6 +54,9 @@ export function resolveArchiverOptions(o: ArchiverOptions): ResolvedArchiverOpti
     pollMs: o.pollMs ?? 200,
     sampleMs: o.sampleMs ?? 5000,
     maintenanceMs: o.maintenanceMs ?? 3_600_000,
+    maxTries: o.maxTries ?? constants.ARCHIVE_MAX_TRIES,
+    retryBaseMs: o.retryBaseMs ?? constants.ARCHIVE_RETRY_BASE_MS,
+    retryMaxMs: o.retryMaxMs ?? constants.ARCHIVE_RETRY_MAX_MS,
   };
 }
 
@@ -273,8 +284,8 @@ async function writeRows(
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** The pause before the `tries`-th look again at one entry: doubling, capped. */
-const retryDelayMs = (tries: number) =>
-  Math.min(constants.ARCHIVE_RETRY_BASE_MS * 2 ** Math.max(0, tries - 1), constants.ARCHIVE_RETRY_MAX_MS);
+const retryDelayMs = ({ o }: ArchiverContext, tries: number) =>
+  Math.min(o.retryBaseMs * 2 ** Math.max(0, tries - 1), o.retryMaxMs);
 
 /** Redis keeps these runs until their rows are committed: their keys lose their TTL (a commit sets it again). */
 async function hold(ctx: ArchiverContext, runIds: readonly string[]): Promise<void> {
@@ -296,9 +307,9 @@ async function refuse(ctx: ArchiverContext, refusals: readonly Refusal[]): Promi
   const { outbox, log, metrics } = ctx;
   for (const { runId, error } of refusals) {
     const tries = await outbox.tried(runId);
-    if (tries < constants.ARCHIVE_MAX_TRIES) {
+    if (tries < ctx.o.maxTries) {
       log.warn({ runId, tries, err: error }, 'archive refused a run; tried again later');
-      await outbox.defer([runId], Date.now() + retryDelayMs(tries));
+      await outbox.defer([runId], Date.now() + retryDelayMs(ctx, tries));
       continue;
     }
     await hold(ctx, [runId]);
@@ -329,7 +340,7 @@ async function settleMissing(ctx: ArchiverContext, missing: readonly string[]): 
       done.push(runId);
       continue;
     }
-    await ctx.outbox.defer([runId], now + retryDelayMs(await ctx.outbox.tried(runId, 'waited')));
+    await ctx.outbox.defer([runId], now + retryDelayMs(ctx, await ctx.outbox.tried(runId, 'waited')));
   }
   return done;
 }
@@ -373,6 +384,6 @@ async function archiveBatch(ctx: ArchiverContext, ids: string[]): Promise<number
   // Runs not final yet (a final checkpoint still on its way, or a run taken over) are looked at again soon.
   const later = present.filter((r) => !isFinalRecord(r)).map((r) => r.runId);
   for (const runId of later)
-    await outbox.defer([runId], Date.now() + retryDelayMs(await outbox.tried(runId, 'waited')));
+    await outbox.defer([runId], Date.now() + retryDelayMs(ctx, await outbox.tried(runId, 'waited')));
   return done.length;
 }

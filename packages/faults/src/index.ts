@@ -48,3 +48,4 @@ export {
   type FaultArchive,
 } from './archive-check.js';
 export { stallFigures, stallReport, type StallFigures } from './stall.js';
+export { startPrivatePostgres, type PrivatePostgres } from './private-postgres.js';

@@ -393,6 +393,21 @@ export const RunList = Type.Object({
   next_cursor: Type.Optional(Type.String({ description: 'cursor of the next page; absent on the last' })),
 });
 
+/** `GET /v1/archive/dead-letters`: finished runs the archive refused every try, set aside (kept in Redis). */
+export const DeadLetterList = Type.Object({
+  dead_letters: Type.Array(
+    Type.Object({
+      run_id: Type.String(),
+      agent: Type.String(),
+      tenant: Type.String(),
+      status: Type.String({ description: 'the run’s final status' }),
+      error: Type.String({ description: 'what PostgreSQL (or the record) said at the last try' }),
+      tries: Type.Integer(),
+      dead_lettered_at: Type.Integer({ description: 'epoch ms' }),
+    }),
+  ),
+});
+
 export const DecisionView = Type.Object({
   run_id: Type.String(),
   tool_call_id: Type.String(),

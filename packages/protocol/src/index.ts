@@ -96,6 +96,7 @@ export {
   RunSummaryView,
   RunView,
   RunList,
+  DeadLetterList,
   DecisionView,
   SessionView,
   SessionDetailView,

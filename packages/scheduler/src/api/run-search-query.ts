@@ -18,28 +18,36 @@ const unstorable = (text: string) => {
   }
 };
 
+/** A 400 naming the query parameter and what is wrong with it. */
+const invalid = (parameter: string, problem: string) =>
+  new ApiError('VALIDATION_FAILED', `querystring/${parameter} ${problem}`, [
+    { in: 'querystring', path: `/${parameter}`, message: problem },
+  ]);
+
+/**
+ * Refuses, before anything reaches Redis or SQL, the values the schema lets through but no store can take:
+ * a time that is no safe whole number of ms (`1e400` and `Infinity` pass a JSON Schema integer), text with
+ * a NUL or a lone surrogate, a cursor this API did not give.
+ */
+export function checkListQuery(q: ListRunsQuery): void {
+  for (const name of ['since', 'until'] as const) {
+    const v = q[name];
+    if (v !== undefined && !Number.isSafeInteger(v))
+      throw invalid(name, 'must be a whole number of epoch ms (at most 2^53 - 1)');
+  }
+  if (q.metadata !== undefined && unstorable(q.metadata))
+    throw invalid('metadata', 'must not hold a NUL character or a lone surrogate');
+  if (q.cursor !== undefined && !decodeCursor(q.cursor))
+    throw invalid('cursor', 'is not a cursor this API gave');
+}
+
 /** A page of `GET /v1/runs` found by a cursor-paged search; a limited key sees only its agents' runs. */
 export async function searchPage(
   ctx: ApiContext,
   principal: Principal,
   q: ListRunsQuery,
 ): Promise<{ runs: RunSummaryView[]; next_offset?: number; next_cursor?: string }> {
-  if (q.metadata !== undefined && unstorable(q.metadata))
-    throw new ApiError(
-      'VALIDATION_FAILED',
-      'querystring/metadata must not hold a NUL character or a lone surrogate',
-      [
-        {
-          in: 'querystring',
-          path: '/metadata',
-          message: 'must not hold a NUL character or a lone surrogate',
-        },
-      ],
-    );
-  if (q.cursor !== undefined && !decodeCursor(q.cursor))
-    throw new ApiError('VALIDATION_FAILED', 'querystring/cursor is not a cursor this API gave', [
-      { in: 'querystring', path: '/cursor', message: 'is not a cursor this API gave' },
-    ]);
+  checkListQuery(q);
   const agents = q.agent ? new Set([q.agent]) : principal.agents;
   const page = await ctx.deps.control.search({
     ...(agents ? { agents } : {}),

@@ -1,4 +1,4 @@
-import type { RawRunRecord } from '@agent-reach/archive';
+import type { DeadLetter, RawRunRecord } from '@agent-reach/archive';
 import {
   checkVersion,
   DEFAULT_TENANT,
@@ -515,6 +515,8 @@ export interface RunArchive {
   handOff(runId: string): Promise<void>;
   /** The run's record as Redis held it, from the archive; undefined when the archive does not have it. */
   record(runId: string): Promise<RawRunRecord | undefined>;
+  /** Runs the archive refused every try, set aside with their errors (their records stay in Redis). */
+  deadLetters?(runId?: string): Promise<DeadLetter[]>;
 }
 
 /** KEYS[1] run meta; ARGV the listing's field/value pairs. Writes them unless a listing is there already. */

@@ -1,8 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   AgentReachError,
+  DEFAULT_TENANT,
   CreateRunBody,
   CreateRunHeaders,
+  DeadLetterList,
   DecisionBody,
   DecisionView,
   isFinalStatus,
@@ -19,7 +21,7 @@ import { ApiError } from '../errors.js';
 import type { ApiContext } from '../options.js';
 import { checkRunRequest } from '../run-request.js';
 import { runForCaller, summaryView, withEvents } from '../run-view.js';
-import { searchPage } from '../run-search-query.js';
+import { checkListQuery, searchPage } from '../run-search-query.js';
 import { encodeCursor } from '../../runs/run-search.js';
 import { admitToSession, visibleRuns } from '../session-access.js';
 import { responses } from '../responses.js';
@@ -44,6 +46,41 @@ export function runRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.post<DecideRoute>('/v1/runs/:id/approvals', { schema: DECIDE_SCHEMA }, (request) =>
     decideApproval(ctx, request),
   );
+  app.get('/v1/archive/dead-letters', { schema: DEAD_LETTERS_SCHEMA }, (request) =>
+    listDeadLetters(ctx, request),
+  );
+}
+
+const DEAD_LETTERS_SCHEMA = {
+  tags: ['runs'],
+  summary: 'Finished runs the archive refused every try, set aside with the error (kept in Redis)',
+  description:
+    'Each is a run PostgreSQL refused `ARCHIVE_MAX_TRIES` times; the rest of the archive went on. The key sees those of its tenants and agents only. Empty without the archive.',
+  response: responses({ 200: DeadLetterList }),
+};
+
+/** `GET /v1/archive/dead-letters`: runs the archive set aside, as far as the key may see them. */
+async function listDeadLetters(ctx: ApiContext, request: FastifyRequest) {
+  const principal = requirePrincipal(ctx.auth, request);
+  const { store } = ctx.deps.control;
+  const letters = (await store.archive?.deadLetters?.()) ?? [];
+  const summaries = await Promise.all(letters.map((l) => store.summary(l.runId)));
+  const listed = letters.flatMap((letter, i) => {
+    const s = summaries[i];
+    return s && (!principal.agents || principal.agents.has(s.agent)) ? [{ letter, ...s }] : [];
+  });
+  const shown = await visibleRuns(ctx, principal, listed);
+  return {
+    dead_letters: shown.map(({ letter, agent, tenant, status }) => ({
+      run_id: letter.runId,
+      agent,
+      tenant: tenant ?? DEFAULT_TENANT,
+      status,
+      error: letter.error,
+      tries: letter.tries,
+      dead_lettered_at: letter.at,
+    })),
+  };
 }
 
 const CREATE_SCHEMA = {
@@ -109,6 +146,7 @@ async function createRun(ctx: ApiContext, request: FastifyRequest<CreateRoute>, 
 async function listRuns(ctx: ApiContext, request: FastifyRequest<ListRoute>) {
   const principal = requirePrincipal(ctx.auth, request);
   const { agent, limit, offset } = request.query;
+  checkListQuery(request.query);
   if (agent) assertAgentAllowed(principal, agent);
   if (offset === 0) return searchPage(ctx, principal, request.query);
   // The offset listing reads Redis only: with the archive on, finished runs leave Redis within minutes
