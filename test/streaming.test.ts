@@ -2,9 +2,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createClient, type AgentReachClient } from '@agent-reach/client';
 import { startLlmSim, type LlmSim, type Scenario } from '@agent-reach/llm-sim';
 import type { AnswerDeltaEvent, RunEvent } from '@agent-reach/protocol';
-import { openEventStream } from './helpers/api.js';
+import {
+  FULL_KEY,
+  openEventStream,
+  startParkedRun,
+  sseMessages,
+  startApiHarness,
+  type ApiHarness,
+} from './helpers/api.js';
 import { startExecutorWith, startSchedulerChild, type Child } from './helpers/processes.js';
-import { testRedis } from './helpers/redis.js';
+import { testRedis, waitFor } from './helpers/redis.js';
+import { addCommonScenarios } from './helpers/scenarios.js';
+import { AnswerPrinter, followRun as followCli } from '../packages/cli/src/follow.js';
 import { apiEnv, testEnv } from './helpers/runs.js';
 
 const API_KEY = 'streaming-key-0123456789abcdef';
@@ -107,6 +116,10 @@ describe('streamed model answers', () => {
     expect(events.findIndex((e) => e.type === 'answer_delta')).toBeLessThan(finishedAt);
     const final = llmRequests(events).at(-1)!;
     expect(streamedText(deltas, final.turn)).toBe(done.answer);
+    // In the run's order: the text after what was recorded before its turn, and before the turn's record.
+    const types = events.map((e) => e.type);
+    expect(types.indexOf('answer_delta')).toBeGreaterThan(types.indexOf('approval_decided'));
+    expect(types.lastIndexOf('answer_delta')).toBeLessThan(events.indexOf(final));
     expect(final.message.content).toBe(ANSWER);
     expect(final.reasoning).toBe('Weekend, fine weather.');
     expect(deltas.map((d) => d.reasoning ?? '').join('')).toBe('Weekend, fine weather.');
@@ -188,5 +201,124 @@ describe('streamed model answers', () => {
     expect(recorded).toHaveLength(4);
     const results = events.filter((e) => e.type === 'tool_result');
     expect(results).toHaveLength(4);
+  }, 60_000);
+});
+
+/** A read held until `open()`: a follower's replay made slow on purpose, without a sleep. */
+function gate() {
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  let reached!: () => void;
+  const waiting = new Promise<void>((resolve) => (reached = resolve));
+  const held =
+    <A extends unknown[], R>(read: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      reached();
+      await opened;
+      return read(...args);
+    };
+  return { open, waiting, held };
+}
+
+/** `target` with some members replaced; the others answer as on `target` itself. */
+function withMembers<T extends object>(target: T, over: Record<string, unknown>): T {
+  return new Proxy(target, {
+    get(t, key, receiver) {
+      if (typeof key === 'string' && Object.hasOwn(over, key)) return over[key];
+      const value: unknown = Reflect.get(t, key, receiver);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(t) : value;
+    },
+  });
+}
+
+describe('a followed run in its order', () => {
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApiHarness({}, { LLM_STREAM: 'true' });
+    addCommonScenarios(h.sim);
+  }, 60_000);
+  afterAll(async () => h?.close());
+
+  const parkedRun = (input: string) =>
+    startParkedRun(h, FULL_KEY, '/v1/runs', { agent: 'test_agent', input });
+
+  /** An API server on the harness whose reads of stored run events wait for the gate. */
+  async function gatedServer(g: ReturnType<typeof gate>) {
+    const control = withMembers(h.control, {
+      events: g.held(h.control.events.bind(h.control)),
+      store: withMembers(h.control.store, {
+        waitEvents: g.held(h.control.store.waitEvents.bind(h.control.store)),
+      }),
+    });
+    return h.extraServer({}, { control });
+  }
+
+  it('sends stored events first and a turn’s live text after the events before the turn, when the replay starts after the text came', async () => {
+    const parked = await parkedRun('in order');
+    const g = gate();
+    const server = await gatedServer(g);
+    try {
+      const sse = await openEventStream(server.url, parked.runId);
+      // The stream has subscribed to the live text and waits on its replay.
+      await g.waiting;
+      const approved = await h.call('POST', `/v1/runs/${parked.runId}/approvals`, {
+        body: { tool_call_id: parked.toolCallId, decision: 'approve' },
+      });
+      expect(approved.status).toBe(200);
+      // The whole run streams and is recorded while the follower cannot read a stored event.
+      const done = await h.control.wait(parked.runId, 30_000);
+      expect(done.status).toBe('succeeded');
+      g.open();
+      await sse.ended;
+      const all = sseMessages(sse.stream.text).filter((m) => m.event !== undefined);
+      const types = all.map((m) => m.event);
+      const deltaAt = types.indexOf('answer_delta');
+      expect(deltaAt).toBeGreaterThan(types.indexOf('approval_decided'));
+      expect(types.lastIndexOf('answer_delta')).toBeLessThan(types.lastIndexOf('llm_request'));
+      expect(types[0]).toBe('run_started');
+      // Every stored event once, in the stream's order: no gap and no repeat where the replay met the text.
+      const stored = all.filter((m) => m.id !== undefined).map((m) => m.id);
+      expect(stored).toEqual((await h.control.events(parked.runId)).map((e) => e.id));
+      const text = all
+        .filter((m) => m.event === 'answer_delta')
+        .map((m) => (JSON.parse(m.data!) as AnswerDeltaEvent).content ?? '');
+      expect(text.join('')).toBe(done.answer);
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
+
+  it('prints a streamed turn’s text after the lines recorded before the turn and before the turn’s own line (run --follow)', async () => {
+    const parked = await parkedRun('follow in order');
+    const out: string[] = [];
+    const answers = new AnswerPrinter((text) => out.push(text));
+    const published: string[] = [];
+    let answer = '';
+    const sub = h.producer.duplicate({ enableOfflineQueue: true });
+    try {
+      sub.on('message', (_channel: string, text: string) => {
+        published.push((JSON.parse(text) as AnswerDeltaEvent).content ?? '');
+        answers.delta(text);
+      });
+      await sub.subscribe(h.keys.runDeltas(parked.runId));
+      await h.call('POST', `/v1/runs/${parked.runId}/approvals`, {
+        body: { tool_call_id: parked.toolCallId, decision: 'approve' },
+      });
+      answer = (await h.control.wait(parked.runId, 30_000)).answer ?? '';
+      // The follower comes to the stored events after all of the text did.
+      await waitFor(async () => published.join('') === answer, 10_000, 'the text to arrive');
+      const last = await followCli(h.control, parked.runId, (line) => out.push(`${line}\n`), 20, answers);
+      expect(last.type).toBe('run_finished');
+    } finally {
+      sub.disconnect();
+    }
+    const printed = out.join('');
+    const streamedAt = printed.indexOf('answer (streaming): ');
+    expect(streamedAt).toBeGreaterThan(printed.indexOf('approved needs_approval'));
+    expect(streamedAt).toBeGreaterThan(printed.indexOf('model turn 1'));
+    expect(streamedAt).toBeLessThan(printed.indexOf('model turn 2'));
+    expect(answer).toMatch(/^after the decision: true/);
+    expect(printed.slice(streamedAt).split('\n')[0]).toBe(`answer (streaming): ${answer}`);
   }, 60_000);
 });

@@ -575,7 +575,10 @@ async function startRun(argv: string[]): Promise<number> {
     console.log(`started ${runId}`);
     if (!values.follow) return EXIT.ok;
     const { AnswerPrinter, followRun } = await import('./follow.js');
-    const answers = new AnswerPrinter((text) => process.stdout.write(text));
+    const answers = new AnswerPrinter(
+      (text) => process.stdout.write(text),
+      async () => live?.ping(),
+    );
     live?.on('message', (_channel: string, text: string) => answers.delta(text));
     const last = await followRun(ctx.control, runId, (line) => console.log(line), 200, answers);
     answers.end();

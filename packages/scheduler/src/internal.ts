@@ -69,3 +69,4 @@ export type {
 export { ApiError, BOARD_PATH, summaryView, IdempotencyStore, bodyHash } from './api/index.js';
 export type { ApiErrorBody } from './api/index.js';
 export { workflowView, workflowSummaryView } from './api/workflow-view.js';
+export { LiveOrder, turnRecorded } from './api/live-order.js';

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from '@agent-reach/shared';
 import { ApiError } from './errors.js';
+import { LiveOrder, turnRecorded } from './live-order.js';
 import type { ApiContext } from './options.js';
 import { duplicateRedis, type RedisClient } from '@agent-reach/shared';
 
@@ -68,6 +69,11 @@ export type EventStreamer = (
  * connection of the stream's own — and ends after the source's last event type. Each message's `id` is
  * the Redis stream id, `event` the event type, `data` the event as JSON. A comment every heartbeat
  * interval keeps idle connections open through proxies.
+ *
+ * Live text (the source's `liveChannel`) is subscribed to before the replay, so none is missed, and goes
+ * out in the run's order (see `LiveOrder`): the first text of a turn first sends the events stored by
+ * then, and text that comes ahead of its turn is held until the events before that turn were sent.
+ * Stored events are sent once each, by stream id.
  */
 export function createEventStreamer(app: FastifyInstance, ctx: ApiContext): EventStreamer {
   const open = new Set<OpenStream>();
@@ -105,14 +111,56 @@ export function createEventStreamer(app: FastifyInstance, ctx: ApiContext): Even
     // The response closes when the client goes away (or the stream ended): stop reading either way.
     res.on('close', () => stream.end());
 
+    // Stored events and live text go out one writer at a time, in the run's order (see `LiveOrder`).
+    const order = new LiveOrder<LivePiece>(lastEventId !== undefined);
+    let finished = false;
+    let tail: Promise<unknown> = Promise.resolve();
+    const inTurn = <T>(task: () => Promise<T>): Promise<T> => {
+      const next = tail.then(task);
+      tail = next.catch(() => undefined);
+      return next;
+    };
     let live: RedisClient | undefined;
+    const sendStored = async (events: StreamedItem[]) => {
+      for (const e of events) {
+        // A batch read before a catch-up may repeat what the catch-up sent.
+        if (finished || !isAfter(e.id, last)) continue;
+        const turn = turnRecorded(e.event);
+        if (turn !== undefined && live !== undefined) {
+          // The turn's text was published before its record: a round trip on the live connection
+          // brings in whatever of it is still on its way, to go before the record.
+          await live.ping().catch(() => undefined);
+          order.caughtUp(turn);
+        }
+        for (const d of order.before(e.event)) await write(res, liveMessage(d));
+        await write(res, message(e));
+        last = e.id;
+        order.recorded(e.event);
+        if (e.event.type === source.lastType) finished = true;
+      }
+      if (events.length > 0 && !finished) for (const d of order.ready()) await write(res, liveMessage(d));
+    };
+    let caughtUpTurn: unknown;
+    const onLive = (piece: LivePiece) => {
+      order.arrived(piece);
+      inTurn(async () => {
+        if (closed || finished || !order.waiting) return;
+        // A turn's first text: the events stored by now (before it was published) go first.
+        const read = piece.turn !== caughtUpTurn;
+        caughtUpTurn = piece.turn;
+        order.caughtUp();
+        if (read) await sendStored(await source.stored(last === '0-0' ? undefined : last));
+        if (!finished) for (const d of order.ready()) await write(res, liveMessage(d));
+      }).catch((err: unknown) => log.debug({ err }, 'live event not sent'));
+    };
+
     try {
       // A subject that already ended has all its events stored: replay them and end.
       if (!source.final && source.liveChannel !== undefined) {
-        live = await subscribeLive(ctx, source.liveChannel, res, log);
+        live = await subscribeLive(ctx, source.liveChannel, onLive, log);
       }
       if (source.final) {
-        for (const e of await source.stored(last === '0-0' ? undefined : last)) await write(res, message(e));
+        await inTurn(async () => sendStored(await source.stored(last === '0-0' ? undefined : last)));
         return;
       }
       reader = duplicateRedis(ctx.deps.redis, {
@@ -126,13 +174,10 @@ export function createEventStreamer(app: FastifyInstance, ctx: ApiContext): Even
       reader.on('error', (err: unknown) => log.debug({ err }, 'event stream connection error'));
       while (!closed) {
         const events = await source.wait(last, ctx.options.sseHeartbeatMs, reader);
-        for (const e of events) {
-          await write(res, message(e));
-          last = e.id;
-          if (e.event.type === source.lastType) return;
-        }
+        await inTurn(() => sendStored(events));
+        if (finished) return;
         if (events.length > 0 || closed) continue;
-        await write(res, ': heartbeat\n\n');
+        await inTurn(() => write(res, ': heartbeat\n\n'));
         // Quiet for a whole interval: a subject that ended before `last` (a resumed stream) sends no more.
         if ((await source.ended()) && (await source.stored(last)).length === 0) return;
       }
@@ -148,14 +193,30 @@ export function createEventStreamer(app: FastifyInstance, ctx: ApiContext): Even
   };
 }
 
+/** One message of a live channel: its type, the turn it belongs to, and its text as published. */
+interface LivePiece {
+  type: string;
+  turn?: unknown;
+  text: string;
+}
+
+const liveMessage = (d: LivePiece) => `event: ${d.type}\ndata: ${d.text}\n\n`;
+
+/** Whether Redis stream id `a` comes after `b` ("ms-seq"). */
+function isAfter(a: string, b: string): boolean {
+  const [am = 0, as = 0] = a.split('-').map(Number);
+  const [bm = 0, bs = 0] = b.split('-').map(Number);
+  return am > bm || (am === bm && as > bs);
+}
+
 /**
- * Subscribes a connection of the stream's own to a live channel and writes each message as an event
- * without an `id` (so `Last-Event-ID` keeps naming the last stored event).
+ * Subscribes a connection of the stream's own to a live channel and hands each message on; the stream
+ * sends it as an event without an `id` (so `Last-Event-ID` keeps naming the last stored event).
  */
 async function subscribeLive(
   ctx: ApiContext,
   channel: string,
-  res: ServerResponse,
+  onLive: (piece: LivePiece) => void,
   log: Logger,
 ): Promise<RedisClient> {
   const sub = duplicateRedis(ctx.deps.redis, {
@@ -167,15 +228,14 @@ async function subscribeLive(
   });
   sub.on('error', (err: unknown) => log.debug({ err }, 'live event connection error'));
   sub.on('message', (_channel: string, text: string) => {
-    let type: unknown;
+    let parsed: { type?: unknown; turn?: unknown };
     try {
-      type = (JSON.parse(text) as { type?: unknown }).type;
+      parsed = JSON.parse(text) as typeof parsed;
     } catch {
       return;
     }
-    if (typeof type !== 'string' || res.destroyed || res.writableEnded) return;
-    // Live events may be dropped under back-pressure: the stored events are the record.
-    res.write(`event: ${type}\ndata: ${text}\n\n`);
+    if (typeof parsed.type !== 'string') return;
+    onLive({ type: parsed.type, turn: parsed.turn, text });
   });
   await sub.subscribe(channel);
   return sub;

@@ -3,8 +3,9 @@ import { duplicateRedis, type RedisClient } from '@agent-reach/shared';
 import type { ApiContext } from '../options.js';
 
 /**
- * Follows a run's events from its first until `run_finished`, handing each to `onEvent`, and returns
- * the run's outcome; undefined when `signal` stopped the following first (the run goes on). Reads block
+ * Follows a run's events from its first until `run_finished`, handing each to `onEvent` and calling
+ * `afterBatch` after each batch read but the last, and returns the run's outcome; undefined when
+ * `signal` stopped the following first (the run goes on). Reads block
  * on a connection of their own, a heartbeat interval at a time; after a quiet interval a run whose
  * listing says it ended is read from its record (its events may have been trimmed).
  */
@@ -13,6 +14,7 @@ export async function followRun(
   runId: string,
   signal: AbortSignal,
   onEvent: (event: RunEvent) => Promise<void>,
+  afterBatch: () => void = () => undefined,
 ): Promise<RunOutcome | undefined> {
   const { control } = ctx.deps;
   const reader: RedisClient = duplicateRedis(ctx.deps.redis, {
@@ -36,7 +38,10 @@ export async function followRun(
         await onEvent(event);
         if (event.type === 'run_finished') return event.outcome;
       }
-      if (events.length > 0) continue;
+      if (events.length > 0) {
+        afterBatch();
+        continue;
+      }
       const summary = await control.store.summary(runId);
       if (summary && isFinalStatus(summary.status) && (await control.events(runId, last)).length === 0) {
         const outcome = (await control.get(runId))?.state?.outcome;

@@ -70,7 +70,12 @@ async function streamCompletion(
   try {
     sse.data(chunk({ role: 'assistant', content: '' }));
     live = await subscribeLiveAnswer(ctx, runId, (text) => sse.data(chunk({ content: text })), chat);
-    const outcome = await follower.follow(runId, gone.signal, async (event) => sse.comment(event.type));
+    const outcome = await follower.follow(
+      runId,
+      gone.signal,
+      async (event) => live?.recorded(event, () => sse.comment(event.type)),
+      () => live?.sent(),
+    );
     if (!outcome) {
       ctx.log.info({ runId, door: 'openai' }, 'openai client gone mid-stream: the run goes on');
       return reply;

@@ -98,8 +98,9 @@ export function createRunFollower(ctx: ApiContext) {
       runId: string,
       signal: AbortSignal,
       onEvent: (event: RunEvent) => Promise<void> = async () => undefined,
+      afterBatch?: () => void,
     ): Promise<RunOutcome | undefined> {
-      return followRun(ctx, runId, signal, onEvent);
+      return followRun(ctx, runId, signal, onEvent, afterBatch);
     },
   };
 }

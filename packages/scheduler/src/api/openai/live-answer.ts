@@ -1,9 +1,25 @@
 import { duplicateRedis, type RedisClient } from '@agent-reach/shared';
 import type { ApiContext } from '../options.js';
+import { LiveOrder, turnRecorded } from '../live-order.js';
 import { answerPieces } from './sse.js';
+
+/** One `answer_delta` message with text. */
+interface Delta {
+  type: string;
+  turn?: unknown;
+  attempt?: unknown;
+  content: string;
+}
 
 /** The text of a run's model turns as they stream, subscribed before the run's answer is recorded. */
 export interface LiveAnswer {
+  /**
+   * Passes a run event on (`pass`) in its place among the live text: live text is sent in the run's order
+   * (see `LiveOrder`), so text that came ahead of its turn goes out once the events before the turn did.
+   */
+  recorded(event: { type: string; turn?: unknown }, pass: () => void): Promise<void>;
+  /** A batch of run events was passed on: the text they let go is sent now. */
+  sent(): void;
   /**
    * What is left to send of the recorded answer: the part the streamed text of the last turn did not
    * carry yet, in pieces; the whole answer when that text is not where the answer begins.
@@ -14,8 +30,8 @@ export interface LiveAnswer {
 
 /**
  * Subscribes to a run's `answer_delta` channel (Redis pub/sub, only live text: nothing is stored) and
- * hands each piece of answer text to `onText` as it comes. A new turn, or a new try of one, starts the
- * turn's text over: text sent before it stays sent (the model's words before a tool call).
+ * hands each piece of answer text to `onText` in the run's order. A new turn, or a new try of one, starts
+ * the turn's text over: text sent before it stays sent (the model's words before a tool call).
  */
 export async function subscribeLiveAnswer(
   ctx: ApiContext,
@@ -26,7 +42,12 @@ export async function subscribeLiveAnswer(
   // An answer that must match a JSON Schema is sent once validated: live text may be an answer the model
   // is then asked to correct, and a client parsing the content would get both.
   if (structured.outputSchema !== undefined || ctx.deps.agents.agents.get(structured.agent)?.output_schema)
-    return { rest: (answer) => answerPieces(answer), close: () => undefined };
+    return {
+      recorded: async (_event, pass) => pass(),
+      sent: () => undefined,
+      rest: (answer) => answerPieces(answer),
+      close: () => undefined,
+    };
   const sub: RedisClient = duplicateRedis(ctx.deps.redis, {
     connectionName: `${ctx.deps.keys.prefix}-api-openai-live`,
     enableOfflineQueue: true,
@@ -35,8 +56,21 @@ export async function subscribeLiveAnswer(
     lazyConnect: false,
   });
   sub.on('error', (err: unknown) => ctx.log.debug({ err, runId }, 'openai live answer connection error'));
+  const order = new LiveOrder<Delta>();
   let current = '';
+  let currentTurn: unknown;
   let turnText = '';
+  const send = (delta: Delta) => {
+    const at = `${String(delta.turn)}.${String(delta.attempt)}`;
+    if (at !== current) {
+      current = at;
+      currentTurn = delta.turn;
+      turnText = '';
+    }
+    turnText += delta.content;
+    // A batch of text is sent in pieces of the size the recorded answer is sent in.
+    for (const piece of answerPieces(delta.content)) onText(piece);
+  };
   sub.on('message', (_channel: string, text: string) => {
     let delta: { type?: unknown; turn?: unknown; attempt?: unknown; content?: unknown };
     try {
@@ -45,18 +79,34 @@ export async function subscribeLiveAnswer(
       return;
     }
     if (delta.type !== 'answer_delta' || typeof delta.content !== 'string' || delta.content === '') return;
-    const at = `${String(delta.turn)}.${String(delta.attempt)}`;
-    if (at !== current) {
-      current = at;
-      turnText = '';
-    }
-    turnText += delta.content;
-    // A batch of text is sent in pieces of the size the recorded answer is sent in.
-    for (const piece of answerPieces(delta.content)) onText(piece);
+    order.arrived({ ...delta, type: delta.type, content: delta.content });
+    // The door passes events on as comments only: its text waits for the record of the turn before.
+    order.caughtUp();
+    for (const d of order.ready()) send(d);
   });
   await sub.subscribe(ctx.deps.keys.runDeltas(runId));
   return {
-    rest: (answer) => answerPieces(answer.startsWith(turnText) ? answer.slice(turnText.length) : answer),
+    recorded: async (event, pass) => {
+      const turn = turnRecorded(event);
+      if (turn !== undefined) {
+        // The turn's text was published before its record: a round trip brings in what is on its way.
+        await sub.ping().catch(() => undefined);
+        order.caughtUp(turn);
+      }
+      for (const d of order.before(event)) send(d);
+      pass();
+      order.recorded(event);
+    },
+    sent: () => {
+      for (const d of order.ready()) send(d);
+    },
+    // Live text stands for the answer only when it was the text of the answering (last recorded) turn.
+    rest: (answer) =>
+      answerPieces(
+        currentTurn === order.lastRecordedTurn && answer.startsWith(turnText)
+          ? answer.slice(turnText.length)
+          : answer,
+      ),
     close: () => sub.disconnect(),
   };
 }

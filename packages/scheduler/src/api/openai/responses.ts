@@ -112,7 +112,12 @@ async function streamResponse(
     send('response.created', { response: responseObject(runId, req, 'in_progress') });
     send('response.in_progress', { response: responseObject(runId, req, 'in_progress') });
     live = await subscribeLiveAnswer(ctx, runId, delta, req);
-    const outcome = await follower.follow(runId, gone.signal, async (event) => sse.comment(event.type));
+    const outcome = await follower.follow(
+      runId,
+      gone.signal,
+      async (event) => live?.recorded(event, () => sse.comment(event.type)),
+      () => live?.sent(),
+    );
     if (!outcome) {
       ctx.log.info({ runId, door: 'openai' }, 'openai client gone mid-stream: the run goes on');
       return reply;
