@@ -2,10 +2,13 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain ES module script of the scheduler package (no declarations).
 import { buildUi } from '../packages/scheduler/scripts/build-ui.mjs';
+import { UiBundleMissing, uiBundle } from '../packages/scheduler/src/api/ui/ui-bundle.js';
+import { createLogger } from '@agent-reach/shared';
 import { FULL_KEY, LIMITED_KEY, TEST_MODELS, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { FILESYSTEM_SERVER, tempDir } from './helpers/mcp.js';
 import { TEST_AGENTS } from './helpers/processes.js';
@@ -239,6 +242,46 @@ describe('run inspector sessions: a login is a cookie, and a write on it needs t
     const out = await fetch(`${h.url}/ui/logout`, { method: 'POST', headers: { cookie: full } });
     expect(out.status).toBe(204);
     expect((await fetch(`${h.url}/ui/api/me`, { headers: { cookie: full } })).status).toBe(401);
+  });
+});
+
+describe("the inspector bundle, where `pnpm build` has not run (the README's two commands)", () => {
+  /** A logger whose lines are kept, parsed. */
+  const keptLogger = () => {
+    const lines: Array<{ level: number; msg: string; err?: { message: string } }> = [];
+    const logger = createLogger('ui', { level: 'info' }, { write: (l: string) => lines.push(JSON.parse(l)) });
+    return { logger, lines };
+  };
+
+  it('builds a missing bundle from the sources on the first request, once for the requests that arrive together, and serves it after', async () => {
+    const dir = pathToFileURL(`${tempDir('ui-bundle')}/`);
+    const { logger, lines } = keptLogger();
+    const bundle = uiBundle(logger, dir);
+    const [js, css] = await Promise.all([bundle.read('app.js'), bundle.read('app.css')]);
+    expect(js.toString()).toContain('/ui/api/overview');
+    expect(css.toString()).toContain('.md-table');
+    expect(lines.map((l) => l.msg)).toEqual([
+      'inspector bundle missing: building it from the sources',
+      'inspector bundle built',
+    ]);
+    expect(await bundle.read('app.js')).toBe(js);
+    expect(existsSync(new URL('app.js', dir))).toBe(true);
+  });
+
+  it('answers a missing bundle it cannot build with a message naming the folder and the command, logged as such and not as Redis', async () => {
+    const dir = pathToFileURL(`${tempDir('ui-bundle')}/`);
+    const { logger, lines } = keptLogger();
+    const bundle = uiBundle(logger, dir, () => Promise.reject(new Error("Cannot find package 'esbuild'")));
+    const failed = await bundle.read('app.js').catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(UiBundleMissing);
+    expect((failed as Error).message).toContain(fileURLToPath(dir));
+    expect((failed as Error).message).toMatch(/could not be built from the sources: run `pnpm build`/);
+    const logged = lines.find((l) => l.level === 50);
+    expect(logged).toMatchObject({
+      msg: 'inspector bundle missing and could not be built',
+      err: { message: "Cannot find package 'esbuild'" },
+    });
+    expect(JSON.stringify(lines)).not.toMatch(/Redis/);
   });
 });
 

@@ -4,12 +4,15 @@ import { build } from 'esbuild';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-/** Writes ui-dist/app.js and ui-dist/app.css. */
-export async function buildUi() {
+/**
+ * Writes app.js and app.css into `outdir` (default: the package's ui-dist/; a relative path is taken from
+ * the package's folder).
+ */
+export async function buildUi({ outdir = 'ui-dist' } = {}) {
   await build({
     absWorkingDir: root,
     entryPoints: { app: 'ui/main.js' },
-    outdir: 'ui-dist',
+    outdir,
     bundle: true,
     format: 'esm',
     minify: true,

@@ -1,22 +1,16 @@
-import { readFile } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { DEFAULT_TENANT } from '@agent-reach/protocol';
 import { searchRuns } from '../../runs/run-search.js';
 import { requirePrincipal } from '../auth.js';
 import { UI_APPROVALS_RUNS, UI_PATH } from '../constants.js';
-import { ApiError } from '../errors.js';
+import { ApiError, sendError } from '../errors.js';
 import type { ApiContext } from '../options.js';
 import { visibleRuns } from '../session-access.js';
 import { overviewReader, recentRuns, toolStats } from './ui-overview.js';
+import { UI_ASSETS, UiBundleMissing, uiBundle } from './ui-bundle.js';
 import type { UiSessions } from './ui-sessions.js';
 
-/** The bundle `pnpm build` writes (esbuild): the same place relative to `src/api/ui` and `dist/api/ui`. */
-const BUNDLE_DIR = new URL('../../../ui-dist/', import.meta.url);
-const ASSETS: Record<string, string> = {
-  'app.js': 'text/javascript; charset=utf-8',
-  'app.css': 'text/css; charset=utf-8',
-};
 const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; " +
   "base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -55,7 +49,7 @@ function secured(reply: FastifyReply): FastifyReply {
  * tool error rates, the overview's figures). Its pages call `/v1` with the session cookie, so a limited key sees only its agents.
  */
 export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSessions): void {
-  const cache = new Map<string, Buffer>();
+  const bundle = uiBundle(ctx.log);
   const hide = { hide: true };
 
   const shell = async (_: unknown, reply: FastifyReply) =>
@@ -65,19 +59,15 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
 
   app.get<{ Params: { asset: string } }>(`${UI_PATH}/:asset`, { schema: hide }, async (request, reply) => {
     const { asset } = request.params;
-    const type = Object.hasOwn(ASSETS, asset) ? ASSETS[asset] : undefined;
+    const type = Object.hasOwn(UI_ASSETS, asset) ? UI_ASSETS[asset] : undefined;
     if (!type) throw new ApiError('NOT_FOUND', `no route GET ${UI_PATH}/${asset}`);
-    let body = cache.get(asset);
-    if (!body) {
-      try {
-        body = await readFile(new URL(asset, BUNDLE_DIR));
-      } catch {
-        throw new ApiError(
-          'UNAVAILABLE',
-          'the inspector bundle is not built: run `pnpm build` (or `pnpm --filter @agent-reach/scheduler build:ui`)',
-        );
-      }
-      cache.set(asset, body);
+    let body: Buffer;
+    try {
+      body = await bundle.read(asset);
+    } catch (err) {
+      // Answered here, not by the error handler: its UNAVAILABLE is Redis's, this is a missing build.
+      if (err instanceof UiBundleMissing) return sendError(reply, new ApiError('UNAVAILABLE', err.message));
+      throw err;
     }
     return secured(reply).type(type).send(body);
   });
