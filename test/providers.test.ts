@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDev, type DevStack } from '@agent-reach/cli';
 import { startLlmSim, type LlmSim, type Scenario } from '@agent-reach/llm-sim';
 import { FULL_KEY, request } from './helpers/api.js';
 import { runCli } from './helpers/cli.js';
@@ -468,5 +469,126 @@ describe('model providers that cannot answer: a killed one, a refused key, a dea
         type: 'json_schema',
         json_schema: { schema: expect.objectContaining({ required: ['note'] }) },
       });
+  });
+});
+
+describe('the providers file from outside: config check, a scheduler that refuses to start, dev, prices only', () => {
+  const t = testRedis();
+  let sim: LlmSim;
+  let dev: DevStack | undefined;
+  let priced: Child | undefined;
+
+  beforeAll(async () => {
+    sim = await startLlmSim({ scenarios: [{ name: 'm', turns: [{ content: 'from m', repeat: true }] }] });
+  });
+  afterAll(async () => {
+    priced?.kill();
+    await priced?.exited;
+    await dev?.close();
+    await sim?.close();
+    await t.cleanup();
+  });
+
+  /** An agents file whose agent names a model no provider declares, and a fallback no provider has. */
+  const undeclared = () => {
+    const agentsFile = writeAgentsFile({
+      agents: [{ name: 'typo_agent', tools: [], model: 'local/mm', fallback: ['elsewhere/m'] }],
+    });
+    const providersFile = path.join(path.dirname(agentsFile), 'providers.yaml');
+    writeFileSync(
+      providersFile,
+      JSON.stringify({ providers: [{ name: 'local', base_url: sim.url, models: ['m'] }] }),
+    );
+    return { agentsFile, providersFile };
+  };
+
+  it('has config check refuse an agent whose model or fallback is not declared, naming the file, the agent, the declared choices and where to declare it', async () => {
+    const { agentsFile, providersFile } = undeclared();
+    const checked = await runCli({ REDIS_URL, AGENTS_FILE: agentsFile, OPENAI_MODEL: 'm' }, [
+      'config',
+      'check',
+    ]);
+    expect(checked.code).not.toBe(0);
+    const out = checked.stdout + checked.stderr;
+    expect(out).toContain(
+      `${agentsFile}: agent "typo_agent": model "local/mm" is not declared; declared: m, local/m`,
+    );
+    expect(out).toContain(`agent "typo_agent": fallback "elsewhere/m" is not declared`);
+    expect(out).toContain(`declare it under a provider's models in ${providersFile}`);
+  });
+
+  it('has a scheduler that refuses such an agent say which file, agent and model, and how to declare it', async () => {
+    const { agentsFile, providersFile } = undeclared();
+    const child = startSchedulerChild({
+      REDIS_URL,
+      AR_KEY_PREFIX: t.prefix,
+      AGENTS_FILE: agentsFile,
+      OPENAI_API_KEY: 'test',
+      OPENAI_BASE_URL: sim.url,
+      OPENAI_MODEL: 'm',
+      SCHEDULER_METRICS_PORT: '0',
+    });
+    expect(await child.exited).not.toBe(0);
+    expect(child.output()).toContain(
+      `${agentsFile}: agent "typo_agent": model "local/mm" is not declared; declared: m, local/m`,
+    );
+    expect(child.output()).toContain(providersFile);
+  });
+
+  it('starts agent-reach dev with a provider whose API key variable is set, and runs its agent there', async () => {
+    const agentsFile = writeAgentsFile({ agents: [{ name: 'keyed_agent', tools: [], model: 'keyed/m' }] });
+    writeFileSync(
+      path.join(path.dirname(agentsFile), 'providers.yaml'),
+      JSON.stringify({
+        providers: [{ name: 'keyed', base_url: sim.url, api_key_env: 'KEYED_PROVIDER_KEY', models: ['m'] }],
+      }),
+    );
+    dev = await startDev({
+      REDIS_URL,
+      AR_KEY_PREFIX: t.prefix,
+      AGENTS_FILE: agentsFile,
+      KEYED_PROVIDER_KEY: 'a-key',
+      OPENAI_API_KEY: 'test',
+      OPENAI_BASE_URL: sim.url,
+      OPENAI_MODEL: 'm',
+      API_PORT: '0',
+      API_KEYS: `tester:${FULL_KEY}`,
+    });
+    const res = await request(dev.apiUrl, 'POST', '/v1/runs', {
+      body: { agent: 'keyed_agent', input: 'hello' },
+    });
+    expect(res.status, res.text).toBe(201);
+    const run = await waitFor(async () => {
+      const v = (await request(dev!.apiUrl, 'GET', `/v1/runs/${res.json.run_id as string}`)).json;
+      return v.status === 'succeeded' ? v : undefined;
+    });
+    expect(run.turns[0].answered_by).toBe('keyed/m');
+    const asked = sim.requests.at(-1)!;
+    expect(asked.body).toMatchObject({ model: 'm' });
+  });
+
+  it("prices the default provider's model from a providers file that holds only prices", async () => {
+    const agentsFile = writeAgentsFile({ agents: [{ name: 'plain_agent', tools: [] }] });
+    const started = await startWithProviders(
+      t.prefix,
+      agentsFile,
+      { prices: { 'default/m': PRICE } },
+      { OPENAI_BASE_URL: sim.url, OPENAI_MODEL: 'm', AR_KEY_PREFIX: `${t.prefix}p` },
+    );
+    priced = started.scheduler;
+    const res = await request(started.api, 'POST', '/v1/runs', {
+      body: { agent: 'plain_agent', input: 'hello' },
+    });
+    expect(res.status, res.text).toBe(201);
+    const run = await waitFor(async () => {
+      const v = (await request(started.api, 'GET', `/v1/runs/${res.json.run_id as string}`)).json;
+      return v.status === 'succeeded' ? v : undefined;
+    });
+    const { prompt_tokens: p, completion_tokens: c } = run.usage;
+    expect(p).toBeGreaterThan(0);
+    expect(run.cost).toBeCloseTo((p * PRICE.input + c * PRICE.output) / 1_000_000, 12);
+    expect(run.model_usage).toEqual([
+      { model: 'default/m', turns: 1, prompt_tokens: p, completion_tokens: c, cost: run.cost },
+    ]);
   });
 });

@@ -11,6 +11,7 @@ import {
   type AgentsFile,
 } from '@agent-reach/shared';
 import { checkMcpServers } from './config-probe.js';
+import { checkProviders } from './config-providers.js';
 
 /** How far `config check` goes. */
 export interface ConfigCheckOptions {
@@ -81,6 +82,9 @@ export async function configCheck(
   const mcp = await checkMcpServers(document, parsed, config.agentsFile, env, { probe, print });
   for (const w of mcp.warnings) print(`warning: ${w}`);
   problems.push(...mcp.problems);
+  const providers = checkProviders(config, env, parsed, print);
+  for (const w of providers.warnings) print(`warning: ${w}`);
+  problems.push(...providers.problems);
   return problems;
 }
 
