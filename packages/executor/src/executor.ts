@@ -7,7 +7,6 @@ import {
   createMetrics,
   connectRedis,
   LiveConfig,
-  mcpServersOf,
   registerConfigMetrics,
   startAfterRedis,
   ToolRegistry,
@@ -18,6 +17,7 @@ import {
 } from '@agent-reach/shared';
 import { newExecutorId } from './executor-id.js';
 import { createGroupLimiter, type GroupLimiter } from './group-limits.js';
+import { servedGroups, type ServedGroups } from './served-groups.js';
 import { createOpenApiSources, type OpenApiSources } from './sources/openapi/openapi-sources.js';
 import { McpSource, type McpSourceOptions } from './sources/mcp-source.js';
 import { createToolWorker, type ToolWorker } from './tool-worker.js';
@@ -99,9 +99,12 @@ interface ServingDeps {
 }
 
 /**
- * Starts a complete executor from a config: Redis, the registry (demo tools plus `extraTools`), the agents
- * file (checked against the registry), the tool workers for the configured groups and `/metrics`. Started
- * while Redis is away, it waits for Redis (its `/readyz` answering 503) and starts serving when it answers.
+ * Starts a complete executor from a config: Redis, the registry (demo tools plus `extraTools`, those of
+ * the groups it serves), the agents file, the tool workers for the configured groups and `/metrics`.
+ * Started while Redis is away, it waits for Redis (its `/readyz` answering 503) and starts serving when
+ * it answers. With groups named, it loads nothing of another group: that group's tools are left out and
+ * its MCP servers and OpenAPI sources are not started; the agents' tool names are checked against the
+ * whole fleet's catalog by the schedulers and `config check`, not against one executor's registry.
  */
 export async function startExecutor(
   config: AgentReachConfig,
@@ -132,6 +135,7 @@ interface ServingParts {
   mcp: McpSource;
   limiter: GroupLimiter;
   openApi: OpenApiSources;
+  served: ServedGroups;
   logger: Logger;
 }
 
@@ -142,17 +146,16 @@ async function startServing(
   { redis, logger, metricsRegistry, server }: ServingDeps,
 ): Promise<ExecutorProcess> {
   const keys = createKeys(config.keyPrefix);
-  const registry = new ToolRegistry().register(
+  const served = servedGroups(config.executor.groups);
+  const tools = served.tools([
     ...createDemoTools({ redis, keys, outputsDir: config.outputsDir }),
     ...options.extraTools({ redis, keys }),
-  );
-  const live = await LiveConfig.start({
-    redis,
-    keys,
-    file: config.agentsFile,
-    logger,
-    knownTools: registry.names(),
-  });
+  ]);
+  if (tools.left.length > 0)
+    logger.info({ groups: served.named, tools: tools.left }, 'tools of groups not served left out');
+  const registry = new ToolRegistry().register(...tools.kept);
+  // Other executors may serve the tools an agent names: the fleet's catalog is checked by the schedulers.
+  const live = await LiveConfig.start({ redis, keys, file: config.agentsFile, logger });
   // Relative OpenAPI document paths start beside the agents file, for a published version too.
   const openApi = createOpenApiSources({
     registry,
@@ -160,7 +163,7 @@ async function startServing(
     baseDir: path.dirname(path.resolve(config.agentsFile)),
     env: options.env,
   });
-  await openApi.apply(live.current().agents.document.tool_groups);
+  await openApi.apply(served.toolGroups(live.current().agents.document.tool_groups));
   collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_executor_' });
   const metrics = createMetrics(metricsRegistry);
   registerConfigMetrics(metricsRegistry, live);
@@ -178,7 +181,7 @@ async function startServing(
     sources: () => late.mcp?.report() ?? { withdrawn: [], mcpServers: [] },
   });
   // Groups of the MCP servers configured are served too when no groups are named.
-  worker.serveNewGroups(mcpServersOf(live.current().agents.document).map((m) => m.group));
+  worker.serveNewGroups(served.mcpServers(live.current().agents.document).map((m) => m.group));
   const mcp = new McpSource(
     { registry, groups: worker.groups, env: options.env, redis, keys, logger, metrics },
     options.mcp,
@@ -186,9 +189,9 @@ async function startServing(
   late.mcp = mcp;
   const limiter = createGroupLimiter({ connection: redis, keys, groups: worker.groups, logger });
   await limiter.apply(live.current().agents.toolGroups);
-  const parts: ServingParts = { live, worker, mcp, limiter, openApi, logger };
+  const parts: ServingParts = { live, worker, mcp, limiter, openApi, served, logger };
   const reapply = followConfig(parts);
-  await mcp.apply(mcpServersOf(live.current().agents.document));
+  await mcp.apply(served.mcpServers(live.current().agents.document));
   followMcpServers(parts);
   await worker.publishCatalog();
   logger.info(
@@ -246,12 +249,12 @@ function toolWorkerOptions(config: AgentReachConfig, options: ResolvedExecutorOp
  * Keeps the group limits and the OpenAPI tools in step with the configuration, and announces MCP tools
  * as they come and go. Returns the timer that writes the limits again now and then.
  */
-function followConfig({ live, worker, mcp, limiter, openApi, logger }: ServingParts): NodeJS.Timeout {
+function followConfig({ live, worker, mcp, limiter, openApi, served, logger }: ServingParts): NodeJS.Timeout {
   live.onChange((next) => void limiter.apply(next.agents.toolGroups));
   live.onChange(
     (next) =>
       void openApi
-        .apply(next.agents.document.tool_groups)
+        .apply(served.toolGroups(next.agents.document.tool_groups))
         .then(async (changed) => {
           if (!changed) return;
           if (worker.serveNewGroups().length > 0) await limiter.apply(live.current().agents.toolGroups);
@@ -271,9 +274,9 @@ function followConfig({ live, worker, mcp, limiter, openApi, logger }: ServingPa
 }
 
 /** Starts and stops MCP servers (and serves their groups) as the configuration names them. */
-function followMcpServers({ live, worker, mcp, limiter }: ServingParts): void {
+function followMcpServers({ live, worker, mcp, limiter, served }: ServingParts): void {
   live.onChange((next) => {
-    const servers = mcpServersOf(next.agents.document);
+    const servers = served.mcpServers(next.agents.document);
     if (worker.serveNewGroups(servers.map((m) => m.group)).length > 0)
       void limiter.apply(next.agents.toolGroups);
     void mcp.apply(servers);

@@ -8,9 +8,14 @@ const HELP = `agent-reach executor: runs tool calls from the tool queues.
 
 Usage: executor [--groups a,b] [--tools ./my-tools.ts,...] [--concurrency N]
 
-  --groups       tool groups whose queues to serve (env EXECUTOR_GROUPS, default "default")
+  --groups       tool groups whose queues to serve (env EXECUTOR_GROUPS). Default: every group of the tools
+                 it loads (the built-in tools are in "default"; a module's tools in theirs) and of the MCP
+                 servers and OpenAPI sources the configuration declares, growing as a new configuration
+                 declares more.
+                 Named groups are all it serves and loads: tools of other groups are left out, their
+                 MCP servers and OpenAPI documents are not started or read.
   --tools        extra tool modules; each default-exports ToolDefinition[] or (deps) => ToolDefinition[]
-                 (env TOOL_MODULES)
+                 (env TOOL_MODULES). Only this executor's modules: another group's need not be present.
   --concurrency  calls run at once per group (env EXECUTOR_CONCURRENCY, default 50)
 
 Environment: REDIS_URL, AR_KEY_PREFIX, AGENTS_FILE, OUTPUTS_DIR, EXECUTOR_METRICS_PORT, SHUTDOWN_GRACE_MS,
