@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunEvent } from '@agent-reach/scheduler';
+import { startApiServer } from '@agent-reach/scheduler';
+import { bareApiDeps, request, TEST_API_KEYS, TEST_MODELS } from './helpers/api.js';
 import { startRunsHarness } from './helpers/runs.js';
 import { toolMessages } from './helpers/loop.js';
 import { waitFor } from './helpers/redis.js';
@@ -233,6 +235,52 @@ describe('runs as jobs: records, approvals, cancellation, sessions, retention', 
     const outcome = await h.control.wait(queued, 10_000);
     expect(outcome).toMatchObject({ status: 'cancelled', iterations: 0 });
     expect(h.sim.requests.some((r) => JSON.stringify(r.body).includes('queued then cancelled'))).toBe(false);
+  });
+
+  it('lists a run from the moment the API accepts it: queued with its time, then running once a scheduler takes it, cancellable throughout', async () => {
+    h.sim.addScenario({
+      name: 'slow-answer',
+      fault: { type: 'latency', ms: 60_000 },
+      turns: [{ content: 'late' }],
+    });
+    const api = await startApiServer(bareApiDeps(h.control, h.producer, h.keys), {
+      apiKeys: TEST_API_KEYS,
+      port: 0,
+      host: '127.0.0.1',
+      allowedModels: [...TEST_MODELS, 'slow-answer'],
+    });
+    const call = (method: string, path: string, body?: unknown) =>
+      request(api.url, method, path, body === undefined ? {} : { body });
+    const listed = async () =>
+      (await call('GET', '/v1/runs?limit=200')).json.runs as Array<{ run_id: string; status: string }>;
+    try {
+      await h.schedulers[0]!.worker.worker.pause();
+      const created = await call('POST', '/v1/runs', {
+        agent: 'test_agent',
+        input: 'accepted, not taken yet',
+        model: 'slow-answer',
+      });
+      expect(created.status, created.text).toBe(201);
+      const runId = created.json.run_id as string;
+      const queued = await call('GET', `/v1/runs/${runId}`);
+      expect(queued.json).toMatchObject({ run_id: runId, status: 'queued' });
+      expect(queued.json.updated_at).toBeGreaterThan(0);
+      expect(await listed()).toContainEqual(expect.objectContaining({ run_id: runId, status: 'queued' }));
+      // What an executor reads to check a call of the run: its listing, with a live status.
+      expect(await h.producer.hget(h.keys.runMeta(runId), 'status')).toBe('queued');
+
+      void h.schedulers[0]!.worker.worker.resume();
+      await waitFor(async () => h.sim.inFlight > 0, 10_000, 'the model to be asked');
+      const running = await call('GET', `/v1/runs/${runId}`);
+      expect(running.json).toMatchObject({ status: 'running' });
+      expect(running.json.updated_at).toBeGreaterThanOrEqual(queued.json.updated_at);
+      expect(await listed()).toContainEqual(expect.objectContaining({ run_id: runId, status: 'running' }));
+      expect((await call('POST', `/v1/runs/${runId}/cancel`)).status).toBe(202);
+      expect((await h.control.wait(runId, 15_000)).status).toBe('cancelled');
+    } finally {
+      void h.schedulers[0]!.worker.worker.resume();
+      await api.close();
+    }
   });
 
   it('shares history between the runs of one session', async () => {
