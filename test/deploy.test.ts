@@ -130,6 +130,7 @@ function definedMetrics(): Set<string> {
     'packages/shared/src/observability/metrics.ts',
     'packages/shared/src/observability/workflow-metrics.ts',
     'packages/scheduler/src/fleet/queue-sampler.ts',
+    'packages/scheduler/src/model/provider-metrics.ts',
     'packages/archive/src/archiver.ts',
   ]) {
     for (const m of read(file).matchAll(/`\$\{METRIC_PREFIX\}([a-z0-9_]+)`/g))
