@@ -223,6 +223,8 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
         '/readyz',
         '/v1/agents',
         '/v1/chat/completions',
+        '/v1/models',
+        '/v1/models/{id}',
         '/v1/responses',
         '/v1/runs',
         '/v1/runs/{id}',

@@ -291,4 +291,32 @@ describe('agents as OpenAI models at /v1/chat/completions and /v1/responses', ()
     expect(forbidden).toBeInstanceOf(OpenAI.NotFoundError);
     expect(forbidden!.code).toBe('model_not_found');
   });
+
+  it('lists the agents a key may use as models through openai.models.list(), and retrieves each, as OpenAI does', async () => {
+    const listed = [];
+    for await (const model of openai().models.list()) listed.push(model);
+    expect(listed.map((m) => m.id)).toEqual(['test_agent', 'weather_only']);
+    for (const m of listed) {
+      expect(m).toMatchObject({ object: 'model', owned_by: 'agent-reach' });
+      expect(Number.isInteger(m.created) && m.created > 1_600_000_000).toBe(true);
+    }
+    const limited = [];
+    for await (const model of openai(LIMITED_KEY).models.list()) limited.push(model.id);
+    expect(limited).toEqual(['weather_only']);
+    expect(await openai().models.retrieve('test_agent')).toMatchObject({ id: 'test_agent', object: 'model' });
+    // A listed model is one the door runs.
+    const done = await openai().chat.completions.create({
+      model: listed[0]!.id,
+      messages: [{ role: 'user', content: '1' }],
+    });
+    expect(done.choices[0]!.message.content).toMatch(/^slept 1 ms/);
+    for (const [key, id] of [
+      [LIMITED_KEY, 'test_agent'],
+      [FULL_KEY, 'no_such_agent'],
+    ] as const) {
+      const missing = await rejection(openai(key).models.retrieve(id));
+      expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+      expect(missing!.code).toBe('model_not_found');
+    }
+  });
 });

@@ -50,5 +50,6 @@ export const MCP_SERVER_INFO = { name: 'agent-reach', version: '1' } as const;
 /** The OpenAI-compatible door: chat completions and responses. */
 export const OPENAI_CHAT_PATH = '/v1/chat/completions';
 export const OPENAI_RESPONSES_PATH = '/v1/responses';
+export const OPENAI_MODELS_PATH = '/v1/models';
 /** How many characters of a recorded answer each streamed delta of the OpenAI-compatible door carries, at most. */
 export const ANSWER_CHUNK_CHARS = 64;

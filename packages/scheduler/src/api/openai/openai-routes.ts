@@ -1,9 +1,10 @@
 import type { FastifyInstance } from 'fastify';
-import { OPENAI_CHAT_PATH, OPENAI_RESPONSES_PATH } from '../constants.js';
+import { OPENAI_CHAT_PATH, OPENAI_MODELS_PATH, OPENAI_RESPONSES_PATH } from '../constants.js';
 import type { ApiContext } from '../options.js';
 import { chatCompletion } from './chat-completions.js';
 import { createRunFollower } from './door-run.js';
 import { openAiErrorHandler } from './openai-error.js';
+import { createModelsDoor } from './models.js';
 import { createResponse } from './responses.js';
 
 const OPEN_BODY = {
@@ -19,8 +20,36 @@ const OPEN_BODY = {
  */
 export async function openAiRoutes(app: FastifyInstance, ctx: ApiContext): Promise<void> {
   const follower = createRunFollower(ctx);
+  const models = createModelsDoor(ctx);
   await app.register(async (scope) => {
     scope.setErrorHandler(openAiErrorHandler(ctx.log));
+    scope.get(
+      OPENAI_MODELS_PATH,
+      {
+        schema: {
+          tags: ['openai'],
+          summary: 'OpenAI models: the agents the key may use, each a `model` of the door',
+          description:
+            'A list (`object: "list"`) of `{ id, object: "model", created, owned_by }`, one per agent the key may use, with the agent\'s `description` and the `models` it is declared to ask. See docs/openai-door.md.',
+        },
+      },
+      (request) => models.list(request),
+    );
+    scope.get<{ Params: { id: string } }>(
+      `${OPENAI_MODELS_PATH}/:id`,
+      {
+        schema: {
+          tags: ['openai'],
+          summary: 'OpenAI model: one agent the key may use; 404 `model_not_found` for any other',
+          params: {
+            type: 'object',
+            properties: { id: { type: 'string', minLength: 1, maxLength: 200 } },
+            required: ['id'],
+          },
+        },
+      },
+      (request) => models.retrieve(request),
+    );
     scope.post<{ Headers: { traceparent?: string } }>(
       OPENAI_CHAT_PATH,
       {
