@@ -70,3 +70,5 @@ export { ApiError, BOARD_PATH, summaryView, IdempotencyStore, bodyHash } from '.
 export type { ApiErrorBody } from './api/index.js';
 export { workflowView, workflowSummaryView } from './api/workflow-view.js';
 export { LiveOrder, turnRecorded } from './api/live-order.js';
+export { ModelProviders } from './model/providers.js';
+export { createProviderMetrics } from './model/provider-metrics.js';
