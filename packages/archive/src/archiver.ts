@@ -81,6 +81,11 @@ export function createArchiveMetrics(registry: Registry) {
       help: 'Finished runs waiting in the outbox to be archived to PostgreSQL (sampled by each archiver).',
       registers,
     }),
+    lag: new Gauge({
+      name: `${METRIC_PREFIX}archive_lag_seconds`,
+      help: 'How long the most overdue run in the outbox has waited past its due time (0: none overdue; sampled by each archiver).',
+      registers,
+    }),
     archived: new Counter({
       name: `${METRIC_PREFIX}archive_runs_total`,
       help: 'Runs an archiver wrote to PostgreSQL (new rows; a repeated write is not counted).',
@@ -172,13 +177,14 @@ export async function startArchiver(given: ArchiverOptions): Promise<Archiver> {
   };
 }
 
-/** Samples the outbox's size into the backlog gauge now and every `sampleMs`; returns the stop. */
+/** Samples the outbox's size, dead letters and lag into their gauges now and every `sampleMs`; returns the stop. */
 function sampleBacklog({ outbox, metrics, o }: ArchiverContext): () => void {
   const sample = () =>
-    Promise.all([outbox.size(), outbox.deadCount()]).then(
-      ([backlog, dead]) => {
+    Promise.all([outbox.size(), outbox.deadCount(), outbox.firstDueAt()]).then(
+      ([backlog, dead, dueAt]) => {
         metrics.backlog.set(backlog);
         metrics.deadLetters.set(dead);
+        metrics.lag.set(dueAt === undefined ? 0 : Math.max(0, Date.now() - dueAt) / 1000);
       },
       () => undefined,
     );

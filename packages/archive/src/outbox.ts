@@ -139,4 +139,10 @@ export class Outbox {
   size(): Promise<number> {
     return this.redis.zcard(this.key);
   }
+
+  /** When the entry due first is (or was) due, epoch ms; undefined for an empty outbox. */
+  async firstDueAt(): Promise<number | undefined> {
+    const [, score] = await this.redis.zrange(this.key, 0, 0, 'WITHSCORES');
+    return score === undefined ? undefined : Number(score);
+  }
 }

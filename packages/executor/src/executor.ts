@@ -157,15 +157,16 @@ async function startServing(
   // Other executors may serve the tools an agent names: the fleet's catalog is checked by the schedulers.
   const live = await LiveConfig.start({ redis, keys, file: config.agentsFile, logger });
   // Relative OpenAPI document paths start beside the agents file, for a published version too.
+  collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_executor_' });
+  const metrics = createMetrics(metricsRegistry);
   const openApi = createOpenApiSources({
     registry,
     logger,
     baseDir: path.dirname(path.resolve(config.agentsFile)),
     env: options.env,
+    onResponse: (tool, status) => metrics.openApiResponses.inc({ tool, status: String(status) }),
   });
   await openApi.apply(served.toolGroups(live.current().agents.document.tool_groups));
-  collectDefaultMetrics({ register: metricsRegistry, prefix: 'agent_reach_executor_' });
-  const metrics = createMetrics(metricsRegistry);
   registerConfigMetrics(metricsRegistry, live);
   // Made once the worker is: it mounts the servers of the groups the worker serves (a list that grows).
   const late: { mcp?: McpSource } = {};

@@ -47,10 +47,16 @@ export function createProviderMetrics(registry: Registry) {
       labelNames: ['from', 'reason', 'to'] as const,
       registers,
     }),
+    unanswered: new Counter({
+      name: `${METRIC_PREFIX}llm_turns_unanswered_total`,
+      help: "Model turns no model of the run's chain answered (each one's provider failed or its breaker was open), by agent.",
+      labelNames: ['agent'] as const,
+      registers,
+    }),
     cost: new Counter({
       name: `${METRIC_PREFIX}llm_cost_total`,
-      help: 'Cost of model turns from the price table (tokens in and out × price), by agent, model and API key.',
-      labelNames: ['agent', 'model', 'key'] as const,
+      help: 'Cost of model turns from the price table (tokens in and out × price), by agent, model, API key and tenant.',
+      labelNames: ['agent', 'model', 'key', 'tenant'] as const,
       registers,
     }),
   };

@@ -1,10 +1,15 @@
+import { DEFAULT_TENANT } from '@agent-reach/protocol';
 import type { RunEvent } from '../agent-loop/events.js';
 import type { RunState } from '../agent-loop/run-state.js';
 import type { ProviderMetrics } from '../model/provider-metrics.js';
 
-/** Counts answered turns, fallbacks and cost from a run's `llm_request` events. */
+/**
+ * Counts answered turns, fallbacks and cost from a run's `llm_request` events, and turns no model of the
+ * chain answered from its `llm_error` events that list the models passed over.
+ */
 export function recordProviderMetrics(metrics: ProviderMetrics): (event: RunEvent, state: RunState) => void {
   return (event, state) => {
+    if (event.type === 'llm_error' && event.fallback?.length) metrics.unanswered.inc({ agent: state.agent });
     if (event.type !== 'llm_request' || event.answered_by === undefined) return;
     const slash = event.answered_by.indexOf('/');
     const provider = event.answered_by.slice(0, slash);
@@ -12,6 +17,14 @@ export function recordProviderMetrics(metrics: ProviderMetrics): (event: RunEven
     for (const s of event.fallback ?? [])
       metrics.fallbacks.inc({ from: s.model, reason: s.reason, to: event.answered_by });
     if (event.cost !== undefined)
-      metrics.cost.inc({ agent: state.agent, model: event.answered_by, key: state.key ?? '' }, event.cost);
+      metrics.cost.inc(
+        {
+          agent: state.agent,
+          model: event.answered_by,
+          key: state.key ?? '',
+          tenant: state.tenant ?? DEFAULT_TENANT,
+        },
+        event.cost,
+      );
   };
 }

@@ -103,6 +103,12 @@ export function createMetrics(registry: Registry) {
       labelNames: ['server', 'reason'] as const,
       registers,
     }),
+    openApiResponses: new Counter({
+      name: `${METRIC_PREFIX}openapi_responses_total`,
+      help: 'Answers to the requests of OpenAPI tools (every attempt), by tool and HTTP status ("none": no answer came).',
+      labelNames: ['tool', 'status'] as const,
+      registers,
+    }),
     mcpProtocolErrors: new Counter({
       name: `${METRIC_PREFIX}mcp_protocol_errors_total`,
       help: 'Messages from an MCP server that are not valid JSON-RPC (garbage on stdout, malformed replies).',

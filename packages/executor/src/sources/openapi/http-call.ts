@@ -9,6 +9,8 @@ export interface CallTarget {
   readonly auth?:
     | { readonly type: 'bearer'; readonly secret: string }
     | { readonly type: 'header' | 'query'; readonly name: string; readonly secret: string };
+  /** Told the HTTP status of each answer, or `none` when no answer came (for the executor's metrics). */
+  readonly observe?: (status: number | 'none') => void;
 }
 
 /** 4xx answers that say the tool itself is misconfigured (credentials, method, media type), not the arguments. */
@@ -41,6 +43,7 @@ export async function callOperation(
   } catch (err) {
     // The attempt's timeout (or the executor stopping) aborted it: that outcome is already decided.
     if (signal.aborted) throw err;
+    target.observe?.('none');
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
     throw new ToolError(
       'transient',
@@ -48,6 +51,7 @@ export async function callOperation(
       { cause: err },
     );
   }
+  target.observe?.(response.status);
   if (response.status >= 200 && response.status < 300) return success(response, text);
   if (response.status >= 300 && response.status < 400) throw redirectError(response, where, url);
   throw httpError(response, text.text, where);

@@ -9,6 +9,8 @@ export interface OpenApiSourcesOptions {
   baseDir: string;
   /** The environment credentials are read from. */
   env: Readonly<Record<string, string | undefined>>;
+  /** Told each answer's HTTP status (`none`: no answer) of an OpenAPI tool's call. */
+  onResponse?: (tool: string, status: number | 'none') => void;
 }
 
 /** What one source serves and what went wrong with it, as the last load left it. */
@@ -47,7 +49,12 @@ export function createOpenApiSources(options: OpenApiSourcesOptions): OpenApiSou
     if (key === applied) return false;
     const loaded: LoadedSource[] = await Promise.all(
       declared.map(({ group, source }) =>
-        loadOpenApiSource(source, group, { baseDir: options.baseDir, env: options.env, formats }),
+        loadOpenApiSource(source, group, {
+          baseDir: options.baseDir,
+          env: options.env,
+          formats,
+          ...(options.onResponse ? { onResponse: options.onResponse } : {}),
+        }),
       ),
     );
     // From here to the end nothing awaits: the old tools go and the new ones come in one step.
