@@ -6,6 +6,7 @@ import { startDev, type DevStack } from '@agent-reach/cli';
 import { startLlmSim, type LlmSim, type Scenario } from '@agent-reach/llm-sim';
 import { FULL_KEY, request } from './helpers/api.js';
 import { runCli } from './helpers/cli.js';
+import { startLoopHarness } from './helpers/loop.js';
 import { writeAgentsFile } from './helpers/mcp.js';
 import { startSchedulerChild, type Child } from './helpers/processes.js';
 import { REDIS_URL, testRedis, waitFor } from './helpers/redis.js';
@@ -590,5 +591,31 @@ describe('the providers file from outside: config check, a scheduler that refuse
     expect(run.model_usage).toEqual([
       { model: 'default/m', turns: 1, prompt_tokens: p, completion_tokens: c, cost: run.cost },
     ]);
+  });
+});
+
+describe('every model request of a run is counted and priced', () => {
+  let h: Awaited<ReturnType<typeof startLoopHarness>>;
+  beforeAll(async () => {
+    h = await startLoopHarness();
+  });
+  afterAll(async () => h?.close());
+
+  it("counts the plan's tokens in the account of the model that answered it, as the run's usage counts them", async () => {
+    const { outcome, events, state } = await h.run(
+      { name: 'planned-usage', plan: ['fetch rows', 'summarize'], turns: [{ content: 'planned and done' }] },
+      { input: 'fetch rows, then fetch more rows, then summarize them' },
+    );
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'planned and done' });
+    expect(events.some((e) => e.type === 'plan' && e.steps.length === 2)).toBe(true);
+    const requests = h.sim.requests.filter((r) => r.scenario === 'planned-usage');
+    expect(requests).toHaveLength(2);
+    expect(state.modelUsage).toEqual({
+      'default/planned-usage': {
+        turns: 2,
+        prompt_tokens: state.usage.prompt_tokens,
+        completion_tokens: state.usage.completion_tokens,
+      },
+    });
   });
 });
