@@ -10,6 +10,7 @@ import {
   type AgentReachConfig,
   type AgentsFile,
 } from '@agent-reach/shared';
+import { checkOpenApiSources } from './config-openapi.js';
 import { checkMcpServers } from './config-probe.js';
 import { checkProviders } from './config-providers.js';
 
@@ -82,6 +83,7 @@ export async function configCheck(
   const mcp = await checkMcpServers(document, parsed, config.agentsFile, env, { probe, print });
   for (const w of mcp.warnings) print(`warning: ${w}`);
   problems.push(...mcp.problems);
+  problems.push(...(await checkOpenApiSources(document, config.agentsFile, env, { probe, print })));
   const providers = checkProviders(config, env, parsed, print);
   for (const w of providers.warnings) print(`warning: ${w}`);
   problems.push(...providers.problems);

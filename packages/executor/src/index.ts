@@ -23,3 +23,5 @@ export { probeMcpServer } from './sources/mcp-probe.js';
 export type { McpProbeOutcome } from './sources/mcp-probe.js';
 export { toModelResult, toolDigest } from './sources/mcp-tools.js';
 export type { McpContentItem } from './sources/mcp-tools.js';
+export { loadOpenApiSource } from './sources/openapi/openapi-source.js';
+export type { LoadedSource, SourceLoadOptions } from './sources/openapi/openapi-source.js';

@@ -12,6 +12,7 @@ import { agentPolicyProblems, agentPolicyProperties, type AgentPolicy } from './
 import {
   declaredOpenApiTools,
   openApiSourceProblems,
+  undeclaredOpenApiTool,
   openApiSourcesSchema,
   type OpenApiSourceSpec,
 } from './openapi-config.js';
@@ -226,9 +227,10 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
     spec.tools.forEach((tool, j) => {
       // An MCP server's tools are known once it runs: until it announces one, no agent sees it.
       if (typeof tool !== 'string' || known.has(tool) || inMcpNamespace(tool, servers)) return;
-      const guess = closestName(tool, known);
+      const undeclared = undeclaredOpenApiTool(tool, toolGroups);
+      const guess = undeclared === undefined ? closestName(tool, known) : undefined;
       problems.push(
-        `${file}: ${agentName(String(i))}: tools[${j}] "${tool}" is not a registered tool${guess ? ` (did you mean "${guess}"?)` : ''}`,
+        `${file}: ${agentName(String(i))}: tools[${j}] "${tool}" ${undeclared ?? `is not a registered tool${guess ? ` (did you mean "${guess}"?)` : ''}`}`,
       );
     });
   });

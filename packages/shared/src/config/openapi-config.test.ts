@@ -102,10 +102,17 @@ tool_groups:
     ]);
   });
 
-  it('still refuses an agent naming a tool that neither the registry nor a source declares', () => {
+  it("refuses an agent tool in a source's namespace that its operations do not declare, naming the operations rather than suggesting a rename", () => {
     const e = refused(valid.replace('billing__get_invoices', 'billing__listInvoices'), ['query_weather']);
     expect(e.details).toEqual([
-      'agents.yaml: agent "billing_agent": tools[1] "billing__listInvoices" is not a registered tool (did you mean "billing__getInvoice"?)',
+      'agents.yaml: agent "billing_agent": tools[1] "billing__listInvoices" is none of the operations OpenAPI source "billing" (tool_groups.billing) lists (getInvoice, GET /invoices): add its operation to "operations", or correct one of them (config check reads the document and names its operations)',
+    ]);
+  });
+
+  it('still refuses an agent naming a tool that neither the registry nor a source declares, with the closest name', () => {
+    const e = refused(valid.replace('billing__get_invoices', 'query_wether'), ['query_weather']);
+    expect(e.details).toEqual([
+      'agents.yaml: agent "billing_agent": tools[1] "query_wether" is not a registered tool (did you mean "query_weather"?)',
     ]);
   });
 });

@@ -132,6 +132,30 @@ export function declaredOpenApiTools(
 }
 
 /**
+ * What to say of an agent's tool that is in an OpenAPI source's namespace (`<source>__…`) but is none of
+ * the tools its `operations` declare, or undefined when the name is in no source's namespace. The
+ * mismatch may be in either place (a typo in `operations` makes the agent's correct name unknown), so no
+ * rename of the agent's tool is suggested: the source's operations are named, and `config check` checks
+ * them against the document.
+ */
+export function undeclaredOpenApiTool(
+  tool: string,
+  toolGroups: Readonly<Record<string, { readonly openapi?: readonly OpenApiSourceSpec[] }>> | undefined,
+): string | undefined {
+  for (const [group, spec] of Object.entries(toolGroups ?? {})) {
+    for (const source of spec.openapi ?? []) {
+      if (!tool.startsWith(`${source.name}__`)) continue;
+      return (
+        `is none of the operations OpenAPI source "${source.name}" (tool_groups.${group}) lists ` +
+        `(${source.operations.join(', ')}): add its operation to "operations", or correct one of them ` +
+        '(config check reads the document and names its operations)'
+      );
+    }
+  }
+  return undefined;
+}
+
+/**
  * What the schema cannot say about the OpenAPI sources of a schema-valid document: a source name used
  * twice, two operations that come out as one tool name, policy for an operation not listed, a header or
  * query credential without its name. Each problem names the group, the source and the operation.

@@ -12,6 +12,7 @@ import {
 import { callOperation, readCapped, type CallTarget } from './http-call.js';
 import type { OpenApiVersion } from './json-schema.js';
 import { findOperation, operationNames, operationTool } from './operation.js';
+import { openApiValidationProblems } from './openapi-validation.js';
 
 type Obj = Record<string, unknown>;
 
@@ -22,6 +23,13 @@ export interface SourceLoadOptions {
   env: Readonly<Record<string, string | undefined>>;
   /** Formats the tool validator knows. */
   formats: ReadonlySet<string>;
+  /**
+   * Check the source without reading its credential (as `config check` does, in an environment that is not
+   * the executor's). Default false.
+   */
+  checkOnly?: boolean;
+  /** Told each answer's HTTP status (`none`: no answer) of a tool's call, by tool name. */
+  onResponse?: (tool: string, status: number | 'none') => void;
 }
 
 /** One source after loading: the tools it makes, and every problem, each naming the source (and operation). */
@@ -59,11 +67,13 @@ export async function loadOpenApiSource(
     );
     return out;
   }
-  const target = callTarget(spec, doc, location, options.env, label);
-  if (typeof target === 'string') {
-    out.problems.push(target);
-    return out;
-  }
+  // An invalid document is reported, and what can be read of it is still served.
+  const invalid = await openApiValidationProblems(doc).catch((err: unknown) => [
+    `the validator could not read it: ${firstLine(err)}`,
+  ]);
+  for (const problem of invalid)
+    out.problems.push(`${label}: document ${spec.document} is not valid OpenAPI: ${problem}`);
+  const tools: Array<[string, ReturnType<typeof operationTool>]> = [];
   for (const entry of spec.operations) {
     const found = findOperation(doc, entry);
     if (!found) {
@@ -80,7 +90,17 @@ export async function loadOpenApiSource(
       out.problems.push(`${label}: operation "${entry}" cannot be a tool: ${firstLine(err)}`);
       continue;
     }
-    out.tools.push(toolDefinition(spec, group, entry, tool, target));
+    tools.push([entry, tool]);
+  }
+  const target = callTarget(spec, doc, location, options, label);
+  if (typeof target === 'string') {
+    out.problems.push(target);
+    return out;
+  }
+  for (const [entry, tool] of tools) {
+    const name = openApiToolName(spec.name, entry);
+    const observe = options.onResponse && ((s: number | 'none') => options.onResponse!(name, s));
+    out.tools.push(toolDefinition(spec, group, entry, tool, observe ? { ...target, observe } : target));
   }
   return out;
 }
@@ -180,7 +200,7 @@ function callTarget(
   spec: OpenApiSourceSpec,
   doc: Obj,
   location: string,
-  env: Readonly<Record<string, string | undefined>>,
+  { env, checkOnly }: Pick<SourceLoadOptions, 'env' | 'checkOnly'>,
   label: string,
 ): CallTarget | string {
   let base = spec.base_url;
@@ -198,7 +218,7 @@ function callTarget(
     return `${label}: base URL ${JSON.stringify(base)} is not an absolute http(s) URL; set base_url`;
   const baseUrl = base.replace(/\/+$/, '');
   if (!spec.auth) return { baseUrl };
-  const secret = env[spec.auth.env];
+  const secret = checkOnly ? 'unread' : env[spec.auth.env];
   if (!secret) return `${label}: credential variable ${spec.auth.env} is not set in the environment`;
   return {
     baseUrl,
