@@ -1,5 +1,6 @@
 import type { Keys } from '@agent-reach/protocol';
 import {
+  catalogChannel,
   redisScripts,
   type Logger,
   type ToolRegistry,
@@ -29,9 +30,11 @@ export interface Presence {
 }
 
 /**
- * Announces what this executor serves (its groups, every tool it registers) in the fleet catalog, again
- * every `intervalMs`, each announcement valid for `ttlMs`: a Redis that lost its data has the catalog
- * back within one interval, and the tools of an executor that died age out after the TTL.
+ * Announces what this executor serves (its groups, every tool it registers, its MCP servers' states) in
+ * the fleet catalog, again every `intervalMs`, each announcement valid for `ttlMs`: a Redis that lost its
+ * data has the catalog back within one interval, and the tools of an executor that died age out after the
+ * TTL. An announcement that differs from the last one is also said on the catalog's channel, so that
+ * schedulers follow a withdrawn tool or a server gone down before their next model turn.
  */
 export function startPresence(options: PresenceOptions): Presence {
   const { keys, executorId, logger } = options;
@@ -52,16 +55,34 @@ export function startPresence(options: PresenceOptions): Presence {
   let pending: Promise<void> | undefined;
   let failing = false;
   let stopped = false;
-  const beat = (): Promise<void> =>
-    (pending ??= scripts
-      .heartbeat([keys.catalog], [executorId, options.ttlMs, body()])
-      .then(() => {
+  /** The last announcement Redis has; undefined before the first. */
+  let said: string | undefined;
+  const channel = catalogChannel(keys);
+  let queued: Promise<void> | undefined;
+  const beat = (): Promise<void> => {
+    // Asked while one is on its way (a tool withdrawn meanwhile): one more after it, saying what holds then.
+    if (pending)
+      return (queued ??= pending
+        .catch(() => undefined)
+        .then(() => {
+          queued = undefined;
+          return beat();
+        }));
+    const announced = body();
+    pending = scripts
+      .heartbeat([keys.catalog], [executorId, options.ttlMs, announced])
+      .then(async () => {
         if (failing) logger.info({ executorId }, 'announcing again');
         failing = false;
+        if (announced === said) return;
+        said = announced;
+        await client.publish(channel, executorId);
       })
       .finally(() => {
         pending = undefined;
-      }));
+      });
+    return pending;
+  };
   const timer = setInterval(() => {
     // A beat still waiting (Redis away) is not doubled: one is enough to come back.
     if (pending || stopped) return;

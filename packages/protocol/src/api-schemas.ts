@@ -232,6 +232,9 @@ const Step = Type.Object({
   arguments: Type.String(),
   ok: Type.Boolean(),
   error_kind: Type.Optional(Type.String()),
+  error_detail: Type.Optional(
+    Type.String({ description: "the error's whole story (an MCP server's own error); the model read less" }),
+  ),
   duration_ms: Type.Number(),
   attempts: Type.Number(),
   attempt_log: Type.Optional(
@@ -434,12 +437,38 @@ const Breaker = Type.Object({
   open_until: Type.Optional(Millis('epoch ms when an open breaker lets a probe through')),
   hidden: Type.Boolean({ description: 'hidden from the model while open' }),
 });
+const McpServerStateName = StringEnum(['starting', 'up', 'down'], {
+  description: 'starting (first connection or restarting), up (connected), down (connecting failed)',
+});
+const AgentToolServer = Type.Object({
+  name: Type.String(),
+  state: McpServerStateName,
+  since: Type.Optional(Millis('epoch ms it entered its state (the earliest executor)')),
+  error: Type.Optional(Type.String({ description: "the server's own error while not up" })),
+  executors: Type.Array(
+    Type.Object({
+      executor_id: Type.String(),
+      state: McpServerStateName,
+      since: Type.Optional(Millis('epoch ms, the executor’s clock')),
+      restarts: Type.Integer({ description: 'times started again after a lost connection or failed start' }),
+      tools: Type.Integer({ description: 'tools mounted from it' }),
+      digests_refused: Type.Integer({
+        description: 'tools hidden because their digest differs from the pin',
+      }),
+      error: Type.Optional(Type.String()),
+    }),
+  ),
+});
 const AgentTool = Type.Object({
   name: Type.String(),
-  registered: Type.Boolean({ description: 'an executor serves it' }),
+  registered: Type.Boolean({ description: 'a live executor announces it' }),
+  served: Type.Boolean({
+    description: 'an executor can run it now: announced, and for an MCP tool its server is up',
+  }),
   description: Type.Optional(Type.String()),
   group: Type.Optional(Type.String()),
   requires_confirmation: Type.Optional(Type.Boolean()),
+  mcp_server: Type.Optional(AgentToolServer),
   breaker: Breaker,
 });
 export const AgentList = Type.Object({

@@ -50,6 +50,8 @@ export interface ToolErrorInfo {
   decided_by?: string;
   /** Why a call was refused: a person's reason, or `scope` / `grant` for a call outside the agent's reach. */
   reason?: string;
+  /** The whole story behind `message` (an MCP server's own error, …), for people: the model never reads it. */
+  detail?: string;
   retryable: boolean;
 }
 

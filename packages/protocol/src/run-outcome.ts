@@ -36,6 +36,8 @@ export interface StepRecord {
   arguments: string;
   ok: boolean;
   error_kind?: ToolErrorKind;
+  /** The error's `detail`: what the model did not read of it (an MCP server's whole error). */
+  error_detail?: string;
   duration_ms: number;
   attempts: number;
   /** Each attempt's start, duration and outcome, when the executor tried more than once. */

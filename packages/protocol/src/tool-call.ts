@@ -81,10 +81,15 @@ export interface AttemptTiming {
 
 /**
  * The `tool` message content the model reads of a result: everything but the executor's attempts and their
- * timings (its retries are invisible to the model) and which executor ran it (both stay in the record).
+ * timings (its retries are invisible to the model), which executor ran it and an error's `detail` (all stay
+ * in the record).
  */
 export function toolMessageContent(result: ToolResult): string {
   const { attempts: _attempts, attempt_log: _log, executor_id: _executor, ...forModel } = result;
+  if (forModel.error?.detail !== undefined) {
+    const { detail: _detail, ...error } = forModel.error;
+    return JSON.stringify({ ...forModel, error });
+  }
   return JSON.stringify(forModel);
 }
 

@@ -5,10 +5,19 @@ import { time } from './format.js';
 
 const pct = (n, d) => (d === 0 ? '—' : `${((100 * n) / d).toFixed(n === 0 || n === d ? 0 : 1)} %`);
 
+/** Whether an executor can run the tool now; for an MCP tool, its server's state and error. */
+function served(t) {
+  const server = t.mcp_server;
+  if (t.served) return 'yes';
+  if (server && server.state !== 'up')
+    return html`<span class=${`badge ${server.state === 'down' ? 'status-failed' : 'warn'}`} title=${server.error ?? ''}>server ${server.name} ${server.state}${server.since ? ` since ${time(server.since)}` : ''}</span>${server.error ? html`<div class="muted">${server.error}</div>` : null}`;
+  return html`<span class="badge status-failed">no executor</span>`;
+}
+
 function ToolRow({ t, s }) {
   return html`<tr data-tool=${t.name}>
     <td><span class="tool">${t.name}</span>${t.requires_confirmation ? html` <span class="badge warn" title="a person approves each call">approval</span>` : null}</td>
-    <td>${t.registered ? 'yes' : html`<span class="badge status-failed">no executor</span>`}</td>
+    <td>${served(t)}</td>
     <td>${t.group ?? '—'}</td>
     <td><span class=${`badge breaker-${t.breaker.state}`}>${t.breaker.state.replace('_', ' ')}</span>${t.breaker.open_until ? html`<span class="muted"> until ${time(t.breaker.open_until)}</span>` : null}</td>
     <td>${s?.calls ?? 0}</td>

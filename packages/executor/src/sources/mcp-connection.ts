@@ -1,8 +1,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { transientError } from '@agent-reach/protocol';
-import type { Logger, McpServerSpec } from '@agent-reach/shared';
+import type { Logger, McpServerSpec, McpServerState } from '@agent-reach/shared';
+import { AttemptFailure } from '../breakers.js';
 import type { ListedMcpTool } from './mcp-tools.js';
 
 /** Timing and size limits of MCP connections; every field is required here, resolved by the source. */
@@ -61,7 +61,12 @@ type Session = {
 /**
  * One MCP server, kept connected: started (stdio) or reached (streamable HTTP), initialized within a
  * deadline, pinged, and when it crashes, hangs or misbehaves, closed and started again with capped
- * exponential backoff. Calls made while it is down fail at once as `transient`.
+ * exponential backoff.
+ *
+ * Its state: `starting` until its first connection, and again while it restarts after losing one that
+ * was up; `up` while connected; `down` once an attempt to connect failed, until one succeeds. A call made
+ * while it is starting waits for it (within the call's own time); one made while it is down fails at once.
+ * Neither counts against the tool's breaker: the server failing is not the tool failing.
  */
 export class McpConnection {
   readonly #o: McpConnectionOptions;
@@ -69,6 +74,11 @@ export class McpConnection {
   #stop = new AbortController();
   #loop: Promise<void> | undefined;
   #down = NOT_YET;
+  #state: McpServerState = 'starting';
+  #since = Date.now();
+  #restarts = 0;
+  /** Called at each change of state (calls waiting for a starting server). */
+  readonly #waiters = new Set<() => void>();
 
   constructor(options: McpConnectionOptions) {
     this.#o = options;
@@ -80,6 +90,21 @@ export class McpConnection {
 
   get up(): boolean {
     return this.#session !== undefined;
+  }
+
+  /** `starting`, `up` or `down` (see the class). */
+  get state(): McpServerState {
+    return this.#state;
+  }
+
+  /** Epoch ms at which it entered its state. */
+  get since(): number {
+    return this.#since;
+  }
+
+  /** How often it was started again after losing its connection or failing to connect. */
+  get restarts(): number {
+    return this.#restarts;
   }
 
   /** Why it was last down, naming the server and the cause; undefined before the first failure. */
@@ -94,18 +119,32 @@ export class McpConnection {
   async close(): Promise<void> {
     this.#stop.abort();
     this.#session?.lose('closed');
+    this.#enter('down');
     await this.#loop;
   }
 
-  /** Calls a tool; fails as `transient` when the server is down, whatever else the attempt's signal says. */
+  /**
+   * Calls a tool. While the server is starting (or restarting) the call waits for it, as long as the
+   * attempt's signal allows; while it is down the call fails at once as `transient`, not counted against the
+   * tool's breaker.
+   */
   async call(
     tool: string,
     args: Record<string, unknown>,
     options: { signal: AbortSignal; timeoutMs: number; meta?: Record<string, unknown> },
   ): Promise<{ result?: unknown; error?: unknown; overflow?: string }> {
+    if (this.#state === 'starting') await this.#settled(options.signal);
     const session = this.#session;
-    if (!session)
-      throw transientError(`server "${this.name}" is down (${this.#down}); it is being restarted`);
+    if (!session) {
+      const why = this.#state === 'down' ? `is down (${this.#down})` : 'is still starting';
+      throw new AttemptFailure(
+        'transient',
+        `server "${this.name}" ${why}; it is being restarted`,
+        undefined,
+        undefined,
+        false,
+      );
+    }
     // A connection lost mid-call fails the call at once, whether or not the SDK rejects its request.
     const lost = session.lost.then((why) => {
       throw Object.assign(new Error(why), { code: -32000 });
@@ -138,14 +177,19 @@ export class McpConnection {
       try {
         session = await this.#connect();
         this.#session = session;
+        this.#enter('up');
         log.info({ server: this.name }, 'MCP server connected');
         this.#o.onTools(await this.#list(session.client));
         const why = await Promise.race([session.lost, this.#pings(session)]);
         if (this.#stop.signal.aborted) break;
-        this.#markDown(why);
+        this.#markDown(why, 'starting');
       } catch (err) {
         if (this.#stop.signal.aborted) break;
-        this.#markDown(`server "${this.name}": ${(err as Error).message}`);
+        // Connected but lost before its tools were listed: restarting, as after any lost connection.
+        this.#markDown(
+          `server "${this.name}": ${(err as Error).message}`,
+          this.#session ? 'starting' : 'down',
+        );
       } finally {
         this.#session = undefined;
         await session?.client.close().catch(() => undefined);
@@ -161,11 +205,36 @@ export class McpConnection {
     }
   }
 
-  #markDown(why: string): void {
+  /** The connection is lost (`starting`: it restarts) or could not be made (`down`). */
+  #markDown(why: string, next: 'starting' | 'down'): void {
     this.#down = why;
     this.#session = undefined;
-    this.#o.logger.warn({ server: this.name, why }, 'MCP server down; restarting it');
+    this.#restarts += 1;
+    // A server that keeps failing to connect stays down (and since when) until a connection succeeds.
+    if (this.#state !== 'down') this.#enter(next);
+    this.#o.logger.warn({ server: this.name, why, state: this.#state }, 'MCP server down; restarting it');
     this.#o.onDown(why);
+  }
+
+  #enter(state: McpServerState): void {
+    if (state === this.#state) return;
+    this.#state = state;
+    this.#since = Date.now();
+    for (const wake of [...this.#waiters]) wake();
+  }
+
+  /** Resolves when the server leaves `starting`, or when `signal` aborts. */
+  async #settled(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        this.#waiters.delete(done);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      this.#waiters.add(done);
+      signal.addEventListener('abort', done, { once: true });
+    });
   }
 
   async #connect(): Promise<Session> {

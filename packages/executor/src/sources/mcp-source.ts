@@ -151,13 +151,21 @@ export class McpSource {
 
   /** The servers' states, for the announcement. */
   servers(): McpServerStatus[] {
-    return [...this.#servers.values()].map((s) => ({
-      name: s.mount.spec.name,
-      group: s.mount.group,
-      up: s.connection.up,
-      tools: s.mounted.size,
-      ...(s.connection.up || s.connection.error === undefined ? {} : { error: s.connection.error }),
-    }));
+    return [...this.#servers.values()].map((s) => {
+      const { connection } = s;
+      const digestsRefused = s.refused.filter((r) => r.reason === 'digest_changed').length;
+      return {
+        name: s.mount.spec.name,
+        group: s.mount.group,
+        up: connection.up,
+        state: connection.state,
+        since: connection.since,
+        restarts: connection.restarts,
+        tools: s.mounted.size,
+        ...(digestsRefused > 0 ? { digestsRefused } : {}),
+        ...(connection.up || connection.error === undefined ? {} : { error: connection.error }),
+      };
+    });
   }
 
   /** Everything the announcement says of MCP servers and their tools. */

@@ -7,6 +7,7 @@ import {
   type ToolDefinition,
 } from '@agent-reach/protocol';
 import { constants, MCP_NAME_SEPARATOR, reachDefinition, type McpServerSpec } from '@agent-reach/shared';
+import { AttemptFailure } from '../breakers.js';
 
 /** A tool as an MCP server lists it (`tools/list`), untrusted: every field is checked before use. */
 export interface ListedMcpTool {
@@ -217,9 +218,14 @@ export function callError(server: string, tool: string, err: unknown, overflow: 
     case -32001: // RequestTimeout
       return new ToolError('timeout', `${where}: ${message}`);
     case -32000: // ConnectionClosed
-      return new ToolError(
+      // The server crashed or was stopped: it is restarted, and the retry waits for it. Not the tool's
+      // failure, so not counted against its breaker.
+      return new AttemptFailure(
         'transient',
         `${where}: the server's connection closed during the call (${message})`,
+        undefined,
+        undefined,
+        false,
       );
     default:
       break;

@@ -162,6 +162,7 @@ export function record(
   state.steps.push({
     ...shared,
     ...(result.error ? { error_kind: result.error.kind } : {}),
+    ...(result.error?.detail ? { error_detail: result.error.detail } : {}),
     ...(result.ref ? { ref: result.ref } : {}),
   });
   run.emit({ type: 'tool_result', ...shared, ...(result.error ? { error: result.error } : {}), result });

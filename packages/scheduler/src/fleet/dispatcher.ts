@@ -10,6 +10,7 @@ import {
   type Keys,
   type TraceCarrier,
   type ToolCallJob,
+  type ToolErrorInfo,
   type ToolReply,
   type ToolResult,
 } from '@agent-reach/protocol';
@@ -28,7 +29,7 @@ import {
   type RedisClient,
   type Span,
 } from '@agent-reach/shared';
-import type { ToolCatalog } from './tool-catalog.js';
+import type { McpServerView, ToolCatalog } from './tool-catalog.js';
 
 /**
  * How long a call may take from its publication, in ms: the deadline the executor receives, which stops
@@ -215,6 +216,14 @@ export class Dispatcher {
       const existing = recorded[i];
       if (existing !== null && existing !== undefined) {
         results[i] = Promise.resolve(JSON.parse(existing) as ToolResult);
+        return;
+      }
+      // No executor can run it and none is about to (its MCP server failed to start everywhere): answered
+      // now, naming the server's error, rather than after waiting for an executor. Only a call never
+      // published before: one that was may sit in a queue, and is withdrawn first (see #startRechecking).
+      const down = options.fresh ? this.#opts.catalog.downServer(call.name) : undefined;
+      if (down) {
+        results[i] = this.#serverDown(run, call, down);
         return;
       }
       const span = traced ? publishSpan(run, call) : undefined;
@@ -489,15 +498,7 @@ export class Dispatcher {
       (Date.now() - Number(takenAt ?? Infinity) >= constants.DISPATCH_LOST_JOB_AFTER_MS &&
         (await queue.getJobState(toolJobId(p.runId, p.toolCallId))) === 'active');
     if (!lost || this.#pending.get(key) !== p) return;
-    const verdict = await redisScripts(connection).withdrawCall(
-      [keys.results(p.runId), keys.runCalls(p.runId), keys.runStarts(p.runId)],
-      [p.toolCallId, p.publishedAt, constants.DEFAULT_RESULTS_TTL_S],
-    );
-    if (verdict[0] === 'recorded') return this.#settle(key, p, JSON.parse(verdict[1]) as ToolResult);
-    if (verdict[0] === 'started') {
-      p.started = true;
-      return;
-    }
+    if (!(await this.#withdraw(key, p))) return;
     this.#opts.logger.info(
       { runId: p.runId, toolCallId: p.toolCallId, tool: p.name },
       exists === 0 ? "the call's job is gone from its queue" : "the call's job was taken but never started",
@@ -538,6 +539,59 @@ export class Dispatcher {
       ),
     );
     return recorded.map((json) => JSON.parse(json) as ToolResult);
+  }
+
+  /** A fresh call of a tool whose MCP server is down everywhere: `unavailable`, recorded, nothing published. */
+  async #serverDown(run: DispatchRun, call: DispatchCall, server: McpServerView): Promise<ToolResult> {
+    this.#opts.logger.info(
+      {
+        runId: run.runId,
+        toolCallId: call.toolCallId,
+        tool: call.name,
+        server: server.name,
+        why: server.error,
+      },
+      'MCP server down; call answered unavailable',
+    );
+    const [result] = await this.recordLocal(run.runId, [
+      errorResult(call, serverDownError(call.name, server)),
+    ]);
+    return result as ToolResult;
+  }
+
+  /**
+   * Withdraws a publication no executor has started (none may start it any more): true when withdrawn;
+   * otherwise the call has a result (settled now) or has started (marked so).
+   */
+  async #withdraw(key: string, p: Pending): Promise<boolean> {
+    const { connection, keys } = this.#opts;
+    const verdict = await redisScripts(connection).withdrawCall(
+      [keys.results(p.runId), keys.runCalls(p.runId), keys.runStarts(p.runId)],
+      [p.toolCallId, p.publishedAt, constants.DEFAULT_RESULTS_TTL_S],
+    );
+    if (verdict[0] === 'recorded') this.#settle(key, p, JSON.parse(verdict[1]) as ToolResult);
+    if (verdict[0] === 'started') p.started = true;
+    return verdict[0] === 'withdrawn';
+  }
+
+  /**
+   * A published call, not started, of a tool whose MCP server went down everywhere: withdrawn (no executor
+   * may start it any more), taken out of its queue and answered `unavailable` with the server's error.
+   */
+  async #giveUpServerDown(key: string, p: Pending, server: McpServerView): Promise<void> {
+    const { connection, keys, catalog } = this.#opts;
+    if (!(await this.#withdraw(key, p))) return;
+    await takeBack(
+      this.#queue(keys.toolQueue(catalog.group(p.name))),
+      connection,
+      toolJobId(p.runId, p.toolCallId),
+    );
+    this.#opts.logger.info(
+      { runId: p.runId, toolCallId: p.toolCallId, tool: p.name, server: server.name, why: server.error },
+      'MCP server down; waiting call answered unavailable',
+    );
+    const result = await this.#recordFirst(p, errorResult(p.call, serverDownError(p.name, server)));
+    this.#settle(key, p, result);
   }
 
   /** Records a result the dispatcher gives itself, unless the call has one, and returns the recorded one. */
@@ -590,6 +644,16 @@ export class Dispatcher {
         })
         .catch((err: unknown) => this.#opts.logger.warn({ err }, 'rechecking pending results failed'));
       for (const [key, p] of stale) {
+        const down = p.started || p.busy ? undefined : this.#opts.catalog.downServer(p.name);
+        if (down) {
+          p.busy = true;
+          this.#giveUpServerDown(key, p, down)
+            .catch((err: unknown) =>
+              this.#opts.logger.warn({ err }, 'answering a call of a down server failed'),
+            )
+            .finally(() => (p.busy = false));
+          continue;
+        }
         if (p.started || p.busy || now - p.checkedAt < constants.DISPATCH_LOST_JOB_AFTER_MS) continue;
         p.checkedAt = now;
         p.busy = true;
@@ -704,6 +768,26 @@ async function endSpans(spans: Span[], published: Promise<unknown>): Promise<voi
   } finally {
     for (const span of spans) span.end();
   }
+}
+
+/**
+ * What a call of a tool whose MCP server is down is answered: a short message the model can act on, and
+ * the server's whole error (with since when, and how many executors tried) in `detail` for the run record.
+ */
+export function serverDownError(tool: string, server: McpServerView): ToolErrorInfo {
+  const full = server.error ?? 'it could not be started';
+  // The model reads the cause without the server's name repeated, the stderr tail or a long story.
+  const cause = full
+    .replace(`server "${server.name}": `, '')
+    .replace(/ \(stderr: .*\)$/s, '')
+    .slice(0, constants.MCP_DOWN_CAUSE_MAX_CHARS);
+  const since = server.since === undefined ? '' : ` since ${new Date(server.since).toISOString()}`;
+  return {
+    kind: 'unavailable',
+    message: `"${tool}" cannot run now: its MCP server "${server.name}" is down (${cause}). It did not run; do not call it again until the server is back.`,
+    detail: `MCP server "${server.name}" is down${since} on ${server.executors.length} executor(s): ${full}`,
+    retryable: true,
+  };
 }
 
 function pendingKey(runId: string, toolCallId: string): string {

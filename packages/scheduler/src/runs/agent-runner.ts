@@ -107,7 +107,8 @@ export class AgentRunner {
     this.#answerDeltas = createAnswerDeltas(opts.connection, opts.keys, opts.logger);
     this.catalog = new ToolCatalog(opts.connection, opts.keys, {
       mcpServers: () => mcpServersOf(opts.agents.document),
-    });
+      logger: opts.logger,
+    }).follow();
     this.breakers = new BreakerView(opts.connection, opts.keys, opts.logger);
     this.dispatcher = new Dispatcher({
       connection: opts.connection,
@@ -152,6 +153,7 @@ export class AgentRunner {
       const problems = parseAgentsCheck(opts.agents, runner.catalog.names());
       if (problems.length === 0) break;
       if (Date.now() >= deadline) {
+        await runner.close();
         throw new AgentReachError(
           'AGENTS_INVALID',
           `tools named in the agents file are not registered by any executor:\n${problems.join('\n')}`,
@@ -250,6 +252,7 @@ export class AgentRunner {
   async close(): Promise<void> {
     await this.dispatcher.close();
     await this.breakers.close();
+    await this.catalog.close();
   }
 }
 

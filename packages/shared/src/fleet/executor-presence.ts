@@ -16,15 +16,43 @@ export interface WithdrawnTool {
   pinned?: string;
 }
 
+/**
+ * Where an MCP server stands in one executor: `starting` until its first connection and while it restarts
+ * after losing one; `up` while connected; `down` once an attempt to connect failed, until one succeeds.
+ */
+export type McpServerState = 'starting' | 'up' | 'down';
+
 /** An MCP server as an executor sees it: connected or not, and why not. */
 export interface McpServerStatus {
   name: string;
   group: string;
+  /** `state === 'up'` (kept for announcements read by older schedulers). */
   up: boolean;
+  /** Absent from executors older than server states: read `up` then. */
+  state?: McpServerState;
+  /** Epoch ms (the executor's clock) at which it entered its state. */
+  since?: number;
+  /** How often it was started again after losing its connection or failing to connect. */
+  restarts?: number;
   /** Tools mounted from it. */
   tools: number;
-  /** Why it is down (it names the server and the cause: no answer to initialize, exited, …). */
+  /** Its tools hidden because their digest differs from the pinned one. */
+  digestsRefused?: number;
+  /** Why it is not up (it names the server and the cause: no answer to initialize, exited, …). */
   error?: string;
+}
+
+/** The state of a server in an announcement, older announcements (with `up` only) included. */
+export function mcpServerState(status: Pick<McpServerStatus, 'up' | 'state'>): McpServerState {
+  return status.state ?? (status.up ? 'up' : 'starting');
+}
+
+/**
+ * Pub/sub channel on which an executor says that what it announces changed (a tool withdrawn, a server
+ * down or up), so that schedulers read the catalog at once rather than at their next periodic read.
+ */
+export function catalogChannel(keys: { catalog: string }): string {
+  return `${keys.catalog}:changed`;
 }
 
 /** What an executor's tool sources add to its announcement. */

@@ -1,12 +1,16 @@
 import type { FastifyInstance } from 'fastify';
-import { isOpen, type AgentSpec, type BreakerSnapshot } from '@agent-reach/shared';
+import { isOpen, mcpServerState, type AgentSpec, type BreakerSnapshot } from '@agent-reach/shared';
+import type { McpServerView } from '../../fleet/tool-catalog.js';
 import { requirePrincipal } from '../auth.js';
 import { withinRedisTimeout } from '../unavailable.js';
 import type { ApiContext } from '../options.js';
 import { AgentList } from '@agent-reach/protocol';
 import { responses } from '../responses.js';
 
-/** `GET /v1/agents`: the agents a key may use, each tool they reach, and each tool's breaker state. */
+/**
+ * `GET /v1/agents`: the agents a key may use, each tool they reach, whether an executor can run it now,
+ * its MCP server's state as each executor reports it, and its breaker state.
+ */
 export function agentRoutes(app: FastifyInstance, ctx: ApiContext): void {
   app.get(
     '/v1/agents',
@@ -41,9 +45,11 @@ export function agentRoutes(app: FastifyInstance, ctx: ApiContext): void {
             tools: a.tools.map((name) => {
               const entry = runner.catalog.get(name);
               const b = breakers.get(name);
+              const server = runner.catalog.mcpServerOf(name);
               return {
                 name,
                 registered: entry !== undefined,
+                served: runner.catalog.served(name),
                 ...(entry
                   ? {
                       description: entry.description,
@@ -51,6 +57,7 @@ export function agentRoutes(app: FastifyInstance, ctx: ApiContext): void {
                       requires_confirmation: entry.requiresConfirmation,
                     }
                   : {}),
+                ...(server ? { mcp_server: serverView(server) } : {}),
                 breaker: {
                   state: b?.state ?? 'closed',
                   ...(b?.state === 'open' && b.openUntil !== undefined ? { open_until: b.openUntil } : {}),
@@ -62,6 +69,25 @@ export function agentRoutes(app: FastifyInstance, ctx: ApiContext): void {
       };
     },
   );
+}
+
+/** An MCP server as the listing shows it beside each of its tools. */
+function serverView(server: McpServerView) {
+  return {
+    name: server.name,
+    state: server.state,
+    ...(server.since === undefined ? {} : { since: server.since }),
+    ...(server.error === undefined ? {} : { error: server.error }),
+    executors: server.executors.map((e) => ({
+      executor_id: e.executorId,
+      state: mcpServerState(e),
+      ...(e.since === undefined ? {} : { since: e.since }),
+      restarts: e.restarts ?? 0,
+      tools: e.tools,
+      digests_refused: e.digestsRefused ?? 0,
+      ...(e.error === undefined ? {} : { error: e.error }),
+    })),
+  };
 }
 
 /** An agent's policy as the listing shows it: its topic policy, guard settings and context providers. */
