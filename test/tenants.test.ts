@@ -136,6 +136,62 @@ describe('tenants: keys of one tenant neither see, follow, cancel, approve nor l
     expect(node.json).toMatchObject({ tenant: 'acme', status: 'succeeded' });
   });
 
+  /** Posts a message to a session with `key` and waits for its run to succeed; its run id. */
+  async function say(key: string, sessionId: string, input: string): Promise<string> {
+    const post = await h.call('POST', `/v1/sessions/${sessionId}/messages`, {
+      key,
+      body: { agent: 'test_agent', input, model: 'remember' },
+    });
+    expect(post.status, post.text).toBe(201);
+    const runId = post.json.run_id as string;
+    await waitFor(
+      async () => (await h.call('GET', `/v1/runs/${runId}`, { key })).json.status === 'succeeded',
+      30_000,
+      'the session run to end',
+    );
+    return runId;
+  }
+
+  it('keeps session ids per tenant: two tenants each create session "s1", and each continues its own history', async () => {
+    for (const key of [ACME, BETA]) {
+      const made = await h.call('POST', '/v1/sessions', { key, body: { session_id: 's1' } });
+      expect(made.status, made.text).toBe(201);
+    }
+    // Within one tenant an id is still taken once.
+    const again = await h.call('POST', '/v1/sessions', { key: ACME, body: { session_id: 's1' } });
+    expect(again.status).toBe(409);
+    const acmeRun = await say(ACME, 's1', 'acme: the margin is 41%');
+    const betaRun = await say(BETA, 's1', 'beta: ship on friday');
+    expect((await h.call('GET', '/v1/sessions/s1', { key: ACME })).json.runs).toEqual([acmeRun]);
+    expect((await h.call('GET', '/v1/sessions/s1', { key: BETA })).json.runs).toEqual([betaRun]);
+    // The next run of each session reads its own tenant's history only.
+    const acmeNext = await say(ACME, 's1', 'acme again');
+    const asked = h.sim.requests.filter((r) => JSON.stringify(r.body).includes('acme again'));
+    expect(asked.length).toBeGreaterThan(0);
+    for (const r of asked) {
+      expect(JSON.stringify(r.body)).toContain('the margin is 41%');
+      expect(JSON.stringify(r.body)).not.toContain('ship on friday');
+    }
+    expect((await h.call('GET', `/v1/runs/${acmeNext}`, { key: ACME })).json.session_id).toBe('s1');
+    expect((await h.call('GET', `/v1/runs/${acmeNext}`, { key: BETA })).status).toBe(404);
+  });
+
+  it('keeps a default-tenant session stored before session ids were per tenant readable and continued under its id', async () => {
+    // As such a session was stored: the memory at <prefix>:session:<id>, its owner beside it.
+    const memory = { sessionId: 'legacy-chat', messages: [], steps: [], runs: [], updatedAt: 1 };
+    await h.producer.set(h.keys.session('legacy-chat'), JSON.stringify(memory), 'EX', 600);
+    await h.producer.hset(`${h.keys.session('legacy-chat')}:owner`, { created_at: '1' });
+    expect((await h.call('GET', '/v1/sessions/legacy-chat', { key: FULL_KEY })).status).toBe(200);
+    expect((await h.call('GET', '/v1/sessions/legacy-chat', { key: ACME })).status).toBe(404);
+    const first = await say(FULL_KEY, 'legacy-chat', 'default tenant: first words');
+    await say(FULL_KEY, 'legacy-chat', 'default tenant: second words');
+    const read = await h.call('GET', '/v1/sessions/legacy-chat', { key: FULL_KEY });
+    expect(read.json.runs[0]).toBe(first);
+    expect(read.json.runs).toHaveLength(2);
+    const stored = JSON.parse((await h.producer.get(h.keys.session('legacy-chat')))!) as { runs: string[] };
+    expect(stored.runs).toEqual(read.json.runs);
+  });
+
   it('shows a run queued with enqueueRun for a tenant to keys of that tenant only', async () => {
     const { runId } = await enqueueRun({
       connection: h.producer as never,

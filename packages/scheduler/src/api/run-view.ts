@@ -177,7 +177,10 @@ export async function runForCaller(ctx: ApiContext, runId: string, principal: Pr
   if (!run || !seesTenant(principal, run.view.tenant)) throw notFound(`run ${runId}`);
   assertAgentAllowed(principal, run.view.agent);
   const sessionId = run.view.session_id;
-  if (sessionId !== undefined && (await hiddenSessions(ctx, principal, [sessionId])).has(sessionId))
+  if (
+    sessionId !== undefined &&
+    (await hiddenSessions(ctx, principal, [sessionId], run.view.tenant)).has(sessionId)
+  )
     throw notFound(`run ${runId}`);
   return run;
 }

@@ -5,8 +5,15 @@ import { bodyHash } from './idempotency.js';
 import { admitRun } from './tenant-admission.js';
 import type { ApiContext } from './options.js';
 import { loadRun, queuedView } from './run-view.js';
-import { checkGrants } from './run-request.js';
-import { newRunId, newTraceId, runJob, TRACEPARENT_PATTERN, type RunView } from '@agent-reach/protocol';
+import { checkCallback, checkGrants } from './run-request.js';
+import {
+  newRunId,
+  newTraceId,
+  runJob,
+  TRACEPARENT_PATTERN,
+  type RunCallback,
+  type RunView,
+} from '@agent-reach/protocol';
 
 /** A run to start, as `POST /v1/runs` and `POST /v1/sessions/:id/messages` receive it. */
 export interface StartRunInput {
@@ -19,6 +26,8 @@ export interface StartRunInput {
   output_schema?: Record<string, unknown>;
   /** Tools requiring a grant the run may call; in a session, granted for the rest of it. */
   grants?: string[];
+  /** Signed deliveries of the run's events (checked by `checkCallback`). */
+  callback?: RunCallback;
 }
 
 /**
@@ -35,7 +44,7 @@ export async function startRun(
   idempotencyKey?: string,
   traceparent?: string,
 ): Promise<{ run: RunView; created: boolean }> {
-  const { control, agents, redis, keys } = ctx.deps;
+  const { control, agents } = ctx.deps;
   assertAgentAllowed(principal, req.agent);
   // A repeat gets what the first request created even when its agent has left the configuration since.
   const repeated =
@@ -45,9 +54,10 @@ export async function startRun(
     const known = [...agents.agents.keys()].filter((a) => !principal.agents || principal.agents.has(a));
     throw new ApiError('UNKNOWN_AGENT', `unknown agent "${req.agent}"; known: ${known.join(', ')}`);
   }
-  if (req.session_id && (await redis.exists(keys.session(req.session_id))) === 0)
+  if (req.session_id && !(await ctx.deps.sessions.exists(req.session_id, principal.tenant)))
     throw notFound(`session ${req.session_id}`);
   checkGrants(ctx, req.agent, req.grants);
+  await checkCallback(ctx, req.callback, principal.name);
 
   const derived =
     idempotencyKey === undefined ? undefined : idempotentIds(idempotencyScope(principal), idempotencyKey);
@@ -67,6 +77,7 @@ export async function startRun(
     output_schema: req.output_schema,
     key: principal.name,
     grants: req.grants,
+    callback: req.callback,
   });
   // Before the idempotency claim: a refused request claims nothing, so its repeat is admitted afresh.
   await admitRun(ctx, principal.tenant, data.run_id);
@@ -92,7 +103,8 @@ export async function startRun(
       break;
     }
   }
-  if (req.session_id && req.grants) await ctx.deps.sessions.addGrants(req.session_id, req.grants);
+  if (req.session_id && req.grants)
+    await ctx.deps.sessions.addGrants(req.session_id, req.grants, principal.tenant);
   await control.enqueue(data);
   ctx.log.info(
     {

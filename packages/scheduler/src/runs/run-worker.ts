@@ -22,6 +22,7 @@ import { anyDecided, decideOverdue, parkedUntil } from '../agent-loop/approvals.
 import { CheckpointFailed } from '../agent-loop/run-agent.js';
 import { createRunState, markFinished, type RunOutcome, type RunState } from '../agent-loop/run-state.js';
 import { emitFinishedSpan } from './run-span.js';
+import { notifyRunCallback, type CallbackSink } from './run-callbacks.js';
 import { TenantQuotas } from './tenant-quotas.js';
 import type { LlmClient } from '../model/llm.js';
 import { createCheckpointSaver } from './checkpoint-saver.js';
@@ -55,6 +56,8 @@ export interface RunWorkerOptions {
   retentionS?: number;
   /** Called for every event of every run this process works on. */
   onEvent?: (event: RunEvent, state: RunState) => void;
+  /** Where runs that finish or wait for a person hand their event for their callback. Default: none. */
+  callbacks?: CallbackSink;
 }
 
 /** The run worker's options with every default filled in. */
@@ -242,10 +245,11 @@ async function retakeLock(
 }
 
 /** A run that ended leaves its tenant's runs in flight, its tokens counted once. */
-async function ended(ctx: RunWorkerContext, state: RunState): Promise<void> {
+async function ended(ctx: RunWorkerContext, state: RunState, data?: RunJobData): Promise<void> {
   await ctx.quotas
     .release(state.tenant, state.runId, state.usage.total_tokens)
     .catch((err: unknown) => ctx.logger.warn({ runId: state.runId, err }, 'tenant quota release failed'));
+  await notifyRunCallback(ctx.options.callbacks, state, 'finished', data);
 }
 
 /** Hands a job back to the queue untouched (no attempt used), for another scheduler. */
@@ -287,7 +291,7 @@ async function processRun(
   }
   if (state.outcome) {
     // Ended by an earlier attempt that died before its tenant's count was updated: update it now.
-    await ended(ctx, state);
+    await ended(ctx, state, data);
     return { status: state.outcome.status, reason: state.outcome.reason };
   }
   await ctx.quotas.track(state.tenant, state.runId);
@@ -297,8 +301,8 @@ async function processRun(
 
 /** A run's first state, from its job and the memory of its session. */
 async function newRunState(ctx: RunWorkerContext, runId: string, data: RunJobData): Promise<RunState> {
-  const memory = data.session_id ? await ctx.sessions.load(data.session_id) : undefined;
-  const sessionGrants = data.session_id ? await ctx.sessions.grants(data.session_id) : [];
+  const memory = data.session_id ? await ctx.sessions.load(data.session_id, data.tenant) : undefined;
+  const sessionGrants = data.session_id ? await ctx.sessions.grants(data.session_id, data.tenant) : [];
   const grants = [...new Set([...sessionGrants, ...(data.grants ?? [])])];
   return ctx.runner.newState({
     agent: data.agent,
@@ -369,6 +373,7 @@ async function driveRun(
     if (result === 'parked') {
       const wakeAt = parkedUntil(state, options.approvalTimeoutMs);
       log.info({ wakeAt }, 'run parked until a person decides');
+      await notifyRunCallback(options.callbacks, state, 'awaiting_approval', data);
       await job.moveToDelayed(wakeAt, token);
       // A decision (or a cancel) that landed between the checkpoint and the move found no delayed job
       // to promote: look once more, and wake the run now if one did.
@@ -377,7 +382,7 @@ async function driveRun(
       throw new DelayedError();
     }
     if (state.sessionId) await ctx.sessions.saveFrom(state);
-    await ended(ctx, state);
+    await ended(ctx, state, data);
     return { status: result.status, reason: result.reason };
   } catch (err) {
     if (!(err instanceof CheckpointFailed)) throw err;
@@ -421,7 +426,7 @@ async function recordRejected(
   markFinished(state, outcome);
   await writer.prepare(state, [{ type: 'run_finished', at: Date.now(), outcome }])();
   emitFinishedSpan(state, outcome);
-  await ended(ctx, state);
+  await ended(ctx, state, data);
   ctx.logger.warn({ runId, problems }, 'run job refused');
   return { status: 'failed', reason: 'invalid_job' };
 }

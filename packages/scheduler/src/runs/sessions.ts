@@ -1,4 +1,4 @@
-import { type Keys } from '@agent-reach/protocol';
+import { DEFAULT_TENANT, type Keys } from '@agent-reach/protocol';
 import { constants, parseJsonSafely, type RedisClient } from '@agent-reach/shared';
 import type { ChatMessage, CompactionSummary, RunState, TaskStep } from '../agent-loop/run-state.js';
 
@@ -35,9 +35,19 @@ export interface SessionInfo extends SessionOwner {
 }
 
 /**
+ * Where a session is stored: session ids are per tenant, so two tenants may each have session `s1`. The
+ * default tenant's sessions keep the bare id (as before tenants); another tenant's are stored under
+ * `<tenant>/<id>`, which no session id can spell (ids have no `/`).
+ */
+export function sessionKeyId(sessionId: string, tenant: string | undefined): string {
+  return tenant === undefined || tenant === DEFAULT_TENANT ? sessionId : `${tenant}/${sessionId}`;
+}
+
+/**
  * Session memory: history, compacted summary and task stack, carried from one run of a session to the
  * next. Written when a run ends; the last run to end wins if a session's runs overlap. Beside it, a small
- * hash records its owner (the creating key and the session's agent), kept as long as the memory.
+ * hash records its owner (the creating key and the session's agent), kept as long as the memory. Every
+ * method takes the session's tenant (absent: `default`): a session id names a session within a tenant.
  */
 export class SessionStore {
   constructor(
@@ -46,18 +56,28 @@ export class SessionStore {
     private readonly retentionS: number = constants.DEFAULT_RUN_RETENTION_S,
   ) {}
 
-  #ownerKey(sessionId: string): string {
-    return `${this.keys.session(sessionId)}:owner`;
+  #key(sessionId: string, tenant: string | undefined): string {
+    return this.keys.session(sessionKeyId(sessionId, tenant));
   }
 
-  async load(sessionId: string): Promise<SessionMemory | undefined> {
-    const raw = await this.redis.get(this.keys.session(sessionId));
+  #ownerKey(sessionId: string, tenant: string | undefined): string {
+    return `${this.#key(sessionId, tenant)}:owner`;
+  }
+
+  async load(sessionId: string, tenant?: string): Promise<SessionMemory | undefined> {
+    const raw = await this.redis.get(this.#key(sessionId, tenant));
     return raw ? parseMemory(sessionId, raw) : undefined;
   }
 
+  /** Whether the tenant has this session. */
+  async exists(sessionId: string, tenant?: string): Promise<boolean> {
+    return (await this.redis.exists(this.#key(sessionId, tenant))) === 1;
+  }
+
   /**
-   * Creates an empty session owned by `owner` (a principal id and, when known, the agent); false when the
-   * id is taken. Without an owner the session is open to unrestricted keys only.
+   * Creates an empty session of `owner.tenant` owned by `owner` (a principal id and, when known, the
+   * agent); false when the tenant has a session of that id. Without an owner the session is open to
+   * unrestricted keys only.
    */
   async create(
     sessionId: string,
@@ -66,7 +86,7 @@ export class SessionStore {
     const now = Date.now();
     const memory: SessionMemory = { sessionId, messages: [], steps: [], runs: [], updatedAt: now };
     const set = await this.redis.set(
-      this.keys.session(sessionId),
+      this.#key(sessionId, owner.tenant),
       JSON.stringify(memory),
       'EX',
       this.retentionS,
@@ -77,27 +97,24 @@ export class SessionStore {
     if (owner.principal) fields.principal = owner.principal;
     if (owner.agent) fields.agent = owner.agent;
     if (owner.tenant) fields.tenant = owner.tenant;
-    await this.redis
-      .multi()
-      .hset(this.#ownerKey(sessionId), fields)
-      .expire(this.#ownerKey(sessionId), this.retentionS)
-      .exec();
+    const ownerKey = this.#ownerKey(sessionId, owner.tenant);
+    await this.redis.multi().hset(ownerKey, fields).expire(ownerKey, this.retentionS).exec();
     return true;
   }
 
-  #grantsKey(sessionId: string): string {
-    return `${this.keys.session(sessionId)}:grants`;
+  #grantsKey(sessionId: string, tenant: string | undefined): string {
+    return `${this.#key(sessionId, tenant)}:grants`;
   }
 
   /** Tools the session was granted (for the rest of the session); empty for none or no such session. */
-  async grants(sessionId: string): Promise<string[]> {
-    return (await this.redis.smembers(this.#grantsKey(sessionId))).sort();
+  async grants(sessionId: string, tenant?: string): Promise<string[]> {
+    return (await this.redis.smembers(this.#grantsKey(sessionId, tenant))).sort();
   }
 
   /** Grants the session these tools for the rest of it: runs started from now on may call them. */
-  async addGrants(sessionId: string, tools: readonly string[]): Promise<void> {
+  async addGrants(sessionId: string, tools: readonly string[], tenant?: string): Promise<void> {
     if (tools.length === 0) return;
-    const key = this.#grantsKey(sessionId);
+    const key = this.#grantsKey(sessionId, tenant);
     await this.redis
       .multi()
       .sadd(key, ...tools)
@@ -105,11 +122,11 @@ export class SessionStore {
       .exec();
   }
 
-  /** The session's owner and listing fields; undefined when there is no such session. */
-  async info(sessionId: string): Promise<SessionInfo | undefined> {
+  /** The session's owner and listing fields; undefined when the tenant has no such session. */
+  async info(sessionId: string, tenant?: string): Promise<SessionInfo | undefined> {
     const [raw, owner] = await Promise.all([
-      this.redis.get(this.keys.session(sessionId)),
-      this.redis.hgetall(this.#ownerKey(sessionId)),
+      this.redis.get(this.#key(sessionId, tenant)),
+      this.redis.hgetall(this.#ownerKey(sessionId, tenant)),
     ]);
     if (!raw) return undefined;
     const memory = parseMemory(sessionId, raw);
@@ -118,7 +135,7 @@ export class SessionStore {
       sessionId,
       ...(owner.principal ? { principal: owner.principal } : {}),
       ...(owner.agent ? { agent: owner.agent } : {}),
-      ...(owner.tenant ? { tenant: owner.tenant } : {}),
+      ...(owner.tenant || tenant ? { tenant: owner.tenant || tenant } : {}),
       ...(Number.isFinite(createdAt) && createdAt > 0 ? { createdAt } : {}),
       runs: memory?.runs.filter((r) => typeof r === 'string') ?? [],
       updatedAt: typeof memory?.updatedAt === 'number' ? memory.updatedAt : 0,
@@ -126,12 +143,14 @@ export class SessionStore {
   }
 
   /**
-   * The creating key of each of these sessions (undefined for a session without one, or gone), read
-   * together: one HGET each, every session's owner on a slot of its own.
+   * The creating key of each of these sessions of `tenant` (undefined for a session without one, or
+   * gone), read together: one HGET each, every session's owner on a slot of its own.
    */
-  async owners(sessionIds: readonly string[]): Promise<Map<string, string | undefined>> {
+  async owners(sessionIds: readonly string[], tenant?: string): Promise<Map<string, string | undefined>> {
     const ids = [...new Set(sessionIds)];
-    const found = await Promise.all(ids.map((id) => this.redis.hget(this.#ownerKey(id), 'principal')));
+    const found = await Promise.all(
+      ids.map((id) => this.redis.hget(this.#ownerKey(id, tenant), 'principal')),
+    );
     return new Map(ids.map((id, i) => [id, found[i] ?? undefined]));
   }
 
@@ -139,8 +158,8 @@ export class SessionStore {
    * Binds the session to `agent` unless it already has one (first message wins, atomically); returns the
    * session's agent afterwards.
    */
-  async bindAgent(sessionId: string, agent: string): Promise<string> {
-    const key = this.#ownerKey(sessionId);
+  async bindAgent(sessionId: string, agent: string, tenant?: string): Promise<string> {
+    const key = this.#ownerKey(sessionId, tenant);
     const [, [, bound]] = (await this.redis
       .multi()
       .hsetnx(key, 'agent', agent)
@@ -152,7 +171,7 @@ export class SessionStore {
 
   async saveFrom(state: RunState): Promise<void> {
     if (!state.sessionId) return;
-    const previous = await this.load(state.sessionId);
+    const previous = await this.load(state.sessionId, state.tenant);
     const memory: SessionMemory = {
       sessionId: state.sessionId,
       messages: state.messages,
@@ -163,8 +182,8 @@ export class SessionStore {
     };
     // Two keys of two hash slots: two commands, not one transaction (the owner only needs its expiry kept).
     await Promise.all([
-      this.redis.set(this.keys.session(state.sessionId), JSON.stringify(memory), 'EX', this.retentionS),
-      this.redis.expire(this.#ownerKey(state.sessionId), this.retentionS),
+      this.redis.set(this.#key(state.sessionId, state.tenant), JSON.stringify(memory), 'EX', this.retentionS),
+      this.redis.expire(this.#ownerKey(state.sessionId, state.tenant), this.retentionS),
     ]);
   }
 }

@@ -89,9 +89,10 @@ async function createSession(ctx: ApiContext, request: FastifyRequest<CreateRout
   if (agent !== undefined) checkGrants(ctx, agent, grants);
   const sessionId = request.body?.session_id ?? newSessionId();
   const owner = { principal: principal.id, tenant: principal.tenant, ...(agent ? { agent } : {}) };
+  // Session ids are per tenant: only a session of the key's own tenant can be in the way.
   if (!(await ctx.deps.sessions.create(sessionId, owner)))
     throw new ApiError('CONFLICT', `session ${sessionId} already exists`);
-  await ctx.deps.sessions.addGrants(sessionId, grants);
+  await ctx.deps.sessions.addGrants(sessionId, grants, principal.tenant);
   ctx.log.info({ sessionId, key: principal.name }, 'session created');
   return reply.code(201).send({ session_id: sessionId, ...(agent ? { agent } : {}) });
 }
