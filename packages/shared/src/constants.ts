@@ -98,11 +98,11 @@ export const DEFAULT_MAX_ARGUMENT_FIX_ROUNDS = 4;
 /** Shaped result of one context provider attached to a run's input, at most this many characters. */
 export const DEFAULT_CONTEXT_PROVIDER_MAX_CHARS = 4000;
 /**
- * Smallest vocabulary score (0–1: the idf-weighted share of the request's terms that the agent's best tool
- * or topic knows, from their names, descriptions, parameters and examples) at which a request counts as
- * within an agent's topics.
+ * Smallest domain share (0–1: the weight of the request's words that the agent's tools, topics and examples
+ * know over the weight of all its words; words many domains share weigh a quarter, unknown words 0.6) at
+ * which a request counts as within an agent's topics.
  */
-export const DEFAULT_TOPIC_MIN_SCORE = 0.15;
+export const DEFAULT_TOPIC_MIN_SCORE = 0.3;
 export const DEFAULT_RUN_TOKEN_BUDGET = 200_000;
 export const DEFAULT_RUN_DEADLINE_MS = 10 * 60_000;
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentSpec } from '@agent-reach/shared';
 import { agentVocabulary, checkTopic, offTopicAnswer } from './topic-gate.js';
-import { terms } from './vocabulary.js';
+import { terms, words } from './vocabulary.js';
 
 const INVOICES = {
   name: 'get_invoice',
@@ -81,5 +81,89 @@ describe('agentVocabulary', () => {
     expect(changed).not.toBe(first);
     expect(changed.score('refund my order').labels[0]?.label).toBe('get_invoice');
     expect(first.score('refund my order').labels).toEqual([]);
+  });
+});
+
+/** A catalog entry of a tool the tests describe. */
+const entry = (name: string, description: string) => ({ ...INVOICES, name, description, parameters: {} });
+
+/** Agents of three domains, each with a word another domain also uses (stock, office, booking). */
+const DOMAINS = new Map(
+  [
+    entry(
+      'lab_sensor_read',
+      'Current reading of a lab sensor: fridge and freezer temperature, CO2 incubator.',
+    ),
+    entry(
+      'check_reagent_stock',
+      'Stock level of a reagent or consumable in the lab store, with its expiry date.',
+    ),
+    entry('book_instrument', 'Book time on a shared lab instrument (PCR machine, centrifuge, microscope).'),
+    entry('reset_password', "Reset a staff member's account password and send a temporary one."),
+    entry('create_it_ticket', 'Open an IT support ticket for a broken laptop, printer or network problem.'),
+    entry('check_vpn_status', 'Whether the VPN and the office network are up, and known outages.'),
+    entry('search_catalog', 'Search the library catalogue for books and journals by title or author.'),
+    entry('reserve_study_room', 'Reserve a study room or seat in the library for a time slot.'),
+    entry('get_fines', 'Overdue fines and fees the borrower owes, and how to pay them.'),
+    entry('list_library_events', 'Library events: workshops, trainings, talks and reading groups.'),
+  ].map((t) => [t.name, t]),
+);
+const lab: AgentSpec = {
+  name: 'lab_assistant',
+  tools: ['lab_sensor_read', 'check_reagent_stock', 'book_instrument'],
+  allowed_topic: ['instruments', 'reagents', 'sensors'],
+};
+const itDesk: AgentSpec = {
+  name: 'it_helpdesk',
+  tools: ['reset_password', 'create_it_ticket', 'check_vpn_status'],
+  allowed_topic: ['accounts', 'hardware', 'network'],
+};
+const libraryDesk: AgentSpec = {
+  name: 'library_desk',
+  tools: ['search_catalog', 'reserve_study_room', 'get_fines', 'list_library_events'],
+  allowed_topic: ['books', 'study_rooms', 'fines', 'events'],
+  examples: { reserve_study_room: ['帮我约一个明天下午的自习室座位'] },
+};
+const verdict = (agent: AgentSpec, input: string) =>
+  checkTopic(agent, agentVocabulary(agent, DOMAINS), input);
+
+describe('words shared between domains', () => {
+  it('cuts Chinese into words: glossary words by longest match, the text between them by Intl.Segmenter', () => {
+    expect(words('实验室的PCR仪怎么预约').map((w) => w.alts[0])).toEqual(['pcr', '实验室', '仪', '预约']);
+    expect(words('我的滞纳金是多少')[0]?.alts).toEqual([
+      '滞纳金',
+      '滞纳',
+      '纳金',
+      'fine',
+      'fee',
+      'late',
+      'overdue',
+    ]);
+  });
+
+  it('places a request outside when its only known words are ones other domains share', () => {
+    expect(verdict(lab, 'Which stocks should I buy?')).toMatchObject({ verdict: 'off_topic' });
+    expect(verdict(itDesk, 'Any good sushi place near the office?')).toMatchObject({ verdict: 'off_topic' });
+    expect(verdict(libraryDesk, '实验室的PCR仪怎么预约')).toMatchObject({ verdict: 'off_topic' });
+  });
+
+  it('still places requests with the words that distinguish the domain within it', () => {
+    expect(verdict(lab, 'Is there still enough Taq in the reagent stock?')).toMatchObject({
+      verdict: 'on_topic',
+    });
+    expect(verdict(itDesk, 'The office network is down, is the VPN up?')).toMatchObject({
+      verdict: 'on_topic',
+    });
+    expect(verdict(lab, '实验室的PCR仪怎么预约')).toMatchObject({ verdict: 'on_topic' });
+  });
+
+  it("places common Chinese words the agent's own words do not hold within its topics, by their meaning", () => {
+    const fees = verdict(libraryDesk, '我的滞纳金是多少');
+    expect(fees).toMatchObject({ verdict: 'on_topic', best: 'get_fines' });
+    expect(fees?.score).toBeGreaterThan(0);
+    expect(verdict(libraryDesk, '图书馆最近有什么培训')).toMatchObject({ verdict: 'on_topic' });
+    expect(agentVocabulary(libraryDesk, DOMAINS).score('这个月有没有培训').labels[0]?.label).toBe(
+      'list_library_events',
+    );
   });
 });

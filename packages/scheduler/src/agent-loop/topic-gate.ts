@@ -8,7 +8,7 @@ export interface TopicCheck {
   /** What the agent's `topic_policy` does with an off-topic request. */
   action: TopicPolicy;
   topics: string[];
-  /** The best label's score, 0–1 (see `LabelScore`), and which label it was. */
+  /** How much the request is about the agent's domain, 0–1 (see `RequestScore.domain`), and its best label. */
   score: number;
   best?: string;
 }
@@ -44,7 +44,8 @@ export function agentVocabulary(
 }
 
 /**
- * Places a request against the agent's topics: within them when its best tool or topic scores at least
+ * Places a request against the agent's topics: within them when its domain share (its words the agent's
+ * tools, topics and examples know, words many domains share weighing less) is at least
  * `DEFAULT_TOPIC_MIN_SCORE` (greetings are never off topic). Undefined for an agent with no topics.
  */
 export function checkTopic(agent: AgentSpec, vocabulary: Vocabulary, input: string): TopicCheck | undefined {
@@ -52,8 +53,9 @@ export function checkTopic(agent: AgentSpec, vocabulary: Vocabulary, input: stri
   if (topics.length === 0) return undefined;
   const action = agent.topic_policy ?? 'refuse';
   if (isSmallTalk(input)) return { verdict: 'on_topic', action, topics: [...topics], score: 1 };
-  const [best] = vocabulary.score(input).labels;
-  const score = best?.score ?? 0;
+  const scored = vocabulary.score(input);
+  const [best] = scored.labels;
+  const score = best ? scored.domain : 0;
   return {
     verdict: score >= constants.DEFAULT_TOPIC_MIN_SCORE ? 'on_topic' : 'off_topic',
     action,

@@ -1,11 +1,18 @@
+import { SHARED_TERMS, ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
+
 /**
  * An agent's vocabulary: what its tools (names, descriptions, parameter names, enum values), its topics
  * and its labelled example requests say, as one bag of terms per label (a tool or a topic). A request is
  * scored against it without a model call: which labels it names, and how much of it the agent knows.
  *
- * Terms are English words (split at `_`, `-` and camelCase, stop words out, a light stem) and, for Chinese,
- * pairs of neighbouring characters (no word segmenter needed). Each term weighs its inverse document
- * frequency over the labels, so a word every tool shares says little about which one is meant.
+ * A request is read as words: English words (split at `_`, `-` and camelCase, stop words out, a light
+ * stem); Chinese text is cut into words by the bilingual glossary (longest match) and, between its
+ * words, by `Intl.Segmenter`. A Chinese word also matches through its neighbouring-character pairs and
+ * its glossary's English equivalents, so "滞纳金" meets a tool described as "overdue fines". Labels are
+ * ranked by the inverse document frequency of the words they know, so a word every tool shares says
+ * little about which one is meant; a request is within the agent's domain by the share of its words
+ * the agent knows, where words many domains share ("stock", "office", "预约") weigh less than those
+ * that distinguish it, and words the agent does not know weigh against it.
  */
 
 /** A tool as the vocabulary reads it. */
@@ -33,6 +40,12 @@ export interface LabelScore {
 export interface RequestScore {
   /** Labels with a score above zero, best first. */
   labels: LabelScore[];
+  /**
+   * How much the request is about the agent's domain, 0–1: the weight of its words that any label knows
+   * over the weight of all of them, words many domains share weighing `SHARED_WORD_WEIGHT`, unknown
+   * ones `UNKNOWN_WORD_WEIGHT`, others 1.
+   */
+  domain: number;
   /** Share of the request's terms the vocabulary knows at all, 0–1 (1 for a request with no terms). */
   coverage: number;
   /** The request's terms the vocabulary knows, for the run's events (at most 10). */
@@ -60,7 +73,8 @@ const STOP_WORDS = new Set(
     'can could would should will shall may might must not no yes please pls thanks thank hi hello hey ' +
     'tell show give let make get got need want like just also any some all each every one two more most ' +
     'very much many so than then too up out now today tomorrow yesterday e.g eg ie etc per via use used ' +
-    'using only same other another own new old right know see look find help check'
+    'using only same other another own new old right know see look find help check still again back ' +
+    'already yet ever'
   ).split(' '),
 );
 
@@ -103,10 +117,12 @@ function stem(word: string): string {
   if (word.length <= 3) return word;
   if (word.endsWith('ies') && word.length > 4) return `${word.slice(0, -3)}y`;
   if (word.endsWith('sses')) return word.slice(0, -2);
-  if (word.endsWith('ing') && word.length > 5) return word.slice(0, -3);
-  if (word.endsWith('ed') && word.length > 4) return word.slice(0, -2);
-  if (word.endsWith('s') && !word.endsWith('ss') && !word.endsWith('us')) return word.slice(0, -1);
-  return word;
+  // A plural of an -ing or -ed word ("trainings") meets the word: the plural goes first.
+  const single =
+    word.endsWith('s') && !word.endsWith('ss') && !word.endsWith('us') ? word.slice(0, -1) : word;
+  if (single.endsWith('ing') && single.length > 5) return single.slice(0, -3);
+  if (single.endsWith('ed') && single.length > 4) return single.slice(0, -2);
+  return single;
 }
 
 /** The text a tool's schema contributes: property names, descriptions, enum and example values. */
@@ -133,60 +149,146 @@ function schemaText(schema: unknown, depth = 0): string[] {
   return out;
 }
 
+/** Weight in a request's domain share of a known word that many domains share. */
+const SHARED_WORD_WEIGHT = 0.25;
+/** Weight in a request's domain share of a word the agent does not know (a known distinct word: 1). */
+const UNKNOWN_WORD_WEIGHT = 0.6;
+
+/** One word of a request: the terms it matches by (itself, its character pairs, its translations). */
+interface Word {
+  alts: string[];
+  shared: boolean;
+}
+
+const IDENTIFIER = /\b[A-Za-z]{2,}-\d+\b|\bref_\w+/g;
+
+const segmenter = new Intl.Segmenter('zh', { granularity: 'word' });
+const GLOSSARY_MAX_CHARS = Math.max(...Object.keys(ZH_GLOSSARY).map((k) => [...k].length));
+
+/** The words of a text, each once. */
+export function words(text: string): Word[] {
+  const out = new Map<string, Word>();
+  const add = (key: string, alts: string[], shared: boolean) => {
+    if (!out.has(key)) out.set(key, { alts: [...new Set(alts)], shared });
+  };
+  // An identifier (ORD-100001, ref_ab12) names a thing, not a domain: it neither places nor displaces.
+  const plain = text.replace(IDENTIFIER, ' ');
+  for (const t of terms(plain.replace(CJK, ' '))) add(t, [t], SHARED_TERMS.has(t));
+  for (const run of plain.match(CJK) ?? []) {
+    for (const w of chineseWords(run)) {
+      const english = ZH_GLOSSARY[w]?.split(' ').map(stem) ?? [];
+      add(w, [w, ...pairs(w), ...english], SHARED_TERMS.has(w));
+    }
+  }
+  return [...out.values()];
+}
+
+/** A run of Chinese as words: glossary words by longest match, the text between them segmented. */
+function chineseWords(run: string): string[] {
+  const chars = [...run];
+  const out: string[] = [];
+  let rest = '';
+  const flush = () => {
+    for (const s of segmenter.segment(rest)) {
+      if (s.isWordLike && isContentWord(s.segment)) out.push(s.segment);
+    }
+    rest = '';
+  };
+  for (let i = 0; i < chars.length;) {
+    let len = Math.min(GLOSSARY_MAX_CHARS, chars.length - i);
+    for (; len >= 1; len -= 1) if (ZH_GLOSSARY[chars.slice(i, i + len).join('')] !== undefined) break;
+    if (len === 0) {
+      rest += chars[i];
+      i += 1;
+      continue;
+    }
+    flush();
+    out.push(chars.slice(i, i + len).join(''));
+    i += len;
+  }
+  flush();
+  return out;
+}
+
+const isContentWord = (w: string) => !ZH_STOP_WORDS.has(w) && [...w].some((c) => !STOP_CHARS.has(c));
+
+/** Neighbouring-character pairs of a Chinese word (none for a word of one or two characters). */
+function pairs(word: string): string[] {
+  const chars = [...word];
+  if (chars.length < 3) return [];
+  return chars.slice(1).map((c, i) => `${chars[i]}${c}`);
+}
+
 /** Builds an agent's vocabulary; labels with no terms of their own are kept (they score nothing). */
 export function buildVocabulary(source: VocabularySource): Vocabulary {
   const docs = new Map<string, { kind: 'tool' | 'topic'; terms: Set<string> }>();
+  const termsOf = (text: string) => [...terms(text), ...words(text).flatMap((w) => w.alts)];
   for (const tool of source.tools) {
     const text = [tool.name, tool.description ?? '', ...schemaText(tool.parameters)];
-    docs.set(tool.name, { kind: 'tool', terms: new Set(text.flatMap(terms)) });
+    docs.set(tool.name, { kind: 'tool', terms: new Set(text.flatMap(termsOf)) });
   }
   for (const topic of source.topics ?? []) {
-    if (!docs.has(topic)) docs.set(topic, { kind: 'topic', terms: new Set(terms(topic)) });
+    if (!docs.has(topic)) docs.set(topic, { kind: 'topic', terms: new Set(termsOf(topic)) });
   }
   for (const [label, examples] of Object.entries(source.examples ?? {})) {
     const doc = docs.get(label);
-    if (doc) for (const t of examples.flatMap(terms)) doc.terms.add(t);
+    if (doc) for (const t of examples.flatMap(termsOf)) doc.terms.add(t);
   }
   const df = new Map<string, number>();
   for (const doc of docs.values()) for (const t of doc.terms) df.set(t, (df.get(t) ?? 0) + 1);
   const n = docs.size;
   // A term no label knows weighs as one every label knows: it tells nothing about which label is meant.
   const idf = (t: string) => Math.log(1 + n / (df.get(t) ?? n));
-  const weigh = (query: string[], keep: (t: string) => boolean) =>
-    query.reduce((sum, t) => sum + (keep(t) ? idf(t) : 0), 0);
-  const queryOf = (text: string) => [...new Set(terms(text))];
+  const knows = (terms: Set<string>, w: Word) => w.alts.some((t) => terms.has(t));
+  const known = (w: Word) => w.alts.some((t) => df.has(t));
+  /** A word's weight for a label: its most distinctive term the label knows (any label: `all`). */
+  const weight = (w: Word, terms: Set<string> | 'all') =>
+    Math.max(0, ...w.alts.filter((t) => terms === 'all' || terms.has(t)).map(idf));
+  // A shared word that a third of the agent's labels know is its core ("order" on an orders desk).
+  const central = (w: Word) => w.alts.some((t) => (df.get(t) ?? 0) * 3 >= n);
+  const weigh = (query: Word[], terms: Set<string> | 'all', keep: (w: Word) => boolean = () => true) =>
+    query.reduce((sum, w) => sum + (keep(w) ? weight(w, terms) : 0), 0);
   return {
     tools: source.tools.map((t) => t.name),
     topics: [...(source.topics ?? [])],
     score(text) {
-      const query = queryOf(text);
-      if (query.length === 0) return { labels: [], coverage: 1, known: [] };
-      const total = weigh(query, () => true);
+      const query = words(text);
+      if (query.length === 0) return { labels: [], domain: 1, coverage: 1, known: [] };
+      const total = weigh(query, 'all');
       const labels: LabelScore[] = [];
       for (const [label, doc] of docs) {
-        const matched = weigh(query, (t) => doc.terms.has(t));
+        const matched = weigh(query, doc.terms);
         if (matched > 0) labels.push({ label, kind: doc.kind, score: round(matched / total) });
       }
       labels.sort((a, b) => b.score - a.score);
-      const known = query.filter((t) => df.has(t));
-      return { labels, coverage: round(known.length / query.length), known: known.slice(0, 10) };
+      const knownWords = query.filter(known);
+      const domainWeight = (w: Word) =>
+        known(w) ? (w.shared && !central(w) ? SHARED_WORD_WEIGHT : 1) : UNKNOWN_WORD_WEIGHT;
+      const all = query.reduce((sum, w) => sum + domainWeight(w), 0);
+      const inDomain = knownWords.reduce((sum, w) => sum + domainWeight(w), 0);
+      return {
+        labels,
+        domain: round(inDomain / all),
+        coverage: round(knownWords.length / query.length),
+        known: knownWords.map((w) => w.alts[0] as string).slice(0, 10),
+      };
     },
     named(text, kind, minScore) {
-      const query = queryOf(text);
-      const total = weigh(query, () => true);
-      const explained = new Set<string>();
+      const query = words(text);
+      const total = weigh(query, 'all');
+      const explained = new Set<Word>();
       const named: string[] = [];
       const candidates = [...docs].filter(([, doc]) => doc.kind === kind);
       for (;;) {
         let best: { label: string; gain: number; terms: Set<string> } | undefined;
         for (const [label, doc] of candidates) {
           if (named.includes(label)) continue;
-          const gain = weigh(query, (t) => doc.terms.has(t) && !explained.has(t));
+          const gain = weigh(query, doc.terms, (w) => !explained.has(w));
           if (gain > (best?.gain ?? 0)) best = { label, gain, terms: doc.terms };
         }
         if (!best || total === 0 || best.gain / total < minScore) return named;
         named.push(best.label);
-        for (const t of query) if (best.terms.has(t)) explained.add(t);
+        for (const w of query) if (knows(best.terms, w)) explained.add(w);
       }
     },
   };
