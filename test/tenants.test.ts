@@ -19,11 +19,14 @@ import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
 const ACME = 'acme-key-0123456789abcdef';
 const BETA = 'beta-key-0123456789abcdef';
 const OPS = 'ops-key-0123456789abcdef';
+/** A key of every tenant, for every agent: the platform operator's. */
+const ROOT = 'root-key-0123456789abcdef';
 const KEYS = [
   { key: FULL_KEY, name: 'tester' },
   { key: ACME, name: 'acme-desk', tenants: ['acme'] },
   { key: BETA, name: 'beta-desk', tenants: ['beta'] },
   { key: OPS, name: 'operator', tenants: ['acme', 'beta'] },
+  { key: ROOT, name: 'root', tenants: ['default', 'acme', 'beta'] },
 ];
 
 describe('tenants: keys of one tenant neither see, follow, cancel, approve nor list what another created', () => {
@@ -217,6 +220,21 @@ describe('tenants: keys of one tenant neither see, follow, cancel, approve nor l
     const res = await fetch(`${h.url}/admin/queues`, { headers: { authorization: `Bearer ${ACME}` } });
     expect(res.status).toBe(403);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe('FORBIDDEN');
+  });
+
+  it('keeps /metrics, which names every tenant and key, to a key of every tenant for every agent', async () => {
+    for (const key of [ACME, BETA, OPS, FULL_KEY]) {
+      const res = await h.call('GET', '/metrics', { key });
+      expect(res.status, key).toBe(403);
+      expect(res.json.error).toEqual({
+        code: 'FORBIDDEN',
+        message:
+          "this key sees some tenants only; /metrics shows every tenant's names, quota figures and per-key costs",
+      });
+    }
+    const read = await h.call('GET', '/metrics', { key: ROOT });
+    expect(read.status).toBe(200);
+    expect(read.text).toMatch(/^# HELP agent_reach_/m);
   });
 });
 

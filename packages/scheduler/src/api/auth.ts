@@ -31,8 +31,17 @@ export interface Principal {
   readonly tenants: ReadonlySet<string>;
 }
 
-/** Who may call a route: anyone, any valid key (Bearer), or a key for every agent (Bearer or Basic). */
-export type RoutePolicy = 'public' | 'key' | 'admin';
+/**
+ * Who may call a route: anyone, any valid key (Bearer), an operator's key (Bearer: for every agent and
+ * every tenant), or the same for the admin board (Bearer or Basic).
+ */
+export type RoutePolicy = 'public' | 'key' | 'operator' | 'admin';
+
+/** What a route of an operator's policy shows, for its refusals. */
+const OPERATOR_DOORS = {
+  admin: { door: 'the admin board', shows: "every tenant's jobs" },
+  operator: { door: '/metrics', shows: "every tenant's names, quota figures and per-key costs" },
+} as const;
 
 const digest = (secret: string) => createHash('sha256').update(secret, 'utf8').digest();
 
@@ -172,18 +181,17 @@ export function authHook(
         reply.header('www-authenticate', 'Basic realm="agent-reach admin", charset="UTF-8"');
       return sendError(reply, unauthorized());
     }
-    if (policy === 'admin' && principal.agents)
+    if (policy === 'key') return;
+    const { door, shows } = OPERATOR_DOORS[policy];
+    if (principal.agents)
       return sendError(
         reply,
-        new ApiError('FORBIDDEN', 'this key is limited to some agents; the admin board needs a full key'),
+        new ApiError('FORBIDDEN', `this key is limited to some agents; ${door} needs a full key`),
       );
-    if (policy === 'admin' && !table.seesEveryTenant(principal))
+    if (!table.seesEveryTenant(principal))
       return sendError(
         reply,
-        new ApiError(
-          'FORBIDDEN',
-          "this key sees some tenants only; the admin board shows every tenant's jobs",
-        ),
+        new ApiError('FORBIDDEN', `this key sees some tenants only; ${door} shows ${shows}`),
       );
   };
 }

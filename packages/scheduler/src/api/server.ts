@@ -34,7 +34,8 @@ import { UiSessions } from './ui/ui-sessions.js';
 /** Who may call a route, by its URL. */
 function policyFor(url: string, o: ResolvedApiOptions): RoutePolicy {
   if (url === '/healthz' || url === '/readyz') return o.openHealth ? 'public' : 'key';
-  if (url === '/metrics') return o.openMetrics ? 'public' : 'key';
+  // Metrics name every tenant and key: an operator's door, unless the operator opened it.
+  if (url === '/metrics') return o.openMetrics ? 'public' : 'operator';
   if (url === '/openapi.json' || url === '/docs' || url.startsWith('/docs/')) return 'public';
   if (url === BOARD_PATH || url.startsWith(`${BOARD_PATH}/`)) return 'admin';
   // The inspector's page, bundle, login and logout hold no data; its reads need a key or a session.
