@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from './helpers/cli.js';
 import { startPlatform } from './helpers/platform.js';
+import { waitFor } from './helpers/redis.js';
 
 /** A commits API document; `broken` makes it invalid OpenAPI as a hand-written one often is. */
 function changesDocument(broken: boolean) {
@@ -107,9 +108,17 @@ describe('config check reads each OpenAPI document with a validator and checks o
       AGENTS_FILE: agentsFile('load', './broken.json', ['listCommits']),
     });
     try {
-      const [status] = platform.executor.openApi.status();
-      expect(status?.tools).toEqual(['changes__listCommits']);
-      expect(status?.problems).toContain(
+      expect(platform.executor.openApi.status()[0]?.tools).toEqual(['changes__listCommits']);
+      // Validation runs beside the loading: its problems join the source's status once known.
+      const problems = await waitFor(
+        () => {
+          const found = platform.executor.openApi.status()[0]?.problems ?? [];
+          return found.some((p) => p.includes('is not valid OpenAPI')) ? found : undefined;
+        },
+        20_000,
+        'the validation problems',
+      );
+      expect(problems).toContain(
         `openapi source "changes" (tool group "changes"): document ./broken.json is not valid OpenAPI: must have required property 'version' at "info": { "title": "Changes" } (version is missing here)`,
       );
     } finally {

@@ -38,7 +38,7 @@ export async function checkOpenApiSources(
       );
       continue;
     }
-    problems.push(...source.problems.map((p) => `${file}: ${p}`));
+    problems.push(...[...source.problems, ...(await source.validation)].map((p) => `${file}: ${p}`));
     // The executor compiles each tool's schema when it registers it: a schema that does not compile is
     // an operation left out.
     const registry = new ToolRegistry();

@@ -38,6 +38,11 @@ export interface LoadedSource {
   readonly group: string;
   readonly tools: ToolDefinition[];
   readonly problems: string[];
+  /**
+   * What makes the document invalid OpenAPI, each a problem naming the source: validating a large
+   * document takes long, so it runs beside the loading and is not waited for by it.
+   */
+  validation: Promise<string[]>;
 }
 
 /**
@@ -51,7 +56,13 @@ export async function loadOpenApiSource(
   options: SourceLoadOptions,
 ): Promise<LoadedSource> {
   const label = `openapi source "${spec.name}" (tool group "${group}")`;
-  const out: LoadedSource = { name: spec.name, group, tools: [], problems: [] };
+  const out: LoadedSource = {
+    name: spec.name,
+    group,
+    tools: [],
+    problems: [],
+    validation: Promise.resolve([]),
+  };
   const location = isUrl(spec.document) ? spec.document : path.resolve(options.baseDir, spec.document);
   let doc: Obj;
   try {
@@ -68,11 +79,10 @@ export async function loadOpenApiSource(
     return out;
   }
   // An invalid document is reported, and what can be read of it is still served.
-  const invalid = await openApiValidationProblems(doc).catch((err: unknown) => [
-    `the validator could not read it: ${firstLine(err)}`,
-  ]);
-  for (const problem of invalid)
-    out.problems.push(`${label}: document ${spec.document} is not valid OpenAPI: ${problem}`);
+  out.validation = openApiValidationProblems(doc).then(
+    (invalid) => invalid.map((p) => `${label}: document ${spec.document} is not valid OpenAPI: ${p}`),
+    (err: unknown) => [`${label}: document ${spec.document} could not be validated: ${firstLine(err)}`],
+  );
   const tools: Array<[string, ReturnType<typeof operationTool>]> = [];
   for (const entry of spec.operations) {
     const found = findOperation(doc, entry);

@@ -81,11 +81,24 @@ export function createOpenApiSources(options: OpenApiSourcesOptions): OpenApiSou
       return { name: source.name, group: source.group, tools, problems };
     });
     applied = key;
+    void reportValidation(loaded, key);
     log.info(
       { sources: status.map((s) => ({ name: s.name, tools: s.tools.length, problems: s.problems.length })) },
       'openapi sources loaded',
     );
     return true;
+  };
+
+  /** Adds each document's validation problems to its source's status once known, and logs them. */
+  const reportValidation = async (loaded: readonly LoadedSource[], key: string) => {
+    const found = await Promise.all(loaded.map((source) => source.validation));
+    // A later apply replaced these sources: their problems are its to report.
+    if (applied !== key) return;
+    status = status.map((s, i) => ({ ...s, problems: [...s.problems, ...(found[i] ?? [])] }));
+    loaded.forEach((source, i) => {
+      for (const problem of found[i] ?? [])
+        log.error({ source: source.name, problem }, 'openapi source problem');
+    });
   };
 
   return {
