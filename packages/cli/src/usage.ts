@@ -42,8 +42,9 @@ Workflows
 
 Configuration
   config check [--probe]             validate the config, the tool registry, the agents file and
-                                     the workflows file; print each agent's reachable tools;
-                                     --probe: start each MCP server and check names against its tools
+                                     the workflows file and each OpenAPI document in a file;
+                                     print each agent's reachable tools; --probe: start each MCP
+                                     server and check names against its tools, read OpenAPI URLs
   config apply FILE [--workflows W]  validate an agents file (and workflows) and publish them to
                                      every running scheduler and executor as the next version
   config show [VERSION]              print the published configuration (or an earlier version)
@@ -102,9 +103,12 @@ when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. Flags win over the envir
 
 check  validates the configuration (the environment), the tool registry, the agents file and the
        workflows file (unknown agents and dependencies, cycles named in order), and prints each
-       agent's reachable tools and each workflow's nodes. Exit 4 when it finds problems.
+       agent's reachable tools and each workflow's nodes. Each OpenAPI document in a file is read
+       and validated, and its source's operations looked up in it (did-you-mean the document's
+       operation). Exit 4 when it finds problems.
        --probe also starts (or connects to) each MCP server, lists its tools and checks the agents
-       file's tool names, allow/deny and per-tool settings against them (did-you-mean the real name).
+       file's tool names, allow/deny and per-tool settings against them (did-you-mean the real name),
+       and reads the OpenAPI documents at http(s) URLs.
 apply  validates FILE (agents, budgets, tool_groups) against the tools of the live executors, and
        the workflows against its agents, and publishes both to Redis as the fleet's next
        configuration version: every scheduler and executor takes it within seconds, without a
