@@ -9,7 +9,8 @@ import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/
 import { Agent, MCPServerStreamableHttp, OpenAIProvider, Runner } from '@openai/agents';
 import OpenAI from 'openai';
 import type { Scenario } from '@agent-reach/llm-sim';
-import { FULL_KEY, LIMITED_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
+import { MAX_INPUT_CHARS } from '@agent-reach/protocol';
+import { FULL_KEY, LIMITED_KEY, request, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { TEST_AGENTS } from './helpers/processes.js';
 import { waitFor } from './helpers/redis.js';
 
@@ -279,6 +280,41 @@ describe('agents as MCP tools at /mcp (streamable HTTP)', () => {
       expect((result.content as Array<{ text: string }>)[0]!.text).toMatch(message);
     }
     expect((await h.call('GET', '/v1/runs?agent=test_agent&limit=200')).json.runs.length).toBe(before);
+  });
+
+  it('answers an input over the character cap INPUT_TOO_LONG, as the docs list, starting no run', async () => {
+    const client = await connect();
+    const before = (await h.call('GET', '/v1/runs?agent=test_agent&limit=200')).json.runs.length;
+    const input = 'x'.repeat(MAX_INPUT_CHARS + 1);
+    const result = (await client.callTool({ name: 'test_agent', arguments: { input } })) as CallToolResult;
+    expect(result.isError).toBe(true);
+    expect(meta(result)['agent-reach/error_code']).toBe('INPUT_TOO_LONG');
+    expect((result.content as Array<{ text: string }>)[0]!.text).toBe(
+      `INPUT_TOO_LONG: input has ${MAX_INPUT_CHARS + 1} characters; at most ${MAX_INPUT_CHARS} are accepted`,
+    );
+    expect((await h.call('GET', '/v1/runs?agent=test_agent&limit=200')).json.runs.length).toBe(before);
+  });
+
+  it('counts each message of a JSON-RPC batch against the rate limit, answering 429 RATE_LIMITED past it', async () => {
+    const key = 'mcp-batch-key-0123456789abcdef';
+    const server = await h.extraServer({ rateLimitPerMinute: 10, apiKeys: [{ key, name: 'batcher' }] });
+    try {
+      const headers = { accept: 'application/json, text/event-stream', 'mcp-protocol-version': '2025-03-26' };
+      const batch = (n: number) =>
+        Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: i + 1, method: 'tools/list' }));
+      const eight = await request(server.url, 'POST', '/mcp', { key, body: batch(8), headers });
+      expect(eight.status, eight.text).toBe(200);
+      // Eight of ten counted: a batch of three goes past the limit, where one request would not.
+      const three = await request(server.url, 'POST', '/mcp', { key, body: batch(3), headers });
+      expect(three.status).toBe(429);
+      expect(three.json.error.code).toBe('RATE_LIMITED');
+      expect(three.json.error.message).toMatch(
+        /^rate limit exceeded: a batch of 3 messages counts as 3 requests/,
+      );
+      expect(Number(three.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      await server.close();
+    }
   });
 
   it("answers a run that failed with isError and the run's error", async () => {

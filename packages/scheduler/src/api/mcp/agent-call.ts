@@ -5,6 +5,7 @@ import {
   CreateRunBody,
   CreateRunHeaders,
   isFinalStatus,
+  MAX_INPUT_CHARS,
   MAX_METADATA_ENTRIES,
   type RunOutcome,
 } from '@agent-reach/protocol';
@@ -93,6 +94,14 @@ export function runResult(agent: AgentSpec, runId: string, outcome: RunOutcome):
 
 /** The run's request from the tool's arguments, checked as `POST /v1/runs` checks its body. */
 function runRequest(call: AgentCall): AgentToolInput & { metadata: Record<string, string> } {
+  const input = (call.arguments as { input?: unknown } | null | undefined)?.input;
+  // Over the cap by characters is an input too long, as by tokens, not a schema mismatch.
+  if (typeof input === 'string' && input.length > MAX_INPUT_CHARS)
+    throw new ApiError(
+      'INPUT_TOO_LONG',
+      `input has ${input.length} characters; at most ${MAX_INPUT_CHARS} are accepted`,
+      [{ in: 'body', path: '/input', chars: input.length, limit: MAX_INPUT_CHARS }],
+    );
   if (!validInput(call.arguments)) {
     const first = validInput.errors?.[0];
     const where = `arguments${first?.instancePath ?? ''}`;

@@ -34,6 +34,7 @@ export function mcpRoutes(app: FastifyInstance, ctx: ApiContext): void {
     registry: new McpCallRegistry(ctx.deps.redis, ctx.deps.keys, MCP_CALL_TTL_S),
     open: new Set<Server>(),
     calls: 0,
+    countRequest: app.createRateLimit(),
   };
   app.addHook('preClose', async () => {
     await Promise.allSettled([...door.open].map((s) => s.close()));
@@ -64,6 +65,33 @@ interface McpDoor {
   readonly open: Set<Server>;
   /** Tool calls followed now; they share the cap of event streams. */
   calls: number;
+  /** Counts one request against the caller's rate limit (the one every route counts). */
+  readonly countRequest: (
+    request: FastifyRequest,
+  ) => Promise<{ isExceeded?: boolean; ttlInSeconds?: number }>;
+}
+
+/**
+ * A JSON-RPC batch (the MCP revisions before 2025-06-18 allow them, and the SDK still takes them) counts
+ * as many requests against the rate limit as it holds messages: the route counted one, this counts the
+ * rest. True when the batch went over the limit (and was answered 429).
+ */
+async function overRateLimit(door: McpDoor, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+  const messages = Array.isArray(request.body) ? request.body.length : 1;
+  for (let counted = 1; counted < messages; counted += 1) {
+    const limit = await door.countRequest(request);
+    if (!limit.isExceeded) continue;
+    const retry = limit.ttlInSeconds ?? 60;
+    sendError(
+      reply.header('retry-after', String(retry)),
+      new ApiError(
+        'RATE_LIMITED',
+        `rate limit exceeded: a batch of ${messages} messages counts as ${messages} requests; retry in ${retry} s`,
+      ),
+    );
+    return true;
+  }
+  return false;
 }
 
 const POST_SCHEMA = {
@@ -81,6 +109,7 @@ async function handleMessage(
   reply: FastifyReply,
 ): Promise<void> {
   const principal = requirePrincipal(ctx.auth, request);
+  if (await overRateLimit(door, request, reply)) return;
   const sent = request.headers[SESSION_HEADER];
   let sessionId = sent !== undefined && SESSION_ID.test(sent) ? sent : undefined;
   if (isInitialize(request.body)) {
