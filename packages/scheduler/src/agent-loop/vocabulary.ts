@@ -153,6 +153,10 @@ function schemaText(schema: unknown, depth = 0): string[] {
 const SHARED_WORD_WEIGHT = 0.25;
 /** Weight in a request's domain share of a word the agent does not know (a known distinct word: 1). */
 const UNKNOWN_WORD_WEIGHT = 0.6;
+/** How much more a term weighs for a label whose own name holds it ("log" for `get_recent_logs`). */
+const NAME_TERM_BOOST = 1.5;
+/** A further label a request names needs this many times the first one's smallest share. */
+const FURTHER_LABEL_FACTOR = 2;
 
 /** One word of a request: the terms it matches by (itself, its character pairs, its translations). */
 interface Word {
@@ -223,13 +227,18 @@ function pairs(word: string): string[] {
 export function buildVocabulary(source: VocabularySource): Vocabulary {
   const docs = new Map<string, { kind: 'tool' | 'topic'; terms: Set<string> }>();
   const termsOf = (text: string) => [...terms(text), ...words(text).flatMap((w) => w.alts)];
+  // The terms of a label's own name: what the label is, beyond what its description mentions.
+  const named = new Map<string, Set<string>>();
   for (const tool of source.tools) {
     const text = [tool.name, tool.description ?? '', ...schemaText(tool.parameters)];
     docs.set(tool.name, { kind: 'tool', terms: new Set(text.flatMap(termsOf)) });
+    named.set(tool.name, new Set(termsOf(tool.name)));
   }
   for (const topic of source.topics ?? []) {
     if (!docs.has(topic)) docs.set(topic, { kind: 'topic', terms: new Set(termsOf(topic)) });
+    if (!named.has(topic)) named.set(topic, new Set(termsOf(topic)));
   }
+  const inSomeName = new Set([...named.values()].flatMap((t) => [...t]));
   for (const [label, examples] of Object.entries(source.examples ?? {})) {
     const doc = docs.get(label);
     if (doc) for (const t of examples.flatMap(termsOf)) doc.terms.add(t);
@@ -241,13 +250,22 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
   const idf = (t: string) => Math.log(1 + n / (df.get(t) ?? n));
   const knows = (terms: Set<string>, w: Word) => w.alts.some((t) => terms.has(t));
   const known = (w: Word) => w.alts.some((t) => df.has(t));
-  /** A word's weight for a label: its most distinctive term the label knows (any label: `all`). */
-  const weight = (w: Word, terms: Set<string> | 'all') =>
-    Math.max(0, ...w.alts.filter((t) => terms === 'all' || terms.has(t)).map(idf));
+  /**
+   * A word's weight for a label: its most distinctive term the label knows, more when the label's name
+   * holds it (any label: `all`).
+   */
+  const weight = (w: Word, label: string | 'all') => {
+    const doc = docs.get(label);
+    const names = named.get(label) ?? (label === 'all' ? inSomeName : undefined);
+    const weights = w.alts
+      .filter((t) => label === 'all' || doc?.terms.has(t))
+      .map((t) => idf(t) * (names?.has(t) ? NAME_TERM_BOOST : 1));
+    return Math.max(0, ...weights);
+  };
   // A shared word that a third of the agent's labels know is its core ("order" on an orders desk).
   const central = (w: Word) => w.alts.some((t) => (df.get(t) ?? 0) * 3 >= n);
-  const weigh = (query: Word[], terms: Set<string> | 'all', keep: (w: Word) => boolean = () => true) =>
-    query.reduce((sum, w) => sum + (keep(w) ? weight(w, terms) : 0), 0);
+  const weigh = (query: Word[], label: string | 'all', keep: (w: Word) => boolean = () => true) =>
+    query.reduce((sum, w) => sum + (keep(w) ? weight(w, label) : 0), 0);
   return {
     tools: source.tools.map((t) => t.name),
     topics: [...(source.topics ?? [])],
@@ -257,7 +275,7 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
       const total = weigh(query, 'all');
       const labels: LabelScore[] = [];
       for (const [label, doc] of docs) {
-        const matched = weigh(query, doc.terms);
+        const matched = weigh(query, label);
         if (matched > 0) labels.push({ label, kind: doc.kind, score: round(matched / total) });
       }
       labels.sort((a, b) => b.score - a.score);
@@ -283,10 +301,13 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
         let best: { label: string; gain: number; terms: Set<string> } | undefined;
         for (const [label, doc] of candidates) {
           if (named.includes(label)) continue;
-          const gain = weigh(query, doc.terms, (w) => !explained.has(w));
+          // A further tool is named only by words other domains do not share ("服务", "search").
+          const gain = weigh(query, label, (w) => !explained.has(w) && (named.length === 0 || !w.shared));
           if (gain > (best?.gain ?? 0)) best = { label, gain, terms: doc.terms };
         }
-        if (!best || total === 0 || best.gain / total < minScore) return named;
+        // Each further tool needs twice the share: an incidental word of its examples does not name it.
+        const needed = minScore * (named.length === 0 ? 1 : FURTHER_LABEL_FACTOR);
+        if (!best || total === 0 || best.gain / total < needed) return named;
         named.push(best.label);
         for (const w of query) if (knows(best.terms, w)) explained.add(w);
       }
