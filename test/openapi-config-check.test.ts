@@ -21,6 +21,13 @@ function changesDocument(broken: boolean) {
           responses: { '200': { description: 'the commits' } },
         },
       },
+      '/commits/{sha}': {
+        get: {
+          operationId: 'getCommit',
+          parameters: [{ name: 'sha', in: 'path', required: true, schema: { type: 'string' } }],
+          responses: { '200': { description: 'the commit' } },
+        },
+      },
     },
   };
 }
@@ -105,10 +112,15 @@ describe('config check reads each OpenAPI document with a validator and checks o
 
   it('has the executor report an invalid document on load and still serve what it can read', async () => {
     const platform = await startPlatform({
-      AGENTS_FILE: agentsFile('load', './broken.json', ['listCommits']),
+      AGENTS_FILE: agentsFile('load', './broken.json', ['listCommits', 'getCommit']),
     });
     try {
-      expect(platform.executor.openApi.status()[0]?.tools).toEqual(['changes__listCommits']);
+      const [loaded] = platform.executor.openApi.status();
+      expect(loaded?.tools).toEqual(['changes__getCommit']);
+      // A parameter in no place OpenAPI 3.0 or 3.1 has is not sent anywhere by guess: its operation is left out.
+      expect(loaded?.problems).toContain(
+        'openapi source "changes" (tool group "changes"): operation "listCommits" cannot be a tool: its parameter "q" is in "querystring", which OpenAPI 3.0 and 3.1 do not have (path, query, header, cookie)',
+      );
       // Validation runs beside the loading: its problems join the source's status once known.
       const problems = await waitFor(
         () => {

@@ -4,6 +4,8 @@ import { toJsonSchema, type OpenApiVersion } from './json-schema.js';
 type Obj = Record<string, unknown>;
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'] as const;
+/** Where a parameter of an OpenAPI 3.0 or 3.1 operation can be. */
+const PLACES = new Set(['path', 'query', 'header', 'cookie']);
 /** Header parameters OpenAPI says to ignore: the request sets them itself. */
 const IGNORED_HEADERS = new Set(['accept', 'content-type', 'authorization']);
 
@@ -97,6 +99,10 @@ export function operationTool(
     if (typeof p.name === 'string' && typeof p.in === 'string') declared.set(`${p.in}:${p.name}`, p);
   }
   const usable = [...declared.values()].filter((p) => {
+    if (!PLACES.has(p.in as string))
+      throw new Error(
+        `its parameter "${String(p.name)}" is in ${JSON.stringify(p.in)}, which OpenAPI 3.0 and 3.1 do not have (path, query, header, cookie)`,
+      );
     if (p.in === 'cookie') {
       if (p.required === true)
         throw new Error(`its required cookie parameter "${String(p.name)}" is not supported`);
