@@ -1,5 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import type { Server } from 'node:http';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Registry } from 'prom-client';
@@ -14,6 +14,7 @@ import {
 } from '@agent-reach/scheduler/internal';
 import {
   ROOT,
+  startArchiverChild,
   startExecutorWith,
   startSchedulerChild,
   TEST_AGENTS,
@@ -31,6 +32,9 @@ import {
   type Prometheus,
   type PromQueryResult,
 } from './helpers/prometheus.js';
+import { startBillingServer } from './helpers/billing-server.js';
+import { FILESYSTEM_SERVER } from './helpers/mcp.js';
+import { testDatabase } from './helpers/postgres.js';
 import { waitFor } from './helpers/redis.js';
 import { startRunsHarness, testEnv } from './helpers/runs.js';
 import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
@@ -51,6 +55,8 @@ const METRIC_CATALOG = readFileSync(path.join(ROOT, 'docs/observability.md'), 'u
 const DEPLOY_PROMETHEUS = path.join(ROOT, 'deploy/prometheus/prometheus.yml');
 const DEPLOY_ALERTS = path.join(ROOT, 'deploy/prometheus/alerts.yml');
 const DASHBOARDS = [path.join(ROOT, 'deploy/grafana/dashboards/agent-reach.json')];
+/** The dashboard of what the platform reaches, proven on the second workload below. */
+const REACH_DASHBOARD = path.join(ROOT, 'deploy/grafana/dashboards/agent-reach-reach.json');
 const SCHEDULER_JOB = 'agent-reach-scheduler';
 const EXECUTOR_JOB = 'agent-reach-executor';
 
@@ -100,6 +106,19 @@ const PROCESS_ENV = {
  */
 const NOT_SCRAPED_HERE = /^agent_reach_archive_/;
 
+/**
+ * Alerts on what the platform reaches (model providers, MCP servers, tenants' cost): the first workload
+ * has no providers file, MCP server or tenant, so their series are proven, and each alert driven, by the
+ * second one ("reach" below).
+ */
+const REACH_ALERTS = [
+  'AgentReachLlmProviderKeyRefused',
+  'AgentReachLlmProviderBreakerOpen',
+  'AgentReachAgentModelsUnavailable',
+  'AgentReachMcpServerDown',
+  'AgentReachTenantCostHigh',
+];
+
 const DRIVEN_ALERTS = [
   'AgentReachBreakerOpen',
   'AgentReachToolErrorsHigh',
@@ -124,8 +143,8 @@ const alertRules = (): AlertRule[] =>
     parseYaml(readFileSync(DEPLOY_ALERTS, 'utf8')) as { groups: Array<{ rules: AlertRule[] }> }
   ).groups.flatMap((g) => g.rules);
 
-const panelQueries = () =>
-  DASHBOARDS.flatMap((file) =>
+const panelQueries = (dashboards = DASHBOARDS) =>
+  dashboards.flatMap((file) =>
     allPanels(JSON.parse(readFileSync(file, 'utf8')) as { panels?: DashboardPanel[] }).flatMap((p) =>
       (p.targets ?? []).map((t) => ({
         panel: `${path.basename(file)}: ${p.title} [${t.refId}]`,
@@ -241,13 +260,19 @@ describe.skipIf(!HAVE_PROMETHEUS)(
       });
 
       const env = testEnv(h.prefix, h.sim, PROCESS_ENV);
-      // Executors first, so that the scheduler's catalog knows every group from its start.
+      // Executors first, so that the scheduler's catalog knows every group from its start. An executor
+      // loads only the tools of its groups: one of the other groups announces theirs until the scheduler
+      // has seen them, then stops (not scraped), so that calls of the "isolated" group wait unconsumed.
       executors = [startExecutorWith(env), startExecutorWith(env)];
-      children.push(...executors);
+      const others = startExecutorWith({ ...env, EXECUTOR_GROUPS: 'isolated,limited' });
+      children.push(...executors, others);
       for (const e of executors) ports[EXECUTOR_JOB]!.push(Number((await e.ready).metricsPort));
+      await others.ready;
       scheduler = startSchedulerChild(env);
       children.push(scheduler);
       ports[SCHEDULER_JOB]!.push(Number((await scheduler.ready).metricsPort));
+      others.kill('SIGKILL');
+      await others.exited;
 
       // A second scheduler replica's queue sampler, in this process, contending for the same lease.
       const catalog = await new ToolCatalog(h.redis, h.keys).refresh();
@@ -385,6 +410,7 @@ describe.skipIf(!HAVE_PROMETHEUS)(
         // select series, so the rule watches metrics that exist under the labels it names.
         const selectors = vectorSelectors(rule.expr);
         if (selectors.length === 0) failures.push(`${rule.alert}: no selector found in ${rule.expr}`);
+        if (REACH_ALERTS.includes(rule.alert)) continue;
         for (const selector of selectors) {
           if (NOT_SCRAPED_HERE.test(selector)) continue;
           const s = await prometheus!.query(selector);
@@ -520,6 +546,350 @@ describe.skipIf(!HAVE_PROMETHEUS)(
       samplerServer = undefined;
       const alert = await expectRaised('AgentReachNoSchedulerUp');
       expect(alert).toMatchObject({ state: 'pending', labels: { job: SCHEDULER_JOB, severity: 'critical' } });
+    });
+  },
+);
+
+/** The reach workload's API keys: an operator of the default tenant, and a desk of tenant `acme`. */
+const OPS_KEY = 'ops-key-0123456789abcdef';
+const ACME_KEY = 'acme-key-0123456789abcdef';
+const ARCHIVER_JOB = 'agent-reach-archiver';
+
+/** A model provider that refuses every key, as OpenAI answers one: 401 `invalid_api_key`. */
+async function startRefusingProvider(): Promise<{ url: string; close(): Promise<void> }> {
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    res.writeHead(401, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { message: 'Incorrect API key provided.', code: 'invalid_api_key' } }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe.skipIf(!HAVE_PROMETHEUS)(
+  'observability of reach against a real Prometheus: model providers, MCP servers, HTTP tools, the archive and tenants',
+  () => {
+    let h: Awaited<ReturnType<typeof startRunsHarness>>;
+    let children: Child[] = [];
+    let prometheus: Prometheus | undefined;
+    let billing: Awaited<ReturnType<typeof startBillingServer>> | undefined;
+    let refusing: Awaited<ReturnType<typeof startRefusingProvider>> | undefined;
+    let db: Awaited<ReturnType<typeof testDatabase>> | undefined;
+    let dir: string;
+    let apiUrl: string;
+    const ports: Record<string, number[]> = { [SCHEDULER_JOB]: [], [EXECUTOR_JOB]: [], [ARCHIVER_JOB]: [] };
+
+    const scalar = async (expr: string) => {
+      const r = await prometheus!.query(expr);
+      const v = r.data?.result[0]?.value[1];
+      return v === undefined ? undefined : Number(v);
+    };
+    const post = (key: string, agent: string, input: string) =>
+      fetch(`${apiUrl}/v1/runs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ agent, input }),
+      });
+    const ended = (key: string, runId: string) =>
+      waitFor(
+        async () => {
+          const run = (await (
+            await fetch(`${apiUrl}/v1/runs/${runId}`, { headers: { authorization: `Bearer ${key}` } })
+          ).json()) as { status: string };
+          return ['succeeded', 'failed', 'not_converged', 'cancelled'].includes(run.status) ? run : undefined;
+        },
+        30_000,
+        `run ${runId} to end`,
+      );
+
+    /**
+     * One phase: acme's run of the reaching agent (its first model's provider refuses connections, its
+     * fallback answers, calls MCP and HTTP tools, is priced), a second acme run refused at the tenant's
+     * quota while the first is in flight, and the operator's runs of an agent whose only model is down and
+     * of one whose provider refuses its key.
+     */
+    const phase = async (name: string) => {
+      const first = await post(ACME_KEY, 'reach_agent', `${name}: reach`);
+      expect(first.status, await first.clone().text()).toBe(201);
+      const runId = ((await first.json()) as { run_id: string }).run_id;
+      // acme may have one run in flight: the next one is refused while the first has not ended.
+      const refused = await waitFor(
+        async () => {
+          const next = await post(ACME_KEY, 'reach_agent', `${name}: over quota`);
+          if (next.status === 429) return true;
+          const accepted = (await next.json()) as { run_id?: string };
+          if (accepted.run_id) await ended(ACME_KEY, accepted.run_id);
+          return undefined;
+        },
+        30_000,
+        `${name}: a run of acme refused at its quota`,
+      );
+      expect(refused).toBe(true);
+      const others = await Promise.all(
+        ['stranded_agent', 'locked_agent'].map(async (agent) => {
+          const res = await post(OPS_KEY, agent, `${name}: ${agent}`);
+          expect(res.status).toBe(201);
+          return ((await res.json()) as { run_id: string }).run_id;
+        }),
+      );
+      const reach = await ended(ACME_KEY, runId);
+      const failed = await Promise.all(others.map((id) => ended(OPS_KEY, id)));
+      return [reach.status, ...failed.map((r) => r.status)];
+    };
+
+    beforeAll(async () => {
+      dir = mkdtempSync(path.join(tmpdir(), 'agent-reach-prom-reach-'));
+      h = await startRunsHarness({}, { executor: false, scheduler: false });
+      [billing, refusing, db] = await Promise.all([
+        startBillingServer(),
+        startRefusingProvider(),
+        testDatabase(),
+      ]);
+      copyFileSync(
+        path.join(ROOT, 'test/fixtures/billing.openapi.yaml'),
+        path.join(dir, 'billing.openapi.yaml'),
+      );
+      writeFileSync(path.join(dir, 'readme.txt'), 'read me');
+      const agentsFile = path.join(dir, 'agents.yaml');
+      writeFileSync(
+        agentsFile,
+        JSON.stringify({
+          agents: [
+            {
+              name: 'reach_agent',
+              tools: ['fs__list_directory', 'fs__read_text_file', 'billing__getInvoice'],
+              model: 'down/m',
+              fallback: ['primary/obs-reach'],
+            },
+            { name: 'stranded_agent', tools: [], model: 'down/m' },
+            { name: 'locked_agent', tools: [], model: 'locked/m' },
+          ],
+          tool_groups: {
+            default: {
+              mcp_servers: [
+                { name: 'fs', command: process.execPath, args: [FILESYSTEM_SERVER, dir] },
+                // A command that does not exist: the server stays down.
+                { name: 'gone', command: 'agent-reach-no-such-command' },
+              ],
+              openapi: [
+                {
+                  name: 'billing',
+                  document: './billing.openapi.yaml',
+                  base_url: billing.url,
+                  auth: { type: 'bearer', env: 'BILLING_TOKEN' },
+                  operations: ['getInvoice'],
+                },
+              ],
+            },
+          },
+        }),
+      );
+      const providersFile = path.join(dir, 'providers.yaml');
+      writeFileSync(
+        providersFile,
+        JSON.stringify({
+          providers: [
+            { name: 'primary', base_url: h.sim.url, models: ['obs-reach'] },
+            // Refuses connections (the discard port): one failure opens its breaker for the whole test.
+            {
+              name: 'down',
+              base_url: 'http://127.0.0.1:9/v1',
+              models: ['m'],
+              max_retries: 0,
+              breaker: { failures: 1, reset_ms: 600_000 },
+            },
+            { name: 'locked', base_url: refusing.url, models: ['m'], max_retries: 0 },
+          ],
+          // A price high enough that one run passes AgentReachTenantCostHigh's 100 an hour.
+          prices: { 'primary/obs-reach': { input: 1_000_000, output: 1_000_000 } },
+        }),
+      );
+      h.sim.addScenario({
+        name: 'obs-reach',
+        turns: [
+          {
+            tool_calls: [
+              { name: 'fs__list_directory', arguments: { path: dir } },
+              { name: 'fs__read_text_file', arguments: { path: path.join(dir, 'missing.txt') } },
+              { name: 'billing__getInvoice', arguments: { invoiceId: 'INV-2' } },
+              { name: 'billing__getInvoice', arguments: { invoiceId: 'INV-404' } },
+            ],
+          },
+          { content: 'reached' },
+        ],
+      });
+
+      const env = testEnv(h.prefix, h.sim, {
+        AGENTS_FILE: agentsFile,
+        PROVIDERS_FILE: providersFile,
+        DATABASE_URL: db.url,
+        BILLING_TOKEN: 'billing-secret',
+        API_KEYS: `ops:${OPS_KEY},acme-desk:${ACME_KEY}:*:acme`,
+        API_PORT: '0',
+        API_HOST: '127.0.0.1',
+        TENANT_QUOTAS: 'acme:runs=1:tokens=100000000',
+        ARCHIVER_METRICS_PORT: '0',
+        QUEUE_SAMPLE_INTERVAL_MS: '1000',
+      });
+      const executor = startExecutorWith(env);
+      children.push(executor);
+      ports[EXECUTOR_JOB]!.push(Number((await executor.ready).metricsPort));
+      const scheduler = startSchedulerChild(env);
+      children.push(scheduler);
+      const ready = await scheduler.ready;
+      ports[SCHEDULER_JOB]!.push(Number(ready.metricsPort));
+      apiUrl = String(ready.apiUrl);
+      const archiver = startArchiverChild(env);
+      children.push(archiver);
+      ports[ARCHIVER_JOB]!.push(Number((await archiver.ready).metricsPort));
+
+      const deploy = parseYaml(readFileSync(DEPLOY_PROMETHEUS, 'utf8')) as {
+        scrape_configs: Array<{ job_name: string }>;
+      };
+      const scrapeConfigs = deploy.scrape_configs
+        .filter((c) => ports[c.job_name] !== undefined)
+        .map((c) => ({
+          job_name: c.job_name,
+          static_configs: [{ targets: (ports[c.job_name] ?? []).map((p) => `127.0.0.1:${p}`) }],
+        }));
+      expect(scrapeConfigs.map((c) => c.job_name).sort()).toEqual([
+        ARCHIVER_JOB,
+        EXECUTOR_JOB,
+        SCHEDULER_JOB,
+      ]);
+      const configFile = path.join(dir, 'prometheus.yml');
+      writeFileSync(
+        configFile,
+        JSON.stringify({
+          global: { scrape_interval: '1s', scrape_timeout: '1s', evaluation_interval: '1s' },
+          rule_files: [DEPLOY_ALERTS],
+          scrape_configs: scrapeConfigs,
+        }),
+      );
+      prometheus = await startPrometheus(configFile, path.join(dir, 'data'));
+      await waitFor(
+        async () => {
+          const targets = await prometheus!.api<{ data: { activeTargets: Array<{ health: string }> } }>(
+            '/api/v1/targets',
+          );
+          const active = targets.data.activeTargets;
+          return active.length === 3 && active.every((t) => t.health === 'up');
+        },
+        20_000,
+        'every target to be up',
+      );
+      // Two phases, the first scraped before the second, so that every rate and quantile has a value.
+      expect(await phase('first')).toEqual(['succeeded', 'failed', 'failed']);
+      await waitFor(
+        async () => ((await scalar('sum(agent_reach_tenant_quota_refusals_total)')) ?? 0) >= 1,
+        15_000,
+        'Prometheus to scrape the first phase',
+      );
+      expect(await phase('second')).toEqual(['succeeded', 'failed', 'failed']);
+      await waitFor(
+        async () =>
+          ((await scalar('sum(agent_reach_tenant_quota_refusals_total)')) ?? 0) >= 2 &&
+          ((await scalar('sum(agent_reach_archive_runs_total)')) ?? 0) >= 1 &&
+          // Four calls a reaching run, two of them HTTP requests: the executor's second phase scraped too.
+          ((await scalar('sum(agent_reach_tool_calls_total)')) ?? 0) >= 8 &&
+          ((await scalar('sum(agent_reach_openapi_responses_total)')) ?? 0) >= 4,
+        20_000,
+        'Prometheus to scrape the second phase and the archived runs',
+      );
+    }, 120_000);
+
+    afterAll(async () => {
+      for (const c of children) c.kill('SIGKILL');
+      await Promise.all(children.map((c) => c.exited));
+      children = [];
+      await prometheus?.stop();
+      await billing?.close();
+      await refusing?.close();
+      await h?.close();
+      await db?.drop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    }, 30_000);
+
+    it('returns data for every query of every panel of the reach dashboard', async () => {
+      const queries = panelQueries([REACH_DASHBOARD]);
+      expect(queries.length).toBeGreaterThan(20);
+      const failures: string[] = [];
+      for (const { panel, expr } of queries) {
+        const r = await prometheus!.query(toPromQl(expr));
+        if (r.status !== 'success' || !finite(r)) failures.push(`${panel}: ${expr}\n  → ${describeQuery(r)}`);
+      }
+      expect(failures).toEqual([]);
+    });
+
+    it('charts OpenAPI answers by HTTP status, MCP calls by server only, and cost by tenant', async () => {
+      const statuses = await prometheus!.query('sum by (tool, status) (agent_reach_openapi_responses_total)');
+      expect(
+        (statuses.data?.result ?? []).map((s) => `${s.metric.tool} ${s.metric.status} ${s.value[1]}`).sort(),
+      ).toEqual(['billing__getInvoice 200 2', 'billing__getInvoice 404 2']);
+      const servers = panelQueries([REACH_DASHBOARD]).find((q) =>
+        q.panel.includes('MCP tool calls per second'),
+      )!;
+      const byServer = await prometheus!.query(toPromQl(servers.expr));
+      // billing__getInvoice shares the separator but is no MCP server's tool.
+      expect(new Set((byServer.data?.result ?? []).map((s) => s.metric.server))).toEqual(new Set(['fs']));
+      const cost = await prometheus!.query('sum by (tenant) (agent_reach_llm_cost_total)');
+      expect((cost.data?.result ?? []).map((s) => s.metric.tenant)).toEqual(['acme']);
+    });
+
+    /** Waits until an alert's expression returns data and the rule engine raises it (pending or firing). */
+    const raised = async (name: string) => {
+      const rule = alertRules().find((r) => r.alert === name);
+      expect(rule, name).toBeDefined();
+      const data = await waitFor(
+        async () => {
+          const r = await prometheus!.query(rule!.expr);
+          return (r.data?.result.length ?? 0) > 0 ? r.data!.result : undefined;
+        },
+        15_000,
+        `${name}: its expression to return data`,
+      );
+      type Alerts = { data: { alerts: Array<{ labels: Record<string, string>; state: string }> } };
+      const alert = await waitFor(
+        async () =>
+          (await prometheus!.api<Alerts>('/api/v1/alerts')).data.alerts.find(
+            (a) => a.labels.alertname === name,
+          ),
+        15_000,
+        `${name}: the rule engine to raise it`,
+      );
+      return { data, alert };
+    };
+
+    it('raises AgentReachLlmProviderBreakerOpen for the provider that refuses connections, and only for it', async () => {
+      const { data, alert } = await raised('AgentReachLlmProviderBreakerOpen');
+      expect(data.map((s) => s.metric.provider)).toEqual(['down']);
+      expect(['pending', 'firing']).toContain(alert.state);
+    });
+
+    it('raises AgentReachAgentModelsUnavailable for the agents whose every model failed, not for the one with a fallback', async () => {
+      const { data } = await raised('AgentReachAgentModelsUnavailable');
+      expect(data.map((s) => s.metric.agent).sort()).toEqual(['locked_agent', 'stranded_agent']);
+    });
+
+    it('raises AgentReachLlmProviderKeyRefused for the provider answering 401', async () => {
+      const { data, alert } = await raised('AgentReachLlmProviderKeyRefused');
+      expect(data.map((s) => s.metric.provider)).toEqual(['locked']);
+      expect(alert.labels.severity).toBe('critical');
+    });
+
+    it('raises AgentReachMcpServerDown for the MCP server whose command does not exist, not for the one up', async () => {
+      const { data } = await raised('AgentReachMcpServerDown');
+      expect(data.map((s) => s.metric.server)).toEqual(['gone']);
+    });
+
+    it('raises AgentReachTenantCostHigh for the tenant whose runs passed the configured cost an hour', async () => {
+      const { data } = await raised('AgentReachTenantCostHigh');
+      expect(data.map((s) => s.metric.tenant)).toEqual(['acme']);
+      expect(Number(data[0]!.value[1])).toBeGreaterThan(100);
     });
   },
 );
