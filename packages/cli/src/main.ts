@@ -661,7 +661,15 @@ async function configApplyCommand(argv: string[]): Promise<number> {
       ...(values.workflows ? { workflowsFile: values.workflows } : {}),
       ...(values.by ? { by: values.by } : {}),
     });
-    return reportApply(outcome);
+    const code = reportApply(outcome);
+    if (outcome.published) {
+      // What the executors made of its MCP servers: a server down or a change refused reaches the applier.
+      const { reportMcpApply } = await import('./mcp-apply-report.js');
+      const mcp = await reportMcpApply(ctx.redis, ctx.config.keyPrefix, outcome.version);
+      for (const line of mcp.lines) console.log(inline(line));
+      for (const w of mcp.warnings) console.error(`warning: ${multiline(w)}`);
+    }
+    return code;
   } finally {
     await ctx.close();
   }

@@ -192,7 +192,7 @@ async function startServing(
   await limiter.apply(live.current().agents.toolGroups);
   const parts: ServingParts = { live, worker, mcp, limiter, openApi, served, logger };
   const reapply = followConfig(parts);
-  await mcp.apply(served.mcpServers(live.current().agents.document));
+  await mcp.apply(served.mcpServers(live.current().agents.document), live.current().version);
   followMcpServers(parts);
   await worker.publishCatalog();
   logger.info(
@@ -280,6 +280,6 @@ function followMcpServers({ live, worker, mcp, limiter, served }: ServingParts):
     const servers = served.mcpServers(next.agents.document);
     if (worker.serveNewGroups(servers.map((m) => m.group)).length > 0)
       void limiter.apply(next.agents.toolGroups);
-    void mcp.apply(servers);
+    void mcp.apply(servers, next.version);
   });
 }

@@ -302,3 +302,13 @@ export const MCP_MOUNT_WAIT_RETRY_MS = 250;
  * the server is down, in characters (the run record keeps the whole error in the result's `detail`).
  */
 export const MCP_DOWN_CAUSE_MAX_CHARS = 200;
+
+/**
+ * How long `config apply` waits for the executors to take the version and settle its MCP servers (up,
+ * down, or a change refused) before it reports on them, in ms: past MCP_INITIALIZE_TIMEOUT_MS, so that a
+ * server that never answers is reported as such.
+ */
+export const CONFIG_APPLY_MCP_WAIT_MS = 15_000;
+
+/** How often `config apply` reads the executors' announcements while it waits for them, in ms. */
+export const CONFIG_APPLY_MCP_POLL_MS = 200;

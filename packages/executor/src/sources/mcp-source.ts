@@ -77,6 +77,12 @@ interface ServerState {
   queue: Promise<void>;
   /** Digest changes already reported (`name:digest`), so the log says each once. */
   reported: Set<string>;
+  /** The configuration version its settings come from (0: the local file). */
+  version: number;
+  /** A newer version's server (another command, URL, …) starting while this one keeps serving. */
+  candidate?: ServerState;
+  /** A newer version's server that could not start: this one kept serving. */
+  changeRefused?: { version: number; error: string; at: number };
 }
 
 const REASONS = ['server_down', 'digest_changed', 'refused'] as const;
@@ -103,33 +109,68 @@ export class McpSource {
     this.#listeners.add(listener);
   }
 
-  /** Starts, stops and remounts servers to match `servers` (a configuration's). */
-  async apply(servers: readonly MountedMcpServer[]): Promise<void> {
+  /**
+   * Starts, stops and remounts servers to match `servers` (configuration `version`'s). A server that is up
+   * and whose command, arguments, environment, folder or URL change keeps serving until the new one is up;
+   * if the new one cannot start, the old one stays and the refusal is announced (`changeRefused`).
+   */
+  async apply(servers: readonly MountedMcpServer[], version = 0): Promise<void> {
     const wanted = new Map(
       servers.filter((s) => this.#deps.groups.includes(s.group)).map((s) => [s.spec.name, s]),
     );
     const stops: Promise<void>[] = [];
+    const replacing = new Set<string>();
     for (const [name, state] of this.#servers) {
       const next = wanted.get(name);
-      if (!next || transportOf(next.spec) !== transportOf(state.mount.spec)) {
-        this.#servers.delete(name);
-        stops.push(this.#stop(state));
+      if (next && transportOf(next.spec) === transportOf(state.mount.spec)) {
+        // Back to what runs (or unchanged): a change still starting or refused is no longer wanted.
+        stops.push(this.#dropCandidate(state));
+        state.changeRefused = undefined;
+        continue;
       }
+      if (next && state.connection.up) {
+        stops.push(this.#replaceWhenUp(state, next, version));
+        replacing.add(name);
+        continue;
+      }
+      this.#servers.delete(name);
+      stops.push(this.#stop(state));
     }
     await Promise.all(stops);
     const remounts: Promise<void>[] = [];
     for (const [name, mount] of wanted) {
+      if (replacing.has(name)) continue;
       const state = this.#servers.get(name);
       if (state) {
+        state.version = version;
         if (JSON.stringify(state.mount) === JSON.stringify(mount)) continue;
         state.mount = mount;
         remounts.push(this.#remount(state));
         continue;
       }
-      this.#start(mount);
+      this.#servers.set(name, this.#create(mount, version));
     }
     await Promise.all(remounts);
-    if (stops.length > 0) this.#changed();
+    this.#changed();
+  }
+
+  /** Starts `next` beside a server that is up; it takes over once it lists its tools (see `#create`). */
+  async #replaceWhenUp(state: ServerState, next: MountedMcpServer, version: number): Promise<void> {
+    if (state.candidate && JSON.stringify(state.candidate.mount) === JSON.stringify(next)) return;
+    await this.#dropCandidate(state);
+    state.changeRefused = undefined;
+    state.candidate = this.#create(next, version);
+    this.#deps.logger.info(
+      { server: next.spec.name, version },
+      'MCP server changed; the one running serves until the new one is up',
+    );
+  }
+
+  async #dropCandidate(state: ServerState): Promise<void> {
+    const candidate = state.candidate;
+    if (!candidate) return;
+    state.candidate = undefined;
+    await candidate.connection.close();
   }
 
   /** Tools known but not served now: a down server's, changed ones, refused ones. */
@@ -162,8 +203,11 @@ export class McpSource {
         since: connection.since,
         restarts: connection.restarts,
         tools: s.mounted.size,
+        version: s.version,
         ...(digestsRefused > 0 ? { digestsRefused } : {}),
         ...(connection.up || connection.error === undefined ? {} : { error: connection.error }),
+        ...(s.candidate ? { pendingVersion: s.candidate.version } : {}),
+        ...(s.changeRefused ? { changeRefused: { ...s.changeRefused } } : {}),
       };
     });
   }
@@ -176,10 +220,15 @@ export class McpSource {
   async close(): Promise<void> {
     const all = [...this.#servers.values()];
     this.#servers.clear();
-    await Promise.all(all.map((s) => this.#stop(s)));
+    await Promise.all(all.map((s) => Promise.all([this.#dropCandidate(s), this.#stop(s)])));
   }
 
-  #start(mount: MountedMcpServer): void {
+  /**
+   * A server's state with its connection started. Either it is the server in force (in `#servers`), or
+   * the candidate of one that is up: a candidate takes over when it lists its tools, and is dropped, the
+   * refusal kept on the one in force, when its first connection fails.
+   */
+  #create(mount: MountedMcpServer, version: number): ServerState {
     const { logger, metrics } = this.#deps;
     const server = mount.spec.name;
     const state: ServerState = {
@@ -190,6 +239,11 @@ export class McpSource {
       refused: [],
       queue: Promise.resolve(),
       reported: new Set(),
+      version,
+    };
+    const owner = () => {
+      const current = this.#servers.get(server);
+      return current?.candidate === state ? current : undefined;
     };
     state.connection = new McpConnection({
       spec: mount.spec,
@@ -197,11 +251,32 @@ export class McpSource {
       limits: this.#limits,
       logger,
       onTools: (tools) => {
+        const replaced = owner();
+        if (replaced) {
+          replaced.candidate = undefined;
+          this.#servers.set(server, state);
+          void this.#stop(replaced);
+          logger.info({ server, version }, 'MCP server replaced by the new one, now up');
+        }
+        if (this.#servers.get(server) !== state) return;
         metrics.mcpServerUp.set({ server }, 1);
         state.listed = tools;
         void this.#remount(state);
       },
-      onDown: () => {
+      onDown: (why) => {
+        const kept = owner();
+        if (kept) {
+          kept.candidate = undefined;
+          kept.changeRefused = { version, error: why, at: Date.now() };
+          logger.warn(
+            { server, version, why },
+            'MCP server change refused: the new one could not start; the one running keeps serving',
+          );
+          void state.connection.close();
+          this.#changed();
+          return;
+        }
+        if (this.#servers.get(server) !== state) return;
         metrics.mcpServerUp.set({ server }, 0);
         metrics.mcpServerRestarts.inc({ server });
         this.#count(state);
@@ -209,9 +284,9 @@ export class McpSource {
       },
       onProtocolError: () => metrics.mcpProtocolErrors.inc({ server }),
     });
-    metrics.mcpServerUp.set({ server }, 0);
-    this.#servers.set(server, state);
+    if (!this.#servers.has(server)) metrics.mcpServerUp.set({ server }, 0);
     state.connection.start();
+    return state;
   }
 
   async #stop(state: ServerState): Promise<void> {

@@ -40,6 +40,15 @@ export interface McpServerStatus {
   digestsRefused?: number;
   /** Why it is not up (it names the server and the cause: no answer to initialize, exited, …). */
   error?: string;
+  /** The configuration version its settings come from (0: the local file). */
+  version?: number;
+  /** A newer version changes its command, arguments, environment, folder or URL: that server is starting. */
+  pendingVersion?: number;
+  /**
+   * A newer version's change that could not start (`error`, at epoch ms `at`): the server as it was keeps
+   * serving, with its settings of `version`.
+   */
+  changeRefused?: { version: number; error: string; at: number };
 }
 
 /** The state of a server in an announcement, older announcements (with `up` only) included. */
