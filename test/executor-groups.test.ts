@@ -133,7 +133,7 @@ describe(
       scheduler = startSchedulerChild(env(filesDir, { ...apiEnv(API_KEY), TOOL_MODULES: '' }));
       children.push(scheduler);
       await scheduler.ready;
-    });
+    }, 120_000);
     afterAll(async () => {
       for (const c of children) c.kill('SIGKILL');
       await Promise.all(children.map((c) => c.exited));

@@ -1,6 +1,9 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import {
+  CALLBACK_EVENTS,
+  MAX_CALLBACK_URL_CHARS,
+  type RunCallback,
   DEFAULT_KEY_PREFIX,
   DEFAULT_REDIS_READY_TIMEOUT_MS,
   createKeys,
@@ -43,6 +46,14 @@ export interface RunJobFields {
    * ends the run `failed` with reason `invalid_job`, its report naming the problem.
    */
   outputSchema?: object;
+  /**
+   * Signed deliveries of the run's events to an http(s) URL (docs/callbacks.md): `events` of `finished`,
+   * `awaiting_approval` (default: `finished`). Runs started through Redis are signed with the secret the
+   * operator names `*` in `CALLBACK_SECRETS`; the sender refuses a URL that resolves to a loopback, private
+   * or link-local address unless `CALLBACK_ALLOWED_HOSTS` names its host. Check deliveries with
+   * `verifyWebhook`.
+   */
+  callback?: RunCallback;
 }
 
 export interface EnqueueRunOptions extends RunJobFields {
@@ -91,6 +102,7 @@ export function resolveEnqueueRunOptions(o: EnqueueRunOptions): ResolvedEnqueueR
   if (!o.connection && !o.redisUrl) throw new TypeError('pass a connection or a redisUrl');
   if (o.tenant !== undefined && !TENANT_PATTERN.test(o.tenant))
     throw new TypeError(`tenant must match ${TENANT_PATTERN}`);
+  if (o.callback !== undefined) checkCallback(o.callback);
   return {
     ...o,
     runId,
@@ -102,6 +114,23 @@ export function resolveEnqueueRunOptions(o: EnqueueRunOptions): ResolvedEnqueueR
     outputSchema: jsonSchemaOf(o.outputSchema),
     traceId: traceOf(o.traceId, o.traceParent),
   };
+}
+
+/** A callback's URL http(s) and of bounded length, its events known and each named once (a TypeError otherwise). */
+function checkCallback(callback: RunCallback): void {
+  const { url, events } = callback;
+  if (typeof url !== 'string' || !/^https?:\/\//.test(url) || url.length > MAX_CALLBACK_URL_CHARS)
+    throw new TypeError(
+      `callback.url must be an http(s) URL of at most ${MAX_CALLBACK_URL_CHARS} characters`,
+    );
+  if (
+    events !== undefined &&
+    (!Array.isArray(events) ||
+      events.length === 0 ||
+      new Set(events).size !== events.length ||
+      !events.every((e) => (CALLBACK_EVENTS as readonly string[]).includes(e)))
+  )
+    throw new TypeError(`callback.events must name each of ${CALLBACK_EVENTS.join(', ')} at most once`);
 }
 
 function jsonSchemaOf(schema: object | undefined): Record<string, unknown> | undefined {
@@ -156,6 +185,7 @@ export async function enqueueRun(options: EnqueueRunOptions): Promise<{ runId: s
       metadata: o.metadata,
       tenant: o.tenant,
       output_schema: o.outputSchema,
+      callback: o.callback,
     });
     await queue.add('run', data, runJobOptions(o.runId, o.retentionS)).catch((err: unknown) => {
       throw unavailable(url, `adding the run's job failed (${(err as Error).message})`, err);

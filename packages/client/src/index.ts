@@ -47,3 +47,12 @@ export type {
   WorkflowEventType,
   StreamedWorkflowEvent,
 } from './types.js';
+export {
+  generateWebhookSecret,
+  signWebhook,
+  verifyWebhook,
+  WebhookVerificationError,
+  WEBHOOK_SECRET_PREFIX,
+  WEBHOOK_TOLERANCE_S,
+} from './webhooks.js';
+export type { CallbackEvent, WebhookErrorCode, WebhookHeaders } from './webhooks.js';

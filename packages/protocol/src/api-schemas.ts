@@ -4,6 +4,7 @@ import { NAME_PATTERN, PROTOTYPE_KEYS, RUN_ID_PATTERN, TOOL_CALL_ID_PATTERN } fr
 import { RUN_STATUSES } from './run-status.js';
 import { StringEnum } from './tool.js';
 import type { ToolResult } from './tool-call.js';
+import { RUN_CALLBACK_SCHEMA, type RunCallback } from './run-job.js';
 
 /**
  * JSON Schemas of every request part and response of the HTTP API: the server validates and serializes
@@ -67,6 +68,27 @@ export const OutputSchema = Type.Unsafe<Record<string, unknown>>({
     "a JSON Schema the run's final answer must match, instead of the agent's output_schema (400 VALIDATION_FAILED naming the problem when it is not usable): the parsed answer is the run's `output`",
 });
 
+/** Where a run's events are delivered, signed (docs/callbacks.md). */
+export const Callback = Type.Unsafe<RunCallback>({
+  ...RUN_CALLBACK_SCHEMA,
+  description:
+    "signed deliveries (Standard Webhooks) of the run's events to an http(s) URL: `events` of finished, awaiting_approval, workflow_finished (default: finished). A URL that resolves to a loopback, private or link-local address is refused (400 VALIDATION_FAILED) unless the operator allows its host",
+});
+const CallbackDelivery = Type.Object({
+  id: Type.String({ description: "the delivery's webhook-id: the same on every attempt, for deduplication" }),
+  event: Type.String({ description: 'run.finished, run.awaiting_approval or workflow.finished' }),
+  state: StringEnum(['pending', 'delivered', 'dead_lettered']),
+  attempts: Type.Integer({ minimum: 0, description: 'attempts made so far' }),
+  last_status: Type.Optional(Type.Integer({ description: 'HTTP status of the last attempt' })),
+  last_error: Type.Optional(Type.String({ description: 'why the last attempt failed' })),
+  updated_at: Millis('epoch ms of the last change'),
+});
+export const CallbackView = Type.Object({
+  url: Type.String(),
+  events: Type.Array(Type.String()),
+  deliveries: Type.Array(CallbackDelivery),
+});
+
 /** The type of a run's `output` for an output schema: `Static` of a TypeBox schema, else `unknown`. */
 export type OutputOf<S> = S extends TSchema ? Static<S> : unknown;
 
@@ -95,6 +117,7 @@ export const CreateRunBody = Type.Object(
     model: Type.Optional(Model),
     output_schema: Type.Optional(OutputSchema),
     grants: Type.Optional(Grants),
+    callback: Type.Optional(Callback),
   },
   { additionalProperties: false },
 );
@@ -125,6 +148,7 @@ export const MessageBody = Type.Object(
     model: Type.Optional(Model),
     output_schema: Type.Optional(OutputSchema),
     grants: Type.Optional(Grants),
+    callback: Type.Optional(Callback),
   },
   { additionalProperties: false },
 );
@@ -386,6 +410,7 @@ export const RunView = Type.Object({
   granted_by_approval: Type.Optional(
     Type.Array(GrantView, { description: 'tools a person granted to the run by approving a grant request' }),
   ),
+  callback: Type.Optional(CallbackView),
 });
 export type RunView = Static<typeof RunView>;
 export type RunSummaryView = Static<typeof RunSummaryView>;

@@ -55,8 +55,15 @@ export {
 export type { AttemptTiming, ToolCallJob, ToolResult, ToolReply, TraceCarrier } from './tool-call.js';
 export { readDecision, rejectedError, unconfirmedError } from './approvals.js';
 export type { ApprovalDecision, RecordedDecision } from './approvals.js';
-export { RUN_JOB_SCHEMA, runJob, upgradeRunJob } from './run-job.js';
-export type { RunJobData } from './run-job.js';
+export {
+  CALLBACK_EVENTS,
+  MAX_CALLBACK_URL_CHARS,
+  RUN_CALLBACK_SCHEMA,
+  RUN_JOB_SCHEMA,
+  runJob,
+  upgradeRunJob,
+} from './run-job.js';
+export type { CallbackEventName, RunCallback, RunJobData } from './run-job.js';
 export { RUN_STATUSES, FINAL_STATUSES, isFinalStatus } from './run-status.js';
 export type { RunStatus, FinalStatus } from './run-status.js';
 export { readStepRecord, RUN_REASONS } from './run-outcome.js';

@@ -1,6 +1,34 @@
 import { DEFAULT_TENANT, NAME_PATTERN, RUN_ID_PATTERN, TENANT_PATTERN, TRACEPARENT_PATTERN } from './ids.js';
 import { renameVersion1Fields, WIRE_VERSION } from './version.js';
 
+/** Events a callback may ask for (see docs/callbacks.md). */
+export const CALLBACK_EVENTS = ['finished', 'awaiting_approval', 'workflow_finished'] as const;
+export type CallbackEventName = (typeof CALLBACK_EVENTS)[number];
+/** Longest callback URL accepted, in characters. */
+export const MAX_CALLBACK_URL_CHARS = 2048;
+
+/** Where a run's events are delivered: an http(s) URL, and which events (default: `finished`). */
+export interface RunCallback {
+  url: string;
+  events?: CallbackEventName[];
+}
+
+/** JSON Schema of {@link RunCallback}. */
+export const RUN_CALLBACK_SCHEMA = {
+  type: 'object',
+  required: ['url'],
+  additionalProperties: false,
+  properties: {
+    url: { type: 'string', minLength: 8, maxLength: MAX_CALLBACK_URL_CHARS, pattern: '^https?://' },
+    events: {
+      type: 'array',
+      items: { type: 'string', enum: [...CALLBACK_EVENTS] },
+      minItems: 1,
+      uniqueItems: true,
+    },
+  },
+} as const;
+
 /**
  * Data of a job on the `agent-runs` queue: what any service (in any language, with its own BullMQ
  * client) adds to start a run. The job id must be the run id.
@@ -37,6 +65,8 @@ export interface RunJobData {
    * executor still runs only tools the agent reaches.
    */
   grants?: string[];
+  /** Signed deliveries of the run's events to a URL (see docs/callbacks.md). */
+  callback?: RunCallback;
 }
 
 /** JSON Schema of `RunJobData`, as docs/api.md documents it for services in other languages. */
@@ -64,6 +94,7 @@ export const RUN_JOB_SCHEMA = {
       uniqueItems: true,
       maxItems: 200,
     },
+    callback: RUN_CALLBACK_SCHEMA,
   },
 } as const;
 
@@ -82,6 +113,7 @@ export function runJob(
         | 'output_schema'
         | 'key'
         | 'grants'
+        | 'callback'
     ]?: RunJobData[K] | undefined;
   },
 ): RunJobData {
@@ -101,6 +133,7 @@ export function runJob(
     ...(fields.output_schema ? { output_schema: fields.output_schema } : {}),
     ...(fields.key ? { key: fields.key } : {}),
     ...(fields.grants && fields.grants.length > 0 ? { grants: fields.grants } : {}),
+    ...(fields.callback ? { callback: fields.callback } : {}),
   };
 }
 

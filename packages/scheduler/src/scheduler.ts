@@ -36,6 +36,8 @@ import { createRunWorker, type RunWorker } from './runs/run-worker.js';
 import { SessionStore } from './runs/sessions.js';
 import { createWorkflowWorker, type WorkflowWorker } from './workflows/coordinator.js';
 import { WorkflowControl } from './workflows/workflow-control.js';
+import { resolveCallbackConfig, type CallbackConfig } from './callbacks/callback-config.js';
+import { CallbackDeliveries } from './callbacks/callback-deliveries.js';
 
 export interface SchedulerProcess {
   readonly runner: AgentRunner;
@@ -153,6 +155,8 @@ interface ServingContext extends ServingDeps {
   /** The configuration in force: agents and workflows change without a restart. */
   live: LiveConfig;
   configVersion: () => number;
+  /** Signing secrets, allowed hosts and retries of callbacks (`CALLBACK_*` of `options.env`). */
+  callbackConfig: CallbackConfig;
 }
 
 /** The scheduler once Redis answers: the agents file, the run and workflow workers, the API. */
@@ -179,6 +183,7 @@ async function startServing(
     keys,
     live,
     configVersion: () => live.current().version,
+    callbackConfig: resolveCallbackConfig(options.env, config.scheduler.runRetentionS),
   };
   assertAgentModels(ctx);
   const runner = await startRunner(ctx);
@@ -193,7 +198,15 @@ async function startServing(
     ...retentionOf(config),
     ...(archive ? { archive } : {}),
   });
-  const worker = startRunWorker(ctx, runner, store);
+  const callbacks = new CallbackDeliveries({
+    connection: redis,
+    keys,
+    config: ctx.callbackConfig,
+    logger,
+    metricsRegistry,
+  });
+  callbacks.startSending();
+  const worker = startRunWorker(ctx, runner, store, callbacks);
   const control = new RunControl(redis, keys, store, archive?.store);
   const workflows = new WorkflowControl(redis, keys, live.workflows, {
     retentionS: config.scheduler.runRetentionS,
@@ -212,6 +225,7 @@ async function startServing(
     control,
     runner,
     archive,
+    callbacks,
   };
   logger.info(
     {
@@ -247,6 +261,7 @@ function startServingApi(ctx: ServingContext, runner: AgentRunner): ReturnType<t
     metricsRegistry: ctx.metricsRegistry,
     logger: ctx.logger,
     allowedModels: [...ctx.providers.allowed],
+    callbackConfig: ctx.callbackConfig,
   });
 }
 
@@ -261,6 +276,7 @@ interface ServingParts {
   control: RunControl;
   runner: AgentRunner;
   archive: { close(): Promise<void> } | undefined;
+  callbacks: CallbackDeliveries;
 }
 
 async function closeServing(ctx: ServingContext, parts: ServingParts): Promise<void> {
@@ -270,6 +286,7 @@ async function closeServing(ctx: ServingContext, parts: ServingParts): Promise<v
   await parts.sampler.stop();
   await parts.coordinator.close();
   await parts.worker.close(ctx.config.scheduler.shutdownGraceMs);
+  await parts.callbacks.close();
   await parts.workflows.close();
   await parts.control.close();
   await parts.runner.close();
@@ -317,7 +334,12 @@ function startRunner(ctx: ServingContext): Promise<AgentRunner> {
 }
 
 /** The run worker on `agent-runs`, its events recorded as metrics and handed to the caller's `onEvent`. */
-function startRunWorker(ctx: ServingContext, runner: AgentRunner, store: RunStore): RunWorker {
+function startRunWorker(
+  ctx: ServingContext,
+  runner: AgentRunner,
+  store: RunStore,
+  callbacks: CallbackDeliveries,
+): RunWorker {
   const { config, providers, options } = ctx;
   const agents = ctx.live.agents;
   // A run asks its job's model (else its agent's), then its agent's fallbacks, through their providers.
@@ -341,6 +363,7 @@ function startRunWorker(ctx: ServingContext, runner: AgentRunner, store: RunStor
     stalledIntervalMs: config.scheduler.stalledIntervalMs,
     approvalTimeoutMs: config.scheduler.approvalTimeoutMs,
     retentionS: config.scheduler.runRetentionS,
+    callbacks,
     onEvent: (event, state) => {
       record(event, state);
       recordProviders(event, state);
@@ -445,6 +468,7 @@ async function startApi(
     logger: Logger;
     /** Models callers may name: the default provider's and the declared ones. */
     allowedModels: string[];
+    callbackConfig: CallbackConfig;
   },
 ): Promise<{ server: ApiServer; close(): Promise<void> }> {
   const redis: RedisClient = connectRedis(config.redisUrl, 'producer', {
@@ -467,6 +491,12 @@ async function startApi(
     retentionS: retention.retentionS,
     configVersion: deps.configVersion,
   });
+  const callbacks = new CallbackDeliveries({
+    connection: redis,
+    keys,
+    config: deps.callbackConfig,
+    logger: deps.logger,
+  });
   // BullMQ checks the Redis version once per connection and keeps a failure for good: let the check end
   // before the server's set-up holds the event loop longer than the command timeout.
   await control.queue.waitUntilReady();
@@ -481,6 +511,7 @@ async function startApi(
       keys,
       metricsRegistry: deps.metricsRegistry,
       logger: deps.logger,
+      callbacks: { config: deps.callbackConfig, deliveries: callbacks },
     },
     apiOptionsOf(config, deps.allowedModels),
   );
@@ -489,6 +520,7 @@ async function startApi(
     async close() {
       await server.close();
       await workflows.close();
+      await callbacks.close();
       await control.close();
       await archive?.close();
       await redis.quit().catch(() => undefined);

@@ -5,6 +5,8 @@ import type { AgentRunner } from '../runs/agent-runner.js';
 import type { RunControl } from '../runs/run-control.js';
 import type { SessionStore } from '../runs/sessions.js';
 import type { WorkflowControl } from '../workflows/workflow-control.js';
+import type { CallbackConfig } from '../callbacks/callback-config.js';
+import type { CallbackDeliveries } from '../callbacks/callback-deliveries.js';
 import type { ApiKeyConfig, ApiKeyTable } from './auth.js';
 import { constants } from '@agent-reach/shared';
 import {
@@ -34,6 +36,8 @@ export interface ApiServerDeps {
   /** Served at `/metrics`; without one, `/metrics` is a 404. */
   metricsRegistry?: Registry;
   logger: Logger;
+  /** Callbacks: their policy (checked at the door) and delivery states; without them, a callback is a 400. */
+  callbacks?: { config: CallbackConfig; deliveries: Pick<CallbackDeliveries, 'deliveries' | 'callbackOf'> };
 }
 
 /** Options of the API server; all optional but `apiKeys`. */

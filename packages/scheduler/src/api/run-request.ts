@@ -1,4 +1,7 @@
+import type { RunCallback } from '@agent-reach/protocol';
 import { outputSchemaProblems } from '@agent-reach/shared';
+import { CallbackRefused } from '../callbacks/callback-address.js';
+import { checkCallbackRequest } from '../callbacks/callback-config.js';
 import { countTokens } from '../agent-loop/tokens.js';
 import { ApiError } from './errors.js';
 import type { ApiContext } from './options.js';
@@ -58,4 +61,27 @@ export function checkGrants(ctx: ApiContext, agent: string, grants: readonly str
     `may not grant "${outside}": agent "${agent}" does not list it; grantable: ${[...reachable].join(', ')}`,
     [{ in: 'body', path: '/grants', tool: outside }],
   );
+}
+
+/**
+ * Checks a run's callback at the door (400 VALIDATION_FAILED naming the problem): callbacks configured,
+ * a signing secret for the caller's key, and a URL whose host does not resolve to a loopback, private or
+ * link-local address unless the operator allows it. The sender checks the address again at each attempt.
+ */
+export async function checkCallback(
+  ctx: ApiContext,
+  callback: RunCallback | undefined,
+  key: string,
+): Promise<void> {
+  if (!callback) return;
+  const refuse = (problem: string) =>
+    new ApiError('VALIDATION_FAILED', problem, [{ in: 'body', path: '/callback/url', problem }]);
+  const config = ctx.deps.callbacks?.config;
+  if (!config) throw refuse('callbacks are not enabled on this server');
+  try {
+    await checkCallbackRequest(config, callback, key);
+  } catch (err) {
+    if (err instanceof CallbackRefused) throw refuse(err.message);
+    throw err;
+  }
 }

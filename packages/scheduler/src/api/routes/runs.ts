@@ -26,6 +26,7 @@ import { encodeCursor } from '../../runs/run-search.js';
 import { admitToSession, visibleRuns } from '../session-access.js';
 import { responses } from '../responses.js';
 import { startRun } from '../start-run.js';
+import { callbackView } from '../callback-view.js';
 
 type Params = { id: string };
 type CreateRoute = { Body: CreateRunBody; Headers: { 'idempotency-key'?: string; traceparent?: string } };
@@ -200,7 +201,8 @@ async function offsetPage(
 async function getRun(ctx: ApiContext, request: FastifyRequest<RunRoute>) {
   const principal = requirePrincipal(ctx.auth, request);
   const { view } = await runForCaller(ctx, request.params.id, principal);
-  return withEvents(view, await ctx.deps.control.events(view.run_id));
+  const callback = await callbackView(ctx, view.run_id);
+  return withEvents(callback ? { ...view, callback } : view, await ctx.deps.control.events(view.run_id));
 }
 
 /** `POST /v1/runs/:id/cancel`: asks whoever runs the run to cancel it. */

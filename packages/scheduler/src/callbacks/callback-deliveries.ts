@@ -1,0 +1,220 @@
+import { createHash } from 'node:crypto';
+import { Counter, type Registry } from 'prom-client';
+import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { CallbackEventName, Keys, RunCallback, RunJobData } from '@agent-reach/protocol';
+import type { Logger, RedisClient } from '@agent-reach/shared';
+import { CallbackRefused } from './callback-address.js';
+import { secretFor, type CallbackConfig } from './callback-config.js';
+import { sendDelivery, type AttemptResult } from './callback-sender.js';
+import { CALLBACK_QUEUE } from './constants.js';
+
+/** An event of a run (or workflow) that its callback may ask for, as `runs/` and `workflows/` hand it over. */
+export interface CallbackEventInput {
+  runId: string;
+  event: CallbackEventName;
+  /** Tells apart repeated events of one kind (a run awaiting approval of other calls); one id per value. */
+  occurrence?: string;
+  /** The run's callback and API key name; undefined: read from the run's job. */
+  callback?: RunCallback | undefined;
+  key?: string | undefined;
+  /** The body's `data`: ids, agent, status, reason, metadata. */
+  data: Record<string, unknown>;
+}
+
+/** What a delivery's job carries: the same on every attempt. */
+interface DeliveryJob {
+  id: string;
+  run_id: string;
+  type: string;
+  url: string;
+  key?: string;
+  body: string;
+}
+
+/** A delivery's state as `GET /v1/runs/:id` shows it. */
+export interface DeliveryState {
+  id: string;
+  event: string;
+  state: 'pending' | 'delivered' | 'dead_lettered';
+  attempts: number;
+  last_status?: number;
+  last_error?: string;
+  updated_at: number;
+}
+
+const TYPES: Record<CallbackEventName, string> = {
+  finished: 'run.finished',
+  awaiting_approval: 'run.awaiting_approval',
+  workflow_finished: 'workflow.finished',
+};
+
+/** The events a callback gets when it names none. */
+const DEFAULT_EVENTS: readonly CallbackEventName[] = ['finished'];
+
+function createCallbackMetrics(registry: Registry) {
+  return {
+    deliveries: new Counter({
+      name: 'agent_reach_callback_deliveries_total',
+      help: 'Callback delivery attempts by event and outcome (delivered, retried, dead_lettered)',
+      labelNames: ['event', 'outcome'] as const,
+      registers: [registry],
+    }),
+  };
+}
+
+/**
+ * Callback deliveries: a BullMQ queue of their own (`callbacks`), retried with exponential backoff and
+ * dead-lettered after the last attempt, with each delivery's state kept beside the run. `notify` is
+ * what the rooms above call; `startSending` makes this process one of the senders.
+ */
+export class CallbackDeliveries {
+  readonly queue: Queue<DeliveryJob>;
+  readonly #runs: Queue<RunJobData>;
+  #worker: Worker<DeliveryJob> | undefined;
+  readonly #metrics: ReturnType<typeof createCallbackMetrics> | undefined;
+
+  constructor(
+    private readonly deps: {
+      connection: RedisClient;
+      keys: Keys;
+      config: CallbackConfig;
+      logger: Logger;
+      /** Where the delivery counter is registered; none: not counted (an API-only process). */
+      metricsRegistry?: Registry;
+    },
+  ) {
+    const { connection, keys } = deps;
+    this.queue = new Queue<DeliveryJob>(CALLBACK_QUEUE, {
+      connection,
+      prefix: keys.queuePrefix(CALLBACK_QUEUE),
+    });
+    this.#runs = new Queue<RunJobData>(keys.runsQueue, {
+      connection,
+      prefix: keys.queuePrefix(keys.runsQueue),
+    });
+    this.#metrics = deps.metricsRegistry ? createCallbackMetrics(deps.metricsRegistry) : undefined;
+  }
+
+  /**
+   * Queues the delivery of an event when the run's callback asks for it. Its id derives from the run, the
+   * event and the occurrence: handing the same event over twice queues it once.
+   */
+  async notify(input: CallbackEventInput): Promise<void> {
+    const job = input.callback ? undefined : await this.#runs.getJob(input.runId);
+    const callback = input.callback ?? job?.data.callback;
+    if (!callback || !(callback.events ?? DEFAULT_EVENTS).includes(input.event)) return;
+    const key = input.key ?? job?.data.key;
+    const id = `msg_${createHash('sha256')
+      .update(`${input.runId}\n${input.event}\n${input.occurrence ?? ''}`)
+      .digest('hex')
+      .slice(0, 32)}`;
+    const type = TYPES[input.event];
+    const body = JSON.stringify({ type, timestamp: new Date().toISOString(), data: input.data });
+    const { config } = this.deps;
+    // Written first only when absent: a repeat must not set a delivered event back to pending.
+    await this.deps.connection.hsetnx(
+      this.#stateKey(input.runId),
+      id,
+      JSON.stringify({ id, event: type, state: 'pending', attempts: 0, updated_at: Date.now() }),
+    );
+    await this.deps.connection.expire(this.#stateKey(input.runId), config.retentionS);
+    await this.queue.add(
+      type,
+      { id, run_id: input.runId, type, url: callback.url, ...(key ? { key } : {}), body },
+      {
+        jobId: id,
+        attempts: config.maxAttempts,
+        backoff: { type: 'exponential', delay: config.backoffMs },
+        removeOnComplete: { age: config.retentionS },
+        removeOnFail: { age: config.retentionS },
+      },
+    );
+  }
+
+  /** The deliveries of a run, oldest first. */
+  async deliveries(runId: string): Promise<DeliveryState[]> {
+    const all = await this.deps.connection.hgetall(this.#stateKey(runId));
+    return Object.values(all)
+      .map((v) => JSON.parse(v) as DeliveryState)
+      .sort((a, b) => a.updated_at - b.updated_at);
+  }
+
+  /** The callback a run's job asked for, if any. */
+  async callbackOf(runId: string): Promise<RunCallback | undefined> {
+    return (await this.#runs.getJob(runId))?.data.callback;
+  }
+
+  /** Makes this process a sender: a worker on the callbacks queue. */
+  startSending(): void {
+    if (this.#worker) return;
+    const { connection, keys, config } = this.deps;
+    this.#worker = new Worker<DeliveryJob>(CALLBACK_QUEUE, (job) => this.#attempt(job), {
+      connection: connection.duplicate(),
+      prefix: keys.queuePrefix(CALLBACK_QUEUE),
+      concurrency: config.concurrency,
+    });
+    this.#worker.on('error', (err) => this.deps.logger.warn({ err }, 'callback worker error'));
+  }
+
+  async close(): Promise<void> {
+    await this.#worker?.close();
+    await this.#worker?.disconnect().catch(() => undefined);
+    await this.queue.close();
+    await this.#runs.close();
+  }
+
+  #stateKey(runId: string): string {
+    return `${this.deps.keys.prefix}:callbacks:${runId}`;
+  }
+
+  /** One attempt of a delivery: its state recorded, a retry left to BullMQ, the last one dead-lettered. */
+  async #attempt(job: Job<DeliveryJob>): Promise<void> {
+    const { config, logger } = this.deps;
+    const d = job.data;
+    const attempts = job.attemptsMade + 1;
+    const log = logger.child({ runId: d.run_id, deliveryId: d.id, attempt: attempts });
+    const secret = secretFor(config, d.key);
+    let result: AttemptResult;
+    let final = attempts >= (job.opts.attempts ?? 1);
+    if (secret === undefined) {
+      result = { status: undefined, ok: false, error: `no signing secret for key "${d.key ?? '(none)'}"` };
+      final = true;
+    } else {
+      try {
+        result = await sendDelivery(d, secret, {
+          allowedHosts: config.allowedHosts,
+          timeoutMs: config.timeoutMs,
+        });
+      } catch (err) {
+        // A URL refused now (its host resolves to a private address) is refused for good.
+        if (!(err instanceof CallbackRefused)) throw err;
+        result = { status: undefined, ok: false, error: err.message };
+        final = true;
+      }
+    }
+    const state: DeliveryState['state'] = result.ok ? 'delivered' : final ? 'dead_lettered' : 'pending';
+    await this.deps.connection.hset(
+      this.#stateKey(d.run_id),
+      d.id,
+      JSON.stringify({
+        id: d.id,
+        event: d.type,
+        state,
+        attempts,
+        ...(result.status === undefined ? {} : { last_status: result.status }),
+        ...(result.error ? { last_error: result.error } : {}),
+        updated_at: Date.now(),
+      } satisfies DeliveryState),
+    );
+    const outcome = result.ok ? 'delivered' : final ? 'dead_lettered' : 'retried';
+    this.#metrics?.deliveries.inc({ event: d.type, outcome });
+    if (result.ok) return;
+    const fields = { status: result.status, error: result.error };
+    if (final) {
+      log.error(fields, 'callback delivery dead-lettered');
+      throw new UnrecoverableError(result.error ?? 'delivery failed');
+    }
+    log.warn(fields, 'callback delivery failed; retried after its backoff');
+    throw new Error(result.error ?? 'delivery failed');
+  }
+}

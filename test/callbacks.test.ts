@@ -1,0 +1,329 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateWebhookSecret, verifyWebhook, WebhookVerificationError } from '@agent-reach/client';
+import { enqueueRun } from '@agent-reach/client/queue';
+import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
+import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
+import { startScheduler, type SchedulerProcess } from '@agent-reach/scheduler';
+import { createLogger, loadConfig } from '@agent-reach/shared';
+import testTools from './helpers/test-tools.js';
+import { addCommonScenarios } from './helpers/scenarios.js';
+import { REDIS_URL, testRedis, waitFor } from './helpers/redis.js';
+import { apiEnv, testEnv } from './helpers/runs.js';
+
+const API_KEY = `cb-${randomUUID().replace(/-/g, '')}`;
+/** The secret of the API key `test`, and the one signing runs started through Redis (`*`). */
+const SECRET = generateWebhookSecret();
+const REDIS_SECRET = generateWebhookSecret();
+
+/** One delivery as the receiver saw it. */
+interface Received {
+  id: string;
+  type: string;
+  runId: string;
+  /** Verified with the client's helper: by the API key's secret, the secret of runs without a key, or neither. */
+  signedWith: 'key' | 'redis' | 'none';
+  /** The delivery as it came, for the helper's refusals. */
+  raw: { headers: Record<string, string>; body: string };
+}
+
+/**
+ * A real HTTP receiver: it verifies each delivery with the client's helper, answers 204, or 500 to the
+ * first delivery of each id while `failFirst` holds; it can go down (its port closed) and come back.
+ */
+class Receiver {
+  readonly received: Received[] = [];
+  failFirst = false;
+  #server: Server | undefined;
+  #port = 0;
+
+  get url(): string {
+    return `http://127.0.0.1:${this.#port}/hook`;
+  }
+
+  async up(): Promise<void> {
+    const server = createServer((req, res) => void this.#handle(req, res));
+    await new Promise<void>((resolve) => server.listen(this.#port, '127.0.0.1', resolve));
+    this.#port = (server.address() as AddressInfo).port;
+    this.#server = server;
+  }
+
+  async down(): Promise<void> {
+    const server = this.#server;
+    this.#server = undefined;
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+  }
+
+  of(runId: string, type?: string): Received[] {
+    return this.received.filter((r) => r.runId === runId && (type === undefined || r.type === type));
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    const id = String(req.headers['webhook-id'] ?? '');
+    const raw = {
+      headers: Object.fromEntries(
+        ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((h) => [
+          h,
+          String(req.headers[h] ?? ''),
+        ]),
+      ),
+      body,
+    };
+    const verified = (
+      [
+        ['key', SECRET],
+        ['redis', REDIS_SECRET],
+      ] as const
+    ).flatMap(([signedWith, secret]) => {
+      try {
+        return [{ signedWith, event: verifyWebhook(secret, req.headers, body) }];
+      } catch {
+        return [];
+      }
+    })[0];
+    const entry: Received = {
+      id,
+      type: verified?.event.type ?? '',
+      runId: String(verified?.event.data.run_id ?? ''),
+      signedWith: verified?.signedWith ?? 'none',
+      raw,
+    };
+    const repeat = this.received.some((r) => r.id === id);
+    this.received.push(entry);
+    res.writeHead(!verified ? 401 : this.failFirst && !repeat ? 500 : 204).end();
+  }
+}
+
+// llm-sim over HTTP, an executor and a scheduler (serving the HTTP API and sending callbacks) in this
+// process, a real receiver on 127.0.0.1 (allowed by CALLBACK_ALLOWED_HOSTS, as an operator would).
+describe(
+  'run callbacks, signed per Standard Webhooks and retried until the receiver takes them',
+  { timeout: 120_000 },
+  () => {
+    let t: ReturnType<typeof testRedis>;
+    let sim: LlmSim;
+    let executor: ExecutorProcess;
+    let scheduler: SchedulerProcess;
+    let base: string;
+    const receiver = new Receiver();
+    const headers = { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' };
+
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+      return { status: res.status, json: (await res.json()) as Record<string, any> };
+    };
+    const getRun = async (runId: string) =>
+      (await (await fetch(`${base}/v1/runs/${runId}`, { headers })).json()) as Record<string, any>;
+    const deliveryOf = (runId: string, event: string, state: string) =>
+      waitFor(
+        async () => {
+          const run = await getRun(runId);
+          return (run.callback?.deliveries as Array<Record<string, any>> | undefined)?.find(
+            (d) => d.event === event && d.state === state,
+          );
+        },
+        60_000,
+        `${event} of ${runId} to be ${state}`,
+      );
+    /** A run started through Redis, as a service without an API key starts one, with a callback. */
+    const enqueueWithCallback = (url: string) =>
+      enqueueRun({
+        redisUrl: REDIS_URL,
+        prefix: t.prefix,
+        agent: 'test_agent',
+        input: 'hi',
+        callback: { url },
+      });
+    const counted = async (outcome: string) => {
+      const text = await scheduler.metricsRegistry.metrics();
+      const lines = text.split('\n').filter((l) => l.startsWith('agent_reach_callback_deliveries_total{'));
+      return lines
+        .filter((l) => l.includes(`outcome="${outcome}"`))
+        .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+    };
+
+    beforeAll(async () => {
+      t = testRedis();
+      sim = await startLlmSim({ scenarios: [{ name: 'echo', turns: [{ content: 'hello' }] }] });
+      addCommonScenarios(sim);
+      const env = testEnv(t.prefix, sim, {
+        ...apiEnv(API_KEY),
+        ALLOWED_MODELS: 'echo,approval',
+        CALLBACK_SECRETS: `test=${SECRET},*=${REDIS_SECRET}`,
+        CALLBACK_ALLOWED_HOSTS: '127.0.0.1',
+        CALLBACK_MAX_ATTEMPTS: '6',
+        CALLBACK_BACKOFF_MS: '250',
+        CALLBACK_TIMEOUT_MS: '2000',
+      });
+      const config = loadConfig(env);
+      const logger = createLogger('test', { level: 'silent' });
+      executor = await startExecutor(config, { extraTools: testTools, logger });
+      scheduler = await startScheduler(config, { logger, env });
+      base = String(scheduler.apiUrl);
+      await receiver.up();
+    }, 120_000);
+    afterAll(async () => {
+      await scheduler?.close();
+      await executor?.close();
+      await sim?.close();
+      await receiver.down();
+      await t?.cleanup();
+    });
+
+    it('delivers run.finished to a receiver that was down when the run ended once it is back, signed, and records the attempts on the run', async () => {
+      await receiver.down();
+      const created = await post('/v1/runs', {
+        agent: 'test_agent',
+        input: 'hi',
+        model: 'echo',
+        callback: { url: receiver.url },
+      });
+      expect(created.status).toBe(201);
+      const runId = String(created.json.run_id);
+      // Attempts fail while the receiver is down: the delivery stays pending and is tried again.
+      const failing = await waitFor(
+        async () => {
+          const d = (await getRun(runId)).callback?.deliveries?.[0];
+          return d && d.attempts >= 2 ? d : undefined;
+        },
+        60_000,
+        'two failed attempts',
+      );
+      expect(failing).toMatchObject({ event: 'run.finished', state: 'pending' });
+      expect(failing.last_error).toMatch(/ECONNREFUSED/);
+      await receiver.up();
+      const delivered = await deliveryOf(runId, 'run.finished', 'delivered');
+      expect(delivered).toMatchObject({ id: failing.id, last_status: 204 });
+      expect(delivered.attempts).toBeGreaterThan(2);
+      const got = receiver.of(runId);
+      expect(got).toMatchObject([{ id: failing.id, type: 'run.finished', runId, signedWith: 'key' }]);
+      expect(JSON.parse(got[0]!.raw.body)).toMatchObject({
+        type: 'run.finished',
+        data: { run_id: runId, agent: 'test_agent', status: 'succeeded', reason: 'final_answer' },
+      });
+      expect((await getRun(runId)).callback).toMatchObject({ url: receiver.url, events: ['finished'] });
+      expect(await counted('retried')).toBeGreaterThanOrEqual(2);
+      expect(await counted('delivered')).toBeGreaterThanOrEqual(1);
+    });
+
+    it('sends awaiting_approval and then finished, each again with the same webhook-id when the receiver answered 500', async () => {
+      receiver.failFirst = true;
+      try {
+        const created = await post('/v1/runs', {
+          agent: 'test_agent',
+          input: 'needs a person',
+          model: 'approval',
+          callback: { url: receiver.url, events: ['awaiting_approval', 'finished'] },
+        });
+        expect(created.status).toBe(201);
+        const runId = String(created.json.run_id);
+        const waiting = await deliveryOf(runId, 'run.awaiting_approval', 'delivered');
+        const run = await getRun(runId);
+        expect(run.status).toBe('awaiting_approval');
+        const decided = await post(`/v1/runs/${runId}/approvals`, {
+          tool_call_id: run.pending_approvals[0].tool_call_id,
+          decision: 'approve',
+        });
+        expect(decided.status).toBe(200);
+        const finished = await deliveryOf(runId, 'run.finished', 'delivered');
+        expect(finished.id).not.toBe(waiting.id);
+        const got = receiver.of(runId);
+        expect(got.every((r) => r.signedWith === 'key')).toBe(true);
+        expect(got.filter((r) => r.type === 'run.awaiting_approval').map((r) => r.id)).toEqual([
+          waiting.id,
+          waiting.id,
+        ]);
+        expect(got.filter((r) => r.type === 'run.finished').map((r) => r.id)).toEqual([
+          finished.id,
+          finished.id,
+        ]);
+      } finally {
+        receiver.failFirst = false;
+      }
+    });
+
+    it('dead-letters a delivery after its last attempt and shows it on the run', async () => {
+      const gone = new Receiver();
+      await gone.up();
+      const url = gone.url;
+      await gone.down();
+      const created = await post('/v1/runs', {
+        agent: 'test_agent',
+        input: 'hi',
+        model: 'echo',
+        callback: { url },
+      });
+      expect(created.status).toBe(201);
+      const dead = await deliveryOf(String(created.json.run_id), 'run.finished', 'dead_lettered');
+      expect(dead).toMatchObject({ attempts: 6 });
+      expect(dead.last_error).toMatch(/ECONNREFUSED/);
+      expect(await counted('dead_lettered')).toBeGreaterThanOrEqual(1);
+    });
+
+    it('refuses at the door a callback URL that resolves to a loopback or private address not allowed, naming it', async () => {
+      for (const url of [
+        'http://10.1.2.3/hook',
+        'http://localhost:9/hook',
+        'http://[::1]:9/hook',
+        'http://169.254.169.254/',
+      ]) {
+        const refused = await post('/v1/runs', { agent: 'test_agent', input: 'hi', callback: { url } });
+        expect(refused.status, url).toBe(400);
+        expect(refused.json.error.code).toBe('VALIDATION_FAILED');
+        expect(refused.json.error.message).toMatch(/resolves to .*loopback, private or link-local/);
+      }
+      const notHttp = await post('/v1/runs', {
+        agent: 'test_agent',
+        input: 'hi',
+        callback: { url: 'file:///etc/passwd' },
+      });
+      expect(notHttp.status).toBe(400);
+    });
+
+    it('re-checks the address when sending: a run enqueued through Redis with a private callback URL is dead-lettered without a request', async () => {
+      const { runId } = await enqueueWithCallback('http://10.1.2.3/hook');
+      const dead = await deliveryOf(runId, 'run.finished', 'dead_lettered');
+      expect(dead).toMatchObject({ attempts: 1 });
+      expect(dead.last_error).toMatch(/10\.1\.2\.3, a loopback, private or link-local address/);
+    });
+
+    it('signs a run started through Redis with the operator secret for runs without a key', async () => {
+      const { runId } = await enqueueWithCallback(receiver.url);
+      await deliveryOf(runId, 'run.finished', 'delivered');
+      expect(receiver.of(runId).map((r) => r.signedWith)).toEqual(['redis']);
+    });
+
+    it("has the client's verifyWebhook refuse a changed body, a stale timestamp, another secret and missing headers, each by its code", () => {
+      const delivery = receiver.received.find((r) => r.signedWith === 'key');
+      if (!delivery) throw new Error('no delivery received yet');
+      const { headers: h, body } = delivery.raw;
+      const nowS = Number(h['webhook-timestamp']);
+      const code = (f: () => unknown) => {
+        try {
+          f();
+        } catch (err) {
+          return err instanceof WebhookVerificationError ? err.code : String(err);
+        }
+        return 'accepted';
+      };
+      expect(code(() => verifyWebhook(SECRET, h, body, { nowS }))).toBe('accepted');
+      expect(code(() => verifyWebhook(SECRET, h, body.replace('succeeded', 'failed'), { nowS }))).toBe(
+        'WEBHOOK_SIGNATURE_INVALID',
+      );
+      expect(code(() => verifyWebhook(REDIS_SECRET, h, body, { nowS }))).toBe('WEBHOOK_SIGNATURE_INVALID');
+      expect(code(() => verifyWebhook(SECRET, h, body, { nowS: nowS + 301 }))).toBe(
+        'WEBHOOK_TIMESTAMP_STALE',
+      );
+      expect(code(() => verifyWebhook(SECRET, { ...h, 'webhook-id': '' }, body, { nowS }))).toBe(
+        'WEBHOOK_HEADERS_MISSING',
+      );
+      expect(code(() => verifyWebhook('whsec_short', h, body, { nowS }))).toBe('WEBHOOK_SECRET_INVALID');
+    });
+  },
+);
