@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import type { Scenario } from '@agent-reach/llm-sim';
 import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
+import { gatedEventReads } from './helpers/gate.js';
 
 /** An answer whose first try stalls after two chunks until the scheduler gives up on it and asks again. */
 const STALLING: Scenario = {
@@ -47,5 +48,49 @@ describe('the OpenAI door streams the answer live', () => {
     // The broken try's text was sent already; the second try's text is the recorded answer.
     expect(content.endsWith(run.answer)).toBe(true);
     expect(content.length).toBeGreaterThan(run.answer.length);
+  });
+
+  it('sends the live text after the comments of the events stored before it, when its reads of stored events start late', async () => {
+    const g = gatedEventReads(h.control);
+    const server = await h.extraServer({}, { control: g.control });
+    try {
+      const res = await fetch(`${server.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${FULL_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'test_agent',
+          messages: [{ role: 'user', content: 'go' }],
+          stream: true,
+        }),
+      });
+      expect(res.status).toBe(200);
+      const runId = res.headers.get(RUN_ID_HEADER)!;
+      let text = '';
+      const read = (async () => {
+        const decoder = new TextDecoder();
+        for await (const chunk of res.body!) text += decoder.decode(chunk as Uint8Array, { stream: true });
+      })();
+      await g.waiting;
+      // The run streams its text and is recorded while the door cannot read a stored event.
+      const done = await h.control.wait(runId, 30_000);
+      expect(done.status).toBe('succeeded');
+      g.open();
+      await read;
+      const firstText = text.indexOf('"content":"a streamed');
+      expect(firstText).toBeGreaterThan(text.indexOf(': run_started'));
+      expect(firstText).toBeLessThan(text.indexOf(': llm_request'));
+      expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+      // The recorded answer is not sent twice: the text of the answering try carried it.
+      const content = text
+        .split('\n\n')
+        .filter((b) => b.startsWith('data: {'))
+        .map((b) => JSON.parse(b.slice(6)) as { choices: Array<{ delta: { content?: string } }> })
+        .map((c) => c.choices[0]?.delta.content ?? '')
+        .join('');
+      expect(content.endsWith(done.answer!)).toBe(true);
+      expect(content.slice(0, -done.answer!.length).endsWith(done.answer!)).toBe(false);
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -13,6 +13,7 @@ import {
 import { startExecutorWith, startSchedulerChild, type Child } from './helpers/processes.js';
 import { testRedis, waitFor } from './helpers/redis.js';
 import { addCommonScenarios } from './helpers/scenarios.js';
+import { gatedEventReads } from './helpers/gate.js';
 import { AnswerPrinter, followRun as followCli } from '../packages/cli/src/follow.js';
 import { apiEnv, testEnv } from './helpers/runs.js';
 
@@ -204,33 +205,6 @@ describe('streamed model answers', () => {
   }, 60_000);
 });
 
-/** A read held until `open()`: a follower's replay made slow on purpose, without a sleep. */
-function gate() {
-  let open!: () => void;
-  const opened = new Promise<void>((resolve) => (open = resolve));
-  let reached!: () => void;
-  const waiting = new Promise<void>((resolve) => (reached = resolve));
-  const held =
-    <A extends unknown[], R>(read: (...args: A) => Promise<R>) =>
-    async (...args: A): Promise<R> => {
-      reached();
-      await opened;
-      return read(...args);
-    };
-  return { open, waiting, held };
-}
-
-/** `target` with some members replaced; the others answer as on `target` itself. */
-function withMembers<T extends object>(target: T, over: Record<string, unknown>): T {
-  return new Proxy(target, {
-    get(t, key, receiver) {
-      if (typeof key === 'string' && Object.hasOwn(over, key)) return over[key];
-      const value: unknown = Reflect.get(t, key, receiver);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(t) : value;
-    },
-  });
-}
-
 describe('a followed run in its order', () => {
   let h: ApiHarness;
 
@@ -243,21 +217,10 @@ describe('a followed run in its order', () => {
   const parkedRun = (input: string) =>
     startParkedRun(h, FULL_KEY, '/v1/runs', { agent: 'test_agent', input });
 
-  /** An API server on the harness whose reads of stored run events wait for the gate. */
-  async function gatedServer(g: ReturnType<typeof gate>) {
-    const control = withMembers(h.control, {
-      events: g.held(h.control.events.bind(h.control)),
-      store: withMembers(h.control.store, {
-        waitEvents: g.held(h.control.store.waitEvents.bind(h.control.store)),
-      }),
-    });
-    return h.extraServer({}, { control });
-  }
-
   it('sends stored events first and a turn’s live text after the events before the turn, when the replay starts after the text came', async () => {
     const parked = await parkedRun('in order');
-    const g = gate();
-    const server = await gatedServer(g);
+    const g = gatedEventReads(h.control);
+    const server = await h.extraServer({}, { control: g.control });
     try {
       const sse = await openEventStream(server.url, parked.runId);
       // The stream has subscribed to the live text and waits on its replay.

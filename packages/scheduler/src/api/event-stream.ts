@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from '@agent-reach/shared';
 import { ApiError } from './errors.js';
-import { LiveOrder, turnRecorded } from './live-order.js';
+import { LiveOrder, streamIdAfter, turnRecorded } from './live-order.js';
 import type { ApiContext } from './options.js';
 import { duplicateRedis, type RedisClient } from '@agent-reach/shared';
 
@@ -124,7 +124,7 @@ export function createEventStreamer(app: FastifyInstance, ctx: ApiContext): Even
     const sendStored = async (events: StreamedItem[]) => {
       for (const e of events) {
         // A batch read before a catch-up may repeat what the catch-up sent.
-        if (finished || !isAfter(e.id, last)) continue;
+        if (finished || !streamIdAfter(e.id, last)) continue;
         const turn = turnRecorded(e.event);
         if (turn !== undefined && live !== undefined) {
           // The turn's text was published before its record: a round trip on the live connection
@@ -201,13 +201,6 @@ interface LivePiece {
 }
 
 const liveMessage = (d: LivePiece) => `event: ${d.type}\ndata: ${d.text}\n\n`;
-
-/** Whether Redis stream id `a` comes after `b` ("ms-seq"). */
-function isAfter(a: string, b: string): boolean {
-  const [am = 0, as = 0] = a.split('-').map(Number);
-  const [bm = 0, bs = 0] = b.split('-').map(Number);
-  return am > bm || (am === bm && as > bs);
-}
 
 /**
  * Subscribes a connection of the stream's own to a live channel and hands each message on; the stream

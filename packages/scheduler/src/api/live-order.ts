@@ -56,6 +56,11 @@ export class LiveOrder<D extends Placed> {
     this.inbox = later;
   }
 
+  /** The turn of the first text no read has caught up with (undefined: none, or not numbered). */
+  get nextTurn(): unknown {
+    return this.inbox[0]?.turn;
+  }
+
   /** Whether text has come that no read has caught up with. */
   get waiting(): boolean {
     return this.inbox.length > 0;
@@ -102,4 +107,11 @@ export class LiveOrder<D extends Placed> {
     if (this.recordedTurn === undefined || turn === undefined) return true;
     return turn === this.recordedTurn + 1;
   }
+}
+
+/** Whether Redis stream id `a` ("ms-seq") comes after `b`. */
+export function streamIdAfter(a: string, b: string): boolean {
+  const [am = 0, as = 0] = a.split('-').map(Number);
+  const [bm = 0, bs = 0] = b.split('-').map(Number);
+  return am > bm || (am === bm && as > bs);
 }

@@ -74,7 +74,7 @@ async function streamCompletion(
       runId,
       gone.signal,
       async (event) => live?.recorded(event, () => sse.comment(event.type)),
-      () => live?.sent(),
+      live.hooks,
     );
     if (!outcome) {
       ctx.log.info({ runId, door: 'openai' }, 'openai client gone mid-stream: the run goes on');

@@ -2,7 +2,7 @@ import { MAX_METADATA_ENTRIES, type RunEvent, type RunOutcome } from '@agent-rea
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { requirePrincipal, type Principal } from '../auth.js';
 import { ApiError } from '../errors.js';
-import { followRun } from '../mcp/follow-run.js';
+import { followRun, type FollowHooks } from '../mcp/follow-run.js';
 import type { ApiContext } from '../options.js';
 import { checkRunRequest } from '../run-request.js';
 import { admitToSession } from '../session-access.js';
@@ -98,9 +98,9 @@ export function createRunFollower(ctx: ApiContext) {
       runId: string,
       signal: AbortSignal,
       onEvent: (event: RunEvent) => Promise<void> = async () => undefined,
-      afterBatch?: () => void,
+      hooks?: FollowHooks,
     ): Promise<RunOutcome | undefined> {
-      return followRun(ctx, runId, signal, onEvent, afterBatch);
+      return followRun(ctx, runId, signal, onEvent, hooks);
     },
   };
 }

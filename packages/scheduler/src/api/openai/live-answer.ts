@@ -1,6 +1,7 @@
 import { duplicateRedis, type RedisClient } from '@agent-reach/shared';
 import type { ApiContext } from '../options.js';
 import { LiveOrder, turnRecorded } from '../live-order.js';
+import type { FollowHooks } from '../mcp/follow-run.js';
 import { answerPieces } from './sse.js';
 
 /** One `answer_delta` message with text. */
@@ -18,8 +19,8 @@ export interface LiveAnswer {
    * (see `LiveOrder`), so text that came ahead of its turn goes out once the events before the turn did.
    */
   recorded(event: { type: string; turn?: unknown }, pass: () => void): Promise<void>;
-  /** A batch of run events was passed on: the text they let go is sent now. */
-  sent(): void;
+  /** What the door's follower of the run calls back: after each batch, and to catch up on events. */
+  readonly hooks: FollowHooks;
   /**
    * What is left to send of the recorded answer: the part the streamed text of the last turn did not
    * carry yet, in pieces; the whole answer when that text is not where the answer begins.
@@ -44,7 +45,7 @@ export async function subscribeLiveAnswer(
   if (structured.outputSchema !== undefined || ctx.deps.agents.agents.get(structured.agent)?.output_schema)
     return {
       recorded: async (_event, pass) => pass(),
-      sent: () => undefined,
+      hooks: {},
       rest: (answer) => answerPieces(answer),
       close: () => undefined,
     };
@@ -71,6 +72,24 @@ export async function subscribeLiveAnswer(
     // A batch of text is sent in pieces of the size the recorded answer is sent in.
     for (const piece of answerPieces(delta.content)) onText(piece);
   };
+  let readStored: ((first: () => void) => Promise<void>) | undefined;
+  let caughtUpTurn: unknown;
+  let tail: Promise<unknown> = Promise.resolve();
+  // A turn's first text waits for a read of what was stored before it came (the follower passes those
+  // events on first); text that comes before the follower started waits for it.
+  const admit = () => {
+    tail = tail
+      .then(async () => {
+        if (!order.waiting || readStored === undefined) return;
+        const turn = order.nextTurn;
+        if (turn !== caughtUpTurn) {
+          caughtUpTurn = turn;
+          await readStored(() => order.caughtUp());
+        } else order.caughtUp();
+        for (const d of order.ready()) send(d);
+      })
+      .catch((err: unknown) => ctx.log.debug({ err, runId }, 'openai live text not sent'));
+  };
   sub.on('message', (_channel: string, text: string) => {
     let delta: { type?: unknown; turn?: unknown; attempt?: unknown; content?: unknown };
     try {
@@ -80,9 +99,7 @@ export async function subscribeLiveAnswer(
     }
     if (delta.type !== 'answer_delta' || typeof delta.content !== 'string' || delta.content === '') return;
     order.arrived({ ...delta, type: delta.type, content: delta.content });
-    // The door passes events on as comments only: its text waits for the record of the turn before.
-    order.caughtUp();
-    for (const d of order.ready()) send(d);
+    admit();
   });
   await sub.subscribe(ctx.deps.keys.runDeltas(runId));
   return {
@@ -97,8 +114,14 @@ export async function subscribeLiveAnswer(
       pass();
       order.recorded(event);
     },
-    sent: () => {
-      for (const d of order.ready()) send(d);
+    hooks: {
+      afterBatch: () => {
+        for (const d of order.ready()) send(d);
+      },
+      catchUp: (read) => {
+        readStored = read;
+        admit();
+      },
     },
     // Live text stands for the answer only when it was the text of the answering (last recorded) turn.
     rest: (answer) =>
