@@ -36,6 +36,8 @@ export const ZH_GLOSSARY: Readonly<Record<string, string>> = {
   // Services, deployments
   服务: 'service',
   健康: 'healthy health',
+  状态: 'status',
+  正常: 'healthy status',
   重启: 'restart',
   日志: 'log',
   报错: 'error',

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentSpec } from '@agent-reach/shared';
 import { agentVocabulary, checkTopic, offTopicAnswer } from './topic-gate.js';
-import { terms, words } from './vocabulary.js';
+import { buildVocabulary, terms, words } from './vocabulary.js';
 
 const INVOICES = {
   name: 'get_invoice',
@@ -165,5 +165,34 @@ describe('words shared between domains', () => {
     expect(agentVocabulary(libraryDesk, DOMAINS).score('这个月有没有培训').labels[0]?.label).toBe(
       'list_library_events',
     );
+  });
+});
+
+describe('which tool a request names', () => {
+  it("ranks the tool whose own name holds the request's word above one whose description mentions it", () => {
+    const vocabulary = buildVocabulary({
+      tools: [
+        { name: 'restart_service', description: 'Restart a service; its log shows when it came back.' },
+        { name: 'get_recent_logs', description: 'Recent entries of a service.' },
+        { name: 'list_services', description: 'Every service with its owner.' },
+      ],
+    });
+    expect(vocabulary.score('show me the log of the gateway service').labels[0]?.label).toBe(
+      'get_recent_logs',
+    );
+    expect(vocabulary.score('查看支付服务的日志').labels[0]?.label).toBe('get_recent_logs');
+  });
+
+  it('between tools a question fits equally, names the one that reads', () => {
+    const vocabulary = buildVocabulary({
+      tools: [
+        { name: 'request_leave', description: 'Annual leave days.' },
+        { name: 'get_leave_balance', description: 'Annual leave days.' },
+      ],
+    });
+    expect(vocabulary.score('How many annual leave days do I have?').labels[0]?.label).toBe(
+      'get_leave_balance',
+    );
+    expect(vocabulary.score('Annual leave days for me from Monday').labels[0]?.label).toBe('request_leave');
   });
 });

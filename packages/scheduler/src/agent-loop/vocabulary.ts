@@ -164,6 +164,13 @@ interface Word {
   shared: boolean;
 }
 
+/** A request put as a question: a question mark, or words that ask. */
+const QUESTION =
+  /[?？吗呢]\s*$|^\s*(?:is there|are there|do you have|how (?:much|many)|what|which|when|where)\b|有没有|多少|几/i;
+/** A tool that reads (by its name's first word). */
+const reads = (label: string) =>
+  /^(?:get|list|search|check|query|show|find|read|lookup|fetch|view)(?:_|$)/.test(label);
+
 const IDENTIFIER = /\b[A-Za-z]{2,}-\d+\b|\bref_\w+/g;
 
 const segmenter = new Intl.Segmenter('zh', { granularity: 'word' });
@@ -278,7 +285,11 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
         const matched = weigh(query, label);
         if (matched > 0) labels.push({ label, kind: doc.kind, score: round(matched / total) });
       }
-      labels.sort((a, b) => b.score - a.score);
+      // Between labels a request fits equally, a question asks to read, not to change anything.
+      const asks = QUESTION.test(text);
+      labels.sort(
+        (a, b) => b.score - a.score || (asks ? Number(reads(b.label)) - Number(reads(a.label)) : 0),
+      );
       const knownWords = query.filter(known);
       const domainWeight = (w: Word) =>
         known(w) ? (w.shared && !central(w) ? SHARED_WORD_WEIGHT : 1) : UNKNOWN_WORD_WEIGHT;
