@@ -8,7 +8,7 @@ import { FULL_KEY, request } from './helpers/api.js';
 import { runCli } from './helpers/cli.js';
 import { startLoopHarness } from './helpers/loop.js';
 import { writeAgentsFile } from './helpers/mcp.js';
-import { startSchedulerChild, type Child } from './helpers/processes.js';
+import { atConfigVersion, startSchedulerChild, type Child } from './helpers/processes.js';
 import { REDIS_URL, testRedis, waitFor } from './helpers/redis.js';
 
 /** Answers of the first provider while it is down: every request a 503. */
@@ -617,5 +617,98 @@ describe('every model request of a run is counted and priced', () => {
         completion_tokens: state.usage.completion_tokens,
       },
     });
+  });
+});
+
+describe('the providers file applied live and versioned, as the agents file is', () => {
+  const t = testRedis();
+  let first: LlmSim;
+  let second: LlmSim;
+  let scheduler: Child;
+  let api: string;
+  let agentsFile: string;
+  const cli = (args: string[]) =>
+    runCli({ REDIS_URL, AR_KEY_PREFIX: t.prefix, AGENTS_FILE: agentsFile, OPENAI_MODEL: 'm' }, args);
+
+  beforeAll(async () => {
+    first = await startLlmSim({
+      scenarios: [{ name: 'm', turns: [{ content: 'from first', repeat: true }] }],
+    });
+    second = await startLlmSim({
+      scenarios: [{ name: 'm', turns: [{ content: 'from second', repeat: true }] }],
+    });
+    agentsFile = writeAgentsFile({ agents: [{ name: 'moving_agent', tools: [], model: 'first/m' }] });
+    ({ scheduler, api } = await startWithProviders(
+      t.prefix,
+      agentsFile,
+      { providers: [{ name: 'first', base_url: first.url, models: ['m'] }] },
+      { OPENAI_BASE_URL: first.url, OPENAI_MODEL: 'm' },
+    ));
+  }, 60_000);
+
+  afterAll(async () => {
+    scheduler?.kill();
+    await scheduler?.exited;
+    await Promise.all([first?.close(), second?.close()]);
+    await t.cleanup();
+  });
+
+  const answer = async () => {
+    const res = await request(api, 'POST', '/v1/runs', { body: { agent: 'moving_agent', input: 'hello' } });
+    expect(res.status, res.text).toBe(201);
+    return waitFor(async () => {
+      const v = (await request(api, 'GET', `/v1/runs/${res.json.run_id as string}`)).json;
+      return v.status === 'succeeded' ? v : undefined;
+    });
+  };
+
+  it('refuses an apply whose agent names a model the new providers do not declare, naming the files and the agent', async () => {
+    const dir = path.dirname(agentsFile);
+    const providers = path.join(dir, 'providers-second.yaml');
+    writeFileSync(
+      providers,
+      JSON.stringify({ providers: [{ name: 'second', base_url: second.url, models: ['m'] }] }),
+    );
+    const applied = await cli(['config', 'apply', agentsFile, '--providers', providers]);
+    expect(applied.code).toBe(4);
+    expect(applied.stderr).toContain(
+      `${agentsFile}: agent "moving_agent": model "first/m" is not declared; declared: m, second/m; declare it under a provider's models in ${providers}`,
+    );
+    expect((await answer()).turns[0].answered_by).toBe('first/m');
+  });
+
+  it('serves the providers of an applied version without a restart, and keeps them in the version history', async () => {
+    const dir = path.dirname(agentsFile);
+    const providers = path.join(dir, 'providers-both.yaml');
+    writeFileSync(
+      providers,
+      JSON.stringify({
+        providers: [
+          { name: 'first', base_url: first.url, models: ['m'] },
+          { name: 'second', base_url: second.url, models: ['m'] },
+        ],
+        prices: { 'second/m': PRICE },
+      }),
+    );
+    const moved = path.join(dir, 'agents-moved.yaml');
+    writeFileSync(
+      moved,
+      JSON.stringify({ agents: [{ name: 'moving_agent', tools: [], model: 'second/m' }] }),
+    );
+    const applied = await cli(['config', 'apply', moved, '--providers', providers]);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stdout).toContain(`model providers: 2 (${providers})`);
+    const version = Number(/published configuration version (\d+)/.exec(applied.stdout)?.[1]);
+    await atConfigVersion([scheduler], version);
+    const run = await answer();
+    expect(run.answer).toBe('from second');
+    expect(run.turns[0].answered_by).toBe('second/m');
+    expect(run.cost).toBeGreaterThan(0);
+    const shown = await cli(['config', 'show', String(version)]);
+    expect(shown.stdout).toContain(`"base_url": "${second.url}"`);
+    // An apply that names no providers keeps the version's own.
+    const again = await cli(['config', 'apply', moved]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain(`model providers: 2 (kept from version ${version})`);
   });
 });

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { createKeys, type AgentReachError } from '@agent-reach/protocol';
 import {
@@ -10,9 +11,16 @@ import {
   readPublishedConfig,
   redisTimeMs,
   workflowsFileOf,
+  declaredModels,
+  loadProviders,
+  parseProviders,
+  providersFileOf,
+  type ProviderSpec,
+  type ProvidersFile,
   type WorkflowsSource,
 } from '@agent-reach/shared';
 import { localRegistry } from './config-check.js';
+import { checkProviders } from './config-providers.js';
 import type { CliContext } from './context.js';
 
 /** What `config apply` did: the version published, or the problems that refused the files. */
@@ -22,6 +30,8 @@ export type ApplyOutcome =
       version: number;
       /** How many workflows the version declares, and where they came from, in words. */
       workflows: { count: number; from: string };
+      /** How many model providers the version declares, and where they came from; absent: none carried. */
+      providers?: { count: number; from: string };
     }
   | { published: false; problems: string[]; inForce: number | undefined };
 
@@ -39,7 +49,7 @@ export async function configApply(
   ctx: CliContext,
   env: Record<string, string | undefined>,
   file: string,
-  options: { workflowsFile?: string; by?: string } = {},
+  options: { workflowsFile?: string; providersFile?: string; by?: string } = {},
 ): Promise<ApplyOutcome> {
   const keys = createKeys(ctx.config.keyPrefix);
   const inForce = await readPublishedConfig(ctx.redis, keys);
@@ -59,6 +69,8 @@ export async function configApply(
   const workflowsDoc = options.workflowsFile ? read(options.workflowsFile, 'workflows file') : undefined;
   const unreadable = [agentsDoc.problem, workflowsDoc?.problem].filter((p): p is string => !!p);
   if (unreadable.length > 0) return refuse(unreadable);
+  const providers = versionProviders(agentsDoc.doc, file, options.providersFile, inForce, ctx.config);
+  if ('problems' in providers) return refuse(providers.problems);
 
   const known = await knownTools(ctx, env);
   if ('problems' in known) return refuse(known.problems);
@@ -79,28 +91,47 @@ export async function configApply(
     parsed = parseConfigDocument(agentsDoc.doc, file, {
       knownTools: known.names,
       workflows: source.workflows,
-      allowedModels: ctx.config.api.allowedModels,
+      allowedModels: [
+        ...ctx.config.api.allowedModels,
+        ...(providers.file ? declaredModels(providers.file) : []),
+      ],
     });
   } catch (err) {
     const e = err as AgentReachError;
     return refuse(e.details?.length ? [...e.details] : [e.message]);
   }
+  // Every agent's model and fallback against the providers the version will be served with.
+  const models = checkProviders(
+    { ...ctx.config, agentsFile: file },
+    env,
+    parsed.agents,
+    () => undefined,
+    providers.file ?? loadProviders(ctx.config),
+  );
+  if (models.problems.length > 0) return refuse(models.problems);
   // MCP tools are pinned at the digests the fleet serves them with (see docs/mcp.md, Pinning).
   const document = pinAnnouncedDigests(
-    { ...parsed.agents.document, workflows: parsed.workflows.document },
+    {
+      ...parsed.agents.document,
+      workflows: parsed.workflows.document,
+      ...(providers.file ? { providers: providersDocument(providers.file) } : {}),
+    },
     known.announced,
   );
   const version = await publishConfig(
     ctx.redis,
     keys,
     document,
-    `config apply ${file}${options.workflowsFile ? ` --workflows ${options.workflowsFile}` : ''}`,
+    `config apply ${file}${options.workflowsFile ? ` --workflows ${options.workflowsFile}` : ''}${options.providersFile ? ` --providers ${options.providersFile}` : ''}`,
     operator(env, options.by),
   );
   return {
     published: true,
     version,
     workflows: { count: parsed.workflows.workflows.size, from: source.from },
+    ...(providers.file
+      ? { providers: { count: providers.file.providers.length, from: providers.from } }
+      : {}),
   };
 }
 
@@ -211,4 +242,58 @@ function carriedWorkflows(
     workflows: { file: localFile },
     from: localFile ? `${localFile}, the workflows file in force` : 'no workflows file',
   };
+}
+
+/** A providers file as a version carries it: its declarations and prices, not where it was read. */
+function providersDocument(file: ProvidersFile): {
+  providers: ProviderSpec[];
+  prices: ProvidersFile['prices'];
+} {
+  return { providers: [...file.providers], prices: file.prices };
+}
+
+/**
+ * The providers a new version carries, in order: those the agents document itself declares (a
+ * `providers` key, as `config show` prints a version: checked with the document), `--providers`, the
+ * version in force's, else the local providers file (`PROVIDERS_FILE` or providers.yaml beside the agents
+ * file). None of these: the version carries none and each scheduler keeps its local file.
+ */
+function versionProviders(
+  doc: unknown,
+  file: string,
+  providersFile: string | undefined,
+  inForce: { version: number; document: string } | undefined,
+  config: CliContext['config'],
+): { file?: ProvidersFile; from: string } | { problems: string[] } {
+  const parse = (text: string, label: string, from: string) => {
+    try {
+      return { file: parseProviders(text, label), from };
+    } catch (err) {
+      const e = err as AgentReachError;
+      return { problems: e.details?.length ? [...e.details] : [e.message] };
+    }
+  };
+  const own = (doc as { providers?: unknown } | null)?.providers;
+  if (own !== undefined) return parse(JSON.stringify(own), `${file}: providers`, file);
+  if (providersFile !== undefined) {
+    try {
+      return parse(readFileSync(providersFile, 'utf8'), providersFile, providersFile);
+    } catch (err) {
+      return { problems: [`${providersFile}: cannot read providers file: ${(err as Error).message}`] };
+    }
+  }
+  const carried = inForce ? (JSON.parse(inForce.document) as { providers?: unknown }).providers : undefined;
+  if (inForce && carried !== undefined)
+    return parse(
+      JSON.stringify(carried),
+      `the providers kept from configuration version ${inForce.version}`,
+      `kept from version ${inForce.version}`,
+    );
+  const local = providersFileOf(config);
+  if (local === undefined) return { from: 'none' };
+  try {
+    return parse(readFileSync(local, 'utf8'), local, `${local}, the providers file in force`);
+  } catch (err) {
+    return { problems: [`${local}: cannot read providers file: ${(err as Error).message}`] };
+  }
 }

@@ -52,6 +52,8 @@ async function main(argv: string[]): Promise<number> {
       return decide(command, rest);
     case 'cancel':
       return cancel(rest);
+    case 'mcp':
+      return mcp(rest);
     default:
       throw new UsageError(`unknown command "${command}"; see agent-reach --help`);
   }
@@ -464,6 +466,25 @@ async function decide(command: 'approve' | 'reject', argv: string[]): Promise<nu
   }
 }
 
+async function mcp(argv: string[]): Promise<number> {
+  if (wantsHelp(argv)) {
+    console.log(usageOf('mcp'));
+    return EXIT.ok;
+  }
+  if (argv.length > 0) throw new UsageError(`mcp takes no arguments, got "${argv[0]}"`);
+  const [{ openContext }, { mcpStatus }] = await Promise.all([
+    import('./context.js'),
+    import('./mcp-status.js'),
+  ]);
+  const ctx = await openContext(process.env);
+  try {
+    await mcpStatus(ctx, (line) => console.log(inline(line)));
+    return EXIT.ok;
+  } finally {
+    await ctx.close();
+  }
+}
+
 async function cancel(argv: string[]): Promise<number> {
   const [runId] = argv;
   if (!runId || wantsHelp(argv)) {
@@ -643,7 +664,7 @@ async function configApplyCommand(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { workflows: { type: 'string' }, by: { type: 'string' } },
+    options: { workflows: { type: 'string' }, providers: { type: 'string' }, by: { type: 'string' } },
   });
   const [file, extra] = positionals;
   if (file === undefined) throw new UsageError('config apply needs the agents file to publish');
@@ -659,6 +680,7 @@ async function configApplyCommand(argv: string[]): Promise<number> {
   try {
     const outcome = await configApply(ctx, process.env, file, {
       ...(values.workflows ? { workflowsFile: values.workflows } : {}),
+      ...(values.providers ? { providersFile: values.providers } : {}),
       ...(values.by ? { by: values.by } : {}),
     });
     const code = reportApply(outcome);
@@ -684,6 +706,8 @@ function reportApply(outcome: ApplyOutcome): number {
         `published configuration version ${outcome.version} with ${count} workflow${count === 1 ? '' : 's'} (${from})`,
       ),
     );
+    if (outcome.providers)
+      console.log(inline(`model providers: ${outcome.providers.count} (${outcome.providers.from})`));
     return EXIT.ok;
   }
   for (const p of outcome.problems) console.error(`problem: ${multiline(p)}`);

@@ -50,6 +50,8 @@ Configuration
   config show [VERSION]              print the published configuration (or an earlier version)
   config history [--json]            the versions published, newest first: digest, time, by whom
   config rollback VERSION [--by N]   publish an earlier version again as the next version
+  mcp                                the MCP servers as the executors run them (state, since,
+                                     restarts, tools, errors) and each agent's MCP tools, served or not
 
 Every command reads REDIS_URL, AR_KEY_PREFIX and the rest of the environment (see the README).
 T is an ISO date or epoch milliseconds. Add --help to a command for its options.
@@ -98,11 +100,18 @@ when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. Flags win over the envir
   approve: `Usage: agent-reach approve <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`,
   reject: `Usage: agent-reach reject <run-id> <tool-call-id> [--by NAME] [--reason TEXT]`,
   cancel: `Usage: agent-reach cancel <run-id>`,
-  config: `Usage: agent-reach config check [--probe] | config apply FILE [--workflows FILE] [--by NAME]
+  mcp: `Usage: agent-reach mcp
+
+Prints each MCP server of the configuration in force as the live executors run it: starting, up or
+down, since when, tools mounted, restarts, tools hidden for a changed digest, a change of its command
+that could not start (the server as it was keeps serving), and the server's own error; then each
+agent's MCP tools, served now or not, and why.`,
+  config: `Usage: agent-reach config check [--probe] | config apply FILE [--workflows FILE] [--providers FILE] [--by NAME]
        | config show [VERSION] | config history [--json] | config rollback VERSION [--by NAME]
 
-check  validates the configuration (the environment), the tool registry, the agents file and the
-       workflows file (unknown agents and dependencies, cycles named in order), and prints each
+check  validates the configuration (the environment), the tool registry, the agents file, the
+       providers file (every agent's model and fallback declared) and the workflows file (unknown
+       agents and dependencies, cycles named in order), and prints each
        agent's reachable tools and each workflow's nodes. Each OpenAPI document in a file is read
        and validated, and its source's operations looked up in it (did-you-mean the document's
        operation). Exit 4 when it finds problems.
@@ -114,9 +123,12 @@ apply  validates FILE (agents, budgets, tool_groups) against the tools of the li
        configuration version: every scheduler and executor takes it within seconds, without a
        restart. The workflows: --workflows FILE; else a "workflows" key of FILE itself; else the
        ones in force are kept (the published version's, or the local workflows file while no
-       published version has any). "workflows: []" removes them all. Anything wrong (a cycle, an
-       unknown agent or tool) refuses the whole apply, every problem listed, and the version in
-       force stays (exit 4).
+       published version has any). "workflows: []" removes them all. The model providers and prices
+       (docs/providers.md): --providers FILE; else a "providers" key of FILE itself; else the
+       version in force's; else the local providers file (PROVIDERS_FILE, or providers.yaml beside
+       the agents file). Every agent's model and fallback is checked against them. Anything wrong
+       (a cycle, an unknown agent, tool or model) refuses the whole apply, every problem listed, and
+       the version in force stays (exit 4).
 show   prints the published version (or VERSION, from the history), when and how it was applied,
        and its document (its first line as before, the document JSON after it).
 history  lists the versions published (the last 100), newest first: version, digest, time, who

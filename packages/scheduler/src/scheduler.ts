@@ -175,6 +175,10 @@ async function startServing(
     file: config.agentsFile,
     workflowsFile: workflowsPathOf(config),
     logger,
+    // A version whose providers this scheduler cannot serve, or whose agents name undeclared models, is
+    // refused as an invalid one is: the version in force stays.
+    accept: (next) =>
+      deps.providers.check(next.providers ?? deps.providers.local, next.agents.agents.values()),
   });
   const ctx: ServingContext = {
     ...deps,
@@ -185,7 +189,7 @@ async function startServing(
     configVersion: () => live.current().version,
     callbackConfig: resolveCallbackConfig(options.env, config.scheduler.runRetentionS),
   };
-  assertAgentModels(ctx);
+  serveProviders(ctx);
   const runner = await startRunner(ctx);
   const refresh = setInterval(() => {
     runner.catalog.refresh().catch((err: unknown) => logger.warn({ err }, 'catalog refresh failed'));
@@ -260,7 +264,7 @@ function startServingApi(ctx: ServingContext, runner: AgentRunner): ReturnType<t
     configVersion: ctx.configVersion,
     metricsRegistry: ctx.metricsRegistry,
     logger: ctx.logger,
-    allowedModels: [...ctx.providers.allowed],
+    allowedModels: ctx.providers.allowed,
     callbackConfig: ctx.callbackConfig,
   });
 }
@@ -306,11 +310,22 @@ function retentionOf(config: AgentReachConfig): { retentionS: number; retentionC
   };
 }
 
-/** Every agent's models must have a provider: a configuration error at start, not at a run's first turn. */
-function assertAgentModels({ live, providers }: ServingContext): void {
-  const agentProblems = [...live.agents.agents.values()].flatMap((a) => providers.agentProblems(a));
-  if (agentProblems.length > 0)
-    throw new AgentReachError('CONFIG_INVALID', agentProblems.join('\n'), { details: agentProblems });
+/**
+ * Serves the providers of the configuration in force (a version's, else the local providers file) and
+ * follows each new version's. Every agent's models must have a provider: a configuration error at start,
+ * not at a run's first turn.
+ */
+function serveProviders({ live, providers, logger }: ServingContext): void {
+  const file = live.current().providers ?? providers.local;
+  providers.check(file, live.agents.agents.values());
+  providers.apply(file);
+  live.onChange((next) => {
+    try {
+      providers.apply(next.providers ?? providers.local);
+    } catch (err) {
+      logger.error({ err, configVersion: next.version }, 'model providers of the new version refused');
+    }
+  });
 }
 
 /** The agent runner, once the fleet's catalog holds every tool the agents name. */
@@ -429,7 +444,7 @@ function startFleetSampler(ctx: ServingContext, runner: AgentRunner): QueueSampl
 /** The API server's options as the configuration gives them. */
 function apiOptionsOf(
   config: AgentReachConfig,
-  allowedModels: string[],
+  allowedModels: ReadonlySet<string>,
 ): Parameters<typeof startApiServer>[1] {
   const a = config.api;
   return {
@@ -466,8 +481,8 @@ async function startApi(
     configVersion: () => number;
     metricsRegistry: Registry;
     logger: Logger;
-    /** Models callers may name: the default provider's and the declared ones. */
-    allowedModels: string[];
+    /** Models callers may name: the default provider's and the declared ones (kept current by them). */
+    allowedModels: ReadonlySet<string>;
     callbackConfig: CallbackConfig;
   },
 ): Promise<{ server: ApiServer; close(): Promise<void> }> {

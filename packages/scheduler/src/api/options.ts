@@ -76,7 +76,7 @@ export interface ApiServerOptions {
    * series and a cached client). A request without `model` uses the scheduler's. Default: the default
    * model (`gpt-4o-mini`) only; the scheduler passes `ALLOWED_MODELS`.
    */
-  allowedModels?: readonly string[];
+  allowedModels?: readonly string[] | ReadonlySet<string>;
   /** Largest run input, in tokens (o200k), checked after the character limit. Default 32 000. */
   maxInputTokens?: number;
   /**
@@ -115,7 +115,11 @@ export function resolveApiOptions(o: ApiServerOptions): ResolvedApiOptions {
     docs: o.docs ?? true,
     ui: o.ui ?? true,
     trustProxy: o.trustProxy ?? false,
-    allowedModels: new Set(o.allowedModels ?? [constants.DEFAULT_LLM_MODEL]),
+    // A set is kept as given: its holder (the model providers) refills it when a version changes them.
+    allowedModels:
+      o.allowedModels instanceof Set
+        ? o.allowedModels
+        : new Set(o.allowedModels ?? [constants.DEFAULT_LLM_MODEL]),
     maxInputTokens: o.maxInputTokens ?? DEFAULT_API_MAX_INPUT_TOKENS,
     redisTimeoutMs: o.redisTimeoutMs ?? DEFAULT_API_REDIS_TIMEOUT_MS,
     tenantQuotas: new Map((o.tenantQuotas ?? []).map(({ tenant, ...q }) => [tenant, q])),

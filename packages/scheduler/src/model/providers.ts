@@ -98,7 +98,10 @@ export class ModelProviders {
   readonly #options: ResolvedModelProvidersOptions;
   #file: ProvidersFile;
   #specs = new Map<string, string>();
-  #allowed: ReadonlySet<string>;
+  /** One set, refilled by each apply: holders of it (the API) see the models in force. */
+  readonly #allowed = new Set<string>();
+  /** The providers file this scheduler read at its start: in force while no version carries providers. */
+  readonly local: ProvidersFile;
   readonly #defaultModel: string;
   readonly metrics: ProviderMetrics;
 
@@ -108,8 +111,37 @@ export class ModelProviders {
     this.metrics = metrics;
     this.#defaultModel = defaultModelOf(config);
     this.#file = file;
-    this.#allowed = new Set();
+    this.local = file;
     this.apply(file);
+  }
+
+  /**
+   * Problems of serving a providers file with these agents: a provider whose API key variable is not set
+   * here, an agent's model or fallback the file (with `ALLOWED_MODELS` and the default model) does not
+   * declare. Throws `CONFIG_INVALID` listing them all; changes nothing.
+   */
+  check(file: ProvidersFile, agents: Iterable<Pick<AgentSpec, 'name' | 'model' | 'fallback'>> = []): void {
+    const { config, env } = this.#options;
+    const where = file.path ?? 'providers file';
+    const problems = file.providers.flatMap((spec) =>
+      spec.api_key_env !== undefined && !env[spec.api_key_env]
+        ? [
+            `${where}: provider "${spec.name}": its API key variable ${spec.api_key_env} is not set in the scheduler's environment`,
+          ]
+        : [],
+    );
+    const declared = new Set([...config.api.allowedModels, ...declaredModels(file)]);
+    for (const agent of agents)
+      problems.push(
+        ...undeclaredModels(agent, {
+          declared,
+          defaultModel: this.#defaultModel,
+          agentsFile: config.agentsFile,
+          ...(file.path ? { providersFile: file.path } : {}),
+        }),
+      );
+    if (problems.length > 0)
+      throw new AgentReachError('CONFIG_INVALID', problems.join('\n'), { details: problems });
   }
 
   /**
@@ -119,15 +151,7 @@ export class ModelProviders {
    */
   apply(file: ProvidersFile): void {
     const { config, env, logger, metrics } = this.#options;
-    const missing = file.providers.flatMap((spec) =>
-      spec.api_key_env !== undefined && !env[spec.api_key_env]
-        ? [
-            `${file.path ?? 'providers file'}: provider "${spec.name}": its API key variable ${spec.api_key_env} is not set in the scheduler's environment`,
-          ]
-        : [],
-    );
-    if (missing.length > 0)
-      throw new AgentReachError('CONFIG_INVALID', missing.join('\n'), { details: missing });
+    this.check(file);
     const routed = file.providers.length > 0;
     const breakerOf = (spec?: ProviderSpec) => ({
       failures: spec?.breaker?.failures ?? config.executor.breakerFailureThreshold,
@@ -164,7 +188,8 @@ export class ModelProviders {
       }
     this.#specs = specs;
     this.#file = file;
-    this.#allowed = new Set([...config.api.allowedModels, ...declaredModels(file)]);
+    this.#allowed.clear();
+    for (const m of [...config.api.allowedModels, ...declaredModels(file)]) this.#allowed.add(m);
   }
 
   #replace(provider: Provider): void {
@@ -249,14 +274,6 @@ export class ModelProviders {
   }
 
   /** Problems of an agent's `model` and `fallback`: each must be a model a caller could name. */
-  agentProblems(agent: Pick<AgentSpec, 'name' | 'model' | 'fallback'>): string[] {
-    return undeclaredModels(agent, {
-      declared: this.#allowed,
-      defaultModel: this.#defaultModel,
-      agentsFile: this.#options.config.agentsFile,
-      ...(this.#file.path ? { providersFile: this.#file.path } : {}),
-    });
-  }
 
   /** The models a run asks in order: the request's (or its agent's, or the default), then the fallbacks. */
   modelsOf(agent: Pick<AgentSpec, 'model' | 'fallback'> | undefined, requested?: string): string[] {

@@ -3,6 +3,7 @@ import { existsSync, readFileSync, unwatchFile, watchFile, type Stats } from 'no
 import { parse } from 'yaml';
 import { loadAgents, parseAgents, type AgentSpec, type AgentsFile, type ConfigDocument } from './agents.js';
 import { loadWorkflows, parseWorkflowsDocument, type WorkflowsFile } from './workflows.js';
+import { parseProviders, type ProvidersFile } from './providers.js';
 import { DEFAULT_CONFIG_FILE_POLL_MS, DEFAULT_CONFIG_POLL_MS } from '../constants.js';
 import { AgentReachError, type Keys } from '@agent-reach/protocol';
 import type { Logger } from '../observability/logger.js';
@@ -18,6 +19,11 @@ export interface FleetConfig {
   readonly agents: AgentsFile;
   /** The workflows in force, checked against these agents. */
   readonly workflows: WorkflowsFile;
+  /**
+   * The model providers and prices this version carries (`config apply --providers`); absent: each
+   * scheduler's local providers file (read at its start) stays in force.
+   */
+  readonly providers?: ProvidersFile;
 }
 
 /** What a published configuration looks like in Redis (`keys.config`). */
@@ -57,6 +63,11 @@ export interface LiveConfigOptions {
   pollMs?: number;
   /** How often the local file is checked while it is in force, in ms. Default DEFAULT_CONFIG_FILE_POLL_MS. */
   filePollMs?: number;
+  /**
+   * What this process checks of a published version before taking it (a scheduler: that it can serve the
+   * version's providers and every agent's models); a throw refuses the version, as an invalid one is.
+   */
+  accept?: (next: FleetConfig) => void;
 }
 
 /** The digest of a configuration document (key order as written). */
@@ -297,6 +308,7 @@ export class LiveConfig {
     let next: FleetConfig;
     try {
       next = parsePublished(published, this.#opts);
+      this.#opts.accept?.(next);
     } catch (err) {
       const e = err as AgentReachError;
       log.error(
@@ -469,11 +481,25 @@ export function parseConfigDocument(
     /** The models a workflow node may name (`ALLOWED_MODELS`); without it, models are not checked. */
     allowedModels?: Iterable<string> | undefined;
   } = {},
-): { agents: AgentsFile; workflows: WorkflowsFile } {
+): { agents: AgentsFile; workflows: WorkflowsFile; providers?: ProvidersFile } {
   if (document === null || typeof document !== 'object' || Array.isArray(document))
     throw new AgentReachError('CONFIG_INVALID', `${label}: must be a mapping with "agents"`);
-  const { workflows: declared, ...rest } = document as { workflows?: unknown; [key: string]: unknown };
+  const {
+    workflows: declared,
+    providers: providersDocument,
+    ...rest
+  } = document as { workflows?: unknown; providers?: unknown; [key: string]: unknown };
   const problems: string[] = [];
+  // A version's providers: the providers file's document (`providers`, `prices`) under one key.
+  let providers: ProvidersFile | undefined;
+  if (providersDocument !== undefined) {
+    try {
+      providers = parseProviders(JSON.stringify(providersDocument), `${label}: providers`);
+    } catch (err) {
+      const e = err as AgentReachError;
+      problems.push(...(e.details?.length ? e.details : [e.message]));
+    }
+  }
   const detailsOf = (err: unknown) => {
     const e = err as AgentReachError;
     return e.details?.length ? [...e.details] : [e.message];
@@ -510,7 +536,7 @@ export function parseConfigDocument(
   }
   if (problems.length > 0 || !agents || !workflows)
     throw new AgentReachError('CONFIG_INVALID', problems.join('\n'), { details: problems });
-  return { agents, workflows };
+  return { agents, workflows, ...(providers ? { providers } : {}) };
 }
 
 function parsePublished(
@@ -527,9 +553,13 @@ function parsePublished(
     );
   }
   // Tools are checked as a warning below: the fleet's catalog was checked when the version was applied.
-  const { agents, workflows } = parseConfigDocument(document, `configuration version ${published.version}`, {
-    workflows: { file: presentWorkflowsFile(opts.workflowsFile) },
-  });
+  const { agents, workflows, providers } = parseConfigDocument(
+    document,
+    `configuration version ${published.version}`,
+    {
+      workflows: { file: presentWorkflowsFile(opts.workflowsFile) },
+    },
+  );
   if (opts.knownTools) {
     const known = new Set(opts.knownTools);
     const unknown = [...agents.agents.values()].flatMap((a: AgentSpec) =>
@@ -542,5 +572,12 @@ function parsePublished(
       );
     }
   }
-  return { version: published.version, digest: published.digest, source: 'published', agents, workflows };
+  return {
+    version: published.version,
+    digest: published.digest,
+    source: 'published',
+    agents,
+    workflows,
+    ...(providers ? { providers } : {}),
+  };
 }
