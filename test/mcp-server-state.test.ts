@@ -14,7 +14,8 @@ import { ToolCatalog } from '@agent-reach/scheduler/internal';
 import { seedCalls, seedRun } from './helpers/ledger.js';
 import { toolMessages } from './helpers/loop.js';
 import { FILESYSTEM_SERVER, tempDir, untilOffered, writeAgentsFile } from './helpers/mcp.js';
-import { waitFor } from './helpers/redis.js';
+import { runCli } from './helpers/cli.js';
+import { REDIS_URL, waitFor } from './helpers/redis.js';
 import { apiEnv, startRunsHarness } from './helpers/runs.js';
 
 const API_KEY = 'mcp-state-key-0123456789abcdef';
@@ -112,6 +113,26 @@ describe('MCP server states: seen per server and per tool, and a down server ans
         executors: [{ state: 'down', tools: 0 }],
       },
     });
+  });
+
+  it('prints each server and each agent MCP tool with its state on agent-reach mcp', async () => {
+    const out = await runCli({ REDIS_URL, AR_KEY_PREFIX: h.prefix, AGENTS_FILE: h.config.agentsFile }, [
+      'mcp',
+    ]);
+    expect(out.code).toBe(0);
+    expect(out.stdout).toMatch(/^fs \(group default\): up since \S+ on 1 executor\(s\)$/m);
+    expect(out.stdout).toMatch(
+      /^ {2}executor-\S+: up since \S+, \d+ tool\(s\), 0 restart\(s\), settings of version 0$/m,
+    );
+    expect(out.stdout).toMatch(
+      new RegExp(
+        `^broken \\(group default\\): down since \\S+ on 1 executor\\(s\\): server "broken": .*spawn ${MISSING} ENOENT`,
+        'm',
+      ),
+    );
+    expect(out.stdout).toContain(
+      'agent files_agent: fs__list_directory served; fs__read_text_file served; broken__read not served (server broken down)',
+    );
   });
 
   it('answers a call to a tool whose server cannot start unavailable with the server’s error, short for the model and whole in the record', async () => {

@@ -86,7 +86,7 @@ function describeServer(
       );
     else if (!settledAt(s, version))
       report.warnings.push(
-        `${where}: not settled within ${waitMs} ms (${s.state ?? (s.up ? 'up' : 'starting')}); agent-reach agents or GET /v1/agents shows it when it is`,
+        `${where}: not settled within ${waitMs} ms (${s.state ?? (s.up ? 'up' : 'starting')}); agent-reach mcp or GET /v1/agents shows it when it is`,
       );
     else if (s.state === 'down') report.warnings.push(`${where}: down: ${s.error ?? 'no error given'}`);
     else report.lines.push(`${where}: up, ${s.tools} tool(s)`);

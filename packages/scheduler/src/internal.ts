@@ -9,6 +9,7 @@ export * from './index.js';
 export { Dispatcher, callWindowMs } from './fleet/dispatcher.js';
 export type { DispatchCall, DispatchRun, DispatcherOptions } from './fleet/dispatcher.js';
 export { ToolCatalog } from './fleet/tool-catalog.js';
+export type { McpServerReport, McpServerView } from './fleet/tool-catalog.js';
 export { BreakerView } from './fleet/breaker-view.js';
 export {
   startQueueSampler,
