@@ -9,11 +9,14 @@
  * Scenario ids: see --list; `baseline` (no fault) is a control. `--oom-ms` sets how long Redis stays
  * at maxmemory in `redis-out-of-memory`. With `--archive on` (the default) every scenario runs with the
  * run archive: a database of its own on the PostgreSQL of `--postgres-url` (default the machine's,
- * 127.0.0.1:5432), an archiver in the fleet, and the archive's invariants checked. Exit code 1 when any
- * invariant was violated.
+ * 127.0.0.1:5432), an archiver in the fleet, and the archive's invariants checked. The archive's own
+ * scenarios (a pause between a run's hand-off and its final checkpoint, PostgreSQL killed (on a server of
+ * their own, made with initdb), archivers killed at random, text PostgreSQL cannot hold) always run with
+ * it, and read the runs Redis holds throughout the fault. Exit code 1 when any invariant was violated.
  */
 import { parseArgs } from 'node:util';
 import {
+  ARCHIVE_SCENARIOS,
   BASELINE,
   cleanupAll,
   DEFAULT_POSTGRES_URL,
@@ -51,7 +54,8 @@ const positive = (name: string, raw: string | undefined): number => {
   return n;
 };
 const oomMs = positive('oom-ms', values['oom-ms']);
-const all = [...SCENARIOS.map((s) => (s.id === 'redis-out-of-memory' ? outOfMemory(oomMs) : s)), BASELINE];
+const scenarios = [...SCENARIOS, ...ARCHIVE_SCENARIOS];
+const all = [...scenarios.map((s) => (s.id === 'redis-out-of-memory' ? outOfMemory(oomMs) : s)), BASELINE];
 
 if (values.help || values.list) {
   if (values.help)
@@ -72,7 +76,7 @@ if (values.archive !== 'on' && values.archive !== 'off') {
   process.exit(2);
 }
 const postgresUrl = values.archive === 'on' ? values['postgres-url'] : undefined;
-const wanted = values.scenario ? values.scenario.split(',').filter(Boolean) : SCENARIOS.map((s) => s.id);
+const wanted = values.scenario ? values.scenario.split(',').filter(Boolean) : scenarios.map((s) => s.id);
 const unknown = wanted.filter((id) => !all.some((s) => s.id === id));
 if (unknown.length > 0) {
   console.error(`unknown scenario(s): ${unknown.join(', ')} (see --list)`);

@@ -21,6 +21,10 @@ export const INVARIANTS = {
   not_archived: 'with the archive on, every run that ended is archived exactly once (and no other run is)',
   archive_differs:
     'the archived record of a run is the record the API read live (listing, state, messages, decisions, results, events)',
+  archive_entry_left:
+    'with the archive on, no outbox entry is left once every run ended and was archived, and no run is dead-lettered (blocked)',
+  live_read_failed:
+    'every read of a run Redis holds (its record and its events) is answered, whatever PostgreSQL does',
   unclean_shutdown: 'SIGTERM ends every process cleanly (exit code 0) within its grace period',
   process_crashed: 'no scheduler or executor exits unless it is told to',
 } as const;

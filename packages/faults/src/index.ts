@@ -7,6 +7,7 @@ export {
   type PreparedFaultScenario,
 } from './run-scenario.js';
 export {
+  ARCHIVE_SCENARIOS,
   BASELINE,
   outOfMemory,
   SCENARIOS,

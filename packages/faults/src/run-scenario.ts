@@ -7,7 +7,9 @@ import { Redis } from 'ioredis';
 import { createKeys, type Keys } from '@agent-reach/protocol';
 import { connectRedis, createLogger, type RedisClient } from '@agent-reach/shared';
 import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
+import { ArchiveStore, createPool, deadLetterKey, outboxKey } from '@agent-reach/archive';
 import { RunControl } from '@agent-reach/scheduler';
+import { RunStore } from '@agent-reach/scheduler/internal';
 import {
   checkArchive,
   createFaultArchive,
@@ -31,6 +33,7 @@ import {
 } from './fault-check.js';
 import { EFFECTS_DIR_ENV, STARTS_FILE_ENV } from './fault-tools.js';
 import { Fleet, live } from './fleet.js';
+import { startPrivatePostgres, type PrivatePostgres } from './private-postgres.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
 import type { ClusterTarget, FaultContext, FaultScenario } from './scenarios.js';
 import { stallFigures, stallReport } from './stall.js';
@@ -88,6 +91,8 @@ interface Harness {
   fleet: Fleet;
   redis: PrivateRedis | undefined;
   archive: FaultArchive | undefined;
+  /** The archive's PostgreSQL server of the scenario's own (`privatePostgres`). */
+  postgres: PrivatePostgres | undefined;
   /** The harness's own connection (checks) and an admin connection (faults). */
   conn: RedisClient;
   admin: Redis;
@@ -130,6 +135,7 @@ async function startHarness(scenario: FaultScenario, options: FaultRunOptions): 
     await parts.sim?.close();
     await parts.redis?.destroy();
     await parts.archive?.drop().catch(() => undefined);
+    await parts.postgres?.destroy();
     rmSync(work, { recursive: true, force: true });
   };
   live.add(releaseWhenStarted);
@@ -153,7 +159,9 @@ async function assemble(
   if (!options.cluster) parts.redis = await startPrivateRedis();
   const url = options.cluster?.url ?? parts.redis!.url;
   const sim = (parts.sim = await startLlmSim({ scenarios: faultModelScenarios() }));
-  const postgresUrl = options.postgresUrl ?? (scenario.archive ? DEFAULT_POSTGRES_URL : undefined);
+  if (scenario.privatePostgres) parts.postgres = await startPrivatePostgres();
+  const postgresUrl =
+    parts.postgres?.url ?? options.postgresUrl ?? (scenario.archive ? DEFAULT_POSTGRES_URL : undefined);
   const archive = postgresUrl ? (parts.archive = await createFaultArchive(postgresUrl)) : undefined;
   const prefix = `f${randomUUID().slice(0, 8)}`;
   const keys = createKeys(prefix);
@@ -204,6 +212,7 @@ async function assemble(
     fleet,
     redis: parts.redis,
     archive,
+    postgres: parts.postgres,
     conn,
     admin,
     keys,
@@ -230,8 +239,8 @@ const ARCHIVE_ENV = (databaseUrl: string): Record<string, string> => ({
 });
 
 /** Submits the runs (50 at a time), each with one of the workload's model variants; returns their ids. */
-async function submitRuns(h: Harness, scenarioId: string, runs: number): Promise<string[]> {
-  const runIds = Array.from({ length: runs }, (_, i) => `${scenarioId}-${String(i).padStart(4, '0')}`);
+async function submitRuns(h: Harness, scenario: FaultScenario, runs: number): Promise<string[]> {
+  const runIds = Array.from({ length: runs }, (_, i) => `${scenario.id}-${String(i).padStart(4, '0')}`);
   const models = faultModelScenarios().map((s) => s.name);
   for (let i = 0; i < runIds.length; i += 50) {
     await Promise.all(
@@ -239,7 +248,7 @@ async function submitRuns(h: Harness, scenarioId: string, runs: number): Promise
         h.control.start({
           runId,
           agent: FAULT_AGENT,
-          input: runInput(runId),
+          input: scenario.input?.(runId, i + j) ?? runInput(runId),
           model: models[(i + j) % models.length],
         }),
       ),
@@ -253,10 +262,11 @@ async function injectFault(
   h: Harness,
   scenario: FaultScenario,
   options: FaultRunOptions,
+  runIds: readonly string[],
   figures: Record<string, string | number>,
   extra: Violation[],
 ): Promise<number> {
-  const trigger = Math.ceil(options.runs * TOOL_CALLS_PER_RUN * (scenario.at ?? 0.25));
+  const trigger = Math.ceil(runIds.length * TOOL_CALLS_PER_RUN * (scenario.at ?? 0.25));
   await poll(() => h.progress() >= trigger, 60_000, `${trigger} tool calls to start before the fault`);
   figures['tool executions started before the fault'] = h.progress();
   const ctx: FaultContext = {
@@ -264,6 +274,8 @@ async function injectFault(
     redis: h.redis,
     cluster: options.cluster,
     archive: h.archive,
+    postgres: h.postgres,
+    outboxKey: outboxKey(h.keys),
     admin: h.admin,
     progress: h.progress,
     async waitProgress(more, timeoutMs) {
@@ -277,9 +289,57 @@ async function injectFault(
     violation: (invariant, subject, detail) => extra.push({ invariant, subject, detail }),
   };
   const faultAt = Date.now();
+  // The archive's faults must not reach a run Redis holds: it is read throughout, as the API reads it.
+  const reading = scenario.archive && h.archive ? readLiveRuns(h, h.archive.url, runIds) : undefined;
   await scenario.inject(ctx);
   figures['fault duration ms'] = Date.now() - faultAt;
+  if (reading) {
+    const reads = await reading.stop();
+    figures['live reads during the fault'] = reads.answered + reads.failed.length;
+    figures['live reads not answered'] = reads.failed.length;
+    for (const f of reads.failed.slice(0, 20))
+      extra.push({ invariant: 'live_read_failed', subject: f.runId, detail: f.error });
+  }
   return faultAt;
+}
+
+/**
+ * Reads runs Redis holds (listing, record, events) through a run store that has the archive, as the API
+ * does, over and over until stopped; counts the reads answered and those that failed.
+ */
+function readLiveRuns(
+  h: Harness,
+  databaseUrl: string,
+  runIds: readonly string[],
+): { stop(): Promise<{ answered: number; failed: Array<{ runId: string; error: string }> }> } {
+  const pool = createPool(databaseUrl, { max: 2, statementTimeoutMs: 5000, onError: () => undefined });
+  const archived = new ArchiveStore(pool);
+  const store = new RunStore(h.conn, h.keys, {
+    archive: { handOff: async () => undefined, record: (runId) => archived.record(runId) },
+  });
+  let stopped = false;
+  let answered = 0;
+  const failed: Array<{ runId: string; error: string }> = [];
+  const loop = (async () => {
+    for (let i = 0; !stopped; i += 1) {
+      const runId = runIds[(i * 7) % runIds.length]!;
+      try {
+        await Promise.all([store.summary(runId), store.load(runId), store.events(runId)]);
+        answered += 1;
+      } catch (err) {
+        failed.push({ runId, error: err instanceof Error ? err.message : String(err) });
+      }
+      await sleep(50);
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop;
+      await pool.end().catch(() => undefined);
+      return { answered, failed };
+    },
+  };
 }
 
 /**
@@ -383,6 +443,18 @@ async function judge(
   if (h.archive) {
     figures['wait for the archive ms'] = await waitArchived(h.archive, conn, keys, runIds, 60_000);
     violations.push(...(await checkArchive({ archive: h.archive, redis: conn, keys, runIds })));
+    const left = await conn.zcard(outboxKey(keys));
+    const dead = await conn.hkeys(deadLetterKey(keys));
+    figures['outbox entries left'] = left;
+    figures['runs dead-lettered'] = dead.length;
+    if (left > 0)
+      violations.push({
+        invariant: 'archive_entry_left',
+        subject: 'outbox',
+        detail: `${left} entries left after every run ended and was archived`,
+      });
+    for (const runId of dead)
+      violations.push({ invariant: 'archive_entry_left', subject: runId, detail: 'dead-lettered' });
   }
   for (const c of h.fleet.crashes.toReversed())
     violations.unshift({
@@ -491,8 +563,8 @@ async function runOnHarness(
   const h = await harness;
   try {
     figures['fleet start ms'] = startMs();
-    const runIds = await submitRuns(h, scenario.id, options.runs);
-    const faultAt = await injectFault(h, scenario, options, figures, extra);
+    const runIds = await submitRuns(h, scenario, options.runs);
+    const faultAt = await injectFault(h, scenario, options, runIds, figures, extra);
     const settleAt = Date.now();
     const nonFinal = await waitForFinal(h, runIds, settleMs, quietMs);
     figures['wait for final statuses ms'] = Date.now() - settleAt;

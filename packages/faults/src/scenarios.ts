@@ -1,7 +1,10 @@
+import { connect } from 'node:net';
+import { createKeys } from '@agent-reach/protocol';
 import type { Redis } from 'ioredis';
 import type { FaultArchive } from './archive-check.js';
-import type { Invariant } from './fault-check.js';
+import { runInput, type Invariant } from './fault-check.js';
 import type { Fleet } from './fleet.js';
+import type { PrivatePostgres } from './private-postgres.js';
 import type { PrivateRedis } from './private-redis.js';
 import { poll, sleep } from './util.js';
 import { SHUTDOWN_GRACE_MS, SHUTDOWN_SLACK_MS } from './workload.js';
@@ -15,6 +18,10 @@ export interface FaultContext {
   cluster: ClusterTarget | undefined;
   /** The fleet's archive database, when the scenario runs with the archive on. */
   archive: FaultArchive | undefined;
+  /** The archive's own PostgreSQL server, when the scenario asked for one (`privatePostgres`). */
+  postgres: PrivatePostgres | undefined;
+  /** The key of the outbox of the run archive (`<prefix>:{archive}:outbox`). */
+  outboxKey: string;
   /**
    * A connection of its own to the private Redis (to the first node of a cluster), for admin commands
    * (CLIENT PAUSE, CONFIG SET, …).
@@ -37,6 +44,10 @@ export interface FaultScenario {
   at?: number;
   /** The fault is the archive's: the scenario always runs with the archive on. */
   archive?: boolean;
+  /** The archive on a PostgreSQL server of the scenario's own (initdb), which it may stop and start. */
+  privatePostgres?: boolean;
+  /** The input of the i-th run, instead of `runInput(runId)` (which it must start with). */
+  input?(runId: string, i: number): string;
   inject(ctx: FaultContext): Promise<void>;
 }
 
@@ -155,6 +166,98 @@ export const SCENARIOS: readonly FaultScenario[] = [
       await fleet.kill9('archiver', 0);
       await sleep(Math.max(0, 6000 - (Date.now() - blockedAt)));
       note('archiver sessions terminated', await release());
+    },
+  },
+];
+
+/**
+ * The archive's faults: a hand-off followed by a pause of every scheduler before the final checkpoint,
+ * PostgreSQL killed, archivers killed at random, text PostgreSQL cannot hold.
+ */
+export const ARCHIVE_SCENARIOS: readonly FaultScenario[] = [
+  {
+    id: 'archive-handoff-paused',
+    title:
+      'every scheduler is paused (SIGSTOP) for 1.6 s right after a run is handed to the outbox, before its final checkpoint, 7 times',
+    at: 0.2,
+    archive: true,
+    async inject({ fleet, redis, admin, outboxKey, note }) {
+      if (!redis) throw new Error('this scenario needs a single private Redis (it watches it with MONITOR)');
+      let pauses = 0;
+      let caught = 0;
+      let pausing: Promise<void> | undefined;
+      const keys = createKeys(outboxKey.slice(0, -':{archive}:outbox'.length));
+      const pause = async (runId: string) => {
+        for (const i of [0, 1]) fleet.signal('scheduler', i, 'SIGSTOP');
+        // Whether the pause fell between the hand-off and the final checkpoint (the record not final yet).
+        if ((await admin.hget(keys.runMeta(runId), 'final')) !== '1') caught += 1;
+        // Past the entry's due time (1 s) and an archiver's look at it.
+        await sleep(1600);
+        for (const i of [0, 1]) fleet.signal('scheduler', i, 'SIGCONT');
+        pauses += 1;
+        await sleep(1000);
+        pausing = undefined;
+      };
+      // MONITOR on a raw socket: each command Redis runs is one line; a hand-off is a ZADD to the outbox.
+      const handOff = `"zadd" "${outboxKey}"`;
+      const watch = connect(redis.port, '127.0.0.1');
+      watch.on('error', () => undefined);
+      watch.write('MONITOR\r\n');
+      let buffered = '';
+      watch.on('data', (chunk: Buffer) => {
+        const lines = (buffered + chunk.toString('utf8')).split('\r\n');
+        buffered = lines.pop() ?? '';
+        if (pausing || pauses >= 7) return;
+        const line = lines.find((l) => l.toLowerCase().includes(handOff.toLowerCase()));
+        const runId = line ? /"([^"]+)"\s*$/.exec(line)?.[1] : undefined;
+        if (runId) pausing = pause(runId);
+      });
+      await poll(() => pauses >= 7, 40_000, '').catch(() => undefined);
+      await pausing;
+      watch.destroy();
+      note('pauses of every scheduler right after a hand-off', pauses);
+      note('  of which before the run’s final checkpoint', caught);
+    },
+  },
+  {
+    id: 'postgres-killed',
+    title: "the archive's PostgreSQL is killed (immediate shutdown) mid-load and started again 6 s later",
+    at: 0.4,
+    archive: true,
+    privatePostgres: true,
+    async inject({ postgres, note }) {
+      if (!postgres) throw new Error('this scenario needs a PostgreSQL of its own');
+      await postgres.kill();
+      const downAt = Date.now();
+      await sleep(6000);
+      await postgres.start();
+      note('PostgreSQL down ms', Date.now() - downAt);
+    },
+  },
+  {
+    id: 'archivers-killed',
+    title: 'the archiver is killed (kill -9) at 5 random moments, each time started again',
+    at: 0.3,
+    archive: true,
+    async inject({ fleet, note }) {
+      const gaps: number[] = [];
+      for (let i = 0; i < 5; i += 1) {
+        const gap = 300 + Math.floor(Math.random() * 2500);
+        gaps.push(gap);
+        await sleep(gap);
+        await fleet.kill9('archiver', 0);
+      }
+      note('ms between archiver kills', gaps.join(', '));
+    },
+  },
+  {
+    id: 'archive-odd-text',
+    title: 'a third of the runs hold text PostgreSQL cannot store (a NUL, a lone surrogate) in their input',
+    at: 0.5,
+    archive: true,
+    input: (runId, i) => `${runInput(runId)}${i % 3 === 0 ? ' odd \u0000 and \ud800 text' : ''}`,
+    async inject({ waitProgress }) {
+      await waitProgress(50, 30_000);
     },
   },
 ];
