@@ -66,9 +66,7 @@ interface McpDoor {
   /** Tool calls followed now; they share the cap of event streams. */
   calls: number;
   /** Counts one request against the caller's rate limit (the one every route counts). */
-  readonly countRequest: (
-    request: FastifyRequest,
-  ) => Promise<{ isExceeded?: boolean; ttlInSeconds?: number }>;
+  readonly countRequest: ReturnType<FastifyInstance['createRateLimit']>;
 }
 
 /**
@@ -80,8 +78,8 @@ async function overRateLimit(door: McpDoor, request: FastifyRequest, reply: Fast
   const messages = Array.isArray(request.body) ? request.body.length : 1;
   for (let counted = 1; counted < messages; counted += 1) {
     const limit = await door.countRequest(request);
-    if (!limit.isExceeded) continue;
-    const retry = limit.ttlInSeconds ?? 60;
+    if (limit.isAllowed || !limit.isExceeded) continue;
+    const retry = limit.ttlInSeconds;
     sendError(
       reply.header('retry-after', String(retry)),
       new ApiError(
