@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { chmodSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from '@agent-reach/protocol';
@@ -27,17 +27,27 @@ describe('MCP server states: seen per server and per tool, and a down server ans
   const root = tempDir('mcp-state');
   writeFileSync(path.join(root, 'notes.txt'), 'the meeting moved to Thursday');
   const fs = { name: 'fs', command: process.execPath, args: [FILESYSTEM_SERVER, root] };
+  // A server started through a script the test deletes: once killed, it cannot start again.
+  const fragileRoot = tempDir('mcp-fragile');
+  const fragileScript = path.join(fragileRoot, 'start-server.sh');
+  writeFileSync(
+    fragileScript,
+    `#!/bin/sh\nexec "${process.execPath}" "${FILESYSTEM_SERVER}" "${fragileRoot}"\n`,
+  );
+  chmodSync(fragileScript, 0o755);
   const documentWith = (fsExtra: object = {}): ConfigDocument =>
     ({
       agents: [
         { name: 'test_agent', tools: ['query_weather'] },
         { name: 'files_agent', tools: [...FS_TOOLS, 'broken__read'] },
+        { name: 'fragile_agent', tools: ['fragile__list_directory'] },
       ],
       tool_groups: {
         default: {
           mcp_servers: [
             { ...fs, ...fsExtra },
             { name: 'broken', command: MISSING },
+            { name: 'fragile', command: fragileScript },
           ],
         },
       },
@@ -52,7 +62,7 @@ describe('MCP server states: seen per server and per tool, and a down server ans
         },
       },
     );
-    await untilOffered(h, FS_TOOLS);
+    await untilOffered(h, [...FS_TOOLS, 'fragile__list_directory']);
   }, 60_000);
   afterAll(async () => h?.close());
 
@@ -218,6 +228,28 @@ describe('MCP server states: seen per server and per tool, and a down server ans
       await catalog.close();
       await publishConfig(h.producer, h.keys, documentWith(), 'test');
     }
+  });
+  it('answers at once, naming the error, a call to a tool whose server was killed and cannot start again', async () => {
+    const pid = serverPid(fragileRoot);
+    unlinkSync(fragileScript);
+    process.kill(pid, 'SIGKILL');
+    await waitFor(async () => {
+      const catalog = await h.schedulers[0]!.runner.catalog.refresh();
+      return catalog.downServer('fragile__list_directory') !== undefined;
+    }, 20_000);
+    h.sim.addScenario({
+      name: 'fragile-call',
+      turns: [
+        { tool_calls: [{ name: 'fragile__list_directory', arguments: { path: fragileRoot } }] },
+        { content: '{{ last.error.message }}' },
+      ],
+    });
+    const runId = await h.control.start({ agent: 'fragile_agent', input: 'list', model: 'fragile-call' });
+    const outcome = await h.control.wait(runId, 30_000);
+    expect(outcome.answer).toMatch(
+      /^"fragile__list_directory" cannot run now: its MCP server "fragile" is down \(could not be initialized: spawn \S+start-server\.sh ENOENT\)/,
+    );
+    expect(h.executor!.worker.breakers.state('fragile__list_directory')).toBe('closed');
   });
 });
 
