@@ -163,11 +163,12 @@ export async function verifyJob(
 }
 
 /**
- * Whether a call's outcome is a refusal that only stands until a person decides on the call, so that it is
- * replied but never recorded as the call's result: a grant refusal of a call no person has decided on yet,
- * when one may still decide (the tool requires confirmation, or the agent asks a person for grants). The
- * run is then parked on that decision, and a forged job for the call must not void it: once the person
- * approves, the call is published again and runs. A refusal after a decision is the call's result.
+ * Whether a call's outcome is a refusal (`forbidden`) of a call its run may be parked on, waiting for a
+ * person's decision that is not recorded yet: then it is replied but never recorded as the call's result,
+ * so that a forged job for the call cannot void the decision (once the person approves, the call is
+ * published again and runs, or is refused then). The scheduler parks a call of a tool that requires
+ * confirmation, and a call refused for a grant when the agent asks a person for grants
+ * (`grant_by_approval`). A refusal after a decision, or of a call nobody is asked about, is its result.
  */
 export function awaitsPerson(
   lookup: {
@@ -178,12 +179,10 @@ export function awaitsPerson(
   result: Pick<ToolResult, 'error'>,
 ): boolean {
   const error = result.error;
-  if (!verified.undecided || error?.kind !== 'forbidden' || error.reason !== 'grant') return false;
+  if (!verified.undecided || error?.kind !== 'forbidden') return false;
   const { job } = verified;
-  return (
-    lookup.registry.get(job.name)?.requiresConfirmation === true ||
-    lookup.agents.agents.get(job.agent)?.grant_by_approval === true
-  );
+  if (lookup.registry.get(job.name)?.requiresConfirmation === true) return true;
+  return error.reason === 'grant' && lookup.agents.agents.get(job.agent)?.grant_by_approval === true;
 }
 
 /** Which publication of its call a job is (the dispatcher's `enqueued_at`); 0 for jobs without one. */
