@@ -802,44 +802,6 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await expect.poll(() => rows.locator('td:first-child').allInnerTexts()).toEqual([...ids].reverse());
     });
 
-    it('shows every column of the runs table at 1280 px, Turns, Calls, Reason and Metadata included, without a sideways scroll', async () => {
-      // A run as wide as they come: a long input, a success with a failed call (its mark), a parked run's
-      // status, and metadata.
-      const wide = {
-        agent: 'test_agent',
-        input:
-          'What is the weather in Hangzhou today, and should I take an umbrella to the office tomorrow morning?',
-        metadata: { user_id: '4242424242', channel: 'web-console', suite: TAG },
-      };
-      const runId = (await h.call('POST', '/v1/runs', { body: { ...wide, model: 'inspect' } })).json
-        .run_id as string;
-      await finished(h, runId);
-      await parkApproval(wide.metadata);
-      const p = await signedIn(1280, 800);
-      await p.goto(`${h.url}/ui#/runs`);
-      await p.locator('table.runs tbody tr').filter({ hasText: runId }).waitFor();
-      const layout = JSON.parse(
-        (await p.evaluate(`JSON.stringify((() => {
-          const wrap = document.querySelector('.table-wrap[aria-label="Runs"]');
-          const right = wrap.getBoundingClientRect().right;
-          return {
-            scroll: wrap.scrollWidth - wrap.clientWidth,
-            past: [...document.querySelectorAll('table.runs thead th')]
-              .filter((th) => th.getBoundingClientRect().right > right + 1)
-              .map((th) => th.innerText),
-          };
-        })())`)) as string,
-      ) as { scroll: number; past: string[] };
-      expect(layout.past).toEqual([]);
-      expect(layout.scroll).toBeLessThanOrEqual(0);
-      // The run's id is still whole in the page (for search and copy), and the metadata shows.
-      const row = p.locator('table.runs tbody tr').filter({ hasText: runId });
-      expect(await row.locator('td').first().innerText()).toBe(runId);
-      expect(await row.locator('td.meta').innerText()).toMatch(/user_id=4242424242\s*channel=web-console/);
-      await shot('runs-1280', p);
-      await p.context().close();
-    });
-
     it("shows agents with their tools, breaker states and error rates, a person's rejection counted apart from failures", async () => {
       await page.goto(`${h.url}/ui#/agents`);
       const tools = page.locator('.agent').filter({ hasText: 'test_agent' });
@@ -1157,6 +1119,45 @@ describe.skipIf(!HAVE_CHROMIUM)(
       expect(await chart.getByText(/Every breaker is closed/).count()).toBe(0);
       await expectAccessible(p);
       await shot('overview-reach', p);
+      await p.context().close();
+    });
+
+    it('shows every column of the runs table at 1280 px, Turns, Calls, Reason and Metadata included, without a sideways scroll', async () => {
+      // Placed after the overview's test, which counts the calls of the runs before it. A run as wide
+      // as they come: a long input, a success with a failed call (its mark), a parked run's
+      // status, and metadata.
+      const wide = {
+        agent: 'test_agent',
+        input:
+          'What is the weather in Hangzhou today, and should I take an umbrella to the office tomorrow morning?',
+        metadata: { user_id: '4242424242', channel: 'web-console', suite: TAG },
+      };
+      const runId = (await h.call('POST', '/v1/runs', { body: { ...wide, model: 'inspect' } })).json
+        .run_id as string;
+      await finished(h, runId);
+      await parkApproval(wide.metadata);
+      const p = await signedIn(1280, 800);
+      await p.goto(`${h.url}/ui#/runs`);
+      await p.locator('table.runs tbody tr').filter({ hasText: runId }).waitFor();
+      await shot('runs-1280', p);
+      const layout = JSON.parse(
+        (await p.evaluate(`JSON.stringify((() => {
+          const wrap = document.querySelector('.table-wrap[aria-label="Runs"]');
+          const right = wrap.getBoundingClientRect().right;
+          return {
+            scroll: wrap.scrollWidth - wrap.clientWidth,
+            past: [...document.querySelectorAll('table.runs thead th')]
+              .filter((th) => th.getBoundingClientRect().right > right + 1)
+              .map((th) => th.innerText),
+          };
+        })())`)) as string,
+      ) as { scroll: number; past: string[] };
+      expect(layout.past).toEqual([]);
+      expect(layout.scroll).toBeLessThanOrEqual(0);
+      // The run's id is still whole in the page (for search and copy), and the metadata shows.
+      const row = p.locator('table.runs tbody tr').filter({ hasText: runId });
+      expect(await row.locator('td').first().innerText()).toBe(runId);
+      expect(await row.locator('td.meta').innerText()).toMatch(/user_id=4242424242\s*channel=web-console/);
       await p.context().close();
     });
 

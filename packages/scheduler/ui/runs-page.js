@@ -16,6 +16,19 @@ const EMPTY = {
   until: '',
 };
 const LIVE_MS = 2000;
+/** The columns of the runs list, each with its share of the width (styles.css: `.runs.list .col-…`). */
+const RUN_COLUMNS = [
+  'run',
+  'agent',
+  'status',
+  'input',
+  'created',
+  'duration',
+  'turns',
+  'calls',
+  'reason',
+  'metadata',
+];
 
 /** The query of a filter form: empty fields left out, times as epoch ms. */
 function queryOf(filters, cursor) {
@@ -124,8 +137,9 @@ export function RunsPage({ agents }) {
       </form>
       ${error ? html`<p class="error">${error}</p>` : null}
       <div class="table-wrap" tabindex="0" role="region" aria-label="Runs">
-      <table class="runs">
+      <table class="runs list">
         <caption class="sr-only">Runs, newest first</caption>
+        <colgroup>${RUN_COLUMNS.map((c) => html`<col class=${`col-${c}`} />`)}</colgroup>
         <thead><tr><th scope="col">Run</th><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Input</th><th scope="col">Created</th><th scope="col">Duration</th><th scope="col">Turns</th><th scope="col" title="tool calls / errors / retries">Calls</th><th scope="col">Reason</th><th scope="col">Metadata</th></tr></thead>
         <tbody>
           ${runs.map((r) => html`<${RunRow} key=${r.run_id} r=${r} now=${now} />`)}
