@@ -222,6 +222,7 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
         '/metrics',
         '/readyz',
         '/v1/agents',
+        '/v1/archive/dead-letters',
         '/v1/chat/completions',
         '/v1/models',
         '/v1/models/{id}',
