@@ -568,6 +568,61 @@ describe('the providers file from outside: config check, a scheduler that refuse
     expect(asked.body).toMatchObject({ model: 'm' });
   });
 
+  it('treats a WORKFLOWS_FILE or PROVIDERS_FILE that does not exist as declaring nothing: config check warns, and passes', async () => {
+    const agentsFile = writeAgentsFile({ agents: [{ name: 'plain_agent', tools: [] }] });
+    const dir = path.dirname(agentsFile);
+    const checked = await runCli(
+      {
+        REDIS_URL,
+        AGENTS_FILE: agentsFile,
+        WORKFLOWS_FILE: path.join(dir, 'later', 'workflows.yaml'),
+        PROVIDERS_FILE: path.join(dir, 'later', 'providers.yaml'),
+      },
+      ['config', 'check'],
+    );
+    expect(checked.code, checked.stdout + checked.stderr).toBe(0);
+    expect(checked.stdout).toContain(
+      `warning: WORKFLOWS_FILE ${path.join(dir, 'later', 'workflows.yaml')} does not exist: no workflows until it is created`,
+    );
+    expect(checked.stdout).toContain(
+      `warning: PROVIDERS_FILE ${path.join(dir, 'later', 'providers.yaml')} does not exist: only the default provider until it does`,
+    );
+  });
+
+  it('starts a scheduler whose PROVIDERS_FILE does not exist, serving the default provider and saying so', async () => {
+    const agentsFile = writeAgentsFile({ agents: [{ name: 'plain_agent', tools: [] }] });
+    const missing = path.join(path.dirname(agentsFile), 'later', 'providers.yaml');
+    const child = startSchedulerChild({
+      REDIS_URL,
+      AR_KEY_PREFIX: `${t.prefix}m`,
+      AGENTS_FILE: agentsFile,
+      PROVIDERS_FILE: missing,
+      OPENAI_API_KEY: 'test',
+      OPENAI_BASE_URL: sim.url,
+      OPENAI_MODEL: 'm',
+      SCHEDULER_METRICS_PORT: '0',
+      API_KEYS: `tester:${FULL_KEY}`,
+      API_PORT: '0',
+      API_HOST: '127.0.0.1',
+    });
+    try {
+      const ready = await child.ready;
+      const res = await request(String(ready.apiUrl), 'POST', '/v1/runs', {
+        body: { agent: 'plain_agent', input: 'hello' },
+      });
+      expect(res.status, res.text).toBe(201);
+      const run = await waitFor(async () => {
+        const v = (await request(String(ready.apiUrl), 'GET', `/v1/runs/${res.json.run_id as string}`)).json;
+        return v.status === 'succeeded' ? v : undefined;
+      });
+      expect(run.answer).toBe('from m');
+      expect(child.output()).toContain('PROVIDERS_FILE does not exist');
+    } finally {
+      child.kill();
+      await child.exited;
+    }
+  });
+
   it("prices the default provider's model from a providers file that holds only prices", async () => {
     const agentsFile = writeAgentsFile({ agents: [{ name: 'plain_agent', tools: [] }] });
     const started = await startWithProviders(

@@ -12,7 +12,7 @@ import {
 } from '@agent-reach/shared';
 import { checkOpenApiSources } from './config-openapi.js';
 import { checkMcpServers } from './config-probe.js';
-import { checkProviders } from './config-providers.js';
+import { checkProviders, missingOptionalFiles } from './config-providers.js';
 
 /** How far `config check` goes. */
 export interface ConfigCheckOptions {
@@ -85,7 +85,7 @@ export async function configCheck(
   problems.push(...mcp.problems);
   problems.push(...(await checkOpenApiSources(document, config.agentsFile, env, { probe, print })));
   const providers = checkProviders(config, env, parsed, print);
-  for (const w of providers.warnings) print(`warning: ${w}`);
+  for (const w of [...missingOptionalFiles(config), ...providers.warnings]) print(`warning: ${w}`);
   problems.push(...providers.problems);
   return problems;
 }

@@ -2,7 +2,9 @@ import {
   constants,
   declaredModels,
   loadProviders,
+  providersFileOf,
   undeclaredModels,
+  workflowsFileOf,
   type AgentReachConfig,
   type AgentsFile,
   type ProvidersFile,
@@ -46,4 +48,23 @@ export function checkProviders(
   };
   const problems = [...(agents?.agents.values() ?? [])].flatMap((a) => undeclaredModels(a, where));
   return { problems, warnings };
+}
+
+/**
+ * The optional files a configuration names that do not exist: each declares nothing until it does, and
+ * every command says so the same way (a warning, never a refusal).
+ */
+export function missingOptionalFiles(config: AgentReachConfig): string[] {
+  return [
+    ...(config.workflowsFile && !workflowsFileOf(config)
+      ? [
+          `WORKFLOWS_FILE ${config.workflowsFile} does not exist: no workflows until it is created (schedulers watch it)`,
+        ]
+      : []),
+    ...(config.providersFile && !providersFileOf(config)
+      ? [
+          `PROVIDERS_FILE ${config.providersFile} does not exist: only the default provider until it does (schedulers read it at start; config apply --providers publishes one)`,
+        ]
+      : []),
+  ];
 }

@@ -26,6 +26,7 @@ export {
   NO_PROVIDERS,
   parseProviders,
   providersFileOf,
+  providersPathOf,
   undeclaredModels,
 } from './config/providers.js';
 export type { ModelPrice, ProviderSpec, ProvidersFile } from './config/providers.js';

@@ -113,6 +113,11 @@ export class ModelProviders {
     this.#file = file;
     this.local = file;
     this.apply(file);
+    if (config.providersFile && file.path === undefined)
+      this.#options.logger.warn(
+        { file: config.providersFile },
+        'PROVIDERS_FILE does not exist: only the default provider until it does (read at start)',
+      );
   }
 
   /**

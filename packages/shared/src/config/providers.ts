@@ -155,17 +155,22 @@ export function parseProviders(text: string, file: string): ProvidersFile {
   return deepFreeze({ providers, prices: parsed.prices ?? {}, path: file });
 }
 
+/** Where a configuration's providers file is, whether or not it exists: `PROVIDERS_FILE`, else beside the agents. */
+export function providersPathOf(config: { agentsFile: string; providersFile?: string | undefined }): string {
+  return config.providersFile || path.join(path.dirname(config.agentsFile), 'providers.yaml');
+}
+
 /**
- * The providers file a configuration names: `PROVIDERS_FILE` when set, else `providers.yaml` beside the
- * agents file when that exists; undefined when there is none (then only the default provider exists).
+ * The providers file a configuration names (`PROVIDERS_FILE` when set, else `providers.yaml` beside the
+ * agents file) when it exists; undefined when there is none (then only the default provider exists). An
+ * optional file that does not exist declares nothing, named or not (docs/configuration.md, Optional files).
  */
 export function providersFileOf(config: {
   agentsFile: string;
   providersFile?: string | undefined;
 }): string | undefined {
-  if (config.providersFile) return config.providersFile;
-  const beside = path.join(path.dirname(config.agentsFile), 'providers.yaml');
-  return existsSync(beside) ? beside : undefined;
+  const file = providersPathOf(config);
+  return existsSync(file) ? file : undefined;
 }
 
 /** Reads the providers file of a configuration; none: no provider beyond the default one. */

@@ -481,15 +481,16 @@ export function workflowsPathOf(config: { agentsFile: string; workflowsFile?: st
 }
 
 /**
- * The workflows file a configuration names: `WORKFLOWS_FILE` when set, else `workflows.yaml` beside the
- * agents file when that exists; undefined when there is none (then no workflow is declared).
+ * The workflows file a configuration names (`WORKFLOWS_FILE` when set, else `workflows.yaml` beside the
+ * agents file) when it exists; undefined when there is none (then no workflow is declared). An optional
+ * file that does not exist declares nothing, named or not (docs/configuration.md, Optional files).
  */
 export function workflowsFileOf(config: {
   agentsFile: string;
   workflowsFile?: string | undefined;
 }): string | undefined {
   const file = workflowsPathOf(config);
-  return config.workflowsFile || existsSync(file) ? file : undefined;
+  return existsSync(file) ? file : undefined;
 }
 
 /** Reads and checks a workflows file (see `parseWorkflows`); no file means no workflows. */
