@@ -7,13 +7,15 @@
  *
  * Per configuration, TURNS turns one after another; the figure is the median turn's wall time, and the
  * extra time of a dead first provider is its median minus the live one's. Target: at most one provider
- * timeout plus 10 % (docs/providers.md).
+ * timeout plus 10 % (docs/providers.md). Prints the figures and writes bench/results/fallback.json.
  *
  *   pnpm bench:fallback
  *     BENCH_FALLBACK_TURNS (default 20)       turns per configuration with a refusing provider, and live
  *     BENCH_FALLBACK_HUNG_TURNS (default 5)   turns with a hung provider
  *     BENCH_FALLBACK_TIMEOUT_MS (default 1000) the dead providers' timeout_ms
  */
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import { Registry } from 'prom-client';
 import { startLlmSim } from '@agent-reach/llm-sim';
 import { constants, createLogger, loadConfig, parseProviders } from '@agent-reach/shared';
@@ -92,10 +94,19 @@ console.log(
 console.log(`  live provider                    median turn ${base.toFixed(1)} ms`);
 console.log(`  refusing provider, then live     median turn ${refusingMs.toFixed(1)} ms`);
 console.log(`  hung provider, then live         median turn ${hungMs.toFixed(1)} ms`);
-for (const t of [
+const targets = [
   target('extra time, refused connection then fallback', refusingMs - base, '<=', limit, 'ms'),
   target('extra time, hung provider then fallback', hungMs - base, '<=', limit, 'ms'),
-])
-  console.log(formatTarget(t));
+];
+for (const t of targets) console.log(formatTarget(t));
+await mkdir('bench/results', { recursive: true });
+const report = {
+  environment: { node: process.version, cpus: os.cpus().length, loadAvg1m: os.loadavg()[0] },
+  settings: { turns: TURNS, hungTurns: HUNG_TURNS, timeoutMs: TIMEOUT_MS },
+  medianTurnMs: { live: base, refusingThenLive: refusingMs, hungThenLive: hungMs },
+  targets,
+};
+await writeFile('bench/results/fallback.json', `${JSON.stringify(report, null, 2)}\n`);
+console.log('wrote bench/results/fallback.json');
 providers.close();
 await Promise.all([live.close(), hung.close()]);
