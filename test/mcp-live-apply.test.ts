@@ -55,6 +55,9 @@ describe('a live apply of MCP servers: a broken replacement never takes a workin
       version: 0,
       changeRefused: { version: 1, error: expect.stringContaining('ENOENT') },
     });
+    const metrics = await (await fetch(`http://127.0.0.1:${h.executor!.metricsPort}/metrics`)).text();
+    expect(metrics).toContain('agent_reach_mcp_server_change_refused{server="fs"} 1');
+    expect(metrics).toContain('agent_reach_mcp_server_up{server="fs"} 1');
     h.sim.addScenario({
       name: 'fs-list-after-apply',
       turns: [
@@ -86,6 +89,8 @@ describe('a live apply of MCP servers: a broken replacement never takes a workin
       return s?.version === 2 ? s : undefined;
     });
     expect(server).not.toHaveProperty('changeRefused');
+    const metrics = await (await fetch(`http://127.0.0.1:${h.executor!.metricsPort}/metrics`)).text();
+    expect(metrics).toContain('agent_reach_mcp_server_change_refused{server="fs"} 0');
   });
 
   it('replaces the server once the applied one is up', async () => {

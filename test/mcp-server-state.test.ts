@@ -100,6 +100,11 @@ describe('MCP server states: seen per server and per tool, and a down server ans
       tools: 0,
       error: expect.stringContaining(`spawn ${MISSING} ENOENT`),
     });
+    const metrics = await (await fetch(`http://127.0.0.1:${h.executor!.metricsPort}/metrics`)).text();
+    expect(metrics).toContain('agent_reach_mcp_server_state{server="broken",state="down"} 1');
+    expect(metrics).toContain('agent_reach_mcp_server_state{server="broken",state="starting"} 0');
+    expect(metrics).toContain('agent_reach_mcp_server_state{server="fs",state="up"} 1');
+    expect(metrics).toContain('agent_reach_mcp_server_up{server="broken"} 0');
   });
 
   it('says on /v1/agents which tools an executor can run now and the state of each tool’s server', async () => {

@@ -27,6 +27,8 @@ export interface McpConnectionOptions {
   onDown(why: string): void;
   /** A message from the server that is not JSON-RPC. */
   onProtocolError(): void;
+  /** Its state changed (see {@link McpConnection}). */
+  onState?(state: McpServerState): void;
 }
 
 const NOT_YET = 'not connected yet';
@@ -221,6 +223,7 @@ export class McpConnection {
     this.#state = state;
     this.#since = Date.now();
     for (const wake of [...this.#waiters]) wake();
+    this.#o.onState?.(state);
   }
 
   /** Resolves when the server leaves `starting`, or when `signal` aborts. */

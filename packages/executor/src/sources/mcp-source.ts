@@ -3,6 +3,7 @@ import {
   constants,
   type Logger,
   type McpServerSpec,
+  type McpServerState,
   type McpServerStatus,
   type Metrics,
   type MountedMcpServer,
@@ -86,6 +87,7 @@ interface ServerState {
 }
 
 const REASONS = ['server_down', 'digest_changed', 'refused'] as const;
+const STATES: readonly McpServerState[] = ['starting', 'up', 'down'];
 
 /**
  * The MCP servers of the configuration in force, as tools of this executor: each server's listed tools
@@ -125,7 +127,7 @@ export class McpSource {
       if (next && transportOf(next.spec) === transportOf(state.mount.spec)) {
         // Back to what runs (or unchanged): a change still starting or refused is no longer wanted.
         stops.push(this.#dropCandidate(state));
-        state.changeRefused = undefined;
+        this.#forgetRefusal(state);
         continue;
       }
       if (next && state.connection.up) {
@@ -134,6 +136,8 @@ export class McpSource {
         continue;
       }
       this.#servers.delete(name);
+      this.#gaugeState(name, undefined);
+      this.#forgetRefusal(state);
       stops.push(this.#stop(state));
     }
     await Promise.all(stops);
@@ -158,12 +162,18 @@ export class McpSource {
   async #replaceWhenUp(state: ServerState, next: MountedMcpServer, version: number): Promise<void> {
     if (state.candidate && JSON.stringify(state.candidate.mount) === JSON.stringify(next)) return;
     await this.#dropCandidate(state);
-    state.changeRefused = undefined;
+    this.#forgetRefusal(state);
     state.candidate = this.#create(next, version);
     this.#deps.logger.info(
       { server: next.spec.name, version },
       'MCP server changed; the one running serves until the new one is up',
     );
+  }
+
+  #forgetRefusal(state: ServerState): void {
+    if (!state.changeRefused) return;
+    state.changeRefused = undefined;
+    this.#deps.metrics.mcpServerChangeRefused.set({ server: state.mount.spec.name }, 0);
   }
 
   async #dropCandidate(state: ServerState): Promise<void> {
@@ -255,6 +265,8 @@ export class McpSource {
         if (replaced) {
           replaced.candidate = undefined;
           this.#servers.set(server, state);
+          this.#gaugeState(server, state.connection.state);
+          metrics.mcpServerChangeRefused.set({ server }, 0);
           void this.#stop(replaced);
           logger.info({ server, version }, 'MCP server replaced by the new one, now up');
         }
@@ -268,6 +280,7 @@ export class McpSource {
         if (kept) {
           kept.candidate = undefined;
           kept.changeRefused = { version, error: why, at: Date.now() };
+          metrics.mcpServerChangeRefused.set({ server }, 1);
           logger.warn(
             { server, version, why },
             'MCP server change refused: the new one could not start; the one running keeps serving',
@@ -283,10 +296,21 @@ export class McpSource {
         this.#changed();
       },
       onProtocolError: () => metrics.mcpProtocolErrors.inc({ server }),
+      onState: (now) => {
+        if (this.#servers.get(server) === state) this.#gaugeState(server, now);
+      },
     });
-    if (!this.#servers.has(server)) metrics.mcpServerUp.set({ server }, 0);
+    if (!this.#servers.has(server)) {
+      metrics.mcpServerUp.set({ server }, 0);
+      this.#gaugeState(server, 'starting');
+    }
     state.connection.start();
     return state;
+  }
+
+  /** `agent_reach_mcp_server_state`: 1 on the server's state, 0 on the others (undefined: all 0). */
+  #gaugeState(server: string, now: McpServerState | undefined): void {
+    for (const s of STATES) this.#deps.metrics.mcpServerState.set({ server, state: s }, s === now ? 1 : 0);
   }
 
   async #stop(state: ServerState): Promise<void> {

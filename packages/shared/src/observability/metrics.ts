@@ -91,6 +91,18 @@ export function createMetrics(registry: Registry) {
       labelNames: ['server'] as const,
       registers,
     }),
+    mcpServerState: new Gauge({
+      name: `${METRIC_PREFIX}mcp_server_state`,
+      help: 'The state of an MCP server this executor runs: 1 on its state (starting, up, down), 0 on the others.',
+      labelNames: ['server', 'state'] as const,
+      registers,
+    }),
+    mcpServerChangeRefused: new Gauge({
+      name: `${METRIC_PREFIX}mcp_server_change_refused`,
+      help: 'Whether a configuration change of an MCP server could not start, the server as it was serving instead (1).',
+      labelNames: ['server'] as const,
+      registers,
+    }),
     mcpServerRestarts: new Counter({
       name: `${METRIC_PREFIX}mcp_server_restarts_total`,
       help: 'MCP server connections lost (crash, hang, unanswered ping, oversized message) and started again.',
