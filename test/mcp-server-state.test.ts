@@ -5,21 +5,24 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ToolResult } from '@agent-reach/protocol';
 import {
+  createLogger,
   liveAnnouncements,
+  mcpServersOf,
   publishConfig,
   type ConfigDocument,
   type ExecutorAnnouncement,
 } from '@agent-reach/shared';
-import { ToolCatalog } from '@agent-reach/scheduler/internal';
+import { Dispatcher, ToolCatalog } from '@agent-reach/scheduler/internal';
 import { seedCalls, seedRun } from './helpers/ledger.js';
 import { toolMessages } from './helpers/loop.js';
-import { FILESYSTEM_SERVER, tempDir, untilOffered, writeAgentsFile } from './helpers/mcp.js';
+import { FILESYSTEM_SERVER, MCP_FIXTURES, tempDir, untilOffered, writeAgentsFile } from './helpers/mcp.js';
 import { runCli } from './helpers/cli.js';
 import { REDIS_URL, waitFor } from './helpers/redis.js';
 import { apiEnv, startRunsHarness } from './helpers/runs.js';
 
 const API_KEY = 'mcp-state-key-0123456789abcdef';
 const MISSING = 'agent-reach-no-such-command';
+const HOSTILE = path.join(MCP_FIXTURES, 'hostile-server.mjs');
 const FS_TOOLS = ['fs__list_directory', 'fs__read_text_file'];
 
 describe('MCP server states: seen per server and per tool, and a down server answered at once', () => {
@@ -234,6 +237,53 @@ describe('MCP server states: seen per server and per tool, and a down server ans
       await publishConfig(h.producer, h.keys, documentWith(), 'test');
     }
   });
+  it('answers a waiting call as soon as its server, still starting when the call was made, fails to start', async () => {
+    const slow = {
+      name: 'slow',
+      command: process.execPath,
+      args: [HOSTILE, 'silent'],
+      initialize_timeout_ms: 5000,
+    };
+    const document = documentWith();
+    const withSlow = {
+      ...document,
+      tool_groups: { default: { mcp_servers: [...mcpServersOf(document).map((m) => m.spec), slow] } },
+    } as unknown as ConfigDocument;
+    const catalog = new ToolCatalog(h.producer, h.keys, {
+      mcpServers: () => mcpServersOf(withSlow),
+    }).follow();
+    const dispatcher = new Dispatcher({
+      connection: h.producer,
+      keys: h.keys,
+      catalog,
+      logger: createLogger('t', { level: 'silent' }),
+    });
+    try {
+      await publishConfig(h.producer, h.keys, withSlow, 'test');
+      // The executor runs it and it has not answered initialize yet.
+      await waitFor(
+        async () => (await announcement()).mcpServers?.find((s) => s.name === 'slow')?.state === 'starting',
+      );
+      await catalog.refresh();
+      const run = { runId: `run-${randomUUID()}`, agent: 'test_agent' };
+      const call = { toolCallId: 'call_slow', name: 'slow__anything', arguments: '{}' };
+      await seedRun(h.producer, h.keys, run);
+      await seedCalls(h.producer, h.keys, run, [call]);
+      const [result] = await dispatcher.dispatch({ ...run, traceId: run.runId }, [call], { fresh: true });
+      expect(result?.error).toMatchObject({
+        kind: 'unavailable',
+        message: expect.stringContaining(
+          'its MCP server "slow" is down (did not answer initialize within 5000 ms)',
+        ),
+      });
+      expect(result?.attempts).toBe(0);
+    } finally {
+      await dispatcher.close();
+      await catalog.close();
+      await publishConfig(h.producer, h.keys, documentWith(), 'test');
+    }
+  });
+
   it('answers at once, naming the error, a call to a tool whose server was killed and cannot start again', async () => {
     const pid = serverPid(fragileRoot);
     unlinkSync(fragileScript);
