@@ -20,7 +20,14 @@ export const ZH_GLOSSARY: Readonly<Record<string, string>> = {
   电脑: 'computer laptop',
   笔记本电脑: 'laptop',
   屏幕: 'screen',
-  蓝屏: 'screen crash computer',
+  蓝屏: 'screen crash broken computer',
+  死机: 'crash broken computer',
+  坏了: 'broken',
+  坏: 'broken',
+  报修: 'ticket repair broken',
+  维修: 'repair broken',
+  修: 'repair fix',
+  投影仪: 'projector',
   开不了机: 'computer boot',
   打印机: 'printer',
   卡纸: 'printer jam',
@@ -87,6 +94,8 @@ export const ZH_GLOSSARY: Readonly<Record<string, string>> = {
   付钱: 'pay payment',
   未付: 'unpaid',
   欠费: 'unpaid owe',
+  欠: 'owe unpaid',
+  钱: 'money fee pay',
   到期: 'due expiry expire',
   金额: 'amount',
   退款: 'refund credit',
@@ -236,6 +245,6 @@ export const SHARED_TERMS: ReadonlySet<string> = new Set(
     'book booking reserve reservation order stock office place account service system plan table ' +
     'ticket pass card share record store note report time day week month year number list detail ' +
     'information info status problem issue question request change cancel update add send open ' +
-    '预约 预订 订 办公室 附近 地方 系统 服务 账户 记录 计划 信息 问题 情况 申请 取消 修改 时间'
+    '预约 预订 订 办公室 附近 地方 系统 服务 账户 记录 计划 信息 问题 情况 申请 取消 修改 时间 钱'
   ).split(' '),
 );
