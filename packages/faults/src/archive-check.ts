@@ -101,15 +101,27 @@ export async function waitArchived(
   }
 }
 
-/** A raw record parsed, so that two are compared by value (the archive's JSON keeps no key order). */
+/**
+ * A raw record parsed, so that two are compared by value (the archive's JSON keeps no key order). The
+ * listing's `epoch` is left out: it counts the claims of the run, and a run job taken again after the run
+ * ended (its completion lost to a Redis fault) claims it once more without changing anything the API shows.
+ */
 const parsed = (r: RawRunRecord) => ({
-  meta: r.meta,
+  meta: Object.fromEntries(Object.entries(r.meta).filter(([k]) => k !== 'epoch')),
   state: JSON.parse(r.state || 'null') as unknown,
   messages: r.messages.map((m) => JSON.parse(m) as unknown),
   approvals: r.approvals,
   results: Object.fromEntries(Object.entries(r.results).map(([k, v]) => [k, JSON.parse(v) as unknown])),
   events: r.events.map(([id, e]) => [id, JSON.parse(e) as unknown]),
 });
+
+/** The listing fields two listings disagree on, as ` (field: archived → live, …)`. */
+function differingFields(archived: Record<string, string>, live: Record<string, string>): string {
+  const names = [...new Set([...Object.keys(archived), ...Object.keys(live)])].filter(
+    (k) => archived[k] !== live[k],
+  );
+  return ` (${names.map((k) => `${k}: ${archived[k] ?? '-'} → ${live[k] ?? '-'}`).join(', ')})`;
+}
 
 /**
  * The archive's invariants: every run that ended is archived exactly once (one row), and its archived
@@ -150,7 +162,7 @@ export async function checkArchive(input: {
         violations.push({
           invariant: 'archive_differs',
           subject: runId,
-          detail: `its archived ${part} is not what Redis holds`,
+          detail: `its archived ${part} is not what Redis holds${part === 'meta' ? differingFields(archived.meta, shown.meta) : ''}`,
         });
   }
   return violations;
