@@ -69,6 +69,14 @@ describe('config check and the MCP servers of the agents file', () => {
     expect(out.code).toBe(0);
   });
 
+  it('without --probe, warns that a server folder does not exist', async () => {
+    const file = agentsFile(['fs__read_text_file'], { cwd: `${root}/no-such-folder` });
+    const out = await runCli({ AGENTS_FILE: file }, ['config', 'check']);
+    expect(out.stdout).toContain(
+      `warning: ${file}: tool_groups.default.mcp_servers "fs": its folder "cwd: ${root}/no-such-folder" is not a directory`,
+    );
+  });
+
   it('refuses an argument other than --probe, naming it', async () => {
     const out = await runCli({ AGENTS_FILE: agentsFile([]) }, ['config', 'check', '--prob']);
     expect(out.stderr).toContain('config check takes no arguments but --probe, got "--prob"');

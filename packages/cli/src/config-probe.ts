@@ -58,13 +58,18 @@ export async function checkMcpServers(
   return report;
 }
 
-/** Why a stdio server's command cannot be started from here, or undefined when it can (or is a URL). */
+/**
+ * Why a stdio server cannot be started from here (its folder is missing, its command is not on PATH or not
+ * an executable file), or undefined when it can (or is reached by URL).
+ */
 export function missingCommand(
   spec: McpServerSpec,
   env: Record<string, string | undefined>,
 ): string | undefined {
   const command = spec.command;
   if (command === undefined) return undefined;
+  if (spec.cwd !== undefined && !isDirectory(resolve(spec.cwd)))
+    return `its folder "cwd: ${spec.cwd}" is not a directory`;
   if (command.includes('/') || command.includes('\\')) {
     const path = isAbsolute(command) ? command : resolve(spec.cwd ?? process.cwd(), command);
     return executable(path) ? undefined : `command "${command}" is not an executable file (${path})`;
@@ -73,6 +78,14 @@ export function missingCommand(
   const exts = process.platform === 'win32' ? (env.PATHEXT ?? '.EXE;.CMD').split(';') : [''];
   const found = dirs.some((dir) => exts.some((ext) => executable(join(dir, command + ext))));
   return found ? undefined : `command "${command}" is not found on PATH`;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function executable(path: string): boolean {

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { createKeys, newRunId, type RunStatus } from '@agent-reach/protocol';
 import type { ApplyOutcome } from './config-apply.js';
+import type { CliContext } from './context.js';
 import { inline, inlineStrings, jsonLine, multiline } from './terminal.js';
 import { costLines } from './cost.js';
 import { USAGE, usageOf } from './usage.js';
@@ -684,17 +685,22 @@ async function configApplyCommand(argv: string[]): Promise<number> {
       ...(values.by ? { by: values.by } : {}),
     });
     const code = reportApply(outcome);
-    if (outcome.published) {
-      // What the executors made of its MCP servers: a server down or a change refused reaches the applier.
-      const { reportMcpApply } = await import('./mcp-apply-report.js');
-      const mcp = await reportMcpApply(ctx.redis, ctx.config.keyPrefix, outcome.version);
-      for (const line of mcp.lines) console.log(inline(line));
-      for (const w of mcp.warnings) console.error(`warning: ${multiline(w)}`);
-    }
+    if (outcome.published) await reportMcpOutcome(ctx, outcome.version);
     return code;
   } finally {
     await ctx.close();
   }
+}
+
+/**
+ * Prints what the executors made of a published version's MCP servers: each server's outcome, a server
+ * down or a change refused (the server as it was serving), an agent naming a tool its server lacks.
+ */
+async function reportMcpOutcome(ctx: CliContext, version: number): Promise<void> {
+  const { reportMcpApply } = await import('./mcp-apply-report.js');
+  const mcp = await reportMcpApply(ctx.redis, ctx.config.keyPrefix, version);
+  for (const line of mcp.lines) console.log(inline(line));
+  for (const w of mcp.warnings) console.error(`warning: ${multiline(w)}`);
 }
 
 /** Prints what an apply or a rollback did; its exit code. */
@@ -744,7 +750,9 @@ async function configRollbackCommand(argv: string[]): Promise<number> {
   try {
     const outcome = await configRollback(ctx, process.env, version, values.by ? { by: values.by } : {});
     if (!outcome) return notFound(`configuration version ${version} (see config history)`);
-    return reportApply(outcome);
+    const code = reportApply(outcome);
+    if (outcome.published) await reportMcpOutcome(ctx, outcome.version);
+    return code;
   } finally {
     await ctx.close();
   }
