@@ -8,8 +8,18 @@ import { FULL_KEY, request } from './helpers/api.js';
 import { runCli } from './helpers/cli.js';
 import { startLoopHarness } from './helpers/loop.js';
 import { writeAgentsFile } from './helpers/mcp.js';
-import { atConfigVersion, startSchedulerChild, type Child } from './helpers/processes.js';
+import { atConfigVersion, ROOT, startSchedulerChild, type Child } from './helpers/processes.js';
 import { REDIS_URL, testRedis, waitFor } from './helpers/redis.js';
+
+/** The inspector's own functions (plain browser modules, untyped): a routed turn's line and waterfall spans. */
+type UiEvent = { type: string } & Record<string, unknown>;
+const UI = path.join(ROOT, 'packages/scheduler/ui');
+const inspector = async () => ({
+  ...((await import(path.join(UI, 'model-route.js'))) as { routeLine(e: UiEvent): string }),
+  ...((await import(path.join(UI, 'waterfall.js'))) as {
+    spans(events: UiEvent[], end: number): Array<{ kind: string; label: string; note: string }>;
+  }),
+});
 
 /** Answers of the first provider while it is down: every request a 503. */
 const DOWN: Scenario = {
@@ -246,7 +256,7 @@ describe('model providers: fallback, breakers, declared models, cost and limits'
     const money = String(Number(priced.cost.toPrecision(6)));
     expect(shown.stdout).toContain(`model b/answer: 1 turns, ${p}+${c} tokens, cost ${money}`);
     expect(shown.stdout).toContain(`cost: ${money}`);
-    expect(shown.stdout).toContain('answered by b/answer (passed over: a/answer failed)');
+    expect(shown.stdout).toContain('answered by b/answer (passed over: a/answer failed: provider "a"');
   });
 });
 
@@ -456,6 +466,28 @@ describe('model providers that cannot answer: a killed one, a refused key, a dea
     expect(run.report).toContain('provider "lone"');
     expect(run.report).toContain('after 3 attempts');
     expect(await errors('lone', 'connection_refused')).toBe(3);
+  });
+
+  it("shows in the inspector's timeline and waterfall which model answered each turn and each model passed over, with its reason", async () => {
+    const run = await finished('key_agent');
+    const res = await request(api, 'GET', `/v1/runs/${run.run_id as string}/events`);
+    const events = res.text
+      .split('\n')
+      .filter((l) => l.startsWith('data: '))
+      .map((l) => JSON.parse(l.slice(6)) as UiEvent);
+    const { routeLine, spans } = await inspector();
+    const turn = events.find((e) => e.type === 'llm_request')!;
+    expect(routeLine(turn)).toBe('answered by good/m after badkey/m failed');
+    const [span] = spans(events, Date.now()).filter((s) => s.kind === 'turn');
+    expect(span!.label).toBe('Model turn 1 · good/m');
+    expect(span!.note).toContain('after badkey/m failed');
+    // The timeline of `runs show` says the same, with the reason's message.
+    const shown = await runCli({ REDIS_URL, AR_KEY_PREFIX: t.prefix }, [
+      'runs',
+      'show',
+      run.run_id as string,
+    ]);
+    expect(shown.stdout).toContain('answered by good/m (passed over: badkey/m failed: provider "badkey"');
   });
 
   it('sends the output schema as response_format on every turn of a routed run, to the fallback too', async () => {

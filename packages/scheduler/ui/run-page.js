@@ -15,6 +15,7 @@ import {
   useNow,
 } from './format.js';
 import { Approvals } from './approvals.js';
+import { passedOverReason, routeLine } from './model-route.js';
 import { useFollowed } from './use-followed.js';
 import { Waterfall } from './waterfall.js';
 
@@ -45,6 +46,20 @@ function ToolCall({ e }) {
       }
     </div>
   </details>`;
+}
+
+/** The model that answered a routed turn, and each model passed over before it with its reason. */
+function Route({ e }) {
+  const line = routeLine(e);
+  if (!line) return null;
+  return html`<div class="route small-text">
+    <span class="muted">${e.answered_by ? html`Answered by <span class="mono">${e.answered_by}</span>` : 'No model answered'}</span>
+    ${
+      e.fallback?.length
+        ? html`<ul class="fallback">${e.fallback.map((f) => html`<li><span class="mono">${f.model}</span> <span class="badge error-kind">${passedOverReason(f)}</span>${f.message ? html` <span class="muted">${f.message}</span>` : null}</li>`)}</ul>`
+        : null
+    }
+  </div>`;
 }
 
 function Summary({ label, value }) {
@@ -86,13 +101,15 @@ function Event({ e, start }) {
       return row(
         'turn',
         html`<div><b>Model turn ${e.turn}</b> <span class="muted">${e.model} · ${duration(e.latency_ms)} · ${e.prompt_tokens} in / ${e.completion_tokens} out tokens · ${e.finish_reason}${e.tool_calls ? ` · ${e.tool_calls} tool call${e.tool_calls === 1 ? '' : 's'}` : ''}${typeof e.cost === 'number' ? ` · cost ${money(e.cost)}` : ''}</span></div>
+        <${Route} e=${e} />
         ${e.reasoning ? html`<details class="reasoning"><summary>Reasoning</summary><div class="text">${e.reasoning}</div></details>` : null}
         ${e.message?.content ? html`<div class="said"><${Prose} text=${e.message.content} /></div>` : null}`,
       );
     case 'llm_error':
       return row(
         'bad',
-        html`<b>Model turn ${e.turn} failed</b> <span class="muted">${duration(e.latency_ms)}</span> ${e.message}`,
+        html`<div><b>Model turn ${e.turn} failed</b> <span class="muted">${duration(e.latency_ms)}</span> ${e.message}</div>
+        <${Route} e=${e} />`,
       );
     case 'tool_dispatched':
       return row('calls', html`<span class="muted">Calls: ${e.calls.map((c) => c.tool).join(', ')}</span>`);

@@ -1,6 +1,7 @@
 import { html } from 'htm/preact';
 import { useLayoutEffect, useState } from 'preact/hooks';
 import { duration, kindText } from './format.js';
+import { passedOver } from './model-route.js';
 
 /**
  * The spans of a run on one time axis, from its events: model turns (the turn's latency, ending when it
@@ -16,10 +17,10 @@ export function spans(events, end) {
       case 'llm_request':
         out.push({
           kind: 'turn',
-          label: `Model turn ${e.turn}`,
+          label: `Model turn ${e.turn}${e.answered_by ? ` · ${e.answered_by}` : ''}`,
           from: e.at - e.latency_ms,
           to: e.at,
-          note: `${e.prompt_tokens} in / ${e.completion_tokens} out tokens${typeof e.cost === 'number' ? `, cost ${String(Number(e.cost.toPrecision(6)))}` : ''}`,
+          note: `${e.prompt_tokens} in / ${e.completion_tokens} out tokens${typeof e.cost === 'number' ? `, cost ${String(Number(e.cost.toPrecision(6)))}` : ''}${passedOver(e) ? `; after ${passedOver(e)}` : ''}`,
         });
         break;
       case 'llm_error':

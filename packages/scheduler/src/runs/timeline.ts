@@ -31,6 +31,7 @@ function describe(e: RunEvent): string {
     case 'llm_request':
       return `model turn ${e.turn}: ${e.tool_calls ? `${e.tool_calls} tool call(s)` : 'answer'}, ${e.latency_ms} ms, ${e.prompt_tokens}+${e.completion_tokens} tokens, ${e.finish_reason}${answeredBy(e)}${e.reasoning ? `; reasoning: ${clip(e.reasoning)}` : ''}`;
     case 'llm_error':
+      // The message lists every model of a routed turn and why it was passed over.
       return `model turn ${e.turn} failed after ${e.latency_ms} ms: ${e.message}`;
     case 'tool_dispatched':
       // Some of these may be answered without a dispatch (refused, rejected): their results say so.
@@ -82,8 +83,8 @@ function attemptsLine(log: AttemptTiming[] | undefined): string {
 /** Which declared model answered a routed turn, what it passed over, and the turn's cost. */
 function answeredBy(e: Extract<RunEvent, { type: 'llm_request' }>): string {
   if (e.answered_by === undefined) return '';
-  const over = (e.fallback ?? []).map(
-    (f) => `${f.model} ${f.reason === 'failed' ? 'failed' : 'breaker open'}`,
+  const over = (e.fallback ?? []).map((f) =>
+    f.reason === 'failed' ? `${f.model} failed: ${clip(f.message ?? '', 200)}` : `${f.model} breaker open`,
   );
   const cost = e.cost === undefined ? '' : `, cost ${formatCost(e.cost)}`;
   return `; answered by ${e.answered_by}${over.length ? ` (passed over: ${over.join(', ')})` : ''}${cost}`;
