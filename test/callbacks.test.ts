@@ -1,8 +1,16 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateWebhookSecret, verifyWebhook, WebhookVerificationError } from '@agent-reach/client';
+import {
+  createClient,
+  generateWebhookSecret,
+  verifyWebhook,
+  WebhookVerificationError,
+} from '@agent-reach/client';
 import { enqueueRun } from '@agent-reach/client/queue';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
 import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
@@ -111,6 +119,7 @@ describe(
     let executor: ExecutorProcess;
     let scheduler: SchedulerProcess;
     let base: string;
+    let dir: string;
     const receiver = new Receiver();
     const headers = { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' };
 
@@ -150,6 +159,17 @@ describe(
 
     beforeAll(async () => {
       t = testRedis();
+      dir = await mkdtemp(path.join(tmpdir(), 'callbacks-'));
+      const workflowsFile = path.join(dir, 'workflows.yaml');
+      await writeFile(
+        workflowsFile,
+        [
+          'workflows:',
+          '  - name: solo',
+          '    nodes:',
+          '      - { id: only, agent: test_agent, model: echo }',
+        ].join('\n'),
+      );
       sim = await startLlmSim({ scenarios: [{ name: 'echo', turns: [{ content: 'hello' }] }] });
       addCommonScenarios(sim);
       const env = testEnv(t.prefix, sim, {
@@ -160,6 +180,7 @@ describe(
         CALLBACK_MAX_ATTEMPTS: '6',
         CALLBACK_BACKOFF_MS: '250',
         CALLBACK_TIMEOUT_MS: '2000',
+        WORKFLOWS_FILE: workflowsFile,
       });
       const config = loadConfig(env);
       const logger = createLogger('test', { level: 'silent' });
@@ -173,6 +194,7 @@ describe(
       await executor?.close();
       await sim?.close();
       await receiver.down();
+      await rm(dir, { recursive: true, force: true });
       await t?.cleanup();
     });
 
@@ -246,6 +268,38 @@ describe(
       } finally {
         receiver.failFirst = false;
       }
+    });
+
+    it('sends workflow.finished, signed, once a workflow started with a callback ends, and shows the delivery on the workflow', async () => {
+      // Through the typed client, as a service would.
+      const client = createClient({ baseUrl: base, apiKey: API_KEY });
+      const { workflow_id: workflowId } = await client.createWorkflow({
+        workflow: 'solo',
+        input: 'hello',
+        callback: { url: receiver.url },
+      });
+      const delivered = await waitFor(
+        async () => {
+          const wf = (await (
+            await fetch(`${base}/v1/workflows/${workflowId}`, { headers })
+          ).json()) as Record<string, any>;
+          const d = wf.callback?.deliveries?.[0];
+          return d?.state === 'delivered' ? { wf, d } : undefined;
+        },
+        60_000,
+        'the workflow.finished delivery',
+      );
+      expect(delivered.wf).toMatchObject({
+        status: 'succeeded',
+        callback: { events: ['workflow_finished'] },
+      });
+      const got = receiver.received.filter((r) => r.type === 'workflow.finished');
+      expect(got.map((r) => [r.id, r.signedWith])).toEqual([[delivered.d.id, 'key']]);
+      expect(JSON.parse(got[0]!.raw.body).data).toMatchObject({
+        workflow_id: workflowId,
+        workflow: 'solo',
+        status: 'succeeded',
+      });
     });
 
     it('dead-letters a delivery after its last attempt and shows it on the run', async () => {

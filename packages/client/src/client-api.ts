@@ -16,6 +16,7 @@ import type {
   WorkflowList,
   WorkflowStatus,
 } from './types.js';
+import type { RunCallback } from '@agent-reach/protocol';
 
 export interface ClientOptions {
   /** The API's base URL, e.g. `http://scheduler:8080`. */
@@ -44,6 +45,11 @@ export interface CreateRunInput<S = unknown> {
    * the rest of it.
    */
   grants?: string[];
+  /**
+   * Signed deliveries of the run's events (`finished`, `awaiting_approval`; default `finished`) to an
+   * http(s) URL; check them with `verifyWebhook` (docs/callbacks.md).
+   */
+  callback?: RunCallback;
   /** The same key (per API key, 24 h) returns the same run instead of starting another. */
   idempotencyKey?: string;
 }
@@ -74,6 +80,8 @@ export interface CreateWorkflowInput {
   /** The request: `{{request}}` in its nodes' input templates. */
   input: string;
   metadata?: Record<string, string>;
+  /** Signed delivery of `workflow_finished` to an http(s) URL (docs/callbacks.md). */
+  callback?: RunCallback;
   /** The same key (per API key, 24 h) returns the same workflow instead of starting another. */
   idempotencyKey?: string;
 }

@@ -9,7 +9,12 @@ export const workflowPath = (id: string): string => `/v1/workflows/${encodeURICo
 
 export const createWorkflow = (ctx: ClientContext, i: CreateWorkflowInput) =>
   call<Workflow>(ctx, 'POST', '/v1/workflows', {
-    body: { workflow: i.workflow, input: i.input, ...(i.metadata ? { metadata: i.metadata } : {}) },
+    body: {
+      workflow: i.workflow,
+      input: i.input,
+      ...(i.metadata ? { metadata: i.metadata } : {}),
+      ...(i.callback ? { callback: i.callback } : {}),
+    },
     ...idempotencyHeaders(i.idempotencyKey),
   });
 

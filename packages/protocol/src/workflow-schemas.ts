@@ -1,6 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { NAME_PATTERN } from './ids.js';
 import {
+  Callback,
+  CallbackView,
   DEFAULT_LIST_LIMIT,
   Input,
   MAX_LIST_LIMIT,
@@ -47,6 +49,7 @@ export const CreateWorkflowBody = Type.Object(
     workflow: Type.String({ pattern: NAME_PATTERN.source, description: 'a workflow of the workflows file' }),
     input: Input,
     metadata: Type.Optional(Metadata),
+    callback: Type.Optional(Callback),
   },
   { additionalProperties: false },
 );
@@ -156,6 +159,7 @@ export const WorkflowView = Type.Object({
   ),
   report: Type.Optional(AbortReport),
   nodes: Type.Array(WorkflowNode),
+  callback: Type.Optional(CallbackView),
 });
 export type WorkflowView = Static<typeof WorkflowView>;
 

@@ -216,7 +216,7 @@ async function startServing(
     retentionS: config.scheduler.runRetentionS,
     configVersion: ctx.configVersion,
   });
-  const coordinator = startCoordinator(ctx, workflows, control, worker);
+  const coordinator = startCoordinator(ctx, workflows, control, worker, callbacks);
   const sampler = startFleetSampler(ctx, runner);
   const api = config.api.keys.length > 0 ? await startServingApi(ctx, runner) : undefined;
   const parts: ServingParts = {
@@ -393,6 +393,7 @@ function startCoordinator(
   workflows: WorkflowControl,
   runs: RunControl,
   worker: RunWorker,
+  callbacks: CallbackDeliveries,
 ): WorkflowWorker {
   const { config, logger } = ctx;
   const coordinator = createWorkflowWorker({
@@ -404,6 +405,7 @@ function startCoordinator(
     lockDurationMs: config.scheduler.lockDurationMs,
     stalledIntervalMs: config.scheduler.stalledIntervalMs,
     retentionS: config.scheduler.runRetentionS,
+    callbacks,
   });
   // A node run that ended wakes its workflow's coordinator, so that dependants start at once.
   const wakeWorkflow = (job: { data?: { metadata?: Record<string, string> } } | undefined) => {

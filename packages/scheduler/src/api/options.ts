@@ -37,7 +37,10 @@ export interface ApiServerDeps {
   metricsRegistry?: Registry;
   logger: Logger;
   /** Callbacks: their policy (checked at the door) and delivery states; without them, a callback is a 400. */
-  callbacks?: { config: CallbackConfig; deliveries: Pick<CallbackDeliveries, 'deliveries' | 'callbackOf'> };
+  callbacks?: {
+    config: CallbackConfig;
+    deliveries: Pick<CallbackDeliveries, 'deliveries' | 'callbackOf' | 'register'>;
+  };
 }
 
 /** Options of the API server; all optional but `apiKeys`. */

@@ -48,8 +48,10 @@ const TYPES: Record<CallbackEventName, string> = {
   workflow_finished: 'workflow.finished',
 };
 
-/** The events a callback gets when it names none. */
+/** The events a run's callback gets when it names none. */
 const DEFAULT_EVENTS: readonly CallbackEventName[] = ['finished'];
+/** The events a workflow's callback gets when it names none. */
+const WORKFLOW_EVENTS: readonly CallbackEventName[] = ['workflow_finished'];
 
 function createCallbackMetrics(registry: Registry) {
   return {
@@ -100,10 +102,13 @@ export class CallbackDeliveries {
    * event and the occurrence: handing the same event over twice queues it once.
    */
   async notify(input: CallbackEventInput): Promise<void> {
-    const job = input.callback ? undefined : await this.#runs.getJob(input.runId);
-    const callback = input.callback ?? job?.data.callback;
-    if (!callback || !(callback.events ?? DEFAULT_EVENTS).includes(input.event)) return;
-    const key = input.key ?? job?.data.key;
+    const spec = input.callback
+      ? { callback: input.callback, key: input.key }
+      : await this.#lookup(input.runId);
+    const callback = spec?.callback;
+    const defaults = input.event === 'workflow_finished' ? WORKFLOW_EVENTS : DEFAULT_EVENTS;
+    if (!callback || !(callback.events ?? defaults).includes(input.event)) return;
+    const key = spec.key;
     const id = `msg_${createHash('sha256')
       .update(`${input.runId}\n${input.event}\n${input.occurrence ?? ''}`)
       .digest('hex')
@@ -139,9 +144,33 @@ export class CallbackDeliveries {
       .sort((a, b) => a.updated_at - b.updated_at);
   }
 
-  /** The callback a run's job asked for, if any. */
-  async callbackOf(runId: string): Promise<RunCallback | undefined> {
-    return (await this.#runs.getJob(runId))?.data.callback;
+  /**
+   * Records the callback of something that is not a run (a workflow), under its id, for as long as
+   * deliveries are kept: `notify` and `callbackOf` find it there. Before it can end: before it starts.
+   */
+  async register(id: string, callback: RunCallback, key: string | undefined): Promise<void> {
+    await this.deps.connection.set(
+      this.#specKey(id),
+      JSON.stringify({ callback, ...(key ? { key } : {}) }),
+      'EX',
+      this.deps.config.retentionS,
+    );
+  }
+
+  /** The callback a run's job (or a registered workflow) asked for, if any. */
+  async callbackOf(id: string): Promise<RunCallback | undefined> {
+    return (await this.#lookup(id))?.callback;
+  }
+
+  async #lookup(id: string): Promise<{ callback: RunCallback; key?: string | undefined } | undefined> {
+    const registered = await this.deps.connection.get(this.#specKey(id));
+    if (registered) return JSON.parse(registered) as { callback: RunCallback; key?: string };
+    const data = (await this.#runs.getJob(id))?.data;
+    return data?.callback ? { callback: data.callback, key: data.key } : undefined;
+  }
+
+  #specKey(id: string): string {
+    return `${this.deps.keys.prefix}:callback-spec:${id}`;
   }
 
   /** Makes this process a sender: a worker on the callbacks queue. */

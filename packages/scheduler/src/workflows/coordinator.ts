@@ -8,6 +8,7 @@ import {
   type WorkflowNodeSpec,
 } from '@agent-reach/shared';
 import type { RunControl } from '../runs/run-control.js';
+import type { CallbackSink } from '../runs/run-callbacks.js';
 import {
   nodeRunId,
   WORKFLOW_ID_PATTERN,
@@ -45,6 +46,8 @@ export interface WorkflowWorkerOptions {
   retentionS?: number;
   /** Longest a waiting workflow sleeps before its coordinator looks again, in ms. Default 2000. */
   pollMs?: number;
+  /** Where a workflow that ends hands its `workflow_finished` event for its callback. Default: none. */
+  callbacks?: CallbackSink;
 }
 
 /** The coordinator's options with every default filled in. */
@@ -187,6 +190,8 @@ async function finish(
   );
   // Runs still going are of no use to anyone now (an aborted, failed or cancelled workflow).
   await cancelRunsOf(ctx, rec);
+  // Handed over whether or not this call recorded the outcome: a repeat queues nothing twice.
+  await notifyFinished(ctx, rec, outcome);
   if (applied) {
     ctx.options.metrics?.workflows.inc({ workflow: rec.name, outcome: outcome.status });
     ctx.logger.info(
@@ -196,6 +201,25 @@ async function finish(
   }
 }
 
+/**
+ * Hands a workflow's `workflow_finished` event to its callback. A step that finds the workflow ended
+ * hands it again, so an event lost with a failed attempt goes out when the job is tried again.
+ */
+async function notifyFinished(ctx: CoordinatorContext, rec: WorkflowRecord, outcome: WorkflowOutcome) {
+  await ctx.options.callbacks?.notify({
+    runId: rec.workflowId,
+    event: 'workflow_finished',
+    data: {
+      workflow_id: rec.workflowId,
+      workflow: rec.name,
+      status: outcome.status,
+      reason: outcome.reason,
+      ...(rec.tenant ? { tenant: rec.tenant } : {}),
+      ...(rec.metadata ? { metadata: rec.metadata } : {}),
+    },
+  });
+}
+
 function lowConfidence(rec: WorkflowRecord): boolean {
   return [...rec.done.values()].some((d) => d.low_confidence);
 }
@@ -203,6 +227,7 @@ function lowConfidence(rec: WorkflowRecord): boolean {
 /** One coordination step; the time to look again, or undefined when the workflow has ended. */
 async function step(ctx: CoordinatorContext, workflowId: string): Promise<number | undefined> {
   const rec = await ctx.store.load(workflowId);
+  if (rec?.outcome) await notifyFinished(ctx, rec, rec.outcome);
   if (!rec || rec.outcome) return undefined;
   const now = Date.now();
   const log = ctx.logger.child({ workflowId, workflow: rec.name });

@@ -22,12 +22,15 @@ import {
   EventsHeaders,
   FINAL_WORKFLOW_STATUSES,
   ListWorkflowsQuery,
+  newWorkflowId,
   WorkflowList,
   WorkflowParams,
   WorkflowView,
   type WorkflowStatus,
 } from '@agent-reach/protocol';
 import { workflowSummaryView, workflowView } from '../workflow-view.js';
+import { callbackView } from '../callback-view.js';
+import { checkCallback } from '../run-request.js';
 
 type Params = { id: string };
 type StartRoute = { Body: CreateWorkflowBody; Headers: { 'idempotency-key'?: string } };
@@ -79,9 +82,11 @@ export function workflowRoutes(app: FastifyInstance, ctx: ApiContext, streamEven
     startWorkflow(ctx, request, reply),
   );
   app.get<ListRoute>('/v1/workflows', { schema: LIST_SCHEMA }, (request) => listWorkflows(ctx, request));
-  app.get<WorkflowRoute>('/v1/workflows/:id', { schema: GET_SCHEMA }, async (request) =>
-    workflowView(await forCaller(ctx, request.params.id, requirePrincipal(ctx.auth, request))),
-  );
+  app.get<WorkflowRoute>('/v1/workflows/:id', { schema: GET_SCHEMA }, async (request) => {
+    const view = workflowView(await forCaller(ctx, request.params.id, requirePrincipal(ctx.auth, request)));
+    const callback = await callbackView(ctx, view.workflow_id, ['workflow_finished']);
+    return callback ? { ...view, callback } : view;
+  });
   app.post<WorkflowRoute>('/v1/workflows/:id/cancel', { schema: CANCEL_SCHEMA }, (request, reply) =>
     cancelWorkflow(ctx, request, reply),
   );
@@ -174,14 +179,19 @@ async function startWorkflow(ctx: ApiContext, request: StartRequest, reply: Fast
     );
   const spec = definition.spec;
   assertWorkflowAllowed(principal, spec);
+  await checkCallback(ctx, request.body.callback, principal.name);
   // Its node runs count when they start; the workflow is refused while its tenant is at a quota.
   await admitRun(ctx, principal.tenant, undefined);
   await keyed?.claim();
+  const workflowId = keyed?.workflowId ?? newWorkflowId();
+  // Before the workflow starts: it may end before `start` returns.
+  if (request.body.callback)
+    await ctx.deps.callbacks?.deliveries.register(workflowId, request.body.callback, principal.name);
   const { workflowId: id, created } = await wf.start({
     workflow: spec.name,
     definition,
     input: request.body.input,
-    ...(keyed ? { workflowId: keyed.workflowId } : {}),
+    workflowId,
     ...(request.body.metadata ? { metadata: request.body.metadata } : {}),
     tenant: principal.tenant,
   });
