@@ -1,16 +1,19 @@
+import { DEFAULT_TENANT } from '@agent-reach/protocol';
 import type { SchedulerMetrics } from '@agent-reach/shared';
 import type { RunEvent } from '../agent-loop/events.js';
 import type { RunState } from '../agent-loop/run-state.js';
 
-/** Turns run events into scheduler metrics; labels stay bounded (agent, model, guard, error kind). */
+/** Turns run events into scheduler metrics; labels stay bounded (agent, model, tenant, guard, error kind). */
 export function recordRunMetrics(metrics: SchedulerMetrics): (event: RunEvent, state: RunState) => void {
   return (event, state) => {
     switch (event.type) {
-      case 'llm_request':
+      case 'llm_request': {
         metrics.llmDuration.observe({ model: event.model, result: 'ok' }, event.latency_ms / 1000);
-        metrics.llmTokens.inc({ model: event.model, kind: 'prompt' }, event.prompt_tokens);
-        metrics.llmTokens.inc({ model: event.model, kind: 'completion' }, event.completion_tokens);
+        const labels = { model: event.model, agent: state.agent, tenant: state.tenant ?? DEFAULT_TENANT };
+        metrics.llmTokens.inc({ ...labels, kind: 'prompt' }, event.prompt_tokens);
+        metrics.llmTokens.inc({ ...labels, kind: 'completion' }, event.completion_tokens);
         break;
+      }
       case 'llm_error':
         metrics.llmDuration.observe({ model: event.model, result: 'error' }, event.latency_ms / 1000);
         metrics.llmErrors.inc({ model: event.model });

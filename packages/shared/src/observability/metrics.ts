@@ -174,8 +174,8 @@ export function createSchedulerMetrics(registry: Registry) {
     }),
     llmTokens: new Counter({
       name: `${METRIC_PREFIX}llm_tokens_total`,
-      help: 'Tokens reported by the model, by model and kind (prompt, completion).',
-      labelNames: ['model', 'kind'] as const,
+      help: 'Tokens reported by the model, by model, kind (prompt, completion), agent and tenant.',
+      labelNames: ['model', 'kind', 'agent', 'tenant'] as const,
       registers,
     }),
     guardFirings: new Counter({
