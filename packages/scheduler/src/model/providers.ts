@@ -259,11 +259,6 @@ export class ModelProviders {
     return this.#providers.get(provider)?.state;
   }
 
-  /** Every provider of this scheduler with its breaker state (the inspector's overview lists them). */
-  breakers(): Array<{ provider: string; state: BreakerState }> {
-    return [...this.#providers.values()].map((p) => ({ provider: p.name, state: p.state }));
-  }
-
   /**
    * Which provider serves a model name: `<provider>/<model>` for a declared provider (and `default/…`),
    * else the default provider with the whole name (a model of `ALLOWED_MODELS` may hold a `/`).

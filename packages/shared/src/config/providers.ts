@@ -143,6 +143,11 @@ export function parseProviders(text: string, file: string): ProvidersFile {
         `${file}: provider "${DEFAULT_PROVIDER}" is the endpoint of OPENAI_BASE_URL; give this one another name`,
       );
     if (names.has(p.name)) problems.push(`${file}: provider "${p.name}" is declared twice`);
+    // fetch refuses a URL with credentials, and a key in the file would sit in every version's history.
+    if (/^https?:\/\/[^/]*@/.test(p.base_url))
+      problems.push(
+        `${file}: provider "${p.name}": base_url holds credentials; put the key in a variable named by api_key_env`,
+      );
     names.add(p.name);
   }
   for (const key of Object.keys(parsed.prices ?? {})) {
