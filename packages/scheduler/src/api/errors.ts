@@ -124,7 +124,9 @@ export function errorHandler(log: Logger) {
     const api = toApiError(error);
     const route = request.routeOptions.url;
     if (api.code === 'UNAVAILABLE') {
-      log.warn({ err: error, route }, 'request failed: Redis unavailable');
+      if (archiveUnavailable(error))
+        log.warn({ err: error, route }, 'request failed: the run archive (PostgreSQL) unavailable');
+      else log.warn({ err: error, route }, 'request failed: Redis unavailable');
       reply.header('retry-after', String(UNAVAILABLE_RETRY_AFTER_S));
     } else if (api.statusCode >= 500) log.error({ err: error, route }, 'request failed');
     if (api.retryAfterS !== undefined) reply.header('retry-after', String(api.retryAfterS));
