@@ -314,6 +314,17 @@ describe('model providers that cannot answer: a killed one, a refused key, a dea
       scenarios: [
         { name: 'm', turns: [{ content: 'from good', repeat: true }] },
         { name: 'so', turns: [{ content: '{"note": "structured"}', repeat: true }] },
+        // A 429 whose Retry-After is short, once; and one whose Retry-After is long, every time.
+        {
+          name: 'short429',
+          turns: [
+            { content: 'after a short wait', fault: { type: 'rate_limit', retry_after_s: 0.2, times: 1 } },
+          ],
+        },
+        {
+          name: 'long429',
+          turns: [{ content: 'never', fault: { type: 'rate_limit', retry_after_s: 30, times: 1_000_000 } }],
+        },
       ],
     });
     hung = await startLlmSim({
@@ -339,6 +350,8 @@ describe('model providers that cannot answer: a killed one, a refused key, a dea
           fallback: ['good/so'],
           output_schema: NOTE_SCHEMA,
         },
+        { name: 'short_429_agent', tools: [], model: 'limited/short429', fallback: ['good/m'] },
+        { name: 'long_429_agent', tools: [], model: 'limited/long429', fallback: ['good/m'] },
       ],
     });
     const providers = {
@@ -362,6 +375,7 @@ describe('model providers that cannot answer: a killed one, a refused key, a dea
         { name: 'hung', base_url: hung.url, timeout_ms: 300, max_retries: 4, models: ['m'] },
         { name: 'lone', base_url: deadUrl, max_retries: 2, breaker: { failures: 100 }, models: ['m'] },
         { name: 'good', base_url: good.url, max_retries: 0, models: ['m', 'so'] },
+        { name: 'limited', base_url: good.url, max_retries: 4, models: ['short429', 'long429'] },
       ],
     };
     ({ scheduler, api, metricsUrl } = await startWithProviders(t.prefix, agentsFile, providers, {
@@ -458,6 +472,22 @@ describe('model providers that cannot answer: a killed one, a refused key, a dea
     expect(run.turns[0].answered_by).toBe('good/m');
     expect(run.turns[0].fallback[0].message).toContain('timed out');
     expect(await errors('hung', 'timeout')).toBe(1);
+  });
+
+  it('waits out a short Retry-After at the same provider once, even with a fallback, and answers from there', async () => {
+    const run = await finished('short_429_agent');
+    expect(run.status).toBe('succeeded');
+    expect(run.answer).toBe('after a short wait');
+    expect(run.turns[0].answered_by).toBe('limited/short429');
+    expect(good.requests.filter((r) => r.scenario === 'short429')).toHaveLength(2);
+  });
+
+  it('moves a turn to its fallback at once when the Retry-After of a 429 is longer than a fallback may wait', async () => {
+    const run = await finished('long_429_agent');
+    expect(run.status).toBe('succeeded');
+    expect(run.turns[0].answered_by).toBe('good/m');
+    expect(run.turns[0].fallback[0].message).toContain('rate limited');
+    expect(good.requests.filter((r) => r.scenario === 'long429')).toHaveLength(1);
   });
 
   it('still retries a refused connection up to max_retries when the provider is the turn’s only model', async () => {
