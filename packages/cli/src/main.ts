@@ -2,7 +2,6 @@
 import { parseArgs } from 'node:util';
 import { createKeys, newRunId, type RunStatus } from '@agent-reach/protocol';
 import type { ApplyOutcome } from './config-apply.js';
-import type { CliContext } from './context.js';
 import { inline, inlineStrings, jsonLine, multiline } from './terminal.js';
 import { costLines } from './cost.js';
 import { USAGE, usageOf } from './usage.js';
