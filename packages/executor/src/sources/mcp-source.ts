@@ -13,6 +13,7 @@ import {
   type WithdrawnTool,
 } from '@agent-reach/shared';
 import { McpConnection, type McpConnectionLimits } from './mcp-connection.js';
+import { checkPins, type PinCandidate } from './mcp-pins.js';
 import {
   callError,
   mcpToolDefinition,
@@ -343,7 +344,7 @@ export class McpSource {
     const refuse = (name: string, message: string, digest?: string) =>
       refused.push({ name, server: spec.name, reason: 'refused', message, ...(digest ? { digest } : {}) });
     const listed = state.listed ?? [];
-    const candidates: Array<{ tool: ListedMcpTool; name: string; digest: string }> = [];
+    const candidates: PinCandidate[] = [];
     const names = new Set<string>();
     listed.forEach((tool, i) => {
       const toolName = String(tool?.name);
@@ -364,8 +365,8 @@ export class McpSource {
     });
     // A name listed twice mounts neither: which one the model would get is not for the server to decide.
     const twice = new Set(refused.filter((r) => r.message.endsWith('neither is mounted')).map((r) => r.name));
-    const accepted = await this.#checkPins(
-      state,
+    const accepted = await checkPins(
+      { ...this.#deps, spec, reported: state.reported },
       candidates.filter((c) => !twice.has(c.name)),
       refused,
     );
@@ -396,54 +397,6 @@ export class McpSource {
     state.refused = refused;
     this.#count(state);
     this.#changed();
-  }
-
-  /**
-   * Keeps the tools whose digest matches their pin: the configuration's `pinned` entry, else the fleet's
-   * first-seen digest (set now when there is none). A changed one is withdrawn and reported.
-   */
-  async #checkPins(
-    state: ServerState,
-    candidates: Array<{ tool: ListedMcpTool; name: string; digest: string }>,
-    refused: WithdrawnTool[],
-  ): Promise<Array<{ tool: ListedMcpTool; name: string; digest: string }>> {
-    const { redis, keys, logger } = this.#deps;
-    const { spec } = state.mount;
-    if (candidates.length === 0) return [];
-    const configured = (tool: string) =>
-      spec.pinned !== undefined && Object.hasOwn(spec.pinned, tool) ? spec.pinned[tool] : undefined;
-    const pipeline = redis.pipeline();
-    for (const c of candidates) {
-      const pin = configured(String(c.tool.name));
-      // A digest a configuration accepted becomes the fleet's pin, so that it outlives the entry.
-      if (pin === c.digest) pipeline.hset(keys.mcpPins, c.name, pin);
-      else if (pin === undefined) pipeline.hsetnx(keys.mcpPins, c.name, c.digest);
-    }
-    pipeline.hmget(keys.mcpPins, ...candidates.map((c) => c.name));
-    const replies = (await pipeline.exec()) ?? [];
-    const [err, fleet] = replies[replies.length - 1] ?? [];
-    if (err) throw err;
-    const accepted: Array<{ tool: ListedMcpTool; name: string; digest: string }> = [];
-    candidates.forEach((c, i) => {
-      const pin = configured(String(c.tool.name)) ?? (fleet as Array<string | null>)[i] ?? c.digest;
-      if (pin === c.digest) return void accepted.push(c);
-      refused.push({
-        name: c.name,
-        server: spec.name,
-        reason: 'digest_changed',
-        message: `server "${spec.name}": tool "${c.tool.name}" changed its description, schema or annotations since digest ${pin} was pinned; hidden until a configuration pins ${c.digest}`,
-        digest: c.digest,
-        pinned: pin,
-      });
-      if (!state.reported.has(`${c.name}:${c.digest}`)) {
-        state.reported.add(`${c.name}:${c.digest}`);
-        logger.warn(
-          { security: true, server: spec.name, tool: c.name, pinned: pin, digest: c.digest },
-          'MCP tool changed since it was pinned; hidden',
-        );
-      }
-    });
-    return accepted;
   }
 
   #call(state: ServerState, spec: McpServerSpec): McpCall {
