@@ -353,6 +353,27 @@ describe(
       expect(receiver.of(runId).map((r) => r.signedWith)).toEqual(['redis']);
     });
 
+    it('keeps no signing secret in Redis: delivery jobs and states name the key, never its secret', async () => {
+      let cursor = '0';
+      const values: string[] = [];
+      do {
+        const [next, keys] = await t.redis.scan(cursor, 'MATCH', `${t.prefix}:*`, 'COUNT', 1000);
+        cursor = next;
+        for (const key of keys) {
+          const type = await t.redis.type(key);
+          if (type === 'string') values.push((await t.redis.get(key)) ?? '');
+          if (type === 'hash') values.push(...Object.values(await t.redis.hgetall(key)));
+          if (type === 'list') values.push(...(await t.redis.lrange(key, 0, -1)));
+          if (type === 'stream')
+            values.push(...(await t.redis.xrange(key, '-', '+')).flatMap(([, fields]) => fields));
+        }
+      } while (cursor !== '0');
+      const jobs = values.filter((v) => v.includes('"webhook') || v.includes('"url":"http'));
+      expect(jobs.length).toBeGreaterThan(0);
+      for (const secret of [SECRET, REDIS_SECRET])
+        expect(values.filter((v) => v.includes(secret.slice('whsec_'.length)))).toEqual([]);
+    });
+
     it("has the client's verifyWebhook refuse a changed body, a stale timestamp, another secret and missing headers, each by its code", () => {
       const delivery = receiver.received.find((r) => r.signedWith === 'key');
       if (!delivery) throw new Error('no delivery received yet');

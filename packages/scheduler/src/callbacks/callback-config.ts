@@ -40,13 +40,13 @@ export function resolveCallbackConfig(
 ): CallbackConfig {
   const problems: string[] = [];
   const secrets = new Map<string, string>();
-  for (const entry of list(env.CALLBACK_SECRETS)) {
+  for (const [i, entry] of list(env.CALLBACK_SECRETS).entries()) {
     const at = entry.indexOf('=');
     const name = at > 0 ? entry.slice(0, at).trim() : '';
     const secret = at > 0 ? entry.slice(at + 1).trim() : '';
     if (!name || !SECRET_PATTERN.test(secret))
       problems.push(
-        `CALLBACK_SECRETS: entry ${secrets.size + 1} must be <key name or *>=whsec_<base64 of 16 or more bytes>`,
+        `CALLBACK_SECRETS: entry ${i + 1} must be <key name or *>=whsec_<base64 of 16 or more bytes>`,
       );
     else if (secrets.has(name)) problems.push(`CALLBACK_SECRETS: "${name}" is named twice`);
     else secrets.set(name, secret);
