@@ -580,6 +580,26 @@ describe('the providers file from outside: config check, a scheduler that refuse
     expect(out).toContain(`declare it under a provider's models in ${providersFile}`);
   });
 
+  it('lets a workflow node name a model the providers file declares, as a run may', async () => {
+    const agentsFile = writeAgentsFile({ agents: [{ name: 'plain_agent', tools: [] }] });
+    const dir = path.dirname(agentsFile);
+    writeFileSync(
+      path.join(dir, 'providers.yaml'),
+      JSON.stringify({ providers: [{ name: 'local', base_url: sim.url, models: ['m'] }] }),
+    );
+    writeFileSync(
+      path.join(dir, 'workflows.yaml'),
+      JSON.stringify({
+        workflows: [{ name: 'one', nodes: [{ id: 'a', agent: 'plain_agent', model: 'local/m' }] }],
+      }),
+    );
+    const checked = await runCli({ REDIS_URL, AGENTS_FILE: agentsFile, OPENAI_MODEL: 'm' }, [
+      'config',
+      'check',
+    ]);
+    expect(checked.code, checked.stdout + checked.stderr).toBe(0);
+  });
+
   it('has a scheduler that refuses such an agent say which file, agent and model, and how to declare it', async () => {
     const { agentsFile, providersFile } = undeclared();
     const child = startSchedulerChild({

@@ -12,7 +12,7 @@ import {
 } from '@agent-reach/shared';
 import { checkOpenApiSources } from './config-openapi.js';
 import { checkMcpServers } from './config-probe.js';
-import { checkProviders, missingOptionalFiles } from './config-providers.js';
+import { checkProviders, missingOptionalFiles, namedModels } from './config-providers.js';
 
 /** How far `config check` goes. */
 export interface ConfigCheckOptions {
@@ -64,7 +64,7 @@ export async function configCheck(
     const { agents, workflows } = parseConfigDocument(document, config.agentsFile, {
       knownTools: problems.length ? undefined : registry.names(),
       workflows: { file: workflowsFile },
-      allowedModels: config.api.allowedModels,
+      allowedModels: namedModels(config),
     });
     parsed = agents;
     printAgents(agents, registry, print);

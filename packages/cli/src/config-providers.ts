@@ -68,3 +68,15 @@ export function missingOptionalFiles(config: AgentReachConfig): string[] {
       : []),
   ];
 }
+
+/**
+ * The models a workflow node may name: `ALLOWED_MODELS` and the providers file's (a providers file that
+ * cannot be read adds none here: `checkProviders` reports it).
+ */
+export function namedModels(config: AgentReachConfig): string[] {
+  try {
+    return [...config.api.allowedModels, ...declaredModels(loadProviders(config))];
+  } catch {
+    return [...config.api.allowedModels];
+  }
+}
