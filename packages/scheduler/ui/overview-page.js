@@ -92,7 +92,11 @@ function StateList({ label, rows }) {
   </ul>`;
 }
 
-/** What an MCP server row says beside its badge: executors, tools, restarts and its error while down. */
+/**
+ * What an MCP server row says beside its badge: executors, tools, restarts, since when it is down, tools
+ * refused for a changed digest, its error, and a configuration change it refused (fields an executor
+ * does not report are left out).
+ */
 function serverExtra(s) {
   const parts = [
     `up on ${s.up} of ${s.executors} executor${s.executors === 1 ? '' : 's'}`,
@@ -101,7 +105,11 @@ function serverExtra(s) {
   if (typeof s.restarts === 'number') parts.push(`${s.restarts} restarts`);
   if (typeof s.since === 'number' && !s.up)
     parts.push(`down since ${new Date(s.since).toLocaleTimeString()}`);
+  if (typeof s.digestsRefused === 'number' && s.digestsRefused > 0)
+    parts.push(`${s.digestsRefused} tools refused for a changed digest`);
   if (s.error) parts.push(String(s.error));
+  if (s.changeRefused && typeof s.changeRefused === 'object')
+    parts.push(`change of version ${s.changeRefused.version} refused: ${s.changeRefused.error}`);
   return parts.join(' · ');
 }
 
@@ -113,9 +121,12 @@ function Breakers({ data }) {
   const providers = data.provider_breakers ?? [];
   const servers = data.mcp_servers ?? [];
   const tripped = [...data.breakers, ...providers].filter((b) => b.state !== 'closed').length;
+  // Over the executors that mount it: up on all, on some, or on none (then "starting" when the newest
+  // report says it is being started, else down).
   const serverState = (s) =>
-    typeof s.state === 'string' ? s.state : s.up === s.executors ? 'up' : s.up > 0 ? 'partly up' : 'down';
-  const serverClass = (s) => (s.up === s.executors ? 'closed' : s.up > 0 ? 'half_open' : 'open');
+    s.up === s.executors ? 'up' : s.up > 0 ? 'partly up' : s.state === 'starting' ? 'starting' : 'down';
+  const serverClass = (s) =>
+    s.up === s.executors ? 'closed' : s.up > 0 || s.state === 'starting' ? 'half_open' : 'open';
   return html`<figure class="chart" data-chart="breakers">
     <figcaption>Breakers and MCP servers</figcaption>
     ${tripped === 0 ? html`<p class="muted">Every breaker is closed: no tool and no model provider has failed enough to trip one.</p>` : null}
