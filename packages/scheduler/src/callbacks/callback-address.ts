@@ -33,6 +33,14 @@ export class CallbackRefused extends Error {
   }
 }
 
+/** A host that did not resolve: refused at the door, tried again at send time (DNS may be away a while). */
+export class HostUnresolved extends CallbackRefused {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HostUnresolved';
+  }
+}
+
 /** Whether `address` (IPv4 or IPv6, an IPv4-mapped IPv6 read as its IPv4) is one a callback may not reach. */
 export function isForbiddenAddress(address: string): boolean {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
@@ -70,7 +78,7 @@ export async function resolveHost(host: string): Promise<string[]> {
       err ? reject(err) : resolve(addresses),
     ),
   ).catch((err: NodeJS.ErrnoException) => {
-    throw new CallbackRefused(`callback.url host "${host}" does not resolve (${err.code ?? err.message})`);
+    throw new HostUnresolved(`callback.url host "${host}" does not resolve (${err.code ?? err.message})`);
   });
   return found.map((a) => a.address);
 }

@@ -3,7 +3,7 @@ import { Counter, type Registry } from 'prom-client';
 import { Queue, UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { CallbackEventName, Keys, RunCallback, RunJobData } from '@agent-reach/protocol';
 import type { Logger, RedisClient } from '@agent-reach/shared';
-import { CallbackRefused } from './callback-address.js';
+import { CallbackRefused, HostUnresolved } from './callback-address.js';
 import { secretFor, type CallbackConfig } from './callback-config.js';
 import { sendDelivery, type AttemptResult } from './callback-sender.js';
 import { CALLBACK_QUEUE } from './constants.js';
@@ -177,23 +177,65 @@ export class CallbackDeliveries {
   startSending(): void {
     if (this.#worker) return;
     const { connection, keys, config } = this.deps;
+    // BullMQ makes its own blocking duplicate of the connection.
     this.#worker = new Worker<DeliveryJob>(CALLBACK_QUEUE, (job) => this.#attempt(job), {
-      connection: connection.duplicate(),
+      connection,
       prefix: keys.queuePrefix(CALLBACK_QUEUE),
       concurrency: config.concurrency,
     });
     this.#worker.on('error', (err) => this.deps.logger.warn({ err }, 'callback worker error'));
+    this.#worker.on('failed', (job, err) => void this.#onFailed(job, err));
   }
 
   async close(): Promise<void> {
     await this.#worker?.close();
-    await this.#worker?.disconnect().catch(() => undefined);
     await this.queue.close();
     await this.#runs.close();
   }
 
   #stateKey(runId: string): string {
     return `${this.deps.keys.prefix}:callbacks:${runId}`;
+  }
+
+  /** Writes a delivery's state after an attempt and counts the attempt by its outcome. */
+  async #record(
+    d: DeliveryJob,
+    state: DeliveryState['state'],
+    attempts: number,
+    result: AttemptResult,
+  ): Promise<void> {
+    await this.deps.connection.hset(
+      this.#stateKey(d.run_id),
+      d.id,
+      JSON.stringify({
+        id: d.id,
+        event: d.type,
+        state,
+        attempts,
+        ...(result.status === undefined ? {} : { last_status: result.status }),
+        ...(result.error ? { last_error: result.error } : {}),
+        updated_at: Date.now(),
+      } satisfies DeliveryState),
+    );
+    this.#metrics?.deliveries.inc({ event: d.type, outcome: state === 'pending' ? 'retried' : state });
+  }
+
+  /**
+   * A job BullMQ failed for good without an attempt saying so (stalled too often: its scheduler died
+   * mid-attempt, again and again): dead-lettered, so its state does not stay pending.
+   */
+  async #onFailed(job: Job<DeliveryJob> | undefined, err: Error): Promise<void> {
+    if (!job || err.name === 'UnrecoverableError') return;
+    if (job.attemptsMade < (job.opts.attempts ?? 1) && !/stalled/i.test(err.message)) return;
+    const current = await this.deps.connection.hget(this.#stateKey(job.data.run_id), job.data.id);
+    if (current && (JSON.parse(current) as DeliveryState).state !== 'pending') return;
+    await this.#record(job.data, 'dead_lettered', job.attemptsMade, {
+      status: undefined,
+      ok: false,
+      error: err.message,
+    }).catch((e: unknown) =>
+      this.deps.logger.warn({ err: e }, 'recording a failed callback delivery failed'),
+    );
   }
 
   /** One attempt of a delivery: its state recorded, a retry left to BullMQ, the last one dead-lettered. */
@@ -215,28 +257,14 @@ export class CallbackDeliveries {
           timeoutMs: config.timeoutMs,
         });
       } catch (err) {
-        // A URL refused now (its host resolves to a private address) is refused for good.
         if (!(err instanceof CallbackRefused)) throw err;
         result = { status: undefined, ok: false, error: err.message };
-        final = true;
+        // A URL refused now (its host resolves to a private address) is refused for good; a host that
+        // does not resolve is tried again.
+        if (!(err instanceof HostUnresolved)) final = true;
       }
     }
-    const state: DeliveryState['state'] = result.ok ? 'delivered' : final ? 'dead_lettered' : 'pending';
-    await this.deps.connection.hset(
-      this.#stateKey(d.run_id),
-      d.id,
-      JSON.stringify({
-        id: d.id,
-        event: d.type,
-        state,
-        attempts,
-        ...(result.status === undefined ? {} : { last_status: result.status }),
-        ...(result.error ? { last_error: result.error } : {}),
-        updated_at: Date.now(),
-      } satisfies DeliveryState),
-    );
-    const outcome = result.ok ? 'delivered' : final ? 'dead_lettered' : 'retried';
-    this.#metrics?.deliveries.inc({ event: d.type, outcome });
+    await this.#record(d, result.ok ? 'delivered' : final ? 'dead_lettered' : 'pending', attempts, result);
     if (result.ok) return;
     const fields = { status: result.status, error: result.error };
     if (final) {

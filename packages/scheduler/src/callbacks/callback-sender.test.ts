@@ -2,7 +2,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '@agent-reach/client';
-import { CallbackRefused, isForbiddenAddress } from './callback-address.js';
+import { CallbackRefused, HostUnresolved, isForbiddenAddress } from './callback-address.js';
 import { resolveCallbackConfig } from './callback-config.js';
 import { sendDelivery } from './callback-sender.js';
 import { CALLBACK_MAX_RESPONSE_BYTES } from './constants.js';
@@ -102,6 +102,16 @@ describe('sendDelivery', () => {
 });
 
 describe('callback addresses and settings', () => {
+  it('refuses a host that does not resolve as one to try again, not as a forbidden address', async () => {
+    const err = await sendDelivery(
+      { id: 'msg_1', url: 'http://no-such-host.invalid/hook', body: '{}' },
+      SECRET,
+      { allowedHosts: new Set(), timeoutMs: 5000 },
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HostUnresolved);
+    expect((err as Error).message).toMatch(/^callback\.url host "no-such-host\.invalid" does not resolve/);
+  });
+
   it('treats loopback, private, link-local, mapped and unspecified addresses as forbidden, public ones not', () => {
     for (const a of [
       '127.0.0.1',
