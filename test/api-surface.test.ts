@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_INPUT_CHARS } from '@agent-reach/protocol';
 import {
   FULL_KEY,
   LIMITED_KEY,
@@ -54,6 +55,7 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
       ['cancelling an ended run', 'POST', `${done}/cancel`, {}, 409, 'INVALID_STATE'],
       ['an input that is a number', 'POST', '/v1/runs', run(123), 400, 'VALIDATION_FAILED'],
       ['an input of blanks', 'POST', '/v1/runs', run('   '), 400, 'VALIDATION_FAILED'],
+      ['an input over the character cap', 'POST', '/v1/runs', run('x'.repeat(MAX_INPUT_CHARS + 1)), 400, 'INPUT_TOO_LONG'],
       ['a missing input', 'POST', '/v1/runs', { body: { agent: 'test_agent' } }, 400, 'VALIDATION_FAILED'],
       ['an unknown body field', 'POST', '/v1/runs', run('x', { extra: 1 }), 400, 'VALIDATION_FAILED'],
       ['metadata with a number value', 'POST', '/v1/runs', run('x', { metadata: { a: 1 } }), 400, 'VALIDATION_FAILED'],

@@ -59,6 +59,10 @@ export function toApiError(error: FastifyError | ApiError | Error): ApiError {
     }));
     const first = details[0];
     const message = first ? `${first.in}${first.path === '/' ? '' : first.path} ${first.message}` : e.message;
+    // A run's input over its character cap has a code of its own (the token cap answers the same one).
+    const tooLong = e.validation.find((v) => v.keyword === 'maxLength' && v.instancePath === '/input');
+    if (e.validationContext === 'body' && tooLong)
+      return new ApiError('INPUT_TOO_LONG', `body/input ${describeFailure(tooLong)}`, details);
     return new ApiError('VALIDATION_FAILED', message, details);
   }
   switch (e.code) {
