@@ -594,6 +594,7 @@ describe.skipIf(!HAVE_PROMETHEUS)(
       'agent_reach_tool_call_duration_seconds_count',
       'agent_reach_openapi_responses_total',
       'agent_reach_llm_request_duration_seconds_count',
+      'agent_reach_llm_provider_request_duration_seconds_count',
       'agent_reach_llm_provider_errors_total',
       'agent_reach_llm_provider_key_refused_total',
       'agent_reach_llm_turns_unanswered_total',

@@ -1,5 +1,8 @@
-import { Counter, Gauge, type Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { METRIC_PREFIX } from '@agent-reach/shared';
+
+/** Buckets of model requests: from a cached answer's tens of milliseconds to a long generation's minutes. */
+const REQUEST_BUCKETS_S = [0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300];
 
 /** Metrics of model providers: breakers, waiting requests, which model answered, fallbacks and cost. */
 export function createProviderMetrics(registry: Registry) {
@@ -33,6 +36,13 @@ export function createProviderMetrics(registry: Registry) {
       name: `${METRIC_PREFIX}llm_provider_key_refused_total`,
       help: 'Model requests a provider answered 401 or 403: its API key is refused (a configuration problem).',
       labelNames: ['provider'] as const,
+      registers,
+    }),
+    requestDuration: new Histogram({
+      name: `${METRIC_PREFIX}llm_provider_request_duration_seconds`,
+      help: "Requests to a model provider, each attempt (its concurrency or rate limit's wait included), by provider and result (ok, error).",
+      labelNames: ['provider', 'result'] as const,
+      buckets: REQUEST_BUCKETS_S,
       registers,
     }),
     answered: new Counter({

@@ -141,11 +141,20 @@ export class Provider {
    */
   async ask(model: string, request: ModelRequest, hasFallback: boolean, signal?: AbortSignal) {
     const client = this.client(model);
+    const took = (started: number, result: 'ok' | 'error') =>
+      this.#options.metrics?.requestDuration.observe(
+        { provider: this.name, result },
+        (performance.now() - started) / 1000,
+      );
     for (let attempt = 1; ; attempt += 1) {
+      const started = performance.now();
       try {
-        return await this.call(() => request(client, 0), signal);
+        const answer = await this.call(() => request(client, 0), signal);
+        took(started, 'ok');
+        return answer;
       } catch (err) {
         if (signal?.aborted || isBreakerOpen(err)) throw err;
+        took(started, 'error');
         const kind = classifyFailure(err);
         if (kind === undefined) throw err;
         this.report(kind, model, err, attempt);
