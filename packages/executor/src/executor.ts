@@ -99,12 +99,12 @@ interface ServingDeps {
 }
 
 /**
- * Starts a complete executor from a config: Redis, the registry (demo tools plus `extraTools`, those of
- * the groups it serves), the agents file, the tool workers for the configured groups and `/metrics`.
- * Started while Redis is away, it waits for Redis (its `/readyz` answering 503) and starts serving when
- * it answers. With groups named, it loads nothing of another group: that group's tools are left out and
- * its MCP servers and OpenAPI sources are not started; the agents' tool names are checked against the
- * whole fleet's catalog by the schedulers and `config check`, not against one executor's registry.
+ * Starts a complete executor from a config: Redis, the registry (demo tools plus `extraTools`), the
+ * agents file, the tool workers for the configured groups and `/metrics`. Started while Redis is away, it
+ * waits for Redis (its `/readyz` answering 503) and starts serving when it answers. With groups named, it
+ * needs nothing of another group: that group's MCP servers and OpenAPI sources are not started or read,
+ * and the agents' tool names are checked against the whole fleet's catalog by the schedulers and
+ * `config check`, not against one executor's registry.
  */
 export async function startExecutor(
   config: AgentReachConfig,
@@ -147,13 +147,12 @@ async function startServing(
 ): Promise<ExecutorProcess> {
   const keys = createKeys(config.keyPrefix);
   const served = servedGroups(config.executor.groups);
-  const tools = served.tools([
+  // Tools of groups not served stay registered: announced, a call of theirs that no executor serves is
+  // answered unavailable rather than unknown.
+  const registry = new ToolRegistry().register(
     ...createDemoTools({ redis, keys, outputsDir: config.outputsDir }),
     ...options.extraTools({ redis, keys }),
-  ]);
-  if (tools.left.length > 0)
-    logger.info({ groups: served.named, tools: tools.left }, 'tools of groups not served left out');
-  const registry = new ToolRegistry().register(...tools.kept);
+  );
   // Other executors may serve the tools an agent names: the fleet's catalog is checked by the schedulers.
   const live = await LiveConfig.start({ redis, keys, file: config.agentsFile, logger });
   // Relative OpenAPI document paths start beside the agents file, for a published version too.

@@ -12,8 +12,8 @@ Usage: executor [--groups a,b] [--tools ./my-tools.ts,...] [--concurrency N]
                  it loads (the built-in tools are in "default"; a module's tools in theirs) and of the MCP
                  servers and OpenAPI sources the configuration declares, growing as a new configuration
                  declares more.
-                 Named groups are all it serves and loads: tools of other groups are left out, their
-                 MCP servers and OpenAPI documents are not started or read.
+                 Named groups are all it serves: the MCP servers and OpenAPI documents of other groups
+                 are not started or read (its modules' tools of other groups are announced, not served).
   --tools        extra tool modules; each default-exports ToolDefinition[] or (deps) => ToolDefinition[]
                  (env TOOL_MODULES). Only this executor's modules: another group's need not be present.
   --concurrency  calls run at once per group (env EXECUTOR_CONCURRENCY, default 50)
