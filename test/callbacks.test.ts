@@ -302,6 +302,22 @@ describe(
       });
     });
 
+    it("sends run.finished for a session's message that asked for a callback", async () => {
+      const session = await post('/v1/sessions', { agent: 'test_agent' });
+      expect(session.status).toBe(201);
+      const created = await post(`/v1/sessions/${String(session.json.session_id)}/messages`, {
+        agent: 'test_agent',
+        input: 'hi again',
+        model: 'echo',
+        callback: { url: receiver.url },
+      });
+      expect(created.status).toBe(201);
+      const runId = String(created.json.run_id);
+      const delivered = await deliveryOf(runId, 'run.finished', 'delivered');
+      expect(receiver.of(runId).map((r) => [r.id, r.signedWith])).toEqual([[delivered.id, 'key']]);
+      expect(JSON.parse(receiver.of(runId)[0]!.raw.body).data.session_id).toBe(session.json.session_id);
+    });
+
     it('dead-letters a delivery after its last attempt and shows it on the run', async () => {
       const gone = new Receiver();
       await gone.up();
