@@ -420,10 +420,11 @@ describe.skipIf(!HAVE_CHROMIUM)(
       ]);
       const spans = page.locator('.waterfall .wf-row:not(.wf-axis)');
       expect(await spans.locator('.wf-name').allInnerTexts()).toEqual([
-        'Model turn 1',
+        // Each turn named with the model that answered it.
+        'Model turn 1 · default/inspect',
         'no_such_tool',
         'query_weather',
-        'Model turn 2',
+        'Model turn 2 · default/inspect',
       ]);
       expect(
         await page.locator(`.wf-row[data-call="${unknown.tool_call_id}"]`).getAttribute('data-span'),
@@ -612,7 +613,11 @@ describe.skipIf(!HAVE_CHROMIUM)(
         if (row.span !== 'mark') return;
         const before = layout[i - 1]!;
         const after = layout[i + 1]!;
-        expect([before.name, after.name.replace(/\d+$/, 'N')]).toEqual(['big_result', 'Model turn N']);
+        // A turn's name ends with the model that answered it ("Model turn 4 · default/compacting").
+        expect([before.name, after.name.replace(/^Model turn \d+ · .+$/, 'Model turn N')]).toEqual([
+          'big_result',
+          'Model turn N',
+        ]);
         // A bar is drawn at least 0.4 % of the track wide: a call shorter than that ends somewhere inside
         // its bar, so a mark right after it may stand inside the bar too, though not before it starts.
         const minimal = before.right - before.left <= 0.004 * before.track + 0.5;
