@@ -44,6 +44,22 @@ describe('sendDelivery', () => {
     expect(seen).toEqual({ type: 'run.finished', data: {} });
   });
 
+  it('connects to a host named in the allow-list by its name, through the guarded lookup', async () => {
+    const url = await serve((req, res) => {
+      req.resume();
+      res.writeHead(204).end();
+    });
+    const byName = url.replace('127.0.0.1', 'localhost');
+    const result = await sendDelivery(delivery(byName), SECRET, {
+      allowedHosts: new Set(['localhost']),
+      timeoutMs: 5000,
+    });
+    expect(result).toEqual({ status: 204, ok: true });
+    await expect(
+      sendDelivery(delivery(byName), SECRET, { allowedHosts: LOCAL, timeoutMs: 5000 }),
+    ).rejects.toThrow(/host "localhost" resolves to .*a loopback, private or link-local address/);
+  });
+
   it('does not follow a redirect: the attempt fails saying so, and the other address is never asked', async () => {
     let asked = 0;
     const other = await serve((_req, res) => {
