@@ -183,7 +183,16 @@ async function startServing(
   // Groups of the MCP servers configured are served too when no groups are named.
   worker.serveNewGroups(served.mcpServers(live.current().agents.document).map((m) => m.group));
   const mcp = new McpSource(
-    { registry, groups: worker.groups, env: options.env, redis, keys, logger, metrics },
+    {
+      registry,
+      groups: worker.groups,
+      env: options.env,
+      redis,
+      keys,
+      logger,
+      metrics,
+      agents: () => live.current().agents,
+    },
     options.mcp,
   );
   late.mcp = mcp;

@@ -1,6 +1,9 @@
 import type { Keys } from '@agent-reach/protocol';
 import {
+  closestName,
   constants,
+  MCP_NAME_SEPARATOR,
+  type AgentsFile,
   type Logger,
   type McpServerSpec,
   type McpServerState,
@@ -64,6 +67,8 @@ export interface McpSourceDeps {
   keys: Keys;
   logger: Logger;
   metrics: Metrics;
+  /** The agents in force: a name an agent uses that its server, once up, does not offer is logged. */
+  agents?: () => AgentsFile;
 }
 
 interface ServerState {
@@ -101,6 +106,8 @@ export class McpSource {
   readonly #limits: McpConnectionLimits;
   readonly #servers = new Map<string, ServerState>();
   readonly #listeners = new Set<() => void>();
+  /** Agent tool names already logged as not offered (`agent:tool`), so that each is said once. */
+  readonly #namesReported = new Set<string>();
 
   constructor(deps: McpSourceDeps, options: McpSourceOptions = {}) {
     this.#deps = deps;
@@ -157,6 +164,32 @@ export class McpSource {
     }
     await Promise.all(remounts);
     this.#changed();
+    for (const state of this.#servers.values()) this.#checkAgentNames(state);
+  }
+
+  /**
+   * Logs (`warn`, once each) an agent naming a tool of a server that is up and does not offer it: a typo
+   * in the agents file, or a tool the server no longer lists, `allow`/`deny` leave out or a pin hides. The
+   * agent does not have that tool; the closest tool the server offers is named.
+   */
+  #checkAgentNames(state: ServerState): void {
+    const agents = this.#deps.agents?.();
+    if (!agents || !state.connection.up || state.listed === undefined) return;
+    const server = state.mount.spec.name;
+    const prefix = `${server}${MCP_NAME_SEPARATOR}`;
+    const hidden = new Map(state.refused.map((r) => [r.name, r.message]));
+    for (const agent of agents.agents.values())
+      for (const tool of agent.tools) {
+        if (!tool.startsWith(prefix) || state.mounted.has(tool)) continue;
+        const key = `${agent.name}:${tool}`;
+        if (this.#namesReported.has(key)) continue;
+        this.#namesReported.add(key);
+        const guess = hidden.has(tool) ? undefined : closestName(tool, state.mounted);
+        this.#deps.logger.warn(
+          { agent: agent.name, tool, server, ...(guess ? { didYouMean: guess } : {}), why: hidden.get(tool) },
+          'an agent names a tool its MCP server does not offer; the agent does not have it',
+        );
+      }
   }
 
   /** Starts `next` beside a server that is up; it takes over once it lists its tools (see `#create`). */
@@ -397,6 +430,7 @@ export class McpSource {
     state.refused = refused;
     this.#count(state);
     this.#changed();
+    this.#checkAgentNames(state);
   }
 
   #call(state: ServerState, spec: McpServerSpec): McpCall {
