@@ -763,6 +763,7 @@ describe('the providers file applied live and versioned, as the agents file is',
   let second: LlmSim;
   let scheduler: Child;
   let api: string;
+  let metricsUrl: string;
   let agentsFile: string;
   const cli = (args: string[]) =>
     runCli({ REDIS_URL, AR_KEY_PREFIX: t.prefix, AGENTS_FILE: agentsFile, OPENAI_MODEL: 'm' }, args);
@@ -775,7 +776,7 @@ describe('the providers file applied live and versioned, as the agents file is',
       scenarios: [{ name: 'm', turns: [{ content: 'from second', repeat: true }] }],
     });
     agentsFile = writeAgentsFile({ agents: [{ name: 'moving_agent', tools: [], model: 'first/m' }] });
-    ({ scheduler, api } = await startWithProviders(
+    ({ scheduler, api, metricsUrl } = await startWithProviders(
       t.prefix,
       agentsFile,
       { providers: [{ name: 'first', base_url: first.url, models: ['m'] }] },
@@ -811,6 +812,32 @@ describe('the providers file applied live and versioned, as the agents file is',
     expect(applied.stderr).toContain(
       `${agentsFile}: agent "moving_agent": model "first/m" is not declared; declared: m, second/m; declare it under a provider's models in ${providers}`,
     );
+    expect((await answer()).turns[0].answered_by).toBe('first/m');
+  });
+
+  it("has a scheduler refuse a version whose provider's key variable it lacks, keeping the version in force", async () => {
+    const dir = path.dirname(agentsFile);
+    const providers = path.join(dir, 'providers-keyed.yaml');
+    writeFileSync(
+      providers,
+      JSON.stringify({
+        providers: [
+          { name: 'first', base_url: first.url, models: ['m'] },
+          { name: 'keyed', base_url: second.url, api_key_env: 'KEY_THE_SCHEDULER_LACKS', models: ['m'] },
+        ],
+      }),
+    );
+    const applied = await cli(['config', 'apply', agentsFile, '--providers', providers]);
+    expect(applied.code, applied.stderr).toBe(0);
+    const version = Number(/published configuration version (\d+)/.exec(applied.stdout)?.[1]);
+    await waitFor(
+      () => scheduler.output().includes('published configuration refused'),
+      15_000,
+      'the scheduler to refuse the version',
+    );
+    expect(scheduler.output()).toContain('its API key variable KEY_THE_SCHEDULER_LACKS is not set');
+    const text = await (await fetch(metricsUrl)).text();
+    expect(/^agent_reach_config_version (\d+)$/m.exec(text)?.[1]).not.toBe(String(version));
     expect((await answer()).turns[0].answered_by).toBe('first/m');
   });
 
