@@ -118,6 +118,8 @@ describe(
     let sim: LlmSim;
     let executor: ExecutorProcess;
     let scheduler: SchedulerProcess;
+    /** Starts another scheduler of the same fleet (serving the API and sending callbacks). */
+    let startAnother: () => Promise<SchedulerProcess>;
     let base: string;
     let dir: string;
     const receiver = new Receiver();
@@ -186,6 +188,7 @@ describe(
       const logger = createLogger('test', { level: 'silent' });
       executor = await startExecutor(config, { extraTools: testTools, logger });
       scheduler = await startScheduler(config, { logger, env });
+      startAnother = () => startScheduler(config, { logger, env });
       base = String(scheduler.apiUrl);
       await receiver.up();
     }, 120_000);
@@ -415,6 +418,27 @@ describe(
         'WEBHOOK_HEADERS_MISSING',
       );
       expect(code(() => verifyWebhook('whsec_short', h, body, { nowS }))).toBe('WEBHOOK_SECRET_INVALID');
+    });
+
+    // Last: it replaces the scheduler the other tests use.
+    it('loses no delivery when the scheduler that queued it stops: another scheduler of the fleet sends it once the receiver is back', async () => {
+      await receiver.down();
+      const created = await post('/v1/runs', {
+        agent: 'test_agent',
+        input: 'hi',
+        model: 'echo',
+        callback: { url: receiver.url },
+      });
+      const runId = String(created.json.run_id);
+      const pending = await deliveryOf(runId, 'run.finished', 'pending');
+      const other = await startAnother();
+      await scheduler.close();
+      scheduler = other;
+      base = String(other.apiUrl);
+      await receiver.up();
+      const delivered = await deliveryOf(runId, 'run.finished', 'delivered');
+      expect(delivered.id).toBe(pending.id);
+      expect(receiver.of(runId).map((r) => [r.id, r.signedWith])).toEqual([[pending.id, 'key']]);
     });
   },
 );
