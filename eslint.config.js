@@ -5,7 +5,14 @@ import tseslint from 'typescript-eslint';
  * The scheduler's rooms, top to bottom: a room imports only the rooms below it, never one beside it or
  * above it, nor the files at the top of src/ that assemble them.
  */
-const SCHEDULER_LAYERS = [['api'], ['workflows'], ['runs'], ['agent-loop'], ['fleet', 'model', 'callbacks']];
+const SCHEDULER_LAYERS = [
+  ['api'],
+  ['triggers'],
+  ['workflows'],
+  ['runs'],
+  ['agent-loop'],
+  ['fleet', 'model', 'callbacks'],
+];
 const SCHEDULER_TOP = ['scheduler', 'index', 'internal', 'main'];
 
 /**

@@ -226,6 +226,7 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
         '/v1/agents',
         '/v1/archive/dead-letters',
         '/v1/chat/completions',
+        '/v1/events/{name}',
         '/v1/models',
         '/v1/models/{id}',
         '/v1/responses',
@@ -234,6 +235,11 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
         '/v1/runs/{id}/approvals',
         '/v1/runs/{id}/cancel',
         '/v1/runs/{id}/events',
+        '/v1/schedules',
+        '/v1/schedules/{id}',
+        '/v1/schedules/{id}/pause',
+        '/v1/schedules/{id}/resume',
+        '/v1/schedules/{id}/trigger',
         '/v1/sessions',
         '/v1/sessions/{id}',
         '/v1/sessions/{id}/messages',
@@ -254,6 +260,8 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
     expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['200', '201', '4XX', '5XX']));
     expect(create.parameters.map((p: { name: string }) => p.name)).toContain('idempotency-key');
     expect(doc.json.paths['/healthz'].get.security).toEqual([]);
+    // Signed by its sender, not by a key.
+    expect(doc.json.paths['/v1/events/{name}'].post.security).toEqual([]);
     expect(doc.json.components.securitySchemes.bearer).toEqual({ type: 'http', scheme: 'bearer' });
     const page = await h.call('GET', '/docs', { key: null });
     expect(page.status).toBe(200);

@@ -19,6 +19,9 @@ export const API_ERRORS = {
   MODEL_NOT_ALLOWED: { status: 400, message: 'the model is not allowed' },
   INPUT_TOO_LONG: { status: 400, message: 'the input is longer than the server accepts' },
   UNAVAILABLE: { status: 503, message: 'Redis unavailable; retry later' },
+  SIGNATURE_INVALID: { status: 401, message: "the event's signature is missing or does not match" },
+  EVENT_STALE: { status: 400, message: "the event's signed timestamp is too far from now" },
+  UNKNOWN_EVENT: { status: 404, message: 'no such event is declared' },
   INTERNAL: { status: 500, message: 'internal error' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

@@ -38,6 +38,7 @@ import { createWorkflowWorker, type WorkflowWorker } from './workflows/coordinat
 import { WorkflowControl } from './workflows/workflow-control.js';
 import { resolveCallbackConfig, type CallbackConfig } from './callbacks/callback-config.js';
 import { CallbackDeliveries } from './callbacks/callback-deliveries.js';
+import { loadInboundEvents, type InboundEventsConfig } from './triggers/inbound-events.js';
 
 export interface SchedulerProcess {
   readonly runner: AgentRunner;
@@ -266,6 +267,8 @@ function startServingApi(ctx: ServingContext, runner: AgentRunner): ReturnType<t
     logger: ctx.logger,
     allowedModels: ctx.providers.allowed,
     callbackConfig: ctx.callbackConfig,
+    // An optional file: one that does not exist declares no events.
+    events: loadInboundEvents(ctx.options.env?.EVENTS_FILE, ctx.options.env ?? {}),
   });
 }
 
@@ -486,6 +489,7 @@ async function startApi(
     /** Models callers may name: the default provider's and the declared ones (kept current by them). */
     allowedModels: ReadonlySet<string>;
     callbackConfig: CallbackConfig;
+    events: InboundEventsConfig;
   },
 ): Promise<{ server: ApiServer; close(): Promise<void> }> {
   const redis: RedisClient = connectRedis(config.redisUrl, 'producer', {
@@ -529,6 +533,8 @@ async function startApi(
       metricsRegistry: deps.metricsRegistry,
       logger: deps.logger,
       callbacks: { config: deps.callbackConfig, deliveries: callbacks },
+      // Every scheduler with an API fires schedules: BullMQ hands each firing to one of them.
+      triggers: { fireSchedules: true, events: deps.events },
     },
     apiOptionsOf(config, deps.allowedModels),
   );

@@ -8,6 +8,7 @@ import type { WorkflowControl } from '../workflows/workflow-control.js';
 import type { CallbackConfig } from '../callbacks/callback-config.js';
 import type { CallbackDeliveries } from '../callbacks/callback-deliveries.js';
 import type { ApiKeyConfig, ApiKeyTable } from './auth.js';
+import type { InboundEventsConfig } from '../triggers/inbound-events.js';
 import { constants } from '@agent-reach/shared';
 import {
   DEFAULT_API_BODY_LIMIT_BYTES,
@@ -41,6 +42,8 @@ export interface ApiServerDeps {
     config: CallbackConfig;
     deliveries: Pick<CallbackDeliveries, 'deliveries' | 'callbackOf' | 'register'>;
   };
+  /** Schedules and inbound events: whether this process fires schedules (default not), the events file. */
+  triggers?: { fireSchedules?: boolean; events?: InboundEventsConfig };
 }
 
 /** Options of the API server; all optional but `apiKeys`. */

@@ -26,6 +26,9 @@ import { mcpRoutes } from './mcp/mcp-routes.js';
 import { openAiRoutes } from './openai/openai-routes.js';
 import { runRoutes } from './routes/runs.js';
 import { sessionRoutes } from './routes/sessions.js';
+import { scheduleRoutes, startScheduleFirings } from './routes/schedules.js';
+import { inboundEventRoutes } from './routes/inbound-events.js';
+import { NO_EVENTS } from '../triggers/inbound-events.js';
 import { createValidatorCompiler } from './validation.js';
 import { DEFAULT_API_HOST, DEFAULT_API_PORT, UI_CSRF_HEADER, UI_PATH } from './constants.js';
 import { uiRoutes } from './ui/ui-routes.js';
@@ -36,6 +39,8 @@ function policyFor(url: string, o: ResolvedApiOptions): RoutePolicy {
   if (url === '/healthz' || url === '/readyz') return o.openHealth ? 'public' : 'key';
   // Metrics name every tenant and key: an operator's door, unless the operator opened it.
   if (url === '/metrics') return o.openMetrics ? 'public' : 'operator';
+  // Signed by their sender: the route checks the signature instead of a key.
+  if (url === '/v1/events/:name') return 'public';
   if (url === '/openapi.json' || url === '/docs' || url.startsWith('/docs/')) return 'public';
   if (url === BOARD_PATH || url.startsWith(`${BOARD_PATH}/`)) return 'admin';
   // The inspector's page, bundle, login and logout hold no data; its reads need a key or a session.
@@ -65,6 +70,9 @@ export async function createApiServer(
   workflowRoutes(app, ctx, streamEvents);
   sessionRoutes(app, ctx);
   agentRoutes(app, ctx);
+  const schedules = scheduleRoutes(app, ctx);
+  if (deps.triggers?.fireSchedules) startScheduleFirings(app, ctx, schedules);
+  await inboundEventRoutes(app, ctx, deps.triggers?.events ?? NO_EVENTS);
   mcpRoutes(app, ctx);
   await openAiRoutes(app, ctx);
   if (ctx.options.board) await registerBoard(app, ctx);
@@ -188,6 +196,8 @@ const OPENAPI_TAGS = [
   },
   { name: 'sessions', description: 'history shared by the runs of a conversation' },
   { name: 'agents', description: 'agents, their tools and breaker states' },
+  { name: 'schedules', description: 'runs started on a cron expression or an interval' },
+  { name: 'events', description: 'signed events from other systems that start runs' },
   { name: 'mcp', description: 'agents as MCP tools (streamable HTTP)' },
   { name: 'openai', description: 'agents as OpenAI models: chat completions, responses' },
   { name: 'health', description: 'liveness, readiness, metrics' },

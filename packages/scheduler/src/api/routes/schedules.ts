@@ -1,0 +1,256 @@
+import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isFinalStatus, MAX_INPUT_CHARS, NAME_PATTERN } from '@agent-reach/protocol';
+import { connectionOf } from '../../triggers/connection.js';
+import { createScheduleWorker, type ScheduleWorker } from '../../triggers/schedule-worker.js';
+import { ScheduleStore } from '../../triggers/schedule-store.js';
+import {
+  nextFiring,
+  OVERLAP_POLICIES,
+  ScheduleInvalid,
+  scheduleOf,
+  type Schedule,
+} from '../../triggers/schedule-spec.js';
+import { renderTemplate } from '../../triggers/template.js';
+import { assertAgentAllowed, requirePrincipal, type Principal } from '../auth.js';
+import { ApiError, notFound } from '../errors.js';
+import type { ApiContext } from '../options.js';
+import { responses } from '../responses.js';
+import { checkRunRequest } from '../run-request.js';
+import { startRun } from '../start-run.js';
+import { randomBytes } from 'node:crypto';
+
+const Metadata = Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 512 }), {
+  maxProperties: 16,
+});
+
+const CreateScheduleBody = Type.Object(
+  {
+    agent: Type.String({ pattern: NAME_PATTERN.source }),
+    input: Type.String({ minLength: 1, maxLength: MAX_INPUT_CHARS }),
+    cron: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    every_ms: Type.Optional(Type.Integer({ minimum: 1 })),
+    metadata: Type.Optional(Metadata),
+    model: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    overlap: Type.Optional(Type.Union(OVERLAP_POLICIES.map((p) => Type.Literal(p)))),
+    catchup_window_ms: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+);
+type CreateScheduleBody = Static<typeof CreateScheduleBody>;
+
+const Firing = Type.Object({
+  scheduled_at: Type.Integer(),
+  fired_at: Type.Integer(),
+  outcome: Type.String(),
+  run_id: Type.Optional(Type.String()),
+  error: Type.Optional(Type.String()),
+});
+
+const ScheduleView = Type.Object({
+  schedule_id: Type.String(),
+  tenant: Type.String(),
+  agent: Type.String(),
+  input: Type.String(),
+  cron: Type.Optional(Type.String()),
+  timezone: Type.Optional(Type.String()),
+  every_ms: Type.Optional(Type.Integer()),
+  metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
+  model: Type.Optional(Type.String()),
+  overlap: Type.String(),
+  catchup_window_ms: Type.Integer(),
+  paused: Type.Boolean(),
+  created_at: Type.Integer(),
+  next_firing_at: Type.Optional(Type.Integer()),
+  firings: Type.Array(Firing),
+});
+
+const ScheduleParams = Type.Object({ id: Type.String({ pattern: '^sch_[a-f0-9]{24}$' }) });
+type Params = { Params: Static<typeof ScheduleParams> };
+
+const TAGS = ['schedules'];
+const one = (summary: string, ok = 200) => ({
+  tags: TAGS,
+  summary,
+  params: ScheduleParams,
+  response: responses({ [ok]: ScheduleView }),
+});
+
+/** `/v1/schedules`: create, list, get, pause, resume, trigger and delete schedules of the key's tenant. */
+export function scheduleRoutes(app: FastifyInstance, ctx: ApiContext): ScheduleStore {
+  const store = new ScheduleStore(ctx.deps.redis, ctx.deps.keys);
+  app.post<{ Body: CreateScheduleBody }>(
+    '/v1/schedules',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Create a schedule: runs of an agent on a cron expression (in a time zone) or an interval',
+        description:
+          'A bad cron expression or time zone is a 400 VALIDATION_FAILED naming it. The key must be allowed the agent. `{{scheduled_at}}` in `input` is replaced by the firing time (ISO 8601).',
+        body: CreateScheduleBody,
+        response: responses({ 201: ScheduleView }),
+      },
+    },
+    (request, reply) => createSchedule(ctx, store, request, reply),
+  );
+  app.get(
+    '/v1/schedules',
+    {
+      schema: {
+        tags: TAGS,
+        summary: "The tenant's schedules with their next and last firings",
+        response: responses({ 200: Type.Object({ schedules: Type.Array(ScheduleView) }) }),
+      },
+    },
+    async (request) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      const all = (await store.list()).filter((s) => visible(principal, s));
+      return { schedules: await Promise.all(all.map((s) => viewOf(store, s))) };
+    },
+  );
+  app.get<Params>(
+    '/v1/schedules/:id',
+    { schema: one('A schedule with its next and last firings') },
+    async (request) => viewOf(store, await scheduleFor(ctx, store, request)),
+  );
+  app.post<Params>(
+    '/v1/schedules/:id/pause',
+    { schema: one('Pause a schedule: no firing until resumed') },
+    async (request) => viewOf(store, await store.setPaused(await scheduleFor(ctx, store, request), true)),
+  );
+  app.post<Params>('/v1/schedules/:id/resume', { schema: one('Resume a paused schedule') }, async (request) =>
+    viewOf(store, await store.setPaused(await scheduleFor(ctx, store, request), false)),
+  );
+  app.post<Params>(
+    '/v1/schedules/:id/trigger',
+    { schema: one('Fire a schedule now, once, out of its timing (202); its overlap policy applies', 202) },
+    async (request, reply) => {
+      const schedule = await scheduleFor(ctx, store, request);
+      await store.trigger(schedule.id, Date.now());
+      return reply.code(202).send(await viewOf(store, schedule));
+    },
+  );
+  app.delete<Params>(
+    '/v1/schedules/:id',
+    {
+      schema: {
+        tags: TAGS,
+        summary: 'Delete a schedule (204); the runs it started stay',
+        params: ScheduleParams,
+      },
+    },
+    async (request, reply) => {
+      const schedule = await scheduleFor(ctx, store, request);
+      await store.delete(schedule.id);
+      return reply.code(204).send();
+    },
+  );
+  app.addHook('onClose', () => store.close());
+  return store;
+}
+
+/** A key sees the schedules of its tenants whose agent it may run. */
+function visible(principal: Principal, s: Schedule): boolean {
+  return principal.tenants.has(s.tenant) && (!principal.agents || principal.agents.has(s.agent));
+}
+
+/** The schedule the request names, as far as its key may see it (404 otherwise). */
+async function scheduleFor(
+  ctx: ApiContext,
+  store: ScheduleStore,
+  request: FastifyRequest<Params>,
+): Promise<Schedule> {
+  const principal = requirePrincipal(ctx.auth, request);
+  const schedule = await store.get(request.params.id);
+  if (!schedule || !visible(principal, schedule)) throw notFound(`schedule ${request.params.id}`);
+  return schedule;
+}
+
+async function viewOf(store: ScheduleStore, s: Schedule) {
+  const { id, key_id: _keyId, key_name: _keyName, ...rest } = s;
+  const next = s.paused ? undefined : ((await store.next(id)) ?? nextFiring(s, Date.now()));
+  return {
+    schedule_id: id,
+    ...rest,
+    ...(next !== undefined ? { next_firing_at: next } : {}),
+    firings: await store.firings(id),
+  };
+}
+
+/** `POST /v1/schedules`: checks the request as a run request is checked, then stores and arms it. */
+async function createSchedule(
+  ctx: ApiContext,
+  store: ScheduleStore,
+  request: FastifyRequest<{ Body: CreateScheduleBody }>,
+  reply: FastifyReply,
+) {
+  const principal = requirePrincipal(ctx.auth, request);
+  const body = request.body;
+  assertAgentAllowed(principal, body.agent);
+  if (!ctx.deps.agents.agents.has(body.agent))
+    throw new ApiError('UNKNOWN_AGENT', `unknown agent "${body.agent}"`);
+  checkRunRequest(ctx, body);
+  let schedule: Schedule;
+  try {
+    schedule = scheduleOf(
+      `sch_${randomBytes(12).toString('hex')}`,
+      body,
+      { tenant: principal.tenant, keyId: principal.id, keyName: principal.name },
+      Date.now(),
+    );
+  } catch (err) {
+    if (err instanceof ScheduleInvalid)
+      throw new ApiError('VALIDATION_FAILED', `body${err.message}`, [
+        { in: 'body', path: err.path, message: err.problem },
+      ]);
+    throw err;
+  }
+  await store.create(schedule);
+  ctx.log.info({ scheduleId: schedule.id, agent: schedule.agent, key: principal.name }, 'schedule created');
+  return reply.code(201).send(await viewOf(store, schedule));
+}
+
+/**
+ * Starts this process's worker of schedule firings: each firing starts its run through `startRun`, as
+ * `POST /v1/runs` does for the key that created the schedule (a key since removed starts nothing), with
+ * an idempotency key of the schedule and the firing time, so a firing taken twice starts one run.
+ */
+export function startScheduleFirings(
+  app: FastifyInstance,
+  ctx: ApiContext,
+  store: ScheduleStore,
+): ScheduleWorker {
+  const connection = connectionOf(ctx.deps.redis);
+  const worker = createScheduleWorker(connection, ctx.deps.keys, {
+    store,
+    logger: ctx.log,
+    isRunActive: async (runId) => {
+      const summary = await ctx.deps.control.store.summary(runId);
+      return summary !== undefined && !isFinalStatus(summary.status);
+    },
+    startRun: async (schedule, scheduledAt, firingKey) => {
+      const principal = ctx.auth.byId(schedule.key_id);
+      if (!principal)
+        throw new Error(`the API key that created schedule ${schedule.id} is no longer configured`);
+      const at = new Date(scheduledAt).toISOString();
+      const { run } = await startRun(
+        ctx,
+        principal,
+        {
+          agent: schedule.agent,
+          input: renderTemplate(schedule.input, { scheduled_at: at, schedule_id: schedule.id }),
+          metadata: { ...schedule.metadata, schedule_id: schedule.id, scheduled_at: at },
+          ...(schedule.model !== undefined ? { model: schedule.model } : {}),
+        },
+        firingKey,
+      );
+      return run.run_id;
+    },
+  });
+  app.addHook('onClose', async () => {
+    await worker.close();
+    await connection.quit().catch(() => undefined);
+  });
+  return worker;
+}

@@ -1,0 +1,254 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
+import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
+import { startScheduler, type SchedulerProcess } from '@agent-reach/scheduler';
+import { createLogger, loadConfig, type AgentReachConfig } from '@agent-reach/shared';
+import testTools from './helpers/test-tools.js';
+import { addCommonScenarios } from './helpers/scenarios.js';
+import { testRedis, waitFor } from './helpers/redis.js';
+import { testEnv } from './helpers/runs.js';
+
+const KEY = `sch-${randomUUID().replace(/-/g, '')}`;
+const LIMITED = `lim-${randomUUID().replace(/-/g, '')}`;
+const OTHER_TENANT = `acm-${randomUUID().replace(/-/g, '')}`;
+
+type Json = Record<string, any>;
+interface Firing {
+  scheduled_at: number;
+  fired_at: number;
+  outcome: string;
+  run_id?: string;
+}
+
+// llm-sim, an executor and two schedulers in this process, both serving the API and firing schedules.
+describe(
+  'schedules: runs started by cron or interval, once per firing across schedulers',
+  { timeout: 180_000 },
+  () => {
+    let t: ReturnType<typeof testRedis>;
+    let sim: LlmSim;
+    let executor: ExecutorProcess;
+    let config: AgentReachConfig;
+    const schedulers: Array<SchedulerProcess | undefined> = [undefined, undefined];
+    const logger = createLogger('test', { level: 'silent' });
+
+    const base = () => String(schedulers.find((s) => s)?.apiUrl);
+    const call = async (method: string, path: string, body?: unknown, key = KEY) => {
+      const res = await fetch(`${base()}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await res.text();
+      return { status: res.status, json: (text ? JSON.parse(text) : {}) as Json };
+    };
+    const create = async (body: Json) => {
+      const res = await call('POST', '/v1/schedules', { agent: 'test_agent', ...body });
+      expect(res.status, JSON.stringify(res.json)).toBe(201);
+      return res.json.schedule_id as string;
+    };
+    const firingsOf = async (id: string) =>
+      (await call('GET', `/v1/schedules/${id}`)).json.firings as Firing[];
+    const started = (firings: Firing[]) => firings.filter((f) => f.outcome === 'started');
+    const waitFirings = (id: string, check: (f: Firing[]) => boolean, what: string) =>
+      waitFor(
+        async () => {
+          const f = await firingsOf(id);
+          return check(f) ? f : undefined;
+        },
+        90_000,
+        what,
+      );
+    const startSchedulerAt = async (i: number) => {
+      schedulers[i] = await startScheduler(config, { logger });
+    };
+    /** No slot fired twice, no run started for two slots. */
+    const expectOncePerSlot = (firings: Firing[]) => {
+      const slots = firings.map((f) => f.scheduled_at);
+      expect(new Set(slots).size).toBe(slots.length);
+      const runs = started(firings).map((f) => f.run_id);
+      expect(new Set(runs).size).toBe(runs.length);
+    };
+
+    beforeAll(async () => {
+      t = testRedis();
+      sim = await startLlmSim({ scenarios: [{ name: 'echo', turns: [{ content: 'hello' }] }] });
+      addCommonScenarios(sim);
+      config = loadConfig(
+        testEnv(t.prefix, sim, {
+          API_KEYS: `test:${KEY},limited:${LIMITED}:weather_only,acme:${OTHER_TENANT}:*:acme`,
+          API_PORT: '0',
+          API_HOST: '127.0.0.1',
+          ALLOWED_MODELS: 'echo,approval',
+        }),
+      );
+      executor = await startExecutor(config, { extraTools: testTools, logger });
+      await startSchedulerAt(0);
+      await startSchedulerAt(1);
+    }, 120_000);
+    afterAll(async () => {
+      for (const s of schedulers) await s?.close();
+      await executor?.close();
+      await sim?.close();
+      await t?.cleanup();
+    });
+
+    it('refuses a bad cron expression and an unknown time zone with a 400 naming the field', async () => {
+      const refusal = async (timing: Json, ...named: string[]) => {
+        const res = await call('POST', '/v1/schedules', { agent: 'test_agent', input: 'x', ...timing });
+        expect(res.status).toBe(400);
+        expect(res.json.error.code).toBe('VALIDATION_FAILED');
+        for (const name of named) expect(res.json.error.message).toContain(name);
+      };
+      await refusal({ cron: 'every morning' }, '/cron', 'every morning');
+      await refusal({ cron: '0 8 * * *', timezone: 'Mars/Olympus' }, '/timezone', 'Mars/Olympus');
+      await refusal({ every_ms: 10 }, '/every_ms');
+      const neither = await call('POST', '/v1/schedules', { agent: 'test_agent', input: 'x' });
+      expect(neither.status).toBe(400);
+    });
+
+    it('lets a key schedule only agents it may run, and shows each tenant only its schedules', async () => {
+      const refused = await call(
+        'POST',
+        '/v1/schedules',
+        { agent: 'test_agent', input: 'x', every_ms: 60_000 },
+        LIMITED,
+      );
+      expect(refused.status).toBe(403);
+      const id = await create({ input: 'tenant check', cron: '0 8 * * *', timezone: 'Europe/Berlin' });
+      const mine = await call('GET', '/v1/schedules');
+      expect(mine.json.schedules.map((s: Json) => s.schedule_id)).toContain(id);
+      const theirs = await call('GET', '/v1/schedules', undefined, OTHER_TENANT);
+      expect(theirs.json.schedules.map((s: Json) => s.schedule_id)).not.toContain(id);
+      expect((await call('GET', `/v1/schedules/${id}`, undefined, OTHER_TENANT)).status).toBe(404);
+      // The next 08:00 in Berlin, as the job scheduler computed it.
+      const view = (await call('GET', `/v1/schedules/${id}`)).json;
+      const next = new Date(view.next_firing_at as number);
+      const berlin = new Intl.DateTimeFormat('en-GB', {
+        timeZone: 'Europe/Berlin',
+        hour: '2-digit',
+        minute: '2-digit',
+        hourCycle: 'h23',
+      }).format(next);
+      expect(berlin).toBe('08:00');
+      expect((await call('DELETE', `/v1/schedules/${id}`)).status).toBe(204);
+      expect((await call('GET', `/v1/schedules/${id}`)).status).toBe(404);
+    });
+
+    it('fires an interval schedule once per slot across two schedulers and a restart of one, each firing an ordinary run linked to it', async () => {
+      const id = await create({
+        input: 'report for {{scheduled_at}}',
+        every_ms: 1_000,
+        overlap: 'allow_all',
+        metadata: { team: 'ops' },
+      });
+      const before = await waitFirings(id, (f) => started(f).length >= 3, 'three firings');
+      expectOncePerSlot(before);
+      await schedulers[0]?.close();
+      schedulers[0] = undefined;
+      const during = await waitFirings(
+        id,
+        (f) => started(f).length >= before.length + 2,
+        'two firings with one scheduler',
+      );
+      expectOncePerSlot(during);
+      await startSchedulerAt(0);
+      const after = await waitFirings(
+        id,
+        (f) => started(f).length >= during.length + 3,
+        'three firings after the restart',
+      );
+      expectOncePerSlot(after);
+      await call('POST', `/v1/schedules/${id}/pause`);
+      // Each run is an ordinary run: its metadata links it to the schedule, its input carries its slot.
+      const firing = started(after)[0] as Firing;
+      const run = (await call('GET', `/v1/runs/${firing.run_id}`)).json;
+      expect(run.metadata).toMatchObject({ schedule_id: id, team: 'ops' });
+      expect(run.input).toBe(`report for ${new Date(firing.scheduled_at).toISOString()}`);
+      await waitFor(
+        async () => (await call('GET', `/v1/runs/${firing.run_id}`)).json.status === 'succeeded',
+        60_000,
+      );
+    });
+
+    it('pauses, resumes and triggers a schedule by hand; a trigger fires even a paused one', async () => {
+      const id = await create({ input: 'by hand', cron: '0 0 1 1 *' });
+      const paused = await call('POST', `/v1/schedules/${id}/pause`);
+      expect(paused.json.paused).toBe(true);
+      expect(paused.json.next_firing_at).toBeUndefined();
+      expect((await call('POST', `/v1/schedules/${id}/trigger`)).status).toBe(202);
+      const fired = await waitFirings(id, (f) => started(f).length === 1, 'the triggered firing');
+      expect(fired[0]?.run_id).toMatch(/^run_/);
+      const resumed = await call('POST', `/v1/schedules/${id}/resume`);
+      expect(resumed.json.paused).toBe(false);
+      expect(resumed.json.next_firing_at).toBeGreaterThan(Date.now());
+      await call('DELETE', `/v1/schedules/${id}`);
+    });
+
+    it('skips a firing while the last run goes on (skip), waits with one (buffer_one), or starts it anyway (allow_all)', async () => {
+      const waiting = { input: 'needs a person', model: 'approval', every_ms: 1_000 };
+      const skip = await create({ ...waiting, overlap: 'skip' });
+      const buffer = await create({ ...waiting, overlap: 'buffer_one' });
+      const all = await create({ ...waiting, overlap: 'allow_all' });
+      const skipped = await waitFirings(
+        skip,
+        (f) => started(f).length === 1 && f.filter((x) => x.outcome === 'skipped_overlap').length >= 2,
+        'skipped firings',
+      );
+      expect(started(skipped)).toHaveLength(1);
+      await waitFirings(all, (f) => started(f).length >= 3, 'overlapping runs');
+      // buffer_one: firings while the first run waits are skipped but one, which starts once the first ends.
+      const first = await waitFirings(
+        buffer,
+        (f) => started(f).length === 1 && f.some((x) => x.outcome === 'skipped_overlap'),
+        'a firing skipped beside the buffered one',
+      );
+      const firstRun = String(started(first)[0]?.run_id);
+      expect((await call('POST', `/v1/runs/${firstRun}/cancel`)).status).toBe(202);
+      const next = await waitFirings(buffer, (f) => started(f).length === 2, 'the buffered firing');
+      const buffered = started(next)[0] as Firing;
+      // It is the slot that came while the first run went on, not a later one.
+      const skippedSlots = next.filter((x) => x.outcome === 'skipped_overlap').map((x) => x.scheduled_at);
+      expect(buffered.scheduled_at).toBeLessThan(Math.max(...skippedSlots));
+      for (const id of [skip, buffer, all]) await call('POST', `/v1/schedules/${id}/pause`);
+    });
+
+    it('after a downtime, starts the missed firing within the catch-up window and skips the one beyond it', async () => {
+      const inside = await create({ input: 'catch up', every_ms: 2_000, overlap: 'allow_all' });
+      const beyond = await create({
+        input: 'too late',
+        every_ms: 2_000,
+        overlap: 'allow_all',
+        catchup_window_ms: 1_500,
+      });
+      await waitFirings(inside, (f) => started(f).length >= 1, 'a firing before the downtime');
+      await waitFirings(beyond, (f) => started(f).length >= 1, 'a firing before the downtime');
+      const view = (await call('GET', `/v1/schedules/${beyond}`)).json;
+      for (const [i, s] of schedulers.entries()) {
+        await s?.close();
+        schedulers[i] = undefined;
+      }
+      // Down until the slot due next is later than the short window.
+      const due = Number(view.next_firing_at) + 2_000 + 1_500;
+      await waitFor(() => Date.now() > due, 30_000, 'the downtime');
+      await startSchedulerAt(0);
+      await waitFirings(
+        beyond,
+        (f) => f.some((x) => x.outcome === 'skipped_late'),
+        'the late firing skipped',
+      );
+      const late = await waitFirings(
+        inside,
+        (f) => started(f).some((x) => x.fired_at - x.scheduled_at > 1_500),
+        'the late firing started',
+      );
+      expectOncePerSlot(late);
+      await startSchedulerAt(1);
+      for (const id of [inside, beyond]) await call('POST', `/v1/schedules/${id}/pause`);
+    });
+  },
+);
