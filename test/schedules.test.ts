@@ -8,6 +8,7 @@ import testTools from './helpers/test-tools.js';
 import { addCommonScenarios } from './helpers/scenarios.js';
 import { testRedis, waitFor } from './helpers/redis.js';
 import { testEnv } from './helpers/runs.js';
+import { runCli } from './helpers/cli.js';
 
 const KEY = `sch-${randomUUID().replace(/-/g, '')}`;
 const LIMITED = `lim-${randomUUID().replace(/-/g, '')}`;
@@ -30,6 +31,7 @@ describe(
     let sim: LlmSim;
     let executor: ExecutorProcess;
     let config: AgentReachConfig;
+    let env: Record<string, string>;
     const schedulers: Array<SchedulerProcess | undefined> = [undefined, undefined];
     const logger = createLogger('test', { level: 'silent' });
 
@@ -78,14 +80,13 @@ describe(
       t = testRedis();
       sim = await startLlmSim({ scenarios: [{ name: 'echo', turns: [{ content: 'hello' }] }] });
       addCommonScenarios(sim);
-      config = loadConfig(
-        testEnv(t.prefix, sim, {
-          API_KEYS: `test:${KEY},limited:${LIMITED}:weather_only,acme:${OTHER_TENANT}:*:acme`,
-          API_PORT: '0',
-          API_HOST: '127.0.0.1',
-          ALLOWED_MODELS: 'echo,approval',
-        }),
-      );
+      env = testEnv(t.prefix, sim, {
+        API_KEYS: `test:${KEY},limited:${LIMITED}:weather_only,acme:${OTHER_TENANT}:*:acme`,
+        API_PORT: '0',
+        API_HOST: '127.0.0.1',
+        ALLOWED_MODELS: 'echo,approval',
+      });
+      config = loadConfig(env);
       executor = await startExecutor(config, { extraTools: testTools, logger });
       await startSchedulerAt(0);
       await startSchedulerAt(1);
@@ -187,6 +188,46 @@ describe(
       expect(resumed.json.paused).toBe(false);
       expect(resumed.json.next_firing_at).toBeGreaterThan(Date.now());
       await call('DELETE', `/v1/schedules/${id}`);
+    });
+
+    it('creates, lists, triggers, pauses and deletes schedules from the CLI, refusing a bad cron with exit 2', async () => {
+      const bad = await runCli(env, [
+        'schedules',
+        'create',
+        '--agent',
+        'test_agent',
+        '--input',
+        'x',
+        '--cron',
+        '61 * * * *',
+      ]);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toContain('--cron');
+      const made = await runCli(env, [
+        'schedules',
+        'create',
+        '--agent',
+        'test_agent',
+        '--input',
+        'from the CLI at {{scheduled_at}}',
+        '--cron',
+        '30 6 * * 1-5',
+        '--timezone',
+        'America/New_York',
+      ]);
+      expect(made.code, made.stderr).toBe(0);
+      const id = String(JSON.parse(made.stdout).schedule_id);
+      const listed = await runCli(env, ['schedules', 'ls']);
+      expect(listed.stdout).toContain(id);
+      // The API sees it as the key's, and a scheduler fires it when triggered.
+      expect((await call('GET', `/v1/schedules/${id}`)).json.timezone).toBe('America/New_York');
+      expect((await runCli(env, ['schedules', 'trigger', id])).code).toBe(0);
+      const fired = await waitFirings(id, (f) => started(f).length === 1, 'the CLI-triggered firing');
+      expect(fired[0]?.run_id).toMatch(/^run_/);
+      const paused = await runCli(env, ['schedules', 'pause', id]);
+      expect(JSON.parse(paused.stdout).paused).toBe(true);
+      expect((await runCli(env, ['schedules', 'delete', id])).code).toBe(0);
+      expect((await runCli(env, ['schedules', 'show', id])).code).toBe(3);
     });
 
     it('skips a firing while the last run goes on (skip), waits with one (buffer_one), or starts it anyway (allow_all)', async () => {

@@ -45,6 +45,8 @@ async function main(argv: string[]): Promise<number> {
       return startRun(rest);
     case 'workflows':
       return workflows(rest);
+    case 'schedules':
+      return (await import('./schedules.js')).schedules(rest);
     case 'config':
       return config(rest);
     case 'approve':

@@ -40,6 +40,12 @@ Workflows
   workflows events <workflow-id>     the workflow's raw events, one JSON object per line
   workflows cancel <workflow-id>     cancel it and its running node runs
 
+Schedules
+  schedules create --agent A --input TEXT (--cron EXPR [--timezone ZONE] | --every MS)
+                                     runs of an agent on a cron expression or an interval
+  schedules ls | show <id>           schedules with their next and last firings
+  schedules pause|resume|trigger|delete <id>
+
 Configuration
   config check [--probe]             validate the config, the tool registry, the agents file and
                                      the workflows file and each OpenAPI document in a file;

@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import type { Keys } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
 import { SCHEDULE_FIRINGS_KEPT, SCHEDULE_QUEUE } from './constants.js';
-import type { Schedule, ScheduleFiring } from './schedule-spec.js';
+import { nextFiring, type Schedule, type ScheduleFiring } from './schedule-spec.js';
 
 /** The data of a firing job: which schedule, and for a manual trigger, the time it stands for. */
 export interface FiringJob {
@@ -94,6 +94,21 @@ export class ScheduleStore {
   async next(id: string): Promise<number | undefined> {
     const scheduler = await this.queue.getJobScheduler(id);
     return scheduler?.next ?? undefined;
+  }
+
+  /**
+   * A schedule as the API and the CLI show it: without its key's id, with its next firing (none while
+   * paused) and its last firings, newest first.
+   */
+  async view(s: Schedule) {
+    const { id, key_id: _keyId, ...rest } = s;
+    const next = s.paused ? undefined : ((await this.next(id)) ?? nextFiring(s, Date.now()));
+    return {
+      schedule_id: id,
+      ...rest,
+      ...(next !== undefined ? { next_firing_at: next } : {}),
+      firings: await this.firings(id),
+    };
   }
 
   /** Records what became of a firing (the last {@link SCHEDULE_FIRINGS_KEPT} are kept). */

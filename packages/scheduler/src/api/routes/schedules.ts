@@ -5,7 +5,6 @@ import { connectionOf } from '../../triggers/connection.js';
 import { createScheduleWorker, type ScheduleWorker } from '../../triggers/schedule-worker.js';
 import { ScheduleStore } from '../../triggers/schedule-store.js';
 import {
-  nextFiring,
   OVERLAP_POLICIES,
   ScheduleInvalid,
   scheduleOf,
@@ -51,6 +50,8 @@ const Firing = Type.Object({
 const ScheduleView = Type.Object({
   schedule_id: Type.String(),
   tenant: Type.String(),
+  /** The API key (by name) the schedule's runs start as. */
+  key_name: Type.String(),
   agent: Type.String(),
   input: Type.String(),
   cron: Type.Optional(Type.String()),
@@ -106,21 +107,21 @@ export function scheduleRoutes(app: FastifyInstance, ctx: ApiContext): ScheduleS
     async (request) => {
       const principal = requirePrincipal(ctx.auth, request);
       const all = (await store.list()).filter((s) => visible(principal, s));
-      return { schedules: await Promise.all(all.map((s) => viewOf(store, s))) };
+      return { schedules: await Promise.all(all.map((s) => store.view(s))) };
     },
   );
   app.get<Params>(
     '/v1/schedules/:id',
     { schema: one('A schedule with its next and last firings') },
-    async (request) => viewOf(store, await scheduleFor(ctx, store, request)),
+    async (request) => store.view(await scheduleFor(ctx, store, request)),
   );
   app.post<Params>(
     '/v1/schedules/:id/pause',
     { schema: one('Pause a schedule: no firing until resumed') },
-    async (request) => viewOf(store, await store.setPaused(await scheduleFor(ctx, store, request), true)),
+    async (request) => store.view(await store.setPaused(await scheduleFor(ctx, store, request), true)),
   );
   app.post<Params>('/v1/schedules/:id/resume', { schema: one('Resume a paused schedule') }, async (request) =>
-    viewOf(store, await store.setPaused(await scheduleFor(ctx, store, request), false)),
+    store.view(await store.setPaused(await scheduleFor(ctx, store, request), false)),
   );
   app.post<Params>(
     '/v1/schedules/:id/trigger',
@@ -128,7 +129,7 @@ export function scheduleRoutes(app: FastifyInstance, ctx: ApiContext): ScheduleS
     async (request, reply) => {
       const schedule = await scheduleFor(ctx, store, request);
       await store.trigger(schedule.id, Date.now());
-      return reply.code(202).send(await viewOf(store, schedule));
+      return reply.code(202).send(await store.view(schedule));
     },
   );
   app.delete<Params>(
@@ -167,17 +168,6 @@ async function scheduleFor(
   return schedule;
 }
 
-async function viewOf(store: ScheduleStore, s: Schedule) {
-  const { id, key_id: _keyId, key_name: _keyName, ...rest } = s;
-  const next = s.paused ? undefined : ((await store.next(id)) ?? nextFiring(s, Date.now()));
-  return {
-    schedule_id: id,
-    ...rest,
-    ...(next !== undefined ? { next_firing_at: next } : {}),
-    firings: await store.firings(id),
-  };
-}
-
 /** `POST /v1/schedules`: checks the request as a run request is checked, then stores and arms it. */
 async function createSchedule(
   ctx: ApiContext,
@@ -208,7 +198,7 @@ async function createSchedule(
   }
   await store.create(schedule);
   ctx.log.info({ scheduleId: schedule.id, agent: schedule.agent, key: principal.name }, 'schedule created');
-  return reply.code(201).send(await viewOf(store, schedule));
+  return reply.code(201).send(await store.view(schedule));
 }
 
 /**
