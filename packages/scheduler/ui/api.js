@@ -38,6 +38,7 @@ export const api = {
   workflow: (id) => call('GET', `/v1/workflows/${encodeURIComponent(id)}`),
   cancelWorkflow: (id) => call('POST', `/v1/workflows/${encodeURIComponent(id)}/cancel`),
   toolStats: () => call('GET', '/ui/api/tool-stats'),
+  schedules: () => call('GET', '/v1/schedules'),
   overview: () => call('GET', '/ui/api/overview'),
   approvals: () => call('GET', '/ui/api/approvals'),
   decide: (runId, toolCallId, decision, reason) =>

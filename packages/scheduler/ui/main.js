@@ -8,6 +8,7 @@ import { OverviewPage } from './overview-page.js';
 import { RunPage } from './run-page.js';
 import { RunsPage } from './runs-page.js';
 import { WorkflowPage, WorkflowsPage } from './workflows-page.js';
+import { SchedulesPage } from './schedules-page.js';
 import './styles.css';
 
 /** Pages live in the hash (`#/runs/<id>`): nothing secret is ever in a URL, and the server serves one page. */
@@ -86,7 +87,7 @@ function App() {
     }}>Skip to content</a>
     <header>
       <span class="brand">Agent-Reach</span>
-      <nav aria-label="Pages">${link('overview', 'Overview')}${link('runs', 'Runs')}${link('approvals', 'Approvals')}${link('agents', 'Agents & tools')}${hasWorkflows || route.page === 'workflows' ? link('workflows', 'Workflows') : null}</nav>
+      <nav aria-label="Pages">${link('overview', 'Overview')}${link('runs', 'Runs')}${link('approvals', 'Approvals')}${link('agents', 'Agents & tools')}${hasWorkflows || route.page === 'workflows' ? link('workflows', 'Workflows') : null}${link('schedules', 'Schedules')}</nav>
       <span class="who">${me.name}${me.agents ? html` <span class="muted">(${me.agents.join(', ')})</span>` : null}<button class="secondary" onClick=${signOut}>Sign out</button></span>
     </header>
     <main id="main" tabindex="-1">
@@ -97,13 +98,15 @@ function App() {
             ? route.id
               ? html`<${WorkflowPage} workflowId=${route.id} />`
               : html`<${WorkflowsPage} />`
-            : route.page === 'approvals'
-              ? html`<${ApprovalsPage} />`
-              : route.page === 'overview'
-                ? html`<${OverviewPage} />`
-                : route.page === 'agents'
-                  ? html`<${AgentsPage} agents=${agents} reloadAgents=${reloadAgents} />`
-                  : html`<${RunsPage} agents=${agents} />`
+            : route.page === 'schedules'
+              ? html`<${SchedulesPage} />`
+              : route.page === 'approvals'
+                ? html`<${ApprovalsPage} />`
+                : route.page === 'overview'
+                  ? html`<${OverviewPage} />`
+                  : route.page === 'agents'
+                    ? html`<${AgentsPage} agents=${agents} reloadAgents=${reloadAgents} />`
+                    : html`<${RunsPage} agents=${agents} />`
       }
     </main>
   </div>`;
