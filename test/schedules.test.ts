@@ -9,6 +9,7 @@ import { addCommonScenarios } from './helpers/scenarios.js';
 import { testRedis, waitFor } from './helpers/redis.js';
 import { testEnv } from './helpers/runs.js';
 import { runCli } from './helpers/cli.js';
+import { startSchedulerChild, type Child } from './helpers/processes.js';
 
 const KEY = `sch-${randomUUID().replace(/-/g, '')}`;
 const LIMITED = `lim-${randomUUID().replace(/-/g, '')}`;
@@ -293,3 +294,102 @@ describe(
     });
   },
 );
+
+// Two scheduler processes; one is killed (SIGKILL) while an interval schedule fires every second, and a
+// new one started: no slot is lost for good or fired twice, and no run is started twice.
+describe('schedules across scheduler processes, one killed mid-firing', { timeout: 180_000 }, () => {
+  let t: ReturnType<typeof testRedis>;
+  let sim: LlmSim;
+  let executor: ExecutorProcess;
+  let env: Record<string, string>;
+  const children: Child[] = [];
+  const start = async () => {
+    const child = startSchedulerChild(env);
+    children.push(child);
+    return String((await child.ready).apiUrl);
+  };
+
+  beforeAll(async () => {
+    t = testRedis();
+    sim = await startLlmSim({ scenarios: [{ name: 'echo', turns: [{ content: 'hello' }] }] });
+    env = testEnv(t.prefix, sim, {
+      API_KEYS: `test:${KEY}`,
+      API_PORT: '0',
+      API_HOST: '127.0.0.1',
+      // A killed scheduler's firing job is taken again within seconds.
+      RUN_LOCK_DURATION_MS: '3000',
+      RUN_STALLED_INTERVAL_MS: '1000',
+    });
+    executor = await startExecutor(loadConfig(env), {
+      extraTools: testTools,
+      logger: createLogger('test', { level: 'silent' }),
+    });
+  }, 120_000);
+  afterAll(async () => {
+    for (const c of children) c.kill('SIGKILL');
+    await Promise.all(children.map((c) => c.exited));
+    await executor?.close();
+    await sim?.close();
+    await t?.cleanup();
+  });
+
+  it('fires every slot once while a scheduler process is killed and another started', async () => {
+    const [doomedUrl, survivorUrl] = await Promise.all([start(), start()]);
+    const call = async (base: string, method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      return (await res.json()) as Json;
+    };
+    const created = await call(doomedUrl, 'POST', '/v1/schedules', {
+      agent: 'test_agent',
+      input: 'tick {{scheduled_at}}',
+      every_ms: 1_000,
+      overlap: 'allow_all',
+    });
+    const id = String(created.schedule_id);
+    const firings = (n: number, what: string) =>
+      waitFor(
+        async () => {
+          const f = (await call(survivorUrl, 'GET', `/v1/schedules/${id}`)).firings as Firing[];
+          return f.filter((x) => x.outcome === 'started').length >= n ? f : undefined;
+        },
+        90_000,
+        what,
+      );
+    const before = await firings(3, 'three firings over two processes');
+    const doomed = children[0] as Child;
+    doomed.kill('SIGKILL');
+    await doomed.exited;
+    await firings(before.length + 3, 'three firings after the kill');
+    await start();
+    const after = await firings(before.length + 6, 'three firings with the new process');
+    await call(survivorUrl, 'POST', `/v1/schedules/${id}/pause`);
+    const slots = after.map((f) => f.scheduled_at);
+    expect(new Set(slots).size).toBe(slots.length);
+    // No run beyond one per recorded slot: once a firing in flight at the pause is recorded, the runs
+    // linked to the schedule are exactly the firings' runs.
+    const runsOf = async () => {
+      const f = (await call(survivorUrl, 'GET', `/v1/schedules/${id}`)).firings as Firing[];
+      return f.flatMap((x) => (x.run_id ? [x.run_id] : [])).sort();
+    };
+    const linked = async () =>
+      ((await call(survivorUrl, 'GET', `/v1/runs?metadata=schedule_id=${id}&limit=200`)).runs as Json[])
+        .map((r) => String(r.run_id))
+        .sort();
+    const settled = await waitFor(
+      async () => {
+        const [recorded, listed] = [await runsOf(), await linked()];
+        return JSON.stringify(recorded) === JSON.stringify(listed) ? recorded : undefined;
+      },
+      30_000,
+      "the schedule's runs to be its recorded firings' runs",
+    );
+    expect(new Set(settled).size).toBe(settled.length);
+  });
+});

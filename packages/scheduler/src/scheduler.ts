@@ -534,7 +534,12 @@ async function startApi(
       logger: deps.logger,
       callbacks: { config: deps.callbackConfig, deliveries: callbacks },
       // Every scheduler with an API fires schedules: BullMQ hands each firing to one of them.
-      triggers: { fireSchedules: true, events: deps.events },
+      triggers: {
+        fireSchedules: true,
+        lockDurationMs: config.scheduler.lockDurationMs,
+        stalledIntervalMs: config.scheduler.stalledIntervalMs,
+        events: deps.events,
+      },
     },
     apiOptionsOf(config, deps.allowedModels),
   );

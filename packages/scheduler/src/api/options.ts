@@ -42,8 +42,16 @@ export interface ApiServerDeps {
     config: CallbackConfig;
     deliveries: Pick<CallbackDeliveries, 'deliveries' | 'callbackOf' | 'register'>;
   };
-  /** Schedules and inbound events: whether this process fires schedules (default not), the events file. */
-  triggers?: { fireSchedules?: boolean; events?: InboundEventsConfig };
+  /**
+   * Schedules and inbound events: whether this process fires schedules (default not), the lock of a
+   * firing job and how often stalled ones are looked for (ms, default BullMQ's), the events file.
+   */
+  triggers?: {
+    fireSchedules?: boolean;
+    lockDurationMs?: number;
+    stalledIntervalMs?: number;
+    events?: InboundEventsConfig;
+  };
 }
 
 /** Options of the API server; all optional but `apiKeys`. */

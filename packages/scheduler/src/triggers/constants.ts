@@ -8,6 +8,8 @@ export const DEFAULT_SCHEDULE_CATCHUP_WINDOW_MS = 5 * 60_000;
 export const MIN_SCHEDULE_INTERVAL_MS = 1_000;
 /** How many of its last firings a schedule records. */
 export const SCHEDULE_FIRINGS_KEPT = 20;
+/** How long a slot's firing is remembered as recorded, so that a firing job taken again records it once. */
+export const SCHEDULE_FIRING_RECORD_TTL_S = 24 * 60 * 60;
 /** How long a buffered firing (overlap policy `buffer_one`) waits before it looks at the previous run again. */
 export const SCHEDULE_BUFFER_RECHECK_MS = 500;
 /** How many firing jobs one scheduler process handles at a time. */

@@ -1,7 +1,7 @@
 import { Queue } from 'bullmq';
 import type { Keys } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
-import { SCHEDULE_FIRINGS_KEPT, SCHEDULE_QUEUE } from './constants.js';
+import { SCHEDULE_FIRING_RECORD_TTL_S, SCHEDULE_FIRINGS_KEPT, SCHEDULE_QUEUE } from './constants.js';
 import { nextFiring, type Schedule, type ScheduleFiring } from './schedule-spec.js';
 
 /** The data of a firing job: which schedule, and for a manual trigger, the time it stands for. */
@@ -111,8 +111,19 @@ export class ScheduleStore {
     };
   }
 
-  /** Records what became of a firing (the last {@link SCHEDULE_FIRINGS_KEPT} are kept). */
+  /**
+   * Records what became of a firing (the last {@link SCHEDULE_FIRINGS_KEPT} are kept), once per slot: a
+   * firing job taken again (its scheduler died while it ran) records nothing more.
+   */
   async recordFiring(id: string, firing: ScheduleFiring): Promise<void> {
+    const once = await this.#redis.set(
+      this.#key(id, `recorded:${firing.scheduled_at}`),
+      '1',
+      'EX',
+      SCHEDULE_FIRING_RECORD_TTL_S,
+      'NX',
+    );
+    if (once !== 'OK') return;
     const multi = this.#redis
       .multi()
       .lpush(this.#key(id, 'firings'), JSON.stringify(firing))

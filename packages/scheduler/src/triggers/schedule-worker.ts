@@ -16,6 +16,9 @@ export interface ScheduleFiringDeps {
   /** True while the run has not ended. */
   isRunActive(runId: string): Promise<boolean>;
   logger: Logger;
+  /** How long a firing job is locked, and how often stalled ones are looked for (ms; BullMQ's default). */
+  lockDurationMs?: number;
+  stalledIntervalMs?: number;
 }
 
 /** A worker on `schedule-firings`: each job is one firing of one schedule. */
@@ -41,6 +44,8 @@ export function createScheduleWorker(
       connection,
       prefix: keys.queuePrefix(SCHEDULE_QUEUE),
       concurrency: SCHEDULE_WORKER_CONCURRENCY,
+      ...(deps.lockDurationMs !== undefined ? { lockDuration: deps.lockDurationMs } : {}),
+      ...(deps.stalledIntervalMs !== undefined ? { stalledInterval: deps.stalledIntervalMs } : {}),
     },
   );
   worker.on('error', (err) => log.warn({ err }, 'schedule worker error'));

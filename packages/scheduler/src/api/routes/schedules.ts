@@ -215,6 +215,12 @@ export function startScheduleFirings(
   const worker = createScheduleWorker(connection, ctx.deps.keys, {
     store,
     logger: ctx.log,
+    ...(ctx.deps.triggers?.lockDurationMs !== undefined
+      ? { lockDurationMs: ctx.deps.triggers.lockDurationMs }
+      : {}),
+    ...(ctx.deps.triggers?.stalledIntervalMs !== undefined
+      ? { stalledIntervalMs: ctx.deps.triggers.stalledIntervalMs }
+      : {}),
     isRunActive: async (runId) => {
       const summary = await ctx.deps.control.store.summary(runId);
       return summary !== undefined && !isFinalStatus(summary.status);
