@@ -155,6 +155,15 @@ describe(
       // None of the refusals claimed the id: the genuine event is still taken.
       const genuine = await send('order.created', body, signed(id, body));
       expect(genuine.status).toBe(202);
+      // Counted by event and outcome on the scheduler's /metrics.
+      const text = await scheduler.metricsRegistry.metrics();
+      for (const outcome of ['started', 'duplicate', 'SIGNATURE_INVALID', 'EVENT_STALE'])
+        expect(text).toMatch(
+          new RegExp(
+            `^agent_reach_inbound_events_total\\{event="order.created",outcome="${outcome}"\\} [1-9]`,
+            'm',
+          ),
+        );
     });
 
     it('keeps /v1/runs/:id/events a keyed read beside the public /v1/events/:name', async () => {

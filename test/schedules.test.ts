@@ -242,6 +242,11 @@ describe(
         'skipped firings',
       );
       expect(started(skipped)).toHaveLength(1);
+      // Counted on the /metrics of the scheduler that took the firing.
+      const texts = await Promise.all(schedulers.map((s) => s?.metricsRegistry.metrics() ?? ''));
+      expect(texts.join('\n')).toMatch(
+        /^agent_reach_schedule_firings_total\{outcome="skipped_overlap"\} [1-9]/m,
+      );
       await waitFirings(all, (f) => started(f).length >= 3, 'overlapping runs');
       // buffer_one: firings while the first run waits are skipped but one, which starts once the first ends.
       const first = await waitFirings(

@@ -4,6 +4,7 @@ import type { Logger, RedisClient } from '@agent-reach/shared';
 import { SCHEDULE_BUFFER_RECHECK_MS, SCHEDULE_QUEUE, SCHEDULE_WORKER_CONCURRENCY } from './constants.js';
 import type { Schedule, ScheduleFiring } from './schedule-spec.js';
 import type { FiringJob, ScheduleStore } from './schedule-store.js';
+import type { TriggerMetrics } from './trigger-metrics.js';
 
 /** What a firing needs from the door that starts runs. */
 export interface ScheduleFiringDeps {
@@ -16,6 +17,7 @@ export interface ScheduleFiringDeps {
   /** True while the run has not ended. */
   isRunActive(runId: string): Promise<boolean>;
   logger: Logger;
+  metrics?: TriggerMetrics;
   /** How long a firing job is locked, and how often stalled ones are looked for (ms; BullMQ's default). */
   lockDurationMs?: number;
   stalledIntervalMs?: number;
@@ -69,8 +71,10 @@ async function fire(deps: ScheduleFiringDeps, job: Job<FiringJob>, token: string
   if (!schedule || (schedule.paused && job.data.manual_at === undefined)) return;
   const scheduledAt = scheduledAtOf(job);
   const jobId = String(job.id);
-  const record = (firing: Omit<ScheduleFiring, 'scheduled_at' | 'fired_at'>) =>
-    store.recordFiring(id, { scheduled_at: scheduledAt, fired_at: Date.now(), ...firing });
+  const record = (firing: Omit<ScheduleFiring, 'scheduled_at' | 'fired_at'>) => {
+    deps.metrics?.firings.inc({ outcome: firing.outcome });
+    return store.recordFiring(id, { scheduled_at: scheduledAt, fired_at: Date.now(), ...firing });
+  };
   // The buffered firing waits for the last run, however long: the catch-up window is not its limit.
   const buffered = schedule.overlap === 'buffer_one' && (await store.holdsBuffer(id, jobId));
   if (

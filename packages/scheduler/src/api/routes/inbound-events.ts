@@ -8,6 +8,7 @@ import {
   type InboundEventsConfig,
 } from '../../triggers/inbound-events.js';
 import { renderTemplate } from '../../triggers/template.js';
+import { createTriggerMetrics } from '../../triggers/trigger-metrics.js';
 import type { Principal } from '../auth.js';
 import { ApiError } from '../errors.js';
 import type { ApiContext } from '../options.js';
@@ -34,6 +35,7 @@ export async function inboundEventRoutes(
   ctx: ApiContext,
   config: InboundEventsConfig,
 ): Promise<void> {
+  const metrics = ctx.deps.metricsRegistry ? createTriggerMetrics(ctx.deps.metricsRegistry) : undefined;
   // A scope of its own: the body is read raw (the signature covers its bytes), up to the events' limit.
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
@@ -56,7 +58,18 @@ export async function inboundEventRoutes(
           response: responses({ 200: EventAccepted, 202: EventAccepted }),
         },
       },
-      (request, reply) => receiveEvent(ctx, config, request, reply),
+      async (request, reply) => {
+        // Labelled by declared names only: a sender's made-up names stay one label value.
+        const event = config.events.has(request.params.name) ? request.params.name : 'undeclared';
+        try {
+          const sent = await receiveEvent(ctx, config, request, reply);
+          metrics?.events.inc({ event, outcome: reply.statusCode === 200 ? 'duplicate' : 'started' });
+          return sent;
+        } catch (err) {
+          metrics?.events.inc({ event, outcome: err instanceof ApiError ? err.code : 'INTERNAL' });
+          throw err;
+        }
+      },
     );
   });
 }

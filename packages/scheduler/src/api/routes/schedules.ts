@@ -11,6 +11,7 @@ import {
   type Schedule,
 } from '../../triggers/schedule-spec.js';
 import { renderTemplate } from '../../triggers/template.js';
+import { createTriggerMetrics } from '../../triggers/trigger-metrics.js';
 import { assertAgentAllowed, requirePrincipal, type Principal } from '../auth.js';
 import { ApiError, notFound } from '../errors.js';
 import type { ApiContext } from '../options.js';
@@ -215,6 +216,7 @@ export function startScheduleFirings(
   const worker = createScheduleWorker(connection, ctx.deps.keys, {
     store,
     logger: ctx.log,
+    ...(ctx.deps.metricsRegistry ? { metrics: createTriggerMetrics(ctx.deps.metricsRegistry) } : {}),
     ...(ctx.deps.triggers?.lockDurationMs !== undefined
       ? { lockDurationMs: ctx.deps.triggers.lockDurationMs }
       : {}),
