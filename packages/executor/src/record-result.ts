@@ -51,13 +51,13 @@ export async function recordResult(writer: RedisClient, r: CallRecord): Promise<
   }
   if (!isCluster(writer)) {
     const duplicate = await redisScripts(writer).recordReply(
-      [r.keys.results(r.runId), r.replyTo],
+      [r.keys.results(r.runId), r.replyTo, r.keys.runCalls(r.runId)],
       [r.toolCallId, r.resultJson, r.resultsTtlS, replyPrefix(r.runId)],
     );
     return duplicate === r.resultJson ? null : duplicate;
   }
   const duplicate = await redisScripts(writer).recordResult(
-    [r.keys.results(r.runId)],
+    [r.keys.results(r.runId), r.keys.runCalls(r.runId)],
     [r.toolCallId, r.resultJson, r.resultsTtlS],
   );
   await pushReply(writer, r.replyTo, r.runId, duplicate ?? r.resultJson, r.resultsTtlS);

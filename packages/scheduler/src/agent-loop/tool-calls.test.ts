@@ -55,8 +55,10 @@ describe('resolveToolCalls: answers given without a dispatch (real Dispatcher, r
       duration_ms: 3,
       attempts: 1,
     };
+    // The run's ledger held the call then: an executor records only calls it holds.
+    await redis.hset(keys.runCalls(state.runId), 'call_1', '{}');
     await redisScripts(redis).recordResult(
-      [keys.results(state.runId)],
+      [keys.results(state.runId), keys.runCalls(state.runId)],
       ['call_1', JSON.stringify(earlier), 60],
     );
     const answeredLocally = new Set<string>();

@@ -28,18 +28,21 @@ export interface RedisScripts {
   ): Promise<
     [epoch: number, seq: string, cancel: string, state: string, messages: string[], decisions: string[]]
   >;
-  /** `record-result-1.lua`: the first result of a call; resolves to the recorded one on a duplicate, else null. */
+  /**
+   * `record-result-2.lua`: the first result of a call the run's ledger holds; resolves to the recorded one
+   * on a duplicate, else null (also when the ledger no longer holds the call: the run has ended).
+   */
   recordResult(
-    keys: readonly [results: string],
+    keys: readonly [results: string, calls: string],
     args: readonly [toolCallId: string, resultJson: string, resultsTtlS: number],
   ): Promise<string | null>;
   /**
-   * `record-reply-2.lua` (a single Redis only: its keys are on different slots of a cluster): records the
-   * first result of a call and pushes the recorded one onto the reply list; resolves to the recorded one on
-   * a duplicate, else null.
+   * `record-reply-3.lua` (a single Redis only: its keys are on different slots of a cluster): records the
+   * first result of a call the run's ledger holds and pushes the recorded one onto the reply list; resolves
+   * to the recorded one on a duplicate, else null (also when the ledger no longer holds the call).
    */
   recordReply(
-    keys: readonly [results: string, replies: string],
+    keys: readonly [results: string, replies: string, calls: string],
     args: readonly [toolCallId: string, resultJson: string, ttlS: number, replyPrefix: string],
   ): Promise<string | null>;
   /** `record-first-1.lua`: records a result unless the call has one; resolves to the recorded one. */
@@ -105,8 +108,8 @@ export interface RedisScripts {
 const FILES: Readonly<Record<keyof RedisScripts, string>> = {
   checkpoint: 'checkpoint-8',
   claim: 'claim-4',
-  recordResult: 'record-result-1',
-  recordReply: 'record-reply-2',
+  recordResult: 'record-result-2',
+  recordReply: 'record-reply-3',
   recordFirst: 'record-first-1',
   verifyStart: 'verify-start-4',
   withdrawCall: 'withdraw-call-3',
