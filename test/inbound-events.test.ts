@@ -7,6 +7,7 @@ import { generateWebhookSecret, signWebhook } from '@agent-reach/client';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
 import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
 import { startScheduler, type SchedulerProcess } from '@agent-reach/scheduler';
+import { loadInboundEvents } from '@agent-reach/scheduler/internal';
 import { createLogger, loadConfig } from '@agent-reach/shared';
 import testTools from './helpers/test-tools.js';
 import { testRedis, waitFor } from './helpers/redis.js';
@@ -174,3 +175,41 @@ describe(
     });
   },
 );
+
+describe('the events file (EVENTS_FILE)', () => {
+  it('reports every problem at once, naming each event and field and never a secret; a missing file declares none and says so', async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), 'events-file-'));
+    try {
+      const file = path.join(dir, 'events.yaml');
+      await writeFile(
+        file,
+        [
+          'events:',
+          '  a:',
+          '    signature: { scheme: standard_webhooks, secret_env: UNSET_SECRET }',
+          '    runs: [{ agent: test_agent, input: x }]',
+          '  b:',
+          '    signature: { scheme: md5, secret_env: SET_SECRET }',
+          '    runs: []',
+        ].join('\n'),
+      );
+      const secret = 'not-to-be-printed-anywhere';
+      let message = '';
+      try {
+        loadInboundEvents(file, { SET_SECRET: secret });
+      } catch (err) {
+        message = (err as Error).message;
+      }
+      expect(message).toContain('events.a.signature.secret_env: UNSET_SECRET is not set');
+      expect(message).toContain('events.b.signature.scheme must be standard_webhooks or hmac_sha256');
+      expect(message).toContain('events.b.runs must list at least one run');
+      expect(message).not.toContain(secret);
+      const told: string[] = [];
+      const none = loadInboundEvents(path.join(dir, 'absent.yaml'), {}, (f) => told.push(f));
+      expect(none.events.size).toBe(0);
+      expect(told).toEqual([path.join(dir, 'absent.yaml')]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -77,3 +77,4 @@ export { ScheduleStore } from './triggers/schedule-store.js';
 export { scheduleOf, nextFiring, ScheduleInvalid, OVERLAP_POLICIES } from './triggers/schedule-spec.js';
 export type { Schedule, ScheduleFiring, ScheduleRequest, OverlapPolicy } from './triggers/schedule-spec.js';
 export { ApiKeyTable } from './api/auth.js';
+export { loadInboundEvents } from './triggers/inbound-events.js';

@@ -268,7 +268,9 @@ function startServingApi(ctx: ServingContext, runner: AgentRunner): ReturnType<t
     allowedModels: ctx.providers.allowed,
     callbackConfig: ctx.callbackConfig,
     // An optional file: one that does not exist declares no events.
-    events: loadInboundEvents(ctx.options.env?.EVENTS_FILE, ctx.options.env ?? {}),
+    events: loadInboundEvents(ctx.options.env?.EVENTS_FILE, ctx.options.env ?? {}, (file) =>
+      ctx.logger.warn({ file }, 'EVENTS_FILE does not exist: no inbound events are declared'),
+    ),
   });
 }
 

@@ -67,13 +67,18 @@ const SECRET_PATTERN = /^whsec_[A-Za-z0-9+/]{22,}={0,2}$/;
 export function loadInboundEvents(
   file: string | undefined,
   env: Readonly<Record<string, string | undefined>>,
+  /** Told when the file named does not exist (a scheduler logs it, as for the other optional files). */
+  missing: (file: string) => void = () => undefined,
 ): InboundEventsConfig {
   if (!file) return NO_EVENTS;
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return NO_EVENTS;
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      missing(file);
+      return NO_EVENTS;
+    }
     throw new AgentReachError(
       'CONFIG_INVALID',
       `EVENTS_FILE ${file} cannot be read: ${(err as Error).message}`,
