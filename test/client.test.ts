@@ -206,6 +206,35 @@ describe('the client of other services: HTTP methods, event streams, enqueueRun'
     expect(h.producer.status).toBe('ready');
   });
 
+  it('lists a run started with enqueueRun as running from the moment a scheduler takes it, before its first model answer', async () => {
+    h.sim.addScenario({
+      name: 'slow-enqueued',
+      fault: { type: 'latency', ms: 60_000 },
+      turns: [{ content: 'late' }],
+    });
+    const runId = `enq-slow-${Date.now()}`;
+    await enqueueRun({
+      prefix: h.prefix,
+      runId,
+      agent: 'test_agent',
+      input: 'taken, not answered yet',
+      model: 'slow-enqueued',
+      connection: h.producer,
+    });
+    const asked = () => h.sim.inFlight > 0;
+    for (const deadline = Date.now() + 20_000; !asked();) {
+      if (Date.now() > deadline) throw new Error('the model was never asked');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const run = await h.client.getRun(runId);
+    expect(run).toMatchObject({ run_id: runId, status: 'running' });
+    expect(run.updated_at).toBeGreaterThan(0);
+    const listed = await h.client.listRuns({ limit: 200 });
+    expect(listed.runs).toContainEqual(expect.objectContaining({ run_id: runId, status: 'running' }));
+    await h.client.cancel(runId);
+    expect((await h.client.waitForRun(runId, { timeoutMs: 20_000 })).status).toBe('cancelled');
+  });
+
   it("starts a run with enqueueRun in the caller's trace when given its traceparent, and refuses a malformed one", async () => {
     const runId = `enq-traced-${Date.now()}`;
     const trace = randomUUID().replace(/-/g, '');

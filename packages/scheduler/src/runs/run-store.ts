@@ -274,6 +274,23 @@ export class RunStore {
   }
 
   /**
+   * Lists a run a scheduler starts that no door accepted (a job added to the run queue directly, as the
+   * client's `enqueueRun` does): `running` from now on, in the index with its creation time. A run
+   * accepted by a door is listed already and left as it is.
+   */
+  async listTaken(job: RunJobData): Promise<void> {
+    const createdAt = typeof job.created_at === 'number' ? job.created_at : Date.now();
+    const fields = { ...acceptedListing(job, createdAt), status: 'running' };
+    const accept = (this.redis as unknown as { agentReachAcceptRun: AcceptCommand }).agentReachAcceptRun;
+    const listed = await accept.call(
+      this.redis,
+      this.keys.runMeta(job.run_id),
+      ...Object.entries(fields).flat(),
+    );
+    if (listed === 1) await this.index(job.run_id, createdAt);
+  }
+
+  /**
    * Takes ownership of a run for this process (any earlier owner is fenced off from now on) and loads
    * its last checkpoint with the decisions people made since it parked. A run listed `queued` at its
    * acceptance is `running` from now on.

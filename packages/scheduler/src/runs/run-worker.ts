@@ -288,6 +288,8 @@ async function processRun(
       problems.push(`agent "${data.agent}" is not declared`);
     if (problems.length > 0) return recordRejected(ctx, runId, data, problems, claim.writer);
     state = await newRunState(ctx, runId, data);
+    // Listed from now on, when no door listed it at its acceptance (a job added to the queue directly).
+    await ctx.store.listTaken({ ...data, run_id: runId });
   }
   if (state.outcome) {
     // Ended by an earlier attempt that died before its tenant's count was updated: update it now.
