@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
 import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
@@ -10,6 +12,10 @@ import { testRedis, waitFor } from './helpers/redis.js';
 import { testEnv } from './helpers/runs.js';
 import { runCli } from './helpers/cli.js';
 import { startSchedulerChild, type Child } from './helpers/processes.js';
+// @ts-expect-error: a plain ES module script of the scheduler package (no declarations).
+import { buildUi } from '../packages/scheduler/scripts/build-ui.mjs';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 const KEY = `sch-${randomUUID().replace(/-/g, '')}`;
 const LIMITED = `lim-${randomUUID().replace(/-/g, '')}`;
@@ -230,6 +236,39 @@ describe(
       expect((await runCli(env, ['schedules', 'delete', id])).code).toBe(0);
       expect((await runCli(env, ['schedules', 'show', id])).code).toBe(3);
     });
+
+    it.skipIf(!existsSync(CHROMIUM))(
+      "lists schedules in the inspector with their timing, next firing and last firing's run",
+      async () => {
+        const id = await create({ input: 'for the inspector', cron: '15 9 * * *', timezone: 'Asia/Tokyo' });
+        await call('POST', `/v1/schedules/${id}/trigger`);
+        const [firing] = await waitFirings(id, (f) => started(f).length === 1, 'the triggered firing');
+        // The bundle from the sources, as the inspector's own test builds it.
+        await (buildUi as () => Promise<void>)();
+        const browser = await chromium.launch({
+          executablePath: CHROMIUM,
+          headless: true,
+          args: ['--no-sandbox'],
+        });
+        try {
+          const page = await browser.newPage();
+          page.setDefaultTimeout(15_000);
+          await page.goto(`${base()}/ui`);
+          await page.getByLabel('API key').fill(KEY);
+          await page.getByRole('button', { name: 'Sign in' }).click();
+          await page.getByRole('link', { name: 'Schedules' }).click();
+          const row = page.locator('table.schedules tbody tr', { hasText: id });
+          await row.waitFor();
+          expect(await row.innerText()).toContain('15 9 * * * (Asia/Tokyo)');
+          expect(await row.locator('time').first().getAttribute('datetime')).toMatch(/T00:15:00/);
+          await row.getByRole('link', { name: String(firing?.run_id) }).click();
+          await page.waitForURL(/#\/runs\/run_/);
+        } finally {
+          await browser.close();
+          await call('DELETE', `/v1/schedules/${id}`);
+        }
+      },
+    );
 
     it('skips a firing while the last run goes on (skip), waits with one (buffer_one), or starts it anyway (allow_all)', async () => {
       const waiting = { input: 'needs a person', model: 'approval', every_ms: 1_000 };
