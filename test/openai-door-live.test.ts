@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import OpenAI from 'openai';
 import type { Scenario } from '@agent-reach/llm-sim';
-import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
+import { FULL_KEY, openEventStream, sseMessages, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { gatedEventReads } from './helpers/gate.js';
 
 /** An answer whose first try stalls after two chunks until the scheduler gives up on it and asks again. */
@@ -93,4 +93,43 @@ describe('the OpenAI door streams the answer live', () => {
       await server.close();
     }
   });
+});
+
+describe("a run's event stream, followed from its acceptance", () => {
+  /** A first turn whose stream stalls after two chunks: the run is mid-turn, its text already live. */
+  const FIRST_TURN: Scenario = {
+    name: 'first-turn-order',
+    turns: [
+      {
+        content: 'the first turn streams this text before the turn is recorded',
+        fault: { type: 'stream_stall', after_chunks: 2, times: 1 },
+      },
+    ],
+  };
+  let h: ApiHarness;
+
+  beforeAll(async () => {
+    h = await startApiHarness({}, { OPENAI_MODEL: FIRST_TURN.name, LLM_TIMEOUT_MS: '2000' });
+    h.sim.addScenario(FIRST_TURN);
+  });
+  afterAll(async () => h?.close());
+
+  it('sends run_started before any text of the first turn, since a run is stored as started before its first model request', async () => {
+    const created = await h.call('POST', '/v1/runs', { body: { agent: 'test_agent', input: 'go' } });
+    expect(created.status).toBe(201);
+    const runId = created.json.run_id as string;
+    const sse = await openEventStream(h.url, runId);
+    try {
+      await sse.ended;
+      const types = sseMessages(sse.stream.text)
+        .filter((m) => m.event !== undefined)
+        .map((m) => m.event);
+      expect(types).toContain('answer_delta');
+      expect(types.indexOf('run_started')).toBeGreaterThanOrEqual(0);
+      expect(types.indexOf('run_started')).toBeLessThan(types.indexOf('answer_delta'));
+      expect(types.at(-1)).toBe('run_finished');
+    } finally {
+      sse.close();
+    }
+  }, 60_000);
 });

@@ -51,8 +51,12 @@ export function createCheckpoints(
     if (deps.release?.aborted) throw new RunLost();
     const events = pending;
     pending = [];
+    // A run's start is stored before its first model request: a follower reads it before any live text.
     const mustAwait =
-      step === 'parked' || step === 'finished' || (step === 'llm_response' && !deps.orderedCheckpoints);
+      step === 'started' ||
+      step === 'parked' ||
+      step === 'finished' ||
+      (step === 'llm_response' && !deps.orderedCheckpoints);
     // Snapshot now: the state goes on changing while an earlier write is still in flight.
     const send = deps.checkpoint?.(state, events, step);
     const invoke = async () => {

@@ -1,4 +1,5 @@
 export type { RunEvent, RunEventBody } from '@agent-reach/protocol';
 
 /** What the loop just did, for checkpointing. */
-export type StepKind = 'plan' | 'llm_response' | 'tool_results' | 'compaction' | 'parked' | 'finished';
+export type StepKind =
+  'started' | 'plan' | 'llm_response' | 'tool_results' | 'compaction' | 'parked' | 'finished';

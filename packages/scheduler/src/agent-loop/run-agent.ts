@@ -35,7 +35,8 @@ export async function runAgent(
     if (topic) state.topic = topic;
   }
   const run = createRunContext(state, deps);
-  if (markRunning(state)) {
+  const started = markRunning(state);
+  if (started) {
     run.emit({
       type: 'run_started',
       agent: state.agent,
@@ -51,6 +52,9 @@ export async function runAgent(
   }
   let next = firstStep(run);
   try {
+    // Stored before anything else happens, so that the stream's stored events come before the first
+    // turn's live text, and the run's record exists from its first step.
+    if (started && !isEndStep(next)) await run.checkpoint('started');
     for (;;) {
       // A cancelled run does no more work; a step already ending it still ends it as it says.
       if (deps.signal?.aborted && !isEndStep(next)) next = { type: 'cancel' };
