@@ -73,12 +73,24 @@ describe(
           '    runs:',
           '      - agent: test_agent',
           '        input: "Review {{payload.repository.full_name}}"',
+          '  report.requested:',
+          '    signature: { scheme: standard_webhooks, secret_env: ORDERS_SECRET }',
+          '    runs:',
+          '      - workflow: solo',
+          '        input: "Report on {{payload.topic}}"',
         ].join('\n'),
+      );
+      const workflowsFile = path.join(dir, 'workflows.yaml');
+      // One workflow of one node, in YAML's flow style.
+      await writeFile(
+        workflowsFile,
+        'workflows: [{ name: solo, nodes: [{ id: only, agent: test_agent }] }]\n',
       );
       sim = await startLlmSim({ scenarios: [{ name: 'echo', turns: [{ content: 'hello' }] }] });
       const env = testEnv(t.prefix, sim, {
         ...apiEnv(API_KEY),
         EVENTS_FILE: eventsFile,
+        WORKFLOWS_FILE: workflowsFile,
         ORDERS_SECRET: SW_SECRET,
         GITHUB_SECRET,
       });
@@ -113,6 +125,22 @@ describe(
         60_000,
         'the run to end',
       );
+    });
+
+    it('starts a workflow of the workflows file for an event mapped to one, once per event id', async () => {
+      const id = `msg_${randomUUID()}`;
+      const body = JSON.stringify({ topic: 'returns' });
+      const first = await send('report.requested', body, signed(id, body));
+      expect(first.status, JSON.stringify(first.json)).toBe(202);
+      expect(first.json.run_ids).toEqual([]);
+      const [workflowId] = first.json.workflow_ids as string[];
+      const headers = { authorization: `Bearer ${API_KEY}` };
+      const workflow = async () =>
+        (await (await fetch(`${scheduler.apiUrl}/v1/workflows/${workflowId}`, { headers })).json()) as Json;
+      expect(await workflow()).toMatchObject({ input: 'Report on returns', metadata: { event_id: id } });
+      const again = await send('report.requested', body, signed(id, body));
+      expect(again.json).toMatchObject({ duplicate: true, workflow_ids: [] });
+      await waitFor(async () => (await workflow()).finished_at !== undefined, 60_000, 'the workflow to end');
     });
 
     it('takes a GitHub-style X-Hub-Signature-256 and deduplicates by its delivery id', async () => {

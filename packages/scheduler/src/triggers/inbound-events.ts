@@ -16,9 +16,13 @@ export type EventSignature =
   /** An HMAC-SHA256 of the body in a header, as GitHub sends `X-Hub-Signature-256: sha256=<hex>`. */
   | { scheme: 'hmac_sha256'; secret: string; header: string; prefix: string; idHeader?: string };
 
-/** A run an event starts: its agent, and its input and metadata as templates over `payload`. */
+/**
+ * A run (of `agent`) or a workflow (`workflow`, of the workflows file) an event starts, its input and
+ * metadata as templates over `payload`.
+ */
 export interface EventRun {
-  agent: string;
+  agent?: string;
+  workflow?: string;
   input: string;
   metadata?: Record<string, string>;
   model?: string;
@@ -122,8 +126,10 @@ function eventOf(
   const runs = Array.isArray(raw.runs) ? raw.runs : [];
   if (runs.length === 0) problem('.runs must list at least one run');
   runs.forEach((r: unknown, i) => {
-    if (!isObject(r) || typeof r.agent !== 'string' || !NAME_PATTERN.test(r.agent))
-      problem(`.runs[${i}].agent must be an agent name`);
+    const named = (field: string) =>
+      isObject(r) && typeof r[field] === 'string' && NAME_PATTERN.test(r[field]);
+    if (!isObject(r) || named('agent') === named('workflow'))
+      problem(`.runs[${i}] must name an agent or a workflow (one of them)`);
     else if (typeof r.input !== 'string' || r.input.length === 0)
       problem(`.runs[${i}].input must be a template`);
   });

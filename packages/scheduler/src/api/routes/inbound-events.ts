@@ -9,7 +9,9 @@ import {
 } from '../../triggers/inbound-events.js';
 import { renderTemplate } from '../../triggers/template.js';
 import { createTriggerMetrics } from '../../triggers/trigger-metrics.js';
-import type { Principal } from '../auth.js';
+import { idempotencyScope, type Principal } from '../auth.js';
+import { admitRun } from '../tenant-admission.js';
+import { keyedWorkflowId } from './workflows.js';
 import { ApiError } from '../errors.js';
 import type { ApiContext } from '../options.js';
 import { responses } from '../responses.js';
@@ -23,6 +25,7 @@ const EventAccepted = Type.Object({
   /** True when this id was seen before: nothing was started. */
   duplicate: Type.Boolean(),
   run_ids: Type.Array(Type.String()),
+  workflow_ids: Type.Array(Type.String()),
 });
 
 /**
@@ -102,12 +105,16 @@ async function receiveEvent(
   const first = await redis.set(seen, '1', 'EX', config.dedupTtlS, 'NX');
   if (first !== 'OK') {
     ctx.log.info({ event: name, eventId: id }, 'repeated event ignored');
-    return reply.code(200).send({ event: name, event_id: id, duplicate: true, run_ids: [] });
+    return reply
+      .code(200)
+      .send({ event: name, event_id: id, duplicate: true, run_ids: [], workflow_ids: [] });
   }
   try {
-    const runIds = await startEventRuns(ctx, event, id, payload);
-    ctx.log.info({ event: name, eventId: id, runIds }, 'event received');
-    return await reply.code(202).send({ event: name, event_id: id, duplicate: false, run_ids: runIds });
+    const { runIds, workflowIds } = await startEventRuns(ctx, event, id, payload);
+    ctx.log.info({ event: name, eventId: id, runIds, workflowIds }, 'event received');
+    return await reply
+      .code(202)
+      .send({ event: name, event_id: id, duplicate: false, run_ids: runIds, workflow_ids: workflowIds });
   } catch (err) {
     // Nothing claimed for good: the sender's retry is taken (its runs' ids derive from the event id).
     await redis.del(seen).catch(() => undefined);
@@ -115,13 +122,13 @@ async function receiveEvent(
   }
 }
 
-/** Starts each run the event maps to, as a principal of the event's tenant, idempotent per event id. */
+/** Starts each run or workflow the event maps to, as a principal of the event's tenant, idempotent per event id. */
 async function startEventRuns(
   ctx: ApiContext,
   event: InboundEvent,
   id: string,
   payload: unknown,
-): Promise<string[]> {
+): Promise<{ runIds: string[]; workflowIds: string[] }> {
   const principal: Principal = {
     id: `event-${event.name}`,
     name: `event:${event.name}`,
@@ -130,23 +137,51 @@ async function startEventRuns(
     tenants: new Set([event.tenant ?? DEFAULT_TENANT]),
   };
   const values = { payload, event: { name: event.name, id } };
-  const runIds: string[] = [];
+  const started = { runIds: [] as string[], workflowIds: [] as string[] };
   for (const [i, r] of event.runs.entries()) {
-    const metadata = Object.fromEntries(
-      Object.entries(r.metadata ?? {}).map(([k, v]) => [k, renderTemplate(v, values)]),
-    );
+    const metadata = {
+      ...Object.fromEntries(Object.entries(r.metadata ?? {}).map(([k, v]) => [k, renderTemplate(v, values)])),
+      event: event.name,
+      event_id: id,
+    };
+    const input = renderTemplate(r.input, values);
+    const key = `event:${event.name}:${id}:${i}`;
+    if (r.workflow !== undefined) {
+      started.workflowIds.push(
+        await startEventWorkflow(ctx, principal, r.workflow, { input, metadata, key }),
+      );
+      continue;
+    }
     const { run } = await startRun(
       ctx,
       principal,
-      {
-        agent: r.agent,
-        input: renderTemplate(r.input, values),
-        metadata: { ...metadata, event: event.name, event_id: id },
-        ...(r.model !== undefined ? { model: r.model } : {}),
-      },
-      `event:${event.name}:${id}:${i}`,
+      { agent: String(r.agent), input, metadata, ...(r.model !== undefined ? { model: r.model } : {}) },
+      key,
     );
-    runIds.push(run.run_id);
+    started.runIds.push(run.run_id);
   }
-  return runIds;
+  return started;
+}
+
+/** Starts a workflow of the workflows file for an event, its id derived from the event's (a repeat converges). */
+async function startEventWorkflow(
+  ctx: ApiContext,
+  principal: Principal,
+  name: string,
+  req: { input: string; metadata: Record<string, string>; key: string },
+): Promise<string> {
+  const wf = ctx.deps.workflows;
+  const definition = wf?.resolve(name);
+  if (!wf || !definition)
+    throw new ApiError('UNKNOWN_WORKFLOW', wf?.unknown(name) ?? `unknown workflow "${name}"`);
+  await admitRun(ctx, principal.tenant, undefined);
+  const { workflowId } = await wf.start({
+    workflow: name,
+    definition,
+    input: req.input,
+    workflowId: keyedWorkflowId(`event:${idempotencyScope(principal)}`, req.key),
+    metadata: req.metadata,
+    tenant: principal.tenant,
+  });
+  return workflowId;
 }
