@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
@@ -39,6 +42,7 @@ describe(
     let executor: ExecutorProcess;
     let config: AgentReachConfig;
     let env: Record<string, string>;
+    let dir: string;
     const schedulers: Array<SchedulerProcess | undefined> = [undefined, undefined];
     const logger = createLogger('test', { level: 'silent' });
 
@@ -87,7 +91,14 @@ describe(
       t = testRedis();
       sim = await startLlmSim({ scenarios: [{ name: 'echo', turns: [{ content: 'hello' }] }] });
       addCommonScenarios(sim);
+      dir = await mkdtemp(path.join(tmpdir(), 'schedules-'));
+      const workflowsFile = path.join(dir, 'workflows.yaml');
+      await writeFile(
+        workflowsFile,
+        'workflows: [{ name: solo, nodes: [{ id: only, agent: test_agent }] }]\n',
+      );
       env = testEnv(t.prefix, sim, {
+        WORKFLOWS_FILE: workflowsFile,
         API_KEYS: `test:${KEY},limited:${LIMITED}:weather_only,acme:${OTHER_TENANT}:*:acme`,
         API_PORT: '0',
         API_HOST: '127.0.0.1',
@@ -102,6 +113,7 @@ describe(
       for (const s of schedulers) await s?.close();
       await executor?.close();
       await sim?.close();
+      await rm(dir, { recursive: true, force: true });
       await t?.cleanup();
     });
 
@@ -269,6 +281,41 @@ describe(
         }
       },
     );
+
+    it('starts a workflow of the workflows file at each firing of a workflow schedule', async () => {
+      const both = await call('POST', '/v1/schedules', {
+        agent: 'test_agent',
+        workflow: 'solo',
+        input: 'x',
+        every_ms: 60_000,
+      });
+      expect(both.status).toBe(400);
+      expect(both.json.error.message).toContain('/workflow');
+      const unknown = await call('POST', '/v1/schedules', { workflow: 'nope', input: 'x', every_ms: 60_000 });
+      expect(unknown.json.error.code).toBe('UNKNOWN_WORKFLOW');
+      const id = await create({
+        agent: undefined,
+        workflow: 'solo',
+        input: 'weekly {{scheduled_at}}',
+        cron: '0 9 * * 1',
+      });
+      expect((await call('POST', `/v1/schedules/${id}/trigger`)).status).toBe(202);
+      const [firing] = await waitFirings(
+        id,
+        (f) => f.some((x) => x.outcome === 'started'),
+        'the workflow firing',
+      );
+      const workflowId = String((firing as Firing & { workflow_id?: string }).workflow_id);
+      expect(workflowId).toMatch(/^wf_/);
+      const workflow = (await call('GET', `/v1/workflows/${workflowId}`)).json;
+      expect(workflow.metadata).toMatchObject({ schedule_id: id });
+      expect(workflow.input).toBe(`weekly ${new Date(Number(firing?.scheduled_at)).toISOString()}`);
+      await waitFor(
+        async () => (await call('GET', `/v1/workflows/${workflowId}`)).json.finished_at !== undefined,
+        60_000,
+      );
+      await call('DELETE', `/v1/schedules/${id}`);
+    });
 
     it('skips a firing while the last run goes on (skip), waits with one (buffer_one), or starts it anyway (allow_all)', async () => {
       const waiting = { input: 'needs a person', model: 'approval', every_ms: 1_000 };

@@ -7,9 +7,9 @@ import { jsonLine } from './terminal.js';
 export const SCHEDULES_USAGE = `Usage: agent-reach schedules <command>
   ls                                  every schedule, one JSON object per line (next and last firings)
   show <schedule-id>                  one schedule with its last firings
-  create --agent A --input TEXT (--cron EXPR [--timezone ZONE] | --every MS)
+  create (--agent A | --workflow W) --input TEXT (--cron EXPR [--timezone ZONE] | --every MS)
          [--overlap skip|buffer_one|allow_all] [--catchup MS] [--metadata k=v,k=v] [--model M] [--key NAME]
-                                      runs of A on a cron expression (in an IANA time zone, default UTC)
+                                      runs of A (or workflows W) on a cron expression (in an IANA time zone, default UTC)
                                       or an interval; {{scheduled_at}} in TEXT is the firing time. Its
                                       runs start as the API key NAME of API_KEYS (default: the first)
   pause <schedule-id> | resume <schedule-id> | trigger <schedule-id> | delete <schedule-id>
@@ -19,6 +19,7 @@ type Internal = typeof import('@agent-reach/scheduler/internal');
 
 const OPTIONS = {
   agent: { type: 'string' },
+  workflow: { type: 'string' },
   input: { type: 'string' },
   cron: { type: 'string' },
   timezone: { type: 'string' },
@@ -108,7 +109,9 @@ function create(
   const str = (name: keyof typeof OPTIONS) => (typeof v[name] === 'string' ? (v[name] as string) : undefined);
   const agent = str('agent');
   const input = str('input');
-  if (!agent || !input) throw new ScheduleUsage('schedules create needs --agent and --input');
+  const workflow = str('workflow');
+  if ((!agent && !workflow) || !input)
+    throw new ScheduleUsage('schedules create needs --agent (or --workflow) and --input');
   const entry = str('key') ? keys.find((k) => k.name === str('key')) : keys[0];
   if (!entry)
     throw new ScheduleUsage(
@@ -116,7 +119,7 @@ function create(
     );
   const principal = new m.ApiKeyTable([entry]).identify(entry.key);
   if (!principal) throw new ScheduleUsage(`API key "${entry.name}" is not usable`);
-  if (principal.agents && !principal.agents.has(agent))
+  if (agent && principal.agents && !principal.agents.has(agent))
     throw new ScheduleUsage(`API key "${entry.name}" may not run agent "${agent}"`);
   const int = (name: 'every' | 'catchup') => {
     const text = str(name);
@@ -131,7 +134,8 @@ function create(
   return m.scheduleOf(
     `sch_${randomBytes(12).toString('hex')}`,
     {
-      agent,
+      ...(agent ? { agent } : {}),
+      ...(workflow ? { workflow } : {}),
       input,
       ...(str('cron') !== undefined ? { cron: str('cron') } : {}),
       ...(str('timezone') !== undefined ? { timezone: str('timezone') } : {}),

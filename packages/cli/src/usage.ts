@@ -41,8 +41,8 @@ Workflows
   workflows cancel <workflow-id>     cancel it and its running node runs
 
 Schedules
-  schedules create --agent A --input TEXT (--cron EXPR [--timezone ZONE] | --every MS)
-                                     runs of an agent on a cron expression or an interval
+  schedules create (--agent A | --workflow W) --input TEXT (--cron EXPR [--timezone ZONE] | --every MS)
+                                     runs of an agent (or workflows) on a cron expression or an interval
   schedules ls | show <id>           schedules with their next and last firings
   schedules pause|resume|trigger|delete <id>
 

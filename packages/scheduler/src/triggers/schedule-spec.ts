@@ -7,7 +7,10 @@ export type OverlapPolicy = (typeof OVERLAP_POLICIES)[number];
 
 /** A schedule as a caller asks for it. */
 export interface ScheduleRequest {
-  agent: string;
+  /** The agent each firing runs; exactly one of `agent` and `workflow`. */
+  agent?: string;
+  /** A workflow of the workflows file each firing starts, instead of an agent's run. */
+  workflow?: string;
   /** The run's input; `{{scheduled_at}}` is replaced by the firing's time (ISO 8601, UTC). */
   input: string;
   /** A cron expression (5 or 6 fields), read in `timezone`. Exactly one of `cron` and `every_ms`. */
@@ -25,8 +28,10 @@ export interface ScheduleRequest {
 }
 
 /** A schedule as it is stored: the request resolved, who owns it, whether it is paused. */
-export interface Schedule extends Required<Pick<ScheduleRequest, 'agent' | 'input' | 'overlap'>> {
+export interface Schedule extends Required<Pick<ScheduleRequest, 'input' | 'overlap'>> {
   id: string;
+  agent?: string;
+  workflow?: string;
   tenant: string;
   /** Id (hash prefix, not the secret) and name of the API key that created it; its runs start as that key. */
   key_id: string;
@@ -47,6 +52,8 @@ export interface ScheduleFiring {
   fired_at: number;
   outcome: 'started' | 'skipped_overlap' | 'skipped_late' | 'failed';
   run_id?: string;
+  /** For a workflow schedule: the workflow the firing started. */
+  workflow_id?: string;
   error?: string;
 }
 
@@ -115,6 +122,8 @@ export function scheduleOf(
   now: number,
 ): Schedule {
   checkScheduleTiming(req);
+  if ((req.agent === undefined) === (req.workflow === undefined))
+    throw new ScheduleInvalid('/agent', 'or /workflow is required, and not both');
   if (req.overlap !== undefined && !OVERLAP_POLICIES.includes(req.overlap))
     throw new ScheduleInvalid('/overlap', `must be one of ${OVERLAP_POLICIES.join(', ')}`);
   return {
@@ -122,7 +131,8 @@ export function scheduleOf(
     tenant: owner.tenant,
     key_id: owner.keyId,
     key_name: owner.keyName,
-    agent: req.agent,
+    ...(req.agent !== undefined ? { agent: req.agent } : {}),
+    ...(req.workflow !== undefined ? { workflow: req.workflow } : {}),
     input: req.input,
     ...(req.cron !== undefined ? { cron: req.cron, timezone: req.timezone ?? 'UTC' } : {}),
     ...(req.every_ms !== undefined ? { every_ms: req.every_ms } : {}),

@@ -128,7 +128,8 @@ export class ScheduleStore {
       .multi()
       .lpush(this.#key(id, 'firings'), JSON.stringify(firing))
       .ltrim(this.#key(id, 'firings'), 0, SCHEDULE_FIRINGS_KEPT - 1);
-    if (firing.run_id) multi.set(this.#key(id, 'last-run'), firing.run_id);
+    const started = firing.run_id ?? firing.workflow_id;
+    if (started) multi.set(this.#key(id, 'last-run'), started);
     await multi.exec();
   }
 

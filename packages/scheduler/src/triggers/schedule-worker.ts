@@ -10,12 +10,12 @@ import type { TriggerMetrics } from './trigger-metrics.js';
 export interface ScheduleFiringDeps {
   store: ScheduleStore;
   /**
-   * Starts the run of a firing as `POST /v1/runs` would for the schedule's key, its id derived from
+   * Starts the run (or workflow) of a firing as `POST /v1/runs` (`POST /v1/workflows`) would for the schedule's key, its id derived from
    * `firingKey` (a repeat starts nothing new); the run's id.
    */
   startRun(schedule: Schedule, scheduledAt: number, firingKey: string): Promise<string>;
-  /** True while the run has not ended. */
-  isRunActive(runId: string): Promise<boolean>;
+  /** True while the run (or workflow) a firing started has not ended. */
+  isRunActive(id: string): Promise<boolean>;
   logger: Logger;
   metrics?: TriggerMetrics;
   /** How long a firing job is locked, and how often stalled ones are looked for (ms; BullMQ's default). */
@@ -101,7 +101,7 @@ async function fire(deps: ScheduleFiringDeps, job: Job<FiringJob>, token: string
   }
   try {
     const runId = await deps.startRun(schedule, scheduledAt, `schedule:${id}:${scheduledAt}`);
-    await record({ outcome: 'started', run_id: runId });
+    await record({ outcome: 'started', ...(schedule.workflow ? { workflow_id: runId } : { run_id: runId }) });
     logger.info({ scheduleId: id, scheduledAt, runId }, 'schedule fired');
   } catch (err) {
     const last = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);

@@ -12,7 +12,9 @@ import {
 } from '../../triggers/schedule-spec.js';
 import { renderTemplate } from '../../triggers/template.js';
 import { createTriggerMetrics } from '../../triggers/trigger-metrics.js';
-import { assertAgentAllowed, requirePrincipal, type Principal } from '../auth.js';
+import { assertAgentAllowed, idempotencyScope, requirePrincipal, type Principal } from '../auth.js';
+import { admitRun } from '../tenant-admission.js';
+import { keyedWorkflowId } from './workflows.js';
 import { ApiError, notFound } from '../errors.js';
 import type { ApiContext } from '../options.js';
 import { responses } from '../responses.js';
@@ -26,7 +28,8 @@ const Metadata = Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLe
 
 const CreateScheduleBody = Type.Object(
   {
-    agent: Type.String({ pattern: NAME_PATTERN.source }),
+    agent: Type.Optional(Type.String({ pattern: NAME_PATTERN.source })),
+    workflow: Type.Optional(Type.String({ pattern: NAME_PATTERN.source })),
     input: Type.String({ minLength: 1, maxLength: MAX_INPUT_CHARS }),
     cron: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     timezone: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
@@ -45,6 +48,7 @@ const Firing = Type.Object({
   fired_at: Type.Integer(),
   outcome: Type.String(),
   run_id: Type.Optional(Type.String()),
+  workflow_id: Type.Optional(Type.String()),
   error: Type.Optional(Type.String()),
 });
 
@@ -53,7 +57,8 @@ const ScheduleView = Type.Object({
   tenant: Type.String(),
   /** The API key (by name) the schedule's runs start as. */
   key_name: Type.String(),
-  agent: Type.String(),
+  agent: Type.Optional(Type.String()),
+  workflow: Type.Optional(Type.String()),
   input: Type.String(),
   cron: Type.Optional(Type.String()),
   timezone: Type.Optional(Type.String()),
@@ -152,9 +157,32 @@ export function scheduleRoutes(app: FastifyInstance, ctx: ApiContext): ScheduleS
   return store;
 }
 
-/** A key sees the schedules of its tenants whose agent it may run. */
+/**
+ * A key sees the schedules of its tenants whose agent it may run; a key limited to some agents sees no
+ * workflow schedule (it could not start the workflow from the schedule's key's view of its nodes).
+ */
 function visible(principal: Principal, s: Schedule): boolean {
-  return principal.tenants.has(s.tenant) && (!principal.agents || principal.agents.has(s.agent));
+  if (!principal.tenants.has(s.tenant)) return false;
+  if (!principal.agents) return true;
+  return s.agent !== undefined && principal.agents.has(s.agent);
+}
+
+/** Checks what a schedule starts, as starting it now would: the agent (403, 422) or the workflow. */
+function checkTarget(ctx: ApiContext, principal: Principal, body: CreateScheduleBody): void {
+  if (body.workflow !== undefined) {
+    const definition = ctx.deps.workflows?.resolve(body.workflow);
+    if (!definition)
+      throw new ApiError(
+        'UNKNOWN_WORKFLOW',
+        ctx.deps.workflows?.unknown(body.workflow) ?? `unknown workflow "${body.workflow}"`,
+      );
+    for (const node of definition.spec.nodes) assertAgentAllowed(principal, node.agent);
+    return;
+  }
+  if (body.agent === undefined) return; // refused by scheduleOf, naming both fields
+  assertAgentAllowed(principal, body.agent);
+  if (!ctx.deps.agents.agents.has(body.agent))
+    throw new ApiError('UNKNOWN_AGENT', `unknown agent "${body.agent}"`);
 }
 
 /** The schedule the request names, as far as its key may see it (404 otherwise). */
@@ -178,9 +206,7 @@ async function createSchedule(
 ) {
   const principal = requirePrincipal(ctx.auth, request);
   const body = request.body;
-  assertAgentAllowed(principal, body.agent);
-  if (!ctx.deps.agents.agents.has(body.agent))
-    throw new ApiError('UNKNOWN_AGENT', `unknown agent "${body.agent}"`);
+  checkTarget(ctx, principal, body);
   checkRunRequest(ctx, body);
   let schedule: Schedule;
   try {
@@ -198,7 +224,10 @@ async function createSchedule(
     throw err;
   }
   await store.create(schedule);
-  ctx.log.info({ scheduleId: schedule.id, agent: schedule.agent, key: principal.name }, 'schedule created');
+  ctx.log.info(
+    { scheduleId: schedule.id, agent: schedule.agent, workflow: schedule.workflow, key: principal.name },
+    'schedule created',
+  );
   return reply.code(201).send(await store.view(schedule));
 }
 
@@ -223,32 +252,58 @@ export function startScheduleFirings(
     ...(ctx.deps.triggers?.stalledIntervalMs !== undefined
       ? { stalledIntervalMs: ctx.deps.triggers.stalledIntervalMs }
       : {}),
-    isRunActive: async (runId) => {
-      const summary = await ctx.deps.control.store.summary(runId);
+    isRunActive: async (id) => {
+      if (id.startsWith('wf_')) return (await ctx.deps.workflows?.get(id))?.status === 'running';
+      const summary = await ctx.deps.control.store.summary(id);
       return summary !== undefined && !isFinalStatus(summary.status);
     },
-    startRun: async (schedule, scheduledAt, firingKey) => {
-      const principal = ctx.auth.byId(schedule.key_id);
-      if (!principal)
-        throw new Error(`the API key that created schedule ${schedule.id} is no longer configured`);
-      const at = new Date(scheduledAt).toISOString();
-      const { run } = await startRun(
-        ctx,
-        principal,
-        {
-          agent: schedule.agent,
-          input: renderTemplate(schedule.input, { scheduled_at: at, schedule_id: schedule.id }),
-          metadata: { ...schedule.metadata, schedule_id: schedule.id, scheduled_at: at },
-          ...(schedule.model !== undefined ? { model: schedule.model } : {}),
-        },
-        firingKey,
-      );
-      return run.run_id;
-    },
+    startRun: (schedule, scheduledAt, firingKey) => fireSchedule(ctx, schedule, scheduledAt, firingKey),
   });
   app.addHook('onClose', async () => {
     await worker.close();
     await connection.quit().catch(() => undefined);
   });
   return worker;
+}
+
+/** Starts a firing's run (or workflow) as the schedule's key; its id derives from `firingKey`. */
+async function fireSchedule(
+  ctx: ApiContext,
+  schedule: Schedule,
+  scheduledAt: number,
+  firingKey: string,
+): Promise<string> {
+  const principal = ctx.auth.byId(schedule.key_id);
+  if (!principal) throw new Error(`the API key that created schedule ${schedule.id} is no longer configured`);
+  const at = new Date(scheduledAt).toISOString();
+  const input = renderTemplate(schedule.input, { scheduled_at: at, schedule_id: schedule.id });
+  const metadata = { ...schedule.metadata, schedule_id: schedule.id, scheduled_at: at };
+  if (schedule.workflow !== undefined) {
+    const wf = ctx.deps.workflows;
+    const definition = wf?.resolve(schedule.workflow);
+    if (!wf || !definition) throw new Error(`workflow "${schedule.workflow}" is not in the configuration`);
+    for (const node of definition.spec.nodes) assertAgentAllowed(principal, node.agent);
+    await admitRun(ctx, principal.tenant, undefined);
+    const { workflowId } = await wf.start({
+      workflow: schedule.workflow,
+      definition,
+      input,
+      workflowId: keyedWorkflowId(`schedule:${idempotencyScope(principal)}`, firingKey),
+      metadata,
+      tenant: principal.tenant,
+    });
+    return workflowId;
+  }
+  const { run } = await startRun(
+    ctx,
+    principal,
+    {
+      agent: String(schedule.agent),
+      input,
+      metadata,
+      ...(schedule.model !== undefined ? { model: schedule.model } : {}),
+    },
+    firingKey,
+  );
+  return run.run_id;
 }
