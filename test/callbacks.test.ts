@@ -20,6 +20,7 @@ import testTools from './helpers/test-tools.js';
 import { addCommonScenarios } from './helpers/scenarios.js';
 import { REDIS_URL, testRedis, waitFor } from './helpers/redis.js';
 import { apiEnv, testEnv } from './helpers/runs.js';
+import { runCli } from './helpers/cli.js';
 
 const API_KEY = `cb-${randomUUID().replace(/-/g, '')}`;
 /** The secret of the API key `test`, and the one signing runs started through Redis (`*`). */
@@ -337,6 +338,39 @@ describe(
       expect(dead).toMatchObject({ attempts: 6 });
       expect(dead.last_error).toMatch(/ECONNREFUSED/);
       expect(await counted('dead_lettered')).toBeGreaterThanOrEqual(1);
+    });
+
+    it('shows with `runs show` each callback delivery of a run: event, id, state, attempts, last status or error, a dead letter marked in words', async () => {
+      // Nothing listens on the discard port: every attempt is refused.
+      const runWith = (url: string) =>
+        post('/v1/runs', { agent: 'test_agent', input: 'hi', model: 'echo', callback: { url } });
+      const dead = await runWith('http://127.0.0.1:9/hook');
+      const ok = await runWith(receiver.url);
+      const deadId = String(dead.json.run_id);
+      const okId = String(ok.json.run_id);
+      const letter = await deliveryOf(deadId, 'run.finished', 'dead_lettered');
+      const delivered = await deliveryOf(okId, 'run.finished', 'delivered');
+      const env = testEnv(t.prefix, sim);
+      const shownDead = await runCli(env, ['runs', 'show', deadId]);
+      expect(shownDead.code, shownDead.stderr).toBe(0);
+      expect(shownDead.stdout).toContain('callback deliveries:');
+      expect(shownDead.stdout).toMatch(
+        new RegExp(`run\\.finished  ${letter.id}  DEAD-LETTERED  6 attempts  last error: .*ECONNREFUSED`),
+      );
+      const shownOk = await runCli(env, ['runs', 'show', okId]);
+      expect(shownOk.stdout).toContain(
+        `run.finished  ${delivered.id}  delivered  1 attempt  last status 204`,
+      );
+      expect(shownOk.stdout).not.toContain('DEAD-LETTERED');
+      // A run that asked for no callback shows no section.
+      const plain = await post('/v1/runs', { agent: 'test_agent', input: 'hi', model: 'echo' });
+      const plainId = String(plain.json.run_id);
+      await waitFor(
+        async () => ((await getRun(plainId)).status === 'succeeded' ? true : undefined),
+        60_000,
+        'the run',
+      );
+      expect((await runCli(env, ['runs', 'show', plainId])).stdout).not.toContain('callback deliveries');
     });
 
     it('refuses at the door a callback URL that resolves to a loopback or private address not allowed, naming it', async () => {

@@ -195,6 +195,9 @@ async function runsShow({ ctx, positionals }: RunsCall): Promise<number> {
     if (outcome.output !== undefined) console.log(`output:\n${outputJson(outcome.output)}`);
     if (outcome.report) console.log(`report: ${multiline(outcome.report)}`);
   }
+  const { callbackLines, readDeliveries } = await import('./callback-lines.js');
+  for (const line of callbackLines(await readDeliveries(ctx.redis, ctx.config.keyPrefix, runId)))
+    console.log(line);
   return EXIT.ok;
 }
 

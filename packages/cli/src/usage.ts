@@ -20,7 +20,7 @@ Runs
                                      start a run (and follow its progress)
   runs ls [--agent A] [--status S] [--since T] [--until T] [--metadata K=V] [--trace ID]
           [--tool NAME] [--error-kind KIND] [--cursor C] [--limit N] [--json]
-  runs show <run-id>                 the run as a readable timeline, then its outcome
+  runs show <run-id>                 the run as a readable timeline, its outcome, its callback deliveries
   runs events <run-id>               the run's raw events, one JSON object per line
   runs replay <run-id> [--live [--force]]
                                      re-run with the recorded model turns; tool calls are answered
@@ -96,7 +96,7 @@ when neither OPENAI_API_KEY nor OPENAI_BASE_URL is set. Flags win over the envir
           [--tool NAME] [--error-kind KIND] [--cursor C] [--limit N] [--json]
                                      runs, newest first (--limit default 50); T is an ISO date or
                                      epoch milliseconds; --json prints one object per line
-  runs show <run-id>                 the run as a readable timeline, then its outcome
+  runs show <run-id>                 the run as a readable timeline, its outcome, its callback deliveries
   runs events <run-id>               the run's raw events, one JSON object per line
   runs replay <run-id> [--live [--force]]
                                      re-run with the recorded model turns; tool calls are answered
