@@ -12,9 +12,16 @@ import { createLogger } from '@agent-reach/shared';
 import { FULL_KEY, LIMITED_KEY, TEST_MODELS, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { FILESYSTEM_SERVER, tempDir } from './helpers/mcp.js';
 import { TEST_AGENTS } from './helpers/processes.js';
-import { waitFor } from './helpers/redis.js';
+import { testRedis, waitFor } from './helpers/redis.js';
 import { addCommonScenarios } from './helpers/scenarios.js';
 import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
+import { generateWebhookSecret } from '@agent-reach/client';
+import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
+import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
+import { startScheduler, type SchedulerProcess } from '@agent-reach/scheduler';
+import { loadConfig } from '@agent-reach/shared';
+import testTools from './helpers/test-tools.js';
+import { apiEnv, testEnv } from './helpers/runs.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -1185,6 +1192,110 @@ describe.skipIf(!HAVE_CHROMIUM)(
       expect(new Set(await agents.allInnerTexts())).toEqual(new Set(['weather_only']));
       // The test workflows use only test_agent: this key sees none, so no Workflows link either.
       expect(await page.getByRole('link', { name: 'Workflows' }).count()).toBe(0);
+    });
+  },
+);
+
+// A scheduler of its own: the shared harness's scheduler signs no callbacks (no CALLBACK_SECRETS).
+describe.skipIf(!HAVE_CHROMIUM)(
+  "the run page's Callback box, for a run whose receiver is down",
+  { timeout: 120_000 },
+  () => {
+    const key = `cb-${Date.now()}-inspector-key`;
+    let t: ReturnType<typeof testRedis>;
+    let sim: LlmSim;
+    let executor: ExecutorProcess;
+    let scheduler: SchedulerProcess;
+    let browser: Browser;
+
+    beforeAll(async () => {
+      await (buildUi as () => Promise<void>)();
+      t = testRedis();
+      sim = await startLlmSim({ scenarios: [{ name: 'echo', turns: [{ content: 'hello' }] }] });
+      const env = testEnv(t.prefix, sim, {
+        ...apiEnv(key),
+        ALLOWED_MODELS: 'echo',
+        CALLBACK_SECRETS: `*=${generateWebhookSecret()}`,
+        CALLBACK_ALLOWED_HOSTS: '127.0.0.1',
+        // Two quick attempts: the delivery is dead-lettered within the test.
+        CALLBACK_MAX_ATTEMPTS: '2',
+        CALLBACK_BACKOFF_MS: '100',
+        CALLBACK_TIMEOUT_MS: '2000',
+      });
+      const config = loadConfig(env);
+      const logger = createLogger('test', { level: 'silent' });
+      executor = await startExecutor(config, { extraTools: testTools, logger });
+      scheduler = await startScheduler(config, { logger, env });
+      browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });
+    }, 120_000);
+    afterAll(async () => {
+      await browser?.close();
+      await scheduler?.close();
+      await executor?.close();
+      await sim?.close();
+      await t?.cleanup();
+    });
+
+    it('names a dead-lettered delivery in words, with its attempts and last error, and passes axe-core', async () => {
+      const base = String(scheduler.apiUrl).replace(/\/$/, '');
+      const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+      // Nothing listens on the discard port: both attempts are refused.
+      const created = await fetch(`${base}/v1/runs`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          agent: 'test_agent',
+          input: 'hi',
+          model: 'echo',
+          callback: { url: 'http://127.0.0.1:9/hook' },
+        }),
+      });
+      expect(created.status).toBe(201);
+      const runId = String(((await created.json()) as { run_id: string }).run_id);
+      await waitFor(
+        async () => {
+          const run = (await (await fetch(`${base}/v1/runs/${runId}`, { headers })).json()) as {
+            callback?: { deliveries: Array<{ state: string }> };
+          };
+          return run.callback?.deliveries[0]?.state === 'dead_lettered' ? true : undefined;
+        },
+        60_000,
+        'the delivery to be dead-lettered',
+      );
+      const login = await fetch(`${base}/ui/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ key }),
+      });
+      const [name, value] = (login.headers.get('set-cookie') ?? '').split(';')[0]!.split('=') as [
+        string,
+        string,
+      ];
+      const ctx = await browser.newContext({
+        viewport: { width: 1280, height: 800 },
+        locale: 'en-US',
+        timezoneId: 'UTC',
+      });
+      await ctx.addCookies([{ name, value, url: base }]);
+      const p = await ctx.newPage();
+      p.setDefaultTimeout(10_000);
+      await p.goto(`${base}/ui#/runs/${runId}`);
+      const box = p.getByRole('region', { name: 'Callback' });
+      await box.waitFor();
+      const text = await box.innerText();
+      expect(text).toContain('http://127.0.0.1:9/hook');
+      expect(text).toContain('1 delivery dead-lettered');
+      expect(text).toMatch(/run\.finished\s+⚠ dead-lettered\s+2 attempts/);
+      expect(text).toContain('Dead-lettered: no further attempts will be made.');
+      expect(text).toMatch(/last error: .*ECONNREFUSED/);
+      await mkdir(SCREENSHOTS, { recursive: true });
+      await p.screenshot({ path: path.join(SCREENSHOTS, 'run-callback-dead-lettered.png'), fullPage: true });
+      if ((await p.evaluate('typeof window.axe')) === 'undefined') await p.evaluate(await AXE_SOURCE);
+      const violations = await p.evaluate(`axe
+        .run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } })
+        .then((r) => JSON.stringify(r.violations.map((v) => ({ id: v.id, nodes: v.nodes.map((n) => n.target.join(' ')) }))))`);
+      expect(JSON.parse(violations as string)).toEqual([]);
+      await ctx.close();
     });
   },
 );

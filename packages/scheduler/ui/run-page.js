@@ -15,6 +15,7 @@ import {
   useNow,
 } from './format.js';
 import { Approvals } from './approvals.js';
+import { CallbackBox } from './callback-box.js';
 import { passedOverReason, routeLine } from './model-route.js';
 import { useFollowed } from './use-followed.js';
 import { Waterfall } from './waterfall.js';
@@ -253,6 +254,7 @@ export function RunPage({ runId }) {
     ${run.output !== undefined ? html`<div class="box answer output"><${Code} value=${run.output} label="Output (JSON)" /></div>` : null}
     ${run.report ? html`<div class="box warn"><div class="code-label">Report</div><${Prose} text=${run.report} /></div>` : null}
     <${Errors} events=${events} />
+    <${CallbackBox} callback=${run.callback} />
     ${pending.length ? html`<h2>Waiting for a decision</h2><${Approvals} items=${pending} onDecided=${reload} />` : null}
     <h2 id="waterfall-title">Waterfall</h2>
     <${Waterfall} events=${events} start=${start} end=${isFinal(run.status) ? undefined : now} />

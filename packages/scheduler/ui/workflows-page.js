@@ -4,6 +4,7 @@ import { Prose, Reason, Status, When, duration, time, useNow } from './format.js
 import { useFollowed } from './use-followed.js';
 import { usePolled } from './use-polled.js';
 import { AxisTrack } from './waterfall.js';
+import { CallbackBox } from './callback-box.js';
 
 const LIVE_MS = 2000;
 const PREVIEW_CHARS = 140;
@@ -199,6 +200,7 @@ export function WorkflowPage({ workflowId }) {
       ${wf.cancel_requested ? html`<dt>Cancel</dt><dd>requested</dd>` : null}
       ${wf.metadata ? html`<dt>Metadata</dt><dd>${Object.entries(wf.metadata).map(([k, v]) => html`<span class="chip">${k}=${v}</span>`)}</dd>` : null}
     </dl>
+    <${CallbackBox} callback=${wf.callback} />
     <div class="box"><div class="code-label">Input</div><${Prose} text=${wf.input} /></div>
     ${wf.output !== undefined ? html`<div class="box answer"><div class="code-label">Output${wf.low_confidence ? ' (low confidence)' : ''}</div><${Prose} text=${wf.output} /></div>` : null}
     ${wf.error ? html`<div class="box warn"><div class="code-label">Error</div><div class="text">${wf.error}</div></div>` : null}
