@@ -138,6 +138,7 @@ export async function startScheduler(
     cluster: config.redisCluster,
     connectionName: `${config.keyPrefix}-scheduler`,
   });
+  providers.shareLimits(redis, config.keyPrefix);
   // Served before Redis answers: a process started during an outage reports itself alive, not ready.
   return await startAfterRedis(
     redis,

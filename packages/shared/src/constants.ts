@@ -165,6 +165,18 @@ export const RUN_ABANDON_WRITE_BACKOFF_MS = 1000;
 export const CLOSE_SETTLE_MS = 500;
 /** Model clients a scheduler keeps for runs that name their model (least recently used ones go first). */
 export const MAX_MODEL_CLIENTS = 16;
+
+/**
+ * A model request's lease on its provider's fleet-wide concurrency slot: renewed while the request runs
+ * (every third of it), so a scheduler killed mid-request frees the slot at most this long after.
+ */
+export const PROVIDER_SLOT_LEASE_MS = 30_000;
+/** The first pause of a request waiting for its provider's fleet-wide limits; doubles up to the next. */
+export const PROVIDER_WAIT_POLL_MIN_MS = 20;
+/** The longest pause between two tries of a request waiting for its provider's fleet-wide limits. */
+export const PROVIDER_WAIT_POLL_MAX_MS = 250;
+/** A waiter that has not tried for this long (its scheduler died) loses its place in the provider's line. */
+export const PROVIDER_WAITER_STALE_MS = 5_000;
 /** How long past its grace period a shutting-down process may take to close connections before it exits anyway, in ms. */
 export const SHUTDOWN_BACKSTOP_MS = 5000;
 export const DEFAULT_SCHEDULER_METRICS_PORT = 9465;

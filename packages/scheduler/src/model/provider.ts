@@ -11,6 +11,7 @@ import {
   type ModelPlace,
   type ProviderFailureKind,
 } from './provider-failure.js';
+import { enterFleet, type FleetStore } from './provider-fleet-gate.js';
 import { ProviderGate } from './provider-gate.js';
 import type { ProviderMetrics } from './provider-metrics.js';
 
@@ -23,6 +24,8 @@ export type ModelRequest = (client: LlmClient, maxRetries: number) => Promise<Ch
 export interface ProviderOptions {
   breaker?: { failures: number; resetMs: number };
   limits?: ConstructorParameters<typeof ProviderGate>[0];
+  /** Where the limits are kept fleet-wide (undefined: this process alone holds them, as before Redis answers). */
+  fleet?: () => FleetStore | undefined;
   metrics?: ProviderMetrics;
   logger: Logger;
   /** Where the provider is, for naming it in errors. */
@@ -48,6 +51,8 @@ export class Provider {
   readonly #options: ProviderOptions;
   readonly gate: ProviderGate | undefined;
   #consecutive = 0;
+  /** Requests past this process's gate waiting for the fleet-wide limits. */
+  #fleetWaiting = 0;
 
   constructor(
     readonly name: string,
@@ -57,7 +62,9 @@ export class Provider {
     this.#options = options;
     const { metrics, limits } = options;
     if (limits && (limits.concurrency !== undefined || limits.rate !== undefined))
-      this.gate = new ProviderGate(limits, (n) => metrics?.waiting.set({ provider: name }, n));
+      this.gate = new ProviderGate(limits, (n) =>
+        metrics?.waiting.set({ provider: name }, n + this.#fleetWaiting),
+      );
     if (options.breaker !== undefined) this.#breaker = this.#makeBreaker(options.breaker);
   }
 
@@ -126,9 +133,20 @@ export class Provider {
   /** One request through the gate and the breaker; rejects with code `EOPENBREAKER` when it is open. */
   async call(call: Call, signal?: AbortSignal): Promise<ChatCompletion> {
     const release = this.gate ? await this.gate.enter(signal) : () => undefined;
+    let releaseFleet = () => undefined as void;
     try {
+      const fleet = this.#options.fleet?.();
+      if (this.gate && this.#options.limits && fleet)
+        releaseFleet = await enterFleet(fleet, this.name, this.#options.limits, signal, (waiting) => {
+          this.#fleetWaiting += waiting ? 1 : -1;
+          this.#options.metrics?.waiting.set(
+            { provider: this.name },
+            this.gate!.waiting + this.#fleetWaiting,
+          );
+        });
       return this.#breaker ? await this.#breaker.fire(call) : await call();
     } finally {
+      releaseFleet();
       release();
     }
   }

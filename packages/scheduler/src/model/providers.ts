@@ -16,6 +16,7 @@ import {
 import { createLlmClient, type LlmClient, type TurnOptions } from './llm.js';
 import { isBreakerOpen, Provider, type ModelRequest } from './provider.js';
 import { classifyFailure, fallsBack, ModelCallFailed, publicUrl } from './provider-failure.js';
+import type { FleetStore } from './provider-fleet-gate.js';
 import type { ProviderMetrics } from './provider-metrics.js';
 import type { AnswerDelta, DeltaListener } from './stream-completion.js';
 
@@ -104,6 +105,7 @@ export class ModelProviders {
   readonly local: ProvidersFile;
   readonly #defaultModel: string;
   readonly metrics: ProviderMetrics;
+  #fleet: FleetStore | undefined;
 
   constructor(providersOptions: ModelProvidersOptions) {
     this.#options = resolveModelProvidersOptions(providersOptions);
@@ -118,6 +120,14 @@ export class ModelProviders {
         { file: config.providersFile },
         'PROVIDERS_FILE does not exist: only the default provider until it does (read at start)',
       );
+  }
+
+  /**
+   * Keeps the providers' concurrency and rate limits in Redis from now on, so they hold across every
+   * scheduler on it (docs/providers.md, "Limits across the fleet"); before, each process holds them alone.
+   */
+  shareLimits(redis: FleetStore['redis'], prefix: string): void {
+    this.#fleet = { redis, prefix };
   }
 
   /**
@@ -224,6 +234,7 @@ export class ModelProviders {
         ...(spec.concurrency === undefined ? {} : { concurrency: spec.concurrency }),
         ...(spec.rate ? { rate: { max: spec.rate.max, windowMs } } : {}),
       },
+      fleet: () => this.#fleet,
       metrics,
       logger,
       place: {

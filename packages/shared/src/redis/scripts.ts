@@ -86,6 +86,26 @@ export interface RedisScripts {
   ): Promise<number>;
   /** `release-lease-1.lua`: 1 when the holder held the lease and gave it up, else 0. */
   releaseLease(keys: readonly [lease: string], args: readonly [holder: string]): Promise<number>;
+  /**
+   * `provider-acquire-4.lua`: one try of a model request at its provider's fleet-wide slot and rate start,
+   * waiters served in the order they first tried; `[1, 0]` admitted, else `[0, ms until a start frees]`.
+   */
+  providerAcquire(
+    keys: readonly [slots: string, starts: string, waiters: string, lastTries: string],
+    args: readonly [
+      holder: string,
+      leaseMs: number,
+      concurrency: number,
+      rateMax: number,
+      windowMs: number,
+      staleMs: number,
+    ],
+  ): Promise<[admitted: number, waitMs: number]>;
+  /** `provider-renew-1.lua`: 1 when the holder still held its provider slot and renewed its lease, else 0. */
+  providerRenew(
+    keys: readonly [slots: string],
+    args: readonly [holder: string, leaseMs: number],
+  ): Promise<number>;
   /** `tenant-admit-2.lua`: `[verdict ('ok' | 'runs' | 'tokens'), runs in flight, tokens used today]`. */
   tenantAdmit(
     keys: readonly [inFlight: string, tokensToday: string],
@@ -116,6 +136,8 @@ const FILES: Readonly<Record<keyof RedisScripts, string>> = {
   heartbeat: 'heartbeat-1',
   renewLease: 'renew-lease-1',
   releaseLease: 'release-lease-1',
+  providerAcquire: 'provider-acquire-4',
+  providerRenew: 'provider-renew-1',
   tenantAdmit: 'tenant-admit-2',
   tenantRelease: 'tenant-release-2',
   workflowCreate: 'workflow-create-2',

@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { constants, redisScripts, type RedisClient } from '@agent-reach/shared';
+import type { GateLimits } from './provider-gate.js';
+
+/** Where the fleet-wide provider limits are kept: the scheduler's Redis and its key prefix. */
+export interface FleetStore {
+  redis: RedisClient;
+  prefix: string;
+}
+
+/** A provider's keys of its fleet-wide limits, on one hash slot. */
+function providerKeys(prefix: string, provider: string) {
+  const base = `${prefix}:{provider:${provider}}`;
+  return {
+    slots: `${base}:slots`,
+    starts: `${base}:starts`,
+    waiters: `${base}:waiters`,
+    lastTries: `${base}:waiter-tries`,
+  };
+}
+
+/**
+ * Waits until the provider's fleet-wide limits (every scheduler on this Redis together) admit one more
+ * request, and resolves with its release: its concurrency slot is a lease renewed while the request runs,
+ * so a scheduler killed mid-request frees it when the lease runs out. Waiters are served in the order
+ * they first tried (across the fleet); one that stops trying loses its place after
+ * `PROVIDER_WAITER_STALE_MS`. Rejects when `signal` aborts first, leaving the line.
+ */
+export async function enterFleet(
+  store: FleetStore,
+  provider: string,
+  limits: GateLimits,
+  signal?: AbortSignal,
+  onWait: (waiting: boolean) => void = () => undefined,
+): Promise<() => void> {
+  const scripts = redisScripts(store.redis);
+  const keys = providerKeys(store.prefix, provider);
+  const holder = randomUUID();
+  const leaseMs = constants.PROVIDER_SLOT_LEASE_MS;
+  const args = [
+    holder,
+    leaseMs,
+    limits.concurrency ?? 0,
+    limits.rate?.max ?? 0,
+    limits.rate?.windowMs ?? 1000,
+    constants.PROVIDER_WAITER_STALE_MS,
+  ] as const;
+  const lineKeys = [keys.slots, keys.starts, keys.waiters, keys.lastTries] as const;
+  let pause = constants.PROVIDER_WAIT_POLL_MIN_MS;
+  let waiting = false;
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      const [admitted, waitMs] = await scripts.providerAcquire(lineKeys, args);
+      if (Number(admitted) === 1) break;
+      if (!waiting) onWait((waiting = true));
+      const rest = Number(waitMs) > 0 ? Math.min(Number(waitMs), constants.PROVIDER_WAIT_POLL_MAX_MS) : pause;
+      pause = Math.min(pause * 2, constants.PROVIDER_WAIT_POLL_MAX_MS);
+      await sleep(rest, undefined, signal ? { signal } : {});
+    }
+  } catch (err) {
+    // Leaves the line (and any slot the last try may have taken before the answer was lost).
+    await store.redis
+      .multi()
+      .zrem(keys.waiters, holder)
+      .zrem(keys.lastTries, holder)
+      .zrem(keys.slots, holder)
+      .exec()
+      .catch(() => undefined);
+    throw signal?.aborted ? (signal.reason ?? err) : err;
+  } finally {
+    if (waiting) onWait(false);
+  }
+  if (limits.concurrency === undefined) return () => undefined;
+  const renew = setInterval(() => {
+    scripts.providerRenew([keys.slots], [holder, leaseMs]).catch(() => undefined);
+  }, leaseMs / 3);
+  renew.unref();
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    clearInterval(renew);
+    store.redis.zrem(keys.slots, holder).catch(() => undefined);
+  };
+}
