@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ArchiveStore, migrate, readRunRecord, toArchiveRow } from '@agent-reach/archive';
 import {
   checkArchive,
+  checkDeliveries,
   checkRuns,
   cleanupAll,
   createFaultArchive,
@@ -189,6 +190,32 @@ describe('the fault checker', () => {
       await runsQueue.close();
       await t.cleanup();
     }
+  });
+
+  it('names a run whose run.finished callback never arrived, a delivery that does not verify, and one event sent under two ids', () => {
+    const got = (id: string, runId: string, verified = true) => ({
+      id,
+      type: verified ? 'run.finished' : '',
+      runId: verified ? runId : '',
+      verified,
+      ...(verified ? {} : { error: 'WEBHOOK_SIGNATURE_INVALID' }),
+    });
+    expect(
+      checkDeliveries(
+        [
+          got('msg_a', 'r1'),
+          got('msg_a', 'r1'),
+          got('msg_b', 'r2'),
+          got('msg_c', 'r2'),
+          got('msg_d', '', false),
+        ],
+        ['r1', 'r2', 'r3'],
+      ),
+    ).toEqual([
+      { invariant: 'callback_unsigned', subject: 'msg_d', detail: 'WEBHOOK_SIGNATURE_INVALID' },
+      { invariant: 'callback_id_differs', subject: 'r2 run.finished', detail: 'msg_b, msg_c' },
+      { invariant: 'callback_lost', subject: 'r3', detail: 'no run.finished delivery received' },
+    ]);
   });
 
   it('tells the run of a model request from its first user message', () => {

@@ -27,6 +27,9 @@ export const INVARIANTS = {
     'every read of a run Redis holds (its record and its events) is answered, whatever PostgreSQL does',
   unclean_shutdown: 'SIGTERM ends every process cleanly (exit code 0) within its grace period',
   process_crashed: 'no scheduler or executor exits unless it is told to',
+  callback_lost: 'every run that ended has its run.finished callback received at least once',
+  callback_unsigned: "every callback received verifies with the client's verifyWebhook",
+  callback_id_differs: 'every delivery of one event (run and type) carries the same webhook-id',
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
 

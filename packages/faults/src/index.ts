@@ -14,7 +14,9 @@ export {
   type ClusterTarget,
   type FaultContext,
   type FaultScenario,
+  type ScenarioAttachment,
 } from './scenarios.js';
+export { callbackReceiverKilled, checkDeliveries, CALLBACK_FAULT_ENV } from './callback-check.js';
 export { formatReport } from './report.js';
 export { cleanupAll, Fleet, type Role } from './fleet.js';
 export {

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { createKeys, type Keys } from '@agent-reach/protocol';
+import { createKeys, runJob, type Keys } from '@agent-reach/protocol';
 import { connectRedis, createLogger, type RedisClient } from '@agent-reach/shared';
 import { startLlmSim, type LlmSim } from '@agent-reach/llm-sim';
 import { ArchiveStore, createPool, deadLetterKey, outboxKey } from '@agent-reach/archive';
@@ -35,7 +35,7 @@ import { EFFECTS_DIR_ENV, STARTS_FILE_ENV } from './fault-tools.js';
 import { Fleet, live } from './fleet.js';
 import { startPrivatePostgres, type PrivatePostgres } from './private-postgres.js';
 import { startPrivateRedis, type PrivateRedis } from './private-redis.js';
-import type { ClusterTarget, FaultContext, FaultScenario } from './scenarios.js';
+import type { ClusterTarget, FaultContext, FaultScenario, ScenarioAttachment } from './scenarios.js';
 import { stallFigures, stallReport } from './stall.js';
 import { countLines, poll, sleep, withTimeout } from './util.js';
 import {
@@ -102,6 +102,8 @@ interface Harness {
   toolsQueue: Queue;
   startsFile: string;
   effectsDir: string;
+  /** What the scenario's `attach` started. */
+  attachment: ScenarioAttachment | undefined;
   /** Tool executions started so far (lines of the starts file). */
   progress(): number;
   release(): Promise<void>;
@@ -129,6 +131,7 @@ async function startHarness(scenario: FaultScenario, options: FaultRunOptions): 
   const release = () => (releasing ??= teardown().finally(() => live.delete(releaseWhenStarted)));
   const teardown = async () => {
     await parts.fleet?.close();
+    await parts.attachment?.close().catch(() => undefined);
     await withTimeout(parts.control?.close(), 5000);
     for (const q of parts.queues) await withTimeout(q.close(), 5000);
     for (const c of parts.connections) c.disconnect();
@@ -165,6 +168,7 @@ async function assemble(
   const archive = postgresUrl ? (parts.archive = await createFaultArchive(postgresUrl)) : undefined;
   const prefix = `f${randomUUID().slice(0, 8)}`;
   const keys = createKeys(prefix);
+  const attachment = (parts.attachment = await scenario.attach?.(work));
   const startsFile = path.join(work, 'starts.jsonl');
   const effectsDir = path.join(work, 'effects');
   const env = fleetEnv(prefix, url, sim, {
@@ -175,6 +179,7 @@ async function assemble(
     SCHEDULER_CONCURRENCY: String(Math.ceil(options.runs * 0.6)),
     ...FAULT_ENV,
     ...(archive ? ARCHIVE_ENV(archive.url) : {}),
+    ...attachment?.env,
     ...options.env,
   });
   const fleet = (parts.fleet = new Fleet(env, { schedulers: 2, executors: 2, archivers: archive ? 1 : 0 }));
@@ -221,6 +226,7 @@ async function assemble(
     toolsQueue,
     startsFile,
     effectsDir,
+    attachment,
     progress: () => countLines(startsFile),
     release,
   };
@@ -245,12 +251,16 @@ async function submitRuns(h: Harness, scenario: FaultScenario, runs: number): Pr
   for (let i = 0; i < runIds.length; i += 50) {
     await Promise.all(
       runIds.slice(i, i + 50).map((runId, j) =>
-        h.control.start({
-          runId,
-          agent: FAULT_AGENT,
-          input: scenario.input?.(runId, i + j) ?? runInput(runId),
-          model: models[(i + j) % models.length],
-        }),
+        h.control.enqueue(
+          runJob({
+            run_id: runId,
+            agent: FAULT_AGENT,
+            input: scenario.input?.(runId, i + j) ?? runInput(runId),
+            model: models[(i + j) % models.length],
+            created_at: Date.now(),
+            callback: h.attachment?.callback?.(runId),
+          }),
+        ),
       ),
     );
   }
@@ -287,6 +297,7 @@ async function injectFault(
     },
     note: (name, value) => (figures[name] = value),
     violation: (invariant, subject, detail) => extra.push({ invariant, subject, detail }),
+    attachment: h.attachment,
   };
   const faultAt = Date.now();
   // The archive's faults must not reach a run Redis holds: it is read throughout, as the API reads it.
@@ -571,6 +582,14 @@ async function runOnHarness(
     const quietAt = Date.now();
     await waitForQuiet(h, nonFinal);
     figures['wait for quiet ms'] = Date.now() - quietAt;
+    if (h.attachment?.check) {
+      const statuses = await statusesOf(h.conn, h.keys.runMeta, runIds);
+      await h.attachment.check({
+        ended: runIds.filter((_, i) => FINAL_STATUSES.includes(statuses[i] ?? '')),
+        note: (name, value) => (figures[name] = value),
+        violation: (invariant, subject, detail) => extra.push({ invariant, subject, detail }),
+      });
+    }
     const judged = await judge(h, runIds, faultAt, figures);
     const violations = [...judged.violations, ...extra];
     return {

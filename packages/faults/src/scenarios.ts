@@ -1,7 +1,8 @@
 import { connect } from 'node:net';
-import { createKeys } from '@agent-reach/protocol';
+import { createKeys, type RunCallback } from '@agent-reach/protocol';
 import type { Redis } from 'ioredis';
 import type { FaultArchive } from './archive-check.js';
+import { callbackReceiverKilled } from './callback-check.js';
 import { runInput, type Invariant } from './fault-check.js';
 import type { Fleet } from './fleet.js';
 import type { PrivatePostgres } from './private-postgres.js';
@@ -33,6 +34,30 @@ export interface FaultContext {
   waitProgress(more: number, timeoutMs: number): Promise<boolean>;
   note(name: string, value: string | number): void;
   violation(invariant: Invariant, subject: string, detail: string): void;
+  /** What the scenario's `attach` started, if it has one. */
+  attachment: ScenarioAttachment | undefined;
+}
+
+/**
+ * What a scenario starts beside the fleet (`FaultScenario.attach`): a process of its own, the fleet's
+ * settings it needs, what each run asks for, and the scenario's own invariants, checked once every run
+ * ended.
+ */
+export interface ScenarioAttachment {
+  /** Settings of the fleet's processes on top of `FAULT_ENV`. */
+  env?: Record<string, string>;
+  /** The callback each run asks for. */
+  callback?(runId: string): RunCallback;
+  /** The fault, when it acts on what the attachment started. */
+  inject?(ctx: FaultContext): Promise<void>;
+  /** Checks the scenario's own invariants once every run ended (`ended`: the runs with a final status). */
+  check?(ctx: {
+    ended: readonly string[];
+    note(name: string, value: string | number): void;
+    violation(invariant: Invariant, subject: string, detail: string): void;
+  }): Promise<void>;
+  /** Stops what it started (the harness's teardown). */
+  close(): Promise<void>;
 }
 
 export interface FaultScenario {
@@ -48,6 +73,8 @@ export interface FaultScenario {
   privatePostgres?: boolean;
   /** The input of the i-th run, instead of `runInput(runId)` (which it must start with). */
   input?(runId: string, i: number): string;
+  /** Starts what the scenario needs beside the fleet, before the fleet starts (`work`: its directory). */
+  attach?(work: string): Promise<ScenarioAttachment>;
   inject(ctx: FaultContext): Promise<void>;
 }
 
@@ -168,6 +195,7 @@ export const SCENARIOS: readonly FaultScenario[] = [
       note('archiver sessions terminated', await release());
     },
   },
+  callbackReceiverKilled(4000),
 ];
 
 /**
