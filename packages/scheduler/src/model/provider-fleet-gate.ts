@@ -9,8 +9,14 @@ export interface FleetStore {
   prefix: string;
 }
 
+/** A slot's lease and a silent waiter's stale time, in ms; defaults: the `PROVIDER_*` constants. */
+export interface FleetTimes {
+  leaseMs?: number;
+  staleMs?: number;
+}
+
 /** A provider's keys of its fleet-wide limits, on one hash slot. */
-function providerKeys(prefix: string, provider: string) {
+export function providerKeys(prefix: string, provider: string) {
   const base = `${prefix}:{provider:${provider}}`;
   return {
     slots: `${base}:slots`,
@@ -33,18 +39,19 @@ export async function enterFleet(
   limits: GateLimits,
   signal?: AbortSignal,
   onWait: (waiting: boolean) => void = () => undefined,
+  times: FleetTimes = {},
 ): Promise<() => void> {
   const scripts = redisScripts(store.redis);
   const keys = providerKeys(store.prefix, provider);
   const holder = randomUUID();
-  const leaseMs = constants.PROVIDER_SLOT_LEASE_MS;
+  const leaseMs = times.leaseMs ?? constants.PROVIDER_SLOT_LEASE_MS;
   const args = [
     holder,
     leaseMs,
     limits.concurrency ?? 0,
     limits.rate?.max ?? 0,
     limits.rate?.windowMs ?? 1000,
-    constants.PROVIDER_WAITER_STALE_MS,
+    times.staleMs ?? constants.PROVIDER_WAITER_STALE_MS,
   ] as const;
   const lineKeys = [keys.slots, keys.starts, keys.waiters, keys.lastTries] as const;
   let pause = constants.PROVIDER_WAIT_POLL_MIN_MS;

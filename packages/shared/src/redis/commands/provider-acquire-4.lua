@@ -7,7 +7,7 @@
 
   KEYS[1] the provider's slots (sorted set: holder id → lease expiry, epoch ms)
   KEYS[2] the provider's starts in the rate window (sorted set: holder id → start, epoch ms)
-  KEYS[3] the provider's waiters (sorted set: holder id → first try, epoch ms)
+  KEYS[3] the provider's waiters (sorted set: holder id → ticket, in the order of their first tries)
   KEYS[4] the provider's waiters' last tries (sorted set: holder id → last try, epoch ms)
 
   ARGV[1] the holder id (unique per request)
@@ -36,7 +36,11 @@ for _, id in ipairs(stale) do
   redis.call('ZREM', KEYS[3], id)
   redis.call('ZREM', KEYS[4], id)
 end
-redis.call('ZADD', KEYS[3], 'NX', now, holder)
+if not redis.call('ZSCORE', KEYS[3], holder) then
+  -- A ticket past every waiter's: first tries in the same millisecond keep their order too.
+  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  redis.call('ZADD', KEYS[3], (tonumber(last[2]) or 0) + 1, holder)
+end
 redis.call('ZADD', KEYS[4], now, holder)
 
 local free = 1000000000
