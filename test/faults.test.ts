@@ -4,6 +4,7 @@ import { ArchiveStore, migrate, readRunRecord, toArchiveRow } from '@agent-reach
 import {
   checkArchive,
   checkDeliveries,
+  checkFirings,
   checkRuns,
   cleanupAll,
   createFaultArchive,
@@ -216,6 +217,38 @@ describe('the fault checker', () => {
       { invariant: 'callback_id_differs', subject: 'r2 run.finished', detail: 'msg_b, msg_c' },
       { invariant: 'callback_lost', subject: 'r3', detail: 'no run.finished delivery received' },
     ]);
+  });
+
+  it('names a schedule slot that never fired, a slot with two runs, a firing not started and a linked run no firing recorded', () => {
+    const t0 = Date.parse('2026-12-04T08:00:00.000Z');
+    const firing = (k: number, ms = 0, outcome = 'started') => ({
+      scheduled_at: t0 + k * 1000 + ms,
+      outcome,
+      ...(outcome === 'started' ? { run_id: `run_${k}` } : {}),
+    });
+    const run = (k: number, ms = 0, id = `run_${k}`) => ({ runId: id, scheduledAt: t0 + k * 1000 + ms });
+    // Slots drift a few ms from the interval; slot 3 never fired; slot 4 was skipped; slot 5 has two runs.
+    const firings = [firing(0), firing(1, 31), firing(2, 12), firing(4, 7, 'failed'), firing(5, 20)];
+    const runs = [run(0), run(1, 31), run(2, 12), run(5, 20), run(5, 20, 'run_5b')];
+    expect(checkFirings(firings, runs, 1000)).toEqual([
+      {
+        invariant: 'schedule_firing_doubled',
+        subject: '2026-12-04T08:00:05.020Z',
+        detail: '2 runs: run_5, run_5b',
+      },
+      {
+        invariant: 'schedule_firing_lost',
+        subject: '2026-12-04T08:00:03.012Z',
+        detail: 'no firing and no run in this slot',
+      },
+      { invariant: 'schedule_firing_lost', subject: '2026-12-04T08:00:04.007Z', detail: 'recorded failed' },
+      {
+        invariant: 'schedule_firing_doubled',
+        subject: '2026-12-04T08:00:05.020Z',
+        detail: 'run run_5b is linked to the schedule but no firing recorded it',
+      },
+    ]);
+    expect(checkFirings(firings.slice(0, 3), runs.slice(0, 3), 1000)).toEqual([]);
   });
 
   it('tells the run of a model request from its first user message', () => {

@@ -30,6 +30,10 @@ export const INVARIANTS = {
   callback_lost: 'every run that ended has its run.finished callback received at least once',
   callback_unsigned: "every callback received verifies with the client's verifyWebhook",
   callback_id_differs: 'every delivery of one event (run and type) carries the same webhook-id',
+  schedule_firing_lost:
+    'every slot of an interval schedule, from its first firing to its last, fires and starts its run',
+  schedule_firing_doubled:
+    'no slot of a schedule starts more than one run (and no run of it goes unrecorded)',
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
 

@@ -17,6 +17,7 @@ export {
   type ScenarioAttachment,
 } from './scenarios.js';
 export { callbackReceiverKilled, checkDeliveries, CALLBACK_FAULT_ENV } from './callback-check.js';
+export { checkFirings, scheduleSchedulerKilled, FAULT_SCHEDULE_EVERY_MS } from './schedule-check.js';
 export { formatReport } from './report.js';
 export { cleanupAll, Fleet, type Role } from './fleet.js';
 export {

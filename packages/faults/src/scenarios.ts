@@ -3,6 +3,7 @@ import { createKeys, type RunCallback } from '@agent-reach/protocol';
 import type { Redis } from 'ioredis';
 import type { FaultArchive } from './archive-check.js';
 import { callbackReceiverKilled } from './callback-check.js';
+import { scheduleSchedulerKilled } from './schedule-check.js';
 import { runInput, type Invariant } from './fault-check.js';
 import type { Fleet } from './fleet.js';
 import type { PrivatePostgres } from './private-postgres.js';
@@ -196,6 +197,7 @@ export const SCENARIOS: readonly FaultScenario[] = [
     },
   },
   callbackReceiverKilled(4000),
+  scheduleSchedulerKilled(),
 ];
 
 /**
