@@ -12,7 +12,9 @@
  * 127.0.0.1:5432), an archiver in the fleet, and the archive's invariants checked. The archive's own
  * scenarios (a pause between a run's hand-off and its final checkpoint, PostgreSQL killed (on a server of
  * their own, made with initdb), archivers killed at random, text PostgreSQL cannot hold) always run with
- * it, and read the runs Redis holds throughout the fault. Exit code 1 when any invariant was violated.
+ * it, and read the runs Redis holds throughout the fault. `callback-receiver-killed` (a callback receiver
+ * killed mid-load) and `schedule-scheduler-killed` (a scheduler killed while a schedule fires) check
+ * their own invariants besides the runs'. Exit code 1 when any invariant was violated.
  */
 import { parseArgs } from 'node:util';
 import {
@@ -62,7 +64,7 @@ if (values.help || values.list) {
     console.log(
       'pnpm faults [--runs 300] [--rounds 1] [--scenario id,id] [--settle-ms 180000] [--quiet-ms 15000] [--examples 10] [--oom-ms 8000] [--archive on|off] [--postgres-url URL]',
     );
-  for (const s of all) console.log(`${s.id.padEnd(22)} ${s.title}`);
+  for (const s of all) console.log(`${s.id.padEnd(26)} ${s.title}`);
   process.exit(0);
 }
 
