@@ -306,6 +306,27 @@ describe(
       });
     });
 
+    it('shows with `workflows show` the workflow.finished delivery of a workflow started with a callback', async () => {
+      const client = createClient({ baseUrl: base, apiKey: API_KEY });
+      const { workflow_id: workflowId } = await client.createWorkflow({
+        workflow: 'solo',
+        input: 'hello again',
+        callback: { url: receiver.url },
+      });
+      const env = testEnv(t.prefix, sim);
+      const out = await waitFor(
+        async () => {
+          const shown = await runCli(env, ['workflows', 'show', workflowId]);
+          return /delivered/.test(shown.stdout) ? shown.stdout : undefined;
+        },
+        90_000,
+        `workflows show ${workflowId} to list a delivered callback`,
+      );
+      expect(out).toMatch(
+        /callback deliveries:\n {2}workflow\.finished {2}msg_\w+ {2}delivered {2}1 attempt {2}last status 204/,
+      );
+    });
+
     it("sends run.finished for a session's message that asked for a callback", async () => {
       const session = await post('/v1/sessions', { agent: 'test_agent' });
       expect(session.status).toBe(201);

@@ -297,6 +297,8 @@ interface WorkflowsCall {
     typeof parseArgs<{ options: typeof WORKFLOWS_OPTIONS; allowPositionals: true }>
   >['values'];
   positionals: string[];
+  /** Where callback deliveries are read. */
+  ctx: CliContext;
 }
 
 const WORKFLOWS_COMMANDS: Record<string, (c: WorkflowsCall) => Promise<number>> = {
@@ -343,7 +345,7 @@ async function workflows(argv: string[]): Promise<number> {
     { configVersion: () => fleet?.version ?? 0 },
   );
   try {
-    return await command({ m, control, values, positionals });
+    return await command({ m, control, values, positionals, ctx });
   } finally {
     await control.close();
     await ctx.close();
@@ -409,7 +411,7 @@ async function workflowsEvents({ control, positionals }: WorkflowsCall): Promise
 
 /** Shows a workflow and its nodes (after `start --wait`: its exit code says whether it succeeded). */
 async function workflowsShow(
-  { m, control, values }: WorkflowsCall,
+  { m, control, values, ctx }: WorkflowsCall,
   sub: 'show' | 'start',
   id: string,
 ): Promise<number> {
@@ -433,6 +435,9 @@ async function workflowsShow(
   if (view.error) console.log(`error: ${view.error}`);
   if (view.report)
     console.log(`report (node ${view.report.timed_out} timed out):\n${multiline(view.report.text)}`);
+  const { callbackLines, readDeliveries } = await import('./callback-lines.js');
+  for (const line of callbackLines(await readDeliveries(ctx.redis, ctx.config.keyPrefix, id)))
+    console.log(line);
   return sub === 'start' && view.status !== 'succeeded' ? EXIT.runNotSucceeded : EXIT.ok;
 }
 

@@ -35,8 +35,9 @@ Workflows
   workflows start <workflow> "<request>" [--wait]   start a workflow of the workflows file
   workflows ls [--workflow W] [--status S] [--limit N] [--json]
   workflows show <workflow-id> [--json]
-                                     each node's state and run, the output, the watchdog's report
-                                     (--json: the API's GET /v1/workflows/{id} document)
+                                     each node's state and run, the output, the watchdog's report,
+                                     the callback deliveries (--json: the API's GET
+                                     /v1/workflows/{id} document)
   workflows events <workflow-id>     the workflow's raw events, one JSON object per line
   workflows cancel <workflow-id>     cancel it and its running node runs
 
@@ -153,8 +154,9 @@ rollback  publishes VERSION's document again as the next version, checked as an 
   workflows ls [--workflow W] [--status S] [--limit N] [--json]
                                      workflows, newest first (--limit default 50)
   workflows show <workflow-id> [--json]
-                                     each node's state and run, the output, the watchdog's report
-                                     (--json: the API's GET /v1/workflows/{id} document)
+                                     each node's state and run, the output, the watchdog's report,
+                                     the callback deliveries (--json: the API's GET
+                                     /v1/workflows/{id} document)
   workflows events <workflow-id>     the workflow's raw events, one JSON object per line
   workflows cancel <workflow-id>     cancel it and its running node runs`,
 } as const;
