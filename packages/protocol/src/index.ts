@@ -151,3 +151,24 @@ export {
 } from './run-job-options.js';
 export type { RunJobOptions } from './run-job-options.js';
 export type { RunFilter, RunPosition, RunSearch, RunSearchPage, ArchiveSearch } from './run-search.js';
+export {
+  MAX_EVAL_REPORT_BYTES,
+  EVAL_ID_PATTERN,
+  VARIANT_NAME_PATTERN,
+  VARIANT_METRIC_NAMES,
+  RATE_METRIC_NAMES,
+  VariantMetrics,
+  EvalFailure,
+  EvalAttempt,
+  EvalCaseResult,
+  EvalVariantResult,
+  MetricComparison,
+  FlippedCase,
+  EvalComparison,
+  EvalReport,
+  EvalSummary,
+  EvalList,
+  EvalParams,
+  EvalCreated,
+} from './evals.js';
+export type { VariantMetricName } from './evals.js';
