@@ -10,7 +10,7 @@ import { StringEnum } from './tool.js';
 export const MAX_EVAL_REPORT_BYTES = 2 * 1024 * 1024;
 /** Ids of evals and variant names: 1-64 of A-Z a-z 0-9 _ . - */
 export const EVAL_ID_PATTERN = /^(?!(?:__proto__|constructor|prototype)$)[A-Za-z0-9_.-]{1,64}$/;
-export const VARIANT_NAME_PATTERN = /^(?!(?:__proto__|constructor|prototype)$)[A-Za-z0-9_.-]{1,64}$/;
+export const EVAL_VARIANT_NAME_PATTERN = /^(?!(?:__proto__|constructor|prototype)$)[A-Za-z0-9_.-]{1,64}$/;
 
 /** The metrics of one variant; rates are in 0..1 (docs/evals.md defines each). */
 export const VARIANT_METRIC_NAMES = [
@@ -80,7 +80,7 @@ export const EvalCaseResult = Type.Object({ id: Type.String(), attempts: Type.Ar
 export type EvalCaseResult = Static<typeof EvalCaseResult>;
 
 export const EvalVariantResult = Type.Object({
-  name: Type.String({ pattern: VARIANT_NAME_PATTERN.source }),
+  name: Type.String({ pattern: EVAL_VARIANT_NAME_PATTERN.source }),
   overrides: Type.Record(Type.String(), Type.Unknown()),
   metrics: VariantMetrics,
   cases: Type.Array(EvalCaseResult),

@@ -64,6 +64,16 @@ export {
   upgradeRunJob,
 } from './run-job.js';
 export type { CallbackEventName, RunCallback, RunJobData } from './run-job.js';
+export { PARENT_LINK_SCHEMA } from './parent-link.js';
+export type { ParentLink } from './parent-link.js';
+export {
+  MAX_VARIANT_TOOL_EXAMPLES,
+  RUN_VARIANT_SCHEMA,
+  VARIANT_AGENT_FIELDS,
+  EVAL_VARIANT_NAME_PATTERN,
+  VARIANT_OVERRIDE_KEYS,
+} from './variant.js';
+export type { RunVariant, VariantOverrides, VariantToolOverride } from './variant.js';
 export { RUN_STATUSES, FINAL_STATUSES, isFinalStatus } from './run-status.js';
 export type { RunStatus, FinalStatus } from './run-status.js';
 export { readStepRecord, RUN_REASONS } from './run-outcome.js';
@@ -78,7 +88,14 @@ export type {
   RunReason,
 } from './run-outcome.js';
 export { RUN_EVENT_TYPES, readEvent } from './events.js';
-export type { AnswerDeltaEvent, RunEvent, RunEventBody, RunEventType, RunIntent } from './events.js';
+export type {
+  AnswerDeltaEvent,
+  GuardrailStage,
+  RunEvent,
+  RunEventBody,
+  RunEventType,
+  RunIntent,
+} from './events.js';
 export { API_ERRORS, API_ERROR_CODES, isApiErrorCode } from './api-errors.js';
 export type { ApiErrorCode } from './api-errors.js';
 export {
@@ -154,7 +171,7 @@ export type { RunFilter, RunPosition, RunSearch, RunSearchPage, ArchiveSearch } 
 export {
   MAX_EVAL_REPORT_BYTES,
   EVAL_ID_PATTERN,
-  VARIANT_NAME_PATTERN,
+  EVAL_VARIANT_NAME_PATTERN,
   VARIANT_METRIC_NAMES,
   RATE_METRIC_NAMES,
   VariantMetrics,
