@@ -70,7 +70,7 @@ export {
   MAX_VARIANT_TOOL_EXAMPLES,
   RUN_VARIANT_SCHEMA,
   VARIANT_AGENT_FIELDS,
-  EVAL_VARIANT_NAME_PATTERN,
+  VARIANT_NAME_PATTERN,
   VARIANT_OVERRIDE_KEYS,
 } from './variant.js';
 export type { RunVariant, VariantOverrides, VariantToolOverride } from './variant.js';
