@@ -5,9 +5,10 @@
  * the same classifier on agents the demo does not have, their vocabulary derived from their tools, topics
  * and examples, the labelled requests kept in a file of their own: topic accuracy (on/off topic, as
  * `topic_policy` enforces it), intent accuracy, and whether the best-scoring tool is one the request is
- * about, each per language. Two sets: the development set (test/fixtures/intent-bench), which the
- * vocabulary's rules were tuned on, and the held-out set (test/fixtures/intent-holdout, other domains),
- * written before that tuning and never tuned on.
+ * about, each per language. Three sets: the development set (test/fixtures/intent-bench), which the
+ * vocabulary's rules were tuned on; the held-out set (test/fixtures/intent-holdout, other domains),
+ * written before that tuning and never tuned on; and a second held-out set (test/fixtures/intent-holdout-2,
+ * other domains again), written after the first held-out set had been looked at and never tuned on.
  *
  *   pnpm bench:intent
  */
@@ -96,9 +97,17 @@ for (const w of workloads) {
 
 // Agents the demo does not have: vocabulary from tools.json + agents.yaml, labels from requests.json.
 // The development set is the one the vocabulary's rules were tuned on; the held-out set (other domains)
-// was written before that tuning and is never tuned on: its figures are the ones to trust.
-await judgeSet('development set, tuned on', 'test/fixtures/intent-bench');
-await judgeSet('held-out set, never tuned on', 'test/fixtures/intent-holdout');
+// was written before that tuning and is never tuned on. Once the first held-out set had been looked at,
+// a second one (other domains again) was written and is never tuned on: its figures are the ones to trust.
+const sets: Array<[title: string, dir: string]> = [
+  ['development set, tuned on', 'test/fixtures/intent-bench'],
+  ['held-out set, never tuned on', 'test/fixtures/intent-holdout'],
+  [
+    'second held-out set, written after the first had been looked at, never tuned on',
+    'test/fixtures/intent-holdout-2',
+  ],
+];
+for (const [title, dir] of sets) await judgeSet(title, dir);
 
 interface BenchRequest {
   agent: string;
