@@ -102,4 +102,16 @@ describe('a live apply of MCP servers: a broken replacement never takes a workin
     expect(after).toMatchObject({ state: 'up', version: 3 });
     expect(after?.since).toBeGreaterThanOrEqual(before?.since ?? Infinity);
   });
+
+  it('drops a removed server from the metrics, so no alert goes on about a server nobody runs', async () => {
+    const metrics = async () => (await fetch(`http://127.0.0.1:${h.executor!.metricsPort}/metrics`)).text();
+    expect(await metrics()).toContain('agent_reach_mcp_server_up{server="fs"} 1');
+    const out = await apply({ agents: [{ name: 'test_agent', tools: ['query_weather'] }] });
+    expect(out.code).toBe(0);
+    const left = await waitFor(async () => {
+      const text = await metrics();
+      return text.includes('server="fs"') ? undefined : text;
+    }, 20_000);
+    expect(left).toContain('# TYPE agent_reach_mcp_server_up gauge');
+  });
 });

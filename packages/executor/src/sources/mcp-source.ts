@@ -144,9 +144,13 @@ export class McpSource {
         continue;
       }
       this.#servers.delete(name);
-      this.#gaugeState(name, undefined);
       this.#forgetRefusal(state);
-      stops.push(this.#stop(state));
+      // A server the configuration no longer names leaves the metrics (a stale `up 0` would keep its
+      // alert firing); one restarted with another transport sets them again as it starts.
+      if (next) {
+        this.#gaugeState(name, undefined);
+        stops.push(this.#stop(state));
+      } else stops.push(this.#stop(state).then(() => this.#forgetSeries(name)));
     }
     await Promise.all(stops);
     const remounts: Promise<void>[] = [];
@@ -340,6 +344,17 @@ export class McpSource {
     }
     state.connection.start();
     return state;
+  }
+
+  /** Removes every per-server series of a server that left the configuration. */
+  #forgetSeries(server: string): void {
+    const { metrics } = this.#deps;
+    metrics.mcpServerUp.remove({ server });
+    metrics.mcpServerChangeRefused.remove({ server });
+    for (const state of STATES) metrics.mcpServerState.remove({ server, state });
+    for (const reason of REASONS) metrics.mcpToolsWithdrawn.remove({ server, reason });
+    metrics.mcpServerRestarts.remove({ server });
+    metrics.mcpProtocolErrors.remove({ server });
   }
 
   /** `agent_reach_mcp_server_state`: 1 on the server's state, 0 on the others (undefined: all 0). */
