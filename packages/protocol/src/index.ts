@@ -147,7 +147,7 @@ export {
 export type { WorkflowStatus } from './workflow-schemas.js';
 export type { NodeResult, WorkflowOutcome, WorkflowEvent, WorkflowEventType } from './workflow-events.js';
 export { createKeys, DEFAULT_KEY_PREFIX } from './keys.js';
-export type { Keys } from './keys.js';
+export type { Keys, ProviderLimitKeys } from './keys.js';
 export {
   REDIS_RECONNECT_FIRST_DELAY_MS,
   REDIS_RECONNECT_MAX_DELAY_MS,

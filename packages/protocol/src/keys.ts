@@ -103,6 +103,20 @@ export interface Keys {
   tenantInFlight(tenant: string): string;
   /** String: the tokens a tenant's runs used on a UTC day (`YYYY-MM-DD`), on the tenant's slot. */
   tenantTokens(tenant: string, day: string): string;
+  /**
+   * A model provider's fleet-wide limits, on the provider's slot: `slots` (sorted set: lease id → lease
+   * expiry), `starts` (sorted set: request starts in the rate window), `waiters` (sorted set: waiter →
+   * first try) and `lastTries` (hash: waiter → its last try).
+   */
+  providerLimits(provider: string): ProviderLimitKeys;
+}
+
+/** The keys of one provider's fleet-wide limits (see `Keys.providerLimits`). */
+export interface ProviderLimitKeys {
+  readonly slots: string;
+  readonly starts: string;
+  readonly waiters: string;
+  readonly lastTries: string;
 }
 
 export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
@@ -144,5 +158,14 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
     workflowIndex: `${prefix}:workflows`,
     tenantInFlight: (tenant: string) => `${prefix}:{tenant:${tenant}}:in-flight`,
     tenantTokens: (tenant: string, day: string) => `${prefix}:{tenant:${tenant}}:tokens:${day}`,
+    providerLimits: (provider: string) => {
+      const base = `${prefix}:{provider:${provider}}`;
+      return {
+        slots: `${base}:slots`,
+        starts: `${base}:starts`,
+        waiters: `${base}:waiters`,
+        lastTries: `${base}:waiter-tries`,
+      };
+    },
   });
 }

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { redisScripts } from '@agent-reach/shared';
 import { testRedis } from '@agent-reach/testing';
-import { enterFleet, providerKeys } from '../src/model/provider-fleet-gate.js';
+import { createKeys } from '@agent-reach/protocol';
+import { enterFleet } from '../src/model/provider-fleet-gate.js';
 
 const ONE_AT_A_TIME = { concurrency: 1 };
 
@@ -13,7 +14,7 @@ describe("a provider's fleet-wide slot line in Redis", () => {
 
   /** A holder that takes the provider's only slot and then dies: it never renews nor releases it. */
   const dieHolding = async (provider: string, leaseMs: number) => {
-    const k = providerKeys(t.prefix, provider);
+    const k = createKeys(t.prefix).providerLimits(provider);
     const [admitted] = await redisScripts(t.redis).providerAcquire(
       [k.slots, k.starts, k.waiters, k.lastTries],
       [randomUUID(), leaseMs, 1, 0, 1000, 60_000],
@@ -40,7 +41,7 @@ describe("a provider's fleet-wide slot line in Redis", () => {
       release();
     });
     // Each waiter is in the line before the next one asks: its first try is what places it.
-    const k = providerKeys(t.prefix, 'ordered');
+    const k = createKeys(t.prefix).providerLimits('ordered');
     for (let n = 1; n <= 3; n++)
       await expect.poll(() => t.redis.zcard(k.waiters), { timeout: 10_000 }).toBeGreaterThanOrEqual(n);
     first();
@@ -52,7 +53,7 @@ describe("a provider's fleet-wide slot line in Redis", () => {
     const holding = await enterFleet(store, 'aborted', ONE_AT_A_TIME);
     const abort = new AbortController();
     const waiting = enterFleet(store, 'aborted', ONE_AT_A_TIME, abort.signal);
-    const k = providerKeys(t.prefix, 'aborted');
+    const k = createKeys(t.prefix).providerLimits('aborted');
     await expect.poll(() => t.redis.zcard(k.waiters), { timeout: 10_000 }).toBe(1);
     abort.abort(new Error('run cancelled'));
     await expect(waiting).rejects.toThrow('run cancelled');
@@ -62,7 +63,7 @@ describe("a provider's fleet-wide slot line in Redis", () => {
   });
 
   it('drops a waiter that stopped asking (its scheduler died) from the line, so those behind it are served', async () => {
-    const k = providerKeys(t.prefix, 'stale');
+    const k = createKeys(t.prefix).providerLimits('stale');
     // A waiter that asked once and died: first in the line while the slot is taken.
     await dieHolding('stale', 300);
     const [admitted] = await redisScripts(t.redis).providerAcquire(

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createKeys } from '@agent-reach/protocol';
 import { constants, redisScripts, type RedisClient } from '@agent-reach/shared';
 import type { GateLimits } from './provider-gate.js';
 
@@ -13,17 +14,6 @@ export interface FleetStore {
 export interface FleetTimes {
   leaseMs?: number;
   staleMs?: number;
-}
-
-/** A provider's keys of its fleet-wide limits, on one hash slot. */
-export function providerKeys(prefix: string, provider: string) {
-  const base = `${prefix}:{provider:${provider}}`;
-  return {
-    slots: `${base}:slots`,
-    starts: `${base}:starts`,
-    waiters: `${base}:waiters`,
-    lastTries: `${base}:waiter-tries`,
-  };
 }
 
 /**
@@ -42,7 +32,7 @@ export async function enterFleet(
   times: FleetTimes = {},
 ): Promise<() => void> {
   const scripts = redisScripts(store.redis);
-  const keys = providerKeys(store.prefix, provider);
+  const keys = createKeys(store.prefix).providerLimits(provider);
   const holder = randomUUID();
   const leaseMs = times.leaseMs ?? constants.PROVIDER_SLOT_LEASE_MS;
   const args = [
