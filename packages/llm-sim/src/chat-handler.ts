@@ -6,6 +6,7 @@ import {
   DEFAULT_SERVER_ERROR_STATUS,
   DEFAULT_STREAM_FAULT_AFTER_CHUNKS,
   FINAL_CONTENT,
+  NOISY_MODEL_PATTERN,
   SCENARIO_HEADER,
 } from './constants.js';
 import {
@@ -24,11 +25,12 @@ import {
   planFaults,
   type FaultPlan,
 } from './faults.js';
+import { noisyAnswer, noisyPlan } from './noisy-model.js';
 import { randomAnswer } from './random-answers.js';
 import { validateChatRequest, type ChatRequest } from './request-validation.js';
 import { resolveTemplates, resolveText } from './templates.js';
 import { completionChunks, type ChatCompletionChunkBody } from './stream-chunks.js';
-import type { AppliedFault, Scenario, ScenarioTurn, StreamFault } from './types.js';
+import type { AppliedFault, NoisyMistake, Scenario, ScenarioTurn, StreamFault } from './types.js';
 
 /** What the server must do with a request. */
 export type ChatAction =
@@ -53,6 +55,8 @@ export interface ChatResult {
   turn: number | null;
   faults: AppliedFault[];
   warnings: string[];
+  /** Mistakes the noisy model made in this answer. */
+  mistakes?: NoisyMistake[];
 }
 
 /** Scenarios and fault counters shared by all requests of one simulator. */
@@ -87,10 +91,18 @@ function selectScenario(state: SimState, request: ChatRequest, headers: Headers)
   }
   return (
     state.scenarios.get(request.model) ??
+    builtInNoisy(request.model) ??
     modelNotFound(
       `The model '${request.model}' does not exist or you do not have access to it (known: ${known}).`,
     )
   );
+}
+
+/** `sim-noisy` and `sim-noisy-<seed>`: the noisy model with its default rates, when no scenario has the name. */
+export function builtInNoisy(model: string): Scenario | undefined {
+  const match = NOISY_MODEL_PATTERN.exec(model);
+  if (match === null) return undefined;
+  return { name: model, turns: [], noisy: { seed: Number(match[1] ?? 0) } };
 }
 
 function transportAction(plan: FaultPlan, model: string): ChatAction | undefined {
@@ -159,12 +171,13 @@ export function handleChat(state: SimState, headers: Headers, body: unknown): Ch
   if (!('turns' in scenario)) return rejected(scenario);
 
   const conversation = conversationKey(scenario.name, request.messages, header(headers, CONVERSATION_HEADER));
-  const planning = isPlanRequest(request);
+  const side = sideTurn(scenario, request);
+  const planning = !side && isPlanRequest(request);
   const index = planning ? null : turnIndex(request.messages);
   const last = scenario.turns.length - 1;
   const scriptIndex = index === null ? -1 : index <= last ? index : scenario.turns[last]?.repeat ? last : -1;
-  const turn = scenario.turns[scriptIndex];
-  const slot = `${scenario.name}\0${conversation}\0${index ?? 'plan'}`;
+  const turn = side?.turn ?? scenario.turns[scriptIndex];
+  const slot = `${scenario.name}\0${conversation}\0${side ? `schema:${side.name}` : (index ?? 'plan')}`;
   const plan = planFaults({
     scenario,
     turn,
@@ -181,22 +194,46 @@ export function handleChat(state: SimState, headers: Headers, body: unknown): Ch
   if (failure !== undefined) return { ...result, action: failure, warnings: [] };
 
   const warnings: string[] = [];
+  const noisy =
+    scenario.noisy && !planning && !side
+      ? noisyAnswer(scenario.noisy, request, conversation, index ?? 0)
+      : undefined;
   const answer: Answer = planning
-    ? { content: JSON.stringify({ steps: scenario.plan ?? [] }), toolCalls: [] }
-    : scenario.random
-      ? randomAnswer(scenario.random, request, conversation, index ?? 0)
-      : playTurn({
-          turn,
-          scriptIndex,
-          turnIndex: index ?? 0,
-          conversation,
-          ctx: templateContext(request.messages),
-          plan,
-          warnings,
-        });
+    ? {
+        content:
+          scenario.plan || !scenario.noisy
+            ? JSON.stringify({ steps: scenario.plan ?? [] })
+            : noisyPlan(request),
+        toolCalls: [],
+      }
+    : noisy
+      ? noisy.answer
+      : scenario.random && !side
+        ? randomAnswer(scenario.random, request, conversation, index ?? 0)
+        : playTurn({
+            turn,
+            scriptIndex,
+            turnIndex: index ?? 0,
+            conversation,
+            ctx: templateContext(request.messages),
+            plan,
+            warnings,
+          });
   state.counters.markAnswered(slot);
   const completion = buildCompletion(request, answer);
-  return { ...result, action: streamedOrNot(request, completion, plan), warnings };
+  const mistakes = noisy?.mistakes.length ? { mistakes: noisy.mistakes } : {};
+  return { ...result, action: streamedOrNot(request, completion, plan), warnings, ...mistakes };
+}
+
+/** The scenario's answer to a request for a JSON Schema it lists under `schemas`, with the schema's name. */
+function sideTurn(
+  scenario: Scenario,
+  request: ChatRequest,
+): { name: string; turn: ScenarioTurn } | undefined {
+  const format = request.response_format;
+  const name = format?.type === 'json_schema' ? format.json_schema?.name : undefined;
+  const turn = typeof name === 'string' && scenario.schemas ? scenario.schemas[name] : undefined;
+  return name !== undefined && turn ? { name, turn } : undefined;
 }
 
 function streamedOrNot(request: ChatRequest, completion: ChatCompletionBody, plan: FaultPlan): ChatAction {

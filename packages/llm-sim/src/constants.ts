@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import type { NoisyRates } from './types.js';
 
 /** Host the simulator binds to when none is given. */
 export const DEFAULT_HOST = '127.0.0.1';
@@ -40,3 +41,27 @@ export const STREAM_PIECE_CHARS = 6;
 export const MAX_STREAM_PIECES = 64;
 /** Chunks a stream fault lets through before it strikes, when the script gives none. */
 export const DEFAULT_STREAM_FAULT_AFTER_CHUNKS = 2;
+
+/** Model names answered by the noisy model with default rates: `sim-noisy`, `sim-noisy-<seed>`. */
+export const NOISY_MODEL_PATTERN = /^sim-noisy(?:-(\d{1,15}))?$/;
+/**
+ * The noisy model's default mistake rates, calibrated on the seed documents' measurements: a call with
+ * one enum argument is wrong about 34 % of the time without aliases or examples and 6 % with them (the
+ * seeds' 35 % → 6 %); a three-step task completes about 42 % of the time without the task stack and
+ * 86 % with it (the seeds' 40 % → 85 %).
+ */
+export const NOISY_DEFAULT_RATES: Required<NoisyRates> = {
+  hallucinated_tool: 0.03,
+  enum_drift: 0.3,
+  enum_drift_hinted: 0.02,
+  type_drift: 0.2,
+  type_drift_hinted: 0.02,
+  unknown_field: 0.03,
+  unknown_field_hinted: 0.01,
+  forgotten_step: 0.35,
+  forgotten_step_with_stack: 0.07,
+  self_heal: 0.95,
+  self_heal_unnamed: 0.3,
+};
+/** The noisy model's name without a seed (seed 0), listed by `GET /v1/models`. */
+export const NOISY_MODEL = 'sim-noisy';

@@ -1,3 +1,4 @@
+import { NOISY_DEFAULT_RATES } from './constants.js';
 import type { Scenario } from './types.js';
 
 /** One problem found in a scenario, at a field path such as `turns[1].tool_calls[0].name`. */
@@ -34,7 +35,19 @@ const FAULT_FIELDS: Record<string, readonly string[]> = {
   stream_malformed: ['after_chunks', 'times'],
   stream_stall: ['after_chunks', 'times'],
 };
-const SCENARIO_FIELDS = ['name', 'description', 'plan', 'latency_ms', 'noise', 'fault', 'turns', 'random'];
+const SCENARIO_FIELDS = [
+  'name',
+  'description',
+  'plan',
+  'latency_ms',
+  'noise',
+  'fault',
+  'turns',
+  'random',
+  'noisy',
+  'schemas',
+];
+const NOISY_RATE_FIELDS = Object.keys(NOISY_DEFAULT_RATES);
 const TURN_FIELDS = ['content', 'refusal', 'reasoning', 'finish_reason', 'tool_calls', 'fault', 'repeat'];
 const CALL_FIELDS = ['name', 'arguments', 'id', 'type'];
 const FINISH_REASONS = ['stop', 'tool_calls', 'length', 'content_filter'];
@@ -206,7 +219,20 @@ export function validateScenario(raw: unknown, source: string): Scenario {
         c.number(raw.random, key, 'random', { min: 0, max: 1 });
       }
     }
+    if (raw.noisy !== undefined && c.object(raw.noisy, 'noisy', ['seed', 'rates'])) {
+      c.number(raw.noisy, 'seed', 'noisy', { min: Number.MIN_SAFE_INTEGER });
+      const rates = raw.noisy.rates;
+      if (rates !== undefined && c.object(rates, 'noisy.rates', NOISY_RATE_FIELDS)) {
+        for (const key of NOISY_RATE_FIELDS) c.number(rates, key, 'noisy.rates', { min: 0, max: 1 });
+      }
+      if (raw.random !== undefined) c.fail('noisy', 'cannot be combined with random');
+    }
     checkFaults(c, raw.fault, 'fault');
+    const schemas = raw.schemas;
+    const names = typeof schemas === 'object' && schemas !== null ? Object.keys(schemas) : [];
+    if (schemas !== undefined && c.object(schemas, 'schemas', names)) {
+      for (const name of names) checkTurn(c, schemas[name], join('schemas', name), false);
+    }
     if (c.required(raw, 'turns', '')) {
       if (!Array.isArray(raw.turns)) c.fail('turns', 'must be an array');
       else raw.turns.forEach((t, i, all) => checkTurn(c, t, join('turns', i), i === all.length - 1));

@@ -5,8 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { invalidRequest, serverError, unknownUrl } from './api-errors.js';
-import { handleChat, rejected, type ChatResult, type SimState } from './chat-handler.js';
-import { DEFAULT_HOST, MAX_BODY_BYTES } from './constants.js';
+import { builtInNoisy, handleChat, rejected, type ChatResult, type SimState } from './chat-handler.js';
+import { DEFAULT_HOST, MAX_BODY_BYTES, NOISY_MODEL } from './constants.js';
 import { FaultCounters } from './faults.js';
 import { loadScenarios } from './load-scenarios.js';
 import { Recorder, recordableHeaders } from './recorder.js';
@@ -173,10 +173,11 @@ function addModelRoutes(app: FastifyInstance, ctx: SimContext): void {
   const modelEntry = (id: string) => ({ id, object: 'model', created: ctx.createdS, owned_by: 'llm-sim' });
   app.get('/v1/models', async () => ({
     object: 'list',
-    data: [...ctx.state.scenarios.keys()].map(modelEntry),
+    data: [...new Set([...ctx.state.scenarios.keys(), NOISY_MODEL])].map(modelEntry),
   }));
   app.get<{ Params: { id: string } }>('/v1/models/:id', async (req, reply) => {
-    if (ctx.state.scenarios.has(req.params.id)) return modelEntry(req.params.id);
+    if (ctx.state.scenarios.has(req.params.id) || builtInNoisy(req.params.id))
+      return modelEntry(req.params.id);
     const message = `The model '${req.params.id}' does not exist or you do not have access to it.`;
     return reply
       .code(404)
@@ -207,6 +208,7 @@ async function act(ctx: SimContext, req: FastifyRequest, reply: FastifyReply): P
     body: unparsable ? undefined : req.body,
     ...(result.faults.length > 0 ? { faults: result.faults } : {}),
     ...(result.warnings.length > 0 ? { warnings: result.warnings } : {}),
+    ...(result.mistakes ? { mistakes: result.mistakes } : {}),
   };
   if (result.delayMs > 0)
     await sleep(result.delayMs, undefined, { signal: ctx.closing.signal }).catch(() => {});

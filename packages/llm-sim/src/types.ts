@@ -159,6 +159,71 @@ export interface Scenario {
   turns: ScenarioTurn[];
   /** Answer every (non-planning) turn with random, well-formed tool calls instead of `turns`. */
   random?: RandomAnswers;
+  /**
+   * Answer every turn as a capable but fallible model (see {@link NoisyModel}) instead of `turns`. The
+   * models `sim-noisy` and `sim-noisy-<seed>` are this mode with the default rates.
+   */
+  noisy?: NoisyModel;
+  /**
+   * Answers to structured side requests, by the name of the JSON Schema they ask for (e.g.
+   * `guardrail_verdict`, a guardrail agent's verdict): such a request is answered with this turn instead
+   * of one of `turns`, whatever its turn index; templates read the request (`{{ user }}`: its user text).
+   */
+  schemas?: Record<string, ScenarioTurn>;
+}
+
+/**
+ * The seeded noisy model: it picks the tools the request is about, fills their arguments from the user's
+ * text and makes the seed documents' mistakes at rates that respond to what the request gives it. Draws
+ * are a hash of seed, conversation, step and attempt: the same request always gets the same answer, and
+ * two requests that differ only in their hints draw the same numbers (so their difference is the hints').
+ */
+export interface NoisyModel {
+  /** Seed mixed into every draw. Default 0. */
+  seed?: number;
+  /** Probabilities in [0, 1]; each left out is the default of `NOISY_DEFAULT_RATES`. */
+  rates?: NoisyRates;
+}
+
+/** The noisy model's mistake rates (per tool call, per argument or per step, as each says). */
+export interface NoisyRates {
+  /** A call names a near miss of the intended tool (`get_weather` for `query_weather`). Default 0.03. */
+  hallucinated_tool?: number;
+  /** An enum argument is sent in a form outside the enum (`广州省` for `广州`), no alias hint. Default 0.3. */
+  enum_drift?: number;
+  /** The same when the schema or description shows aliases or examples for it. Default 0.02. */
+  enum_drift_hinted?: number;
+  /** A number or boolean argument is sent as a string (`"3"`, `"true"`), no examples. Default 0.2. */
+  type_drift?: number;
+  /** The same when the tool shows examples. Default 0.02. */
+  type_drift_hinted?: number;
+  /** A call carries a field the schema does not have, no examples. Default 0.03. */
+  unknown_field?: number;
+  /** The same when the tool shows examples. Default 0.01. */
+  unknown_field_hinted?: number;
+  /** After a step of a multi-step task, the model answers instead of doing the next one. Default 0.35. */
+  forgotten_step?: number;
+  /** The same when the system prompt carries the task stack. Default 0.07. */
+  forgotten_step_with_stack?: number;
+  /** A failed call is corrected next turn when the error names the problem. Default 0.95. */
+  self_heal?: number;
+  /** The same when the error does not say what is wrong. Default 0.3. */
+  self_heal_unnamed?: number;
+}
+
+/** Kinds of mistake the noisy model makes. */
+export type NoisyMistakeKind =
+  'hallucinated_tool' | 'enum_drift' | 'type_drift' | 'unknown_field' | 'forgotten_step' | 'repeated_mistake';
+
+/** One mistake the noisy model made in an answer, as recorded with the request. */
+export interface NoisyMistake {
+  kind: NoisyMistakeKind;
+  /** The tool the model meant to call. */
+  tool: string;
+  /** The argument concerned, for argument mistakes. */
+  field?: string;
+  /** What was sent instead (a tool name or a value). */
+  sent?: unknown;
 }
 
 /**
@@ -213,4 +278,6 @@ export interface RecordedRequest {
   faults?: AppliedFault[];
   /** Problems met while playing the turn, e.g. templates that did not resolve. */
   warnings?: string[];
+  /** Mistakes the noisy model made in this answer (noisy scenarios only; absent when none). */
+  mistakes?: NoisyMistake[];
 }

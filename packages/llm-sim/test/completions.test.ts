@@ -270,6 +270,7 @@ describe('chat completions', () => {
       'late',
       'loop',
       'planner',
+      'sim-noisy',
       'trip',
     ]);
     expect(list.data[0]).toMatchObject({ object: 'model', owned_by: 'llm-sim' });
