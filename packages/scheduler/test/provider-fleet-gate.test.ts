@@ -3,7 +3,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { redisScripts } from '@agent-reach/shared';
 import { testRedis } from '@agent-reach/testing';
 import { createKeys } from '@agent-reach/protocol';
-import { enterFleet } from '../src/model/provider-fleet-gate.js';
+import { Redis } from 'ioredis';
+import { enterFleet, FleetLimitsUnavailable } from '../src/model/provider-fleet-gate.js';
+import { classifyFailure } from '../src/model/provider-failure.js';
 
 const ONE_AT_A_TIME = { concurrency: 1 };
 
@@ -74,5 +76,48 @@ describe("a provider's fleet-wide slot line in Redis", () => {
     const release = await enterFleet(store, 'stale', ONE_AT_A_TIME, undefined, undefined, { staleMs: 500 });
     expect(await t.redis.zcard(k.waiters)).toBe(0);
     release();
+  });
+
+  it('names Redis, not the provider, when the limits cannot be read, and is no provider failure', async () => {
+    const dead = new Redis('redis://127.0.0.1:1', {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    try {
+      const err: unknown = await enterFleet(
+        { redis: dead, prefix: t.prefix },
+        'unreached',
+        ONE_AT_A_TIME,
+      ).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(FleetLimitsUnavailable);
+      expect(String((err as Error).message)).toMatch(/provider "unreached" are kept in Redis, which failed/);
+      expect(classifyFailure(err)).toBeUndefined();
+    } finally {
+      dead.disconnect();
+    }
+  });
+
+  it("says once when a running request's slot is found gone from Redis", async () => {
+    const lost: string[] = [];
+    let saidLost!: () => void;
+    const said = new Promise<void>((resolve) => (saidLost = resolve));
+    const release = await enterFleet(store, 'lost', ONE_AT_A_TIME, undefined, undefined, {
+      leaseMs: 300,
+      onLeaseLost: (why) => {
+        lost.push(why);
+        saidLost();
+      },
+    });
+    await t.redis.del(createKeys(t.prefix).providerLimits('lost').slots);
+    await said;
+    // Later renewals find it gone too; it is said once.
+    await expect.poll(() => t.redis.zcard(createKeys(t.prefix).providerLimits('lost').slots)).toBe(0);
+    release();
+    expect(lost).toEqual(['its lease was gone from Redis when renewed']);
   });
 });

@@ -1,6 +1,7 @@
 import { APIConnectionTimeoutError, APIError, APIUserAbortError } from 'openai';
 import { withCauses } from './llm.js';
 import { StreamIncomplete } from './stream-completion.js';
+import { FleetLimitsUnavailable } from './provider-fleet-gate.js';
 
 /**
  * Why a request to a model provider failed, as far as retrying and falling back care:
@@ -74,6 +75,8 @@ function codesOf(err: unknown): string[] {
  */
 export function classifyFailure(err: unknown): ProviderFailureKind | undefined {
   if (err instanceof APIUserAbortError) return undefined;
+  // Redis failed under the fleet-wide limits: not the provider's failure.
+  if (err instanceof FleetLimitsUnavailable) return undefined;
   if (err instanceof Error && err.name === 'AbortError') return undefined;
   if (err instanceof APIConnectionTimeoutError) return 'timeout';
   if (err instanceof StreamIncomplete) return err.stalled ? 'timeout' : 'stream';

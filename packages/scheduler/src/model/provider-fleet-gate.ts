@@ -17,6 +17,32 @@ export interface FleetTimes {
 }
 
 /**
+ * The fleet-wide limits could not be read or written: Redis failed, not the provider. Kept apart from
+ * provider failures so that a Redis outage is neither counted against the provider nor a reason to fall
+ * over to another model (which would meet the same Redis).
+ */
+export class FleetLimitsUnavailable extends Error {
+  constructor(
+    readonly provider: string,
+    cause: unknown,
+  ) {
+    super(
+      `the fleet-wide limits of provider "${provider}" are kept in Redis, which failed: ${
+        cause instanceof Error ? cause.message : String(cause)
+      }`,
+      { cause },
+    );
+    this.name = 'FleetLimitsUnavailable';
+  }
+}
+
+/** What happens to a held slot while its request runs. */
+export interface FleetEvents {
+  /** The slot's lease was found gone (Redis lost it, or renewals failed past the lease): said once. */
+  onLeaseLost?: (why: string) => void;
+}
+
+/**
  * Waits until the provider's fleet-wide limits (every scheduler on this Redis together) admit one more
  * request, and resolves with its release: its concurrency slot is a lease renewed while the request runs,
  * so a scheduler killed mid-request frees it when the lease runs out. Waiters are served in the order
@@ -29,7 +55,7 @@ export async function enterFleet(
   limits: GateLimits,
   signal?: AbortSignal,
   onWait: (waiting: boolean) => void = () => undefined,
-  times: FleetTimes = {},
+  times: FleetTimes & FleetEvents = {},
 ): Promise<() => void> {
   const scripts = redisScripts(store.redis);
   const keys = createKeys(store.prefix).providerLimits(provider);
@@ -65,13 +91,33 @@ export async function enterFleet(
       .zrem(keys.slots, holder)
       .exec()
       .catch(() => undefined);
-    throw signal?.aborted ? (signal.reason ?? err) : err;
+    if (signal?.aborted) throw signal.reason ?? err;
+    throw new FleetLimitsUnavailable(provider, err);
   } finally {
     if (waiting) onWait(false);
   }
   if (limits.concurrency === undefined) return () => undefined;
+  let lost = false;
+  const leaseLost = (why: string) => {
+    if (lost) return;
+    lost = true;
+    times.onLeaseLost?.(why);
+  };
+  let renewedAt = Date.now();
   const renew = setInterval(() => {
-    scripts.providerRenew([keys.slots], [holder, leaseMs]).catch(() => undefined);
+    scripts
+      .providerRenew([keys.slots], [holder, leaseMs])
+      .then((held) => {
+        if (Number(held) === 1) renewedAt = Date.now();
+        else leaseLost('its lease was gone from Redis when renewed');
+      })
+      .catch((err: unknown) => {
+        // One failed renewal is harmless while the lease lasts; past it, the slot may be another's.
+        if (Date.now() - renewedAt >= leaseMs)
+          leaseLost(
+            `renewals failed for the whole lease: ${err instanceof Error ? err.message : String(err)}`,
+          );
+      });
   }, leaseMs / 3);
   renew.unref();
   let released = false;

@@ -137,13 +137,26 @@ export class Provider {
     try {
       const fleet = this.#options.fleet?.();
       if (this.gate && this.#options.limits && fleet)
-        releaseFleet = await enterFleet(fleet, this.name, this.#options.limits, signal, (waiting) => {
-          this.#fleetWaiting += waiting ? 1 : -1;
-          this.#options.metrics?.waiting.set(
-            { provider: this.name },
-            this.gate!.waiting + this.#fleetWaiting,
-          );
-        });
+        releaseFleet = await enterFleet(
+          fleet,
+          this.name,
+          this.#options.limits,
+          signal,
+          (waiting) => {
+            this.#fleetWaiting += waiting ? 1 : -1;
+            this.#options.metrics?.waiting.set(
+              { provider: this.name },
+              this.gate!.waiting + this.#fleetWaiting,
+            );
+          },
+          {
+            onLeaseLost: (why) =>
+              this.#options.logger.warn(
+                { provider: this.name, why },
+                "a request's fleet-wide slot was lost while it ran: the provider's concurrency limit may be exceeded until it ends",
+              ),
+          },
+        );
       return this.#breaker ? await this.#breaker.fire(call) : await call();
     } finally {
       releaseFleet();
