@@ -28,6 +28,8 @@ export const ZH_GLOSSARY: Readonly<Record<string, string>> = {
   维修: 'repair broken',
   修: 'repair fix',
   投影仪: 'projector',
+  会议室: 'meeting room',
+  会议: 'meeting',
   开不了机: 'computer boot',
   打印机: 'printer',
   卡纸: 'printer jam',

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { AgentSpec } from '@agent-reach/shared';
 import { agentVocabulary, checkTopic, offTopicAnswer } from './topic-gate.js';
+import { requestActions, toolAction } from './verb-senses.js';
 import { buildVocabulary, terms, words } from './vocabulary.js';
 
 const INVOICES = {
@@ -194,5 +195,65 @@ describe('which tool a request names', () => {
       'get_leave_balance',
     );
     expect(vocabulary.score('Annual leave days for me from Monday').labels[0]?.label).toBe('request_leave');
+  });
+});
+
+/** A meeting-room desk: five tools on one thing (a room booking) that differ only by the action. */
+const ROOMS = buildVocabulary({
+  tools: [
+    { name: 'book_meeting_room', description: 'Book a meeting room for a time slot and a number of people.' },
+    { name: 'cancel_room_booking', description: 'Cancel a meeting room booking by its id.' },
+    { name: 'change_room_booking', description: 'Change the time, room or size of a meeting room booking.' },
+    { name: 'get_room_booking', description: 'One meeting room booking: room, floor, time and organiser.' },
+    { name: 'list_room_bookings', description: "The user's meeting room bookings." },
+  ],
+  topics: ['meeting_rooms'],
+});
+const bestTool = (input: string) => ROOMS.score(input).labels.find((l) => l.kind === 'tool')?.label;
+
+describe('what a request asks to do with a thing', () => {
+  it("reads a tool's action from its name's first or last word, never from a noun that ends the name", () => {
+    expect(toolAction({ name: 'cancel_room_booking' })).toEqual({ action: 'cancel', verb: 'cancel' });
+    expect(toolAction({ name: 'roomBookingUpdate' })).toEqual({ action: 'change', verb: 'update' });
+    expect(toolAction({ name: 'search_rooms' })).toEqual({ action: 'list', verb: 'search' });
+    expect(toolAction({ name: 'export_notes_file' })).toBeUndefined();
+    expect(toolAction({ name: 'room_slots', description: 'Delete the free slots of a room.' })).toEqual({
+      action: 'cancel',
+    });
+  });
+
+  it('hears cancelling, changing, reading one record and listing in Chinese, past the booking words', () => {
+    expect([...requestActions('会议室那个预订不用了')]).toEqual(['cancel']);
+    expect([...requestActions('把下午的会议室改到四点')]).toEqual(['change']);
+    expect([...requestActions('我订的会议室在几楼')]).toEqual(['get']);
+    expect([...requestActions('我这周有哪些会议室预订')]).toEqual(['list']);
+    expect([...requestActions('帮我订一间明天上午的会议室')]).toEqual(['create']);
+    expect([...requestActions('会议室大约能坐几个人')]).toEqual(['get']);
+  });
+
+  it('hears the same actions in English, a booking made in the past being one to read', () => {
+    expect([...requestActions('Please move my 3pm room booking to 4pm')]).toEqual(['change']);
+    expect([...requestActions('Which room bookings do I have this week?')]).toEqual(['list']);
+    expect([...requestActions('What time did I book the boardroom for?')]).toEqual(['get']);
+    expect([...requestActions("We won't make it, drop the booking")]).toEqual(['cancel']);
+    expect([...requestActions('Reserve the small room for Friday')]).toEqual(['create']);
+    expect([...requestActions('Tell me about meeting rooms')]).toEqual([]);
+  });
+
+  it('names the tool of the action asked for among tools on one thing, in Chinese and English', () => {
+    expect(bestTool('帮我订一间明天上午的会议室')).toBe('book_meeting_room');
+    expect(bestTool('明天上午的会议室我不要了')).toBe('cancel_room_booking');
+    expect(bestTool('把我订的会议室调整到周五')).toBe('change_room_booking');
+    expect(bestTool('我订的会议室在几楼')).toBe('get_room_booking');
+    expect(bestTool('我这周有哪些会议室预订')).toBe('list_room_bookings');
+    expect(bestTool('Please move my 3pm room booking to 4pm')).toBe('change_room_booking');
+    expect(bestTool('Which room bookings do I have this week?')).toBe('list_room_bookings');
+  });
+
+  it("keeps the action out of the request's domain: it neither places a request nor names a tool alone", () => {
+    const plain = ROOMS.score('Which room bookings do I have this week?');
+    expect(plain.domain).toBe(ROOMS.score('room bookings this week').domain);
+    expect(ROOMS.named('我们不去了', 'tool', 0.15)).toEqual([]);
+    expect(ROOMS.named('帮我订一间明天上午的会议室', 'tool', 0.15)).toEqual(['book_meeting_room']);
   });
 });

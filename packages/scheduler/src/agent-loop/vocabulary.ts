@@ -1,4 +1,5 @@
 import { SHARED_TERMS, ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
+import { requestActions, toolAction, type Action } from './verb-senses.js';
 
 /**
  * An agent's vocabulary: what its tools (names, descriptions, parameter names, enum values), its topics
@@ -155,6 +156,8 @@ const SHARED_WORD_WEIGHT = 0.25;
 const UNKNOWN_WORD_WEIGHT = 0.6;
 /** How much more a term weighs for a label whose own name holds it ("log" for `get_recent_logs`). */
 const NAME_TERM_BOOST = 1.5;
+/** A tool's score when it takes another action than the request asks for (cancel for "change"). */
+const OTHER_ACTION_FACTOR = 0.5;
 /** A further label a request names needs this many times the first one's smallest share. */
 const FURTHER_LABEL_FACTOR = 2;
 
@@ -162,7 +165,16 @@ const FURTHER_LABEL_FACTOR = 2;
 interface Word {
   alts: string[];
   shared: boolean;
+  /** An action the request asks for (see `verb-senses.ts`): it says which tool, not which domain. */
+  action?: Action;
 }
+
+/** The term of an action, as tools that take it and requests that ask for it hold it. */
+const actionTerm = (action: Action) => `~${action}`;
+
+/** The actions a request asks for, as words. */
+const actionWords = (text: string): Word[] =>
+  [...requestActions(text)].map((action) => ({ alts: [actionTerm(action)], shared: false, action }));
 
 /** A request put as a question: a question mark, or words that ask. */
 const QUESTION =
@@ -236,10 +248,23 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
   const termsOf = (text: string) => [...terms(text), ...words(text).flatMap((w) => w.alts)];
   // The terms of a label's own name: what the label is, beyond what its description mentions.
   const named = new Map<string, Set<string>>();
+  // What each tool does (see `verb-senses.ts`), and the verb of its name that says so.
+  const actions = new Map(source.tools.map((tool) => [tool.name, toolAction(tool)]));
   for (const tool of source.tools) {
     const text = [tool.name, tool.description ?? '', ...schemaText(tool.parameters)];
-    docs.set(tool.name, { kind: 'tool', terms: new Set(text.flatMap(termsOf)) });
-    named.set(tool.name, new Set(termsOf(tool.name)));
+    const action = actions.get(tool.name)?.action;
+    const extra = action ? [actionTerm(action)] : [];
+    docs.set(tool.name, { kind: 'tool', terms: new Set([...text.flatMap(termsOf), ...extra]) });
+    named.set(tool.name, new Set([...termsOf(tool.name), ...extra]));
+  }
+  // A verb another tool's name holds as its object ("book" of `book_table`, "booking" of
+  // `get_table_booking`) says what each is about, not which: it weighs as a word of the description.
+  for (const [tool, taken] of actions) {
+    const verb = taken?.verb === undefined ? undefined : stem(taken.verb);
+    const elsewhere = (other: string) => other !== tool && actions.get(other)?.verb !== taken?.verb;
+    if (verb && [...named].some(([other, own]) => elsewhere(other) && own.has(verb))) {
+      named.get(tool)?.delete(verb);
+    }
   }
   for (const topic of source.topics ?? []) {
     if (!docs.has(topic)) docs.set(topic, { kind: 'topic', terms: new Set(termsOf(topic)) });
@@ -273,17 +298,26 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
   const central = (w: Word) => w.alts.some((t) => (df.get(t) ?? 0) * 3 >= n);
   const weigh = (query: Word[], label: string | 'all', keep: (w: Word) => boolean = () => true) =>
     query.reduce((sum, w) => sum + (keep(w) ? weight(w, label) : 0), 0);
+  // A tool that takes another action than the request asks for is named only on much more of it.
+  const actionFactor = (label: string, query: Word[]) => {
+    const does = actions.get(label)?.action;
+    const asks = query.some((w) => w.action !== undefined);
+    return does && asks && !query.some((w) => w.action === does) ? OTHER_ACTION_FACTOR : 1;
+  };
   return {
     tools: source.tools.map((t) => t.name),
     topics: [...(source.topics ?? [])],
     score(text) {
       const query = words(text);
       if (query.length === 0) return { labels: [], domain: 1, coverage: 1, known: [] };
-      const total = weigh(query, 'all');
+      // What the request asks to do weighs for the tools that do it, and for nothing else.
+      const asked = [...query, ...actionWords(text)];
+      const total = weigh(asked, 'all');
       const labels: LabelScore[] = [];
       for (const [label, doc] of docs) {
-        const matched = weigh(query, label);
-        if (matched > 0) labels.push({ label, kind: doc.kind, score: round(matched / total) });
+        const matched = weigh(asked, label);
+        const score = (matched / total) * actionFactor(label, asked);
+        if (matched > 0) labels.push({ label, kind: doc.kind, score: round(score) });
       }
       // Between labels a request fits equally, a question asks to read, not to change anything.
       const asks = QUESTION.test(text);
@@ -303,8 +337,8 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
       };
     },
     named(text, kind, minScore) {
-      const query = words(text);
-      const total = weigh(query, 'all');
+      const query = [...words(text), ...actionWords(text)];
+      const total = weigh(query, 'all', (w) => !w.action);
       const explained = new Set<Word>();
       const named: string[] = [];
       const candidates = [...docs].filter(([, doc]) => doc.kind === kind);
@@ -313,7 +347,10 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
         for (const [label, doc] of candidates) {
           if (named.includes(label)) continue;
           // A further tool is named only by words other domains do not share ("服务", "search").
-          const gain = weigh(query, label, (w) => !explained.has(w) && (named.length === 0 || !w.shared));
+          const keep = (w: Word) => !explained.has(w) && (named.length === 0 || !w.shared);
+          // The action asked for names no tool by itself: it adds to the words that name one.
+          const said = weigh(query, label, (w) => keep(w) && !w.action);
+          const gain = said > 0 ? weigh(query, label, keep) * actionFactor(label, query) : 0;
           if (gain > (best?.gain ?? 0)) best = { label, gain, terms: doc.terms };
         }
         // Each further tool needs twice the share: an incidental word of its examples does not name it.

@@ -1,0 +1,102 @@
+/**
+ * What a request asks to do with a thing, and what a tool does to one: the action part of tool names
+ * (`book_*`, `cancel_*`, `change_*`, `get_*`, `list_*` …) and of requests in English and Chinese
+ * ("cancel", "取消", "不要了"; "move", "改到", "推迟"; "when is my", "几点"; "what … do I have", "有哪些").
+ * When one agent has several tools on one object that differ by the action, the object's words fit
+ * all of them alike and the action decides; the vocabulary reads it as one more term of the request
+ * (see `vocabulary.ts`).
+ */
+
+/** The actions a tool takes on a thing. `cancel` includes deleting; `change` includes updating. */
+export type Action = 'create' | 'cancel' | 'change' | 'get' | 'list';
+
+export const ACTIONS: readonly Action[] = ['create', 'cancel', 'change', 'get', 'list'];
+
+/** The verbs tool names and descriptions begin with, by the action they take. */
+const TOOL_VERBS: Readonly<Record<string, Action>> = {
+  ...verbs('create', 'book reserve create add make new schedule request open file submit issue register'),
+  ...verbs('create', 'apply order rent enroll enrol place buy purchase start log record write save send'),
+  ...verbs('create', 'post draft generate'),
+  ...verbs('cancel', 'cancel delete remove withdraw revoke void drop unbook unsubscribe'),
+  ...verbs('change', 'change update modify edit reschedule move set rename amend extend renew patch adjust'),
+  ...verbs('get', 'get read show view fetch check lookup describe retrieve query track'),
+  ...verbs('list', 'list search find browse'),
+};
+
+/** Verbs that name things as often as actions: one ends a tool's name as its object (`write_file`). */
+const ALSO_NOUNS = new Set(
+  'file order record log book list set issue track check query request open new start place post draft'.split(
+    ' ',
+  ),
+);
+
+function verbs(action: Action, words: string): Record<string, Action> {
+  return Object.fromEntries(words.split(' ').map((w) => [w, action]));
+}
+
+/** The words of a tool's name (`get_table_booking`, `getTableBooking` → get, table, booking). */
+function nameWords(name: string): string[] {
+  return name
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter(Boolean);
+}
+
+/**
+ * The action a tool takes and the word of its name that says so: its name's first word
+ * (`cancel_table_booking`) or its last (`lab_sensor_read`, not the "file" of `write_markdown_file`),
+ * else its description's first word ("Cancel an existing booking").
+ */
+export function toolAction(tool: {
+  name: string;
+  description?: string;
+}): { action: Action; verb?: string } | undefined {
+  const words = nameWords(tool.name);
+  const first = words[0];
+  const last = words.length > 1 ? words[words.length - 1] : undefined;
+  for (const verb of [first, last && !ALSO_NOUNS.has(last) ? last : undefined]) {
+    const action = verb === undefined ? undefined : TOOL_VERBS[verb];
+    if (action) return { action, verb };
+  }
+  const opening = /^\s*([A-Za-z]+)/.exec(tool.description ?? '')?.[1]?.toLowerCase();
+  const action = opening ? TOOL_VERBS[opening] : undefined;
+  return action ? { action } : undefined;
+}
+
+/** Cues of each action in a request, English then Chinese. */
+const CUES: Readonly<Record<Action, readonly RegExp[]>> = {
+  cancel: [
+    /\b(?:cancel\w*|call(?:ing)? (?:it |them )?off|delete|remove|withdraw|scrap|drop (?:my|our|the|it)|(?:can(?:no|')?t|won'?t|will not|couldn'?t) make it|no longer (?:need|want|coming|come)|(?:don'?t|do not) need (?:it|them|the|my|our)\b.*\b(?:any ?more|after all))\b/i,
+    /取消|退订|退掉|退了|不要了|不用了|不需要了|不去了|去不了|来不了|不来了|删除|删掉|删了|撤销|撤回|作废/,
+  ],
+  change: [
+    /\b(?:change|move|reschedul\w*|postpone|push (?:it|my|our|the|back|forward)|bring (?:it |my |our |the )?forward|switch|swap|update|modify|edit|amend|extend|instead of)\b|\badd\b[^.?!]{0,40}\bto (?:my|our|the)\b/i,
+    /改|换|调整|调到|推迟|推后|延后|延期|提前|挪|变更|延长|往后|往前/,
+  ],
+  list: [
+    /\b(?:list|all (?:of )?(?:my|our|the)|upcoming|coming up|so far|history|are there any)\b|\b(?:what|which|any) (?:\w+ )?(?!(?:does|is|was|has|this|its|always|yours)\b)\w{3,}s\b/i,
+    /有什么|有哪些|哪些|列出|列一下|列个|所有|全部|一共|都有|名下|清单|列表/,
+  ],
+  get: [
+    /\b(?:what time|when(?:'s| is| was| does| do)|where (?:is|do|does|should|will)|which \w+ (?:is|was)|details? (?:of|for|on)|status of|look up|how much (?:is|was|does|do)|what \w+ did (?:i|we)|what (?:is|was|'s) (?:my|our|the))\b/i,
+    /查|看看|看一下|几[号点月楼层天个位间时周]|什么时候|哪天|哪一天|哪里|哪儿|在哪|是多少|多少钱|是哪|来着|详情/,
+  ],
+  create: [
+    /(?<!\bdid (?:i|we) )\b(?:book|reserve|rent|schedule|arrange|write|save|draft|send|make (?:a|an|me a) (?:booking|reservation|appointment)|sign (?:me |us )?up|register|enrol+|i'?d like (?:a|an|to book)|get me (?:a|an)|set up)\b/i,
+    // A booking word after 的/把/那/这 … is the thing booked, and 订的/订了/订过 one booked already.
+    /(?<![的把那这么些个有大])(?:预订|预约|订|约|安排|报名|报个|报一|办理|申请|租|留个|留一|开个|开一)(?![的了过单期])|写|保存|生成|发送|记到|记下/,
+  ],
+};
+
+/**
+ * The actions a request asks for, by its cues. A request that cancels or changes something names the
+ * thing with booking words ("把预订取消", "move my booking"), so there they do not ask to create one;
+ * a request for a list ("有哪些", "what … do I have") asks for more than one record's details.
+ */
+export function requestActions(text: string): Set<Action> {
+  const found = new Set(ACTIONS.filter((action) => CUES[action].some((r) => r.test(text))));
+  if (found.has('cancel') || found.has('change') || found.has('list')) found.delete('create');
+  if (found.has('list')) found.delete('get');
+  return found;
+}
