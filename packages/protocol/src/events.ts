@@ -1,5 +1,6 @@
 import type { ToolErrorInfo } from './errors.js';
 import type { AttemptTiming, ToolResult } from './tool-call.js';
+import type { RunVariant } from './variant.js';
 import {
   readStepRecord,
   type CompactionSummary,
@@ -15,6 +16,9 @@ import {
  */
 export type RunIntent = 'simple' | 'single_tool' | 'multi_step';
 
+/** Where a guardrail looks: the request, the final answer, or a tool call's arguments or result. */
+export type GuardrailStage = 'input' | 'output' | 'arguments' | 'result';
+
 /** Everything that happens in a run, in order; each event gets `at` (epoch ms) when it is emitted. */
 export type RunEventBody =
   | {
@@ -26,6 +30,8 @@ export type RunEventBody =
       intent?: RunIntent;
       /** The signals that decided it (stable words, e.g. `sequence`, `one_tool`). */
       intent_signals?: string[];
+      /** The variant the run was started with (its configuration overrides), when it has one. */
+      variant?: RunVariant;
     }
   | {
       /** The request was placed outside the agent's `allowed_topic` (before any model call). */
@@ -134,6 +140,17 @@ export type RunEventBody =
        * stored events get both put back from the run's record.
        */
       result?: ToolResult;
+      /** The child run that answered the call, for a call of an agent tool. */
+      child_run_id?: string;
+    }
+  | {
+      /** A call of an agent tool started a child run on the fleet (docs/agent-tools.md). */
+      type: 'child_run_started';
+      tool_call_id: string;
+      tool: string;
+      agent: string;
+      child_run_id: string;
+      depth: number;
     }
   | { type: 'step_done'; step: TaskStep }
   | {
@@ -156,6 +173,26 @@ export type RunEventBody =
     }
   | { type: 'guard'; guard: GuardName; action: 'nudge' | 'stop'; report: string }
   | {
+      /**
+       * A guardrail of the agent tripped, or failed and its `on_error` policy decided (docs/guardrails.md).
+       * Passing verdicts are kept in the run's state, not streamed.
+       */
+      type: 'guardrail';
+      guardrail: string;
+      /** `input` (the request), `output` (the final answer), `arguments` / `result` (a tool call's). */
+      stage: GuardrailStage;
+      /** The kind of check: a built-in (`max_length`, `blocked_terms`, `regex`, `pii`), `tool` or `agent`. */
+      check: string;
+      /** `tripped`, or `error` (the check failed or timed out). */
+      verdict: 'tripped' | 'error';
+      /** What the platform did: ended the run, blocked the call, withheld its result, or let it through (`fail_open`). */
+      action: 'stopped_run' | 'blocked_call' | 'withheld_result' | 'let_through';
+      reason: string;
+      tool_call_id?: string;
+      tool?: string;
+      duration_ms: number;
+    }
+  | {
       /** A final answer missed the run's output schema: the model is told `problems` and asked again. */
       type: 'output_invalid';
       turn: number;
@@ -174,6 +211,21 @@ export type RunEventBody =
       /** The summary before this compaction (absent on the first), and after it. */
       summary_before?: CompactionSummary;
       summary: CompactionSummary;
+    }
+  | {
+      /** The agent in charge called `transfer_to_<to>`: from the next turn on the run is `to`'s. */
+      type: 'handoff';
+      turn: number;
+      tool_call_id: string;
+      from: string;
+      to: string;
+      /** What of the conversation `to` keeps (`last_n`: the last `last_n` messages and the request). */
+      filter: 'all' | 'summary' | 'last_n';
+      last_n?: number;
+      messages_before: number;
+      messages_after: number;
+      /** Handoffs of the run so far, this one included. */
+      handoffs: number;
     }
   | { type: 'run_finished'; outcome: RunOutcome };
 
@@ -208,13 +260,16 @@ export const RUN_EVENT_TYPES = [
   'llm_request',
   'llm_error',
   'tool_dispatched',
+  'child_run_started',
   'tool_result',
   'step_done',
   'approval_requested',
   'approval_decided',
   'guard',
+  'guardrail',
   'output_invalid',
   'compaction',
+  'handoff',
   'run_finished',
 ] as const satisfies ReadonlyArray<RunEventBody['type']>;
 export type RunEventType = RunEventBody['type'];

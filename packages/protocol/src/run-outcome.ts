@@ -51,6 +51,8 @@ export interface StepRecord {
   executor_id?: string;
   /** Id under which the full result is kept, when the model saw a shortened one. */
   ref?: string;
+  /** The child run that answered the call, for a call of an agent tool. */
+  child_run_id?: string;
 }
 
 /** What a tool call came to, as the model saw it. */
@@ -63,14 +65,21 @@ export interface Usage {
 }
 
 export type GuardName =
-  'max_iterations' | 'repeat' | 'failed_rounds' | 'argument_fix_rounds' | 'token_budget' | 'deadline';
+  | 'max_iterations'
+  | 'repeat'
+  | 'failed_rounds'
+  | 'argument_fix_rounds'
+  | 'token_budget'
+  | 'deadline'
+  /** The run was to hand off once more than the agent in charge's `loop.max_handoffs` allows. */
+  | 'max_handoffs';
 
 /**
  * How a run ended. `reason` is one stable word:
  * - `succeeded`: `final_answer`, or `final_answer_truncated` (the answer hit the output token cap), or
  *   `off_topic` (the request is outside the agent's `allowed_topic`: answered with a refusal naming the
  *   topics, without a model call);
- * - `not_converged`: a guard — `max_iterations`, `repeat`, `token_budget`, `deadline`;
+ * - `not_converged`: a guard — `max_iterations`, `repeat`, `token_budget`, `deadline`, `max_handoffs`;
  * - `failed`: `failed_rounds`, `argument_fix_rounds` (guards); `context_failed` (a required context
  *   provider's call failed before the first model call); `refused` (the model declined: `message.refusal`);
  *   `content_filter` (the provider filtered the output); `empty_answer` (no text, no tool call);
@@ -78,7 +87,9 @@ export type GuardName =
  *   answered, but every tool call it made was refused by the platform — unknown, forbidden, breaker open
  *   or unavailable — so no tool ever ran: the answer is kept, the report lists the refusals);
  *   `invalid_output` (the run declares an output schema and the model's answer missed it after every
- *   retry: the last answer is kept, the report lists the problems); `llm_error`, `internal_error`,
+ *   retry: the last answer is kept, the report lists the problems); `guardrail_tripped` (an input or output
+ *   guardrail of the agent tripped: the report names it and why, and an output guardrail's run keeps no
+ *   answer); `llm_error`, `internal_error`,
  *   `invalid_job`;
  * - `cancelled`: `cancelled`.
  */
@@ -131,6 +142,7 @@ export const RUN_REASONS = [
   'output_truncated',
   'no_tool_available',
   'invalid_output',
+  'guardrail_tripped',
   'llm_error',
   'internal_error',
   'invalid_job',

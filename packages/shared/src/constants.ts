@@ -97,6 +97,8 @@ export const DEFAULT_MAX_FAILED_ROUNDS = 3;
 export const DEFAULT_MAX_ARGUMENT_FIX_ROUNDS = 4;
 /** Shaped result of one context provider attached to a run's input, at most this many characters. */
 export const DEFAULT_CONTEXT_PROVIDER_MAX_CHARS = 4000;
+/** Time a guardrail's tool or agent check may take before its `on_error` policy decides, in ms. */
+export const DEFAULT_GUARDRAIL_TIMEOUT_MS = 10_000;
 /**
  * Smallest domain share (0–1: the weight of the request's words that the agent's tools, topics and examples
  * know over the weight of all its words; words many domains share weigh a quarter, unknown words 0.6) at
@@ -104,6 +106,8 @@ export const DEFAULT_CONTEXT_PROVIDER_MAX_CHARS = 4000;
  */
 export const DEFAULT_TOPIC_MIN_SCORE = 0.3;
 export const DEFAULT_RUN_TOKEN_BUDGET = 200_000;
+/** Handoffs one run may make (an agent's `loop.max_handoffs` overrides it): a loop of handoffs stops there. */
+export const DEFAULT_MAX_HANDOFFS = 5;
 export const DEFAULT_RUN_DEADLINE_MS = 10 * 60_000;
 /**
  * Times a run whose final answer does not match its output schema is told the problems and asked again,
@@ -324,3 +328,12 @@ export const CONFIG_APPLY_MCP_WAIT_MS = 15_000;
 
 /** How often `config apply` reads the executors' announcements while it waits for them, in ms. */
 export const CONFIG_APPLY_MCP_POLL_MS = 200;
+
+/**
+ * How deep a tree of agents called as tools may grow when no agent of it sets `max_agent_depth`: a run
+ * at this depth (its root is 0) calls no further agent; the call is answered `forbidden`.
+ */
+export const DEFAULT_MAX_AGENT_DEPTH = 3;
+
+/** Longest answer of a child run (an agent called as a tool) its parent's model reads, in characters. */
+export const AGENT_TOOL_RESULT_MAX_CHARS = 20_000;

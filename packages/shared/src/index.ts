@@ -20,6 +20,34 @@ export type {
   TopicPolicy,
 } from './config/agent-policy.js';
 export {
+  guardrailCheck,
+  guardrailTools,
+  piiDetectors,
+  toolPatternMatches,
+  GUARDRAIL_CHECKS,
+  PII_DETECTORS,
+} from './config/guardrails-config.js';
+export type {
+  AgentGuardrails,
+  GuardrailCheck,
+  GuardrailOnError,
+  GuardrailSpec,
+  PiiDetector,
+  ToolGuardrailSpec,
+  ToolGuardrailStage,
+} from './config/guardrails-config.js';
+export { handoffTargets, handoffToolName } from './config/handoff-config.js';
+export { variantAgent, variantProblems } from './config/agent-variant.js';
+export type { VariantCheckContext } from './config/agent-variant.js';
+export { agentToolName, agentToolTargets } from './config/agent-tools-config.js';
+export type { AgentTools, AgentToolSpec } from './config/agent-tools-config.js';
+export type {
+  AgentHandoffs,
+  HandoffInputFilter,
+  HandoffReach,
+  HandoffSpec,
+} from './config/handoff-config.js';
+export {
   DEFAULT_PROVIDER,
   declaredModels,
   loadProviders,
@@ -75,6 +103,7 @@ export type { OpenAiToolSpec, RegisteredTool, ToolCatalogEntry } from './tools/r
 export { checkArguments } from './tools/arguments.js';
 export type { ArgumentsCheck, ValueProblem } from './tools/arguments.js';
 export { foldAliases, grantRefusal, reachDefinition, scopeRefusal } from './tools/reach-policy.js';
+export { withRunAliases } from './tools/run-aliases.js';
 export type {
   AgentReach,
   ArgumentAliases,

@@ -9,6 +9,7 @@ import type { RunEvent, StepKind } from './events.js';
 import type { Intent } from './intent.js';
 import type { GuardLimits } from './guards.js';
 import type { AnswerDeltas } from '../model/answer-deltas.js';
+import type { ChildRuns } from './agent-tools.js';
 
 export interface LoopLimits extends GuardLimits {
   /** Prompt size that triggers compaction, in tokens. Default 40 000. */
@@ -21,6 +22,8 @@ export interface LoopLimits extends GuardLimits {
   outputRetries: number;
   /** Output tokens of one model turn. Default: the model client's own cap. */
   maxOutputTokens?: number;
+  /** Handoffs a run may make before a further one stops it (`max_handoffs`). Default 5. */
+  maxHandoffs: number;
 }
 
 export interface AgentLoopDeps {
@@ -40,7 +43,10 @@ export interface AgentLoopDeps {
   };
   catalog: ToolCatalog;
   breakers: { openTools(): Promise<Set<string>>; invalidate?(): void };
+  /** The agent in charge (the one the run started with until it hands off). */
   agent: AgentSpec;
+  /** Any agent of the configuration in force, by name: the targets of handoffs. Default: none. */
+  agentNamed?: (name: string) => AgentSpec | undefined;
   logger: Logger;
   limits?: Partial<LoopLimits>;
   /**
@@ -65,6 +71,8 @@ export interface AgentLoopDeps {
    * another scheduler took over), so it stops at once and writes nothing more.
    */
   release?: AbortSignal;
+  /** Starts and reads the child runs of agent-tool calls; without it, no agent tool is offered. */
+  children?: ChildRuns;
 }
 
 /** A run's limits: the run's own, its agent's, then the defaults (15 model turns for multi-step requests). */
@@ -88,6 +96,7 @@ export function resolveLimits(
       limits.compactionThresholdTokens ?? constants.DEFAULT_COMPACTION_THRESHOLD_TOKENS,
     compactionKeepRounds: limits.compactionKeepRounds ?? constants.DEFAULT_COMPACTION_KEEP_ROUNDS,
     planning: limits.planning ?? true,
+    maxHandoffs: limits.maxHandoffs ?? constants.DEFAULT_MAX_HANDOFFS,
     outputRetries: agent.output_retries ?? limits.outputRetries ?? constants.DEFAULT_OUTPUT_RETRIES,
     ...(limits.maxOutputTokens === undefined ? {} : { maxOutputTokens: limits.maxOutputTokens }),
   };
@@ -107,6 +116,7 @@ export function agentLoopLimits(agent: AgentSpec): Partial<LoopLimits> {
     ...set('maxArgumentFixRounds', loop.max_argument_fix_rounds),
     ...set('maxOutputTokens', loop.max_output_tokens),
     ...set('compactionThresholdTokens', loop.compaction_threshold_tokens),
+    ...set('maxHandoffs', loop.max_handoffs),
   };
 }
 

@@ -11,6 +11,8 @@ import { finishOpenSteps } from './task-stack.js';
 import { answerNotRun } from './tool-round.js';
 import { structuredAnswer, turnFormat } from './structured-output.js';
 import { chargeAnswer } from './model-usage.js';
+import { takeHandoff } from './handoffs.js';
+import { holdForOutputGuardrails } from './guardrail-steps.js';
 
 /** Asks the model for its next turn with the tools offered now, records the answer, and resolves it. */
 export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Promise<StepResult> {
@@ -76,6 +78,8 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
   if (calls.length > 0 && answer.refusal === undefined && answer.finishReason !== 'content_filter')
     return resolveCalls(run, answer);
   const next = resolveAnswer(run, answer, turn);
+  const held = holdForOutputGuardrails(run, next);
+  if (held) return held;
   // An answer sent back for missing the output schema is a turn like any other: recorded before the next.
   return next.type === 'run_again' ? { checkpoint: 'llm_response', next } : { next };
 }
@@ -159,6 +163,11 @@ function resolveCalls(run: RunContext, answer: ModelTurn): StepResult {
     // Answer the owed calls without running them, so the history stays a valid conversation.
     answerNotRun(state, calls, 'not run: the run was stopped for repeating this call');
     return { checkpoint: 'llm_response', next: { type: 'guard_stop', stop: repeat } };
+  }
+  const handoffStop = takeHandoff(run, calls);
+  if (handoffStop) {
+    answerNotRun(state, calls, 'not run: the run was stopped for handing off too often');
+    return { checkpoint: 'llm_response', next: { type: 'guard_stop', stop: handoffStop } };
   }
   const owed = calls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments }));
   return { checkpoint: 'llm_response', next: { type: 'run_tools', calls: owed, fresh: true } };

@@ -10,6 +10,8 @@ import { createRunContext, type RunContext } from './run-context.js';
 import { endOnError, endRun, park } from './run-end.js';
 import { isEndStep, pickStep, type NextStep, type StepResult, type WorkStep } from './steps.js';
 import { toolRound } from './tool-round.js';
+import { handoffStep } from './handoffs.js';
+import { inputGuardrailStep, needsInputGuardrails, outputGuardrailStep } from './guardrail-steps.js';
 
 export { CheckpointFailed, RunLost } from './checkpoints.js';
 export { agentLoopLimits, resolveLimits } from './loop-options.js';
@@ -44,6 +46,7 @@ export async function runAgent(
       model: deps.llm.model,
       intent: state.intent.intent,
       intent_signals: state.intent.signals,
+      ...(state.variant ? { variant: state.variant } : {}),
     });
     if (state.topic?.verdict === 'off_topic') {
       const { verdict, action, topics, score, best } = state.topic;
@@ -59,7 +62,8 @@ export async function runAgent(
       // A cancelled run does no more work; a step already ending it still ends it as it says.
       if (deps.signal?.aborted && !isEndStep(next)) next = { type: 'cancel' };
       if (isEndStep(next)) return await endRun(run, next);
-      if (next.type === 'park_for_approval') return await park(run);
+      if (next.type === 'park_for_approval' || next.type === 'await_children')
+        return await park(run, next.type);
       const done = await runStep(run, next);
       if (done.checkpoint) await run.checkpoint(done.checkpoint);
       next = done.next;
@@ -74,7 +78,7 @@ export async function runAgent(
  * a plan (only a multi-step request is worth a model call for one), or the next turn.
  */
 function firstStep(run: RunContext): NextStep {
-  const { state, deps } = run;
+  const { state } = run;
   const topic = state.topic;
   if (topic?.verdict === 'off_topic' && topic.action === 'refuse' && state.iterations === 0) {
     return {
@@ -87,6 +91,13 @@ function firstStep(run: RunContext): NextStep {
         'below the threshold: refused without a model call',
     };
   }
+  if (needsInputGuardrails(run)) return { type: 'input_guardrails' };
+  return afterInputGuardrails(run);
+}
+
+/** The first pass once the request passed the input guardrails: context providers, a plan, or the turn. */
+function afterInputGuardrails(run: RunContext): NextStep {
+  const { state, deps } = run;
   if ((deps.agent.context_providers?.length ?? 0) > 0 && !state.contextRequested) return { type: 'context' };
   return planOrTurn(run);
 }
@@ -110,5 +121,11 @@ async function runStep(run: RunContext, step: WorkStep): Promise<StepResult> {
       return modelTurn(run, step.tools);
     case 'run_tools':
       return toolRound(run, step.calls, step.fresh);
+    case 'handoff':
+      return handoffStep(run);
+    case 'input_guardrails':
+      return inputGuardrailStep(run, afterInputGuardrails(run));
+    case 'output_guardrails':
+      return outputGuardrailStep(run);
   }
 }

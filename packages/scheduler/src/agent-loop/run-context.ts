@@ -3,6 +3,8 @@ import { scopeRefusal, type Logger, type ToolCatalogEntry } from '@agent-reach/s
 import type { RunState, Usage } from './run-state.js';
 import { createCheckpoints, type Checkpoints } from './checkpoints.js';
 import { resolveLimits, type AgentLoopDeps, type LoopLimits } from './loop-options.js';
+import { handoffToolNames, handoffTools } from './handoffs.js';
+import { agentToolEntries, agentToolsOf } from './agent-tools.js';
 
 /** What every step of one run works with: its state, its dependencies, and how it records progress. */
 export interface RunContext extends Checkpoints {
@@ -25,17 +27,23 @@ export function createRunContext(state: RunState, deps: AgentLoopDeps): RunConte
 /** The tools offered to the model now: the agent's, less those whose breaker is open. */
 export async function offeredTools(run: RunContext): Promise<ToolCatalogEntry[]> {
   const open = await run.deps.breakers.openTools();
-  return run.deps.agent.tools.flatMap((name) => {
-    const entry = run.deps.catalog.get(name);
-    // A tool outside the agent's scopes would be refused by every executor: it is not offered.
-    const inScope = entry && !scopeRefusal(run.deps.agent, { name, accessScope: entry.accessScope });
-    return entry && inScope && !open.has(name) ? [entry] : [];
-  });
+  return run.deps.agent.tools
+    .flatMap((name) => {
+      const entry = run.deps.catalog.get(name);
+      // A tool outside the agent's scopes would be refused by every executor: it is not offered.
+      const inScope = entry && !scopeRefusal(run.deps.agent, { name, accessScope: entry.accessScope });
+      return entry && inScope && !open.has(name) ? [entry] : [];
+    })
+    .concat(handoffTools(run), agentToolEntries(run));
 }
 
 /** Names the agent may call and the fleet serves (open breakers included: they close again). */
-export function reachableTools(deps: Pick<AgentLoopDeps, 'agent' | 'catalog'>): string[] {
-  return deps.agent.tools.filter((name) => deps.catalog.has(name));
+export function reachableTools(deps: Pick<AgentLoopDeps, 'agent' | 'catalog' | 'agentNamed'>): string[] {
+  return [
+    ...deps.agent.tools.filter((name) => deps.catalog.has(name)),
+    ...handoffToolNames(deps),
+    ...agentToolsOf(deps.agent).keys(),
+  ];
 }
 
 /** The longest delay a Node timer takes (2^31 − 1 ms, about 24.8 days); a longer one fires after 1 ms. */

@@ -5,6 +5,7 @@ import type {
   RunOutcome,
   RunStatus,
   StepRecord,
+  RunVariant,
   TaskStep,
   ToolResult,
   Usage,
@@ -13,6 +14,7 @@ import type {
 export type { CompactionSummary, FinalStatus, GuardName, RunOutcome, RunStatus, StepRecord, TaskStep, Usage };
 import type { IntentDecision } from './intent.js';
 import type { TopicCheck } from './topic-gate.js';
+import type { GuardrailVerdict } from './guardrail-verdicts.js';
 import type { ChatMessage } from '../model/llm.js';
 
 export type { ChatMessage };
@@ -33,6 +35,16 @@ export interface Approval {
   decidedAt?: number;
   /** The request asks a person to grant the tool to the run (`grant_by_approval`), not only this call. */
   grant?: true;
+}
+
+/** A call of an agent tool and the child run it started (see agent-tools.ts). */
+export interface ChildRunLink {
+  toolCallId: string;
+  tool: string;
+  agent: string;
+  runId: string;
+  /** The call was answered from the child's recorded result. */
+  answered?: true;
 }
 
 export interface RunState {
@@ -93,11 +105,40 @@ export interface RunState {
   localResults?: ToolResult[];
   /** A guard note for the model, added after the owed calls are answered (e.g. calls left out). */
   turnNote?: string;
+  /** Verdicts of the agent's guardrails by check (see guardrails.ts): a resumed run does not ask again. */
+  guardrailVerdicts?: Record<string, GuardrailVerdict>;
+  /** Guardrail tool calls about to be published: the checkpoint puts them in the run's ledger, not the history. */
+  guardrailCalls?: Array<{ id: string; name: string; arguments: string }>;
+  /** A final answer waiting for the output guardrails: a resumed run checks it instead of asking again. */
+  pendingFinal?: { answer: string; truncated: boolean; output?: unknown };
   /** JSON Schema the final answer must match (the run's own, else its agent's at the run's start). */
   outputSchema?: Record<string, unknown>;
+  /** The run's variant: overrides of its agent's configuration for this run only, kept across resumes. */
+  variant?: RunVariant;
   /** Final answers sent back to the model so far for missing the output schema. */
   outputRetries?: number;
   outcome?: RunOutcome;
+  /** The agent in charge once the run handed off (absent: `agent`, the one it started with). */
+  inCharge?: string;
+  /** Handoffs made so far (absent: none). */
+  handoffs?: number;
+  /** A handoff the last model turn asked for, made once that turn's calls are answered. */
+  pendingHandoff?: PendingHandoff;
+  /** Set on a child run (an agent called as a tool): the call of the parent run it answers. */
+  parent?: { runId: string; callId: string; tool: string; depth: number; maxDepth: number };
+  /** The child runs this run's agent-tool calls started, in order. */
+  children?: ChildRunLink[];
+}
+
+/** A `transfer_to_<to>` call taken, waiting for the other calls of its turn (see agent-loop/handoffs.ts). */
+export interface PendingHandoff {
+  to: string;
+  toolCallId: string;
+}
+
+/** The agent whose instructions, tools, scopes, limits and model the run's next step uses. */
+export function agentInCharge(state: Pick<RunState, 'agent' | 'inCharge'>): string {
+  return state.inCharge ?? state.agent;
 }
 
 /** Tokens one model spent in a run, and their cost when the model has a price. */
@@ -142,6 +183,7 @@ export function createRunState(init: {
   /** When the run was created, if before now (it waited in the queue). Default: now. */
   createdAt?: number;
   outputSchema?: Record<string, unknown>;
+  variant?: RunVariant;
 }): RunState {
   const now = init.now ?? Date.now();
   return {
@@ -158,6 +200,7 @@ export function createRunState(init: {
     ...(init.grants && init.grants.length > 0 ? { grants: init.grants } : {}),
     ...(init.configVersion === undefined ? {} : { configVersion: init.configVersion }),
     ...(init.outputSchema ? { outputSchema: init.outputSchema } : {}),
+    ...(init.variant ? { variant: init.variant } : {}),
     approvals: {},
     status: 'queued',
     createdAt: init.createdAt ?? now,

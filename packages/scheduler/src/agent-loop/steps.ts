@@ -23,9 +23,17 @@ export type NextStep =
   | { type: 'run_again' }
   | { type: 'compact'; tools: ToolCatalogEntry[] }
   | { type: 'model_turn'; tools: ToolCatalogEntry[] }
+  /** The agent's input guardrails check the request (guardrail-steps.ts). */
+  | { type: 'input_guardrails' }
+  /** The agent's output guardrails check the held final answer (`state.pendingFinal`). */
+  | { type: 'output_guardrails' }
   /** `fresh`: the calls come from a model turn taken in this process, so none can have a result yet. */
   | { type: 'run_tools'; calls: OwedCall[]; fresh: boolean }
+  /** The calls of a turn that handed off are answered: the target takes charge (see handoffs.ts). */
+  | { type: 'handoff' }
   | { type: 'park_for_approval' }
+  /** Calls of agent tools wait for their child runs: the run parks until a child's end wakes it. */
+  | { type: 'await_children' }
   /** `off_topic`: the answer is the platform's refusal of a request outside the agent's topics. */
   | {
       type: 'final_output';
@@ -47,12 +55,24 @@ export type FailReason =
   | 'output_truncated'
   | 'no_tool_available'
   | 'invalid_output'
+  | 'guardrail_tripped'
   | 'llm_error'
   | 'context_failed';
 
 export type WorkStep = Extract<
   NextStep,
-  { type: 'context' | 'plan' | 'run_again' | 'compact' | 'model_turn' | 'run_tools' }
+  {
+    type:
+      | 'context'
+      | 'plan'
+      | 'run_again'
+      | 'compact'
+      | 'model_turn'
+      | 'run_tools'
+      | 'handoff'
+      | 'input_guardrails'
+      | 'output_guardrails';
+  }
 >;
 export type EndStep = Extract<NextStep, { type: 'final_output' | 'fail' | 'guard_stop' | 'cancel' }>;
 
@@ -78,6 +98,8 @@ export function isEndStep(step: NextStep): step is EndStep {
 export async function pickStep(run: RunContext): Promise<NextStep> {
   const owed = unansweredCalls(run.state);
   if (owed.length > 0) return { type: 'run_tools', calls: owed, fresh: false };
+  if (run.state.pendingFinal) return { type: 'output_guardrails' };
+  if (run.state.pendingHandoff) return { type: 'handoff' };
   const budget = checkBudgets(run.state, run.limits);
   if (budget) return { type: 'guard_stop', stop: budget };
   return { type: 'compact', tools: await offeredTools(run) };

@@ -2,7 +2,7 @@ import { errorResult, toolMessageContent, type ToolResult } from '@agent-reach/p
 import { closestName } from '@agent-reach/shared';
 import { settledByApproval } from './approvals.js';
 import type { AgentLoopDeps } from './loop-options.js';
-import type { RunState } from './run-state.js';
+import { agentInCharge, type RunState } from './run-state.js';
 
 /**
  * Results for a turn's calls, in order. Names the agent cannot reach are answered here as `unknown_tool`
@@ -64,7 +64,13 @@ export async function resolveToolCalls(
   recorded?.forEach((result, j) => local.set(localIndexes[j] as number, result));
   const dispatched = remote.length
     ? await deps.dispatcher.dispatch(
-        { runId: state.runId, traceId: state.traceId, agent: state.agent, deadlineAt: state.deadlineAt },
+        // The agent in charge made the calls: executors check its reach, scopes and grants.
+        {
+          runId: state.runId,
+          traceId: state.traceId,
+          agent: agentInCharge(state),
+          deadlineAt: state.deadlineAt,
+        },
         remote.map(({ call }) => ({ toolCallId: call.id, name: call.name, arguments: call.arguments })),
         { fresh, ...(deps.release ? { signal: deps.release } : {}) },
       )

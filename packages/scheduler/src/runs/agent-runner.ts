@@ -1,4 +1,11 @@
-import { AgentReachError, newRunId, newTraceId, type Keys } from '@agent-reach/protocol';
+import {
+  AgentReachError,
+  newRunId,
+  newTraceId,
+  type Keys,
+  type ParentLink,
+  type RunVariant,
+} from '@agent-reach/protocol';
 import {
   constants,
   mcpServersOf,
@@ -8,6 +15,8 @@ import {
   type AgentsFile,
   type Logger,
   type RedisClient,
+  variantAgent,
+  variantProblems,
 } from '@agent-reach/shared';
 import type { RunEvent, StepKind } from '../agent-loop/events.js';
 import { agentLoopLimits, runAgent, type CheckpointWrite, type LoopLimits } from '../agent-loop/run-agent.js';
@@ -25,6 +34,9 @@ import { Dispatcher } from '../fleet/dispatcher.js';
 import type { LlmClient } from '../model/llm.js';
 import { createAnswerDeltas, type AnswerDeltas } from '../model/answer-deltas.js';
 import { ToolCatalog } from '../fleet/tool-catalog.js';
+import { inChargeDeps } from './agent-in-charge.js';
+import { ChildRunControl } from './child-runs.js';
+import { variantAgentView, variantDeps, variantLimits } from './run-variant.js';
 
 export interface AgentRunnerOptions {
   /** Producer connection; the dispatcher makes its own blocking duplicate. */
@@ -80,6 +92,8 @@ export interface StartRun {
   createdAt?: number;
   /** The model client for this run (default: the runner's). */
   llm?: LlmClient;
+  /** The model client of a handoff target, by agent (default: the runner's). */
+  llmFor?: (agent: string) => LlmClient | undefined;
   onEvent?: (event: RunEvent, state: RunState) => void;
   checkpoint?: (state: RunState, events: RunEvent[], step: StepKind) => CheckpointWrite;
   signal?: AbortSignal;
@@ -92,6 +106,10 @@ export interface StartRun {
   deadlineMs?: number;
   /** JSON Schema the final answer must match, instead of the agent's `output_schema`. */
   outputSchema?: Record<string, unknown>;
+  /** Overrides of the agent's configuration for this run only (checked by the door that took the run). */
+  variant?: RunVariant;
+  /** A child run's link to its parent's call (an agent called as a tool): its deadline is never later. */
+  parent?: ParentLink;
 }
 
 /** Runs agent tasks in this process: the loop, the LLM, and tool calls through the executor fleet. */
@@ -99,6 +117,8 @@ export class AgentRunner {
   readonly catalog: ToolCatalog;
   readonly breakers: BreakerView;
   readonly dispatcher: Dispatcher;
+  /** Child runs of agent-tool calls: started, read and cancelled on the run queue. */
+  readonly children: ChildRunControl;
   readonly #opts: ResolvedAgentRunnerOptions;
   readonly #answerDeltas: AnswerDeltas;
 
@@ -117,6 +137,7 @@ export class AgentRunner {
       logger: opts.logger,
       ...(opts.toolStartWaitMs === undefined ? {} : { startWaitMs: opts.toolStartWaitMs }),
     });
+    this.children = new ChildRunControl(opts.connection, opts.keys, opts.agents, opts.logger);
   }
 
   hasAgent(name: string): boolean {
@@ -126,6 +147,15 @@ export class AgentRunner {
   /** An agent of the agents file, by name. */
   agent(name: string): AgentSpec | undefined {
     return this.#opts.agents.agents.get(name);
+  }
+
+  /** What is wrong with a variant for a run of `agent` (see `variantProblems`); empty when nothing is. */
+  variantProblems(agent: string, variant: RunVariant): string[] {
+    return variantProblems(
+      { agents: this.#opts.agents, parametersOf: (tool) => this.catalog.get(tool)?.parameters },
+      agent,
+      variant,
+    );
   }
 
   get keys(): Keys {
@@ -175,16 +205,19 @@ export class AgentRunner {
       );
     }
     const runId = req.runId ?? newRunId();
-    return createRunState({
+    const agent = this.agent(req.agent);
+    const spec = agent && variantAgent(agent, req.variant?.overrides);
+    const ownDeadlineMs = req.deadlineMs ?? spec?.max_wall_time_ms ?? this.#opts.runDeadlineMs;
+    const state = createRunState({
       runId,
       traceId: req.traceId ?? req.traceParent?.split('-')[1] ?? newTraceId(),
       ...(req.traceParent ? { traceParent: req.traceParent } : {}),
       agent: req.agent,
       input: req.input,
-      deadlineMs:
-        req.deadlineMs ??
-        this.#opts.agents.agents.get(req.agent)?.max_wall_time_ms ??
-        this.#opts.runDeadlineMs,
+      // A child run ends no later than its parent (at least 1 ms, so it ends at once by its deadline).
+      deadlineMs: req.parent
+        ? Math.max(1, Math.min(ownDeadlineMs, req.parent.deadline_at - Date.now()))
+        : ownDeadlineMs,
       ...(this.#opts.configVersion ? { configVersion: this.#opts.configVersion() } : {}),
       ...(req.history ? { history: req.history } : {}),
       ...(req.summary ? { summary: req.summary } : {}),
@@ -195,8 +228,11 @@ export class AgentRunner {
       ...(req.key ? { key: req.key } : {}),
       ...(req.grants ? { grants: req.grants } : {}),
       ...(req.createdAt !== undefined ? { createdAt: req.createdAt } : {}),
-      ...outputSchemaOf(req, this.#opts.agents.agents.get(req.agent)),
+      ...outputSchemaOf(req, spec),
+      ...(req.variant ? { variant: req.variant } : {}),
     });
+    if (req.parent) state.parent = parentOf(req.parent);
+    return state;
   }
 
   /** Runs a new task to its outcome, or until it parks waiting for an approval. */
@@ -214,7 +250,7 @@ export class AgentRunner {
     state: RunState,
     req: Pick<
       StartRun,
-      'llm' | 'onEvent' | 'checkpoint' | 'signal' | 'release' | 'orderedCheckpoints' | 'limits'
+      'llm' | 'llmFor' | 'onEvent' | 'checkpoint' | 'signal' | 'release' | 'orderedCheckpoints' | 'limits'
     > = {},
   ): Promise<RunOutcome | 'parked' | 'released'> {
     const agents = this.#opts.agents;
@@ -222,20 +258,41 @@ export class AgentRunner {
     if (!started) throw new AgentReachError('AGENTS_INVALID', `unknown agent "${state.agent}"`);
     // An agent removed from the configuration mid-run keeps its other settings but reaches no tool.
     const removed: AgentSpec = { ...started, tools: [] };
+    // A variant's overrides stand over the agent in force at each step, for this run only.
+    const overrides = state.variant?.overrides;
+    const asRunSees = variantAgentView(state.agent, overrides);
     const finishedBefore = state.outcome !== undefined;
+    const startLimits = () =>
+      agentLimits(variantAgent(started, overrides), this.#opts.limits, variantLimits(overrides, req.limits));
+    // After a handoff the target's spec, limits and model stand in for the started agent's.
+    const inCharge = inChargeDeps({
+      state,
+      agents,
+      startLlm: req.llm ?? this.#opts.llm,
+      limitsOf: (agent) => agentLimits(agent, this.#opts.limits, req.limits),
+      ...(req.llmFor ? { llmFor: req.llmFor } : {}),
+      defaultLlm: this.#opts.llm,
+    });
     const outcome = await withRunTrace(state, () =>
       runAgent(state, {
-        llm: req.llm ?? this.#opts.llm,
+        get llm() {
+          return inCharge.llm();
+        },
         answerDeltas: this.#answerDeltas,
         dispatcher: this.dispatcher,
         catalog: this.catalog,
         breakers: this.breakers,
         // Read at each step, so the tools offered follow the configuration in force.
         get agent() {
-          return agents.agents.get(state.agent) ?? removed;
+          return inCharge.agent(() => asRunSees(agents.agents.get(state.agent) ?? removed));
         },
+        agentNamed: inCharge.agentNamed,
         logger: this.#opts.logger,
-        limits: agentLimits(started, this.#opts.limits, req.limits),
+        get limits() {
+          return inCharge.limits(startLimits);
+        },
+        ...variantDeps(state.variant, this.catalog, this.dispatcher),
+        children: this.children,
         ...(req.onEvent ? { onEvent: req.onEvent } : {}),
         ...(req.checkpoint ? { checkpoint: req.checkpoint } : {}),
         ...(req.signal ? { signal: req.signal } : {}),
@@ -251,6 +308,7 @@ export class AgentRunner {
 
   async close(): Promise<void> {
     await this.dispatcher.close();
+    await this.children.close();
     await this.breakers.close();
     await this.catalog.close();
   }
@@ -276,5 +334,16 @@ function agentLimits(
     ...(agent.max_tokens === undefined ? {} : { tokenBudget: agent.max_tokens }),
     ...agentLoopLimits(agent),
     ...run,
+  };
+}
+
+/** A child run's link to its parent as the run's state keeps it. */
+function parentOf(link: ParentLink): NonNullable<RunState['parent']> {
+  return {
+    runId: link.run_id,
+    callId: link.call_id,
+    tool: link.tool,
+    depth: link.depth,
+    maxDepth: link.max_depth,
   };
 }

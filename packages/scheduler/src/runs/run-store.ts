@@ -25,7 +25,13 @@ import {
   storedStateJson,
 } from './stored-record.js';
 import type { RunEvent } from '../agent-loop/events.js';
-import type { Approval, ChatMessage, RunState, RunStatus } from '../agent-loop/run-state.js';
+import {
+  agentInCharge,
+  type Approval,
+  type ChatMessage,
+  type RunState,
+  type RunStatus,
+} from '../agent-loop/run-state.js';
 
 /** The listing fields of a run, kept in a small hash beside its state. */
 export interface RunSummary {
@@ -167,10 +173,21 @@ export class RunCheckpointer {
         if (c.type !== 'function') continue;
         calls.push(
           c.id,
-          callLedgerEntry({ agent: state.agent, name: c.function.name, arguments: c.function.arguments }),
+          // The agent in charge made the calls since the last checkpoint (a handoff checkpoints alone).
+          callLedgerEntry({
+            agent: agentInCharge(state),
+            name: c.function.name,
+            arguments: c.function.arguments,
+          }),
         );
       }
     }
+    // A guardrail's tool calls are the platform's, not the model's: in the ledger, never in the history.
+    for (const c of state.guardrailCalls ?? [])
+      calls.push(
+        c.id,
+        callLedgerEntry({ agent: agentInCharge(state), name: c.name, arguments: c.arguments }),
+      );
     const meta = this.#changedListing(metaFields(state));
     // What the record holds once this checkpoint is written (the messages before it are not needed: every
     // event refers to the messages of its own step), for storing each event without repeating it.
@@ -610,6 +627,8 @@ function metaFields(state: RunState): Record<string, string> {
     ...(state.metadata ? { metadata: JSON.stringify(state.metadata) } : {}),
     // Executors read the grants with the rest of the record when they verify a call (verify-job-4.lua).
     ...(state.grants ? { grants: state.grants.join(',') } : {}),
+    // Executors check a call's agent against the agent in charge once the run handed off.
+    ...(state.inCharge ? { inCharge: state.inCharge } : {}),
     tools: distinct(state.steps.map((s) => s.tool)),
     errorKinds: distinct(state.steps.flatMap((s) => (s.error_kind ? [s.error_kind] : []))),
     // What a list shows of each run without reading its state.

@@ -7,6 +7,7 @@ import {
   runRetryDelayMs,
   upgradeRunJob,
   type RunJobData,
+  type VariantOverrides,
 } from '@agent-reach/protocol';
 import {
   closeWithinGrace,
@@ -37,10 +38,14 @@ export interface RunWorkerOptions {
   sessions: SessionStore;
   logger: Logger;
   /**
-   * The model client of a run: its job's model (else its agent's) and its agent's fallbacks; undefined:
-   * the runner's.
+   * The model client of a run: its job's model (else its variant's, else its agent's) and its variant's
+   * (else its agent's) fallbacks; undefined: the runner's.
    */
-  llmFor?: (model: string | undefined, agent: string) => LlmClient | undefined;
+  llmFor?: (
+    model: string | undefined,
+    agent: string,
+    variant?: Pick<VariantOverrides, 'model' | 'fallback'>,
+  ) => LlmClient | undefined;
   /** Runs in flight in this process. Default 100. */
   concurrency?: number;
   /** BullMQ lock duration, in ms (a short one makes takeover fast). Default 30 000. */
@@ -250,6 +255,10 @@ async function ended(ctx: RunWorkerContext, state: RunState, data?: RunJobData):
     .release(state.tenant, state.runId, state.usage.total_tokens)
     .catch((err: unknown) => ctx.logger.warn({ runId: state.runId, err }, 'tenant quota release failed'));
   await notifyRunCallback(ctx.options.callbacks, state, 'finished', data);
+  // A child run (an agent called as a tool) answers its parent's call and wakes it.
+  await ctx.runner.children
+    .answerParent(state)
+    .catch((err: unknown) => ctx.logger.warn({ runId: state.runId, err }, 'answering the parent run failed'));
 }
 
 /** Hands a job back to the queue untouched (no attempt used), for another scheduler. */
@@ -286,6 +295,9 @@ async function processRun(
     const problems = runJobProblems(data);
     if (problems.length === 0 && !ctx.runner.hasAgent(data.agent))
       problems.push(`agent "${data.agent}" is not declared`);
+    // A job added directly (not through the API) may carry a variant no door checked.
+    if (problems.length === 0 && data.variant)
+      problems.push(...ctx.runner.variantProblems(data.agent, data.variant).map((p) => `variant: ${p}`));
     if (problems.length > 0) return recordRejected(ctx, runId, data, problems, claim.writer);
     state = await newRunState(ctx, runId, data);
     // Listed from now on, when no door listed it at its acceptance (a job added to the queue directly).
@@ -321,6 +333,8 @@ async function newRunState(ctx: RunWorkerContext, runId: string, data: RunJobDat
       ? { createdAt: data.created_at }
       : {}),
     ...(data.output_schema ? { outputSchema: data.output_schema } : {}),
+    ...(data.variant ? { variant: data.variant } : {}),
+    ...(data.parent ? { parent: data.parent } : {}),
     ...(memory
       ? {
           history: memory.messages,
@@ -362,7 +376,9 @@ async function driveRun(
       // One connection for checkpoints and tool calls: a checkpoint issued first lands first. Not on a
       // cluster, where the run's keys and the tool queue are on different nodes.
       orderedCheckpoints: store.connection === runner.connection && !isCluster(store.connection),
-      ...withLlm(options.llmFor?.(data.model, state.agent)),
+      ...withLlm(options.llmFor?.(data.model, state.agent, state.variant?.overrides)),
+      // A handoff target asks the job's model too (as the SDK's run-wide model), else its own.
+      llmFor: (agent: string) => options.llmFor?.(data.model, agent),
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
       checkpoint: saver.save,
     });
@@ -375,12 +391,15 @@ async function driveRun(
     if (result === 'parked') {
       const wakeAt = parkedUntil(state, options.approvalTimeoutMs);
       log.info({ wakeAt }, 'run parked until a person decides');
-      await notifyRunCallback(options.callbacks, state, 'awaiting_approval', data);
+      if (state.status === 'awaiting_approval')
+        await notifyRunCallback(options.callbacks, state, 'awaiting_approval', data);
       await job.moveToDelayed(wakeAt, token);
       // A decision (or a cancel) that landed between the checkpoint and the move found no delayed job
       // to promote: look once more, and wake the run now if one did.
       const again = await saver.load();
-      if (anyDecided(again.state) || again.cancelRequested) await job.promote().catch(() => undefined);
+      const woken =
+        anyDecided(again.state) || again.cancelRequested || (await runner.children.anyAnswered(state));
+      if (woken) await job.promote().catch(() => undefined);
       throw new DelayedError();
     }
     if (state.sessionId) await ctx.sessions.saveFrom(state);

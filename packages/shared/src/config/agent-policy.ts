@@ -21,6 +21,8 @@ export interface AgentLoopSettings {
   readonly max_output_tokens?: number;
   /** Prompt size that triggers compaction, in tokens. */
   readonly compaction_threshold_tokens?: number;
+  /** Handoffs a run may have made when this agent is in charge and hands off again (see docs/handoffs.md). */
+  readonly max_handoffs?: number;
 }
 
 /** A tool called with the request before the loop; its shaped result is attached to the model's input. */
@@ -67,6 +69,7 @@ export const agentPolicyProperties = {
       max_argument_fix_rounds: positive(1, 50),
       max_output_tokens: positive(16, 200_000),
       compaction_threshold_tokens: positive(1000, 10_000_000),
+      max_handoffs: positive(1, 100),
     },
   },
   context_providers: {

@@ -10,6 +10,14 @@ import { GROUP_NAME_PATTERN } from '../constants.js';
 import type { WorkflowDocument } from './workflows.js';
 import { agentPolicyProblems, agentPolicyProperties, type AgentPolicy } from './agent-policy.js';
 import {
+  guardrailProblems,
+  guardrailsProperties,
+  guardrailTools,
+  type AgentGuardrails,
+} from './guardrails-config.js';
+import { agentHandoffProperties, handoffProblems, type AgentHandoffs } from './handoff-config.js';
+import { agentToolsProblems, agentToolsProperties, type AgentTools } from './agent-tools-config.js';
+import {
   declaredOpenApiTools,
   openApiSourceProblems,
   undeclaredOpenApiTool,
@@ -33,7 +41,7 @@ import {
 const Ajv = AjvModule.default;
 
 /** One agent as declared in the agents file: who it is and which tools it may reach. */
-export interface AgentSpec extends AgentPolicy, AgentReach {
+export interface AgentSpec extends AgentPolicy, AgentReach, AgentHandoffs, AgentTools {
   readonly name: string;
   readonly description?: string;
   /** Extra role text for the system prompt. */
@@ -53,6 +61,8 @@ export interface AgentSpec extends AgentPolicy, AgentReach {
   readonly model?: string;
   /** Models asked in order when the model's provider is unavailable (see docs/providers.md). */
   readonly fallback?: readonly string[];
+  /** Checks on the request, the final answer and tool calls (see `guardrails-config.ts`). */
+  readonly guardrails?: AgentGuardrails;
 }
 
 /** Fleet-wide limits of one tool group's queue, enforced by BullMQ across every executor. */
@@ -121,6 +131,9 @@ const agentsSchema = {
             uniqueItems: true,
           },
           ...agentReachProperties,
+          ...guardrailsProperties,
+          ...agentHandoffProperties,
+          ...agentToolsProperties,
         },
       },
     },
@@ -223,6 +236,10 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
         problems.push(`${file}: agent "${spec.name}": output_schema ${problem}`);
     agents.set(spec.name, spec as AgentSpec);
     problems.push(...agentPolicyProblems(spec, `${file}: ${agentName(String(i))}`));
+    problems.push(...guardrailProblems(spec, `${file}: ${agentName(String(i))}`, agentNamesOf(list)));
+    for (const tool of known ? guardrailTools(spec.guardrails) : [])
+      if (!known?.has(tool))
+        problems.push(`${file}: ${agentName(String(i))}: guardrail tool "${tool}" is not a registered tool`);
     if (!known || !Array.isArray(spec.tools)) return;
     spec.tools.forEach((tool, j) => {
       // An MCP server's tools are known once it runs: until it announces one, no agent sees it.
@@ -234,12 +251,17 @@ export function parseAgents(text: string, file: string, knownTools?: Iterable<st
       );
     });
   });
+  problems.push(...handoffProblems(agents, file, closestName));
+  problems.push(...agentToolsProblems(agents, file, closestName));
   if (problems.length > 0 || !valid)
     throw new AgentReachError('AGENTS_INVALID', problems.join('\n'), { details: problems });
   const document = doc as ConfigDocument;
   deepFreeze(document);
   const frozen = deepFreeze(agents);
-  const reachableSets = new Map([...frozen].map(([name, spec]) => [name, new Set(spec.tools)]));
+  // A guardrail's tool is reachable for the executors' check, though never offered to the model.
+  const reachableSets = new Map(
+    [...frozen].map(([name, spec]) => [name, new Set([...spec.tools, ...guardrailTools(spec.guardrails)])]),
+  );
   const none: ReadonlySet<string> = new Set();
   return {
     agents: frozen,
@@ -271,6 +293,10 @@ export function parseAgentsCheck(file: AgentsFile, knownTools: Iterable<string>)
   const problems: string[] = [];
   const servers = mcpServersOf(file.document);
   for (const spec of file.agents.values()) {
+    guardrailTools(spec.guardrails).forEach((tool) => {
+      if (!known.has(tool))
+        problems.push(`agent "${spec.name}": guardrail tool "${tool}" is not a registered tool`);
+    });
     spec.tools.forEach((tool, j) => {
       if (known.has(tool) || inMcpNamespace(tool, servers)) return;
       const guess = closestName(tool, known);
@@ -319,4 +345,13 @@ export function pinAnnouncedDigests(
     ]),
   );
   return { ...document, tool_groups: groups };
+}
+
+/** The names the agents of a document declare. */
+function agentNamesOf(list: unknown[]): Set<string> {
+  return new Set(
+    list.flatMap((a) =>
+      typeof (a as { name?: unknown })?.name === 'string' ? [(a as { name: string }).name] : [],
+    ),
+  );
 }

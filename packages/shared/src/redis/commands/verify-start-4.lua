@@ -2,7 +2,7 @@
   An executor checks a tool job against its run's record and, when every check passes, records that it
   starts the call: one round trip, and nothing is written for a job that is refused. The checks, in order:
   - the run exists and its status is a live one (`ARGV[7..]`; a final or unknown status refuses the job);
-  - the run belongs to the job's agent;
+  - the run belongs to the job's agent (its agent in charge, `inCharge`, once it handed off);
   - the run's ledger holds this exact call (same agent, tool name and arguments digest);
   - for a tool that requires confirmation, a recorded decision on the call is an approval (the job's own
     fields are never trusted; no decision at all is not a refusal: the call is answered
@@ -42,7 +42,7 @@
   recorded (detail: the recorded result JSON) | withdrawn | started | checked (not asked to start).
   Session id and grants (comma-separated tool names) are read with the rest of the record.
 ]]
-local meta = redis.call('HMGET', KEYS[1], 'status', 'agent', 'sessionId', 'grants')
+local meta = redis.call('HMGET', KEYS[1], 'status', 'agent', 'sessionId', 'grants', 'inCharge')
 local status = meta[1]
 if not status then return { 'run_not_found', false, false, false, '0' } end
 local live = false
@@ -50,7 +50,7 @@ for i = 7, #ARGV do
   if ARGV[i] == status then live = true break end
 end
 if not live then return { 'run_final', status, false, false, '0' } end
-if meta[2] ~= ARGV[2] then return { 'wrong_agent', false, false, false, '0' } end
+if (meta[5] or meta[2]) ~= ARGV[2] then return { 'wrong_agent', false, false, false, '0' } end
 local call = redis.call('HMGET', KEYS[2], ARGV[1], ARGV[1] .. ':start')
 local ledger, current = call[1], call[2]
 if not ledger then return { 'not_in_ledger', false, false, false, '0' } end
