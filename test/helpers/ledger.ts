@@ -77,6 +77,12 @@ export function recordingCheckpoint(redis: RedisClient, keys: Keys): (state: Run
         calls.push({ toolCallId: c.id, name: c.function.name, arguments: c.function.arguments });
       }
     }
+    // A guardrail's tool calls go in the ledger without a turn of the history, as the run store writes them.
+    for (const c of state.guardrailCalls ?? []) {
+      if (seen.calls.has(c.id)) continue;
+      seen.calls.add(c.id);
+      calls.push({ toolCallId: c.id, name: c.name, arguments: c.arguments });
+    }
     // Commands, not a pipeline: they go out in order on the connection, ahead of the turn's dispatch.
     return async () => {
       await Promise.all([

@@ -7,6 +7,7 @@ import {
   type ToolDefinition,
 } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
+import { guardrailTools } from './guardrail-tools.js';
 
 /**
  * Tools with controllable behaviour for the tests. Their state lives in Redis under the test's prefix so
@@ -141,6 +142,7 @@ export default function testTools({ redis, keys }: { redis: RedisClient; keys: K
       handler: () => ({ done: true }),
     }),
     ...reachTools(redis, k),
+    ...guardrailTools(redis, k),
   ];
 }
 

@@ -17,6 +17,8 @@ export const TOOL_ERROR_KINDS = [
   'circuit_open',
   'no_result',
   'execution_error',
+  /** A tool guardrail of the agent stopped the call before it left, or withheld its result (`guardrail` names it). */
+  'guardrail',
 ] as const;
 export type ToolErrorKind = (typeof TOOL_ERROR_KINDS)[number];
 
@@ -50,6 +52,8 @@ export interface ToolErrorInfo {
   decided_by?: string;
   /** Why a call was refused: a person's reason, or `scope` / `grant` for a call outside the agent's reach. */
   reason?: string;
+  /** The guardrail that stopped the call or withheld its result, for `guardrail`. */
+  guardrail?: string;
   /** The whole story behind `message` (an MCP server's own error, …), for people: the model never reads it. */
   detail?: string;
   retryable: boolean;

@@ -7,6 +7,7 @@ import type { RunContext } from './run-context.js';
 import type { OwedCall, StepResult } from './steps.js';
 import { holdOpen, tickOff } from './task-stack.js';
 import { resolveToolCalls, resultForModel } from './tool-calls.js';
+import { guardToolArguments, guardToolResults } from './guardrail-steps.js';
 
 /**
  * Answers the calls a model turn owes, unless one waits for a person: then the run parks. Past the
@@ -14,7 +15,10 @@ import { resolveToolCalls, resultForModel } from './tool-calls.js';
  */
 export async function toolRound(run: RunContext, owed: OwedCall[], fresh: boolean): Promise<StepResult> {
   const { state, deps } = run;
-  if (Date.now() < state.deadlineAt && requestApprovals(state, owed, deps, run.emit)) {
+  // A call its tool guardrails block is answered before anything could run it: no person, child or executor.
+  const blocked = await guardToolArguments(run, owed);
+  const open = blocked.size > 0 ? owed.filter((c) => !blocked.has(c.id)) : owed;
+  if (Date.now() < state.deadlineAt && requestApprovals(state, open, deps, run.emit)) {
     return { next: { type: 'park_for_approval' } };
   }
   const stopped = await answerCalls(run, owed, fresh);
@@ -63,7 +67,12 @@ async function answerCalls(
         ),
     ]),
   );
-  const results = owed.map((c) => local.get(c.id) ?? (byId.get(c.id) as ToolResult));
+  const results = await guardToolResults(
+    run,
+    owed,
+    owed.map((c) => local.get(c.id) ?? (byId.get(c.id) as ToolResult)),
+    answeredLocally,
+  );
   delete state.localResults;
   for (const [i, result] of results.entries()) {
     const call = owed[i] as OwedCall;

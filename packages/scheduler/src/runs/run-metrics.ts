@@ -24,6 +24,16 @@ export function recordRunMetrics(metrics: SchedulerMetrics): (event: RunEvent, s
       case 'guard':
         metrics.guardFirings.inc({ guard: event.guard, action: event.action });
         break;
+      case 'guardrail': {
+        const labels = { guardrail: event.guardrail, stage: event.stage };
+        if (event.action !== 'let_through') metrics.guardrailTrips.inc(labels);
+        if (event.verdict === 'error')
+          metrics.guardrailErrors.inc({
+            ...labels,
+            policy: event.action === 'let_through' ? 'fail_open' : 'fail_closed',
+          });
+        break;
+      }
       case 'compaction':
         metrics.compactions.inc();
         break;

@@ -184,6 +184,18 @@ export function createSchedulerMetrics(registry: Registry) {
       labelNames: ['guard', 'action'] as const,
       registers,
     }),
+    guardrailTrips: new Counter({
+      name: `${METRIC_PREFIX}guardrail_trips_total`,
+      help: 'Guardrails that tripped (a failed check under fail_closed included), by guardrail and stage.',
+      labelNames: ['guardrail', 'stage'] as const,
+      registers,
+    }),
+    guardrailErrors: new Counter({
+      name: `${METRIC_PREFIX}guardrail_errors_total`,
+      help: 'Guardrail checks that failed or timed out, by guardrail, stage and policy (fail_closed, fail_open).',
+      labelNames: ['guardrail', 'stage', 'policy'] as const,
+      registers,
+    }),
     compactions: new Counter({
       name: `${METRIC_PREFIX}compactions_total`,
       help: 'History compactions performed.',
