@@ -1,5 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
+import { CALLBACK_DNS_TIMEOUT_MS } from './constants.js';
 
 /** Addresses a callback may not reach unless its host is allowed: loopback, private, link-local and the like. */
 const FORBIDDEN = new BlockList();
@@ -70,16 +71,36 @@ export function parseCallbackUrl(text: string): URL {
   return url;
 }
 
-/** Every address `host` resolves to (itself, for an address). */
-export async function resolveHost(host: string): Promise<string[]> {
+/** How a host name is resolved: node:dns's `lookup` (the system resolver, /etc/hosts included). */
+export type HostLookup = (
+  host: string,
+  options: { all: true; verbatim: true },
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
+/**
+ * Every address `host` resolves to (itself, for an address), waiting at most `timeoutMs` for the resolver
+ * (the lookup itself cannot be cancelled; its late answer is dropped).
+ */
+export async function resolveHost(
+  host: string,
+  timeoutMs = CALLBACK_DNS_TIMEOUT_MS,
+  lookup: HostLookup = dnsLookup as HostLookup,
+): Promise<string[]> {
   if (isIP(host)) return [host];
-  const found = await new Promise<LookupAddress[]>((resolve, reject) =>
-    dnsLookup(host, { all: true, verbatim: true }, (err, addresses) =>
-      err ? reject(err) : resolve(addresses),
-    ),
-  ).catch((err: NodeJS.ErrnoException) => {
-    throw new HostUnresolved(`callback.url host "${host}" does not resolve (${err.code ?? err.message})`);
-  });
+  let timer: NodeJS.Timeout | undefined;
+  const found = await new Promise<LookupAddress[]>((resolve, reject) => {
+    timer = setTimeout(
+      () => reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEOUT' })),
+      timeoutMs,
+    );
+    lookup(host, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses)));
+  })
+    .catch((err: NodeJS.ErrnoException) => {
+      const why = err.code === 'ETIMEOUT' ? err.message : (err.code ?? err.message);
+      throw new HostUnresolved(`callback.url host "${host}" does not resolve (${why})`);
+    })
+    .finally(() => clearTimeout(timer));
   return found.map((a) => a.address);
 }
 

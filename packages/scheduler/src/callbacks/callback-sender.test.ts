@@ -2,7 +2,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { verifyWebhook } from '@agent-reach/client';
-import { CallbackRefused, HostUnresolved, isForbiddenAddress } from './callback-address.js';
+import { CallbackRefused, HostUnresolved, isForbiddenAddress, resolveHost } from './callback-address.js';
 import { resolveCallbackConfig } from './callback-config.js';
 import { sendDelivery } from './callback-sender.js';
 import { CALLBACK_MAX_RESPONSE_BYTES } from './constants.js';
@@ -126,6 +126,26 @@ describe('callback addresses and settings', () => {
     ).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(HostUnresolved);
     expect((err as Error).message).toMatch(/^callback\.url host "no-such-host\.invalid" does not resolve/);
+  });
+
+  it('stops waiting for a resolver that does not answer and calls the host unresolved, naming the wait', async () => {
+    // A DNS server that never answers cannot be made here: the lookup below is one that never calls back.
+    const silent = () => undefined;
+    const err = await resolveHost('slow.example', 50, silent).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(HostUnresolved);
+    expect((err as Error).message).toBe(
+      'callback.url host "slow.example" does not resolve (no answer within 50 ms)',
+    );
+  });
+
+  it('answers with every address the resolver gives when it answers in time', async () => {
+    const addresses = await resolveHost('two.example', 5000, (_host, _options, callback) =>
+      callback(null, [
+        { address: '203.0.113.7', family: 4 },
+        { address: '2001:db8::7', family: 6 },
+      ]),
+    );
+    expect(addresses).toEqual(['203.0.113.7', '2001:db8::7']);
   });
 
   it('treats loopback, private, link-local, mapped and unspecified addresses as forbidden, public ones not', () => {

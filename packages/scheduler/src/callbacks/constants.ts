@@ -23,3 +23,10 @@ export const DEFAULT_CALLBACK_CONCURRENCY = 20;
 
 /** How long a delivery's job and state are kept after it ended, in seconds (as a run's records). */
 export const DEFAULT_CALLBACK_RETENTION_S = 7 * 24 * 3600;
+
+/**
+ * Longest wait for a callback host's name to resolve, in ms, at the door and before each attempt: past it
+ * the host counts as unresolved (refused at the door, tried again later by a delivery), so a resolver that
+ * does not answer cannot hold a request for the system resolver's whole timeout.
+ */
+export const CALLBACK_DNS_TIMEOUT_MS = 2000;
