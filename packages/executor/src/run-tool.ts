@@ -18,6 +18,7 @@ import {
   type ArgumentsCheck,
   grantRefusal,
   scopeRefusal,
+  withRunAliases,
   type AgentsFile,
   type Logger,
   type RegisteredTool,
@@ -74,9 +75,14 @@ const CHECK_AHEAD_MAX_CHARS = 64 * 1024;
  * CHECK_AHEAD_MAX_CHARS, or a check that threw (it is made again in its place, and throws there).
  */
 export function checkArgumentsAhead(registry: ToolRegistry, data: unknown): ArgumentsAhead | undefined {
-  const { name, arguments: raw } = (typeof data === 'object' && data !== null ? data : {}) as {
+  const {
+    name,
+    arguments: raw,
+    argument_aliases: runAliases,
+  } = (typeof data === 'object' && data !== null ? data : {}) as {
     name?: unknown;
     arguments?: unknown;
+    argument_aliases?: unknown;
   };
   if (typeof name !== 'string' || typeof raw !== 'string' || raw.length > CHECK_AHEAD_MAX_CHARS) {
     return undefined;
@@ -86,7 +92,13 @@ export function checkArgumentsAhead(registry: ToolRegistry, data: unknown): Argu
   try {
     return {
       tool,
-      check: checkArguments(tool.name, raw, tool.validate, tool.parameters, tool.argumentAliases),
+      check: checkArguments(
+        tool.name,
+        raw,
+        tool.validate,
+        tool.parameters,
+        withRunAliases(tool.argumentAliases, runAliases),
+      ),
     };
   } catch {
     return undefined;
@@ -219,7 +231,14 @@ function admit(call: Call): ToolOutcome | { tool: RegisteredTool; args: Record<s
   const check =
     deps.checked?.tool === tool
       ? deps.checked.check
-      : checkArguments(tool.name, job.arguments, tool.validate, tool.parameters, tool.argumentAliases);
+      : checkArguments(
+          tool.name,
+          job.arguments,
+          tool.validate,
+          tool.parameters,
+          // A variant's aliases travel with its run's calls: they apply to this call only.
+          withRunAliases(tool.argumentAliases, job.argument_aliases),
+        );
   if (!check.ok) return fail(call, check.error);
   call.normalized = check.normalized;
   const refusal = reachRefusal(call, tool, reachable);

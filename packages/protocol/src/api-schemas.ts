@@ -5,6 +5,7 @@ import { RUN_STATUSES } from './run-status.js';
 import { StringEnum } from './tool.js';
 import type { ToolResult } from './tool-call.js';
 import { RUN_CALLBACK_SCHEMA, type RunCallback } from './run-job.js';
+import { RUN_VARIANT_SCHEMA, type RunVariant } from './variant.js';
 
 /**
  * JSON Schemas of every request part and response of the HTTP API: the server validates and serializes
@@ -74,6 +75,19 @@ export const Callback = Type.Unsafe<RunCallback>({
   description:
     "signed deliveries (Standard Webhooks) of the run's events to an http(s) URL: `events` of finished, awaiting_approval, workflow_finished (default: finished). A URL that resolves to a loopback, private or link-local address is refused (400 VALIDATION_FAILED) unless the operator allows its host",
 });
+/** A run's variant: overrides of its agent's configuration for that run only (docs/api.md#variants). */
+export const Variant = Type.Unsafe<RunVariant>({
+  ...RUN_VARIANT_SCHEMA,
+  description:
+    "overrides of the agent's configuration for this run only: `{name, overrides}`; an unknown key, a tool the agent does not list or a merged agent the agents file would refuse is a 400 naming it; a key needs `variants` (403)",
+});
+/** A run's variant as shown: every override as it was sent (a loose schema, so the serializer keeps each). */
+const VariantView = Type.Unsafe<RunVariant>({
+  type: 'object',
+  required: ['name', 'overrides'],
+  properties: { name: { type: 'string' }, overrides: { type: 'object', additionalProperties: true } },
+  description: 'the variant the run was started with: its configuration overrides (docs/api.md#variants)',
+});
 const CallbackDelivery = Type.Object({
   id: Type.String({ description: "the delivery's webhook-id: the same on every attempt, for deduplication" }),
   event: Type.String({ description: 'run.finished, run.awaiting_approval or workflow.finished' }),
@@ -118,6 +132,7 @@ export const CreateRunBody = Type.Object(
     output_schema: Type.Optional(OutputSchema),
     grants: Type.Optional(Grants),
     callback: Type.Optional(Callback),
+    variant: Type.Optional(Variant),
   },
   { additionalProperties: false },
 );
@@ -150,6 +165,7 @@ export const MessageBody = Type.Object(
     grants: Type.Optional(Grants),
     callback: Type.Optional(Callback),
   },
+    variant: Type.Optional(Variant),
   { additionalProperties: false },
 );
 export type MessageBody = Static<typeof MessageBody>;
@@ -415,6 +431,7 @@ export const RunView = Type.Object({
 export type RunView = Static<typeof RunView>;
 export type RunSummaryView = Static<typeof RunSummaryView>;
 
+  variant: Type.Optional(VariantView),
 export const RunList = Type.Object({
   runs: Type.Array(RunSummaryView),
   next_offset: Type.Optional(Type.Integer({ description: 'offset of the next page; absent on the last' })),

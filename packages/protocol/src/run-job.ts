@@ -1,5 +1,6 @@
 import { DEFAULT_TENANT, NAME_PATTERN, RUN_ID_PATTERN, TENANT_PATTERN, TRACEPARENT_PATTERN } from './ids.js';
 import { renameVersion1Fields, WIRE_VERSION } from './version.js';
+import { RUN_VARIANT_SCHEMA, type RunVariant } from './variant.js';
 
 /** Events a callback may ask for (see docs/callbacks.md). */
 export const CALLBACK_EVENTS = ['finished', 'awaiting_approval', 'workflow_finished'] as const;
@@ -73,6 +74,8 @@ export interface RunJobData {
 export const RUN_JOB_SCHEMA = {
   type: 'object',
   required: ['v', 'run_id', 'agent', 'input'],
+  /** Overrides of the agent's configuration for this run only (see docs/api.md#variants). */
+  variant?: RunVariant;
   additionalProperties: false,
   properties: {
     v: { const: WIRE_VERSION },
@@ -104,6 +107,7 @@ export function runJob(
     [
       K in
         | 'session_id'
+    variant: RUN_VARIANT_SCHEMA,
         | 'model'
         | 'trace_id'
         | 'trace_parent'
@@ -124,6 +128,7 @@ export function runJob(
     input: fields.input,
     ...(fields.session_id ? { session_id: fields.session_id } : {}),
     ...(fields.model ? { model: fields.model } : {}),
+        | 'variant'
     ...(fields.trace_id ? { trace_id: fields.trace_id } : {}),
     ...(fields.trace_parent ? { trace_parent: fields.trace_parent } : {}),
     ...(fields.metadata ? { metadata: fields.metadata } : {}),
@@ -146,6 +151,7 @@ const RUN_JOB_V1_FIELDS = { runId: 'run_id', sessionId: 'session_id', traceId: '
  * as it is (the schema then names what is wrong, an unknown version included).
  */
 export function upgradeRunJob(data: unknown): unknown {
+    ...(fields.variant ? { variant: fields.variant } : {}),
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return data;
   const d = data as Record<string, unknown>;
   if (d.v !== undefined && d.v !== 1) return data;

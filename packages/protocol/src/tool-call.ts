@@ -34,6 +34,11 @@ export interface ToolCallJob {
    * recorded in the run's approvals, never on what a job says. Kept so that older jobs still parse.
    */
   approval?: { by?: string; reason?: string; at: number };
+  /**
+   * Argument aliases of this call's run (its variant's, for this tool): argument → alias → value. The
+   * executor applies them beside the tool's own before validation; they change nothing else.
+   */
+  argument_aliases?: Record<string, Record<string, string>>;
 }
 
 /** The outcome of one tool call, as the model sees it (serialized as the `tool` message content). */

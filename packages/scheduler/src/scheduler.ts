@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { AgentReachError, createKeys, type Keys } from '@agent-reach/protocol';
+import { AgentReachError, createKeys, type Keys, type VariantOverrides } from '@agent-reach/protocol';
 import {
   constants,
   createSchedulerMetrics,
@@ -13,6 +13,7 @@ import {
   startAfterRedis,
   waitForRedis,
   type AgentReachConfig,
+  type AgentSpec,
   type AgentsFile,
   type Logger,
   type MetricsServer,
@@ -364,8 +365,14 @@ function startRunWorker(
   const { config, providers, options } = ctx;
   const agents = ctx.live.agents;
   // A run asks its job's model (else its agent's), then its agent's fallbacks, through their providers.
-  const llmFor = (model: string | undefined, agent: string) => {
-    const spec = agents.agents.get(agent);
+  const llmFor = (
+    model: string | undefined,
+    agent: string,
+    variant?: Pick<VariantOverrides, 'model' | 'fallback'>,
+  ) => {
+    const own = agents.agents.get(agent);
+    // A run's variant names its model and fallbacks in place of its agent's.
+    const spec = own && variant ? { ...own, ...pickModels(variant) } : own;
     if (model === undefined && spec?.model === undefined && !spec?.fallback?.length && providers.plain)
       return undefined;
     return providers.clientFor(providers.modelsOf(spec, model));
@@ -461,6 +468,7 @@ function apiOptionsOf(
       key: k.key,
       ...(k.agents ? { agents: k.agents } : {}),
       ...(k.tenants ? { tenants: k.tenants } : {}),
+      ...(k.variants === undefined ? {} : { variants: k.variants }),
     })),
     port: a.port,
     host: a.host,
@@ -557,4 +565,9 @@ async function startApi(
       await redis.quit().catch(() => undefined);
     },
   };
+}
+
+/** A variant's model and fallbacks, those it sets. */
+function pickModels(v: Pick<VariantOverrides, 'model' | 'fallback'>): Pick<AgentSpec, 'model' | 'fallback'> {
+  return { ...(v.model ? { model: v.model } : {}), ...(v.fallback ? { fallback: v.fallback } : {}) };
 }

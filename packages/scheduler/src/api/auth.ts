@@ -16,6 +16,11 @@ export interface ApiKeyConfig {
    * `['default']`. A key of several tenants is an operator's key across them.
    */
   tenants?: readonly string[];
+  /**
+   * The key may start runs with a `variant` (configuration overrides for that run). Default: true for a
+   * key without an `agents` limit, false for a limited key.
+   */
+  variants?: boolean;
 }
 
 /** The caller a request was authenticated as. */
@@ -29,6 +34,8 @@ export interface Principal {
   readonly tenant: string;
   /** The tenants the key sees; anything of another tenant is, to this key, missing. */
   readonly tenants: ReadonlySet<string>;
+  /** The key may start runs with a variant (see ApiKeyConfig.variants). */
+  readonly variants: boolean;
 }
 
 /**
@@ -82,6 +89,7 @@ export class ApiKeyTable {
           agents: k.agents ? new Set(k.agents) : undefined,
           tenant: tenants[0] as string,
           tenants: new Set(tenants),
+          variants: k.variants ?? k.agents === undefined,
         }),
       };
     });

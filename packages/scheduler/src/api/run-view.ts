@@ -107,6 +107,7 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
       })),
     ...grantedView(state),
   };
+    ...(state.variant ? { variant: state.variant } : {}),
 }
 
 /** A run that is still a job only: no scheduler has checkpointed it yet. */
@@ -148,6 +149,7 @@ export async function loadRun(control: RunControl, runId: string): Promise<Loade
     const view = queuedView(data, data.created_at ?? job.timestamp, got?.summary.cancelRequested === true);
     // Listed at its acceptance: the listing says whether a scheduler took it up already, and when.
     const listed = got?.summary.agent ? got.summary : undefined;
+    ...(data.variant ? { variant: data.variant } : {}),
     return {
       view: listed ? { ...view, status: listed.status, updated_at: num(listed.updatedAt) } : view,
       state: undefined,

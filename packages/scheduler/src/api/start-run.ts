@@ -7,12 +7,14 @@ import type { ApiContext } from './options.js';
 import { loadRun, queuedView } from './run-view.js';
 import { checkCallback, checkGrants } from './run-request.js';
 import {
+import { checkVariant } from './run-variant-check.js';
   newRunId,
   newTraceId,
   runJob,
   TRACEPARENT_PATTERN,
   type RunCallback,
   type RunView,
+  type RunVariant,
 } from '@agent-reach/protocol';
 
 /** A run to start, as `POST /v1/runs` and `POST /v1/sessions/:id/messages` receive it. */
@@ -29,6 +31,8 @@ export interface StartRunInput {
   /** Signed deliveries of the run's events (checked by `checkCallback`). */
   callback?: RunCallback;
 }
+  /** Overrides of the agent's configuration for this run only (checked by `checkVariant`). */
+  variant?: RunVariant;
 
 /**
  * Starts a run for a caller: the key must reach the agent (403), the agent must exist (422
@@ -61,6 +65,7 @@ export async function startRun(
 
   const derived =
     idempotencyKey === undefined ? undefined : idempotentIds(idempotencyScope(principal), idempotencyKey);
+  checkVariant(ctx, principal, req.agent, req.variant);
   // A caller's valid `traceparent` makes the run part of its trace; a malformed one is ignored (W3C).
   const parent = traceparent !== undefined && TRACEPARENT_PATTERN.test(traceparent) ? traceparent : undefined;
   const data = runJob({
@@ -82,6 +87,7 @@ export async function startRun(
   // Before the idempotency claim: a refused request claims nothing, so its repeat is admitted afresh.
   await admitRun(ctx, principal.tenant, data.run_id);
   let created = true;
+    variant: req.variant,
   if (idempotencyKey !== undefined) {
     const hash = bodyHash(req);
     // Twice: the key may expire between a refused SET NX and the read of its record.

@@ -63,6 +63,8 @@ export interface DispatchRun {
   agent: string;
   /** Epoch ms the run ends at: a call that no executor started is not republished past it. */
   deadlineAt?: number;
+  /** The run's own argument aliases by tool (its variant's): each call's job carries its tool's. */
+  argumentAliases?: Readonly<Record<string, Record<string, Record<string, string>>>>;
 }
 
 export interface DispatchOptions {
@@ -319,6 +321,7 @@ export class Dispatcher {
         reply_to: this.#replyKey,
         enqueued_at: now,
         ...(trace ? { trace } : {}),
+        ...runAliasesOf(run, call.name),
       },
       opts: {
         jobId: toolJobId(run.runId, call.toolCallId),
@@ -792,4 +795,10 @@ export function serverDownError(tool: string, server: McpServerView): ToolErrorI
 
 function pendingKey(runId: string, toolCallId: string): string {
   return `${runId}\n${toolCallId}`;
+}
+
+/** The `argument_aliases` of a call's job: its run's aliases for the call's tool, when it has any. */
+function runAliasesOf(run: DispatchRun, tool: string): Pick<ToolCallJob, 'argument_aliases'> {
+  const aliases = run.argumentAliases;
+  return aliases && Object.hasOwn(aliases, tool) ? { argument_aliases: aliases[tool] } : {};
 }

@@ -10,6 +10,7 @@ import {
   type Keys,
   type RunJobData,
   type RunSearch,
+  type RunVariant,
   type RunSearchPage,
   newRunId,
 } from '@agent-reach/protocol';
@@ -35,6 +36,8 @@ export interface StartRunRequest {
   tenant?: string;
   /** JSON Schema the final answer must match, instead of the agent's `output_schema`. */
   outputSchema?: Record<string, unknown>;
+  /** Overrides of the agent's configuration for this run only (checked when a scheduler takes the run). */
+  variant?: RunVariant;
 }
 
 export interface DecisionRequest {
@@ -90,6 +93,7 @@ export class RunControl {
         created_at: req.createdAt ?? Date.now(),
         tenant: req.tenant,
         output_schema: req.outputSchema,
+        variant: req.variant,
       }),
     );
     return runId;

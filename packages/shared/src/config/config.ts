@@ -82,6 +82,8 @@ export interface AgentReachConfig {
       readonly agents?: readonly string[];
       /** The tenants the key sees (it creates in the first); absent: `default` only. */
       readonly tenants?: readonly string[];
+      /** The key may start runs with a variant; absent: a key without `agents` may, a limited key may not. */
+      readonly variants?: boolean;
     }>;
     readonly port: number;
     readonly host: string;
@@ -291,6 +293,7 @@ const schema = {
                 maxItems: 100,
                 items: { type: 'string', pattern: TENANT_PATTERN.source },
               },
+              variants: { type: 'boolean' },
             },
           },
         },
@@ -430,6 +433,7 @@ export function loadConfig(env: Record<string, string | undefined>): AgentReachC
             : value,
     );
   }
+  markVariantKeys(raw, env.API_VARIANT_KEYS, problems);
   if (!validateConfig(raw) || problems.length > 0) {
     // A path fed by two variables is reported under the one that is set.
     const byPath = new Map<string, string>();
@@ -480,6 +484,25 @@ function parseApiKeys(
         ...(tenants ? { tenants } : {}),
       };
     });
+}
+
+/**
+ * `API_VARIANT_KEYS`: comma-separated names of the API keys that may start runs with a variant; when set,
+ * every other key may not (unset: keys without an agents limit may). A name no key has is a problem.
+ */
+function markVariantKeys(raw: Record<string, unknown>, value: string | undefined, problems: string[]): void {
+  if (value === undefined) return;
+  const names = new Set(
+    value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+  const keys = ((raw.api as { keys?: unknown } | undefined)?.keys ?? []) as Array<Record<string, unknown>>;
+  const known = new Set(keys.map((k) => k.name));
+  for (const name of names)
+    if (!known.has(name)) problems.push(`API_VARIANT_KEYS names "${name}", which is not a key of API_KEYS`);
+  for (const k of keys) k.variants = names.has(String(k.name));
 }
 
 /**

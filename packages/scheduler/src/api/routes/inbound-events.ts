@@ -135,6 +135,7 @@ async function startEventRuns(
     agents: undefined,
     tenant: event.tenant,
     tenants: new Set([event.tenant ?? DEFAULT_TENANT]),
+    variants: false,
   };
   const values = { payload, event: { name: event.name, id } };
   const started = { runIds: [] as string[], workflowIds: [] as string[] };

@@ -1,0 +1,105 @@
+import {
+  AgentReachError,
+  VARIANT_AGENT_FIELDS,
+  VARIANT_OVERRIDE_KEYS,
+  type RunVariant,
+  type VariantOverrides,
+} from '@agent-reach/protocol';
+import { aliasProblems } from '../tools/reach-policy.js';
+import { closestName } from '../tools/suggest.js';
+import { parseAgents, type AgentSpec, type AgentsFile } from './agents.js';
+
+/**
+ * A run's variant over its agent: the agent as the run sees it (its fields replaced by the variant's, its
+ * `loop` settings merged field by field), and the checks a variant passes before a run may start with it.
+ * The agents file in force is never changed: a merged agent exists only in its run.
+ */
+
+const OVERRIDE_KEYS: ReadonlySet<string> = new Set(VARIANT_OVERRIDE_KEYS);
+
+/** The agent as a run of `variant` sees it; the agent itself when there is no variant. */
+export function variantAgent(agent: AgentSpec, overrides: VariantOverrides | undefined): AgentSpec {
+  if (!overrides) return agent;
+  const merged: Record<string, unknown> = { ...agent };
+  for (const field of VARIANT_AGENT_FIELDS) {
+    if (!Object.hasOwn(overrides, field) || overrides[field] === undefined) continue;
+    merged[field] = field === 'loop' ? { ...agent.loop, ...overrides.loop } : overrides[field];
+  }
+  return merged as unknown as AgentSpec;
+}
+
+/** Where a variant may be checked: the agents in force and, optionally, the tools' argument schemas. */
+export interface VariantCheckContext {
+  agents: Pick<AgentsFile, 'agents' | 'document'>;
+  /** The JSON Schema of a tool's arguments, when the fleet serves it (its aliases are checked against it). */
+  parametersOf?: (tool: string) => unknown;
+}
+
+/**
+ * What is wrong with a variant for a run of `agentName`, each problem naming the key, the tool or the
+ * field: a key a variant may not hold, a tool the agent does not list, aliases for an argument the tool
+ * does not have (or a value outside its enum), and every problem the agents file's checks find in the
+ * merged agent. Empty when the variant may be used. Models are the caller's to check (what is declared
+ * depends on the providers in force).
+ */
+export function variantProblems(ctx: VariantCheckContext, agentName: string, variant: RunVariant): string[] {
+  const agent = ctx.agents.agents.get(agentName);
+  if (!agent) return [`agent "${agentName}" is not declared`];
+  const overrides = (variant.overrides ?? {}) as Record<string, unknown>;
+  const problems: string[] = [];
+  for (const key of Object.keys(overrides)) {
+    if (OVERRIDE_KEYS.has(key)) continue;
+    const guess = closestName(key, OVERRIDE_KEYS);
+    problems.push(
+      `overrides.${key} is not something a variant may override${guess ? ` (did you mean "${guess}"?)` : ''}; it may override: ${VARIANT_OVERRIDE_KEYS.join(', ')}`,
+    );
+  }
+  problems.push(...toolProblems(ctx, agent, variant.overrides.tools));
+  if (problems.length > 0) return problems;
+  return mergedAgentProblems(ctx, agent, variant);
+}
+
+/** Tools a variant names that its agent does not list, and aliases its tool's schema does not allow. */
+function toolProblems(
+  ctx: VariantCheckContext,
+  agent: AgentSpec,
+  tools: VariantOverrides['tools'],
+): string[] {
+  const problems: string[] = [];
+  const listed = new Set(agent.tools);
+  for (const [tool, override] of Object.entries(tools ?? {})) {
+    if (!listed.has(tool)) {
+      const guess = closestName(tool, listed);
+      problems.push(
+        `overrides.tools.${tool}: agent "${agent.name}" does not list tool "${tool}"${guess ? ` (did you mean "${guess}"?)` : ''}; its tools: ${agent.tools.join(', ')}`,
+      );
+      continue;
+    }
+    const parameters = override.aliases ? ctx.parametersOf?.(tool) : undefined;
+    if (parameters === undefined) continue;
+    for (const problem of aliasProblems(override.aliases, parameters))
+      problems.push(`overrides.tools.${tool}.aliases.${problem}`);
+  }
+  return problems;
+}
+
+/** The agents file's checks of the agent merged with the variant (its other agents as they are). */
+function mergedAgentProblems(ctx: VariantCheckContext, agent: AgentSpec, variant: RunVariant): string[] {
+  const merged = variantAgent(agent, variant.overrides);
+  const { document } = ctx.agents;
+  const candidate = {
+    agents: document.agents.map((a) => (a.name === agent.name ? merged : a)),
+    ...(document.tool_groups ? { tool_groups: document.tool_groups } : {}),
+    ...(document.tool_defaults ? { tool_defaults: document.tool_defaults } : {}),
+  };
+  try {
+    parseAgents(JSON.stringify(candidate), `variant "${variant.name}"`);
+    return [];
+  } catch (err) {
+    if (!(err instanceof AgentReachError)) throw err;
+    const details = err.details.length > 0 ? [...err.details] : [err.message];
+    // Only the merged agent's problems: the others were in force already.
+    const own = details.filter((d) => d.includes(`agent "${agent.name}"`));
+    return own.length > 0 ? own : details;
+  }
+}

@@ -1,0 +1,312 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { isFinalStatus, type RunVariant } from '@agent-reach/protocol';
+import { FULL_KEY, LIMITED_KEY, startApiHarness, TEST_MODELS, type ApiHarness } from './helpers/api.js';
+import { startSchedulerChild, type Child } from './helpers/processes.js';
+import { startRunsHarness, testEnv } from './helpers/runs.js';
+import { waitFor } from './helpers/redis.js';
+
+/** The model's call with a city as people write it (广州省), which query_weather's enum does not hold. */
+const CITY_SCENARIO = {
+  name: 'city-province',
+  turns: [
+    { tool_calls: [{ name: 'query_weather', arguments: { city: '广州省' } }] },
+    { content: 'the weekend in Guangzhou' },
+  ],
+};
+const ALIASES = { query_weather: { aliases: { city: { 广州省: '广州' } } } };
+
+type Recorded = { scenario: string | null; body: unknown };
+interface ChatBody {
+  messages: Array<{ role: string; content?: unknown }>;
+  tools?: Array<{ function: { name: string; description: string; parameters: Record<string, unknown> } }>;
+}
+const bodyOf = (r: Recorded) => r.body as ChatBody;
+/** The model requests of the run whose user message is `input`. */
+const requestsOf = (requests: readonly Recorded[], input: string) =>
+  requests.filter((r) => bodyOf(r).messages?.some((m) => m.role === 'user' && m.content === input));
+const systemText = (r: Recorded) =>
+  bodyOf(r)
+    .messages.filter((m) => m.role === 'system')
+    .map((m) => String(m.content))
+    .join('\n');
+const weatherSpec = (r: Recorded) => bodyOf(r).tools?.find((t) => t.function.name === 'query_weather');
+
+describe('per-run variants: overrides of an agent for one run only, through the API (real fleet on llm-sim)', () => {
+  let h: ApiHarness;
+  beforeAll(async () => {
+    h = await startApiHarness({ allowedModels: [...TEST_MODELS, CITY_SCENARIO.name] });
+    h.sim.addScenario(CITY_SCENARIO);
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  const start = async (body: Record<string, unknown>, key: string = FULL_KEY) =>
+    h.call('POST', '/v1/runs', { body, key });
+  const finished = async (runId: string) =>
+    waitFor(
+      async () => {
+        const view = (await h.call('GET', `/v1/runs/${runId}`)).json;
+        return isFinalStatus(view.status) ? view : undefined;
+      },
+      20_000,
+      `run ${runId} to end`,
+    );
+
+  it("gives the model of a variant's run the variant's instructions, tool description and examples, and a concurrent run of the same agent the configuration in force", async () => {
+    const variant: RunVariant = {
+      name: 'terse-weather',
+      overrides: {
+        instructions: 'VARIANT-INSTRUCTIONS: answer in one line.',
+        tools: {
+          query_weather: {
+            description: 'VARIANT-DESCRIPTION of the weekend weather.',
+            examples: [{ city: '广州' }],
+          },
+        },
+      },
+    };
+    const inputs = { variant: 'hello from the variant run', plain: 'hello from the plain run' };
+    // Both runs are accepted before either is waited on: they run side by side on the same scheduler.
+    const [withVariant, plain] = await Promise.all([
+      start({ agent: 'test_agent', input: inputs.variant, variant }),
+      start({ agent: 'test_agent', input: inputs.plain }),
+    ]);
+    expect(withVariant.status).toBe(201);
+    expect(plain.status).toBe(201);
+    expect(withVariant.json.variant).toEqual(variant);
+    const [viewA, viewB] = await Promise.all([
+      finished(withVariant.json.run_id),
+      finished(plain.json.run_id),
+    ]);
+    expect(viewA).toMatchObject({ status: 'succeeded', variant });
+    expect(viewB.status).toBe('succeeded');
+    expect(viewB.variant).toBeUndefined();
+
+    const seenA = requestsOf(h.sim.requests, inputs.variant);
+    const seenB = requestsOf(h.sim.requests, inputs.plain);
+    expect(seenA.length).toBeGreaterThan(0);
+    expect(seenB.length).toBeGreaterThan(0);
+    for (const r of seenA) {
+      expect(systemText(r)).toContain('VARIANT-INSTRUCTIONS');
+      expect(weatherSpec(r)?.function.description).toBe('VARIANT-DESCRIPTION of the weekend weather.');
+      expect(weatherSpec(r)?.function.parameters.examples).toEqual([{ city: '广州' }]);
+    }
+    for (const r of seenB) {
+      expect(systemText(r)).not.toContain('VARIANT-INSTRUCTIONS');
+      expect(weatherSpec(r)?.function.description).toContain(
+        'Weekend (Saturday and Sunday) weather forecast',
+      );
+      expect(weatherSpec(r)?.function.parameters.examples).toBeUndefined();
+    }
+
+    const started = (await h.control.events(withVariant.json.run_id)).find(
+      (e) => e.event.type === 'run_started',
+    );
+    expect(started?.event).toMatchObject({ type: 'run_started', variant });
+  });
+
+  it("heals an argument with the variant's aliases in its run only: the same call without the variant is refused as invalid", async () => {
+    const variant: RunVariant = { name: 'city-aliases', overrides: { tools: ALIASES } };
+    const inputs = {
+      healed: 'weekend weather in 广州省 (variant)',
+      refused: 'weekend weather in 广州省 (plain)',
+    };
+    const [healed, refused] = await Promise.all([
+      start({ agent: 'test_agent', input: inputs.healed, model: CITY_SCENARIO.name, variant }),
+      start({ agent: 'test_agent', input: inputs.refused, model: CITY_SCENARIO.name }),
+    ]);
+    const [viewA, viewB] = await Promise.all([finished(healed.json.run_id), finished(refused.json.run_id)]);
+    expect(viewA.steps).toEqual([expect.objectContaining({ tool: 'query_weather', ok: true })]);
+    expect(viewB.steps).toEqual([
+      expect.objectContaining({ tool: 'query_weather', ok: false, error_kind: 'invalid_arguments' }),
+    ]);
+    // The model of the variant's run reads the arguments its call ran with.
+    const toolMessages = requestsOf(h.sim.requests, inputs.healed).flatMap((r) =>
+      bodyOf(r).messages.filter((m) => m.role === 'tool'),
+    );
+    expect(String(toolMessages[0]?.content)).toContain('"normalized_arguments":{"city":"广州"}');
+  });
+
+  it("applies a variant's loop settings to its run: max_iterations 1 stops a run that keeps calling tools", async () => {
+    h.sim.addScenario({
+      name: 'calls-forever',
+      turns: [{ tool_calls: [{ name: 'noop', arguments: { value: 'again' } }], repeat: true }],
+    });
+    const api = await h.extraServer({ allowedModels: [...TEST_MODELS, 'calls-forever'] });
+    const startOn = async (variant?: RunVariant) => {
+      const res = await fetch(`${api.url}/v1/runs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${FULL_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          agent: 'test_agent',
+          input: 'call noop until told to stop',
+          model: 'calls-forever',
+          ...(variant ? { variant } : {}),
+        }),
+      });
+      return ((await res.json()) as { run_id: string }).run_id;
+    };
+    try {
+      const [limited, plain] = await Promise.all([
+        startOn({ name: 'one-turn', overrides: { max_iterations: 1 } }),
+        startOn(),
+      ]);
+      const [viewA, viewB] = await Promise.all([finished(limited), finished(plain)]);
+      expect(viewA).toMatchObject({ status: 'not_converged', iterations: 1 });
+      // The agent in force is untouched: the same run without the variant goes on past one turn.
+      expect(viewB.iterations).toBeGreaterThan(1);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('refuses a variant with a key a variant may not hold, naming the key, with 400', async () => {
+    const res = await start({
+      agent: 'test_agent',
+      input: 'hello',
+      variant: { name: 'bad', overrides: { instructionz: 'x' } },
+    });
+    expect(res.status).toBe(400);
+    expect(res.json.error.code).toBe('VALIDATION_FAILED');
+    expect(res.json.error.details).toEqual(
+      expect.arrayContaining([expect.objectContaining({ property: 'instructionz' })]),
+    );
+  });
+
+  it('refuses a variant naming a tool the agent does not list, naming the tool, with 400', async () => {
+    const res = await start({
+      agent: 'weather_only',
+      input: 'hello',
+      variant: { name: 'other-tool', overrides: { tools: { noop: { description: 'x' } } } },
+    });
+    expect(res.status).toBe(400);
+    expect(res.json.error.code).toBe('VALIDATION_FAILED');
+    expect(res.json.error.message).toContain('agent "weather_only" does not list tool "noop"');
+  });
+
+  it('refuses aliases for an argument the tool does not have, or to a value outside its enum, with 400', async () => {
+    const res = await start({
+      agent: 'test_agent',
+      input: 'hello',
+      variant: {
+        name: 'bad-aliases',
+        overrides: { tools: { query_weather: { aliases: { town: { a: 'b' } } } } },
+      },
+    });
+    expect(res.status).toBe(400);
+    expect(res.json.error.message).toContain('overrides.tools.query_weather.aliases.town');
+  });
+
+  it('refuses a variant whose merged agent the agents file would refuse, naming the field, with 400', async () => {
+    const tooMany = await start({
+      agent: 'test_agent',
+      input: 'hello',
+      variant: { name: 'too-many', overrides: { max_iterations: 500 } },
+    });
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.json.error.message).toContain('variant "too-many"');
+    expect(tooMany.json.error.message).toContain('max_iterations');
+    const noTopics = await start({
+      agent: 'test_agent',
+      input: 'hello',
+      variant: { name: 'policy-alone', overrides: { topic_policy: 'warn' } },
+    });
+    expect(noTopics.status).toBe(400);
+    expect(noTopics.json.error.message).toContain('topic_policy "warn" needs allowed_topic');
+  });
+
+  it('refuses a variant naming a model that is not declared, with 400 MODEL_NOT_ALLOWED naming it', async () => {
+    const res = await start({
+      agent: 'test_agent',
+      input: 'hello',
+      variant: { name: 'other-model', overrides: { fallback: ['not-a-declared-model'] } },
+    });
+    expect(res.status).toBe(400);
+    expect(res.json.error.code).toBe('MODEL_NOT_ALLOWED');
+    expect(res.json.error.message).toContain('overrides.fallback "not-a-declared-model"');
+  });
+
+  it('refuses a variant from a key limited to some agents, and from a full key the configuration does not allow, with 403 saying why', async () => {
+    const variant = { name: 'any', overrides: { instructions: 'x' } };
+    const limited = await start({ agent: 'weather_only', input: 'hello', variant }, LIMITED_KEY);
+    expect(limited.status).toBe(403);
+    expect(limited.json.error.message).toContain('limited to some agents');
+    // Without the variant, the same key may start the run.
+    expect((await start({ agent: 'weather_only', input: 'hello' }, LIMITED_KEY)).status).toBe(201);
+
+    const api = await h.extraServer({
+      apiKeys: [{ key: FULL_KEY, name: 'tester', variants: false }],
+    });
+    try {
+      const res = await fetch(`${api.url}/v1/runs`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${FULL_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ agent: 'test_agent', input: 'hello', variant }),
+      });
+      expect(res.status).toBe(403);
+      const body = (await res.json()) as { error: { message: string } };
+      expect(body.error.message).toContain('does not allow it variants');
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+describe('per-run variants survive a scheduler killed mid-run (real processes)', () => {
+  let h: Awaited<ReturnType<typeof startRunsHarness>> | undefined;
+  const children: Child[] = [];
+  afterEach(async () => {
+    for (const c of children.splice(0)) {
+      c.kill('SIGKILL');
+      await c.exited;
+    }
+    await h?.close();
+    h = undefined;
+  });
+
+  it("resumes a run on another scheduler with its variant: the variant's instructions and aliases still apply after the kill", async () => {
+    h = await startRunsHarness({}, { scheduler: false });
+    h.sim.addScenario({
+      name: 'variant-kill',
+      turns: [
+        // The first answer hangs: the scheduler asking for it is killed while it waits.
+        { ...CITY_SCENARIO.turns[0], fault: { type: 'hang', times: 1 } },
+        { content: 'answered after the takeover' },
+      ],
+    });
+    const env = testEnv(h.prefix, h.sim, {
+      RUN_LOCK_DURATION_MS: '2000',
+      RUN_STALLED_INTERVAL_MS: '1000',
+      LLM_TIMEOUT_MS: '120000',
+      LLM_MAX_RETRIES: '0',
+    });
+    const first = startSchedulerChild(env);
+    children.push(first);
+    await first.ready;
+    const variant: RunVariant = {
+      name: 'survives',
+      overrides: { instructions: 'VARIANT-AFTER-KILL', tools: ALIASES },
+    };
+    const input = 'weekend weather in 广州省, please';
+    const runId = await h.control.start({ agent: 'test_agent', input, model: 'variant-kill', variant });
+    await waitFor(async () => (h!.sim.inFlight > 0 ? true : undefined), 15_000, 'the hung model call');
+    first.kill('SIGKILL');
+    await first.exited;
+    const second = startSchedulerChild(env);
+    children.push(second);
+    await second.ready;
+
+    const outcome = await h.control.wait(runId, 30_000);
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'answered after the takeover' });
+    // The call ran with the variant's alias, on the scheduler that took the run over.
+    expect(outcome.steps).toEqual([expect.objectContaining({ tool: 'query_weather', ok: true })]);
+    const answered = requestsOf(h.sim.requests, input).filter((r) => r.scenario === 'variant-kill');
+    expect(answered.length).toBeGreaterThanOrEqual(2);
+    for (const r of answered) expect(systemText(r)).toContain('VARIANT-AFTER-KILL');
+    const run = await h.control.get(runId);
+    expect(run?.state?.variant).toEqual(variant);
+    const types = (await h.control.events(runId)).map((e) => e.event.type);
+    expect(types.filter((t) => t === 'run_started')).toHaveLength(1);
+  });
+});
