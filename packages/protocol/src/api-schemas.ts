@@ -157,15 +157,16 @@ export const CreateRunHeaders = Type.Object({
 
 export const MessageBody = Type.Object(
   {
-    agent: AgentName,
+    /** Absent: the session's agent, going on with the agent its last run handed off to. */
+    agent: Type.Optional(AgentName),
     input: Input,
     metadata: Type.Optional(Metadata),
     model: Type.Optional(Model),
     output_schema: Type.Optional(OutputSchema),
     grants: Type.Optional(Grants),
     callback: Type.Optional(Callback),
-  },
     variant: Type.Optional(Variant),
+  },
   { additionalProperties: false },
 );
 export type MessageBody = Static<typeof MessageBody>;
@@ -291,6 +292,9 @@ const Step = Type.Object({
     ),
   ),
   truncated: Type.Optional(Type.Boolean()),
+  child_run_id: Type.Optional(
+    Type.String({ description: 'the child run that answered the call, for a call of an agent tool' }),
+  ),
   kind: Type.Optional(StringEnum(['ok', 'no_result', 'error'])),
   answered: Type.Optional(
     StringEnum(['local', 'dispatched'], {
@@ -427,11 +431,28 @@ export const RunView = Type.Object({
     Type.Array(GrantView, { description: 'tools a person granted to the run by approving a grant request' }),
   ),
   callback: Type.Optional(CallbackView),
+  variant: Type.Optional(VariantView),
+  parent: Type.Optional(
+    Type.Object(
+      { run_id: Type.String(), tool_call_id: Type.String(), tool: Type.String(), depth: Type.Integer() },
+      { description: 'set on a child run: the parent run and the agent-tool call it answers' },
+    ),
+  ),
+  children: Type.Optional(
+    Type.Array(
+      Type.Object({
+        tool_call_id: Type.String(),
+        tool: Type.String(),
+        agent: Type.String(),
+        run_id: Type.String(),
+      }),
+      { description: 'the child runs its agent-tool calls started (docs/agent-tools.md)' },
+    ),
+  ),
 });
 export type RunView = Static<typeof RunView>;
 export type RunSummaryView = Static<typeof RunSummaryView>;
 
-  variant: Type.Optional(VariantView),
 export const RunList = Type.Object({
   runs: Type.Array(RunSummaryView),
   next_offset: Type.Optional(Type.Integer({ description: 'offset of the next page; absent on the last' })),
@@ -469,6 +490,11 @@ export const SessionView = Type.Object({
 export const SessionDetailView = Type.Object({
   session_id: Type.String(),
   agent: Type.Optional(Type.String()),
+  last_agent: Type.Optional(
+    Type.String({
+      description: "the agent a handoff left the session's last run with: its next message goes on with it",
+    }),
+  ),
   runs: Type.Array(Type.String(), { description: 'its runs that finished, oldest first (at most 100)' }),
   created_at: Millis('epoch ms; 0 when unknown'),
   updated_at: Millis('epoch ms of the last run that finished in it'),

@@ -1,6 +1,7 @@
 import { DEFAULT_TENANT, NAME_PATTERN, RUN_ID_PATTERN, TENANT_PATTERN, TRACEPARENT_PATTERN } from './ids.js';
 import { renameVersion1Fields, WIRE_VERSION } from './version.js';
 import { RUN_VARIANT_SCHEMA, type RunVariant } from './variant.js';
+import { PARENT_LINK_SCHEMA, type ParentLink } from './parent-link.js';
 
 /** Events a callback may ask for (see docs/callbacks.md). */
 export const CALLBACK_EVENTS = ['finished', 'awaiting_approval', 'workflow_finished'] as const;
@@ -39,6 +40,11 @@ export interface RunJobData {
   v: typeof WIRE_VERSION;
   run_id: string;
   agent: string;
+  /**
+   * The agent in charge at the run's start, when not `agent`: a session's run continues with the agent a
+   * handoff left it with (see docs/handoffs.md). An undeclared one is ignored.
+   */
+  in_charge?: string;
   input: string;
   session_id?: string;
   /** The model to use instead of the scheduler's default. */
@@ -68,19 +74,22 @@ export interface RunJobData {
   grants?: string[];
   /** Signed deliveries of the run's events to a URL (see docs/callbacks.md). */
   callback?: RunCallback;
+  /** Overrides of the agent's configuration for this run only (see docs/api.md#variants). */
+  variant?: RunVariant;
+  /** Set on a child run (an agent called as a tool): the parent run and call it answers (docs/agent-tools.md). */
+  parent?: ParentLink;
 }
 
 /** JSON Schema of `RunJobData`, as docs/api.md documents it for services in other languages. */
 export const RUN_JOB_SCHEMA = {
   type: 'object',
   required: ['v', 'run_id', 'agent', 'input'],
-  /** Overrides of the agent's configuration for this run only (see docs/api.md#variants). */
-  variant?: RunVariant;
   additionalProperties: false,
   properties: {
     v: { const: WIRE_VERSION },
     run_id: { type: 'string', pattern: RUN_ID_PATTERN.source },
     agent: { type: 'string', minLength: 1 },
+    in_charge: { type: 'string', minLength: 1 },
     input: { type: 'string', minLength: 1, pattern: '\\S' },
     session_id: { type: 'string', minLength: 1 },
     model: { type: 'string', minLength: 1 },
@@ -98,6 +107,8 @@ export const RUN_JOB_SCHEMA = {
       maxItems: 200,
     },
     callback: RUN_CALLBACK_SCHEMA,
+    variant: RUN_VARIANT_SCHEMA,
+    parent: PARENT_LINK_SCHEMA,
   },
 } as const;
 
@@ -107,7 +118,6 @@ export function runJob(
     [
       K in
         | 'session_id'
-    variant: RUN_VARIANT_SCHEMA,
         | 'model'
         | 'trace_id'
         | 'trace_parent'
@@ -118,6 +128,9 @@ export function runJob(
         | 'key'
         | 'grants'
         | 'callback'
+        | 'in_charge'
+        | 'variant'
+        | 'parent'
     ]?: RunJobData[K] | undefined;
   },
 ): RunJobData {
@@ -128,7 +141,6 @@ export function runJob(
     input: fields.input,
     ...(fields.session_id ? { session_id: fields.session_id } : {}),
     ...(fields.model ? { model: fields.model } : {}),
-        | 'variant'
     ...(fields.trace_id ? { trace_id: fields.trace_id } : {}),
     ...(fields.trace_parent ? { trace_parent: fields.trace_parent } : {}),
     ...(fields.metadata ? { metadata: fields.metadata } : {}),
@@ -139,6 +151,9 @@ export function runJob(
     ...(fields.key ? { key: fields.key } : {}),
     ...(fields.grants && fields.grants.length > 0 ? { grants: fields.grants } : {}),
     ...(fields.callback ? { callback: fields.callback } : {}),
+    ...(fields.in_charge && fields.in_charge !== fields.agent ? { in_charge: fields.in_charge } : {}),
+    ...(fields.variant ? { variant: fields.variant } : {}),
+    ...(fields.parent ? { parent: fields.parent } : {}),
   };
 }
 
@@ -151,7 +166,6 @@ const RUN_JOB_V1_FIELDS = { runId: 'run_id', sessionId: 'session_id', traceId: '
  * as it is (the schema then names what is wrong, an unknown version included).
  */
 export function upgradeRunJob(data: unknown): unknown {
-    ...(fields.variant ? { variant: fields.variant } : {}),
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return data;
   const d = data as Record<string, unknown>;
   if (d.v !== undefined && d.v !== 1) return data;

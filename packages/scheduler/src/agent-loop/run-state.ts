@@ -184,6 +184,8 @@ export function createRunState(init: {
   createdAt?: number;
   outputSchema?: Record<string, unknown>;
   variant?: RunVariant;
+  /** The agent in charge from the start, when not `agent` (a session continuing after a handoff). */
+  inCharge?: string;
 }): RunState {
   const now = init.now ?? Date.now();
   return {
@@ -200,6 +202,7 @@ export function createRunState(init: {
     ...(init.grants && init.grants.length > 0 ? { grants: init.grants } : {}),
     ...(init.configVersion === undefined ? {} : { configVersion: init.configVersion }),
     ...(init.outputSchema ? { outputSchema: init.outputSchema } : {}),
+    ...(init.inCharge ? { inCharge: init.inCharge } : {}),
     ...(init.variant ? { variant: init.variant } : {}),
     approvals: {},
     status: 'queued',

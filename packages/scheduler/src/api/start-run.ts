@@ -1,20 +1,21 @@
 import { createHash } from 'node:crypto';
 import { assertAgentAllowed, idempotencyScope, type Principal } from './auth.js';
+import { assertHandoffReach } from './handoff-doors.js';
 import { ApiError, notFound } from './errors.js';
 import { bodyHash } from './idempotency.js';
 import { admitRun } from './tenant-admission.js';
 import type { ApiContext } from './options.js';
 import { loadRun, queuedView } from './run-view.js';
 import { checkCallback, checkGrants } from './run-request.js';
-import {
 import { checkVariant } from './run-variant-check.js';
+import {
   newRunId,
   newTraceId,
   runJob,
   TRACEPARENT_PATTERN,
   type RunCallback,
-  type RunView,
   type RunVariant,
+  type RunView,
 } from '@agent-reach/protocol';
 
 /** A run to start, as `POST /v1/runs` and `POST /v1/sessions/:id/messages` receive it. */
@@ -30,9 +31,11 @@ export interface StartRunInput {
   grants?: string[];
   /** Signed deliveries of the run's events (checked by `checkCallback`). */
   callback?: RunCallback;
-}
+  /** The agent in charge at the start, when not `agent` (a session's last handoff target). */
+  in_charge?: string;
   /** Overrides of the agent's configuration for this run only (checked by `checkVariant`). */
   variant?: RunVariant;
+}
 
 /**
  * Starts a run for a caller: the key must reach the agent (403), the agent must exist (422
@@ -50,6 +53,7 @@ export async function startRun(
 ): Promise<{ run: RunView; created: boolean }> {
   const { control, agents } = ctx.deps;
   assertAgentAllowed(principal, req.agent);
+  assertHandoffReach(principal, req.agent, agents);
   // A repeat gets what the first request created even when its agent has left the configuration since.
   const repeated =
     idempotencyKey === undefined ? undefined : await repeatOf(ctx, principal, req, idempotencyKey);
@@ -61,11 +65,11 @@ export async function startRun(
   if (req.session_id && !(await ctx.deps.sessions.exists(req.session_id, principal.tenant)))
     throw notFound(`session ${req.session_id}`);
   checkGrants(ctx, req.agent, req.grants);
+  checkVariant(ctx, principal, req.agent, req.variant);
   await checkCallback(ctx, req.callback, principal.name);
 
   const derived =
     idempotencyKey === undefined ? undefined : idempotentIds(idempotencyScope(principal), idempotencyKey);
-  checkVariant(ctx, principal, req.agent, req.variant);
   // A caller's valid `traceparent` makes the run part of its trace; a malformed one is ignored (W3C).
   const parent = traceparent !== undefined && TRACEPARENT_PATTERN.test(traceparent) ? traceparent : undefined;
   const data = runJob({
@@ -83,11 +87,12 @@ export async function startRun(
     key: principal.name,
     grants: req.grants,
     callback: req.callback,
+    in_charge: req.in_charge,
+    variant: req.variant,
   });
   // Before the idempotency claim: a refused request claims nothing, so its repeat is admitted afresh.
   await admitRun(ctx, principal.tenant, data.run_id);
   let created = true;
-    variant: req.variant,
   if (idempotencyKey !== undefined) {
     const hash = bodyHash(req);
     // Twice: the key may expire between a refused SET NX and the read of its record.

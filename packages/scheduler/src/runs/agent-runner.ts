@@ -92,6 +92,8 @@ export interface StartRun {
   createdAt?: number;
   /** The model client for this run (default: the runner's). */
   llm?: LlmClient;
+  /** The agent in charge from the start, when not `agent` (a session's last handoff target). */
+  inCharge?: string;
   /** The model client of a handoff target, by agent (default: the runner's). */
   llmFor?: (agent: string) => LlmClient | undefined;
   onEvent?: (event: RunEvent, state: RunState) => void;
@@ -228,6 +230,7 @@ export class AgentRunner {
       ...(req.key ? { key: req.key } : {}),
       ...(req.grants ? { grants: req.grants } : {}),
       ...(req.createdAt !== undefined ? { createdAt: req.createdAt } : {}),
+      ...(req.inCharge && req.inCharge !== req.agent ? { inCharge: req.inCharge } : {}),
       ...outputSchemaOf(req, spec),
       ...(req.variant ? { variant: req.variant } : {}),
     });

@@ -333,6 +333,8 @@ async function newRunState(ctx: RunWorkerContext, runId: string, data: RunJobDat
       ? { createdAt: data.created_at }
       : {}),
     ...(data.output_schema ? { outputSchema: data.output_schema } : {}),
+    // A session's run goes on with the agent its last run handed off to (a bare job may name any declared).
+    ...(data.in_charge && ctx.runner.hasAgent(data.in_charge) ? { inCharge: data.in_charge } : {}),
     ...(data.variant ? { variant: data.variant } : {}),
     ...(data.parent ? { parent: data.parent } : {}),
     ...(memory

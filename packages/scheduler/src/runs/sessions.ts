@@ -25,6 +25,8 @@ export interface SessionOwner {
   tenant?: string;
   /** Epoch ms. */
   createdAt?: number;
+  /** The agent in charge when the session's last run ended, when a handoff left it with another agent. */
+  lastAgent?: string;
 }
 
 /** A session's record as the API reads it. */
@@ -137,6 +139,7 @@ export class SessionStore {
       ...(owner.agent ? { agent: owner.agent } : {}),
       ...(owner.tenant || tenant ? { tenant: owner.tenant || tenant } : {}),
       ...(Number.isFinite(createdAt) && createdAt > 0 ? { createdAt } : {}),
+      ...(owner.last_agent ? { lastAgent: owner.last_agent } : {}),
       runs: memory?.runs.filter((r) => typeof r === 'string') ?? [],
       updatedAt: typeof memory?.updatedAt === 'number' ? memory.updatedAt : 0,
     };
@@ -181,10 +184,15 @@ export class SessionStore {
       updatedAt: Date.now(),
     };
     // Two keys of two hash slots: two commands, not one transaction (the owner only needs its expiry kept).
+    const owner = this.#ownerKey(state.sessionId, state.tenant);
     await Promise.all([
       this.redis.set(this.#key(state.sessionId, state.tenant), JSON.stringify(memory), 'EX', this.retentionS),
-      this.redis.expire(this.#ownerKey(state.sessionId, state.tenant), this.retentionS),
+      // The next message goes on with the agent that answered this run (see docs/handoffs.md).
+      state.inCharge && state.inCharge !== state.agent
+        ? this.redis.hset(owner, 'last_agent', state.inCharge)
+        : this.redis.hdel(owner, 'last_agent'),
     ]);
+    await this.redis.expire(owner, this.retentionS);
   }
 }
 

@@ -16,6 +16,7 @@ import {
 import { responses } from '../responses.js';
 import { admitToSession, sessionForCaller } from '../session-access.js';
 import { startRun } from '../start-run.js';
+import { sessionAgent } from '../handoff-doors.js';
 
 const OWNERSHIP =
   'A session belongs to the key that created it and to one agent: only that key, or a key for every agent, may read it or post to it (any other key gets 404), and only for that agent.';
@@ -104,6 +105,7 @@ async function getSession(ctx: ApiContext, request: FastifyRequest<SessionRoute>
   return {
     session_id: info.sessionId,
     ...(info.agent ? { agent: info.agent } : {}),
+    ...(info.lastAgent ? { last_agent: info.lastAgent } : {}),
     runs: info.runs,
     created_at: info.createdAt ?? 0,
     updated_at: info.updatedAt,
@@ -114,11 +116,12 @@ async function getSession(ctx: ApiContext, request: FastifyRequest<SessionRoute>
 async function postMessage(ctx: ApiContext, request: FastifyRequest<MessageRoute>, reply: FastifyReply) {
   const principal = requirePrincipal(ctx.auth, request);
   checkRunRequest(ctx, request.body);
-  await admitToSession(ctx, principal, request.params.id, request.body.agent);
+  const { agent, inCharge } = await sessionAgent(ctx, principal, request.params.id, request.body.agent);
+  await admitToSession(ctx, principal, request.params.id, agent);
   const { run, created } = await startRun(
     ctx,
     principal,
-    { ...request.body, session_id: request.params.id },
+    { ...request.body, agent, session_id: request.params.id, ...(inCharge ? { in_charge: inCharge } : {}) },
     request.headers['idempotency-key'],
     request.headers.traceparent,
   );

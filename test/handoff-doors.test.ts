@@ -1,0 +1,118 @@
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RunEvent } from '@agent-reach/protocol';
+import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
+import { ROOT } from './helpers/processes.js';
+
+const HANDOFF_AGENTS = path.join(ROOT, 'test/fixtures/handoff-agents.yaml');
+const MODELS = ['echo', 'handoff-technical', 'handoff-frontdesk', 'desk', 'ping-pong'];
+const TRIAGE_KEY = 'triage-key-0123456789abcdef';
+const DESKS_KEY = 'desks-key-0123456789abcdef';
+const PING_KEY = 'ping-key-0123456789abcdef';
+const PONG_KEY = 'pong-key-0123456789abcdef';
+
+describe('handoffs at the API: the reach rule and sessions (real Redis, real fleet, llm-sim)', () => {
+  let h: ApiHarness | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+
+  const start = () =>
+    startApiHarness(
+      {
+        apiKeys: [
+          { key: FULL_KEY, name: 'tester' },
+          { key: TRIAGE_KEY, name: 'triage-only', agents: ['triage'] },
+          { key: DESKS_KEY, name: 'desks', agents: ['triage', 'billing', 'technical'] },
+          { key: PING_KEY, name: 'ping-only', agents: ['ping'] },
+          { key: PONG_KEY, name: 'pong-only', agents: ['pong'] },
+        ],
+        allowedModels: MODELS,
+      },
+      { AGENTS_FILE: HANDOFF_AGENTS, ALLOWED_MODELS: MODELS.join(',') },
+    );
+
+  it("refuses a limited key a run whose handoffs reach an agent outside its list, unless the handing agent's handoff_reach is configured", async () => {
+    h = await start();
+    const triageOnly = await h.call('POST', '/v1/runs', {
+      key: TRIAGE_KEY,
+      body: { agent: 'triage', input: 'help', model: 'echo' },
+    });
+    expect(triageOnly.status).toBe(403);
+    expect(triageOnly.json.error.code).toBe('FORBIDDEN');
+    expect(triageOnly.json.error.message).toContain('triage → billing');
+    expect(triageOnly.json.error.message).toContain('handoff_reach: configured on "triage"');
+    // Every agent the handoffs reach is the key's own: allowed.
+    const desks = await h.call('POST', '/v1/runs', {
+      key: DESKS_KEY,
+      body: { agent: 'triage', input: 'help', model: 'echo' },
+    });
+    expect(desks.status).toBe(201);
+    // ping's handoff_reach is configured: its handoff to pong is the configuration's, not the key's.
+    h.sim.addScenario({
+      name: 'ping-pong',
+      turns: [{ tool_calls: [{ name: 'transfer_to_pong', arguments: {} }] }, { content: 'pong answered' }],
+    });
+    const ping = await h.call('POST', '/v1/runs', {
+      key: PING_KEY,
+      body: { agent: 'ping', input: 'who answers?', model: 'ping-pong' },
+    });
+    expect(ping.status).toBe(201);
+    const outcome = await h.control.wait(ping.json.run_id, 30_000);
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'pong answered' });
+    // pong's is not: a key of pong alone may not start it, as its handoff reaches ping.
+    const pong = await h.call('POST', '/v1/runs', {
+      key: PONG_KEY,
+      body: { agent: 'pong', input: 'who answers?', model: 'echo' },
+    });
+    expect(pong.status).toBe(403);
+    expect(pong.json.error.message).toContain('pong → ping');
+  });
+
+  it("sends a session's next message to the agent that last answered unless the caller names one", async () => {
+    h = await start();
+    // One scenario for the whole session, by its turn count: triage hands off, billing answers twice,
+    // and triage answers when named.
+    h.sim.addScenario({
+      name: 'desk',
+      turns: [
+        { tool_calls: [{ name: 'transfer_to_billing', arguments: {} }] },
+        { content: 'billing: your refund is under way' },
+        { content: 'billing again: it takes three days' },
+        { content: 'triage again' },
+      ],
+    });
+    const created = await h.call('POST', '/v1/sessions', { body: { agent: 'triage' } });
+    expect(created.status).toBe(201);
+    const sessionId = created.json.session_id as string;
+    const send = async (body: Record<string, unknown>) => {
+      const res = await h!.call('POST', `/v1/sessions/${sessionId}/messages`, {
+        body: { model: 'desk', ...body },
+      });
+      expect(res.status).toBe(201);
+      const runId = res.json.run_id as string;
+      const outcome = await h!.control.wait(runId, 30_000);
+      const offered = (await h!.control.events(runId)).flatMap((e) =>
+        e.event.type === 'llm_request'
+          ? [[...(e.event as Extract<RunEvent, { type: 'llm_request' }>).tools_offered].sort()]
+          : [],
+      );
+      return { outcome, offered };
+    };
+    const first = await send({ agent: 'triage', input: 'I want a refund' });
+    expect(first.outcome.answer).toBe('billing: your refund is under way');
+    const session = await h.call('GET', `/v1/sessions/${sessionId}`);
+    expect(session.json).toMatchObject({ agent: 'triage', last_agent: 'billing' });
+
+    const second = await send({ input: 'how long does it take?' });
+    expect(second.outcome.answer).toBe('billing again: it takes three days');
+    // billing's tools and handoffs, not triage's: the run went on with billing.
+    expect(second.offered).toEqual([['orders_write', 'transfer_to_technical']]);
+
+    const third = await send({ agent: 'triage', input: 'something else' });
+    expect(third.outcome.answer).toBe('triage again');
+    expect(third.offered).toEqual([['slow', 'transfer_to_billing', 'transfer_to_technical']]);
+    expect((await h.call('GET', `/v1/sessions/${sessionId}`)).json.last_agent).toBeUndefined();
+  });
+});
