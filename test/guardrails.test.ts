@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scenario } from '@agent-reach/llm-sim';
-import type { RunEvent } from '@agent-reach/scheduler';
+import { createLogger, loadAgents } from '@agent-reach/shared';
+import { createLlmClient, type RunEvent, type RunState } from '@agent-reach/scheduler';
+import { AgentRunner } from '@agent-reach/scheduler/internal';
+import { recordingCheckpoint } from './helpers/ledger.js';
 import { startLoopHarness, toolMessages } from './helpers/loop.js';
 import { writeAgentsFile } from './helpers/mcp.js';
 
@@ -85,10 +88,12 @@ const guardrailEvents = (events: RunEvent[]) => events.flatMap((e) => (e.type ==
 
 describe('guardrails on the request, the answer and tool calls (llm-sim, real Redis and executor)', () => {
   let h: Awaited<ReturnType<typeof startLoopHarness>>;
+  let agentsFile: string;
   const executions = async (tool: string) =>
     Number((await h.platform.producer.hget(`${h.platform.keys.prefix}:test:guardrails`, tool)) ?? 0);
   beforeAll(async () => {
-    h = await startLoopHarness({ AGENTS_FILE: writeAgentsFile(AGENTS) });
+    agentsFile = writeAgentsFile(AGENTS);
+    h = await startLoopHarness({ AGENTS_FILE: agentsFile });
   });
   afterAll(async () => h.close());
 
@@ -376,5 +381,51 @@ describe('guardrails on the request, the answer and tool calls (llm-sim, real Re
     expect(guardrailEvents(events)).toEqual([
       expect.objectContaining({ stage: 'result', action: 'withheld_result', guardrail: 'no_injection' }),
     ]);
+  });
+
+  it('does not ask a guardrail again when a run resumes from a checkpoint that holds its verdict', async () => {
+    const scenario: Scenario = { name: 'resumed', turns: [{ content: 'Pasta tonight.' }] };
+    h.sim.addScenario(scenario);
+    const llm = createLlmClient({ apiKey: 'test', baseURL: h.sim.url, model: 'resumed', maxRetries: 0 });
+    const runner = await AgentRunner.start({
+      connection: h.platform.producer,
+      keys: h.platform.keys,
+      agents: loadAgents(agentsFile),
+      llm,
+      logger: createLogger('test', { level: 'silent' }),
+    });
+    try {
+      const record = recordingCheckpoint(h.platform.producer, h.platform.keys);
+      const before = await executions('moderate_text');
+      // The scheduler "dies" right after the checkpoint that holds the input guardrail's verdict.
+      const lost = new AbortController();
+      let snapshot: RunState | undefined;
+      const first = await runner.run({
+        agent: 'moderated',
+        input: 'what is for dinner',
+        release: lost.signal,
+        checkpoint: (state, events, step) => {
+          const write = record(state);
+          if (
+            !snapshot &&
+            step === 'tool_results' &&
+            state.guardrailVerdicts?.['input:moderation_in:request']
+          ) {
+            snapshot = JSON.parse(JSON.stringify(state)) as RunState;
+            lost.abort();
+          }
+          return write;
+        },
+      });
+      expect(first.outcome).toBe('released');
+      expect(await executions('moderate_text')).toBe(before + 1);
+      expect(Object.keys(snapshot!.guardrailVerdicts ?? {})).toEqual(['input:moderation_in:request']);
+      const outcome = await runner.resume(snapshot!, { checkpoint: record });
+      expect(outcome).toMatchObject({ status: 'succeeded', answer: 'Pasta tonight.' });
+      // The resumed run asked only the output guardrail: the input's verdict came from the checkpoint.
+      expect(await executions('moderate_text')).toBe(before + 2);
+    } finally {
+      await runner.close();
+    }
   });
 });

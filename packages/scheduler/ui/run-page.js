@@ -133,6 +133,11 @@ function Event({ e, start }) {
         'guard',
         html`<b>Guard ${e.guard}</b> <span class="badge warn">${e.action}</span> ${e.report}`,
       );
+    case 'guardrail':
+      return row(
+        e.action === 'let_through' ? 'guard' : 'bad',
+        html`<b>Guardrail ${e.guardrail}</b> <span class="badge warn">${e.verdict === 'error' ? 'check failed' : 'tripped'}</span> <span class="badge">${e.action.replace('_', ' ')}</span> <span class="muted">${e.stage}${e.tool ? ` of ${e.tool}` : ''} · ${e.check} · ${duration(e.duration_ms)}</span> <span class="guardrail-reason">${e.reason}</span>`,
+      );
     case 'compaction':
       return row(
         'compaction',

@@ -69,19 +69,24 @@ export function builtinVerdict(
     target.stage === 'arguments' || target.stage === 'result'
       ? `the call's ${target.stage}`
       : `the ${target.stage}`;
+  // "the call's arguments hold", "the input holds".
+  const v = (singular: string, plural: string) => (target.stage === 'arguments' ? plural : singular);
   switch (guardrailCheck(spec)) {
     case 'max_length': {
       const max = spec.max_length ?? Infinity;
       const n = [...target.text].length;
       return n > max
-        ? { tripped: true, reason: `${where} is ${n} characters long, over the limit of ${max}` }
+        ? {
+            tripped: true,
+            reason: `${where} ${v('is', 'are')} ${n} characters long, over the limit of ${max}`,
+          }
         : { tripped: false, reason: `${n} of ${max} characters` };
     }
     case 'blocked_terms': {
       const text = checkedText(target.text).toLowerCase();
       const hit = (spec.blocked_terms ?? []).find((t) => text.includes(foldText(t).toLowerCase()));
       return hit
-        ? { tripped: true, reason: `${where} holds the blocked term "${hit}"` }
+        ? { tripped: true, reason: `${where} ${v('holds', 'hold')} the blocked term "${hit}"` }
         : { tripped: false, reason: 'no blocked term' };
     }
     case 'regex': {
@@ -94,14 +99,14 @@ export function builtinVerdict(
       return m
         ? {
             tripped: true,
-            reason: `${where} matches /${re.source}/ (${m[0].length} characters at ${m.index})`,
+            reason: `${where} ${v('matches', 'match')} /${re.source}/ (${m[0].length} characters at ${m.index})`,
           }
         : { tripped: false, reason: 'no match' };
     }
     case 'pii': {
       const found = findPii(checkedText(target.text), piiDetectors(spec));
       return found.length > 0
-        ? { tripped: true, reason: `${where} holds PII: ${describePii(found)}` }
+        ? { tripped: true, reason: `${where} ${v('holds', 'hold')} PII: ${describePii(found)}` }
         : { tripped: false, reason: 'no PII found' };
     }
     default:

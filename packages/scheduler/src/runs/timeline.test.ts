@@ -56,3 +56,26 @@ describe('the run timeline printed by the CLI', () => {
     expect(lines[2]).toContain('3 attempt(s)');
   });
 });
+
+describe('guardrail events in the timeline', () => {
+  it('prints a blocked call with its guardrail, stage, tool, action and reason', () => {
+    const line = render([
+      {
+        type: 'guardrail',
+        at: T0,
+        guardrail: 'no_exfiltration',
+        stage: 'arguments',
+        check: 'pii',
+        verdict: 'tripped',
+        action: 'blocked_call',
+        reason: "the call's arguments hold PII: e-mail address l***@example.com",
+        tool: 'http_post',
+        tool_call_id: 'call_7',
+        duration_ms: 0,
+      },
+    ]);
+    expect(line).toMatch(
+      /guardrail no_exfiltration tripped on the arguments of http_post \[call_7\]: blocked call: the call's arguments hold PII/,
+    );
+  });
+});

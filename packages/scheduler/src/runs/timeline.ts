@@ -46,10 +46,14 @@ function describe(e: RunEvent): string {
       return `${e.decision} ${e.tool} [${e.tool_call_id}]${e.by ? ` by ${e.by}` : ''}${e.reason ? `: ${e.reason}` : ''}`;
     case 'guard':
       return `guard ${e.guard} ${e.action}: ${clip(e.report, 160)}`;
+    case 'guardrail':
+      return `guardrail ${e.guardrail} ${e.verdict === 'error' ? 'failed' : 'tripped'} on the ${e.stage}${e.tool ? ` of ${e.tool} [${e.tool_call_id}]` : ''}: ${e.action.replace('_', ' ')}: ${clip(e.reason, 160)}`;
     case 'output_invalid':
       return `answer misses the output schema, ${e.retries_left} retries left: ${clip(e.problems.map((p) => `${p.field} ${p.message}`).join('; '), 160)}`;
     case 'compaction':
       return `compaction: ${e.before_tokens} → ${e.after_tokens} tokens, ${e.folded_turns} turn(s) folded`;
+    case 'handoff':
+      return `handoff ${e.from} → ${e.to} [${e.tool_call_id}], handoff ${e.handoffs}: kept ${e.filter === 'last_n' ? `the last ${e.last_n} messages` : e.filter === 'summary' ? 'a summary' : 'the whole conversation'} (${e.messages_before} → ${e.messages_after} messages)`;
     case 'run_finished':
       return `run finished: ${e.outcome.status} (${e.outcome.reason})${e.outcome.answer ? `: ${clip(e.outcome.answer)}` : ''}`;
     default:
