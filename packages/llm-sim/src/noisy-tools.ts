@@ -10,7 +10,7 @@ export interface NoisyProperty {
   enum: string[] | undefined;
   pattern: string | undefined;
   description: string;
-  /** `examples` of the argument's schema (and `default`, which shows a value just as well). */
+  /** `examples` of the argument's schema. */
   examples: unknown[];
   default: unknown;
   required: boolean;
@@ -23,6 +23,8 @@ export interface NoisyTool {
   properties: NoisyProperty[];
   /** Examples anywhere in the tool: its schema's `examples`, or "e.g." / "例如" in its description. */
   showsExamples: boolean;
+  /** Argument names that the parameters' own `examples` (whole argument objects) show a value of. */
+  exampleFields: Set<string>;
   /** Words that tell this tool apart, for matching a request to it. */
   vocabulary: { nameWords: Set<string>; words: Set<string>; bigrams: Set<string> };
 }
@@ -59,6 +61,7 @@ function readTool(raw: unknown): NoisyTool | undefined {
   const props = isObj(params.properties) ? params.properties : {};
   const properties = Object.entries(props).map(([k, v]) => readProperty(k, v, required.includes(k)));
   const description = typeof fn.description === 'string' ? fn.description : '';
+  const examples = Array.isArray(params.examples) ? params.examples.filter(isObj) : [];
   const text = [description, ...properties.map((p) => `${p.name} ${p.description}`)].join(' ');
   return {
     name: fn.name,
@@ -66,8 +69,9 @@ function readTool(raw: unknown): NoisyTool | undefined {
     properties,
     showsExamples:
       EXAMPLE_WORDS.test(description) ||
-      (Array.isArray(params.examples) && params.examples.length > 0) ||
+      examples.length > 0 ||
       properties.some((p) => p.examples.length > 0 || EXAMPLE_WORDS.test(p.description)),
+    exampleFields: new Set(examples.flatMap((e) => Object.keys(e))),
     vocabulary: {
       nameWords: new Set(latinWords(fn.name)),
       words: conceptWords(text),
@@ -91,11 +95,12 @@ export function namedOnlyTools(names: string[]): NoisyTool[] {
 
 /**
  * True when the request shows the model how to fill this enum argument beyond the bare enum: examples
- * for it, or a description that names another form of one of its values (`广州市` beside `广州`) or says
+ * for it (its own or the parameters' whole-call `examples`), or a description that names another form of one of its values (`广州市` beside `广州`) or says
  * that aliases map to the values.
  */
 export function enumHinted(tool: NoisyTool, prop: NoisyProperty): boolean {
-  if (prop.examples.length > 0 || EXAMPLE_WORDS.test(prop.description)) return true;
+  if (prop.examples.length > 0 || tool.exampleFields.has(prop.name) || EXAMPLE_WORDS.test(prop.description))
+    return true;
   const text = `${tool.description}\n${prop.description}`;
   if (ALIAS_WORDS.test(text)) return true;
   return (prop.enum ?? []).some((value) => aliasFormsIn(text, value, prop.enum ?? []).length > 0);
