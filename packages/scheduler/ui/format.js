@@ -353,3 +353,9 @@ export const Prose = ({ text }) =>
   looksLikeMarkdown(text) ? html`<${Markdown} text=${text} />` : html`<div class="text">${text}</div>`;
 
 export const Code = ({ value, label }) => html`<${Payload} value=${value} label=${label} />`;
+
+/** What of the conversation a handoff kept, in words. */
+export function keptText(e) {
+  if (e.filter === 'last_n') return `the last ${e.last_n} messages`;
+  return e.filter === 'summary' ? 'a summary' : 'the whole conversation';
+}

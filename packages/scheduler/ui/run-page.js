@@ -9,6 +9,7 @@ import {
   When,
   duration,
   isFinal,
+  keptText,
   kindText,
   runDuration,
   time,
@@ -34,6 +35,7 @@ function ToolCall({ e }) {
       <span class="muted"> ${duration(e.duration_ms)}, ${e.attempts} attempt${e.attempts === 1 ? '' : 's'}${retries}</span>
       ${e.executor_id ? html`<span class="muted mono"> on ${e.executor_id}</span>` : null}
       ${e.truncated ? html` <span class="badge warn">truncated</span>` : null}
+      ${e.child_run_id ? html` <span class="muted">answered by</span> <${RunLink} id=${e.child_run_id} cls="child-run" />` : null}
       ${e.error?.message ? html`<div class="error-line">${e.error.message}</div>` : null}
     </summary>
     <div class="call-body">
@@ -47,6 +49,11 @@ function ToolCall({ e }) {
       }
     </div>
   </details>`;
+}
+
+/** A link to another run's page (a child or the parent of an agent called as a tool). */
+function RunLink({ id, cls }) {
+  return html`<a class=${`mono ${cls}`} href=${`#/runs/${encodeURIComponent(id)}`}>${id}</a>`;
 }
 
 /** The model that answered a routed turn, and each model passed over before it with its reason. */
@@ -116,6 +123,11 @@ function Event({ e, start }) {
       return row('calls', html`<span class="muted">Calls: ${e.calls.map((c) => c.tool).join(', ')}</span>`);
     case 'tool_result':
       return row('result', html`<${ToolCall} e=${e} />`);
+    case 'child_run_started':
+      return row(
+        'calls',
+        html`<b>Child run</b> <span class="tool">${e.tool}</span> <span class="muted">agent ${e.agent}, depth ${e.depth}:</span> <${RunLink} id=${e.child_run_id} cls="child-run" />`,
+      );
     case 'step_done':
       return row('step', html`<span class="muted">Step done: ${e.step.title}</span>`);
     case 'approval_requested':
@@ -137,6 +149,11 @@ function Event({ e, start }) {
       return row(
         e.action === 'let_through' ? 'guard' : 'bad',
         html`<b>Guardrail ${e.guardrail}</b> <span class="badge warn">${e.verdict === 'error' ? 'check failed' : 'tripped'}</span> <span class="badge">${e.action.replace('_', ' ')}</span> <span class="muted">${e.stage}${e.tool ? ` of ${e.tool}` : ''} · ${e.check} · ${duration(e.duration_ms)}</span> <span class="guardrail-reason">${e.reason}</span>`,
+      );
+    case 'handoff':
+      return row(
+        'handoff',
+        html`<b>Handoff</b> <span class="tool">${e.from}</span> → <span class="tool">${e.to}</span> <span class="muted">handoff ${e.handoffs} · kept ${keptText(e)} · ${e.messages_before} → ${e.messages_after} messages</span>`,
       );
     case 'compaction':
       return row(
@@ -250,6 +267,8 @@ export function RunPage({ runId }) {
       <dt>Trace</dt><dd class="mono">${run.trace_id ?? '—'}</dd>
       ${run.reason ? html`<dt>Reason</dt><dd><${Reason} code=${run.reason} /> <span class="mono muted">${run.reason}</span></dd>` : null}
       ${run.workflow ? html`<dt>Workflow</dt><dd><a class="mono" href=${`#/workflows/${encodeURIComponent(run.workflow.workflow_id)}`}>${run.workflow.workflow_id}</a> <span class="muted">node</span> <span class="mono">${run.workflow.node}</span></dd>` : null}
+      ${run.parent ? html`<dt>Parent</dt><dd><${RunLink} id=${run.parent.run_id} cls="parent-run" /> <span class="muted">called it as</span> <span class="tool">${run.parent.tool}</span> <span class="muted">(depth ${run.parent.depth})</span></dd>` : null}
+      ${run.children?.length ? html`<dt>Child runs</dt><dd>${run.children.map((c) => html`<span class="chip">${c.agent} <${RunLink} id=${c.run_id} cls="child-run" /></span> `)}</dd>` : null}
       ${run.granted_by_approval?.length ? html`<dt>Granted</dt><dd>${run.granted_by_approval.map((g) => html`<span class="chip">${g.tool}${g.by ? ` by ${g.by}` : ''}</span> `)}</dd>` : null}
       ${run.metadata ? html`<dt>Metadata</dt><dd>${Object.entries(run.metadata).map(([k, v]) => html`<span class="chip">${k}=${v}</span>`)}</dd>` : null}
     </dl>

@@ -1,13 +1,13 @@
 import { html } from 'htm/preact';
 import { useLayoutEffect, useState } from 'preact/hooks';
-import { duration, kindText } from './format.js';
+import { duration, keptText, kindText } from './format.js';
 import { passedOver } from './model-route.js';
 
 /**
  * The spans of a run on one time axis, from its events: model turns (the turn's latency, ending when it
  * was recorded), tool calls (their duration, with one segment per attempt placed by its recorded start
  * and duration when the executors retried), approval waits (request to decision, or to now), and
- * compactions and guards as marks.
+ * compactions, guards and handoffs as marks.
  */
 export function spans(events, end) {
   const out = [];
@@ -74,6 +74,15 @@ export function spans(events, end) {
         break;
       case 'guard':
         out.push({ kind: 'mark guard', label: `Guard ${e.guard}`, from: e.at, to: e.at, note: e.action });
+        break;
+      case 'handoff':
+        out.push({
+          kind: 'mark handoff',
+          label: `Handoff ${e.from} → ${e.to}`,
+          from: e.at,
+          to: e.at,
+          note: `kept ${keptText(e)}`,
+        });
         break;
       default:
     }
