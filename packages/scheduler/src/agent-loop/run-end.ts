@@ -9,6 +9,7 @@ import {
   type RunState,
 } from './run-state.js';
 import { rejectedByPerson } from './approvals.js';
+import { cancelChildren } from './agent-tools.js';
 import { CheckpointFailed, RunLost } from './checkpoints.js';
 import { RunRecordBehind } from '../fleet/dispatcher.js';
 import type { RunContext } from './run-context.js';
@@ -42,8 +43,12 @@ export async function endRun(run: RunContext, step: EndStep): Promise<RunOutcome
 }
 
 /** Parks the run until a person decides (the state says which calls wait). */
-export async function park(run: RunContext): Promise<'parked'> {
-  markParked(run.state);
+export async function park(
+  run: RunContext,
+  why: 'park_for_approval' | 'await_children' = 'park_for_approval',
+): Promise<'parked'> {
+  // A run waiting for its child runs is still running: it waits as it would for a tool.
+  if (why === 'park_for_approval') markParked(run.state);
   await run.checkpoint('parked');
   return 'parked';
 }
@@ -78,6 +83,7 @@ async function finish(
   extra: { answer?: string; output?: unknown; report?: string },
 ): Promise<RunOutcome> {
   const { state } = run;
+  await cancelChildren(run);
   const outcome: RunOutcome = {
     status,
     reason,

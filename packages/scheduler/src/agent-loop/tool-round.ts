@@ -2,6 +2,7 @@ import { errorResult, type ToolResult } from '@agent-reach/protocol';
 import { TIMED_OUT, waitAtMost } from '@agent-reach/shared';
 import type { RunState } from './run-state.js';
 import { requestApprovals } from './approvals.js';
+import { awaitChildren, childOf } from './agent-tools.js';
 import { repeatNudge, type GuardStop } from './guards.js';
 import type { RunContext } from './run-context.js';
 import type { OwedCall, StepResult } from './steps.js';
@@ -21,6 +22,7 @@ export async function toolRound(run: RunContext, owed: OwedCall[], fresh: boolea
   if (Date.now() < state.deadlineAt && requestApprovals(state, open, deps, run.emit)) {
     return { next: { type: 'park_for_approval' } };
   }
+  if (await awaitChildren(run, open)) return { next: { type: 'await_children' } };
   const stopped = await answerCalls(run, owed, fresh);
   return {
     checkpoint: 'tool_results',
@@ -167,6 +169,7 @@ export function record(
     kind,
     answered,
     ...(executorId ? { executor_id: executorId } : {}),
+    ...(childOf(state, call.id) ? { child_run_id: childOf(state, call.id)?.runId } : {}),
   } as const;
   state.steps.push({
     ...shared,

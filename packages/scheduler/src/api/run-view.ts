@@ -95,6 +95,7 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
       ...(s.answered ? { answered: s.answered } : {}),
       ...(s.executor_id ? { executor_id: s.executor_id } : {}),
       ...(s.ref ? { ref: s.ref } : {}),
+      ...(s.child_run_id ? { child_run_id: s.child_run_id } : {}),
     })),
     pending_approvals: Object.values(state.approvals)
       .filter((a) => !a.decision)
@@ -106,8 +107,27 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
         ...(a.grant ? { grant: true as const } : {}),
       })),
     ...grantedView(state),
-  };
     ...(state.variant ? { variant: state.variant } : {}),
+    ...familyView(state),
+  };
+}
+
+/** A child run's parent and a parent's children (agents called as tools). */
+function familyView(state: RunState): Pick<RunView, 'parent' | 'children'> {
+  const p = state.parent;
+  return {
+    ...(p ? { parent: { run_id: p.runId, tool_call_id: p.callId, tool: p.tool, depth: p.depth } } : {}),
+    ...(state.children?.length
+      ? {
+          children: state.children.map((c) => ({
+            tool_call_id: c.toolCallId,
+            tool: c.tool,
+            agent: c.agent,
+            run_id: c.runId,
+          })),
+        }
+      : {}),
+  };
 }
 
 /** A run that is still a job only: no scheduler has checkpointed it yet. */
@@ -129,6 +149,17 @@ export function queuedView(data: RunJobData, createdAt: number, cancelRequested 
     usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
     steps: [],
     pending_approvals: [],
+    ...(data.variant ? { variant: data.variant } : {}),
+    ...(data.parent
+      ? {
+          parent: {
+            run_id: data.parent.run_id,
+            tool_call_id: data.parent.call_id,
+            tool: data.parent.tool,
+            depth: data.parent.depth,
+          },
+        }
+      : {}),
   };
 }
 
@@ -149,7 +180,6 @@ export async function loadRun(control: RunControl, runId: string): Promise<Loade
     const view = queuedView(data, data.created_at ?? job.timestamp, got?.summary.cancelRequested === true);
     // Listed at its acceptance: the listing says whether a scheduler took it up already, and when.
     const listed = got?.summary.agent ? got.summary : undefined;
-    ...(data.variant ? { variant: data.variant } : {}),
     return {
       view: listed ? { ...view, status: listed.status, updated_at: num(listed.updatedAt) } : view,
       state: undefined,
