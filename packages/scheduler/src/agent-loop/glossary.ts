@@ -205,6 +205,15 @@ export const ZH_GLOSSARY: Readonly<Record<string, string>> = {
   普拉提: 'pilates',
   单车: 'spinning',
   搏击: 'boxing',
+  // Shops and restaurants
+  营业: 'open opening hours',
+  营业时间: 'opening hours',
+  开门: 'open opening',
+  关门: 'close closing',
+  餐厅: 'restaurant',
+  菜单: 'menu',
+  桌: 'table',
+  位子: 'seat table',
   // Orders and shipping
   订单: 'order',
   快递: 'parcel shipping delivery',

@@ -86,6 +86,60 @@ describe('classifyIntent', () => {
   });
 });
 
+describe('intent among tools that act on one thing', () => {
+  // A clinic's appointments: the tools differ by what they do to an appointment, not by what it is.
+  const clinic = buildVocabulary({
+    tools: [
+      { name: 'book_appointment', description: 'Book an appointment with a doctor at a date and time.' },
+      { name: 'cancel_appointment', description: 'Cancel an appointment by its id.' },
+      { name: 'reschedule_appointment', description: 'Move an appointment to another date or time.' },
+      { name: 'get_appointment', description: 'One appointment: doctor, room, date and time.' },
+      { name: 'list_appointments', description: "The patient's appointments, upcoming and past." },
+    ],
+    examples: { book_appointment: ['给我挂一个牙科的号'], cancel_appointment: ['周四看牙的预约取消掉'] },
+  });
+
+  it('names one tool for one action on the thing, not every tool that knows its words', () => {
+    expect(classifyIntent('帮我预约下周一上午的牙科', clinic)).toEqual({
+      intent: 'single_tool',
+      signals: ['one_tool'],
+    });
+    expect(classifyIntent('把周四看牙的预约改到周五', clinic)).toEqual({
+      intent: 'single_tool',
+      signals: ['one_tool'],
+    });
+  });
+
+  it('asks for several steps when the request takes two actions in sequence', () => {
+    expect(classifyIntent('先取消周四的预约，再帮我预约周五上午的', clinic)).toMatchObject({
+      intent: 'multi_step',
+      signals: expect.arrayContaining(['sequence', 'several_tools']),
+    });
+    expect(classifyIntent('Cancel my appointment and book a new one for Friday', clinic)).toEqual({
+      intent: 'multi_step',
+      signals: ['several_tools'],
+    });
+  });
+
+  it('takes "all my appointments" as one call of a tool that lists, and each of several records as several', () => {
+    expect(classifyIntent('列出我所有的预约', clinic).intent).toBe('single_tool');
+    expect(classifyIntent('Show all my appointments', clinic).intent).toBe('single_tool');
+    expect(classifyIntent('查一下每个预约的医生', clinic)).toMatchObject({
+      intent: 'multi_step',
+      signals: expect.arrayContaining(['several_things']),
+    });
+  });
+
+  it('reads "my next appointment" as one thing and "next" between actions as a sequence', () => {
+    expect(classifyIntent('When is my next appointment?', clinic).intent).toBe('single_tool');
+    expect(classifyIntent('Where is the appointment next week?', clinic).intent).toBe('single_tool');
+    expect(classifyIntent('Cancel my appointment, next book one on Friday', clinic)).toMatchObject({
+      intent: 'multi_step',
+      signals: expect.arrayContaining(['sequence']),
+    });
+  });
+});
+
 describe('iteration limit by intent', () => {
   it("is 15 for multi-step requests and 10 otherwise, and an agent's own max_iterations wins over both", () => {
     const agent = { name: 'a', tools: ['noop'] };

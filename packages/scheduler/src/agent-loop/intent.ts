@@ -26,7 +26,9 @@ export interface IntentDecision {
 
 /** Words that order actions: "first … then …", "先…再…", "最后". */
 const SEQUENCE = [
-  /\b(then|afterwards?|after that|next|finally|followed by|and also|as well as|once (?:that|done|you)|before (?:you|writing|sending|answering))\b/i,
+  /\b(then|afterwards?|after that|finally|followed by|and also|as well as|once (?:that|done|you)|before (?:you|writing|sending|answering))\b/i,
+  // "next" orders actions, not things: "my next lesson" and "next week" are one.
+  /(?<!\b(?:my|our|your|his|her|their|the|this|that|a)\s+)\bnext\b(?!\s+(?:week|month|year|weekend|day|time|morning|afternoon|evening|one|mon|tue|wed|thu|fri|sat|sun)\w*)/i,
   /\bfirst\b.*\b(then|and|after)\b/i,
   /\b(step \d|steps)\b/i,
   /然后|接着|之后|随后|最后|首先|其次|再把|再帮|再写|再查|再给|并且|并把|同时|顺便|第[一二三四五1-5]步|先.{1,30}再/,
@@ -89,7 +91,9 @@ export function classifyIntent(input: string, agent: readonly IntentTool[] | Voc
   if (named.length >= 2) signals.push('several_tools');
   const action = ACTION.some((r) => r.test(text));
   if (named.length === 1 || action) {
-    if (SEVERAL.some((r) => r.test(text))) signals.push('several_things');
+    // "All my bookings" is what a tool that lists does in one call.
+    const lists = named.length === 1 && vocabulary.actionOf(named[0] as string) === 'list';
+    if (!lists && SEVERAL.some((r) => r.test(text))) signals.push('several_things');
     if (named.length === 1 && ENUMERATION.some((r) => r.test(text))) signals.push('enumeration');
     if (questions(text) >= 2) signals.push('several_questions');
   }

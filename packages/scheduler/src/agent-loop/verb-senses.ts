@@ -10,6 +10,9 @@
 /** The actions a tool takes on a thing. `cancel` includes deleting; `change` includes updating. */
 export type Action = 'create' | 'cancel' | 'change' | 'get' | 'list';
 
+/** Actions that change what is stored, as opposed to reading it. */
+export const WRITES: ReadonlySet<Action> = new Set(['create', 'cancel', 'change']);
+
 export const ACTIONS: readonly Action[] = ['create', 'cancel', 'change', 'get', 'list'];
 
 /** The verbs tool names and descriptions begin with, by the action they take. */
@@ -68,35 +71,75 @@ export function toolAction(tool: {
 const CUES: Readonly<Record<Action, readonly RegExp[]>> = {
   cancel: [
     /\b(?:cancel\w*|call(?:ing)? (?:it |them )?off|delete|remove|withdraw|scrap|drop (?:my|our|the|it)|(?:can(?:no|')?t|won'?t|will not|couldn'?t) make it|no longer (?:need|want|coming|come)|(?:don'?t|do not) need (?:it|them|the|my|our)\b.*\b(?:any ?more|after all))\b/i,
-    /取消|退订|退掉|退了|不要了|不用了|不需要了|不去了|去不了|来不了|不来了|删除|删掉|删了|撤销|撤回|作废/,
+    /取消|退订|退掉|退了|退票|退课|不要了|不用了|不需要了|不去了|去不了|来不了|不来了|不订了|不约了|不参加了|算了|放弃|删除|删掉|删了|撤销|撤回|作废/,
   ],
   change: [
-    /\b(?:change|move|reschedul\w*|postpone|push (?:it|my|our|the|back|forward)|bring (?:it |my |our |the )?forward|switch|swap|update|modify|edit|amend|extend|instead of)\b|\badd\b[^.?!]{0,40}\bto (?:my|our|the)\b/i,
-    /改|换|调整|调到|推迟|推后|延后|延期|提前|挪|变更|延长|往后|往前/,
+    /\b(?:change|move|reschedul\w*|postpone|push (?:it|my|our|the|back|forward)|bring (?:it |my |our |the )?forward|switch|swap|update|modify|edit|amend|extend|shorten|instead of)\b|\badd\b[^.?!]{0,40}\bto (?:my|our|the)\b/i,
+    /改|换|调整|调到|调成|调一下|推迟|推后|延后|延期|提前|挪|变更|延长|缩短|往后|往前/,
   ],
   list: [
-    /\b(?:list|all (?:of )?(?:my|our|the)|upcoming|coming up|so far|history|are there any)\b|\b(?:what|which|any) (?:\w+ )?(?!(?:does|is|was|has|this|its|always|yours)\b)\w{3,}s\b/i,
-    /有什么|有哪些|哪些|列出|列一下|列个|所有|全部|一共|都有|名下|清单|列表/,
+    /\b(?:list|all (?:of )?(?:my|our|the)|upcoming|coming up|so far|history)\b|\b(?:what|which|any) (?:\w+ )?(?!(?:does|is|was|has|this|its|always|yours)\b)\w{3,}s\b|\b(?:show|see|view|check)(?: me)? (?:my|our) (?:\w+ )?\w+[^s's]s\b/i,
+    /有什么|有哪些|哪些|列出|列一下|列个|所有|全部|一共|都有|名下|清单|列表|有几个|有多少个/,
   ],
   get: [
-    /\b(?:what time|when(?:'s| is| was| does| do)|where (?:is|do|does|should|will)|which \w+ (?:is|was)|details? (?:of|for|on)|status of|look up|how much (?:is|was|does|do)|what \w+ did (?:i|we)|what (?:is|was|'s) (?:my|our|the))\b/i,
-    /查|看看|看一下|几[号点月楼层天个位间时周]|什么时候|哪天|哪一天|哪里|哪儿|在哪|是多少|多少钱|是哪|来着|详情/,
+    /\b(?:what time|when(?:'s| is| was| does| do)|where (?:is|do|does|should|will)|which \w+ (?:is|was)|details? (?:of|for|on)|status of|look up|how much (?:is|was|does|do)|what \w+ did (?:i|we)|what (?:is|was|'s) (?:my|our|the)|confirm)\b/i,
+    /查|看看|看一下|几[号点月楼层天个位间时周]|什么时候|什么时间|哪天|哪一天|哪里|哪儿|在哪|是多少|多少钱|是哪|是谁|来着|详情|确认一下|进度|怎么样了/,
   ],
   create: [
-    /(?<!\bdid (?:i|we) )\b(?:book|reserve|rent|schedule|arrange|write|save|draft|send|make (?:a|an|me a) (?:booking|reservation|appointment)|sign (?:me |us )?up|register|enrol+|i'?d like (?:a|an|to book)|get me (?:a|an)|set up)\b/i,
-    // A booking word after 的/把/那/这 … is the thing booked, and 订的/订了/订过 one booked already.
-    /(?<![的把那这么些个有大])(?:预订|预约|订|约|安排|报名|报个|报一|办理|申请|租|留个|留一|开个|开一)(?![的了过单期])|写|保存|生成|发送|记到|记下/,
+    /(?<!\bdid (?:i|we) )\b(?:book|reserve|rent|schedule|arrange|write|save|draft|send|join|make (?:a|an|me a) (?:booking|reservation|appointment)|sign (?:me |us )?up|put (?:me|us) down|register|enrol+|i'?d like (?:a|an|to book)|get me (?:a|an)|set up)\b/i,
+    // A booking word after 的/把/那/这/单 … is the thing booked, and 订的/订了/订过 one booked already.
+    /(?<![的把那这么些个单次有大确一决固肯规设指预])(?:预订|预定|预约|订|定|约|安排|报名|报个|报一|挂号|挂个|登记|办理|申请|租|留个|留一|开个|开一|占个|占一)(?![的了过单期金义律])|写|保存|生成|发送|记到|记下/,
   ],
 };
 
+/** Questions whether something exists ("有没有", "is there"): they ask to read, one record or a list. */
+const READS = [
+  /\b(?:is there|are there|do you have|have you got|any (?:free|available|open))\b/i,
+  /有没有|是否有|还有没有|有空/,
+];
+
+/** A record the requester has made already ("我订的", "the booking I made"): a question reads it. */
+const MADE = [
+  /\b(?:(?:i|we) (?:booked|reserved|made|rented)|(?:my|our) (?:booking|reservation|appointment))\b/i,
+  /(?:预订|预定|预约|订|约|租|借|报|买|挂)(?:的|了|过)|我(?:的|那个|那)(?:预订|预定|预约|订单)/,
+];
+
+const QUESTION = /[?？吗呢]\s*$|^\s*(?:is|are|do|does|did|when|where|what|which|how)\b|几|多少|哪/i;
+
+/** Words that join a further action to a first one. */
+const FURTHER = /再|然后|接着|之后|并且|同时|另外|还要|\b(?:and|then|also)\b/i;
+
+const some = (cues: readonly RegExp[], text: string) => cues.some((r) => r.test(text));
+
+/** Where a request first gives one of the cues, if it does. */
+function firstCue(cues: readonly RegExp[], text: string): number | undefined {
+  const at = cues.map((r) => r.exec(text)?.index).filter((i) => i !== undefined);
+  return at.length > 0 ? Math.min(...at) : undefined;
+}
+
 /**
  * The actions a request asks for, by its cues. A request that cancels or changes something names the
- * thing with booking words ("把预订取消", "move my booking"), so there they do not ask to create one;
- * a request for a list ("有哪些", "what … do I have") asks for more than one record's details.
+ * thing with booking words before the verb ("把预订取消"), so there they do not ask to create one;
+ * a request for a list ("有哪些", "what … do I have") asks for more than one record's details. Asking
+ * whether something exists reads, and so does a question about a record made already.
  */
 export function requestActions(text: string): Set<Action> {
-  const found = new Set(ACTIONS.filter((action) => CUES[action].some((r) => r.test(text))));
-  if (found.has('cancel') || found.has('change') || found.has('list')) found.delete('create');
+  const at = new Map(ACTIONS.map((action) => [action, firstCue(CUES[action], text)]));
+  const found = new Set(ACTIONS.filter((action) => at.get(action) !== undefined));
+  // A booking word names the thing acted on ("把预订取消", "有哪些预订"), unless a further action
+  // follows the first one ("先取消周四的，再预约周五的").
+  const acted = Math.min(...(['cancel', 'change', 'list'] as const).map((a) => at.get(a) ?? Infinity));
+  const created = at.get('create');
+  if (
+    created !== undefined &&
+    acted < Infinity &&
+    !FURTHER.test(text.slice(acted, Math.max(acted, created)))
+  ) {
+    found.delete('create');
+  }
   if (found.has('list')) found.delete('get');
+  const writes = [...found].some((a) => WRITES.has(a));
+  if (!writes && some(READS, text)) ['get', 'list'].forEach((a) => found.add(a as Action));
+  if (found.size === 0 && some(MADE, text) && QUESTION.test(text)) found.add('get');
   return found;
 }

@@ -1,5 +1,5 @@
 import { SHARED_TERMS, ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
-import { requestActions, toolAction, type Action } from './verb-senses.js';
+import { requestActions, toolAction, WRITES, type Action } from './verb-senses.js';
 
 /**
  * An agent's vocabulary: what its tools (names, descriptions, parameter names, enum values), its topics
@@ -63,6 +63,8 @@ export interface Vocabulary {
    * each needing at least `minScore` of the request's weight.
    */
   named(text: string, kind: 'tool' | 'topic', minScore: number): string[];
+  /** What a tool does to a thing, by its name (see `verb-senses.ts`). */
+  actionOf(tool: string): Action | undefined;
 }
 
 /** English words that say nothing about a domain: function words and the verbs of any request. */
@@ -299,11 +301,12 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
   const weigh = (query: Word[], label: string | 'all', keep: (w: Word) => boolean = () => true) =>
     query.reduce((sum, w) => sum + (keep(w) ? weight(w, label) : 0), 0);
   // A tool that takes another action than the request asks for is named only on much more of it.
-  const actionFactor = (label: string, query: Word[]) => {
+  const otherAction = (label: string, query: Word[]) => {
     const does = actions.get(label)?.action;
-    const asks = query.some((w) => w.action !== undefined);
-    return does && asks && !query.some((w) => w.action === does) ? OTHER_ACTION_FACTOR : 1;
+    return does !== undefined && query.some((w) => w.action) && !query.some((w) => w.action === does);
   };
+  const actionFactor = (label: string, query: Word[]) =>
+    otherAction(label, query) ? OTHER_ACTION_FACTOR : 1;
   return {
     tools: source.tools.map((t) => t.name),
     topics: [...(source.topics ?? [])],
@@ -348,9 +351,18 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
           if (named.includes(label)) continue;
           // A further tool is named only by words other domains do not share ("服务", "search").
           const keep = (w: Word) => !explained.has(w) && (named.length === 0 || !w.shared);
-          // The action asked for names no tool by itself: it adds to the words that name one.
-          const said = weigh(query, label, (w) => keep(w) && !w.action);
-          const gain = said > 0 ? weigh(query, label, keep) * actionFactor(label, query) : 0;
+          // The action asked for names no tool by itself: it adds to the words that name one. A further
+          // tool takes an action asked for: another action on the same thing is not asked for, and a
+          // second change asked for on it names the tool that makes it by the thing's words.
+          const further = named.length > 0;
+          const does = actions.get(label)?.action;
+          const writes = does !== undefined && WRITES.has(does);
+          const newAction = further && writes && query.some((w) => w.action === does && !explained.has(w));
+          const said = weigh(query, label, (w) => !w.action && (newAction || keep(w)));
+          const gain =
+            said > 0 && !(further && otherAction(label, query))
+              ? weigh(query, label, keep) * actionFactor(label, query)
+              : 0;
           if (gain > (best?.gain ?? 0)) best = { label, gain, terms: doc.terms };
         }
         // Each further tool needs twice the share: an incidental word of its examples does not name it.
@@ -360,6 +372,7 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
         for (const w of query) if (knows(best.terms, w)) explained.add(w);
       }
     },
+    actionOf: (tool) => actions.get(tool)?.action,
   };
 }
 
