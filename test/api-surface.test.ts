@@ -226,6 +226,8 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
         '/v1/agents',
         '/v1/archive/dead-letters',
         '/v1/chat/completions',
+        '/v1/evals',
+        '/v1/evals/{id}',
         '/v1/events/{name}',
         '/v1/models',
         '/v1/models/{id}',

@@ -56,6 +56,9 @@ async function main(argv: string[]): Promise<number> {
       return cancel(rest);
     case 'mcp':
       return mcp(rest);
+    case 'eval':
+      // Over the HTTP API (AGENT_REACH_URL, AGENT_REACH_KEY), with exit codes of its own (--help).
+      return (await import('@agent-reach/evals')).evalCommand(rest, process.env);
     default:
       throw new UsageError(`unknown command "${command}"; see agent-reach --help`);
   }

@@ -47,6 +47,14 @@ Schedules
   schedules ls | show <id>           schedules with their next and last firings
   schedules pause|resume|trigger|delete <id>
 
+Evals
+  eval DATASET [--variant NAME=OVERRIDES ...] [--repeat N] [--concurrency N] [--format F] [--out FILE]
+       [--fail-under METRIC=X] [--max-regression METRIC=X] [--no-upload]
+                                     run a dataset's cases on the fleet over the HTTP API, per variant;
+                                     report reach metrics and differences with their intervals
+                                     (its own exit codes: agent-reach eval --help, docs/evals.md)
+  eval --from-runs FILTER [--out F]  a dataset of recorded runs whose expectations are their tool paths
+
 Configuration
   config check [--probe]             validate the config, the tool registry, the agents file and
                                      the workflows file and each OpenAPI document in a file;

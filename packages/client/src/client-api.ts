@@ -52,6 +52,11 @@ export interface CreateRunInput<S = unknown> {
   callback?: RunCallback;
   /** The same key (per API key, 24 h) returns the same run instead of starting another. */
   idempotencyKey?: string;
+  /**
+   * Overrides of the agent's configuration for this run only (instructions, model, loop settings, tool
+   * descriptions, aliases and examples…), kept with the run under the variant's name (docs/api.md).
+   */
+  variant?: { name: string; overrides: Record<string, unknown> };
 }
 
 export interface ListRunsFilter {

@@ -25,6 +25,7 @@ export const runBody = (i: Omit<CreateRunInput, 'sessionId' | 'idempotencyKey'>)
     : { output_schema: JSON.parse(JSON.stringify(i.outputSchema)) as unknown }),
   ...(i.grants ? { grants: i.grants } : {}),
   ...(i.callback ? { callback: i.callback } : {}),
+  ...(i.variant ? { variant: i.variant } : {}),
 });
 
 export const createRun = <S>(ctx: ClientContext, i: CreateRunInput<S>) =>

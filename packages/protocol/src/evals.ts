@@ -55,6 +55,11 @@ export const VariantMetrics = Type.Object({
   cost_total: Num,
   latency_p50_ms: Num,
   latency_p95_ms: Num,
+  counts: Type.Optional(
+    Type.Record(Type.String(), Type.Tuple([Num, Num]), {
+      description: 'of each rate, its numerator and denominator ([k, n]); a rate of n = 0 measured nothing',
+    }),
+  ),
 });
 export type VariantMetrics = Static<typeof VariantMetrics>;
 
@@ -63,6 +68,24 @@ export const EvalFailure = Type.Object({
   message: Type.String(),
 });
 export type EvalFailure = Static<typeof EvalFailure>;
+
+/** What the metrics count of one attempt's run (docs/evals.md). */
+export const AttemptFacts = Type.Object({
+  status: Type.String(),
+  reason: Type.Optional(Type.String()),
+  tools: Type.Array(Type.String(), { description: 'the tools its calls reached, in order' }),
+  tools_selected: Type.Optional(
+    Type.Boolean({ description: 'whether its tool expectations held (absent: the case has none)' }),
+  ),
+  validatable_calls: Count,
+  valid_first_try: Count,
+  invalid_args: Count,
+  self_healed: Count,
+  unknown_tool_calls: Count,
+  forbidden_calls: Count,
+  error: Type.Optional(Type.String({ description: 'why the attempt has no finished run' })),
+});
+export type AttemptFacts = Static<typeof AttemptFacts>;
 
 export const EvalAttempt = Type.Object({
   run_id: Type.String(),
@@ -73,6 +96,7 @@ export const EvalAttempt = Type.Object({
   cost: Num,
   latency_ms: Num,
   judge: Type.Optional(Type.Object({ score: Num, reason: Type.String() })),
+  facts: Type.Optional(AttemptFacts),
 });
 export type EvalAttempt = Static<typeof EvalAttempt>;
 

@@ -176,6 +176,7 @@ export {
   RATE_METRIC_NAMES,
   VariantMetrics,
   EvalFailure,
+  AttemptFacts,
   EvalAttempt,
   EvalCaseResult,
   EvalVariantResult,

@@ -109,6 +109,10 @@ export interface Keys {
    * first try) and `lastTries` (hash: waiter → its last try).
    */
   providerLimits(provider: string): ProviderLimitKeys;
+  /** String: an eval report (JSON `{ tenant, report }`), expiring with the run retention. */
+  evalReport(evalId: string): string;
+  /** Sorted set: a tenant's eval ids by the time they were stored (epoch ms). */
+  evalIndex(tenant: string): string;
 }
 
 /** The keys of one provider's fleet-wide limits (see `Keys.providerLimits`). */
@@ -167,5 +171,7 @@ export function createKeys(prefix: string = DEFAULT_KEY_PREFIX): Keys {
         lastTries: `${base}:waiter-tries`,
       };
     },
+    evalReport: (id: string) => `${prefix}:eval:${id}`,
+    evalIndex: (tenant: string) => `${prefix}:evals:${tenant}`,
   });
 }

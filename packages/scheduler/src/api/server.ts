@@ -18,6 +18,7 @@ import {
   type ResolvedApiOptions,
 } from './options.js';
 import { agentRoutes } from './routes/agents.js';
+import { evalRoutes } from './routes/evals.js';
 import { eventRoutes } from './routes/events.js';
 import { workflowRoutes } from './routes/workflows.js';
 import { createEventStreamer } from './event-stream.js';
@@ -70,6 +71,7 @@ export async function createApiServer(
   workflowRoutes(app, ctx, streamEvents);
   sessionRoutes(app, ctx);
   agentRoutes(app, ctx);
+  evalRoutes(app, ctx);
   const schedules = scheduleRoutes(app, ctx);
   if (deps.triggers?.fireSchedules) startScheduleFirings(app, ctx, schedules);
   await inboundEventRoutes(app, ctx, deps.triggers?.events ?? NO_EVENTS);
@@ -198,6 +200,7 @@ const OPENAPI_TAGS = [
   { name: 'agents', description: 'agents, their tools and breaker states' },
   { name: 'schedules', description: 'runs started on a cron expression or an interval' },
   { name: 'events', description: 'signed events from other systems that start runs' },
+  { name: 'evals', description: 'reports of agent-reach eval: reach measured per variant, compared' },
   { name: 'mcp', description: 'agents as MCP tools (streamable HTTP)' },
   { name: 'openai', description: 'agents as OpenAI models: chat completions, responses' },
   { name: 'health', description: 'liveness, readiness, metrics' },

@@ -1,0 +1,75 @@
+import type { EvalReport, EvalSummary, Keys } from '@agent-reach/protocol';
+import { constants, type RedisClient } from '@agent-reach/shared';
+
+/** A stored report and the tenant it belongs to. */
+interface StoredEval {
+  tenant: string;
+  report: EvalReport;
+}
+
+/** Most evals `GET /v1/evals` lists, newest first. */
+export const MAX_EVAL_LIST = 200;
+
+/**
+ * Eval reports in Redis (docs/evals.md): one string per report and a sorted set per tenant, both expiring
+ * with the run retention (7 days by default), as the runs they link to do.
+ */
+export class EvalStore {
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly keys: Keys,
+    private readonly retentionS: number = constants.DEFAULT_RUN_RETENTION_S,
+  ) {}
+
+  /** The tenant a stored eval belongs to, if it is stored. */
+  async tenantOf(id: string): Promise<string | undefined> {
+    return (await this.read(id))?.tenant;
+  }
+
+  async put(tenant: string, report: EvalReport, now = Date.now()): Promise<void> {
+    const index = this.keys.evalIndex(tenant);
+    // The report and the index are on two slots: written one after the other, the index last, so a
+    // listed id always has its report (a report without its listing expires with the retention).
+    await this.redis.set(
+      this.keys.evalReport(report.id),
+      JSON.stringify({ tenant, report }),
+      'EX',
+      this.retentionS,
+    );
+    await this.redis.zadd(index, now, report.id);
+    await this.redis.zremrangebyscore(index, '-inf', now - this.retentionS * 1000);
+    await this.redis.expire(index, this.retentionS);
+  }
+
+  async get(id: string): Promise<StoredEval | undefined> {
+    return this.read(id);
+  }
+
+  /** The evals of some tenants, newest first, as listed. */
+  async list(tenants: Iterable<string>, limit = MAX_EVAL_LIST): Promise<EvalSummary[]> {
+    const ids: { id: string; at: number }[] = [];
+    for (const tenant of tenants) {
+      const page = await this.redis.zrevrange(this.keys.evalIndex(tenant), 0, limit - 1, 'WITHSCORES');
+      for (let i = 0; i + 1 < page.length; i += 2)
+        ids.push({ id: page[i] as string, at: Number(page[i + 1]) });
+    }
+    ids.sort((a, b) => b.at - a.at);
+    const stored = await Promise.all(ids.slice(0, limit).map(({ id }) => this.read(id)));
+    return stored.flatMap((s) => (s ? [summary(s.report)] : []));
+  }
+
+  private async read(id: string): Promise<StoredEval | undefined> {
+    const text = await this.redis.get(this.keys.evalReport(id));
+    return text ? (JSON.parse(text) as StoredEval) : undefined;
+  }
+}
+
+function summary(r: EvalReport): EvalSummary {
+  return {
+    id: r.id,
+    dataset: r.dataset.name,
+    started_at: r.started_at,
+    finished_at: r.finished_at,
+    variants: r.variants.map((v) => ({ name: v.name, reach_success: v.metrics.reach_success })),
+  };
+}

@@ -1,0 +1,291 @@
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { evalCommand, type EvalIo } from '@agent-reach/evals';
+import type { EvalReport } from '@agent-reach/protocol';
+import { FULL_KEY, startApiHarness, TEST_MODELS, type ApiHarness } from './helpers/api.js';
+import { runCli } from './helpers/cli.js';
+
+/** llm-sim scenarios the cases name as their model: a weather lookup, one healed, one with a typo. */
+const SCENARIOS = [
+  {
+    name: 'eval-weather',
+    turns: [
+      { tool_calls: [{ name: 'query_weather', arguments: { city: '杭州' } }] },
+      { content: 'Hangzhou: {{ last.content.forecast.0.condition }}' },
+    ],
+  },
+  {
+    name: 'eval-healing',
+    turns: [
+      { tool_calls: [{ name: 'query_weather', arguments: { city: '杭州省' } }] },
+      { tool_calls: [{ name: 'query_weather', arguments: { city: '杭州' } }] },
+      { content: 'Hangzhou: {{ last.content.forecast.0.condition }}' },
+    ],
+  },
+  {
+    name: 'eval-typo',
+    turns: [
+      { tool_calls: [{ name: 'qurey_weather', arguments: { city: '杭州' } }] },
+      { content: 'I could not check the weather.' },
+    ],
+  },
+  { name: 'eval-judge-high', turns: [{ content: '{"score": 0.9, "reason": "names the condition"}' }] },
+  { name: 'eval-judge-low', turns: [{ content: '{"score": 0.2, "reason": "too vague"}' }] },
+];
+const MODELS = [...TEST_MODELS, ...SCENARIOS.map((s) => s.name)];
+
+/** Four cases: three pass on the baseline (one after healing its arguments), one never does. */
+const DATASET = `name: weather-reach
+agent: test_agent
+cases:
+  - id: hangzhou
+    input: 杭州周末天气怎么样
+    model: eval-weather
+    expect:
+      tools_called: [query_weather]
+      arguments: { query_weather: { city: 杭州 } }
+      answer: { contains: Hangzhou }
+      status: succeeded
+      max_steps: 3
+  - id: healed
+    input: 杭州省周末天气
+    model: eval-healing
+    expect:
+      tools_in_order: [query_weather]
+      arguments: { query_weather: { city: 杭州 } }
+      answer: { regex: '^Hangzhou: ' }
+  - id: greeting
+    input: say hello
+    model: echo
+    expect:
+      tools_not_called: [query_weather]
+      answer: { contains: hello }
+  - id: snow
+    input: 杭州会下雪吗
+    model: eval-weather
+    expect:
+      answer: { contains: snow }
+`;
+
+/** The command in this process, its output captured. */
+async function evalHere(h: ApiHarness, args: string[]) {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: EvalIo = { out: (t) => out.push(t), err: (t) => err.push(t) };
+  const code = await evalCommand(args, { AGENT_REACH_URL: h.url, AGENT_REACH_KEY: FULL_KEY }, io);
+  return { code, stdout: out.join('\n'), stderr: err.join('\n') };
+}
+
+describe('agent-reach eval: datasets run on the fleet, scored, compared between variants (real Redis, llm-sim)', () => {
+  let h: ApiHarness;
+  let dir: string;
+  let dataset: string;
+
+  beforeAll(async () => {
+    h = await startApiHarness({ allowedModels: MODELS, rateLimitPerMinute: 10_000 });
+    for (const s of SCENARIOS) h.sim.addScenario(s);
+    dir = await mkdtemp(path.join(tmpdir(), 'evals-'));
+    dataset = path.join(dir, 'weather.yaml');
+    await writeFile(dataset, DATASET);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('runs every case per variant as tagged runs, reports each expectation, the flipped cases and stores the report', async () => {
+    const out = path.join(dir, 'report.json');
+    const cli = await runCli({ AGENT_REACH_URL: h.url, AGENT_REACH_KEY: FULL_KEY }, [
+      'eval',
+      dataset,
+      '--variant',
+      'baseline',
+      '--variant',
+      'typo={"model":"eval-typo"}',
+      '--concurrency',
+      '3',
+      '--out',
+      out,
+    ]);
+    expect(cli.code, cli.stderr).toBe(0);
+    const report = JSON.parse(await readFile(out, 'utf8')) as EvalReport;
+    const [baseline, typo] = report.variants;
+    const passed = (v: typeof baseline) =>
+      Object.fromEntries(v!.cases.map((c) => [c.id, c.attempts[0]!.passed]));
+    expect(passed(baseline)).toEqual({ hangzhou: true, healed: true, greeting: true, snow: false });
+    expect(passed(typo)).toEqual({ hangzhou: false, healed: false, greeting: false, snow: false });
+    const snow = baseline!.cases.find((c) => c.id === 'snow')!.attempts[0]!;
+    expect(snow.failures).toEqual([
+      { check: 'answer_contains', message: 'the answer does not contain "snow"' },
+    ]);
+    const typoHangzhou = typo!.cases.find((c) => c.id === 'hangzhou')!.attempts[0]!;
+    expect(typoHangzhou.failures).toEqual([
+      { check: 'tools_called', message: 'not called: query_weather (called: none)' },
+      { check: 'arguments', message: 'query_weather: no successful call to check' },
+      { check: 'status', message: 'status failed, expected succeeded' },
+      { check: 'answer_contains', message: 'the answer does not contain "Hangzhou"' },
+    ]);
+    expect(baseline!.metrics).toMatchObject({
+      reach_success: 0.75,
+      self_healed_args: 1,
+      unknown_tool_calls: 0,
+      counts: { first_try_valid_args: [3, 4], self_healed_args: [1, 1] },
+    });
+    expect(typo!.metrics).toMatchObject({ reach_success: 0, unknown_tool_calls: 4 });
+    const comparison = report.comparisons[0]!;
+    expect(comparison.metrics.reach_success).toMatchObject({ baseline: 0.75, variant: 0, diff: -0.75 });
+    expect(comparison.metrics.reach_success!.high!).toBeLessThan(0);
+    expect(comparison.flipped.map((f) => [f.case, f.from, f.to])).toEqual([
+      ['hangzhou', 'pass', 'fail'],
+      ['healed', 'pass', 'fail'],
+      ['greeting', 'pass', 'fail'],
+    ]);
+    // Every run is an ordinary run of the fleet, tagged with the eval, its variant and its case.
+    const flippedRun = comparison.flipped[0]!.variant_runs[0]!;
+    const run = await h.client.getRun(flippedRun);
+    expect(run.metadata).toEqual({ eval: report.id, eval_variant: 'typo', eval_case: 'hangzhou' });
+    const tagged = await h.client.listRuns({ metadata: { eval: report.id }, limit: 50 });
+    expect(tagged.runs).toHaveLength(8);
+    // The terminal table went to stdout, with the stored report's id.
+    expect(cli.stdout).toMatch(/^reach_success\s+75\.0% \(3\/4\)\s+0\.0% \(0\/4\)\s+-75\.0% \[/m);
+    expect(cli.stdout).toContain(`eval ${report.id} stored: ${h.url}/v1/evals/${report.id}`);
+    const stored = await h.call('GET', `/v1/evals/${report.id}`);
+    expect(stored.status).toBe(200);
+    expect(stored.json).toEqual(report);
+    const list = await h.call('GET', '/v1/evals');
+    expect(list.json.evals).toContainEqual({
+      id: report.id,
+      dataset: 'weather-reach',
+      started_at: report.started_at,
+      finished_at: report.finished_at,
+      variants: [
+        { name: 'baseline', reach_success: 0.75 },
+        { name: 'typo', reach_success: 0 },
+      ],
+    });
+  });
+
+  it('gives a CI gate its exit code: 1 when a metric is under its floor or regressed, 0 when every gate holds', async () => {
+    const under = await evalHere(h, [dataset, '--fail-under', 'reach_success=90%', '--no-upload']);
+    expect(under.code, under.stderr).toBe(1);
+    expect(under.stderr).toContain('gate failed: reach_success of baseline is 75.0%, under 90.0%');
+    const holds = await evalHere(h, [
+      dataset,
+      '--fail-under',
+      'reach_success=0.7',
+      '--format',
+      'json',
+      '--no-upload',
+    ]);
+    expect(holds.code, holds.stderr).toBe(0);
+    expect((JSON.parse(holds.stdout) as EvalReport).variants[0]!.metrics.reach_success).toBe(0.75);
+    const regressed = await evalHere(h, [
+      dataset,
+      '--variant',
+      'baseline',
+      '--variant',
+      'typo={"model":"eval-typo"}',
+      '--max-regression',
+      'reach_success=0.5',
+      '--max-regression',
+      'unknown_tool_calls=5',
+      '--format',
+      'junit',
+      '--no-upload',
+    ]);
+    expect(regressed.code, regressed.stderr).toBe(1);
+    expect(regressed.stderr).toContain(
+      'gate failed: reach_success of typo regressed by 75.0% from baseline (75.0% → 0.0%), more than 50.0%',
+    );
+    expect(regressed.stderr).not.toContain('unknown_tool_calls');
+    expect(regressed.stdout).toContain('<testsuite name="weather-reach.typo" tests="4" failures="4"');
+  });
+
+  it('refuses a dataset that does not validate with exit 2, naming each case, field and line', async () => {
+    const bad = path.join(dir, 'bad.yaml');
+    await writeFile(
+      bad,
+      'agent: test_agent\ncases:\n  - id: a\n    input: x\n    expect: { tools_caled: [x] }\n  - id: b\n    expect: { max_steps: many }\n',
+    );
+    const cli = await runCli({ AGENT_REACH_URL: h.url, AGENT_REACH_KEY: FULL_KEY }, ['eval', bad]);
+    expect(cli.code).toBe(2);
+    expect(cli.stderr).toContain(
+      `problem: ${bad}: case "a" (line 5): expect: must NOT have additional properties "tools_caled"`,
+    );
+    expect(cli.stderr).toContain(
+      `problem: ${bad}: case "b" (line 6): (the case): must have required property 'input'`,
+    );
+    expect(cli.stderr).toContain(`problem: ${bad}: case "b" (line 7): expect.max_steps: must be integer`);
+    const usage = await evalHere(h, [dataset, '--fail-under', 'reach=1']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/unknown metric "reach"/);
+  });
+
+  it('stops with exit 2 when the platform refuses a run of the dataset, naming the case and the code', async () => {
+    const unknown = path.join(dir, 'unknown-agent.jsonl');
+    await writeFile(unknown, '{"id":"x","input":"hi","agent":"no_such_agent"}\n');
+    const res = await evalHere(h, [unknown, '--no-upload']);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/case "x", variant "baseline": the platform refused the run: UNKNOWN_AGENT/);
+  });
+
+  it("asks a judge only about answers that passed the checks, and fails the attempt under the judge's floor", async () => {
+    const judged = path.join(dir, 'judged.yaml');
+    await writeFile(
+      judged,
+      `agent: test_agent
+cases:
+  - id: praised
+    input: 杭州周末天气
+    model: eval-weather
+    judge: { agent: test_agent, model: eval-judge-high, rubric: names the condition }
+  - id: panned
+    input: 杭州周末天气
+    model: eval-weather
+    judge: { agent: test_agent, model: eval-judge-low, rubric: names the condition, min_score: 0.5 }
+  - id: failed-first
+    input: 杭州周末天气
+    model: eval-weather
+    expect: { answer: { contains: snow } }
+    judge: { agent: test_agent, model: eval-judge-high, rubric: names the condition }
+`,
+    );
+    const res = await evalHere(h, [judged, '--format', 'json', '--no-upload']);
+    expect(res.code, res.stderr).toBe(0);
+    const cases = (JSON.parse(res.stdout) as EvalReport).variants[0]!.cases;
+    const a = (id: string) => cases.find((c) => c.id === id)!.attempts[0]!;
+    expect(a('praised')).toMatchObject({
+      passed: true,
+      judge: { score: 0.9, reason: 'names the condition' },
+    });
+    expect(a('panned')).toMatchObject({
+      passed: false,
+      judge: { score: 0.2 },
+      failures: [{ check: 'judge', message: 'score 0.2 below 0.5: too vague' }],
+    });
+    expect(a('failed-first').judge).toBeUndefined();
+    expect(a('failed-first').failures.map((f) => f.check)).toEqual(['answer_contains']);
+  });
+
+  it('waits out a tenant quota (429) instead of failing cases, running every case with more concurrency than the quota', async () => {
+    const quota = await h.extraServer({
+      allowedModels: MODELS,
+      tenantQuotas: [{ tenant: 'default', maxRunsInFlight: 1 }],
+    });
+    try {
+      const out: string[] = [];
+      const code = await evalCommand(
+        [dataset, '--concurrency', '4', '--format', 'json', '--no-upload'],
+        { AGENT_REACH_URL: quota.url, AGENT_REACH_KEY: FULL_KEY },
+        { out: (t) => out.push(t), err: () => {} },
+      );
+      expect(code).toBe(0);
+      const report = JSON.parse(out.join('\n')) as EvalReport;
+      expect(report.variants[0]!.metrics).toMatchObject({ attempts: 4, reach_success: 0.75 });
+      expect(report.variants[0]!.cases.every((c) => c.attempts[0]!.run_id !== '')).toBe(true);
+    } finally {
+      await quota.close();
+    }
+  });
+});
