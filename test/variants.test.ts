@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isFinalStatus, type RunVariant } from '@agent-reach/protocol';
 import { FULL_KEY, LIMITED_KEY, startApiHarness, TEST_MODELS, type ApiHarness } from './helpers/api.js';
+import { replayRun } from '@agent-reach/scheduler';
 import { startSchedulerChild, type Child } from './helpers/processes.js';
 import { startRunsHarness, testEnv } from './helpers/runs.js';
 import { waitFor } from './helpers/redis.js';
@@ -126,6 +127,16 @@ describe('per-run variants: overrides of an agent for one run only, through the 
       bodyOf(r).messages.filter((m) => m.role === 'tool'),
     );
     expect(String(toolMessages[0]?.content)).toContain('"normalized_arguments":{"city":"广州"}');
+
+    // A live replay runs the call again with the variant the run had: healed again, no difference.
+    const replay = await replayRun(
+      healed.json.run_id,
+      { runner: h.schedulers[0]!.runner, store: h.control.store },
+      { live: true },
+    );
+    expect(replay.calls).toEqual([expect.objectContaining({ tool: 'query_weather', source: 'live' })]);
+    expect(replay.differences).toEqual([]);
+    expect((await h.control.get(replay.runId))?.state?.variant).toEqual(variant);
   });
 
   it("applies a variant's loop settings to its run: max_iterations 1 stops a run that keeps calling tools", async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { AgentReachError, errorResult, isValidRunId, type ToolResult } from '@agent-reach/protocol';
-import { parseJsonSafely, type ToolCatalogEntry } from '@agent-reach/shared';
+import { parseJsonSafely, variantAgent, type ToolCatalogEntry } from '@agent-reach/shared';
 import type { AgentRunner } from './agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { runAgent, type AgentLoopDeps } from '../agent-loop/run-agent.js';
@@ -10,6 +10,7 @@ import type { DispatchCall, DispatchOptions, DispatchRun } from '../fleet/dispat
 import type { LlmClient } from '../model/llm.js';
 import type { ToolCatalog } from '../fleet/tool-catalog.js';
 import type { RunStore } from './run-store.js';
+import { variantDeps } from './run-variant.js';
 
 /** A tool call whose result today differs from the recorded one. */
 export interface ReplayDifference {
@@ -144,7 +145,10 @@ export async function replayRun(
 ): Promise<ReplayResult> {
   const { state: original } = await deps.store.load(originalRunId);
   if (!original) throw new AgentReachError('RUN_NOT_FOUND', `unknown run ${originalRunId}`);
-  const agent = deps.runner.agent(original.agent);
+  const declared = deps.runner.agent(original.agent);
+  // A run of a variant is replayed with its variant: the agent, the tools and aliases it ran with.
+  const agent = declared && variantAgent(declared, original.variant?.overrides);
+  const runDispatcher = variantDeps(original.variant, deps.runner.catalog, deps.runner.dispatcher).dispatcher;
   if (!agent) throw new AgentReachError('AGENTS_INVALID', `unknown agent "${original.agent}"`);
   const events = (await deps.store.events(originalRunId)).map((e) => e.event);
   const recordedResults = await recordedResultsOf(original, events, deps.runner);
@@ -162,6 +166,7 @@ export async function replayRun(
     ...(original.sessionId ? { sessionId: original.sessionId } : {}),
     // The answers are checked against the schema the original checked them against.
     ...(original.outputSchema ? { outputSchema: original.outputSchema } : {}),
+    ...(original.variant ? { variant: original.variant } : {}),
     metadata: { ...original.metadata, replay_of: originalRunId, replay_mode: mode },
   });
   const calls: ReplayCall[] = [];
@@ -175,7 +180,7 @@ export async function replayRun(
       });
       const live = owed.filter((_, i) => sources[i] === 'live');
       const ran = live.length
-        ? await deps.runner.dispatcher.dispatch(
+        ? await (runDispatcher ?? deps.runner.dispatcher).dispatch(
             run,
             // Only the call itself goes out: never an approval.
             live.map((c) => ({ toolCallId: c.toolCallId, name: c.name, arguments: c.arguments })),
