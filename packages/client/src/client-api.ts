@@ -147,7 +147,11 @@ export interface AgentReachClient {
   cancel(runId: string): Promise<Run>;
   createSession(sessionId?: string): Promise<{ session_id: string }>;
   /** Starts a run of `agent` in the session (continuing its history). */
-  sendMessage(sessionId: string, input: Omit<CreateRunInput, 'sessionId'>): Promise<Run>;
+  /** Without `agent`, the session's agent, going on with the agent its last run handed off to. */
+  sendMessage(
+    sessionId: string,
+    input: Omit<CreateRunInput, 'sessionId' | 'agent'> & { agent?: string },
+  ): Promise<Run>;
   listAgents(): Promise<Agent[]>;
   createWorkflow(input: CreateWorkflowInput): Promise<Workflow>;
   /** The workflow with each node's state, output and run. */

@@ -32,6 +32,8 @@ export type RunEventBody =
       intent_signals?: string[];
       /** The variant the run was started with (its configuration overrides), when it has one. */
       variant?: RunVariant;
+      /** The agent in charge at the start, when not `agent`: a session going on after a handoff. */
+      in_charge?: string;
     }
   | {
       /** The request was placed outside the agent's `allowed_topic` (before any model call). */

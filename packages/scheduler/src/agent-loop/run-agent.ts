@@ -46,6 +46,8 @@ export async function runAgent(
       model: deps.llm.model,
       intent: state.intent.intent,
       intent_signals: state.intent.signals,
+      // A session's run may start with the agent its last run handed off to.
+      ...(state.inCharge && state.inCharge !== state.agent ? { in_charge: state.inCharge } : {}),
       ...(state.variant ? { variant: state.variant } : {}),
     });
     if (state.topic?.verdict === 'off_topic') {
