@@ -134,7 +134,10 @@ function nextCall(t: TurnInput): NoisyAnswer {
   };
   if (p.last !== undefined) {
     const { call, error } = p.last;
-    const hopeless = JSON.stringify(call) === JSON.stringify(intended) || p.tries >= MAX_TRIES_PER_STEP;
+    // Nothing to correct in a refused call that is the intended one: it is sent once more, then given up.
+    const same = JSON.stringify(call) === JSON.stringify(intended);
+    if (same && p.tries < 2) return { answer: callAnswer(call, t), mistakes: [] };
+    const hopeless = same || p.tries >= MAX_TRIES_PER_STEP;
     if (hopeless)
       return {
         answer: finalAnswer(p, `${tool.name} failed: ${error.message ?? 'invalid call'}`),

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type OpenAI from 'openai';
-import type { ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { startLlmSim, validateScenario, type LlmSim, type NoisyMistake } from '../src/index.js';
 import { client, functionCalls } from './helpers.js';
 import {
@@ -192,6 +192,30 @@ describe('the noisy model', () => {
     const task = '先查一下上海天气，然后写一份周末出行建议存成 md 文件，最后发邮件通知我';
     const { succeeded } = await playTask(openai, 'careful', task, { tools, system: TASK_STACK });
     expect(succeeded).toEqual(['query_weather', 'write_markdown_file', 'send_email']);
+  });
+
+  it('sends a refused call it cannot correct once more, then answers with the error', async () => {
+    const tools = [weatherTool(true)];
+    const refusal = {
+      ok: false,
+      error: { kind: 'invalid_arguments', message: 'the file was busy', field: '/city' },
+    };
+    const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: '广州天气怎么样？' }];
+    const sent: string[] = [];
+    for (let turn = 0; turn < 4; turn += 1) {
+      const res = await openai.chat.completions.create({ model: 'careful', messages, tools });
+      const [call] = functionCalls(res);
+      if (call === undefined) {
+        expect(res.choices[0]!.message.content).toContain('the file was busy');
+        break;
+      }
+      sent.push(call.arguments);
+      messages.push(
+        { role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: call }] },
+        { role: 'tool', tool_call_id: call.id, content: JSON.stringify(refusal) },
+      );
+    }
+    expect(sent).toEqual(['{"city":"广州"}', '{"city":"广州"}']);
   });
 
   it('answers a planning request with the steps of the request, naming the tools', async () => {
