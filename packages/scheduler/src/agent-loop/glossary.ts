@@ -223,6 +223,8 @@ export const ZH_GLOSSARY: Readonly<Record<string, string>> = {
   // Actions
   预约: 'book reserve appointment',
   预订: 'book reserve reservation',
+  订: 'book reserve',
+  订阅: 'subscribe subscription',
   取消: 'cancel',
   申请: 'request apply',
   查询: 'check',

@@ -1,4 +1,5 @@
 import type { RunIntent } from '@agent-reach/protocol';
+import { requestActions, WRITES } from './verb-senses.js';
 import { buildVocabulary, type Vocabulary, type VocabularyTool } from './vocabulary.js';
 
 /**
@@ -89,7 +90,8 @@ export function classifyIntent(input: string, agent: readonly IntentTool[] | Voc
   if (SEQUENCE.some((r) => r.test(text))) signals.push('sequence');
   if ((text.match(LIST_ITEMS) ?? []).length >= 2) signals.push('list');
   if (named.length >= 2) signals.push('several_tools');
-  const action = ACTION.some((r) => r.test(text));
+  // Asking to make, cancel or change something is an action, whatever the words for it.
+  const action = ACTION.some((r) => r.test(text)) || [...requestActions(text)].some((a) => WRITES.has(a));
   if (named.length === 1 || action) {
     // "All my bookings" is what a tool that lists does in one call.
     const lists = named.length === 1 && vocabulary.actionOf(named[0] as string) === 'list';

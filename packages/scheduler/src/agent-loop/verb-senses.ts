@@ -71,31 +71,34 @@ export function toolAction(tool: {
 const CUES: Readonly<Record<Action, readonly RegExp[]>> = {
   cancel: [
     /\b(?:cancel\w*|call(?:ing)? (?:it |them )?off|delete|remove|withdraw|scrap|drop (?:my|our|the|it)|(?:can(?:no|')?t|won'?t|will not|couldn'?t) make it|no longer (?:need|want|coming|come)|(?:don'?t|do not) need (?:it|them|the|my|our)\b.*\b(?:any ?more|after all))\b/i,
-    /取消|退订|退掉|退了|退票|退课|不要了|不用了|不需要了|不去了|去不了|来不了|不来了|不订了|不约了|不参加了|算了|放弃|删除|删掉|删了|撤销|撤回|作废/,
+    /取消|退订|退掉|退了|退票|退课|不(?:要|用|需要|去|来|住|上|看|租|订|定|约|参加|办|坐|练)了|去不了|来不了|算了|放弃|删除|删掉|删了|撤销|撤回|作废/,
   ],
   change: [
     /\b(?:change|move|reschedul\w*|postpone|push (?:it|my|our|the|back|forward)|bring (?:it |my |our |the )?forward|switch|swap|update|modify|edit|amend|extend|shorten|instead of)\b|\badd\b[^.?!]{0,40}\bto (?:my|our|the)\b/i,
-    /改|换|调整|调到|调成|调一下|推迟|推后|延后|延期|提前|挪|变更|延长|缩短|往后|往前/,
+    /改|换|调整|调到|调成|调一下|推迟|推后|延后|延期|提前|挪|变更|延长|缩短|往后|往前|多住|多待|多留|续住|晚一[点些]|早一[点些]/,
   ],
   list: [
     /\b(?:list|all (?:of )?(?:my|our|the)|upcoming|coming up|so far|history)\b|\b(?:what|which|any) (?:\w+ )?(?!(?:does|is|was|has|this|its|always|yours)\b)\w{3,}s\b|\b(?:show|see|view|check)(?: me)? (?:my|our) (?:\w+ )?\w+[^s's]s\b/i,
-    /有什么|有哪些|哪些|列出|列一下|列个|所有|全部|一共|都有|名下|清单|列表|有几个|有多少个/,
+    /有什么|有哪些|哪些|列出|列一下|列个|所有|全部|一共|都有|名下|清单|列表|有几个|有多少个|都.{0,4}什么/,
   ],
   get: [
-    /\b(?:what time|when(?:'s| is| was| does| do)|where (?:is|do|does|should|will)|which \w+ (?:is|was)|details? (?:of|for|on)|status of|look up|how much (?:is|was|does|do)|what \w+ did (?:i|we)|what (?:is|was|'s) (?:my|our|the)|confirm)\b/i,
-    /查|看看|看一下|几[号点月楼层天个位间时周]|什么时候|什么时间|哪天|哪一天|哪里|哪儿|在哪|是多少|多少钱|是哪|是谁|来着|详情|确认一下|进度|怎么样了/,
+    /\b(?:what time|when(?:'s| is| was| does| do)|where (?:is|do|does|should|will)|which \w+ (?:is|was)|details? (?:of|for|on)|status of|how much (?:is|was|does|do)|what \w+ did (?:i|we)|what (?:is|was|'s) (?:my|our|the))\b/i,
+    /几[号点月楼层天个位间时周]|什么时候|什么时间|哪天|哪一天|哪里|哪儿|在哪|是多少|多少钱|是哪|是谁|来着|详情|进度|怎么样了|了(?:没有|没|吗)[?？]?\s*$/,
   ],
   create: [
     /(?<!\bdid (?:i|we) )\b(?:book|reserve|rent|schedule|arrange|write|save|draft|send|join|make (?:a|an|me a) (?:booking|reservation|appointment)|sign (?:me |us )?up|put (?:me|us) down|register|enrol+|i'?d like (?:a|an|to book)|get me (?:a|an)|set up)\b/i,
     // A booking word after 的/把/那/这/单 … is the thing booked, and 订的/订了/订过 one booked already.
-    /(?<![的把那这么些个单次有大确一决固肯规设指预])(?:预订|预定|预约|订|定|约|安排|报名|报个|报一|挂号|挂个|登记|办理|申请|租|留个|留一|开个|开一|占个|占一)(?![的了过单期金义律])|写|保存|生成|发送|记到|记下/,
+    /(?<![的把那这么些个单次有大确一决固肯规设指预])(?:预订|预定|预约|订|定|约|安排|报名|报个|报一|挂号|挂个|登记|办理|申请|租|留个|留一|开个|开一|占个|占一)(?![的了过单期金义律])|写|保存|生成|发送|记到|记下|(?:想|要|打算)(?:上|去|参加|报|约|订|定|挂|租|住|看(?![看一下]))/,
   ],
 };
 
-/** Questions whether something exists ("有没有", "is there"): they ask to read, one record or a list. */
-const READS = [
+/** Asking to look something up ("查一下", "show me"): a read, of one record or of a list. */
+const LOOK_UP = [/\b(?:look up|check|show me|let me see)\b/i, /查|看看|看一下|确认一下/];
+
+/** Asking whether something exists ("有没有", "is there"): a read, when nothing else is asked. */
+const EXISTS = [
   /\b(?:is there|are there|do you have|have you got|any (?:free|available|open))\b/i,
-  /有没有|是否有|还有没有|有空/,
+  /有没有|是否有|还有没有|有空|有.{1,8}吗[?？]?\s*$/,
 ];
 
 /** A record the requester has made already ("我订的", "the booking I made"): a question reads it. */
@@ -120,8 +123,8 @@ function firstCue(cues: readonly RegExp[], text: string): number | undefined {
 /**
  * The actions a request asks for, by its cues. A request that cancels or changes something names the
  * thing with booking words before the verb ("把预订取消"), so there they do not ask to create one;
- * a request for a list ("有哪些", "what … do I have") asks for more than one record's details. Asking
- * whether something exists reads, and so does a question about a record made already.
+ * a request for a list ("有哪些", "what … do I have") asks for more than one record's details. Looking
+ * something up or asking whether it exists reads, and so does a question about a record made already.
  */
 export function requestActions(text: string): Set<Action> {
   const at = new Map(ACTIONS.map((action) => [action, firstCue(CUES[action], text)]));
@@ -138,8 +141,11 @@ export function requestActions(text: string): Set<Action> {
     found.delete('create');
   }
   if (found.has('list')) found.delete('get');
-  const writes = [...found].some((a) => WRITES.has(a));
-  if (!writes && some(READS, text)) ['get', 'list'].forEach((a) => found.add(a as Action));
+  const reads =
+    found.has('get') || found.has('list')
+      ? false
+      : some(LOOK_UP, text) || (found.size === 0 && some(EXISTS, text));
+  if (reads) ['get', 'list'].forEach((a) => found.add(a as Action));
   if (found.size === 0 && some(MADE, text) && QUESTION.test(text)) found.add('get');
   return found;
 }
