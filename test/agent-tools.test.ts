@@ -68,6 +68,63 @@ describe('agents as tools: a call runs a child agent on the fleet (real Redis, l
     expect(childState?.parent).toMatchObject({ runId: parentId, tool: 'ask_researcher', depth: 1 });
     expect(childState?.traceId).toBe((await harness.control.get(parentId))?.state?.traceId);
     expect(childState?.outcome?.answer).toBe('researched ok=true');
+    // The child's deadline is never past its parent's.
+    const parentState = (await harness.control.get(parentId))?.state;
+    expect(childState!.deadlineAt).toBeLessThanOrEqual(parentState!.deadlineAt);
+    const view = (await harness.call('GET', `/v1/runs/${parentId}`, { key: FULL_KEY })).json;
+    expect(view.children).toEqual([
+      {
+        tool_call_id: started.tool_call_id,
+        tool: 'ask_researcher',
+        agent: 'researcher',
+        run_id: started.child_run_id,
+      },
+    ]);
+    expect(view.steps[0].child_run_id).toBe(started.child_run_id);
+    const childView = (await harness.call('GET', `/v1/runs/${started.child_run_id}`, { key: FULL_KEY })).json;
+    expect(childView.parent).toEqual({
+      run_id: parentId,
+      tool_call_id: started.tool_call_id,
+      tool: 'ask_researcher',
+      depth: 1,
+    });
+  });
+
+  it('runs the other calls of the turn while the child run waits, and answers the turn once the child has', async () => {
+    const harness = await start();
+    const parentId = await harness.control.start({ agent: 'busy_planner', input: 'plan and note' });
+    const started = await childOf(harness, parentId);
+    const child = await parkedChild(harness, started.child_run_id);
+    const turn = ofType(await harness.control.events(parentId), 'llm_request')[0]!;
+    const noopId = turn.message.tool_calls!.find((c) => c.name === 'noop')!.id;
+    // The executor ran the other call while the child waits for a person.
+    const recorded = await waitFor(
+      async () => (await harness.redis.hget(harness.keys.results(parentId), noopId)) ?? undefined,
+      10_000,
+      "the other call's result",
+    );
+    expect(JSON.parse(recorded)).toMatchObject({ ok: true, content: { echo: 'beside' } });
+    expect((await harness.control.get(parentId))?.state?.outcome).toBeUndefined();
+    await harness.control.decide({
+      runId: started.child_run_id,
+      toolCallId: child.pending_approvals[0].tool_call_id,
+      decision: 'approved',
+    });
+    const outcome = await harness.control.wait(parentId, 30_000);
+    expect(outcome.answer).toBe('both answered');
+    expect(outcome.steps.map((s) => [s.tool, s.ok, s.answered])).toEqual([
+      ['ask_researcher', true, 'local'],
+      ['noop', true, 'dispatched'],
+    ]);
+  });
+
+  it('hands the parent the child run’s structured output as the call’s content when the child has an output schema', async () => {
+    const harness = await start();
+    const runId = await harness.control.start({ agent: 'clerk', input: 'may I refund order 7?' });
+    const outcome = await harness.control.wait(runId, 30_000);
+    expect(outcome.answer).toBe('allowed=true because damaged on arrival');
+    const result = ofType(await harness.control.events(runId), 'tool_result')[0];
+    expect(result?.result?.content).toEqual({ allowed: true, why: 'damaged on arrival' });
   });
 
   it('cancels the child when the parent is cancelled while it waits', async () => {

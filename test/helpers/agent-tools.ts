@@ -33,6 +33,20 @@ export const AGENTS = {
       model: 'at-planner-slow',
       agent_tools: [{ agent: 'slow_researcher', name: 'research', description: 'Research a question.' }],
     },
+    {
+      name: 'judge',
+      description: 'Judges whether a refund is allowed.',
+      tools: [],
+      model: 'at-judge',
+      output_schema: {
+        type: 'object',
+        required: ['allowed', 'why'],
+        additionalProperties: false,
+        properties: { allowed: { type: 'boolean' }, why: { type: 'string' } },
+      },
+    },
+    { name: 'busy_planner', tools: ['noop'], model: 'at-busy-planner', agent_tools: ['researcher'] },
+    { name: 'clerk', tools: [], model: 'at-clerk', agent_tools: ['judge'] },
     { name: 'ping', tools: [], model: 'at-ping', agent_tools: ['pong'], max_agent_depth: 2 },
     { name: 'pong', tools: [], model: 'at-pong', agent_tools: ['ping'] },
   ],
@@ -40,7 +54,8 @@ export const AGENTS = {
 
 /** The scenarios the agents' models name, allowed on llm-sim's (the default) provider. */
 export const MODELS = {
-  ALLOWED_MODELS: 'echo,at-planner,at-researcher,at-slow-researcher,at-planner-slow,at-ping,at-pong',
+  ALLOWED_MODELS:
+    'echo,at-planner,at-researcher,at-slow-researcher,at-planner-slow,at-ping,at-pong,at-judge,at-clerk,at-busy-planner',
 };
 
 const PLANNER_TURNS = [
@@ -67,6 +82,29 @@ export function addScenarios(sim: LlmSim): void {
   sim.addScenario({
     name: 'at-slow-researcher',
     turns: [{ tool_calls: [{ name: 'slow', arguments: { ms: 2500 } }] }, { content: 'slow research done' }],
+  });
+  sim.addScenario({
+    name: 'at-judge',
+    turns: [{ content: '{"allowed": true, "why": "damaged on arrival"}' }],
+  });
+  sim.addScenario({
+    name: 'at-clerk',
+    turns: [
+      { tool_calls: [{ name: 'ask_judge', arguments: { input: 'refund order 7?' } }] },
+      { content: 'allowed={{ last.content.allowed }} because {{ last.content.why }}' },
+    ],
+  });
+  sim.addScenario({
+    name: 'at-busy-planner',
+    turns: [
+      {
+        tool_calls: [
+          { name: 'ask_researcher', arguments: { input: 'find the answer' } },
+          { name: 'noop', arguments: { value: 'beside' } },
+        ],
+      },
+      { content: 'both answered' },
+    ],
   });
   // ping → pong → ping → pong … each calls the other; the depth limit ends the chain.
   for (const [name, tool] of [

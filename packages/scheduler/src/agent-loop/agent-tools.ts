@@ -5,10 +5,12 @@ import {
   type AgentSpec,
   type AgentToolSpec,
   type ToolCatalogEntry,
+  waitAtMost,
 } from '@agent-reach/shared';
 import type { ChildRunLink, RunState } from './run-state.js';
 import type { RunContext } from './run-context.js';
 import type { OwedCall } from './steps.js';
+import { resolveToolCalls } from './tool-calls.js';
 
 /**
  * Agents called as tools. A call of an agent tool starts a child run on the fleet (an ordinary run of the
@@ -176,6 +178,23 @@ async function startChild(
     child_run_id: runId,
     depth,
   });
+}
+
+/**
+ * The other calls of a turn that waits for child runs go to the executors now, so they run while the
+ * children do (as a turn's calls run in parallel); their results wait in the run's record, where the round
+ * that answers the turn finds them without publishing them again.
+ */
+export async function dispatchBeside(run: RunContext, open: OwedCall[], fresh: boolean): Promise<void> {
+  const tools = agentToolsOf(run.deps.agent);
+  const local = new Set((run.state.localResults ?? []).map((r) => r.tool_call_id));
+  const others = open.filter((c) => !tools.has(c.name) && !local.has(c.id));
+  const remainingMs = run.state.deadlineAt - Date.now();
+  if (others.length === 0 || remainingMs <= 0) return;
+  const dispatched = resolveToolCalls(run.state, others, run.deps, fresh);
+  // Calls still out at the deadline are answered by the round that ends the run, from what the record holds.
+  dispatched.catch(() => undefined);
+  await waitAtMost(dispatched, remainingMs);
 }
 
 /** How deep the run's tree of agent calls may grow: its root's limit, carried by every child. */

@@ -2,7 +2,7 @@ import { errorResult, type ToolResult } from '@agent-reach/protocol';
 import { TIMED_OUT, waitAtMost } from '@agent-reach/shared';
 import type { RunState } from './run-state.js';
 import { requestApprovals } from './approvals.js';
-import { awaitChildren, childOf } from './agent-tools.js';
+import { awaitChildren, childOf, dispatchBeside } from './agent-tools.js';
 import { repeatNudge, type GuardStop } from './guards.js';
 import type { RunContext } from './run-context.js';
 import type { OwedCall, StepResult } from './steps.js';
@@ -22,7 +22,10 @@ export async function toolRound(run: RunContext, owed: OwedCall[], fresh: boolea
   if (Date.now() < state.deadlineAt && requestApprovals(state, open, deps, run.emit)) {
     return { next: { type: 'park_for_approval' } };
   }
-  if (await awaitChildren(run, open)) return { next: { type: 'await_children' } };
+  if (await awaitChildren(run, open)) {
+    await dispatchBeside(run, open, fresh);
+    return { next: { type: 'await_children' } };
+  }
   const stopped = await answerCalls(run, owed, fresh);
   return {
     checkpoint: 'tool_results',
