@@ -1,10 +1,11 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isFinalStatus, type RunVariant } from '@agent-reach/protocol';
 import { FULL_KEY, LIMITED_KEY, startApiHarness, TEST_MODELS, type ApiHarness } from './helpers/api.js';
+import { enqueueRun } from '@agent-reach/client/queue';
 import { replayRun } from '@agent-reach/scheduler';
 import { startSchedulerChild, type Child } from './helpers/processes.js';
 import { startRunsHarness, testEnv } from './helpers/runs.js';
-import { waitFor } from './helpers/redis.js';
+import { REDIS_URL, waitFor } from './helpers/redis.js';
 
 /** The model's call with a city as people write it (广州省), which query_weather's enum does not hold. */
 const CITY_SCENARIO = {
@@ -170,6 +171,30 @@ describe('per-run variants: overrides of an agent for one run only, through the 
     } finally {
       await api.close();
     }
+  });
+
+  it("checks a variant carried by a job added to the queue directly: the client's enqueueRun starts a run with one, and one naming a tool the agent does not list ends the run invalid_job naming it", async () => {
+    const variant: RunVariant = { name: 'queued', overrides: { instructions: 'VARIANT-FROM-THE-QUEUE' } };
+    const { runId } = await enqueueRun({
+      redisUrl: REDIS_URL,
+      prefix: h.prefix,
+      agent: 'test_agent',
+      input: 'hello from a queued variant',
+      variant,
+    });
+    expect(await finished(runId)).toMatchObject({ status: 'succeeded', variant });
+    const seen = requestsOf(h.sim.requests, 'hello from a queued variant');
+    expect(seen.length).toBeGreaterThan(0);
+    for (const r of seen) expect(systemText(r)).toContain('VARIANT-FROM-THE-QUEUE');
+
+    const refused = await h.control.start({
+      agent: 'weather_only',
+      input: 'hello',
+      variant: { name: 'unlisted', overrides: { tools: { noop: { description: 'x' } } } },
+    });
+    const outcome = await h.control.wait(refused, 20_000);
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'invalid_job' });
+    expect(outcome.report).toContain('agent "weather_only" does not list tool "noop"');
   });
 
   it('refuses a variant with a key a variant may not hold, naming the key, with 400', async () => {

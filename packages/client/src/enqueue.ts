@@ -4,6 +4,7 @@ import {
   CALLBACK_EVENTS,
   MAX_CALLBACK_URL_CHARS,
   type RunCallback,
+  type RunVariant,
   DEFAULT_KEY_PREFIX,
   DEFAULT_REDIS_READY_TIMEOUT_MS,
   createKeys,
@@ -54,6 +55,11 @@ export interface RunJobFields {
    * `verifyWebhook`.
    */
   callback?: RunCallback;
+  /**
+   * Overrides of the agent's configuration for this run only (docs/api.md#variants). The scheduler checks
+   * it when it takes the run: one that does not pass ends the run `failed` with reason `invalid_job`.
+   */
+  variant?: RunVariant;
 }
 
 export interface EnqueueRunOptions extends RunJobFields {
@@ -186,6 +192,7 @@ export async function enqueueRun(options: EnqueueRunOptions): Promise<{ runId: s
       tenant: o.tenant,
       output_schema: o.outputSchema,
       callback: o.callback,
+      variant: o.variant,
     });
     await queue.add('run', data, runJobOptions(o.runId, o.retentionS)).catch((err: unknown) => {
       throw unavailable(url, `adding the run's job failed (${(err as Error).message})`, err);
