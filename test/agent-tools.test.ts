@@ -154,6 +154,31 @@ describe('agents as tools: a call runs a child agent on the fleet (real Redis, l
     expect(result?.child_run_id).toBe(started.child_run_id);
   });
 
+  it('stops waiting at the parent’s deadline, the call answered as failed, and the child, whose own deadline is the parent’s, ends too', async () => {
+    const harness = await start();
+    const parentId = await harness.control.start({ agent: 'hasty_planner', input: 'plan it fast' });
+    const started = await childOf(harness, parentId);
+    const parent = await harness.control.wait(parentId, 20_000);
+    expect(parent).toMatchObject({ status: 'not_converged', reason: 'deadline' });
+    // Both wake at the same deadline: the parent's own answer or the child's end, whichever is recorded first.
+    const result = ofType(await harness.control.events(parentId), 'tool_result')[0];
+    expect(result?.ok).toBe(false);
+    expect(['unavailable', 'execution_error']).toContain(result?.error?.kind);
+    const child = await harness.control.wait(started.child_run_id, 20_000);
+    expect(['cancelled', 'not_converged']).toContain(child.status);
+    const states = await Promise.all([parentId, started.child_run_id].map((id) => harness.control.get(id)));
+    expect(states[1]!.state!.deadlineAt).toBeLessThanOrEqual(states[0]!.state!.deadlineAt);
+  });
+
+  it('answers a call without its input as invalid_arguments, starting no child run', async () => {
+    const harness = await start();
+    const runId = await harness.control.start({ agent: 'sloppy_planner', input: 'go' });
+    const outcome = await harness.control.wait(runId, 20_000);
+    expect(outcome.answer).toBe('refused: invalid_arguments at /input');
+    expect(ofType(await harness.control.events(runId), 'child_run_started')).toEqual([]);
+    expect((await harness.control.list()).filter((r) => r.agent === 'researcher')).toEqual([]);
+  });
+
   it('refuses a call past max_agent_depth as forbidden without starting a run, so a cycle of agents ends', async () => {
     const harness = await start();
     const rootId = await harness.control.start({ agent: 'ping', input: 'go' });

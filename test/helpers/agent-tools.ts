@@ -46,6 +46,14 @@ export const AGENTS = {
       },
     },
     { name: 'busy_planner', tools: ['noop'], model: 'at-busy-planner', agent_tools: ['researcher'] },
+    {
+      name: 'hasty_planner',
+      tools: [],
+      model: 'at-planner',
+      agent_tools: ['researcher'],
+      max_wall_time_ms: 3000,
+    },
+    { name: 'sloppy_planner', tools: [], model: 'at-sloppy', agent_tools: ['researcher'] },
     { name: 'clerk', tools: [], model: 'at-clerk', agent_tools: ['judge'] },
     { name: 'ping', tools: [], model: 'at-ping', agent_tools: ['pong'], max_agent_depth: 2 },
     { name: 'pong', tools: [], model: 'at-pong', agent_tools: ['ping'] },
@@ -55,7 +63,7 @@ export const AGENTS = {
 /** The scenarios the agents' models name, allowed on llm-sim's (the default) provider. */
 export const MODELS = {
   ALLOWED_MODELS:
-    'echo,at-planner,at-researcher,at-slow-researcher,at-planner-slow,at-ping,at-pong,at-judge,at-clerk,at-busy-planner',
+    'echo,at-planner,at-researcher,at-slow-researcher,at-planner-slow,at-ping,at-pong,at-judge,at-clerk,at-busy-planner,at-sloppy',
 };
 
 const PLANNER_TURNS = [
@@ -104,6 +112,13 @@ export function addScenarios(sim: LlmSim): void {
         ],
       },
       { content: 'both answered' },
+    ],
+  });
+  sim.addScenario({
+    name: 'at-sloppy',
+    turns: [
+      { tool_calls: [{ name: 'ask_researcher', arguments: { query: 'no input field' } }] },
+      { content: 'refused: {{ last.error.kind }} at {{ last.error.field }}' },
     ],
   });
   // ping → pong → ping → pong … each calls the other; the depth limit ends the chain.
