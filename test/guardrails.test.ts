@@ -237,6 +237,12 @@ describe('guardrails on the request, the answer and tool calls (llm-sim, real Re
     expect(plain.outcome.report).toMatch(
       /output guardrail "no_pii_out" tripped: the output holds PII: phone number …8000/,
     );
+    // The history a session carries on holds a note, not the withheld answer.
+    expect(plain.state.messages.at(-1)).toEqual({
+      role: 'assistant',
+      content: '[answer withheld by guardrail "no_pii_out"]',
+    });
+    expect(JSON.stringify(plain.state.messages)).not.toContain('0013');
 
     const structured = await h.run(
       { name: 'structured-leak', turns: [{ content: '{"customer":"Li","card":"4111111111111111"}' }] },
@@ -250,6 +256,10 @@ describe('guardrails on the request, the answer and tool calls (llm-sim, real Re
       { agent: 'structured_writer', input: 'summarise the customer' },
     );
     expect(fine.outcome).toMatchObject({ status: 'succeeded', output: { customer: 'Li', card: 'on file' } });
+    expect(fine.state.messages.at(-1)).toEqual({
+      role: 'assistant',
+      content: '{"customer":"Li","card":"on file"}',
+    });
   });
 
   it('fails closed when a guardrail tool errors or times out, and fails open when the guardrail says so', async () => {

@@ -1,7 +1,7 @@
 import { NotFoundError } from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startLlmSim, type LlmSim, type Scenario } from '../src/index.js';
+import { startLlmSim, validateScenario, type LlmSim, type Scenario } from '../src/index.js';
 import { client, functionCalls, withToolResults } from './helpers.js';
 
 const scenarios: Scenario[] = [
@@ -157,6 +157,33 @@ describe('chat completions', () => {
     expect(res.choices[0]!.message.content).toBe('t1');
     expect(sim.requests[0]!.turn).toBe(1);
     expect((sim.requests[0]!.body as { response_format?: unknown }).response_format).toEqual(format);
+  });
+
+  it('answers a request for a JSON Schema the scenario lists under schemas from there, whatever the turn', async () => {
+    const own = await startLlmSim({ scenarios: [] });
+    own.addScenario({
+      name: 'judged',
+      schemas: { guardrail_verdict: { content: '{"tripped": true, "reason": "about {{ user }}"}' } },
+      turns: [{ content: 't0' }, { content: 't1' }],
+    });
+    const ask = (name: string) =>
+      client(own).chat.completions.create({
+        model: 'judged',
+        messages: [{ role: 'user', content: 'my chest hurts' }],
+        response_format: {
+          type: 'json_schema',
+          json_schema: { name, schema: { type: 'object' }, strict: false },
+        },
+      });
+    expect((await ask('guardrail_verdict')).choices[0]!.message.content).toBe(
+      '{"tripped": true, "reason": "about my chest hurts"}',
+    );
+    // Another schema's request is a structured-output turn, played from the turns.
+    expect((await ask('answer')).choices[0]!.message.content).toBe('t0');
+    await own.close();
+    expect(() =>
+      validateScenario({ name: 'x', turns: [], schemas: { v: { contnet: 'x' } } }, 'inline'),
+    ).toThrow(/schemas\.v\.contnet: unknown field/);
   });
 
   it('adds the folded_turns counts that compaction left in system and user messages', async () => {

@@ -100,6 +100,11 @@ export const DEFAULT_CONTEXT_PROVIDER_MAX_CHARS = 4000;
 /** Time a guardrail's tool or agent check may take before its `on_error` policy decides, in ms. */
 export const DEFAULT_GUARDRAIL_TIMEOUT_MS = 10_000;
 /**
+ * A guardrail tool's call lives this long past the guardrail's timeout, in ms, so that the guardrail's own
+ * timer (not the dispatcher's deadline) decides a late check; no executor starts it after that.
+ */
+export const GUARDRAIL_CALL_GRACE_MS = 1000;
+/**
  * Smallest domain share (0–1: the weight of the request's words that the agent's tools, topics and examples
  * know over the weight of all its words; words many domains share weigh a quarter, unknown words 0.6) at
  * which a request counts as within an agent's topics.

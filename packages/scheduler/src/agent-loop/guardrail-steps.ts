@@ -32,10 +32,16 @@ export async function inputGuardrailStep(run: RunContext, after: NextStep): Prom
 export function holdForOutputGuardrails(run: RunContext, next: NextStep): StepResult | undefined {
   if (next.type !== 'final_output' || (run.deps.agent.guardrails?.output?.length ?? 0) === 0)
     return undefined;
+  const { messages } = run.state;
+  // The answer's message leaves the history (and so a session's next run) until it passes.
+  const last = messages.at(-1);
+  const said = last?.role === 'assistant' && typeof last.content === 'string' ? last.content : undefined;
+  if (said !== undefined) messages.pop();
   run.state.pendingFinal = {
     answer: next.answer,
     truncated: next.truncated,
     ...(next.output !== undefined ? { output: next.output } : {}),
+    ...(said !== undefined ? { said } : {}),
   };
   return { checkpoint: 'llm_response', next: { type: 'output_guardrails' } };
 }
@@ -48,6 +54,8 @@ export async function outputGuardrailStep(run: RunContext): Promise<StepResult> 
   const target = { stage: 'output' as const, text: held.answer, ref: `turn_${run.state.iterations}` };
   const trip = await runGuardrails(run, specs, target);
   delete run.state.pendingFinal;
+  const said = trip ? `[answer withheld by guardrail "${trip.spec.name}"]` : held.said;
+  if (said !== undefined) run.state.messages.push({ role: 'assistant', content: said });
   if (trip) return { next: tripped(trip, 'output') };
   return {
     next: {

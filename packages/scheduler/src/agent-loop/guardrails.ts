@@ -177,7 +177,7 @@ async function askTool(
       runId: state.runId,
       traceId: state.traceId,
       agent: agentInCharge(state),
-      deadlineAt: Math.min(state.deadlineAt, Date.now() + timeoutMs),
+      deadlineAt: Math.min(state.deadlineAt, Date.now() + timeoutMs + constants.GUARDRAIL_CALL_GRACE_MS),
     },
     [{ toolCallId: call.id, name: call.name, arguments: call.arguments }],
     { fresh: false, ...(deps.release ? { signal: deps.release } : {}) },

@@ -110,7 +110,13 @@ export interface RunState {
   /** Guardrail tool calls about to be published: the checkpoint puts them in the run's ledger, not the history. */
   guardrailCalls?: Array<{ id: string; name: string; arguments: string }>;
   /** A final answer waiting for the output guardrails: a resumed run checks it instead of asking again. */
-  pendingFinal?: { answer: string; truncated: boolean; output?: unknown };
+  pendingFinal?: {
+    answer: string;
+    truncated: boolean;
+    output?: unknown;
+    /** The assistant message of the answer, kept out of the history until the guardrails pass. */
+    said?: string;
+  };
   /** JSON Schema the final answer must match (the run's own, else its agent's at the run's start). */
   outputSchema?: Record<string, unknown>;
   /** The run's variant: overrides of its agent's configuration for this run only, kept across resumes. */
