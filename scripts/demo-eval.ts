@@ -116,7 +116,7 @@ function printHeadline(report: EvalReport, model: string): void {
     console.log(`    ${VARIANT.padEnd(16)} ${errorRate(report, VARIANT, metric)}`);
     if (d && d.low !== null && d.high !== null)
       console.log(
-        `    difference       ${pts(-d.diff)} points, 95 % interval [${pts(-d.high)}, ${pts(-d.low)}]`,
+        `    with − without   ${pts(-d.diff)} points, 95 % interval [${pts(-d.high)}, ${pts(-d.low)}]`,
       );
   }
   const flipped = comparison?.flipped ?? [];
