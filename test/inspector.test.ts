@@ -12,6 +12,7 @@ import { createLogger } from '@agent-reach/shared';
 import { FULL_KEY, LIMITED_KEY, TEST_MODELS, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { FILESYSTEM_SERVER, tempDir } from './helpers/mcp.js';
 import { TEST_AGENTS } from './helpers/processes.js';
+import { login } from './helpers/inspector.js';
 import { testRedis, waitFor } from './helpers/redis.js';
 import { addCommonScenarios } from './helpers/scenarios.js';
 import { WORKFLOW_SCENARIOS, WORKFLOWS_FIXTURE } from './helpers/workflows.js';
@@ -174,16 +175,6 @@ const finished = (h: ApiHarness, runId: string, status = ['succeeded', 'failed',
     20_000,
     `run ${runId} in ${status.join('|')}`,
   );
-
-async function login(h: ApiHarness, key: string): Promise<string> {
-  const res = await fetch(`${h.url}/ui/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ key }),
-  });
-  expect(res.status).toBe(204);
-  return (res.headers.get('set-cookie') ?? '').split(';')[0]!;
-}
 
 describe('run inspector sessions: a login is a cookie, and a write on it needs the inspector header', () => {
   let h: ApiHarness;

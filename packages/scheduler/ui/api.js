@@ -41,6 +41,13 @@ export const api = {
   schedules: () => call('GET', '/v1/schedules'),
   overview: () => call('GET', '/ui/api/overview'),
   approvals: () => call('GET', '/ui/api/approvals'),
+  models: () => call('GET', '/ui/api/models'),
+  startRun: (body) => call('POST', '/v1/runs', body),
+  openSession: (agent) => call('POST', '/v1/sessions', { agent }),
+  sendMessage: (sessionId, body) =>
+    call('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/messages`, body),
+  evals: () => call('GET', '/v1/evals'),
+  evalReport: (id) => call('GET', `/v1/evals/${encodeURIComponent(id)}`),
   decide: (runId, toolCallId, decision, reason) =>
     call('POST', `/v1/runs/${encodeURIComponent(runId)}/approvals`, {
       tool_call_id: toolCallId,

@@ -9,6 +9,8 @@ import { RunPage } from './run-page.js';
 import { RunsPage } from './runs-page.js';
 import { WorkflowPage, WorkflowsPage } from './workflows-page.js';
 import { SchedulesPage } from './schedules-page.js';
+import { PlaygroundPage } from './playground-page.js';
+import { EvalsPage } from './evals-page.js';
 import './styles.css';
 
 /** Pages live in the hash (`#/runs/<id>`): nothing secret is ever in a URL, and the server serves one page. */
@@ -80,6 +82,12 @@ function App() {
   const link = (page, label) =>
     html`<a href=${`#/${page}`} class=${route.page === page ? 'active' : ''} aria-current=${route.page === page ? 'page' : undefined}>${label}</a>`;
   const signOut = () => api.logout().finally(() => setMe(null));
+  const lab =
+    route.page === 'playground'
+      ? html`<${PlaygroundPage} agents=${agents} agentName=${route.id} />`
+      : route.page === 'evals'
+        ? html`<${EvalsPage} evalId=${route.id} />`
+        : undefined;
   return html`<div>
     <a class="skip" href="#main" onClick=${(e) => {
       e.preventDefault();
@@ -87,12 +95,13 @@ function App() {
     }}>Skip to content</a>
     <header>
       <span class="brand">Agent-Reach</span>
-      <nav aria-label="Pages">${link('overview', 'Overview')}${link('runs', 'Runs')}${link('approvals', 'Approvals')}${link('agents', 'Agents & tools')}${hasWorkflows || route.page === 'workflows' ? link('workflows', 'Workflows') : null}${link('schedules', 'Schedules')}</nav>
+      <nav aria-label="Pages">${link('overview', 'Overview')}${link('runs', 'Runs')}${link('approvals', 'Approvals')}${link('agents', 'Agents & tools')}${hasWorkflows || route.page === 'workflows' ? link('workflows', 'Workflows') : null}${link('schedules', 'Schedules')}${link('playground', 'Playground')}${link('evals', 'Evals')}</nav>
       <span class="who">${me.name}${me.agents ? html` <span class="muted">(${me.agents.join(', ')})</span>` : null}<button class="secondary" onClick=${signOut}>Sign out</button></span>
     </header>
     <main id="main" tabindex="-1">
       ${
-        route.page === 'runs' && route.id
+        lab ??
+        (route.page === 'runs' && route.id
           ? html`<${RunPage} runId=${route.id} />`
           : route.page === 'workflows'
             ? route.id
@@ -106,7 +115,7 @@ function App() {
                   ? html`<${OverviewPage} />`
                   : route.page === 'agents'
                     ? html`<${AgentsPage} agents=${agents} reloadAgents=${reloadAgents} />`
-                    : html`<${RunsPage} agents=${agents} />`
+                    : html`<${RunsPage} agents=${agents} />`)
       }
     </main>
   </div>`;

@@ -46,7 +46,7 @@ function secured(reply: FastifyReply): FastifyReply {
 /**
  * The run inspector at `/ui`: a page and its bundle (public: they hold no data), a login that turns an
  * API key into a session cookie, and the few reads the pages need beyond `/v1` (approvals waiting,
- * tool error rates, the overview's figures). Its pages call `/v1` with the session cookie, so a limited key sees only its agents.
+ * tool error rates, the overview's figures, the playground's models). Its pages call `/v1` with the session cookie, so a limited key sees only its agents.
  */
 export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSessions): void {
   const bundle = uiBundle(ctx.log);
@@ -129,6 +129,12 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
           }));
       }),
     };
+  });
+
+  // The playground's model picker: exactly the models `POST /v1/runs` accepts as `model`.
+  app.get(`${UI_PATH}/api/models`, { schema: hide }, async (request) => {
+    requirePrincipal(ctx.auth, request);
+    return { models: [...ctx.options.allowedModels].sort() };
   });
 
   app.get(`${UI_PATH}/api/tool-stats`, { schema: hide }, async (request) =>
