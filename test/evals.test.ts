@@ -2,10 +2,15 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { evalCommand, type EvalIo } from '@agent-reach/evals';
-import type { EvalReport } from '@agent-reach/protocol';
-import { FULL_KEY, startApiHarness, TEST_MODELS, type ApiHarness } from './helpers/api.js';
+import { migrate, Outbox, type Archiver } from '@agent-reach/archive';
+import { evalCommand, parseDataset, type EvalIo } from '@agent-reach/evals';
+import { MAX_EVAL_REPORT_BYTES, type EvalReport } from '@agent-reach/protocol';
+import { RunControl } from '@agent-reach/scheduler';
+import { openRunArchive, RunStore, type OpenedRunArchive } from '@agent-reach/scheduler/internal';
+import { FULL_KEY, request, startApiHarness, TEST_MODELS, type ApiHarness } from './helpers/api.js';
 import { runCli } from './helpers/cli.js';
+import { startTestArchiver, testDatabase } from './helpers/postgres.js';
+import { waitFor } from './helpers/redis.js';
 
 /** llm-sim scenarios the cases name as their model: a weather lookup, one healed, one with a typo. */
 const SCENARIOS = [
@@ -70,11 +75,11 @@ cases:
 `;
 
 /** The command in this process, its output captured. */
-async function evalHere(h: ApiHarness, args: string[]) {
+async function evalHere(url: string, args: string[]) {
   const out: string[] = [];
   const err: string[] = [];
   const io: EvalIo = { out: (t) => out.push(t), err: (t) => err.push(t) };
-  const code = await evalCommand(args, { AGENT_REACH_URL: h.url, AGENT_REACH_KEY: FULL_KEY }, io);
+  const code = await evalCommand(args, { AGENT_REACH_URL: url, AGENT_REACH_KEY: FULL_KEY }, io);
   return { code, stdout: out.join('\n'), stderr: err.join('\n') };
 }
 
@@ -167,10 +172,10 @@ describe('agent-reach eval: datasets run on the fleet, scored, compared between 
   });
 
   it('gives a CI gate its exit code: 1 when a metric is under its floor or regressed, 0 when every gate holds', async () => {
-    const under = await evalHere(h, [dataset, '--fail-under', 'reach_success=90%', '--no-upload']);
+    const under = await evalHere(h.url, [dataset, '--fail-under', 'reach_success=90%', '--no-upload']);
     expect(under.code, under.stderr).toBe(1);
     expect(under.stderr).toContain('gate failed: reach_success of baseline is 75.0%, under 90.0%');
-    const holds = await evalHere(h, [
+    const holds = await evalHere(h.url, [
       dataset,
       '--fail-under',
       'reach_success=0.7',
@@ -180,7 +185,7 @@ describe('agent-reach eval: datasets run on the fleet, scored, compared between 
     ]);
     expect(holds.code, holds.stderr).toBe(0);
     expect((JSON.parse(holds.stdout) as EvalReport).variants[0]!.metrics.reach_success).toBe(0.75);
-    const regressed = await evalHere(h, [
+    const regressed = await evalHere(h.url, [
       dataset,
       '--variant',
       'baseline',
@@ -217,7 +222,7 @@ describe('agent-reach eval: datasets run on the fleet, scored, compared between 
       `problem: ${bad}: case "b" (line 6): (the case): must have required property 'input'`,
     );
     expect(cli.stderr).toContain(`problem: ${bad}: case "b" (line 7): expect.max_steps: must be integer`);
-    const usage = await evalHere(h, [dataset, '--fail-under', 'reach=1']);
+    const usage = await evalHere(h.url, [dataset, '--fail-under', 'reach=1']);
     expect(usage.code).toBe(2);
     expect(usage.stderr).toMatch(/unknown metric "reach"/);
   });
@@ -225,7 +230,7 @@ describe('agent-reach eval: datasets run on the fleet, scored, compared between 
   it('stops with exit 2 when the platform refuses a run of the dataset, naming the case and the code', async () => {
     const unknown = path.join(dir, 'unknown-agent.jsonl');
     await writeFile(unknown, '{"id":"x","input":"hi","agent":"no_such_agent"}\n');
-    const res = await evalHere(h, [unknown, '--no-upload']);
+    const res = await evalHere(h.url, [unknown, '--no-upload']);
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/case "x", variant "baseline": the platform refused the run: UNKNOWN_AGENT/);
   });
@@ -251,7 +256,7 @@ cases:
     judge: { agent: test_agent, model: eval-judge-high, rubric: names the condition }
 `,
     );
-    const res = await evalHere(h, [judged, '--format', 'json', '--no-upload']);
+    const res = await evalHere(h.url, [judged, '--format', 'json', '--no-upload']);
     expect(res.code, res.stderr).toBe(0);
     const cases = (JSON.parse(res.stdout) as EvalReport).variants[0]!.cases;
     const a = (id: string) => cases.find((c) => c.id === id)!.attempts[0]!;
@@ -287,5 +292,248 @@ cases:
     } finally {
       await quota.close();
     }
+  });
+});
+
+/** A minimal report of one variant and one case, as the command uploads it. */
+function minimalReport(id: string, extra: Partial<EvalReport> = {}): EvalReport {
+  const metrics = {
+    cases: 1,
+    attempts: 1,
+    reach_success: 1,
+    tool_selection_accuracy: 1,
+    first_try_valid_args: 1,
+    self_healed_args: 0,
+    unknown_tool_calls: 0,
+    forbidden_calls: 0,
+    task_completion: 1,
+    steps_mean: 1,
+    tokens_total: 10,
+    cost_total: 0,
+    latency_p50_ms: 5,
+    latency_p95_ms: 5,
+  };
+  return {
+    id,
+    dataset: { name: 'tiny', cases: 1 },
+    started_at: '2026-01-01T00:00:00.000Z',
+    finished_at: '2026-01-01T00:00:01.000Z',
+    repeat: 1,
+    concurrency: 1,
+    variants: [
+      {
+        name: 'baseline',
+        overrides: {},
+        metrics,
+        cases: [
+          {
+            id: 'a',
+            attempts: [
+              { run_id: 'r1', passed: true, failures: [], steps: 1, tokens: 10, cost: 0, latency_ms: 5 },
+            ],
+          },
+        ],
+      },
+    ],
+    comparisons: [],
+    ...extra,
+  };
+}
+
+describe('/v1/evals: eval reports stored per tenant (real Redis)', () => {
+  const ACME = 'acme-key-0123456789abcdef';
+  const GLOBEX = 'globex-key-0123456789abcdef';
+  let h: ApiHarness;
+  let url: string;
+  let close: () => Promise<void>;
+
+  beforeAll(async () => {
+    h = await startApiHarness();
+    const server = await h.extraServer({
+      apiKeys: [
+        { key: ACME, name: 'acme', tenants: ['acme'] },
+        { key: GLOBEX, name: 'globex', tenants: ['globex'] },
+      ],
+    });
+    url = server.url;
+    close = () => server.close();
+  });
+  afterAll(async () => {
+    await close?.();
+    await h?.close();
+  });
+
+  it("shows a tenant its own evals only, and refuses to overwrite another tenant's id", async () => {
+    const stored = await request(url, 'POST', '/v1/evals', { key: ACME, body: minimalReport('ev_acme_1') });
+    expect(stored.status, stored.text).toBe(201);
+    expect(stored.json).toEqual({ id: 'ev_acme_1' });
+    expect((await request(url, 'GET', '/v1/evals/ev_acme_1', { key: ACME })).json.dataset).toEqual({
+      name: 'tiny',
+      cases: 1,
+    });
+    expect((await request(url, 'GET', '/v1/evals/ev_acme_1', { key: GLOBEX })).status).toBe(404);
+    expect((await request(url, 'GET', '/v1/evals', { key: GLOBEX })).json).toEqual({ evals: [] });
+    expect(
+      (await request(url, 'GET', '/v1/evals', { key: ACME })).json.evals.map((e: { id: string }) => e.id),
+    ).toEqual(['ev_acme_1']);
+    const taken = await request(url, 'POST', '/v1/evals', { key: GLOBEX, body: minimalReport('ev_acme_1') });
+    expect(taken.status).toBe(409);
+    expect(taken.json.error.code).toBe('CONFLICT');
+    // The same tenant may store the id again (a retried upload): the report is replaced.
+    const again = await request(url, 'POST', '/v1/evals', {
+      key: ACME,
+      body: minimalReport('ev_acme_1', { dataset: { name: 'tiny-2', cases: 1 } }),
+    });
+    expect(again.status).toBe(201);
+    expect((await request(url, 'GET', '/v1/evals/ev_acme_1', { key: ACME })).json.dataset.name).toBe(
+      'tiny-2',
+    );
+    expect(await h.producer.ttl(h.keys.evalReport('ev_acme_1'))).toBeGreaterThan(6 * 24 * 3600);
+  });
+
+  it('refuses a report that is malformed, names the field, and one over 2 MB with 413', async () => {
+    const { variants: _variants, ...noVariants } = minimalReport('ev_bad');
+    const missing = await request(url, 'POST', '/v1/evals', { key: ACME, body: noVariants });
+    expect(missing.status).toBe(400);
+    expect(missing.json.error.code).toBe('VALIDATION_FAILED');
+    expect(missing.text).toContain('variants');
+    const badId = await request(url, 'POST', '/v1/evals', { key: ACME, body: minimalReport('../x') });
+    expect(badId.status).toBe(400);
+    expect(badId.text).toContain('/id');
+    const big = minimalReport('ev_big');
+    big.variants[0]!.cases[0]!.attempts[0]!.failures = [
+      { check: 'answer_contains', message: 'x'.repeat(MAX_EVAL_REPORT_BYTES) },
+    ];
+    const tooBig = await request(url, 'POST', '/v1/evals', { key: ACME, body: big });
+    expect(tooBig.status).toBe(413);
+    // Above the API's 1 MiB body limit for runs, within the reports' own 2 MB.
+    const large = minimalReport('ev_large');
+    large.variants[0]!.cases[0]!.attempts[0]!.failures = [
+      { check: 'answer_contains', message: 'x'.repeat(1_500_000) },
+    ];
+    expect((await request(url, 'POST', '/v1/evals', { key: ACME, body: large })).status).toBe(201);
+    expect((await request(url, 'GET', '/v1/evals/ev_big', { key: ACME })).status).toBe(404);
+  });
+});
+
+describe('agent-reach eval --from-runs: recorded runs, archived to PostgreSQL, replayed as a dataset (real Redis, PostgreSQL, llm-sim)', () => {
+  let db: Awaited<ReturnType<typeof testDatabase>>;
+  let h: ApiHarness;
+  let archive: OpenedRunArchive;
+  let archiver: Archiver | undefined;
+  let url: string;
+  let close: () => Promise<void>;
+  let dir: string;
+
+  beforeAll(async () => {
+    db = await testDatabase();
+    await migrate(db.url);
+    h = await startApiHarness(
+      { allowedModels: MODELS },
+      { DATABASE_URL: db.url, ARCHIVED_RUN_RETENTION_S: '1' },
+    );
+    for (const s of SCENARIOS) h.sim.addScenario(s);
+    archive = openRunArchive(h.config, h.producer, h.keys)!;
+    const control = new RunControl(
+      h.producer,
+      h.keys,
+      new RunStore(h.producer, h.keys, { archive }),
+      archive.store,
+    );
+    const server = await h.extraServer({ allowedModels: MODELS }, { control });
+    url = server.url;
+    close = () => server.close();
+    dir = await mkdtemp(path.join(tmpdir(), 'evals-from-runs-'));
+  });
+  afterAll(async () => {
+    await archiver?.close();
+    await close?.();
+    await archive?.close();
+    await h?.close();
+    await db?.drop();
+  });
+
+  it('writes a dataset whose cases expect the tool path each archived run took, and the dataset passes on replay', async () => {
+    const started: string[] = [];
+    for (const [model, input] of [
+      ['eval-healing', '杭州省周末天气'],
+      ['echo', 'say hello'],
+    ] as const) {
+      const res = await request(url, 'POST', '/v1/runs', {
+        body: { agent: 'test_agent', input, model, metadata: { batch: 'prod-1' } },
+      });
+      expect(res.status, res.text).toBe(201);
+      started.push(res.json.run_id as string);
+    }
+    await waitFor(
+      async () =>
+        (
+          await Promise.all(
+            started.map(async (id) => (await request(url, 'GET', `/v1/runs/${id}`)).json.status),
+          )
+        ).every((s) => s === 'succeeded'),
+      15_000,
+      'the recorded runs to succeed',
+    );
+    archiver = await startTestArchiver({ redis: h.producer, keys: h.keys, databaseUrl: db.url });
+    const outbox = new Outbox(h.producer, h.keys);
+    await waitFor(async () => (await outbox.size()) === 0, 15_000, 'the outbox to drain');
+    await waitFor(
+      async () =>
+        (await Promise.all(started.map((id) => h.producer.exists(h.keys.runState(id))))).every(
+          (n) => n === 0,
+        ),
+      15_000,
+      'Redis to let the archived runs go',
+    );
+    const file = path.join(dir, 'replay.yaml');
+    const env = { AGENT_REACH_URL: url, AGENT_REACH_KEY: FULL_KEY };
+    const made = await runCli(env, [
+      'eval',
+      '--from-runs',
+      'metadata=batch=prod-1&agent=test_agent',
+      '--out',
+      file,
+      '--name',
+      'prod-replay',
+    ]);
+    expect(made.code, made.stderr).toBe(0);
+    expect(made.stderr).toContain(`2 case(s) from recorded runs written to ${file}`);
+    const dataset = parseDataset(await readFile(file, 'utf8'), file);
+    expect(dataset.name).toBe('prod-replay');
+    const byId = Object.fromEntries(dataset.cases.map((c) => [c.id, c]));
+    expect(byId[started[0]!]).toMatchObject({
+      agent: 'test_agent',
+      input: '杭州省周末天气',
+      metadata: { source_run: started[0] },
+      expect: { tools_in_order: ['query_weather'], status: 'succeeded' },
+    });
+    expect(byId[started[1]!]!.expect).toEqual({ status: 'succeeded' });
+    // Replayed as CI: the healing model takes the same path; a model that never calls the tool does not.
+    const same = await evalHere(url, [
+      file,
+      '--variant',
+      'same={"model":"eval-healing"}',
+      '--format',
+      'json',
+      '--no-upload',
+    ]);
+    expect(same.code, same.stderr).toBe(0);
+    const typo = await evalHere(url, [
+      file,
+      '--variant',
+      'typo={"model":"eval-typo"}',
+      '--fail-under',
+      'reach_success=1',
+      '--format',
+      'json',
+      '--no-upload',
+    ]);
+    expect(typo.code).toBe(1);
+    const cases = (JSON.parse(typo.stdout) as EvalReport).variants[0]!.cases;
+    expect(cases.find((c) => c.id === started[0])!.attempts[0]!.failures.map((f) => f.check)).toEqual([
+      'tools_in_order',
+      'status',
+    ]);
   });
 });
