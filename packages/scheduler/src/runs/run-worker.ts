@@ -255,10 +255,9 @@ async function ended(ctx: RunWorkerContext, state: RunState, data?: RunJobData):
     .release(state.tenant, state.runId, state.usage.total_tokens)
     .catch((err: unknown) => ctx.logger.warn({ runId: state.runId, err }, 'tenant quota release failed'));
   await notifyRunCallback(ctx.options.callbacks, state, 'finished', data);
-  // A child run (an agent called as a tool) answers its parent's call and wakes it.
-  await ctx.runner.children
-    .answerParent(state)
-    .catch((err: unknown) => ctx.logger.warn({ runId: state.runId, err }, 'answering the parent run failed'));
+  // A child run (an agent called as a tool) answers its parent's call and wakes it. A write Redis cannot
+  // take fails the attempt: the job is tried again, and its next attempt answers again (first result wins).
+  await ctx.runner.children.answerParent(state);
 }
 
 /** Hands a job back to the queue untouched (no attempt used), for another scheduler. */
