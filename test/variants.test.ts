@@ -109,19 +109,27 @@ describe('per-run variants: overrides of an agent for one run only, through the 
   });
 
   it("heals an argument with the variant's aliases in its run only: the same call without the variant is refused as invalid", async () => {
-    const variant: RunVariant = { name: 'city-aliases', overrides: { tools: ALIASES } };
+    // The variant names the model (the scenario) itself; the plain run names it in its request.
+    const variant: RunVariant = {
+      name: 'city-aliases',
+      overrides: { model: CITY_SCENARIO.name, tools: ALIASES },
+    };
     const inputs = {
       healed: 'weekend weather in 广州省 (variant)',
       refused: 'weekend weather in 广州省 (plain)',
     };
     const [healed, refused] = await Promise.all([
-      start({ agent: 'test_agent', input: inputs.healed, model: CITY_SCENARIO.name, variant }),
+      start({ agent: 'test_agent', input: inputs.healed, variant }),
       start({ agent: 'test_agent', input: inputs.refused, model: CITY_SCENARIO.name }),
     ]);
     const [viewA, viewB] = await Promise.all([finished(healed.json.run_id), finished(refused.json.run_id)]);
     expect(viewA.steps).toEqual([expect.objectContaining({ tool: 'query_weather', ok: true })]);
     expect(viewB.steps).toEqual([
       expect.objectContaining({ tool: 'query_weather', ok: false, error_kind: 'invalid_arguments' }),
+    ]);
+    expect(requestsOf(h.sim.requests, inputs.healed).map((r) => r.scenario)).toEqual([
+      CITY_SCENARIO.name,
+      CITY_SCENARIO.name,
     ]);
     // The model of the variant's run reads the arguments its call ran with.
     const toolMessages = requestsOf(h.sim.requests, inputs.healed).flatMap((r) =>
@@ -195,6 +203,28 @@ describe('per-run variants: overrides of an agent for one run only, through the 
     const outcome = await h.control.wait(refused, 20_000);
     expect(outcome).toMatchObject({ status: 'failed', reason: 'invalid_job' });
     expect(outcome.report).toContain('agent "weather_only" does not list tool "noop"');
+  });
+
+  it("starts a session's message with a variant for that run only: the session's next run is as configured", async () => {
+    const sessionId = `variant-session-${Date.now()}`;
+    expect((await h.call('POST', '/v1/sessions', { body: { session_id: sessionId } })).status).toBe(201);
+    const variant: RunVariant = { name: 'in-session', overrides: { instructions: 'VARIANT-IN-SESSION' } };
+    const first = await h.call('POST', `/v1/sessions/${sessionId}/messages`, {
+      body: { agent: 'test_agent', input: 'first message of the session', variant },
+    });
+    expect(first.status, first.text).toBe(201);
+    expect(await finished(first.json.run_id)).toMatchObject({ status: 'succeeded', variant });
+    const second = await h.call('POST', `/v1/sessions/${sessionId}/messages`, {
+      body: { agent: 'test_agent', input: 'second message of the session' },
+    });
+    expect((await finished(second.json.run_id)).variant).toBeUndefined();
+    const [firstSeen] = requestsOf(h.sim.requests, 'first message of the session');
+    const secondSeen = h.sim.requests.filter((r) =>
+      bodyOf(r).messages?.some((m) => m.role === 'user' && m.content === 'second message of the session'),
+    );
+    expect(systemText(firstSeen!)).toContain('VARIANT-IN-SESSION');
+    expect(secondSeen.length).toBeGreaterThan(0);
+    for (const r of secondSeen) expect(systemText(r)).not.toContain('VARIANT-IN-SESSION');
   });
 
   it('refuses a variant with a key a variant may not hold, naming the key, with 400', async () => {
