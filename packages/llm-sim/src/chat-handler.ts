@@ -6,6 +6,7 @@ import {
   DEFAULT_SERVER_ERROR_STATUS,
   DEFAULT_STREAM_FAULT_AFTER_CHUNKS,
   FINAL_CONTENT,
+  NOISY_MODEL,
   NOISY_MODEL_PATTERN,
   SCENARIO_HEADER,
 } from './constants.js';
@@ -79,7 +80,9 @@ export function rejected(error: ErrorReply, scenario: string | null = null): Cha
 }
 
 function selectScenario(state: SimState, request: ChatRequest, headers: Headers): Scenario | ErrorReply {
-  const known = [...state.scenarios.keys()].join(', ');
+  const known = [...state.scenarios.keys(), `${NOISY_MODEL}, ${NOISY_MODEL}-<seed of 1-15 digits>`].join(
+    ', ',
+  );
   const named = header(headers, SCENARIO_HEADER);
   if (named !== undefined) {
     return (

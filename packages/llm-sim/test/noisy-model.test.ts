@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { startLlmSim, validateScenario, type LlmSim, type NoisyMistake } from '../src/index.js';
-import { client, functionCalls } from './helpers.js';
+import { client, functionCalls, postRaw } from './helpers.js';
 import {
   CITIES,
   fileTool,
@@ -232,6 +232,13 @@ describe('the noisy model', () => {
     });
     const plan = JSON.parse(res.choices[0]!.message.content!) as { steps: Array<{ tool?: string }> };
     expect(plan.steps.map((s) => s.tool)).toEqual(['query_weather', 'write_markdown_file']);
+  });
+
+  it('answers an unknown model name with a 404 that names the noisy models', async () => {
+    const res = await postRaw(sim, { model: 'sim-noisy-x', messages: [{ role: 'user', content: 'hi' }] });
+    expect(res.status).toBe(404);
+    expect(res.error?.code).toBe('model_not_found');
+    expect(res.error?.message).toContain('sim-noisy, sim-noisy-<seed of 1-15 digits>');
   });
 
   it('uses the rates a scenario sets', async () => {
