@@ -137,6 +137,28 @@ describe.skipIf(!HAVE_CHROMIUM)(
       return p;
     }
 
+    /** Three runs for a report's attempts to name. */
+    const startRuns = async () => {
+      const ids: string[] = [];
+      for (const input of ['baseline try', 'aliases try', 'order try']) {
+        const created = await h.call('POST', '/v1/runs', {
+          body: { agent: 'test_agent', input, model: 'echo' },
+        });
+        ids.push(created.json.run_id as string);
+      }
+      return ids;
+    };
+    /** Posts the report of {@link evalReport} on those runs through the API; its id. */
+    const postReport = async (runIds: string[]) => {
+      const [baselineRun, variantRun, orderRun] = runIds as [string, string, string];
+      const id = `ui-eval-${Date.now()}-${runIds.length}`;
+      const posted = await h.call('POST', '/v1/evals', {
+        body: evalReport(id, baselineRun, variantRun, orderRun),
+      });
+      expect(posted.status).toBe(201);
+      return id;
+    };
+
     beforeAll(async () => {
       await mkdir(SCREENSHOTS, { recursive: true });
       h = await startPlayground();
@@ -292,19 +314,9 @@ describe.skipIf(!HAVE_CHROMIUM)(
     });
 
     it('shows an eval report posted through the API: variants side by side, a chart per metric, a flipped case linked to its run', async () => {
-      const runIds: string[] = [];
-      for (const input of ['baseline try', 'aliases try', 'order try']) {
-        const created = await h.call('POST', '/v1/runs', {
-          body: { agent: 'test_agent', input, model: 'echo' },
-        });
-        runIds.push(created.json.run_id as string);
-      }
-      const [baselineRun, variantRun, orderRun] = runIds as [string, string, string];
-      const id = `ui-eval-${Date.now()}`;
-      const posted = await h.call('POST', '/v1/evals', {
-        body: evalReport(id, baselineRun, variantRun, orderRun),
-      });
-      expect(posted.status).toBe(201);
+      const runIds = await startRuns();
+      const [, variantRun] = runIds as [string, string, string];
+      const id = await postReport(runIds);
 
       const page = await signedIn(FULL_KEY);
       await page.goto(`${h.url}/ui#/evals`);
@@ -346,6 +358,45 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await page.getByRole('heading', { name: new RegExp(variantRun) }).waitFor();
       expect(page.url()).toContain(`#/runs/${variantRun}`);
       await page.context().close();
+    });
+
+    it('fits a phone (390×844) and passes axe-core there: the playground with a saved case, and an eval report', async () => {
+      const phone = await signedIn(FULL_KEY, 390, 844);
+      const fits = async () =>
+        JSON.parse(
+          (await phone.evaluate(`JSON.stringify({
+            page: document.documentElement.scrollWidth,
+            view: window.innerWidth,
+            past: [...document.querySelectorAll('body *')]
+              .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1 && !e.closest('nav, .table-wrap, .chart svg, .skip, pre'))
+              .slice(0, 5)
+              .map((e) => e.tagName + '.' + e.className),
+          })`)) as string,
+        ) as { page: number; view: number; past: string[] };
+      const expectFits = async (what: string) => {
+        const size = await fits();
+        expect(size.page, `${what} is wider than the screen: ${size.past.join(', ')}`).toBeLessThanOrEqual(
+          size.view,
+        );
+        await expectAccessible(phone);
+      };
+      await phone.goto(`${h.url}/ui#/playground/test_agent`);
+      await phone.getByLabel('Model').selectOption('weather-then-answer');
+      await phone.getByLabel('Input').fill('Weather in Hangzhou?');
+      await phone.getByRole('button', { name: 'Start run' }).click();
+      const tried = phone.locator('article.tried');
+      await expect.poll(() => tried.locator('h2 .badge').innerText()).toBe('succeeded');
+      await tried.getByText('Save as eval case').click();
+      expect(await tried.getByLabel('Eval case', { exact: true }).innerText()).toContain('- "query_weather"');
+      await expectFits('the playground');
+      await shot('phone-playground', phone);
+
+      const id = await postReport(await startRuns());
+      await phone.goto(`${h.url}/ui#/evals/${id}`);
+      await phone.locator('tr[data-case="city-enum"]').first().waitFor();
+      await expectFits('an eval');
+      await shot('phone-eval', phone);
+      await phone.context().close();
     });
   },
 );
