@@ -238,6 +238,9 @@ describe('per-run variants: overrides of an agent for one run only, through the 
     expect(res.json.error.details).toEqual(
       expect.arrayContaining([expect.objectContaining({ property: 'instructionz' })]),
     );
+    expect(res.json.error.message).toBe(
+      'body/variant/overrides must NOT have additional properties "instructionz"',
+    );
   });
 
   it('refuses a variant naming a tool the agent does not list, naming the tool, with 400', async () => {

@@ -114,6 +114,9 @@ function describeFailure(v: {
   params: Record<string, unknown>;
   parentSchema?: { description?: unknown } | undefined;
 }): string {
+  // A field the schema does not know is named, so the caller sees which one without reading details.
+  if (v.keyword === 'additionalProperties')
+    return `${v.message ?? 'is invalid'} "${String(v.params.additionalProperty)}"`;
   if (v.keyword !== 'pattern') return v.message ?? 'is invalid';
   const what = typeof v.parentSchema?.description === 'string' ? ` (${v.parentSchema.description})` : '';
   return `must match the pattern ${String(v.params.pattern)}${what}`;
