@@ -98,10 +98,13 @@ describe('handoffs at the API: the reach rule and sessions (real Redis, real fle
           ? [[...(e.event as Extract<RunEvent, { type: 'llm_request' }>).tools_offered].sort()]
           : [],
       );
-      return { outcome, offered };
+      const view = (await h!.call('GET', `/v1/runs/${runId}`)).json;
+      return { outcome, offered, view };
     };
     const first = await send({ agent: 'triage', input: 'I want a refund' });
     expect(first.outcome.answer).toBe('billing: your refund is under way');
+    // The run stays triage's; its view names the agent in charge and the handoffs.
+    expect(first.view).toMatchObject({ agent: 'triage', in_charge: 'billing', handoffs: 1 });
     const session = await h.call('GET', `/v1/sessions/${sessionId}`);
     expect(session.json).toMatchObject({ agent: 'triage', last_agent: 'billing' });
 
@@ -109,6 +112,8 @@ describe('handoffs at the API: the reach rule and sessions (real Redis, real fle
     expect(second.outcome.answer).toBe('billing again: it takes three days');
     // billing's tools and handoffs, not triage's: the run went on with billing.
     expect(second.offered).toEqual([['orders_write', 'transfer_to_technical']]);
+    expect(second.view).toMatchObject({ agent: 'triage', in_charge: 'billing' });
+    expect(second.view.handoffs).toBeUndefined();
 
     const third = await send({ agent: 'triage', input: 'something else' });
     expect(third.outcome.answer).toBe('triage again');

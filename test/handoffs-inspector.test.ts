@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain ES module script of the scheduler package (no declarations).
 import { buildUi } from '../packages/scheduler/scripts/build-ui.mjs';
 import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
+import { login } from './helpers/inspector.js';
 import { ROOT } from './helpers/processes.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -37,15 +38,7 @@ describe.skipIf(!existsSync(CHROMIUM))("the inspector shows a run's handoffs (he
   it('draws each handoff in the timeline, naming both agents and what was kept, and as a mark in the waterfall', async () => {
     const runId = await h.control.start({ agent: 'triage', input: 'help me', model: 'inspector-handoffs' });
     expect(await h.control.wait(runId, 30_000)).toMatchObject({ status: 'succeeded' });
-    const login = await fetch(`${h.url}/ui/login`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ key: FULL_KEY }),
-    });
-    const [name, value] = (login.headers.get('set-cookie') ?? '').split(';')[0]!.split('=') as [
-      string,
-      string,
-    ];
+    const [name, value] = (await login(h, FULL_KEY)).split('=') as [string, string];
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     await context.addCookies([{ name, value, url: h.url }]);
     const page = await context.newPage();
@@ -58,6 +51,10 @@ describe.skipIf(!existsSync(CHROMIUM))("the inspector shows a run's handoffs (he
       /Handoff\s+triage\s+→\s+billing.*handoff 1 · kept the whole conversation/s,
     );
     expect(await rows.nth(1).innerText()).toMatch(/billing\s+→\s+technical.*kept a summary/s);
+    // The facts name the agent the run started with and the one in charge now.
+    expect(await page.locator('dl.facts').innerText()).toMatch(
+      /triage\s+→ in charge now:\s+technical\s+\(2 handoffs\)/,
+    );
     const marks = page.locator('[data-span="mark handoff"]');
     expect(await marks.count()).toBe(2);
     expect(await marks.nth(1).innerText()).toContain('Handoff billing → technical');

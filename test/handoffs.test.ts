@@ -110,7 +110,7 @@ describe('handoffs through the real fleet on llm-sim (real Redis, real processes
       'orders_write',
       'transfer_to_technical',
     ]);
-  });
+  }, 90_000);
 
   it("keeps only the last messages a handoff's last_n filter names, and the target answers on its own model", async () => {
     h = await startRunsHarness(FLEET);

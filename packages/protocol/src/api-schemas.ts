@@ -403,6 +403,14 @@ export const RunSummaryView = Type.Object(summaryFields);
 export const RunView = Type.Object({
   ...summaryFields,
   input: Type.Optional(Type.String()),
+  in_charge: Type.Optional(
+    Type.String({
+      description: 'the agent in charge of the run now, when a handoff made it another than `agent`',
+    }),
+  ),
+  handoffs: Type.Optional(
+    Type.Integer({ minimum: 1, description: 'handoffs the run made (docs/handoffs.md)' }),
+  ),
   workflow: Type.Optional(
     Type.Object(
       { workflow_id: Type.String(), node: Type.String() },

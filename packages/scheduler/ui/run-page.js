@@ -261,7 +261,7 @@ export function RunPage({ runId }) {
   return html`<section class="run">
     <h1><span class="mono">${run.run_id}</span> <${Status} status=${run.status} />${troubled ? html` <span class="badge warn mark">with failed or refused calls</span>` : null}</h1>
     <dl class="facts">
-      <dt>Agent</dt><dd>${run.agent}</dd>
+      <dt>Agent</dt><dd>${run.agent}${run.in_charge ? html` <span class="muted">→ in charge now:</span> <span class="in-charge">${run.in_charge}</span>` : null}${run.handoffs ? html` <span class="muted">(${run.handoffs} handoff${run.handoffs === 1 ? '' : 's'})</span>` : null}</dd>
       <dt>Created</dt><dd><${When} ms=${run.created_at} now=${now} /> <span class="muted">${time(run.created_at)}</span></dd>
       ${isFinal(run.status) ? html`<dt>Ended</dt><dd><${When} ms=${run.updated_at} now=${now} /> <span class="muted">${time(run.updated_at)}</span></dd>` : null}
       <dt>Trace</dt><dd class="mono">${run.trace_id ?? '—'}</dd>

@@ -69,6 +69,9 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
     status: state.status,
     ...(state.configVersion === undefined ? {} : { config_version: state.configVersion }),
     input: state.input,
+    // The agent a handoff left the run with, and how often it handed off (docs/handoffs.md).
+    ...(state.inCharge && state.inCharge !== state.agent ? { in_charge: state.inCharge } : {}),
+    ...(state.handoffs ? { handoffs: state.handoffs } : {}),
     ...(state.sessionId ? { session_id: state.sessionId } : {}),
     tenant: state.tenant ?? DEFAULT_TENANT,
     ...(state.metadata ? { metadata: state.metadata } : {}),

@@ -1,7 +1,7 @@
 import { DEFAULT_TENANT } from '@agent-reach/protocol';
 import type { SchedulerMetrics } from '@agent-reach/shared';
 import type { RunEvent } from '../agent-loop/events.js';
-import type { RunState } from '../agent-loop/run-state.js';
+import { agentInCharge, type RunState } from '../agent-loop/run-state.js';
 
 /** Turns run events into scheduler metrics; labels stay bounded (agent, model, tenant, guard, error kind). */
 export function recordRunMetrics(metrics: SchedulerMetrics): (event: RunEvent, state: RunState) => void {
@@ -9,7 +9,12 @@ export function recordRunMetrics(metrics: SchedulerMetrics): (event: RunEvent, s
     switch (event.type) {
       case 'llm_request': {
         metrics.llmDuration.observe({ model: event.model, result: 'ok' }, event.latency_ms / 1000);
-        const labels = { model: event.model, agent: state.agent, tenant: state.tenant ?? DEFAULT_TENANT };
+        // Tokens are the agent's in charge of the turn (after a handoff, not the one the run started with).
+        const labels = {
+          model: event.model,
+          agent: agentInCharge(state),
+          tenant: state.tenant ?? DEFAULT_TENANT,
+        };
         metrics.llmTokens.inc({ ...labels, kind: 'prompt' }, event.prompt_tokens);
         metrics.llmTokens.inc({ ...labels, kind: 'completion' }, event.completion_tokens);
         break;
