@@ -217,6 +217,7 @@ describe('what a request asks to do with a thing', () => {
     expect(toolAction({ name: 'roomBookingUpdate' })).toEqual({ action: 'change', verb: 'update' });
     expect(toolAction({ name: 'search_rooms' })).toEqual({ action: 'list', verb: 'search' });
     expect(toolAction({ name: 'export_notes_file' })).toBeUndefined();
+    expect(toolAction({ name: 'check_in_guest' })).toBeUndefined();
     expect(toolAction({ name: 'room_slots', description: 'Delete the free slots of a room.' })).toEqual({
       action: 'cancel',
     });
@@ -229,6 +230,17 @@ describe('what a request asks to do with a thing', () => {
     expect([...requestActions('我这周有哪些会议室预订')]).toEqual(['list']);
     expect([...requestActions('帮我订一间明天上午的会议室')]).toEqual(['create']);
     expect([...requestActions('会议室大约能坐几个人')]).toEqual(['get']);
+    expect([...requestActions('周五的会议室我们不开了，撤了吧')]).toEqual(['cancel']);
+    expect([...requestActions('会能不能推到下午')]).toEqual(['change']);
+    expect([...requestActions('我的会议室预订确认了吗')]).toEqual(['get']);
+  });
+
+  it('takes looking something up, or asking whether it exists, as reading one record or a list', () => {
+    expect([...requestActions('帮我查一下会议室')].sort()).toEqual(['get', 'list']);
+    expect([...requestActions('三楼有空的会议室吗')].sort()).toEqual(['get', 'list']);
+    expect([...requestActions('先查一下三楼，再帮我订一间')].sort()).toEqual(['create', 'get', 'list']);
+    // Asking whether cancelling is possible still asks to cancel, not to read.
+    expect([...requestActions('有没有办法取消预订')]).toEqual(['cancel']);
   });
 
   it('hears the same actions in English, a booking made in the past being one to read', () => {

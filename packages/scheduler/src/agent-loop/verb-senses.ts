@@ -56,7 +56,8 @@ export function toolAction(tool: {
   description?: string;
 }): { action: Action; verb?: string } | undefined {
   const words = nameWords(tool.name);
-  const first = words[0];
+  // "check_in", "sign_out": a verb and its particle are another verb.
+  const first = /^(?:in|out|up|off|on)$/.test(words[1] ?? '') ? undefined : words[0];
   const last = words.length > 1 ? words[words.length - 1] : undefined;
   for (const verb of [first, last && !ALSO_NOUNS.has(last) ? last : undefined]) {
     const action = verb === undefined ? undefined : TOOL_VERBS[verb];
@@ -71,24 +72,24 @@ export function toolAction(tool: {
 const CUES: Readonly<Record<Action, readonly RegExp[]>> = {
   cancel: [
     /\b(?:cancel\w*|call(?:ing)? (?:it |them )?off|delete|remove|withdraw|scrap|drop (?:my|our|the|it)|(?:can(?:no|')?t|won'?t|will not|couldn'?t) make it|no longer (?:need|want|coming|come)|(?:don'?t|do not) need (?:it|them|the|my|our)\b.*\b(?:any ?more|after all))\b/i,
-    /取消|退订|退掉|退了|退票|退课|不(?:要|用|需要|去|来|住|上|看|租|订|定|约|参加|办|坐|练)了|去不了|来不了|算了|放弃|删除|删掉|删了|撤销|撤回|作废/,
+    /取消|退订|退掉|退了|退票|退课|不(?:要|用|需要|去|来|住|上|看|租|订|定|约|参加|办|坐|练)了|去不了|来不了|算了|放弃|删除|删掉|删了|撤销|撤回|撤了|撤掉|作废/,
   ],
   change: [
     /\b(?:change|move|reschedul\w*|postpone|push (?:it|my|our|the|back|forward)|bring (?:it |my |our |the )?forward|switch|swap|update|modify|edit|amend|extend|shorten|instead of)\b|\badd\b[^.?!]{0,40}\bto (?:my|our|the)\b/i,
-    /改|换|调整|调到|调成|调一下|推迟|推后|延后|延期|提前|挪|变更|延长|缩短|往后|往前|多住|多待|多留|续住|晚一[点些]|早一[点些]/,
+    /改|换|调整|调到|调成|调一下|推迟|推后|推到|推一|推个|延后|延期|提前|挪|变更|延长|缩短|往后|往前|多住|多待|多留|续住|晚一[点些]|早一[点些]/,
   ],
   list: [
-    /\b(?:list|all (?:of )?(?:my|our|the)|upcoming|coming up|so far|history)\b|\b(?:what|which|any) (?:\w+ )?(?!(?:does|is|was|has|this|its|always|yours)\b)\w{3,}s\b|\b(?:show|see|view|check)(?: me)? (?:my|our) (?:\w+ )?\w+[^s's]s\b/i,
+    /\b(?:list|all (?:of )?(?:my|our|the)|upcoming|coming up|so far|history)\b|\b(?:what|which|any) (?:\w+ )?(?!(?:does|is|was|has|this|its|always|yours)\b)\w{2,}[^\Ws]s\b|\b(?:show|see|view|check)(?: me)? (?:my|our) (?:\w+ )?\w+[^s's]s\b/i,
     /有什么|有哪些|哪些|列出|列一下|列个|所有|全部|一共|都有|名下|清单|列表|有几个|有多少个|都.{0,4}什么/,
   ],
   get: [
-    /\b(?:what time|when(?:'s| is| was| does| do)|where (?:is|do|does|should|will)|which \w+ (?:is|was)|details? (?:of|for|on)|status of|how much (?:is|was|does|do)|what \w+ did (?:i|we)|what (?:is|was|'s) (?:my|our|the))\b/i,
+    /\b(?:what time|when(?:'s| is| was| does| do)|where (?:is|do|does|should|will)|which \w+ (?:is|was)|details? (?:of|for|on)|status of|how much (?:is|was|does|do)|what \w+ did (?:i|we)|who (?:is|was|'s)|what (?:is|was|'s) (?:my|our|the))\b/i,
     /几[号点月楼层天个位间时周]|什么时候|什么时间|哪天|哪一天|哪里|哪儿|在哪|是多少|多少钱|是哪|是谁|来着|详情|进度|怎么样了|了(?:没有|没|吗)[?？]?\s*$/,
   ],
   create: [
     /(?<!\bdid (?:i|we) )\b(?:book|reserve|rent|schedule|arrange|write|save|draft|send|join|make (?:a|an|me a) (?:booking|reservation|appointment)|sign (?:me |us )?up|put (?:me|us) down|register|enrol+|i'?d like (?:a|an|to book)|get me (?:a|an)|set up)\b/i,
     // A booking word after 的/把/那/这/单 … is the thing booked, and 订的/订了/订过 one booked already.
-    /(?<![的把那这么些个单次有大确一决固肯规设指预])(?:预订|预定|预约|订|定|约|安排|报名|报个|报一|挂号|挂个|登记|办理|申请|租|留个|留一|开个|开一|占个|占一)(?![的了过单期金义律])|写|保存|生成|发送|记到|记下|(?:想|要|打算)(?:上|去|参加|报|约|订|定|挂|租|住|看(?![看一下]))/,
+    /(?<![的把那这么些个单次有大确一决固肯规设指预])(?:预订|预定|预约|订|定|约|安排|报名|报个|报一|挂号|挂个|登记|办理|申请|租|留个|留一|开个|开一|占个|占一)(?![的了过单期金义律])|写|保存|生成|发送|记到|记下|下单|买(?![的了过])|(?:想|要|打算)(?:上|去|参加|报|约|订|定|挂|租|住|看(?![看一下]))/,
   ],
 };
 
@@ -107,7 +108,7 @@ const MADE = [
   /(?:预订|预定|预约|订|约|租|借|报|买|挂)(?:的|了|过)|我(?:的|那个|那)(?:预订|预定|预约|订单)/,
 ];
 
-const QUESTION = /[?？吗呢]\s*$|^\s*(?:is|are|do|does|did|when|where|what|which|how)\b|几|多少|哪/i;
+const QUESTION = /[?？吗呢]\s*$|^\s*(?:is|are|do|does|did|when|where|what|which|how)\b|几|多少|哪|什么|谁/i;
 
 /** Words that join a further action to a first one. */
 const FURTHER = /再|然后|接着|之后|并且|同时|另外|还要|\b(?:and|then|also)\b/i;
@@ -121,17 +122,17 @@ function firstCue(cues: readonly RegExp[], text: string): number | undefined {
 }
 
 /**
- * The actions a request asks for, by its cues. A request that cancels or changes something names the
- * thing with booking words before the verb ("把预订取消"), so there they do not ask to create one;
+ * The actions a request asks for, by its cues. A request that cancels, changes or asks about something
+ * names the thing with booking words before the verb ("把预订取消"), so there they do not ask to create one;
  * a request for a list ("有哪些", "what … do I have") asks for more than one record's details. Looking
  * something up or asking whether it exists reads, and so does a question about a record made already.
  */
 export function requestActions(text: string): Set<Action> {
   const at = new Map(ACTIONS.map((action) => [action, firstCue(CUES[action], text)]));
   const found = new Set(ACTIONS.filter((action) => at.get(action) !== undefined));
-  // A booking word names the thing acted on ("把预订取消", "有哪些预订"), unless a further action
-  // follows the first one ("先取消周四的，再预约周五的").
-  const acted = Math.min(...(['cancel', 'change', 'list'] as const).map((a) => at.get(a) ?? Infinity));
+  // A booking word names the thing acted on or asked about ("把预订取消", "有哪些预订", "预订是几点"),
+  // unless a further action follows the first one ("先取消周四的，再预约周五的").
+  const acted = Math.min(...(['cancel', 'change', 'list', 'get'] as const).map((a) => at.get(a) ?? Infinity));
   const created = at.get('create');
   if (
     created !== undefined &&
