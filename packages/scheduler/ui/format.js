@@ -84,6 +84,7 @@ const REASONS = {
   empty_answer: 'the model gave no answer',
   output_truncated: 'output cut before any text',
   no_tool_available: 'every tool call was refused',
+  guardrail_tripped: 'stopped by a guardrail',
   llm_error: 'the model could not be reached',
   internal_error: 'internal error',
   invalid_job: 'invalid run request',
@@ -108,6 +109,7 @@ const KINDS = {
   unavailable: 'no executor took it',
   transient: 'transient failure',
   circuit_open: 'breaker open',
+  guardrail: 'blocked by a guardrail',
   no_result: 'no result',
   execution_error: 'tool raised an error',
 };
