@@ -136,7 +136,9 @@ export async function awaitChildren(run: RunContext, owed: OwedCall[]): Promise<
           refusals.map((r) => r.tool_call_id),
         ),
       );
-    answers = await children.answers(state.runId, ids);
+    // Recorded first-wins, so a child's answer recorded meanwhile stands; a loop with no record uses its own.
+    const byId = new Map(refusals.map((r) => [r.tool_call_id, r]));
+    answers = (await children.answers(state.runId, ids)).map((a, i) => a ?? byId.get(ids[i] as string));
   }
   if (answers.some((a) => a === undefined)) return true;
   state.localResults = [...(state.localResults ?? []), ...(answers as ToolResult[])];
