@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Scenario } from '@agent-reach/llm-sim';
 import { createLogger, loadAgents } from '@agent-reach/shared';
-import { createLlmClient, type RunEvent, type RunState } from '@agent-reach/scheduler';
+import { createLlmClient, replayRun, type RunEvent, type RunState } from '@agent-reach/scheduler';
 import { AgentRunner } from '@agent-reach/scheduler/internal';
 import { recordingCheckpoint } from './helpers/ledger.js';
 import { startRunsHarness } from './helpers/runs.js';
@@ -500,5 +500,30 @@ describe('guardrails in a scheduler: run store, ledger, stored events and metric
     expect(metrics).toMatch(
       /agent_reach_guardrail_trips_total\{guardrail="no_exfiltration",stage="arguments"\} 1/,
     );
+  });
+
+  it('replays a run with tool and agent guardrails from their recorded verdicts, asking neither again', async () => {
+    h.sim.addScenario({
+      name: 'replayed-judged',
+      schemas: { [VERDICT]: { content: '{"tripped": false, "reason": "not medical"}' } },
+      turns: [{ content: 'Sunny.' }],
+    });
+    h.sim.addScenario({ name: 'replayed-moderated', turns: [{ content: 'Here is the forbidden recipe.' }] });
+    const judged = await h.control.start({ agent: 'judged', input: 'weather?', model: 'replayed-judged' });
+    const moderated = await h.control.start({
+      agent: 'moderated',
+      input: 'dinner?',
+      model: 'replayed-moderated',
+    });
+    expect(await h.control.wait(judged, 20_000)).toMatchObject({ status: 'succeeded', answer: 'Sunny.' });
+    expect(await h.control.wait(moderated, 20_000)).toMatchObject({ reason: 'guardrail_tripped' });
+    const moderations = await executions('moderate_text');
+    const verdictsAsked = h.sim.requests.filter((r) => r.scenario === 'replayed-judged').length;
+    const deps = { runner: h.schedulers[0]!.runner, store: h.control.store };
+    expect((await replayRun(judged, deps)).outcome).toMatchObject({ status: 'succeeded', answer: 'Sunny.' });
+    const replayed = await replayRun(moderated, deps);
+    expect(replayed.outcome).toMatchObject({ status: 'failed', reason: 'guardrail_tripped' });
+    expect(await executions('moderate_text')).toBe(moderations);
+    expect(h.sim.requests.filter((r) => r.scenario === 'replayed-judged')).toHaveLength(verdictsAsked);
   });
 });

@@ -169,6 +169,8 @@ export async function replayRun(
     ...(original.variant ? { variant: original.variant } : {}),
     metadata: { ...original.metadata, replay_of: originalRunId, replay_mode: mode },
   });
+  // Guardrails answer from the recording too: their tool calls and model calls are not in it to play back.
+  if (original.guardrailVerdicts) state.guardrailVerdicts = { ...original.guardrailVerdicts };
   const calls: ReplayCall[] = [];
   const catalog = deps.runner.catalog;
   const dispatcher: AgentLoopDeps['dispatcher'] = {
