@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '@agent-reach/protocol';
+import { replayRun } from '@agent-reach/scheduler';
 import { ROOT, startSchedulerChild, type Child } from './helpers/processes.js';
 import { startRunsHarness, testEnv } from './helpers/runs.js';
 import { waitFor } from './helpers/redis.js';
@@ -185,5 +186,12 @@ describe('handoffs through the real fleet on llm-sim (real Redis, real processes
     expect((await eventsOf(runId, 'handoff')).map((e) => e.to)).toEqual(['technical']);
     const ignored = (await eventsOf(runId, 'tool_result')).find((r) => r.tool === 'transfer_to_billing');
     expect(ignored?.error?.message).toBe('Multiple handoffs detected, ignoring this one.');
+    // A replay from the recording hands off as the run did and finds no difference.
+    const replay = await replayRun(runId, { runner: h.schedulers[0]!.runner, store: h.control.store });
+    expect(replay.outcome).toMatchObject({ status: 'succeeded', answer: 'technical took it' });
+    expect(replay.differences).toEqual([]);
+    expect((await eventsOf(replay.runId, 'handoff')).map((e) => [e.from, e.to])).toEqual([
+      ['triage', 'technical'],
+    ]);
   });
 });

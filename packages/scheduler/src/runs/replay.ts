@@ -5,7 +5,7 @@ import { parseJsonSafely, variantAgent, type ToolCatalogEntry } from '@agent-rea
 import type { AgentRunner } from './agent-runner.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import { runAgent, type AgentLoopDeps } from '../agent-loop/run-agent.js';
-import type { ChatMessage, RunOutcome, RunState } from '../agent-loop/run-state.js';
+import { agentInCharge, type ChatMessage, type RunOutcome, type RunState } from '../agent-loop/run-state.js';
 import type { DispatchCall, DispatchOptions, DispatchRun } from '../fleet/dispatcher.js';
 import type { LlmClient } from '../model/llm.js';
 import type { ToolCatalog } from '../fleet/tool-catalog.js';
@@ -207,7 +207,12 @@ export async function replayRun(
     // Nothing parks in a replay: the dispatcher above answers confirmation tools itself.
     catalog: withoutConfirmation(catalog),
     breakers: deps.runner.breakers,
-    agent,
+    // After a replayed handoff the target is in charge, as it was in the original.
+    get agent() {
+      const name = agentInCharge(state);
+      return name === original.agent ? agent : (deps.runner.agent(name) ?? { name, tools: [] });
+    },
+    agentNamed: (name) => deps.runner.agent(name),
     logger: deps.runner.logger.child({ replayOf: originalRunId }),
     limits: { planning: events.some((e) => e.type === 'plan') },
     checkpoint: (s, evs) => {
