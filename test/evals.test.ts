@@ -36,6 +36,9 @@ const SCENARIOS = [
       { content: 'I could not check the weather.' },
     ],
   },
+  { name: 'eval-slow', latency_ms: 20_000, turns: [{ content: 'too late' }] },
+  // Its answer says how many answers the conversation held before it.
+  { name: 'eval-session', turns: [{ content: 'a fresh conversation' }, { content: 'one answer before' }] },
   { name: 'eval-judge-high', turns: [{ content: '{"score": 0.9, "reason": "names the condition"}' }] },
   { name: 'eval-judge-low', turns: [{ content: '{"score": 0.2, "reason": "too vague"}' }] },
 ];
@@ -205,6 +208,64 @@ describe('agent-reach eval: datasets run on the fleet, scored, compared between 
     );
     expect(regressed.stderr).not.toContain('unknown_tool_calls');
     expect(regressed.stdout).toContain('<testsuite name="weather-reach.typo" tests="4" failures="4"');
+  });
+
+  it("sends a variant's overrides as the run's variant, kept with each run, and stops with exit 2 on one the API refuses", async () => {
+    const res = await evalHere(h.url, [
+      dataset,
+      '--variant',
+      'tight={"max_iterations": 6, "tools": {"query_weather": {"description": "Weekend weather of a bare city name"}}}',
+      '--format',
+      'json',
+      '--no-upload',
+    ]);
+    expect(res.code, res.stderr).toBe(0);
+    const report = JSON.parse(res.stdout) as EvalReport;
+    expect(report.variants[0]!.metrics.reach_success).toBe(0.75);
+    const run = await h.client.getRun(report.variants[0]!.cases[0]!.attempts[0]!.run_id);
+    expect(run.variant).toEqual({
+      name: 'tight',
+      overrides: {
+        max_iterations: 6,
+        tools: { query_weather: { description: 'Weekend weather of a bare city name' } },
+      },
+    });
+    const refused = await evalHere(h.url, [dataset, '--variant', 'odd={"max_iteration": 6}', '--no-upload']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(
+      /variant "odd": the platform refused the run: VALIDATION_FAILED: .*max_iteration/,
+    );
+  });
+
+  it("runs a case's history first in one session, and fails (and cancels) a run that outlives --run-timeout", async () => {
+    const file = path.join(dir, 'session.yaml');
+    await writeFile(
+      file,
+      `agent: test_agent
+cases:
+  - id: follow-up
+    input: and Sunday?
+    history: [杭州周末天气]
+    model: eval-session
+    expect: { answer: { contains: one answer before } }
+  - { id: slow, input: take your time, model: eval-slow }
+`,
+    );
+    const res = await evalHere(h.url, [file, '--run-timeout', '1500', '--format', 'json', '--no-upload']);
+    expect(res.code, res.stderr).toBe(0);
+    const cases = (JSON.parse(res.stdout) as EvalReport).variants[0]!.cases;
+    const followUp = await h.client.getRun(cases[0]!.attempts[0]!.run_id);
+    expect(cases[0]!.attempts[0]!.passed).toBe(true);
+    const session = await h.call('GET', `/v1/sessions/${followUp.session_id}`);
+    expect(session.json.runs).toHaveLength(2);
+    const slow = cases[1]!.attempts[0]!;
+    expect(slow).toMatchObject({ passed: false, failures: [{ check: 'run_timeout' }] });
+    expect(slow.run_id).not.toBe('');
+    await waitFor(
+      async () => (await h.client.getRun(slow.run_id)).status === 'cancelled',
+      15_000,
+      'the timed-out run to be cancelled',
+    );
   });
 
   it('refuses a dataset that does not validate with exit 2, naming each case, field and line', async () => {

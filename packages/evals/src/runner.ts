@@ -126,14 +126,18 @@ export function runRequest(id: string, t: Task): CreateRunInput {
 async function runAttempt(ctx: RunContext, t: Task): Promise<EvalAttempt> {
   const request = runRequest(ctx.id, t);
   let run: Run;
+  let started = '';
   try {
-    run = await startAndWait(ctx, request, t);
+    run = await startAndWait(ctx, request, t, (id) => (started = id));
   } catch (err) {
     if (err instanceof AgentReachApiError && err.status >= 400 && err.status < 500)
       throw new EvalInputError([
-        `case "${t.c.id}", variant "${t.variant.name}": the platform refused the run: ${err.code}: ${err.message}`,
+        `case "${t.c.id}", variant "${t.variant.name}": the platform refused the run: ${describeApiError(err)}`,
       ]);
-    return failedAttempt(err);
+    // A run the eval gave up on is cancelled, so that it stops holding the tenant's quota.
+    if (started && err instanceof AgentReachApiError && err.code === 'TIMEOUT')
+      await ctx.client.cancel(started).catch(() => undefined);
+    return failedAttempt(err, started);
   }
   const facts = runFacts(run);
   const score = scoreRun(t.c.expect, facts, ctx.ajv);
@@ -172,26 +176,40 @@ async function runAttempt(ctx: RunContext, t: Task): Promise<EvalAttempt> {
 }
 
 /** Runs the case's session history (if any), then its request; the finished run. */
-async function startAndWait(ctx: RunContext, request: CreateRunInput, t: Task): Promise<Run> {
-  const wait = { timeoutMs: ctx.runTimeoutMs };
+async function startAndWait(
+  ctx: RunContext,
+  request: CreateRunInput,
+  t: Task,
+  onStarted: (runId: string) => void,
+): Promise<Run> {
+  const wait = async (run: Run) => {
+    onStarted(run.run_id);
+    return ctx.client.waitForRun(run.run_id, { timeoutMs: ctx.runTimeoutMs });
+  };
   const idempotencyKey = `${ctx.id}:${t.variant.name}:${t.caseIndex}:${t.repeat}`;
-  if (!t.c.history?.length)
-    return ctx.client.waitForRun((await ctx.client.createRun({ ...request, idempotencyKey })).run_id, wait);
+  if (!t.c.history?.length) return wait(await ctx.client.createRun({ ...request, idempotencyKey }));
   const { session_id } = await ctx.client.createSession();
   for (const input of t.c.history)
-    await ctx.client.waitForRun(
-      (await ctx.client.sendMessage(session_id, { ...request, input })).run_id,
-      wait,
-    );
-  return ctx.client.waitForRun((await ctx.client.sendMessage(session_id, request)).run_id, wait);
+    await wait(await ctx.client.sendMessage(session_id, { ...request, input }));
+  return wait(await ctx.client.sendMessage(session_id, request));
 }
 
-/** An attempt whose run could not be started or did not finish in time. */
-function failedAttempt(err: unknown): EvalAttempt {
+/** An API error with its details (the field and the property it names), as one line. */
+export function describeApiError(err: AgentReachApiError): string {
+  const details = (err.details ?? []).flatMap((d) => {
+    const { path, property, message } = (d ?? {}) as { path?: string; property?: string; message?: string };
+    const where = [path, property && `"${property}"`].filter(Boolean).join(' ');
+    return message || where ? [`${where}${where && message ? ': ' : ''}${message ?? ''}`] : [];
+  });
+  return `${err.code}: ${err.message}${details.length ? ` (${details.join('; ')})` : ''}`;
+}
+
+/** An attempt whose run could not be started or did not finish in time (`runId`: the run, if started). */
+function failedAttempt(err: unknown, runId: string): EvalAttempt {
   const message = err instanceof Error ? err.message : String(err);
   const code = err instanceof AgentReachApiError ? err.code : 'ERROR';
   return {
-    run_id: '',
+    run_id: runId,
     passed: false,
     failures: [{ check: code === 'TIMEOUT' ? 'run_timeout' : 'run_error', message: `${code}: ${message}` }],
     steps: 0,
