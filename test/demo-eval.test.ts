@@ -41,10 +41,12 @@ describe('pnpm demo:eval (the seeds’ aliases experiment, offline on llm-sim’
     const reportFile = /^The report \(JSON\): (.+)$/m.exec(stdout)?.[1] ?? '';
     work = path.dirname(reportFile);
     expect(stdout).toMatch(
-      /^\$ agent-reach eval .*city-dataset\.yaml --variant without_aliases --variant with_aliases=/m,
+      /^\$ agent-reach eval .*city-dataset\.yaml --variant without_aliases --variant with_aliases=.* --api-key …$/m,
     );
     expect(stdout).toMatch(/^eval ev_\w+ stored: http:\/\/127\.0\.0\.1:\d+\/v1\/evals\/ev_\w+$/m);
-    expect(stdout).toContain("The seeds' experiment, offline (36 cases, model sim-noisy-0):");
+    expect(stdout).toContain(
+      "The seeds' experiment on aliases and examples (section 4.1), offline (36 cases, model sim-noisy-0):",
+    );
 
     const requests = stdout.slice(stdout.indexOf('requests not right the first time'));
     const without = failures(requests, 'without_aliases');
@@ -55,7 +57,7 @@ describe('pnpm demo:eval (the seeds’ aliases experiment, offline on llm-sim’
     expect(without.failed / 36).toBeGreaterThan(0.2);
     expect(without.failed / 36).toBeLessThan(0.6);
     expect(withAliases.failed).toBeLessThan(without.failed);
-    const diff = /^ +with − without +(-?\d+) points, 95 % interval \[(-?\d+), (-?\d+)\]$/m.exec(requests);
+    const diff = /^ +difference +(-?\d+) points, 95 % interval \[(-?\d+), (-?\d+)\]$/m.exec(requests);
     expect(diff).not.toBeNull();
     const [, d, low, high] = (diff ?? []).map(Number);
     expect(low).toBeLessThanOrEqual(d!);
