@@ -239,6 +239,7 @@ describe('what a request asks to do with a thing', () => {
     expect([...requestActions('帮我查一下会议室')].sort()).toEqual(['get', 'list']);
     expect([...requestActions('三楼有空的会议室吗')].sort()).toEqual(['get', 'list']);
     expect([...requestActions('先查一下三楼，再帮我订一间')].sort()).toEqual(['create', 'get', 'list']);
+    expect([...requestActions('想约个时间做检查')]).toEqual(['create']);
     // Asking whether cancelling is possible still asks to cancel, not to read.
     expect([...requestActions('有没有办法取消预订')]).toEqual(['cancel']);
   });
@@ -250,6 +251,9 @@ describe('what a request asks to do with a thing', () => {
     expect([...requestActions("We won't make it, drop the booking")]).toEqual(['cancel']);
     expect([...requestActions('Reserve the small room for Friday')]).toEqual(['create']);
     expect([...requestActions('Tell me about meeting rooms')]).toEqual([]);
+    // "send me" asks for something to read; "check in" is no look-up.
+    expect([...requestActions('Send me the booking for room 4')]).toEqual([]);
+    expect([...requestActions('Can I check in to the room early?')]).toEqual([]);
   });
 
   it('names the tool of the action asked for among tools on one thing, in Chinese and English', () => {

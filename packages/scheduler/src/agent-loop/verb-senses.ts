@@ -79,7 +79,7 @@ const CUES: Readonly<Record<Action, readonly RegExp[]>> = {
     /改|换|调整|调到|调成|调一下|推迟|推后|推到|推一|推个|延后|延期|提前|挪|变更|延长|缩短|往后|往前|多住|多待|多留|续住|晚一[点些]|早一[点些]/,
   ],
   list: [
-    /\b(?:list|all (?:of )?(?:my|our|the)|upcoming|coming up|so far|history)\b|\b(?:what|which|any) (?:\w+ )?(?!(?:does|is|was|has|this|its|always|yours)\b)\w{2,}[^\Ws]s\b|\b(?:show|see|view|check)(?: me)? (?:my|our) (?:\w+ )?\w+[^s's]s\b/i,
+    /\b(?:list|all (?:of )?(?:my|our|the)|upcoming|coming up|so far|history)\b|\b(?:what|which|any) (?:\w+ )?(?!(?:does|is|was|has|this|its|always|yours)\b)\w{2,}[^\Wsu]s\b|\b(?:show|see|view|check)(?: me)? (?:my|our) (?:\w+ )?\w+[^s's]s\b/i,
     /有什么|有哪些|哪些|列出|列一下|列个|所有|全部|一共|都有|名下|清单|列表|有几个|有多少个|都.{0,4}什么/,
   ],
   get: [
@@ -87,14 +87,17 @@ const CUES: Readonly<Record<Action, readonly RegExp[]>> = {
     /几[号点月楼层天个位间时周]|什么时候|什么时间|哪天|哪一天|哪里|哪儿|在哪|是多少|多少钱|是哪|是谁|来着|详情|进度|怎么样了|了(?:没有|没|吗)[?？]?\s*$/,
   ],
   create: [
-    /(?<!\bdid (?:i|we) )\b(?:book|reserve|rent|schedule|arrange|write|save|draft|send|join|make (?:a|an|me a) (?:booking|reservation|appointment)|sign (?:me |us )?up|put (?:me|us) down|register|enrol+|i'?d like (?:a|an|to book)|get me (?:a|an)|set up)\b/i,
+    /(?<!\bdid (?:i|we) )\b(?:book|reserve|rent|schedule|arrange|write|save|draft|send(?! (?:me|us)\b)|join|make (?:a|an|me a) (?:booking|reservation|appointment)|sign (?:me |us )?up|put (?:me|us) down|register|enrol+|i'?d like (?:a|an|to book)|get me (?:a|an)|set up)\b/i,
     // A booking word after 的/把/那/这/单 … is the thing booked, and 订的/订了/订过 one booked already.
     /(?<![的把那这么些个单次有大确一决固肯规设指预])(?:预订|预定|预约|订|定|约|安排|报名|报个|报一|挂号|挂个|登记|办理|申请|租|留个|留一|开个|开一|占个|占一)(?![的了过单期金义律])|写|保存|生成|发送|记到|记下|下单|买(?![的了过])|(?<![需还不])要[一两][个张间份位辆节桌]|(?:想|要|打算)(?:上|去|参加|报|约|订|定|挂|租|住|看(?![看一下]))/,
   ],
 };
 
 /** Asking to look something up ("查一下", "show me"): a read, of one record or of a list. */
-const LOOK_UP = [/\b(?:look up|check|show me|let me see)\b/i, /查|看看|看一下|确认一下/];
+const LOOK_UP = [
+  /\b(?:look up|check(?![- ]?(?:in|out)\b)|show me|let me see)\b/i,
+  /(?<![检调])查|看看|看一下|确认一下/,
+];
 
 /** Asking whether something exists ("有没有", "is there"): a read, when nothing else is asked. */
 const EXISTS = [
