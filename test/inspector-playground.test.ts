@@ -352,6 +352,17 @@ describe.skipIf(!HAVE_CHROMIUM)(
       expect(await flipped.locator('tbody tr').count()).toBe(1);
       const flip = flipped.locator('tr[data-case="city-enum"]');
       expect(await flip.locator('.badge').innerText()).toBe('fail → pass');
+      // Every case by variant: its verdict, each attempt's run and the checks that failed.
+      const byCase = page
+        .getByRole('region', { name: 'Cases by variant' })
+        .locator('tr[data-case="city-enum"] td');
+      expect(await byCase.locator('.badge').allInnerTexts()).toEqual([
+        'fail: 0/1 attempts',
+        'pass: 1/1 attempts',
+      ]);
+      expect(await byCase.first().locator('.error-line').innerText()).toBe(
+        'arguments: query_weather.city: "广州省" is not one of the enum',
+      );
       await expectAccessible(page);
       await shot('evals-report', page);
       await flip.getByRole('link', { name: variantRun }).click();

@@ -9,7 +9,7 @@ export const toolsReached = (events) =>
 export function answerFragment(answer, max = 60) {
   const first = String(answer ?? '')
     .trim()
-    .split(/\n|(?<=[.!?。！？])\s/)[0]
+    .split(/\n|(?<=[.!?])\s|(?<=[。！？])/)[0]
     ?.trim();
   if (!first) return '';
   return first.length <= max ? first : first.slice(0, max).replace(/\s+\S*$/, '');
@@ -54,6 +54,9 @@ export const datasetJsonl = (c) => `${JSON.stringify(c)}\n`;
 const scalar = (v) => (typeof v === 'string' ? JSON.stringify(v) : v === undefined ? 'null' : String(v));
 const isPlain = (v) => v === null || typeof v !== 'object';
 const emptyOf = (v) => (Array.isArray(v) ? '[]' : '{}');
+// Words YAML 1.1 readers take for booleans or null: quoted even as keys.
+const RESERVED = new Set(['null', 'true', 'false', 'yes', 'no', 'on', 'off', 'y', 'n']);
+const bareKey = (k) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) && !RESERVED.has(k.toLowerCase());
 
 /** A value as block YAML, indented by `depth` steps of two spaces; each line ends with a newline. */
 function yaml(value, depth) {
@@ -69,7 +72,7 @@ function yaml(value, depth) {
       .join('');
   return Object.entries(value)
     .map(([k, v]) => {
-      const key = /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) ? k : JSON.stringify(k);
+      const key = bareKey(k) ? k : JSON.stringify(k);
       if (isPlain(v)) return `${pad}${key}: ${scalar(v)}\n`;
       if (Object.keys(v).length === 0) return `${pad}${key}: ${emptyOf(v)}\n`;
       return `${pad}${key}:\n${yaml(v, depth + 1)}`;

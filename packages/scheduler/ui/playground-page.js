@@ -163,7 +163,7 @@ export function PlaygroundPage({ agents, agentName }) {
       </div>
       <label for="pg-input">Input</label>
       <textarea id="pg-input" rows="3" value=${input} onInput=${(e) => setInput(e.currentTarget.value)}></textarea>
-      <details class="playground-schema" open=${schemaText !== ''}>
+      <details class="playground-schema">
         <summary>Output schema <span class="muted">(optional)</span></summary>
         <label for="pg-schema">JSON Schema the answer must match</label>
         <textarea id="pg-schema" class="mono" rows="5" value=${schemaText} placeholder='{"type": "object", "properties": {…}}' onInput=${(e) => setSchemaText(e.currentTarget.value)}></textarea>
