@@ -117,7 +117,9 @@ describe('handoffs at the API: the reach rule and sessions (real Redis, real fle
 
     const third = await send({ agent: 'triage', input: 'something else' });
     expect(third.outcome.answer).toBe('triage again');
-    expect(third.offered).toEqual([['slow', 'transfer_to_billing', 'transfer_to_technical']]);
+    expect(third.offered).toEqual([
+      ['needs_approval', 'slow', 'transfer_to_billing', 'transfer_to_technical'],
+    ]);
     expect((await h.call('GET', `/v1/sessions/${sessionId}`)).json.last_agent).toBeUndefined();
   });
 });

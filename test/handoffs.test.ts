@@ -80,7 +80,7 @@ describe('handoffs through the real fleet on llm-sim (real Redis, real processes
     // Each turn was asked of the agent in charge: its own tools and its own handoffs offered.
     const turns = await eventsOf(runId, 'llm_request');
     expect(turns.map((t) => [...t.tools_offered].sort())).toEqual([
-      ['slow', 'transfer_to_billing', 'transfer_to_technical'],
+      ['needs_approval', 'slow', 'transfer_to_billing', 'transfer_to_technical'],
       ['orders_write', 'transfer_to_technical'],
       ['orders_write', 'transfer_to_technical'],
       ['noop'],
@@ -164,6 +164,44 @@ describe('handoffs through the real fleet on llm-sim (real Redis, real processes
     expect(outcome.report).toContain('max_handoffs 2');
     expect((await eventsOf(runId, 'handoff')).map((e) => e.to)).toEqual(['pong', 'ping']);
     expect(await eventsOf(runId, 'llm_request')).toHaveLength(3);
+  });
+
+  it('hands off only once a call of the same turn that waits for a person is decided, and runs that call as the agent that made it', async () => {
+    h = await startRunsHarness(FLEET);
+    h.sim.addScenario({
+      name: 'approval-then-handoff',
+      turns: [
+        {
+          tool_calls: [
+            { name: 'needs_approval', arguments: {} },
+            { name: 'transfer_to_billing', arguments: {} },
+          ],
+        },
+        { content: 'billing: {{ results.needs_approval.content.done ?? "not done" }}' },
+      ],
+    });
+    const runId = await h.control.start({ agent: 'triage', input: 'do it', model: 'approval-then-handoff' });
+    const parked = await waitFor(
+      async () => {
+        const record = await h!.control.get(runId);
+        return record?.state?.status === 'awaiting_approval' ? record.state : undefined;
+      },
+      15_000,
+      'the run to park',
+    );
+    // Parked with the handoff pending: triage is still in charge.
+    expect(parked.pendingHandoff).toMatchObject({ to: 'billing' });
+    expect(parked.inCharge).toBeUndefined();
+    const [toolCallId] = Object.keys(parked.approvals);
+    await h.control.decide({ runId, toolCallId: toolCallId!, decision: 'approved' });
+    const outcome = await h.control.wait(runId, 30_000);
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'billing: true' });
+    expect((await eventsOf(runId, 'handoff')).map((e) => [e.from, e.to])).toEqual([['triage', 'billing']]);
+    const results = await eventsOf(runId, 'tool_result');
+    expect(results.find((r) => r.tool === 'needs_approval')).toMatchObject({
+      ok: true,
+      answered: 'dispatched',
+    });
   });
 
   it('takes the first of two transfer calls in one turn and answers the other as ignored, as the Agents SDK does', async () => {
