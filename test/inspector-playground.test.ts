@@ -361,7 +361,7 @@ describe.skipIf(!HAVE_CHROMIUM)(
         'pass: 1/1 attempts',
       ]);
       expect(await byCase.first().locator('.error-line').innerText()).toBe(
-        'arguments: query_weather.city: "广州省" is not one of the enum',
+        'arguments: query_weather.city: "Guangzhou Province" is not one of the enum',
       );
       await expectAccessible(page);
       await shot('evals-report', page);
@@ -439,7 +439,7 @@ function evalReport(id: string, baselineRun: string, variantRun: string, orderRu
     passed,
     failures: passed
       ? []
-      : [{ check: 'arguments', message: 'query_weather.city: "广州省" is not one of the enum' }],
+      : [{ check: 'arguments', message: 'query_weather.city: "Guangzhou Province" is not one of the enum' }],
     steps: 2,
     tokens: 60,
     cost: 0,
