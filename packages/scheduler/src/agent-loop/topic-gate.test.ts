@@ -240,6 +240,9 @@ describe('what a request asks to do with a thing', () => {
     expect([...requestActions('三楼有空的会议室吗')].sort()).toEqual(['get', 'list']);
     expect([...requestActions('先查一下三楼，再帮我订一间')].sort()).toEqual(['create', 'get', 'list']);
     expect([...requestActions('想约个时间做检查')]).toEqual(['create']);
+    // A booking asked for stays one beside a question; a further action after a first one is its own.
+    expect([...requestActions('帮我订一间会议室，几点都行')].sort()).toEqual(['create', 'get']);
+    expect([...requestActions('先订一间会议室，然后列出我所有的预订')].sort()).toEqual(['create', 'list']);
     // Asking whether cancelling is possible still asks to cancel, not to read.
     expect([...requestActions('有没有办法取消预订')]).toEqual(['cancel']);
   });

@@ -79,7 +79,7 @@ const CUES: Readonly<Record<Action, readonly RegExp[]>> = {
     /改|换|调整|调到|调成|调一下|推迟|推后|推到|推一|推个|延后|延期|提前|挪|变更|延长|缩短|往后|往前|多住|多待|多留|续住|晚一[点些]|早一[点些]/,
   ],
   list: [
-    /\b(?:list|all (?:of )?(?:my|our|the)|upcoming|coming up|so far|history)\b|\b(?:what|which|any) (?:\w+ )?(?!(?:does|is|was|has|this|its|always|yours)\b)\w{2,}[^\Wsu]s\b|\b(?:show|see|view|check)(?: me)? (?:my|our) (?:\w+ )?\w+[^s's]s\b/i,
+    /\b(?:list|all (?:of )?(?:my|our|the)|upcoming|coming up|so far|history)\b|\b(?:what|which|any) (?:\w+ )?(?!(?:does|is|was|has|this|its|always|yours)\b)\w{2,}[^\Wsu]s\b|\b(?:show|see|view|check)(?: me)? (?:my|our) (?:\w+ )?\w+[^s']s\b/i,
     /有什么|有哪些|哪些|列出|列一下|列个|所有|全部|一共|都有|名下|清单|列表|有几个|有多少个|都.{0,4}什么/,
   ],
   get: [
@@ -113,6 +113,10 @@ const MADE = [
 
 const QUESTION = /[?？吗呢]\s*$|^\s*(?:is|are|do|does|did|when|where|what|which|how)\b|几|多少|哪|什么|谁/i;
 
+/** A booking word asked of someone ("帮我订", "我想预约") is a verb, whatever else the request asks. */
+const ASKED_TO_BOOK =
+  /(?:帮我|给我|替我|请|我想|我要)(?:预订|预定|预约|订|定|约|安排|报名|挂|办理|申请|租|留个|留一|开个|开一|占)/;
+
 /** Words that join a further action to a first one. */
 const FURTHER = /再|然后|接着|之后|并且|同时|另外|还要|\b(?:and|then|also)\b/i;
 
@@ -137,12 +141,9 @@ export function requestActions(text: string): Set<Action> {
   // unless a further action follows the first one ("先取消周四的，再预约周五的").
   const acted = Math.min(...(['cancel', 'change', 'list', 'get'] as const).map((a) => at.get(a) ?? Infinity));
   const created = at.get('create');
-  if (
-    created !== undefined &&
-    acted < Infinity &&
-    !FURTHER.test(text.slice(acted, Math.max(acted, created)))
-  ) {
-    found.delete('create');
+  if (created !== undefined && acted < Infinity && !ASKED_TO_BOOK.test(text)) {
+    const between = text.slice(Math.min(acted, created), Math.max(acted, created));
+    if (!FURTHER.test(between)) found.delete('create');
   }
   if (found.has('list')) found.delete('get');
   const reads =
