@@ -270,10 +270,12 @@ export function RunPage({ runId }) {
       ${run.parent ? html`<dt>Parent</dt><dd><${RunLink} id=${run.parent.run_id} cls="parent-run" /> <span class="muted">called it as</span> <span class="tool">${run.parent.tool}</span> <span class="muted">(depth ${run.parent.depth})</span></dd>` : null}
       ${run.children?.length ? html`<dt>Child runs</dt><dd>${run.children.map((c) => html`<span class="chip">${c.agent} <${RunLink} id=${c.run_id} cls="child-run" /></span> `)}</dd>` : null}
       ${run.granted_by_approval?.length ? html`<dt>Granted</dt><dd>${run.granted_by_approval.map((g) => html`<span class="chip">${g.tool}${g.by ? ` by ${g.by}` : ''}</span> `)}</dd>` : null}
+      ${run.variant ? html`<dt>Variant</dt><dd><span class="chip variant">${run.variant.name}</span> <span class="muted">overrides ${Object.keys(run.variant.overrides).join(', ') || 'nothing'}</span></dd>` : null}
       ${run.metadata ? html`<dt>Metadata</dt><dd>${Object.entries(run.metadata).map(([k, v]) => html`<span class="chip">${k}=${v}</span>`)}</dd>` : null}
     </dl>
     <${Totals} run=${run} events=${events} now=${now} />
     ${run.input ? html`<div class="box"><div class="code-label">Input</div><${Prose} text=${run.input} /></div>` : null}
+    ${run.variant ? html`<div class="box variant"><${Code} value=${run.variant.overrides} label=${`Variant ${run.variant.name}: overrides of the agent for this run (JSON)`} /></div>` : null}
     ${run.answer ? html`<div class="box answer"><div class="code-label">Answer</div><${Prose} text=${run.answer} /></div>` : null}
     ${run.output !== undefined ? html`<div class="box answer output"><${Code} value=${run.output} label="Output (JSON)" /></div>` : null}
     ${run.report ? html`<div class="box warn"><div class="code-label">Report</div><${Prose} text=${run.report} /></div>` : null}
