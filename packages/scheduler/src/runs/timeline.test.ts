@@ -78,4 +78,22 @@ describe('guardrail events in the timeline', () => {
       /guardrail no_exfiltration tripped on the arguments of http_post \[call_7\]: blocked call: the call's arguments hold PII/,
     );
   });
+
+  it("names a run's variant where the run started, and nothing when it has none", () => {
+    const started = (variant?: { name: string; overrides: Record<string, unknown> }) =>
+      render([
+        {
+          type: 'run_started',
+          at: T0,
+          agent: 'weather',
+          input: 'rain?',
+          model: 'gpt-4o-mini',
+          ...(variant ? { variant } : {}),
+        },
+      ]);
+    expect(started({ name: 'with-aliases', overrides: { max_iterations: 3 } })).toContain(
+      'run started: agent weather (variant with-aliases), model gpt-4o-mini: rain?',
+    );
+    expect(started()).toContain('run started: agent weather, model gpt-4o-mini: rain?');
+  });
 });

@@ -23,7 +23,7 @@ export function renderTimeline(events: StoredEvent[]): string {
 function describe(e: RunEvent): string {
   switch (e.type) {
     case 'run_started':
-      return `run started: agent ${e.agent}, model ${e.model}: ${clip(e.input)}`;
+      return `run started: agent ${e.agent}${e.variant ? ` (variant ${e.variant.name})` : ''}, model ${e.model}: ${clip(e.input)}`;
     case 'plan':
       return e.steps.length
         ? `plan: ${e.steps.map((s, i) => `${i + 1}. ${s.title}`).join('  ')}`
