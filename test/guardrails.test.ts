@@ -40,6 +40,11 @@ const AGENTS = {
     },
     { name: 'input_judge', tools: [], instructions: 'Trip on any request for a medical diagnosis.' },
     {
+      name: 'judged_quickly',
+      tools: ['noop'],
+      guardrails: { input: [{ name: 'quick_judge', agent: 'input_judge', timeout_ms: 300 }] },
+    },
+    {
       name: 'careful_writer',
       tools: ['noop'],
       guardrails: { output: [{ name: 'no_pii_out', pii: ['email', 'phone', 'cn_id', 'card'] }] },
@@ -226,6 +231,20 @@ describe('guardrails on the request, the answer and tool calls (llm-sim, real Re
       /"medical_judge" failed \(fail_closed\): guardrail agent "input_judge" answered without a valid verdict/,
     );
     expect(guardrailEvents(events)[0]).toMatchObject({ verdict: 'error', action: 'stopped_run' });
+  });
+
+  it('fails closed on a guardrail agent that gives no verdict within its timeout', async () => {
+    const slow: Scenario = {
+      name: 'judged-slow',
+      schemas: {
+        [VERDICT]: { content: '{"tripped": false, "reason": "late"}', fault: { type: 'latency', ms: 3000 } },
+      },
+      turns: [{ content: 'never' }],
+    };
+    const { outcome } = await h.run(slow, { agent: 'judged_quickly', input: 'weather?' });
+    expect(outcome).toMatchObject({ status: 'failed', reason: 'guardrail_tripped' });
+    expect(outcome.report).toMatch(/"quick_judge" failed \(fail_closed\): /);
+    expect(h.turns('judged-slow')).toHaveLength(0);
   });
 
   it('withholds a final answer an output guardrail trips on, plain or structured', async () => {

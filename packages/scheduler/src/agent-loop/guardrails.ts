@@ -213,28 +213,38 @@ async function askAgent(
   const judge = spec.agent ? deps.agentNamed?.(spec.agent) : undefined;
   if (!judge)
     return { error: `guardrail agent "${spec.agent}" is not an agent of the configuration in force` };
-  const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(deps.release ? [deps.release] : [])]);
-  const res = await deps.llm.complete(
-    [
+  // A timer and a listener of its own, let go once the call ends (as the loop's model calls do).
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(new Error(`no verdict within ${timeoutMs} ms`)), timeoutMs);
+  const onRelease = () => stop.abort(deps.release?.reason);
+  deps.release?.addEventListener('abort', onRelease, { once: true });
+  if (deps.release?.aborted) onRelease();
+  const res = await deps.llm
+    .complete(
+      [
+        {
+          role: 'system',
+          content:
+            `You are the guardrail "${spec.name}" (${judge.name}). ${judge.instructions ?? judge.description ?? ''}\n` +
+            `Decide whether the ${target.stage === 'input' ? 'request' : target.stage === 'output' ? 'answer' : `tool call's ${target.stage}`} ` +
+            'below trips this guardrail. Answer only with JSON: {"tripped": true|false, "reason": "why, in one sentence"}.',
+        },
+        { role: 'user', content: target.text },
+      ],
+      [],
+      stop.signal,
+      undefined,
       {
-        role: 'system',
-        content:
-          `You are the guardrail "${spec.name}" (${judge.name}). ${judge.instructions ?? judge.description ?? ''}\n` +
-          `Decide whether the ${target.stage === 'input' ? 'request' : target.stage === 'output' ? 'answer' : `tool call's ${target.stage}`} ` +
-          'below trips this guardrail. Answer only with JSON: {"tripped": true|false, "reason": "why, in one sentence"}.',
+        responseFormat: {
+          type: 'json_schema',
+          json_schema: { name: 'guardrail_verdict', schema: VERDICT_SCHEMA, strict: true },
+        },
       },
-      { role: 'user', content: target.text },
-    ],
-    [],
-    signal,
-    undefined,
-    {
-      responseFormat: {
-        type: 'json_schema',
-        json_schema: { name: 'guardrail_verdict', schema: VERDICT_SCHEMA, strict: true },
-      },
-    },
-  );
+    )
+    .finally(() => {
+      clearTimeout(timer);
+      deps.release?.removeEventListener('abort', onRelease);
+    });
   if (res.usage) addUsage(state, res.usage);
   const text = res.choices[0]?.message?.content ?? '';
   const checked = checkOutput(text, VERDICT_SCHEMA);
