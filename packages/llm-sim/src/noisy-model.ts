@@ -5,6 +5,7 @@ import { Draws } from './draws.js';
 import { intendedArguments, type FillContext } from './noisy-arguments.js';
 import { taskSteps, type NoisyStep } from './noisy-intent.js';
 import { applyMistakes, type NoisyCall } from './noisy-mistakes.js';
+import { structuredContent } from './noisy-output.js';
 import { namedOnlyTools, offeredNoisyTools, type NoisyTool } from './noisy-tools.js';
 import type { ChatMessage, ChatRequest } from './request-validation.js';
 import type { NoisyMistake, NoisyModel, NoisyRates } from './types.js';
@@ -88,7 +89,8 @@ function namesProblem(error: ToolError, call: NoisyCall): boolean {
   return Object.keys(call.args).some((k) => message.includes(k));
 }
 
-function finalAnswer(p: Progress, note?: string): Answer {
+/** The final answer: what each step returned and what failed, as JSON when the request asks for it. */
+function finalAnswer(request: ChatRequest, p: Progress, note?: string): Answer {
   const lines = p.results.map((r) => {
     const c = r.content as { summary?: unknown; path?: unknown } | undefined;
     const text =
@@ -97,10 +99,17 @@ function finalAnswer(p: Progress, note?: string): Answer {
   });
   for (const f of p.failed) lines.push(`${f.tool} failed: ${f.message}`);
   if (note !== undefined) lines.push(note);
-  return { content: lines.length > 0 ? `Done.\n${lines.join('\n')}` : 'Done.', toolCalls: [] };
+  const text = lines.length > 0 ? `Done.\n${lines.join('\n')}` : 'Done.';
+  const json = structuredContent(
+    request,
+    p.results.map((r) => r.content),
+    text,
+  );
+  return { content: json ?? text, toolCalls: [] };
 }
 
 interface TurnInput {
+  request: ChatRequest;
   options: NoisyModel;
   rates: Required<NoisyRates>;
   tools: NoisyTool[];
@@ -126,7 +135,7 @@ function nextCall(t: TurnInput): NoisyAnswer {
   const { p, steps, rates } = t;
   const seed = t.options.seed ?? 0;
   const step = steps[p.step];
-  if (step === undefined) return { answer: finalAnswer(p), mistakes: [] };
+  if (step === undefined) return { answer: finalAnswer(t.request, p), mistakes: [] };
   const tool = t.tools.find((x) => x.name === step.tool) as NoisyTool;
   const intended: NoisyCall = {
     name: tool.name,
@@ -140,7 +149,7 @@ function nextCall(t: TurnInput): NoisyAnswer {
     const hopeless = same || p.tries >= MAX_TRIES_PER_STEP;
     if (hopeless)
       return {
-        answer: finalAnswer(p, `${tool.name} failed: ${error.message ?? 'invalid call'}`),
+        answer: finalAnswer(t.request, p, `${tool.name} failed: ${error.message ?? 'invalid call'}`),
         mistakes: [],
       };
     const heal = namesProblem(error, call) ? rates.self_heal : rates.self_heal_unnamed;
@@ -153,7 +162,7 @@ function nextCall(t: TurnInput): NoisyAnswer {
   }
   const forget = t.taskStack ? rates.forgotten_step_with_stack : rates.forgotten_step;
   if (p.step > 0 && new Draws(seed, t.conversation, 'forget', p.step).chance(forget)) {
-    return { answer: finalAnswer(p), mistakes: [{ kind: 'forgotten_step', tool: tool.name }] };
+    return { answer: finalAnswer(t.request, p), mistakes: [{ kind: 'forgotten_step', tool: tool.name }] };
   }
   const drawn = applyMistakes(intended, {
     tool,
@@ -190,16 +199,14 @@ export function noisyAnswer(
   const { task, history } = currentTask(request.messages);
   const steps = taskSteps(task, tools);
   if (steps.length === 0) {
-    return {
-      answer: { content: `Here is what I can say without a tool: ${task.slice(0, 200)}`, toolCalls: [] },
-      mistakes: [],
-    };
+    const text = `Here is what I can say without a tool: ${task.slice(0, 200)}`;
+    return { answer: { content: structuredContent(request, [], text) ?? text, toolCalls: [] }, mistakes: [] };
   }
   const taskStack = request.messages.some(
     (m) => (m.role === 'system' || m.role === 'developer') && TASK_STACK.test(messageText(m.content)),
   );
   const p = replay(history);
-  return nextCall({ options, rates, tools, steps, task, p, taskStack, conversation, turn });
+  return nextCall({ request, options, rates, tools, steps, task, p, taskStack, conversation, turn });
 }
 
 /** Answers a planning request: the task's steps, from the tools its system prompt lists by name. */

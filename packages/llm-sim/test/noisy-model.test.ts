@@ -218,6 +218,51 @@ describe('the noisy model', () => {
     expect(sent).toEqual(['{"city":"广州"}', '{"city":"广州"}']);
   });
 
+  it('answers a run with an output schema with JSON of its shape, filled from what the tools returned', async () => {
+    const tools = [weatherTool(true)];
+    const response_format = {
+      type: 'json_schema' as const,
+      json_schema: {
+        name: 'trip_output',
+        schema: {
+          type: 'object',
+          properties: {
+            city: { type: 'string' },
+            high_c: { type: 'integer' },
+            days: { type: 'integer', minimum: 1 },
+            advice: { type: 'string' },
+          },
+          required: ['city', 'high_c', 'days', 'advice'],
+        },
+      },
+    };
+    const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: '广州天气怎么样？' }];
+    const first = await openai.chat.completions.create({
+      model: 'careful',
+      messages,
+      tools,
+      response_format,
+    });
+    const [call] = functionCalls(first);
+    messages.push(
+      { role: 'assistant', content: null, tool_calls: [{ id: call!.id, type: 'function', function: call! }] },
+      {
+        role: 'tool',
+        tool_call_id: call!.id,
+        content: JSON.stringify({ ok: true, content: { city: '广州', high_c: 27, summary: '晴' } }),
+      },
+    );
+    const final = await openai.chat.completions.create({
+      model: 'careful',
+      messages,
+      tools,
+      response_format,
+    });
+    const output = JSON.parse(final.choices[0]!.message.content!) as Record<string, unknown>;
+    expect(output).toMatchObject({ city: '广州', high_c: 27, days: 1 });
+    expect(output.advice).toContain('query_weather: 晴');
+  });
+
   it('answers a planning request with the steps of the request, naming the tools', async () => {
     const res = await openai.chat.completions.create({
       model: 'sim-noisy',
