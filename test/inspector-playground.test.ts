@@ -294,6 +294,63 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await page.context().close();
     });
 
+    it("runs a variant of the agent's configuration for a key allowed variants, names a bad one, and saves the command that compares it", async () => {
+      const page = await signedIn(FULL_KEY);
+      await page.goto(`${h.url}/ui#/playground/test_agent`);
+      await page.getByLabel('Model').selectOption('echo');
+      await page.getByLabel('Input').fill('hello');
+      await page.getByText('Variant').first().click();
+      const field = page.getByLabel(/^Configuration overrides for this run/);
+      await field.fill('{"instructions": ');
+      await page.getByRole('button', { name: 'Start run' }).click();
+      await page
+        .getByRole('alert')
+        .getByText(/^The variant is not JSON: /)
+        .waitFor();
+      await field.fill('{"instructionz": "Answer in one word."}');
+      await page.getByRole('button', { name: 'Start run' }).click();
+      await page
+        .getByRole('alert')
+        .getByText(/^400 VALIDATION_FAILED: .*instructionz/)
+        .waitFor();
+      expect(await page.locator('article.tried').count()).toBe(0);
+
+      const overrides = { instructions: "Answer in one word, don't explain." };
+      await field.fill(JSON.stringify(overrides));
+      await page.getByRole('button', { name: 'Start run' }).click();
+      const tried = page.locator('article.tried');
+      await expect.poll(() => tried.locator('h2 .badge').innerText()).toBe('succeeded');
+      const run = (await h.call('GET', `/v1/runs/${await tried.getAttribute('data-run')}`)).json;
+      expect(run.variant).toEqual({ name: 'playground', overrides });
+      // The model read the variant's instructions, not the agent's.
+      const asked = h.sim.requests.filter((r) => r.scenario === 'echo').at(-1)!;
+      const system = (asked.body as { messages: Array<{ role: string; content: string }> }).messages[0]!;
+      expect(system.content).toContain(overrides.instructions);
+      await tried.getByText('Save as eval case').click();
+      const file = `playground-${run.run_id}.yaml`;
+      expect(await tried.locator('code.eval-command').innerText()).toBe(
+        `agent-reach eval ${file} --variant baseline --variant playground='{"instructions":"Answer in one word, don'\\''t explain."}'`,
+      );
+      await expectAccessible(page);
+      await page.context().close();
+    });
+
+    it('cancels a live run from the playground', async () => {
+      const page = await signedIn(FULL_KEY);
+      await page.goto(`${h.url}/ui#/playground/test_agent`);
+      await page.getByLabel('Model').selectOption('approval');
+      await page.getByLabel('Input').fill('to be cancelled');
+      await page.getByRole('button', { name: 'Start run' }).click();
+      const tried = page.locator('article.tried');
+      await tried.getByRole('heading', { name: 'Waiting for a decision' }).waitFor();
+      await tried.getByRole('button', { name: 'Cancel run' }).click();
+      await expect.poll(() => tried.locator('h2 .badge').innerText()).toBe('cancelled');
+      expect((await h.call('GET', `/v1/runs/${await tried.getAttribute('data-run')}`)).json.status).toBe(
+        'cancelled',
+      );
+      await page.context().close();
+    });
+
     it('offers a limited key its agents only, and shows the refusal the API gives for another agent', async () => {
       const page = await signedIn(LIMITED_KEY);
       await page.goto(`${h.url}/ui#/playground`);
@@ -307,6 +364,17 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await page
         .getByRole('alert')
         .getByText('403 FORBIDDEN: this key may not use agent "test_agent"')
+        .waitFor();
+      expect(await page.locator('article.tried').count()).toBe(0);
+      // Its own agent, but with a variant: a limited key is not allowed variants unless configured so.
+      await page.goto(`${h.url}/ui#/playground/weather_only`);
+      await page.getByLabel('Input').fill('rain?');
+      await page.getByText('Variant').first().click();
+      await page.getByLabel(/^Configuration overrides for this run/).fill('{"instructions": "Be brief."}');
+      await page.getByRole('button', { name: 'Start run' }).click();
+      await page
+        .getByRole('alert')
+        .getByText(/^403 FORBIDDEN: this key may not start runs with a variant/)
         .waitFor();
       expect(await page.locator('article.tried').count()).toBe(0);
       await expectAccessible(page);

@@ -43,6 +43,7 @@ export const api = {
   approvals: () => call('GET', '/ui/api/approvals'),
   models: () => call('GET', '/ui/api/models'),
   startRun: (body) => call('POST', '/v1/runs', body),
+  cancelRun: (id) => call('POST', `/v1/runs/${encodeURIComponent(id)}/cancel`),
   openSession: (agent) => call('POST', '/v1/sessions', { agent }),
   sendMessage: (sessionId, body) =>
     call('POST', `/v1/sessions/${encodeURIComponent(sessionId)}/messages`, body),

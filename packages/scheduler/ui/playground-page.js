@@ -10,6 +10,8 @@ import './playground.css';
 
 /** Metadata of every run the playground starts: they can be listed apart (`?metadata=source=playground`). */
 const METADATA = { source: 'playground' };
+/** The name of the variant a run carries when overrides are given. */
+const VARIANT = 'playground';
 const REFRESH_ON = new Set([
   'approval_requested',
   'approval_decided',
@@ -25,6 +27,15 @@ function streamedText(events) {
   if (!last) return { text: '', parts: 0 };
   const mine = deltas.filter((d) => d.turn === last.turn && d.attempt === last.attempt);
   return { text: mine.map((d) => d.content).join(''), parts: mine.length };
+}
+
+/** Cancel for a live run (the API's `POST /v1/runs/{id}/cancel`), and what the API said. */
+function Cancel({ run, onDone }) {
+  const [said, setSaid] = useState('');
+  if (run.cancel_requested) return html`<p class="muted">Cancelling…</p>`;
+  const cancel = () =>
+    api.cancelRun(run.run_id).then(onDone, (e) => setSaid(`${e.status} ${e.code}: ${e.message}`));
+  return html`<p><button type="button" class="secondary" onClick=${cancel}>Cancel run</button>${said ? html` <span class="error" role="alert">${said}</span>` : null}</p>`;
 }
 
 /** A run started from the playground, followed live: its answer as it streams, its waterfall as it grows. */
@@ -50,6 +61,7 @@ function TriedRun({ tried, latest }) {
     </div>
     ${run.output !== undefined ? html`<div class="box answer output"><${Code} value=${run.output} label="Output (JSON)" /></div>` : null}
     ${run.reason && run.status !== 'succeeded' ? html`<p class="error"><${Reason} code=${run.reason} /> <span class="mono muted">${run.reason}</span></p>` : null}
+    ${live ? html`<${Cancel} run=${run} onDone=${reload} />` : null}
     ${pending.length ? html`<h3>Waiting for a decision</h3><${Approvals} items=${pending} onDecided=${reload} />` : null}
     ${
       latest
@@ -61,15 +73,15 @@ function TriedRun({ tried, latest }) {
   </article>`;
 }
 
-/** Parses the output schema field: undefined when empty, else a JSON object or an error message. */
-function parseSchema(text) {
-  if (!text.trim()) return { schema: undefined };
+/** Parses an optional JSON object field: undefined when empty, else the object or an error naming `what`. */
+function parseObject(text, what, kind) {
+  if (!text.trim()) return { value: undefined };
   try {
-    const schema = JSON.parse(text);
-    if (schema && typeof schema === 'object' && !Array.isArray(schema)) return { schema };
-    return { error: 'The output schema must be a JSON object (a JSON Schema).' };
+    const value = JSON.parse(text);
+    if (value && typeof value === 'object' && !Array.isArray(value)) return { value };
+    return { error: `The ${what} must be a JSON object (${kind}).` };
   } catch (e) {
-    return { error: `The output schema is not JSON: ${e.message}` };
+    return { error: `The ${what} is not JSON: ${e.message}` };
   }
 }
 
@@ -84,6 +96,7 @@ export function PlaygroundPage({ agents, agentName }) {
   const [model, setModel] = useState('');
   const [input, setInput] = useState('');
   const [schemaText, setSchemaText] = useState('');
+  const [overridesText, setOverridesText] = useState('');
   const [inSession, setInSession] = useState(false);
   const [sessionId, setSessionId] = useState(undefined);
   const [tried, setTried] = useState([]);
@@ -110,14 +123,21 @@ export function PlaygroundPage({ agents, agentName }) {
   const send = async (e) => {
     e.preventDefault();
     setError('');
-    const { schema, error: bad } = parseSchema(schemaText);
+    const { value: schema, error: bad } = parseObject(schemaText, 'output schema', 'a JSON Schema');
     if (bad) return setError(bad);
+    const { value: overrides, error: wrong } = parseObject(
+      overridesText,
+      'variant',
+      "overrides of the agent's configuration",
+    );
+    if (wrong) return setError(wrong);
     if (!input.trim()) return setError('Write an input for the agent.');
     const body = {
       agent,
       input,
       ...(model ? { model } : {}),
       ...(schema ? { output_schema: schema } : {}),
+      ...(overrides ? { variant: { name: VARIANT, overrides } } : {}),
       metadata: METADATA,
     };
     setBusy(true);
@@ -129,7 +149,7 @@ export function PlaygroundPage({ agents, agentName }) {
         run = await api.sendMessage(id, body);
       } else run = await api.startRun(body);
       const history = inSession ? tried.map((t) => t.request.input) : [];
-      const request = { agent, input, model, output_schema: schema, history };
+      const request = { agent, input, model, output_schema: schema, history, overrides };
       setTried((list) => [...(inSession ? list : []), { runId: run.run_id, request }]);
       if (inSession) setInput('');
     } catch (err) {
@@ -167,6 +187,11 @@ export function PlaygroundPage({ agents, agentName }) {
         <summary>Output schema <span class="muted">(optional)</span></summary>
         <label for="pg-schema">JSON Schema the answer must match</label>
         <textarea id="pg-schema" class="mono" rows="5" value=${schemaText} placeholder='{"type": "object", "properties": {…}}' onInput=${(e) => setSchemaText(e.currentTarget.value)}></textarea>
+      </details>
+      <details class="playground-schema">
+        <summary>Variant <span class="muted">(optional: a key allowed variants)</span></summary>
+        <label for="pg-variant">Configuration overrides for this run (JSON: instructions, tools, loop…)</label>
+        <textarea id="pg-variant" class="mono" rows="4" value=${overridesText} placeholder='{"instructions": "…", "tools": {"query_weather": {"description": "…"}}}' onInput=${(e) => setOverridesText(e.currentTarget.value)}></textarea>
       </details>
       ${error ? html`<p class="error" role="alert">${error}</p>` : null}
       <div class="decide">

@@ -20,6 +20,12 @@ function download(text, name, type) {
   setTimeout(() => URL.revokeObjectURL(url), 0);
 }
 
+/** The eval command for the file, with the run's overrides as a variant compared against the baseline. */
+const command = (file, overrides) =>
+  overrides
+    ? `agent-reach eval ${file} --variant baseline --variant playground='${JSON.stringify(overrides).replaceAll("'", "'\\''")}'`
+    : `agent-reach eval ${file}`;
+
 /**
  * "Save as eval case": the request that was tried and what its run did, as a case of an eval dataset
  * (docs/evals.md), with the expectations a person picks (the answer fragment, the tools in order or as a
@@ -69,7 +75,7 @@ export function SaveCase({ request, run, events }) {
         </div>
         <pre class="raw eval-case" tabindex="0" aria-label="Eval case">${text}</pre>
       </div>
-      <p class="muted small-text">Run it with <code>agent-reach eval ${c.id}.${f.ext}</code>, or paste the case into a dataset.</p>
+      <p class="muted small-text">Run it with <code class="eval-command">${command(`${c.id}.${f.ext}`, request.overrides)}</code>, or paste the case into a dataset.</p>
     </div>
   </details>`;
 }
