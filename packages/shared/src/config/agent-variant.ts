@@ -86,11 +86,10 @@ function toolProblems(
 /** The agents file's checks of the agent merged with the variant (its other agents as they are). */
 function mergedAgentProblems(ctx: VariantCheckContext, agent: AgentSpec, variant: RunVariant): string[] {
   const merged = variantAgent(agent, variant.overrides);
-  const { document } = ctx.agents;
+  // The agents alone: a variant changes no tool group, so their sources (documents, servers) are not
+  // checked again on every request.
   const candidate = {
-    agents: document.agents.map((a) => (a.name === agent.name ? merged : a)),
-    ...(document.tool_groups ? { tool_groups: document.tool_groups } : {}),
-    ...(document.tool_defaults ? { tool_defaults: document.tool_defaults } : {}),
+    agents: ctx.agents.document.agents.map((a) => (a.name === agent.name ? merged : a)),
   };
   try {
     parseAgents(JSON.stringify(candidate), `variant "${variant.name}"`);
