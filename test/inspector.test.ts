@@ -666,6 +666,11 @@ describe.skipIf(!HAVE_CHROMIUM)(
       expect(await row.innerText()).toMatch(
         /tripped[\s\S]*blocked call[\s\S]*arguments of http_post[\s\S]*e-mail address l\*\*\*@example\.com/,
       );
+      // The waterfall marks the trip at its time.
+      const mark = page.locator('.wf-row').filter({ hasText: 'Guardrail no_exfiltration' });
+      expect(await mark.locator('.wf-track').getAttribute('aria-label')).toMatch(
+        /^Guardrail no_exfiltration: instant at \+.*, arguments of http_post: blocked call$/,
+      );
       await expectAccessible();
       await shot('run-guardrail');
     });

@@ -75,6 +75,15 @@ export function spans(events, end) {
       case 'guard':
         out.push({ kind: 'mark guard', label: `Guard ${e.guard}`, from: e.at, to: e.at, note: e.action });
         break;
+      case 'guardrail':
+        out.push({
+          kind: 'mark guard',
+          label: `Guardrail ${e.guardrail}`,
+          from: e.at,
+          to: e.at,
+          note: `${e.stage}${e.tool ? ` of ${e.tool}` : ''}: ${e.action.replace('_', ' ')}`,
+        });
+        break;
       case 'handoff':
         out.push({
           kind: 'mark handoff',
