@@ -13,6 +13,7 @@ import {
 import { renderTemplate } from '../../triggers/template.js';
 import { createTriggerMetrics } from '../../triggers/trigger-metrics.js';
 import { assertAgentAllowed, idempotencyScope, requirePrincipal, type Principal } from '../auth.js';
+import { assertHandoffReach } from '../handoff-doors.js';
 import { admitRun } from '../tenant-admission.js';
 import { keyedWorkflowId } from './workflows.js';
 import { ApiError, notFound } from '../errors.js';
@@ -176,11 +177,15 @@ function checkTarget(ctx: ApiContext, principal: Principal, body: CreateSchedule
         'UNKNOWN_WORKFLOW',
         ctx.deps.workflows?.unknown(body.workflow) ?? `unknown workflow "${body.workflow}"`,
       );
-    for (const node of definition.spec.nodes) assertAgentAllowed(principal, node.agent);
+    for (const node of definition.spec.nodes) {
+      assertAgentAllowed(principal, node.agent);
+      assertHandoffReach(principal, node.agent, ctx.deps.agents);
+    }
     return;
   }
   if (body.agent === undefined) return; // refused by scheduleOf, naming both fields
   assertAgentAllowed(principal, body.agent);
+  assertHandoffReach(principal, body.agent, ctx.deps.agents);
   if (!ctx.deps.agents.agents.has(body.agent))
     throw new ApiError('UNKNOWN_AGENT', `unknown agent "${body.agent}"`);
 }

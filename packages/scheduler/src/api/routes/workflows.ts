@@ -10,6 +10,7 @@ import {
   seesTenant,
   type Principal,
 } from '../auth.js';
+import { assertHandoffReach } from '../handoff-doors.js';
 import { ApiError, notFound } from '../errors.js';
 import type { EventStreamer } from '../event-stream.js';
 import { bodyHash } from '../idempotency.js';
@@ -179,6 +180,8 @@ async function startWorkflow(ctx: ApiContext, request: StartRequest, reply: Fast
     );
   const spec = definition.spec;
   assertWorkflowAllowed(principal, spec);
+  // Each node is a run of its agent: the reach rule of handoffs holds for it as for any run.
+  for (const node of spec.nodes) assertHandoffReach(principal, node.agent, ctx.deps.agents);
   await checkCallback(ctx, request.body.callback, principal.name);
   // Its node runs count when they start; the workflow is refused while its tenant is at a quota.
   await admitRun(ctx, principal.tenant, undefined);
