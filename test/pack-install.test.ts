@@ -11,7 +11,17 @@ import { REDIS_URL, testRedis } from './helpers/redis.js';
 import { OUTPUTS } from './helpers/platform.js';
 
 const exec = promisify(execFile);
-const PACKAGES = ['protocol', 'shared', 'archive', 'executor', 'scheduler', 'llm-sim', 'client', 'cli'];
+const PACKAGES = [
+  'protocol',
+  'shared',
+  'archive',
+  'executor',
+  'scheduler',
+  'llm-sim',
+  'client',
+  'evals',
+  'cli',
+];
 const CONSUMER = path.join(ROOT, 'test/fixtures/consumer');
 /** The README's client examples, run as they are. */
 const SNIPPETS = ['http.mjs', 'queue.mjs'];

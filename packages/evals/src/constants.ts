@@ -8,6 +8,9 @@ export const MAX_EVAL_CONCURRENCY = 256;
 export const MAX_EVAL_REPEAT = 1000;
 /** How long one attempt's run may take before the attempt fails (`run_timeout`), in ms. */
 export const DEFAULT_RUN_TIMEOUT_MS = 10 * 60_000;
+export const MAX_RUN_TIMEOUT_MS = 24 * 3600_000;
+/** The API the command talks to without AGENT_REACH_URL or --url (the scheduler's default port). */
+export const DEFAULT_API_URL = 'http://127.0.0.1:8080';
 /** The pause after a 429 that names no `Retry-After`, doubled each time up to the max, in ms. */
 export const QUOTA_BACKOFF_FIRST_MS = 500;
 export const QUOTA_BACKOFF_MAX_MS = 10_000;

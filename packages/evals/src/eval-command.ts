@@ -2,7 +2,14 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { AgentReachApiError, createClient } from '@agent-reach/client';
 import type { EvalReport } from '@agent-reach/protocol';
-import { DEFAULT_EVAL_CONCURRENCY, MAX_EVAL_CONCURRENCY, MAX_EVAL_REPEAT } from './constants.js';
+import {
+  DEFAULT_API_URL,
+  DEFAULT_EVAL_CONCURRENCY,
+  DEFAULT_RUN_TIMEOUT_MS,
+  MAX_EVAL_CONCURRENCY,
+  MAX_EVAL_REPEAT,
+  MAX_RUN_TIMEOUT_MS,
+} from './constants.js';
 import { loadDataset } from './dataset.js';
 import { EvalInputError } from './errors.js';
 import { formatJunit } from './format-junit.js';
@@ -147,12 +154,16 @@ async function evalMain(argv: string[], env: NodeJS.ProcessEnv, io: EvalIo): Pro
     io.out(EVAL_USAGE);
     return EVAL_EXIT.ok;
   }
-  const baseUrl = values.url ?? env.AGENT_REACH_URL ?? 'http://127.0.0.1:8080';
-  const apiKey = values['api-key'] ?? env.AGENT_REACH_KEY;
-  if (!apiKey) throw new EvalInputError(['no API key: set AGENT_REACH_KEY (or --api-key)']);
+  const baseUrl = values.url ?? env.AGENT_REACH_URL ?? DEFAULT_API_URL;
+  const apiKey = values['api-key'] ?? env.AGENT_REACH_KEY ?? '';
   const fetch = quotaFetch(globalThis.fetch);
   const client = createClient({ baseUrl, apiKey, fetch });
+  // The input is checked whole before the key is asked for: a bad dataset is named without a platform.
+  const needKey = () => {
+    if (!apiKey) throw new EvalInputError(['no API key: set AGENT_REACH_KEY (or --api-key)']);
+  };
   if (values['from-runs'] !== undefined) {
+    needKey();
     if (positionals.length)
       throw new EvalInputError([`--from-runs takes no dataset, got "${positionals[0]}"`]);
     const made = await datasetFromRuns(client, values['from-runs'], values.name);
@@ -181,11 +192,17 @@ async function evalMain(argv: string[], env: NodeJS.ProcessEnv, io: EvalIo): Pro
     DEFAULT_EVAL_CONCURRENCY,
     MAX_EVAL_CONCURRENCY,
   );
-  const runTimeoutMs = integer(values['run-timeout'], 'run-timeout', 600_000, 24 * 3600_000);
+  const runTimeoutMs = integer(
+    values['run-timeout'],
+    'run-timeout',
+    DEFAULT_RUN_TIMEOUT_MS,
+    MAX_RUN_TIMEOUT_MS,
+  );
   const variants = await parseVariants(values.variant ?? []);
   if (gates.some((g) => g.kind === 'max-regression') && variants.length < 2)
     throw new EvalInputError(['--max-regression needs two variants or more (the first is the baseline)']);
   const dataset = await loadDataset(file, values.agent ? { agent: values.agent } : {});
+  needKey();
   const total = dataset.cases.length * repeat * variants.length;
   let done = 0;
   const report = await runEval({
