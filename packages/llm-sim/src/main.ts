@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { BUNDLED_SCENARIOS_DIR, DEFAULT_CLI_PORT, DEFAULT_HOST } from './constants.js';
+import { BUNDLED_SCENARIOS_DIR, DEFAULT_CLI_PORT, DEFAULT_HOST, NOISY_MODEL } from './constants.js';
 import { loadScenarios } from './load-scenarios.js';
 import { startLlmSim } from './server.js';
 
@@ -14,7 +14,7 @@ Usage: tsx packages/llm-sim/src/main.ts [--port N] [--host H] [--scenarios DIR] 
   -h, --help        show this help
 
 Point an OpenAI client at the printed URL and use a scenario name as the model
-(or send the header x-llm-sim-scenario: NAME).`;
+(or send the header x-llm-sim-scenario: NAME), or sim-noisy / sim-noisy-<seed> for the noisy model.`;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -44,6 +44,7 @@ async function main(): Promise<void> {
   });
   console.log(`llm-sim listening on ${sim.url}`);
   console.log(`scenarios: ${scenarios.map((s) => s.name).join(', ') || '(none)'}`);
+  console.log(`noisy model: ${NOISY_MODEL}, ${NOISY_MODEL}-<seed>`);
 
   let stopping = false;
   const stop = (signal: string) => {
