@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { replayRun } from '@agent-reach/scheduler';
 import { addScenarios, AGENTS, MODELS, ofType } from './helpers/agent-tools.js';
 import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { writeAgentsFile } from './helpers/mcp.js';
@@ -81,6 +82,16 @@ describe('agents as tools: a call runs a child agent on the fleet (real Redis, l
       },
     ]);
     expect(view.steps[0].child_run_id).toBe(started.child_run_id);
+    // A replay answers the call with the child's recorded answer and starts no child run.
+    const replay = await replayRun(parentId, {
+      runner: harness.schedulers[0]!.runner,
+      store: harness.control.store,
+    });
+    expect(replay.outcome).toMatchObject({ status: 'succeeded', answer: 'planner: researched ok=true' });
+    expect(replay.calls).toEqual([
+      { toolCallId: started.tool_call_id, tool: 'ask_researcher', source: 'recorded' },
+    ]);
+    expect((await harness.control.list()).filter((r) => r.agent === 'researcher')).toHaveLength(1);
     const childView = (await harness.call('GET', `/v1/runs/${started.child_run_id}`, { key: FULL_KEY })).json;
     expect(childView.parent).toEqual({
       run_id: parentId,

@@ -11,6 +11,7 @@ import type { LlmClient } from '../model/llm.js';
 import type { ToolCatalog } from '../fleet/tool-catalog.js';
 import type { RunStore } from './run-store.js';
 import { variantDeps } from './run-variant.js';
+import { recordedChildren } from './replay-children.js';
 
 /** A tool call whose result today differs from the recorded one. */
 export interface ReplayDifference {
@@ -167,6 +168,7 @@ export async function replayRun(
     // The answers are checked against the schema the original checked them against.
     ...(original.outputSchema ? { outputSchema: original.outputSchema } : {}),
     ...(original.variant ? { variant: original.variant } : {}),
+    ...startedInCharge(events),
     metadata: { ...original.metadata, replay_of: originalRunId, replay_mode: mode },
   });
   // Guardrails answer from the recording too: their tool calls and model calls are not in it to play back.
@@ -213,6 +215,13 @@ export async function replayRun(
       return name === original.agent ? agent : (deps.runner.agent(name) ?? { name, tools: [] });
     },
     agentNamed: (name) => deps.runner.agent(name),
+    // An agent called as a tool answers as its child run answered the original: no child run starts.
+    children: recordedChildren(
+      original,
+      recordedResults,
+      (name) => deps.runner.agent(name),
+      (toolCallId, tool, source) => calls.push({ toolCallId, tool, source }),
+    ),
     logger: deps.runner.logger.child({ replayOf: originalRunId }),
     limits: { planning: events.some((e) => e.type === 'plan') },
     checkpoint: (s, evs) => {
@@ -357,4 +366,10 @@ function withoutConfirmation(catalog: ToolCatalog): ToolCatalog {
   };
   // The loop reads the catalog through these methods only.
   return view as unknown as ToolCatalog;
+}
+
+/** The agent the original started in charge with, when a session's run went on with a handoff target. */
+function startedInCharge(events: RunEvent[]): { inCharge?: string } {
+  const started = events.find((e) => e.type === 'run_started');
+  return started?.type === 'run_started' && started.in_charge ? { inCharge: started.in_charge } : {};
 }
