@@ -83,8 +83,24 @@ function toolProblems(
   return problems;
 }
 
+/** Merged-agent verdicts by document in force, then by agent and overrides (an eval repeats a variant). */
+const verdicts = new WeakMap<object, Map<string, string[]>>();
+const MAX_VERDICTS = 200;
+
 /** The agents file's checks of the agent merged with the variant (its other agents as they are). */
 function mergedAgentProblems(ctx: VariantCheckContext, agent: AgentSpec, variant: RunVariant): string[] {
+  const byDocument = verdicts.get(ctx.agents.document) ?? new Map<string, string[]>();
+  verdicts.set(ctx.agents.document, byDocument);
+  const key = JSON.stringify([agent.name, variant.name, variant.overrides]);
+  const known = byDocument.get(key);
+  if (known) return [...known];
+  const problems = checkMerged(ctx, agent, variant);
+  if (byDocument.size >= MAX_VERDICTS) byDocument.clear();
+  byDocument.set(key, problems);
+  return problems;
+}
+
+function checkMerged(ctx: VariantCheckContext, agent: AgentSpec, variant: RunVariant): string[] {
   const merged = variantAgent(agent, variant.overrides);
   // The agents alone: a variant changes no tool group, so their sources (documents, servers) are not
   // checked again on every request.
