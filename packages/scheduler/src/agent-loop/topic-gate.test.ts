@@ -269,6 +269,16 @@ describe('what a request asks to do with a thing', () => {
     expect(bestTool('Which room bookings do I have this week?')).toBe('list_room_bookings');
   });
 
+  it('reads a verb of a request as the tool verb it is: "add … to my booking" asks what add_* does', () => {
+    const extras = buildVocabulary({
+      tools: [
+        { name: 'add_extra', description: 'Add an extra such as a child seat or parking to a booking.' },
+        { name: 'change_booking', description: 'Change the dates or the room of a booking.' },
+      ],
+    });
+    expect(extras.score('Add a child seat to my booking').labels[0]?.label).toBe('add_extra');
+  });
+
   it("keeps the action out of the request's domain: it neither places a request nor names a tool alone", () => {
     const plain = ROOMS.score('Which room bookings do I have this week?');
     expect(plain.domain).toBe(ROOMS.score('room bookings this week').domain);

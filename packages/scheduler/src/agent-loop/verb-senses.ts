@@ -75,7 +75,7 @@ const CUES: Readonly<Record<Action, readonly RegExp[]>> = {
     /取消|退订|退掉|退了|退票|退课|不(?:要|用|需要|去|来|住|上|看|租|订|定|约|参加|办|坐|练)了|去不了|来不了|算了|放弃|删除|删掉|删了|撤销|撤回|撤了|撤掉|作废/,
   ],
   change: [
-    /\b(?:change|move|reschedul\w*|postpone|push (?:it|my|our|the|back|forward)|bring (?:it |my |our |the )?forward|switch|swap|update|modify|edit|amend|extend|shorten|instead of)\b|\badd\b[^.?!]{0,40}\bto (?:my|our|the)\b/i,
+    /\b(?:change|move|reschedul\w*|postpone|push (?:it|my|our|the|back|forward)|bring (?:it |my |our |the )?forward|switch|swap|update|modify|edit|amend|extend|shorten|instead of)\b/i,
     /改|换|调整|调到|调成|调一下|推迟|推后|推到|推一|推个|延后|延期|提前|挪|变更|延长|缩短|往后|往前|多住|多待|多留|续住|晚一[点些]|早一[点些]/,
   ],
   list: [
