@@ -96,4 +96,29 @@ describe('guardrail events in the timeline', () => {
     );
     expect(started()).toContain('run started: agent weather, model gpt-4o-mini: rain?');
   });
+  it('names the child run an agent-tool call started and answered by', () => {
+    const lines = render([
+      {
+        type: 'child_run_started',
+        at: T0,
+        tool_call_id: 'call_5',
+        tool: 'ask_researcher',
+        agent: 'researcher',
+        child_run_id: 'run_child',
+        depth: 1,
+      },
+      result(5, {
+        tool: 'ask_researcher',
+        tool_call_id: 'call_5',
+        answered: 'local',
+        child_run_id: 'run_child',
+      }),
+    ]).split('\n');
+    expect(lines[0]).toMatch(
+      /child run run_child of researcher started for ask_researcher \[call_5\], depth 1$/,
+    );
+    expect(lines[1]).toContain(
+      'ask_researcher [call_5] 200 ms, 1 attempt(s), answered by child run run_child',
+    );
+  });
 });

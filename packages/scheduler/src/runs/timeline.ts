@@ -36,6 +36,8 @@ function describe(e: RunEvent): string {
     case 'tool_dispatched':
       // Some of these may be answered without a dispatch (refused, rejected): their results say so.
       return `calls ${e.calls.map((c) => `${c.tool}(${clip(c.arguments, 60)})`).join(', ')}`;
+    case 'child_run_started':
+      return `child run ${e.child_run_id} of ${e.agent} started for ${e.tool} [${e.tool_call_id}], depth ${e.depth}`;
     case 'tool_result':
       return toolResultLine(e);
     case 'step_done':
@@ -63,8 +65,9 @@ function describe(e: RunEvent): string {
 
 function toolResultLine(e: Extract<RunEvent, { type: 'tool_result' }>): string {
   const kind = e.kind ?? (e.ok ? 'ok' : 'error');
-  const where =
-    e.answered === 'local'
+  const where = e.child_run_id
+    ? `answered by child run ${e.child_run_id}`
+    : e.answered === 'local'
       ? 'answered locally (not dispatched)'
       : `dispatched${e.executor_id ? ` to ${e.executor_id}` : ''}`;
   const head = `  ${kind.padEnd(9)} ${e.tool} [${e.tool_call_id}] ${e.duration_ms} ms, ${e.attempts} attempt(s), ${where}${e.truncated ? ', truncated' : ''}${e.result?.ref ? `, ref ${e.result.ref}` : ''}`;
