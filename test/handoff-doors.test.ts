@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '@agent-reach/protocol';
+import { replayRun } from '@agent-reach/scheduler';
 import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { ROOT } from './helpers/processes.js';
 
@@ -99,7 +100,7 @@ describe('handoffs at the API: the reach rule and sessions (real Redis, real fle
           : [],
       );
       const view = (await h!.call('GET', `/v1/runs/${runId}`)).json;
-      return { outcome, offered, view };
+      return { runId, outcome, offered, view };
     };
     const first = await send({ agent: 'triage', input: 'I want a refund' });
     expect(first.outcome.answer).toBe('billing: your refund is under way');
@@ -114,6 +115,12 @@ describe('handoffs at the API: the reach rule and sessions (real Redis, real fle
     expect(second.offered).toEqual([['orders_write', 'transfer_to_technical']]);
     expect(second.view).toMatchObject({ agent: 'triage', in_charge: 'billing' });
     expect(second.view.handoffs).toBeUndefined();
+    // Its replay starts with billing in charge too.
+    const replay = await replayRun(second.runId, { runner: h.schedulers[0]!.runner, store: h.control.store });
+    const replayed = (await h.control.events(replay.runId)).flatMap((e) =>
+      e.event.type === 'llm_request' ? [[...e.event.tools_offered].sort()] : [],
+    );
+    expect(replayed).toEqual([['orders_write', 'transfer_to_technical']]);
 
     const third = await send({ agent: 'triage', input: 'something else' });
     expect(third.outcome.answer).toBe('triage again');
