@@ -174,7 +174,7 @@ describe('agent-reach eval: datasets run on the fleet, scored, compared between 
     });
   });
 
-  it('gives a CI gate its exit code: 1 when a metric is under its floor or regressed, 0 when every gate holds', async () => {
+  it('gives a CI gate its exit code: 1 when a metric is under its floor or regressed, 0 when every gate holds (over repeats)', async () => {
     const under = await evalHere(h.url, [dataset, '--fail-under', 'reach_success=90%', '--no-upload']);
     expect(under.code, under.stderr).toBe(1);
     expect(under.stderr).toContain('gate failed: reach_success of baseline is 75.0%, under 90.0%');
@@ -182,12 +182,17 @@ describe('agent-reach eval: datasets run on the fleet, scored, compared between 
       dataset,
       '--fail-under',
       'reach_success=0.7',
+      '--repeat',
+      '2',
       '--format',
       'json',
       '--no-upload',
     ]);
     expect(holds.code, holds.stderr).toBe(0);
-    expect((JSON.parse(holds.stdout) as EvalReport).variants[0]!.metrics.reach_success).toBe(0.75);
+    const repeated = (JSON.parse(holds.stdout) as EvalReport).variants[0]!;
+    expect(repeated.metrics).toMatchObject({ cases: 4, attempts: 8, reach_success: 0.75 });
+    // Each repeat is a run of its own.
+    expect(new Set(repeated.cases.flatMap((c) => c.attempts.map((a) => a.run_id))).size).toBe(8);
     const regressed = await evalHere(h.url, [
       dataset,
       '--variant',

@@ -6,6 +6,7 @@ import {
   type VariantMetricName,
 } from '@agent-reach/protocol';
 import { casePassed } from './metrics.js';
+import { inline } from './terminal.js';
 
 const RATES: ReadonlySet<string> = new Set(RATE_METRIC_NAMES);
 
@@ -49,7 +50,9 @@ function table(rows: string[][]): string[] {
 /** The report as terminal text: metrics per variant side by side, comparisons, failing and flipped cases. */
 export function formatTable(report: EvalReport): string {
   const out: string[] = [
-    `eval ${report.id}: dataset ${report.dataset.name}, ${report.dataset.cases} cases × ${report.repeat}, concurrency ${report.concurrency}`,
+    inline(
+      `eval ${report.id}: dataset ${report.dataset.name}, ${report.dataset.cases} cases × ${report.repeat}, concurrency ${report.concurrency}`,
+    ),
     '',
   ];
   const header = [
@@ -66,25 +69,27 @@ export function formatTable(report: EvalReport): string {
   for (const v of report.variants) {
     const failing = v.cases.filter((c) => !casePassed(c));
     if (failing.length === 0) continue;
-    out.push('', `failing cases of ${v.name}:`);
+    out.push('', inline(`failing cases of ${v.name}:`));
     for (const c of failing) {
       const last = c.attempts.find((a) => !a.passed);
       const why = last?.failures.map((f) => `${f.check}: ${f.message}`).join('; ') ?? '';
-      out.push(`  ${c.id}  ${last?.run_id ?? ''}  ${why}`.trimEnd());
+      out.push(inline(`  ${c.id}  ${last?.run_id ?? ''}  ${why}`.trimEnd()));
     }
   }
   for (const c of report.comparisons) {
     if (c.flipped.length === 0) continue;
-    out.push('', `flipped cases, ${c.baseline} → ${c.variant}:`);
+    out.push('', inline(`flipped cases, ${c.baseline} → ${c.variant}:`));
     for (const f of c.flipped)
       out.push(
-        `  ${f.case}  ${f.from} → ${f.to}  runs ${f.baseline_runs.join(',') || '—'} → ${f.variant_runs.join(',') || '—'}`,
+        inline(
+          `  ${f.case}  ${f.from} → ${f.to}  runs ${f.baseline_runs.join(',') || '—'} → ${f.variant_runs.join(',') || '—'}`,
+        ),
       );
   }
   return out.join('\n');
 }
 
-const md = (s: string) => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+const md = (s: string) => inline(s.replace(/\|/g, '\\|').replace(/\n/g, ' '));
 
 /** The report as Markdown (a CI job summary, a pull request comment). */
 export function formatMarkdown(report: EvalReport): string {

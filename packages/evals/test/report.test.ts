@@ -212,3 +212,15 @@ describe('report formats', () => {
     );
   });
 });
+
+describe('report text on a terminal', () => {
+  it('shows control characters of run text escaped in the table and Markdown, exact in JSON', () => {
+    const r = report([variant('baseline', [false])]);
+    r.variants[0]!.cases[0]!.attempts[0]!.failures = [
+      { check: 'judge', message: 'score 0 below 0.5: \u001b[2Jgone\u202e' },
+    ];
+    expect(formatTable(r)).toContain('judge: score 0 below 0.5: \\x1b[2Jgone\\u202e');
+    expect(formatTable(r)).not.toContain('\u001b');
+    expect(formatMarkdown(r)).toContain('\\x1b[2Jgone\\u202e');
+  });
+});
