@@ -166,6 +166,22 @@ describe('handoffs through the real fleet on llm-sim (real Redis, real processes
     expect(await eventsOf(runId, 'llm_request')).toHaveLength(3);
   });
 
+  it("counts the turns before a handoff against the target's max_iterations: the run's budgets are the run's", async () => {
+    h = await startRunsHarness(FLEET);
+    h.sim.addScenario({
+      name: 'budget',
+      turns: [
+        { tool_calls: [{ name: 'transfer_to_brief_desk', arguments: {} }] },
+        { tool_calls: [{ name: 'noop', arguments: {} }] },
+        { content: 'never reached: the third turn of the run' },
+      ],
+    });
+    const runId = await h.control.start({ agent: 'ping', input: 'be brief', model: 'budget' });
+    const outcome = await h.control.wait(runId, 30_000);
+    expect(outcome).toMatchObject({ status: 'not_converged', reason: 'max_iterations', iterations: 2 });
+    expect(await eventsOf(runId, 'handoff')).toHaveLength(1);
+  });
+
   it('hands off only once a call of the same turn that waits for a person is decided, and runs that call as the agent that made it', async () => {
     h = await startRunsHarness(FLEET);
     h.sim.addScenario({
