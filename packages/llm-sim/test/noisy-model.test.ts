@@ -52,12 +52,19 @@ async function firstCall(model: string, question: string, tools: ChatCompletionT
 }
 
 /** The first calls of every question, one seed per question, with or without the aliases and examples. */
-async function firstCalls(hints: boolean) {
+async function askAll(hints: boolean) {
   const tools = [weatherTool(hints)];
   const out = [];
   for (const [i, q] of QUESTIONS.entries()) out.push(await firstCall(`sim-noisy-${i}`, q, tools));
   return out.map((c) => ({ ...c, valid: firstCallValid(tools, c.call.name, c.call.arguments) }));
 }
+
+/** Each side asked once (the answers are the same every time): several tests read them. */
+const asked = new Map<boolean, ReturnType<typeof askAll>>();
+const firstCalls = (hints: boolean) => {
+  if (!asked.has(hints)) asked.set(hints, askAll(hints));
+  return asked.get(hints)!;
+};
 
 describe('the noisy model', () => {
   it('answers the same request with the same call, id included, and another seed differently somewhere', async () => {
@@ -134,9 +141,9 @@ describe('the noisy model', () => {
     const healed = async (vague: boolean) => {
       let wrong = 0;
       let fixed = 0;
-      for (const [i, q] of QUESTIONS.entries()) {
-        const { call } = await firstCall(`sim-noisy-${i}`, q, tools);
-        if (firstCallValid(tools, call.name, call.arguments)) continue;
+      for (const [i, { call, valid }] of (await firstCalls(false)).entries()) {
+        const q = QUESTIONS[i]!;
+        if (valid) continue;
         wrong += 1;
         const result = toolResult(tools, call.name, call.arguments, vague);
         const res = await openai.chat.completions.create({
