@@ -334,6 +334,7 @@ describe('per-run variants survive a scheduler killed mid-run (real processes)',
     h = undefined;
   });
 
+  // Two scheduler processes start and one run's lock lapses: on a loaded machine that takes a while.
   it("resumes a run on another scheduler with its variant: the variant's instructions and aliases still apply after the kill", async () => {
     h = await startRunsHarness({}, { scheduler: false });
     h.sim.addScenario({
@@ -377,6 +378,5 @@ describe('per-run variants survive a scheduler killed mid-run (real processes)',
     expect(run?.state?.variant).toEqual(variant);
     const types = (await h.control.events(runId)).map((e) => e.event.type);
     expect(types.filter((t) => t === 'run_started')).toHaveLength(1);
-    // Two scheduler processes start and one run's lock lapses: on a loaded machine that takes a while.
   }, 120_000);
 });
