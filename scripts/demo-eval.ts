@@ -13,6 +13,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { wilson } from '@agent-reach/evals';
 import type { EvalReport } from '@agent-reach/protocol';
 import { exitWith, startDemoStack } from './demo-stack.js';
 
@@ -22,7 +23,6 @@ const EVALS = path.join(HERE, '..', 'examples', 'evals');
 const CLI = path.join(HERE, '..', 'packages', 'cli', 'bin', 'agent-reach.js');
 /** Runs in flight at once: enough to finish in seconds, few enough for a laptop. */
 const CONCURRENCY = 6;
-const Z_95 = 1.959964;
 
 /** One experiment: its dataset, its two variants (`NAME` or `NAME=OVERRIDES`) and the rates it prints. */
 interface Experiment {
@@ -94,16 +94,6 @@ function evalCommand(args: string[], apiKey: string): Promise<number> {
     child.once('error', reject);
     child.once('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
   });
-}
-
-/** The 95 % Wilson score interval of k successes in n trials. */
-function wilson(k: number, n: number): [number, number] {
-  if (n === 0) return [0, 1];
-  const p = k / n;
-  const z2 = Z_95 * Z_95;
-  const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
-  const half = (Z_95 / (1 + z2 / n)) * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n));
-  return [Math.max(0, centre - half), Math.min(1, centre + half)];
 }
 
 const pct = (x: number) => `${(x * 100).toFixed(0)} %`;
