@@ -37,6 +37,10 @@ const SCENARIOS = [
     ],
   },
   { name: 'eval-slow', latency_ms: 20_000, turns: [{ content: 'too late' }] },
+  {
+    name: 'eval-approval',
+    turns: [{ tool_calls: [{ name: 'needs_approval', arguments: {} }] }, { content: 'approved' }],
+  },
   // Its answer says how many answers the conversation held before it.
   { name: 'eval-session', turns: [{ content: 'a fresh conversation' }, { content: 'one answer before' }] },
   { name: 'eval-judge-high', turns: [{ content: '{"score": 0.9, "reason": "names the condition"}' }] },
@@ -242,7 +246,7 @@ describe('agent-reach eval: datasets run on the fleet, scored, compared between 
     );
   });
 
-  it("runs a case's history first in one session, and fails (and cancels) a run that outlives --run-timeout", async () => {
+  it("runs a case's history first in one session, fails (and cancels) a run that outlives --run-timeout, scores a parked run as it stands", async () => {
     const file = path.join(dir, 'session.yaml');
     await writeFile(
       file,
@@ -254,6 +258,10 @@ cases:
     model: eval-session
     expect: { answer: { contains: one answer before } }
   - { id: slow, input: take your time, model: eval-slow }
+  - id: parked
+    input: do the sensitive thing
+    model: eval-approval
+    expect: { status: awaiting_approval, tools_not_called: [noop] }
 `,
     );
     const res = await evalHere(h.url, [file, '--run-timeout', '1500', '--format', 'json', '--no-upload']);
@@ -270,6 +278,14 @@ cases:
       async () => (await h.client.getRun(slow.run_id)).status === 'cancelled',
       15_000,
       'the timed-out run to be cancelled',
+    );
+    // A run parked for an approval is scored as it stands (no one is there to approve), then cancelled.
+    const parked = cases[2]!.attempts[0]!;
+    expect(parked).toMatchObject({ passed: true, facts: { status: 'awaiting_approval' } });
+    await waitFor(
+      async () => (await h.client.getRun(parked.run_id)).status === 'cancelled',
+      15_000,
+      'the parked run to be cancelled',
     );
   });
 

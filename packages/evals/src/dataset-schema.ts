@@ -64,7 +64,7 @@ const EXPECT_SCHEMA = {
       propertyNames: { pattern: '^[A-Za-z0-9_-]{1,64}$' },
       additionalProperties: matchersByPath,
     },
-    status: { enum: ['succeeded', 'not_converged', 'failed', 'cancelled'] },
+    status: { enum: ['succeeded', 'not_converged', 'failed', 'cancelled', 'awaiting_approval'] },
     reason: { type: 'string', minLength: 1 },
     output: {
       type: 'object',

@@ -13,6 +13,7 @@ import { judgeAnswer } from './judge.js';
 import { comparisons, variantMetrics } from './metrics.js';
 import { runFacts } from './run-facts.js';
 import { scoreRun } from './scorer.js';
+import { waitForEndOrApproval } from './wait-run.js';
 import type { Dataset, EvalCase, EvalVariant } from './types.js';
 
 /** Options of {@link runEval}; all optional but the client, dataset and variants. */
@@ -184,7 +185,10 @@ async function startAndWait(
 ): Promise<Run> {
   const wait = async (run: Run) => {
     onStarted(run.run_id);
-    return ctx.client.waitForRun(run.run_id, { timeoutMs: ctx.runTimeoutMs });
+    const end = await waitForEndOrApproval(ctx.client, run.run_id, ctx.runTimeoutMs);
+    // A parked run has no one to approve it: it is cancelled, so it stops holding the tenant's quota.
+    if (end.status === 'awaiting_approval') await ctx.client.cancel(end.run_id).catch(() => undefined);
+    return end;
   };
   const idempotencyKey = `${ctx.id}:${t.variant.name}:${t.caseIndex}:${t.repeat}`;
   if (!t.c.history?.length) return wait(await ctx.client.createRun({ ...request, idempotencyKey }));

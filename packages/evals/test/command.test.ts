@@ -19,7 +19,7 @@ describe('the eval command before it reaches the platform', () => {
     const res = await run([file]);
     expect(res.code).toBe(EVAL_EXIT.badInput);
     expect(res.stderr).toBe(
-      `problem: ${file}: case "a" (line 1): expect.status: must be equal to one of the allowed values (succeeded, not_converged, failed, cancelled)`,
+      `problem: ${file}: case "a" (line 1): expect.status: must be equal to one of the allowed values (succeeded, not_converged, failed, cancelled, awaiting_approval)`,
     );
     const good = path.join(dir, 'good.jsonl');
     await writeFile(good, '{"id":"a","input":"x","agent":"a"}\n');
