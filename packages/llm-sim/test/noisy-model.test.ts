@@ -201,6 +201,27 @@ describe('the noisy model', () => {
     expect(succeeded).toEqual(['query_weather', 'write_markdown_file', 'send_email']);
   });
 
+  it('makes one call per enum value when a request names several', async () => {
+    const tools = [weatherTool(true), fileTool];
+    const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: '对比一下北京和上海的天气' }];
+    const cities: unknown[] = [];
+    for (let turn = 0; turn < 4; turn += 1) {
+      const res = await openai.chat.completions.create({ model: 'careful', messages, tools });
+      const [call] = functionCalls(res);
+      if (call === undefined) break;
+      cities.push(JSON.parse(call.arguments).city);
+      messages.push(
+        { role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: call }] },
+        {
+          role: 'tool',
+          tool_call_id: call.id,
+          content: JSON.stringify(toolResult(tools, call.name, call.arguments)),
+        },
+      );
+    }
+    expect(cities).toEqual(['北京', '上海']);
+  });
+
   it('sends a refused call it cannot correct once more, then answers with the error', async () => {
     const tools = [weatherTool(true)];
     const refusal = {
