@@ -361,6 +361,51 @@ describe(
       expect(await counted('dead_lettered')).toBeGreaterThanOrEqual(1);
     });
 
+    it("lists the key's dead letters across runs and delivers one again once the receiver is back", async () => {
+      const late = new Receiver();
+      await late.up();
+      const url = `${late.url}?token=kept-out-of-listings`;
+      await late.down();
+      const created = await post('/v1/runs', {
+        agent: 'test_agent',
+        input: 'hi',
+        model: 'echo',
+        callback: { url },
+      });
+      const runId = String(created.json.run_id);
+      const dead = await deliveryOf(runId, 'run.finished', 'dead_lettered');
+      const listed = await fetch(`${base}/v1/callbacks/dead-letters`, { headers });
+      expect(listed.status).toBe(200);
+      const letters = ((await listed.json()) as { dead_letters: Array<Record<string, unknown>> })
+        .dead_letters;
+      expect(letters.find((l) => l.id === dead.id)).toMatchObject({
+        run_id: runId,
+        event: 'run.finished',
+        url: late.url,
+        attempts: 6,
+        last_error: expect.stringMatching(/ECONNREFUSED/),
+        dead_lettered_at: expect.any(Number),
+      });
+      // Another key's delivery, a malformed id, and one that is not dead-lettered are told apart.
+      const unknown = await post(`/v1/callbacks/msg_${'0'.repeat(32)}/redeliver`, {});
+      expect(unknown.status).toBe(404);
+      expect((await post('/v1/callbacks/not-an-id/redeliver', {})).status).toBe(400);
+
+      await late.up();
+      const again = await post(`/v1/callbacks/${dead.id}/redeliver`, {});
+      expect(again).toMatchObject({ status: 202, json: { id: dead.id, state: 'pending' } });
+      const delivered = await deliveryOf(runId, 'run.finished', 'delivered');
+      expect(delivered).toMatchObject({ id: dead.id, attempts: 1 });
+      expect(late.of(runId).map((r) => [r.id, r.signedWith])).toEqual([[dead.id, 'key']]);
+      const twice = await post(`/v1/callbacks/${dead.id}/redeliver`, {});
+      expect(twice.status).toBe(409);
+      expect(twice.json.error).toMatchObject({
+        code: 'INVALID_STATE',
+        message: expect.stringMatching(/is not dead-lettered/),
+      });
+      await late.down();
+    });
+
     it('shows with `runs show` each callback delivery of a run: event, id, state, attempts, last status or error, a dead letter marked in words', async () => {
       // Started and watched through Redis and the CLI, not the API: the key's request rate is the other tests'.
       const env = testEnv(t.prefix, sim);

@@ -40,7 +40,10 @@ export interface ApiServerDeps {
   /** Callbacks: their policy (checked at the door) and delivery states; without them, a callback is a 400. */
   callbacks?: {
     config: CallbackConfig;
-    deliveries: Pick<CallbackDeliveries, 'deliveries' | 'callbackOf' | 'register'>;
+    deliveries: Pick<
+      CallbackDeliveries,
+      'deliveries' | 'callbackOf' | 'register' | 'deadLetters' | 'redeliver'
+    >;
   };
   /**
    * Schedules and inbound events: whether this process fires schedules (default not), the lock of a

@@ -26,6 +26,7 @@ import { healthRoutes } from './routes/health.js';
 import { mcpRoutes } from './mcp/mcp-routes.js';
 import { openAiRoutes } from './openai/openai-routes.js';
 import { runRoutes } from './routes/runs.js';
+import { callbackRoutes } from './routes/callbacks.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { scheduleRoutes, startScheduleFirings } from './routes/schedules.js';
 import { inboundEventRoutes } from './routes/inbound-events.js';
@@ -66,6 +67,7 @@ export async function createApiServer(
   await registerDocs(app, ctx);
   healthRoutes(app, ctx);
   runRoutes(app, ctx);
+  callbackRoutes(app, ctx);
   const streamEvents = createEventStreamer(app, ctx);
   eventRoutes(app, ctx, streamEvents);
   workflowRoutes(app, ctx, streamEvents);

@@ -42,6 +42,25 @@ export interface DeliveryState {
   updated_at: number;
 }
 
+/** A dead-lettered delivery as `GET /v1/callbacks/dead-letters` lists it. */
+export interface DeadLetteredDelivery {
+  id: string;
+  /** The run's (or workflow's) id. */
+  run_id: string;
+  event: string;
+  /** Where it went: the URL without its query or fragment, which may carry a token. */
+  url: string;
+  attempts: number;
+  last_error: string;
+  dead_lettered_at: number;
+}
+
+/** What asking to deliver a dead letter again did. */
+export type RedeliverOutcome = 'queued' | 'not_found' | 'not_dead_lettered';
+
+/** Dead-lettered jobs looked at per listing, newest first (BullMQ keeps them for the retention). */
+const DEAD_LETTER_SCAN = 1000;
+
 const TYPES: Record<CallbackEventName, string> = {
   finished: 'run.finished',
   awaiting_approval: 'run.awaiting_approval',
@@ -134,6 +153,54 @@ export class CallbackDeliveries {
         removeOnFail: { age: config.retentionS },
       },
     );
+  }
+
+  /**
+   * Dead-lettered deliveries of callbacks the key `key` asked for (undefined: runs started through Redis,
+   * without a key), newest first, at most `limit`: a delivery belongs to the key whose secret signs it.
+   */
+  async deadLetters(key: string | undefined, limit = 100): Promise<DeadLetteredDelivery[]> {
+    const jobs = await this.queue.getFailed(0, DEAD_LETTER_SCAN - 1);
+    return jobs
+      .filter((job) => job?.data && job.data.key === key)
+      .sort((a, b) => (b.finishedOn ?? 0) - (a.finishedOn ?? 0))
+      .slice(0, limit)
+      .map((job) => {
+        const url = new URL(job.data.url);
+        return {
+          id: job.data.id,
+          run_id: job.data.run_id,
+          event: job.data.type,
+          url: `${url.origin}${url.pathname}`,
+          attempts: job.attemptsMade,
+          last_error: job.failedReason ?? '',
+          dead_lettered_at: job.finishedOn ?? job.timestamp,
+        };
+      });
+  }
+
+  /**
+   * Queues a dead-lettered delivery again with all its attempts (same id and body, so a receiver that
+   * took it after all can tell): only the key that asked for the callback may, and only a dead letter.
+   */
+  async redeliver(id: string, key: string | undefined): Promise<RedeliverOutcome> {
+    const job = await this.queue.getJob(id);
+    if (!job?.data || job.data.key !== key) return 'not_found';
+    if ((await job.getState()) !== 'failed') return 'not_dead_lettered';
+    await this.deps.connection.hset(
+      this.#stateKey(job.data.run_id),
+      id,
+      JSON.stringify({
+        id,
+        event: job.data.type,
+        state: 'pending',
+        attempts: 0,
+        updated_at: Date.now(),
+      } satisfies DeliveryState),
+    );
+    await this.deps.connection.expire(this.#stateKey(job.data.run_id), this.deps.config.retentionS);
+    await job.retry('failed', { resetAttemptsMade: true, resetAttemptsStarted: true });
+    return 'queued';
   }
 
   /** The deliveries of a run, oldest first. */
