@@ -425,6 +425,7 @@ function minimalReport(id: string, extra: Partial<EvalReport> = {}): EvalReport 
 describe('/v1/evals: eval reports stored per tenant (real Redis)', () => {
   const ACME = 'acme-key-0123456789abcdef';
   const GLOBEX = 'globex-key-0123456789abcdef';
+  const ACME_WEATHER = 'acme-weather-key-0123456789abcdef';
   let h: ApiHarness;
   let url: string;
   let close: () => Promise<void>;
@@ -435,6 +436,7 @@ describe('/v1/evals: eval reports stored per tenant (real Redis)', () => {
       apiKeys: [
         { key: ACME, name: 'acme', tenants: ['acme'] },
         { key: GLOBEX, name: 'globex', tenants: ['globex'] },
+        { key: ACME_WEATHER, name: 'acme-weather', tenants: ['acme'], agents: ['weather_only'] },
       ],
     });
     url = server.url;
@@ -471,6 +473,34 @@ describe('/v1/evals: eval reports stored per tenant (real Redis)', () => {
       'tiny-2',
     );
     expect(await h.producer.ttl(h.keys.evalReport('ev_acme_1'))).toBeGreaterThan(6 * 24 * 3600);
+  });
+
+  it('shows a key limited to some agents only the evals whose runs are all of its agents', async () => {
+    const weather = minimalReport('ev_weather', {
+      dataset: { name: 'w', cases: 1, agents: ['weather_only'] },
+    });
+    const mixed = minimalReport('ev_mixed', {
+      dataset: { name: 'm', cases: 1, agents: ['test_agent', 'weather_only'] },
+    });
+    expect((await request(url, 'POST', '/v1/evals', { key: ACME, body: mixed })).status).toBe(201);
+    const own = await request(url, 'POST', '/v1/evals', { key: ACME_WEATHER, body: weather });
+    expect(own.status, own.text).toBe(201);
+    const listed = await request(url, 'GET', '/v1/evals', { key: ACME_WEATHER });
+    expect(listed.json.evals.map((e: { id: string }) => e.id)).toEqual(['ev_weather']);
+    expect((await request(url, 'GET', '/v1/evals/ev_mixed', { key: ACME_WEATHER })).status).toBe(404);
+    expect((await request(url, 'GET', '/v1/evals/ev_weather', { key: ACME })).status).toBe(200);
+    const other = await request(url, 'POST', '/v1/evals', {
+      key: ACME_WEATHER,
+      body: minimalReport('ev_x', { dataset: mixed.dataset }),
+    });
+    expect(other.status).toBe(403);
+    expect(other.json.error.message).toBe('this key may not use agent test_agent');
+    const unnamed = await request(url, 'POST', '/v1/evals', {
+      key: ACME_WEATHER,
+      body: minimalReport('ev_y'),
+    });
+    expect(unnamed.status).toBe(403);
+    expect(unnamed.json.error.message).toMatch(/must name the agents of its eval/);
   });
 
   it('refuses a report that is malformed, names the field, and one over 2 MB with 413', async () => {

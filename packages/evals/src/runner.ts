@@ -98,7 +98,7 @@ export async function runEval(o: RunEvalOptions): Promise<EvalReport> {
   });
   return {
     id: ctx.id,
-    dataset: { name: o.dataset.name, cases: o.dataset.cases.length },
+    dataset: { name: o.dataset.name, cases: o.dataset.cases.length, agents: agentsOf(o.dataset) },
     started_at: startedAt,
     finished_at: new Date().toISOString(),
     repeat,
@@ -106,6 +106,11 @@ export async function runEval(o: RunEvalOptions): Promise<EvalReport> {
     variants,
     comparisons: comparisons(variants),
   };
+}
+
+/** The agents an eval's runs are of: its cases' and their judges'. */
+function agentsOf(d: Dataset): string[] {
+  return [...new Set(d.cases.flatMap((c) => [c.agent, ...(c.judge ? [c.judge.agent] : [])]))].sort();
 }
 
 /** The run request of a case under a variant: its tags, and the variant's model as the run's model. */

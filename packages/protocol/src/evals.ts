@@ -140,7 +140,17 @@ export type EvalComparison = Static<typeof EvalComparison>;
 
 export const EvalReport = Type.Object({
   id: Type.String({ pattern: EVAL_ID_PATTERN.source }),
-  dataset: Type.Object({ name: Type.String({ maxLength: 200 }), cases: Count }),
+  dataset: Type.Object({
+    name: Type.String({ maxLength: 200 }),
+    cases: Count,
+    agents: Type.Optional(
+      Type.Array(Type.String({ maxLength: 64 }), {
+        maxItems: 1000,
+        description:
+          "the agents whose runs the eval started (its cases' and judges'): a key limited to some agents sees only evals of those",
+      }),
+    ),
+  }),
   started_at: Type.String(),
   finished_at: Type.String(),
   repeat: Type.Integer({ minimum: 1 }),

@@ -45,8 +45,12 @@ export class EvalStore {
     return this.read(id);
   }
 
-  /** The evals of some tenants, newest first, as listed. */
-  async list(tenants: Iterable<string>, limit = MAX_EVAL_LIST): Promise<EvalSummary[]> {
+  /** The evals of some tenants that `visible` lets through (by their agents), newest first, as listed. */
+  async list(
+    tenants: Iterable<string>,
+    visible: (agents: readonly string[] | undefined) => boolean,
+    limit = MAX_EVAL_LIST,
+  ): Promise<EvalSummary[]> {
     const ids: { id: string; at: number }[] = [];
     for (const tenant of tenants) {
       const page = await this.redis.zrevrange(this.keys.evalIndex(tenant), 0, limit - 1, 'WITHSCORES');
@@ -55,7 +59,7 @@ export class EvalStore {
     }
     ids.sort((a, b) => b.at - a.at);
     const stored = await Promise.all(ids.slice(0, limit).map(({ id }) => this.read(id)));
-    return stored.flatMap((s) => (s ? [summary(s.report)] : []));
+    return stored.flatMap((s) => (s && visible(s.report.dataset.agents) ? [summary(s.report)] : []));
   }
 
   private async read(id: string): Promise<StoredEval | undefined> {

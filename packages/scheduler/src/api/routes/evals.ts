@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { EvalCreated, EvalList, EvalParams, EvalReport, MAX_EVAL_REPORT_BYTES } from '@agent-reach/protocol';
 import type { Static } from '@sinclair/typebox';
-import { requirePrincipal } from '../auth.js';
+import { requirePrincipal, type Principal } from '../auth.js';
 import { ApiError, notFound } from '../errors.js';
 import { EvalStore } from '../eval-store.js';
 import type { ApiContext } from '../options.js';
@@ -11,7 +11,8 @@ const TAGS = ['evals'];
 
 /**
  * `/v1/evals`: reports of `agent-reach eval` (docs/evals.md), stored per tenant with the run retention.
- * A key sees the evals of its tenants; storing an id another tenant holds is a 409.
+ * A key sees the evals of its tenants (a key limited to some agents, those of its agents only); storing an
+ * id another tenant holds is a 409.
  */
 export function evalRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const store = new EvalStore(ctx.deps.redis, ctx.deps.keys);
@@ -29,6 +30,16 @@ export function evalRoutes(app: FastifyInstance, ctx: ApiContext): void {
     async (request, reply) => {
       const principal = requirePrincipal(ctx.auth, request);
       const report = request.body;
+      if (principal.agents) {
+        const agents = report.dataset.agents;
+        if (!agents)
+          throw new ApiError(
+            'FORBIDDEN',
+            'a key limited to some agents must name the agents of its eval (dataset.agents)',
+          );
+        const other = agents.find((a) => !principal.agents?.has(a));
+        if (other !== undefined) throw new ApiError('FORBIDDEN', `this key may not use agent ${other}`);
+      }
       const owner = await store.tenantOf(report.id);
       if (owner !== undefined && owner !== principal.tenant)
         throw new ApiError(
@@ -48,7 +59,10 @@ export function evalRoutes(app: FastifyInstance, ctx: ApiContext): void {
         response: responses({ 200: EvalList }),
       },
     },
-    async (request) => ({ evals: await store.list(requirePrincipal(ctx.auth, request).tenants) }),
+    async (request) => {
+      const principal = requirePrincipal(ctx.auth, request);
+      return { evals: await store.list(principal.tenants, (agents) => mayRead(principal, agents)) };
+    },
   );
   app.get<{ Params: Static<typeof EvalParams> }>(
     '/v1/evals/:id',
@@ -63,8 +77,19 @@ export function evalRoutes(app: FastifyInstance, ctx: ApiContext): void {
     async (request) => {
       const principal = requirePrincipal(ctx.auth, request);
       const stored = await store.get(request.params.id);
-      if (!stored || !principal.tenants.has(stored.tenant)) throw notFound(`eval ${request.params.id}`);
+      if (
+        !stored ||
+        !principal.tenants.has(stored.tenant) ||
+        !mayRead(principal, stored.report.dataset.agents)
+      )
+        throw notFound(`eval ${request.params.id}`);
       return stored.report;
     },
   );
+}
+
+/** A key limited to some agents reads an eval only when it names its agents and the key may use them all. */
+function mayRead(principal: Principal, agents: readonly string[] | undefined): boolean {
+  if (!principal.agents) return true;
+  return agents !== undefined && agents.every((a) => principal.agents?.has(a));
 }
