@@ -1,4 +1,4 @@
-import { DEFAULT_TENANT, type Keys } from '@agent-reach/protocol';
+import { DEFAULT_TENANT, foldStateRecord, type Keys } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
 
 /**
@@ -139,7 +139,8 @@ export function toArchiveRow(r: RawRunRecord): ArchiveRow {
     error_kinds: list(m.errorKinds),
     metadata,
     meta: m,
-    state: JSON.parse(r.state) as unknown,
+    // A final record's state is a base alone; folded all the same (see protocol's state-record.ts).
+    state: foldStateRecord(r.state) as unknown,
     messages: r.messages.map((x) => JSON.parse(x) as unknown),
     approvals: r.approvals,
     results: Object.fromEntries(

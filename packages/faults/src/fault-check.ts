@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import type { Queue } from 'bullmq';
-import { FINAL_STATUSES as PROTOCOL_FINAL_STATUSES, type Keys } from '@agent-reach/protocol';
+import { FINAL_STATUSES as PROTOCOL_FINAL_STATUSES, foldStateRecord, type Keys } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
 import { effectFile, startsKey, type StartRecord } from './fault-tools.js';
 
@@ -94,6 +94,15 @@ export function runOfRequest(body: unknown): string | undefined {
 
 /** The input a run of the suite is started with (how its model requests are told apart). */
 export const runInput = (runId: string): string => `fault run ${runId}`;
+
+/** A run's stored state, its base and deltas folded (see protocol's state-record.ts); undefined if unreadable. */
+function foldedState(text: string | null): Record<string, unknown> | undefined {
+  try {
+    return text ? foldStateRecord(text) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 function parseJson(text: unknown): unknown {
   if (typeof text !== 'string') return undefined;
@@ -480,7 +489,7 @@ export async function checkCallOutcomes(input: {
       if (m?.role === 'tool' && m.tool_call_id && typeof m.content === 'string')
         recorded[m.tool_call_id] ??= m.content;
     const attempts = new Map<string, number>();
-    const steps = (parseJson(stateJson) as { steps?: unknown } | undefined)?.steps;
+    const steps = foldedState(stateJson)?.steps;
     for (const step of Array.isArray(steps)
       ? (steps as Array<{ tool_call_id?: string; attempts?: number }>)
       : [])

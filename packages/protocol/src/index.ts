@@ -77,6 +77,13 @@ export type { RunVariant, VariantOverrides, VariantToolOverride } from './varian
 export { RUN_STATUSES, FINAL_STATUSES, isFinalStatus } from './run-status.js';
 export type { RunStatus, FinalStatus } from './run-status.js';
 export { readStepRecord, RUN_REASONS } from './run-outcome.js';
+export {
+  foldStateRecord,
+  applyStateDelta,
+  StateDeltaWriter,
+  StateRecordError,
+  type StateDeltaLimits,
+} from './state-record.js';
 export type {
   TaskStep,
   CompactionSummary,

@@ -2,6 +2,7 @@ import type { DeadLetter, RawRunRecord } from '@agent-reach/archive';
 import {
   checkVersion,
   DEFAULT_TENANT,
+  foldStateRecord,
   readEvent,
   readStepRecord,
   type Keys,
@@ -22,8 +23,8 @@ import {
   refersToRecord,
   resultsHeldElsewhere,
   storedEventJson,
-  storedStateJson,
 } from './stored-record.js';
+import { StoredStateWriter, type StateFormat } from './stored-state.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import {
   agentInCharge,
@@ -88,10 +89,13 @@ export interface RunStoreOptions {
   retentionCount?: number;
   /** The run archive (`DATABASE_URL`): finished runs are handed to it, and read from it once Redis let them go. */
   archive?: RunArchive;
+  /** How checkpoints store the state (see stored-state.ts). Default `delta`. */
+  stateFormat?: StateFormat;
 }
 
 /** The store's options with every default filled in. */
-export type ResolvedRunStoreOptions = RunStoreOptions & Required<Omit<RunStoreOptions, 'archive'>>;
+export type ResolvedRunStoreOptions = RunStoreOptions &
+  Required<Omit<RunStoreOptions, 'archive' | 'stateFormat'>>;
 
 /** Every default of the run store in one place. */
 export function resolveRunStoreOptions(o: RunStoreOptions): ResolvedRunStoreOptions {
@@ -147,6 +151,7 @@ export class RunCheckpointer {
   #listed = false;
   /** The listing fields this writer has written, as written; none before its first checkpoint. */
   #listing: Map<string, string> | undefined;
+  readonly #state: StoredStateWriter;
 
   constructor(
     private readonly store: RunStore,
@@ -159,6 +164,7 @@ export class RunCheckpointer {
     this.#seq = seq;
     this.#count = count;
     this.#compactions = compactions;
+    this.#state = new StoredStateWriter(store.stateFormat ?? 'delta');
   }
 
   prepare(state: RunState, events: RunEvent[]): () => Promise<{ cancelRequested: boolean }> {
@@ -200,7 +206,7 @@ export class RunCheckpointer {
       this.#seq,
       base,
       rewrite ? 1 : 0,
-      state.outcome ? storedStateJson(rest, messages) : JSON.stringify(rest),
+      this.#state.next(rest, messages, fresh, rewrite),
       fresh.length,
       ...fresh.map((m) => JSON.stringify(m)),
       events.length,
@@ -253,6 +259,7 @@ export class RunStore {
   readonly #scripts: RedisScripts;
   readonly retentionCount: number;
   readonly archive: RunArchive | undefined;
+  readonly stateFormat: StateFormat | undefined;
 
   constructor(
     private readonly redis: RedisClient,
@@ -264,6 +271,7 @@ export class RunStore {
     this.retentionS = options.retentionS;
     this.retentionCount = options.retentionCount;
     this.archive = options.archive;
+    this.stateFormat = options.stateFormat;
     const commands = redis as unknown as Record<string, unknown>;
     if (typeof commands.agentReachAcceptRun !== 'function')
       redis.defineCommand('agentReachAcceptRun', { numberOfKeys: 1, lua: ACCEPT_LUA });
@@ -737,7 +745,8 @@ function parseRecord(
   decisions: string[],
 ): { state: RunState | undefined; problems: string[] } {
   if (!stateJson) return { state: undefined, problems: [] };
-  const parsed = JSON.parse(stateJson) as Omit<RunState, 'messages'>;
+  // A base and the deltas since it (a record of the earlier format is a base alone).
+  const parsed = foldStateRecord(stateJson) as unknown as Omit<RunState, 'messages'>;
   // A record written by another release's format is refused by name rather than misread.
   checkVersion('stored run state', parsed);
   parsed.steps = (parsed.steps ?? []).map(readStepRecord);

@@ -95,7 +95,7 @@ function calls(messages: readonly ChatMessage[]): Map<string, { name: string; ar
 }
 
 /** The arguments of every call the assistant messages hold, by call id. */
-function callArguments(messages: readonly ChatMessage[]): Map<string, string> {
+export function callArguments(messages: readonly ChatMessage[]): Map<string, string> {
   return new Map([...calls(messages)].map(([id, c]) => [id, c.arguments]));
 }
 

@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import { isFinalStatus } from '@agent-reach/protocol';
+import { foldStateRecord, isFinalStatus } from '@agent-reach/protocol';
 import type { RunState } from '../../agent-loop/run-state.js';
 import type { RunSummary } from '../../runs/run-store.js';
 import { searchRuns } from '../../runs/run-search.js';
@@ -30,7 +30,10 @@ export async function recentRuns(ctx: ApiContext, principal: Principal): Promise
   const states = await Promise.all(shown.map((r) => ctx.deps.redis.get(ctx.deps.keys.runState(r.runId))));
   return shown.map((summary, i) => {
     const json = states[i];
-    return { summary, state: typeof json === 'string' ? (JSON.parse(json) as Steps) : undefined };
+    return {
+      summary,
+      state: typeof json === 'string' ? (foldStateRecord(json) as unknown as Steps) : undefined,
+    };
   });
 }
 

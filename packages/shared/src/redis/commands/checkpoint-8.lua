@@ -20,7 +20,7 @@
   KEYS[7] run call ledger (hash)
   KEYS[8] run call starts (hash)
 
-  ARGV epoch, seq, base, rewrite, state, n, messages…, n, events…, n, meta fields…, n,
+  ARGV epoch, seq, base, rewrite, state (a base, '\n' and a delta, or ''), n, messages…, n, events…, n, meta fields…, n,
        (call id, entry)…, final ('1' or '0'), retention TTL in s, then on the run's end the call ids
        whose results-hash entries the final record holds elsewhere (each call's tool message and step)
 
@@ -40,7 +40,10 @@ if ARGV[4] == '1' then redis.call('DEL', KEYS[3]) end
 local n = tonumber(ARGV[i]); i = i + 1
 for j = i, i + n - 1, 200 do redis.call('RPUSH', KEYS[3], unpack(ARGV, j, math.min(j + 199, i + n - 1))) end
 i = i + n
-redis.call('SET', KEYS[2], ARGV[5])
+-- The state: a base replaces the record, a delta line (starting with a line feed) is appended to it, and
+-- nothing is written when nothing changed (see protocol's state-record.ts).
+if string.sub(ARGV[5], 1, 1) == '\n' then redis.call('APPEND', KEYS[2], ARGV[5])
+elseif ARGV[5] ~= '' then redis.call('SET', KEYS[2], ARGV[5]) end
 n = tonumber(ARGV[i]); i = i + 1
 for j = i, i + n - 1 do redis.call('XADD', KEYS[4], '*', 'e', ARGV[j]) end
 i = i + n
