@@ -1,15 +1,17 @@
-import { handoffTargets, type AgentsFile } from '@agent-reach/shared';
+import { agentToolTargets, handoffTargets, type AgentSpec, type AgentsFile } from '@agent-reach/shared';
 import type { Principal } from './auth.js';
 import { ApiError } from './errors.js';
 import type { ApiContext } from './options.js';
 import { sessionForCaller } from './session-access.js';
 
 /**
- * The reach rule of handoffs (docs/handoffs.md#reach): a key limited to some agents may start a run
- * whose handoffs reach an agent outside its list only through agents whose `handoff_reach` is
- * `configured`. Every agent the run could reach by handoffs, from `agent` on, is looked at against the
- * configuration in force: a handoff from an agent of the default reach (`key`) to an agent the key may
- * not use refuses the run (403), naming the path. A key of every agent passes.
+ * The reach rule of handoffs and agents called as tools (docs/handoffs.md#reach, docs/agent-tools.md): a
+ * key limited to some agents may start a run that reaches an agent outside its list — by a handoff or by
+ * a call of an agent tool, which starts a child run of it under the same key — only through agents whose
+ * `handoff_reach` is `configured`. Every agent the run could reach that way, from `agent` on and through
+ * children's handoffs and calls alike, is looked at against the configuration in force: an edge from an
+ * agent of the default reach (`key`) to an agent the key may not use refuses the run (403), naming the
+ * path. A key of every agent passes.
  */
 export function assertHandoffReach(principal: Principal, agent: string, agents: AgentsFile): void {
   const allowed = principal.agents;
@@ -20,19 +22,34 @@ export function assertHandoffReach(principal: Principal, agent: string, agents: 
     const spec = agents.agents.get(from);
     if (!spec) continue;
     const path = paths.get(from) ?? [from];
-    for (const { agent: to } of handoffTargets(spec)) {
-      if (paths.has(to) || !agents.agents.has(to)) continue;
+    for (const { to, how } of reachedFrom(spec)) {
+      if (!agents.agents.has(to)) continue;
+      // Every edge is checked, also one to an agent already reached another way.
       if (!allowed.has(to) && spec.handoff_reach !== 'configured')
         throw new ApiError(
           'FORBIDDEN',
-          `this key may not use agent "${to}", which a run of "${agent}" may reach by handoff ` +
-            `(${[...path, to].join(' → ')}); the handoff from "${from}" reaches it only with ` +
+          `this key may not use agent "${to}", which a run of "${agent}" may reach ${how.phrase} ` +
+            `(${[...path, to].join(' → ')}); the ${how.edge} from "${from}" reaches it only with ` +
             `handoff_reach: configured on "${from}"`,
         );
+      if (paths.has(to)) continue;
       paths.set(to, [...path, to]);
       queue.push(to);
     }
   }
+}
+
+const BY_HANDOFF = { phrase: 'by handoff', edge: 'handoff' };
+
+/** The agents an agent reaches in one step: its handoff targets and the agents it calls as tools. */
+function reachedFrom(spec: AgentSpec): Array<{ to: string; how: { phrase: string; edge: string } }> {
+  return [
+    ...handoffTargets(spec).map(({ agent }) => ({ to: agent, how: BY_HANDOFF })),
+    ...agentToolTargets(spec).map(({ agent, name }) => ({
+      to: agent,
+      how: { phrase: `as an agent tool (${name})`, edge: `agent tool ${name}` },
+    })),
+  ];
 }
 
 /**

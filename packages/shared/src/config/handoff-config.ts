@@ -17,9 +17,9 @@ export interface HandoffSpec {
 }
 
 /**
- * Whether an agent's handoffs may reach agents outside the run's API key's `agents`: `key` (the default)
- * offers only targets the key may start itself; `configured` offers every declared target, the
- * configuration vouching for them.
+ * Whether an agent's handoffs and agent tools may reach agents outside the run's API key's `agents`:
+ * `key` (the default) lets a limited key start the run only when every such target is the key's own;
+ * `configured` lets it reach every declared target, the configuration vouching for them.
  */
 export type HandoffReach = 'configured' | 'key';
 
