@@ -189,6 +189,41 @@ describe('write_markdown_file cannot be raced or linked out of the outputs direc
     expect(await everything(outputs)).toEqual(['escape']);
   });
 
+  it('lets every one of eight writes of one new path at the same moment succeed, leaving one of them whole and nothing else', async () => {
+    // Lengths differ, so a file mixing two writes (one cut short by another) cannot pass for either.
+    const contents = Array.from(
+      { length: 8 },
+      (_, i) => `# writer ${i}\n${`line ${i}\n`.repeat(200 * (i + 1))}`,
+    );
+    for (let round = 0; round < 25; round += 1) {
+      const relative = `same/round-${round}/plan.md`;
+      const written = await Promise.all(contents.map((c) => write(relative, c)));
+      expect(new Set(written.map((w) => w.path)).size).toBe(1);
+      expect(contents).toContain(await readFile(written[0]!.path, 'utf8'));
+    }
+    const files = (await everything(outputs)).filter((p) => p.endsWith('.md') || p.endsWith('.tmp'));
+    expect(files).toEqual(
+      Array.from({ length: 25 }, (_, r) => path.join('same', `round-${r}`, 'plan.md')).sort(),
+    );
+  });
+
+  it('lets writes of one existing path at the same moment all succeed, the file always whole', async () => {
+    await write('busy.md', 'first\n');
+    const contents = Array.from({ length: 6 }, (_, i) => `# ${i}\n${'x'.repeat(50_000 * (i + 1))}\n`);
+    for (let round = 0; round < 10; round += 1) {
+      const reads: Promise<string>[] = [];
+      const writes = contents.map(async (c) => {
+        const w = await write('busy.md', c);
+        reads.push(readFile(w.path, 'utf8'));
+        return w;
+      });
+      await Promise.all(writes);
+      // Whatever a reader saw at any point was one complete write.
+      for (const seen of await Promise.all(reads)) expect(contents).toContain(seen);
+    }
+    expect(await everything(outputs)).toEqual(['busy.md']);
+  });
+
   it('replaces an existing file of its own and leaves nothing else behind', async () => {
     await write('notes/plan.md', 'first\n');
     const written = await write('notes/plan.md', 'second\n');

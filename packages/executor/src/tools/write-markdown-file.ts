@@ -1,5 +1,6 @@
 import { constants as fsc, type Stats } from 'node:fs';
-import { lstat, mkdir, open, readlink, realpath, unlink, type FileHandle } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { lstat, mkdir, open, readlink, realpath, rename, unlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { defineTool, ToolError, Type, type ToolDefinition } from '@agent-reach/protocol';
 
@@ -80,9 +81,8 @@ function checkTarget(st: Stats | undefined): void {
   if (st.nlink > 1) throw refuse('path is a file with other hard links; refusing to write to a shared file');
 }
 
-// O_NOFOLLOW: never through a link as the last component; O_NONBLOCK: a FIFO swapped in fails, never hangs.
-const OPEN_EXISTING = fsc.O_WRONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK;
-const OPEN_NEW = OPEN_EXISTING | fsc.O_CREAT | fsc.O_EXCL;
+// O_EXCL|O_NOFOLLOW: a new file of our own, never through a link; O_NONBLOCK: a FIFO never hangs.
+const OPEN_NEW = fsc.O_WRONLY | fsc.O_NOFOLLOW | fsc.O_NONBLOCK | fsc.O_CREAT | fsc.O_EXCL;
 const OPEN_FOLDER = fsc.O_RDONLY | fsc.O_DIRECTORY | fsc.O_NOFOLLOW;
 
 /** Linux names every open descriptor under /proc/self/fd; a path through it reaches the open folder itself. */
@@ -139,22 +139,24 @@ async function openFoldersAt(realRoot: string, folders: string[]): Promise<FileH
 /**
  * Writes `content` to `relative` inside `root` without following a link at any component: folders are
  * created one at a time, each inside the folder opened before it (on Linux; elsewhere each checked before
- * the next); the file is opened without following a link and without truncating, and only once the open
- * handle is shown to be a regular file with no other hard link, really inside the root, is it truncated
- * and written. A file created outside by a folder swapped for a link mid-way is removed again. Returns
- * the file's real path.
+ * the next); the content is written to a temporary file beside the target, opened without following a
+ * link, and only once that file is shown to be really inside the root is it renamed over the target (a
+ * regular file with no other hard link, or nothing). A file created outside by a folder swapped for a link
+ * mid-way is removed again. Concurrent writes of one path all succeed; the last complete one stays.
+ * Returns the file's real path.
  */
 export async function writeInside(root: string, relative: string, content: string): Promise<string> {
   const { folders, name } = splitPath(relative);
   await mkdir(root, { recursive: true });
   const realRoot = await realpath(root);
   return await writeChecked(realRoot, folders, name, content).catch((err: NodeJS.ErrnoException) => {
-    // A folder vanishing or turning into a file or link mid-way is the same race as a swapped link.
+    // A folder vanishing or turning into a file or link mid-way (or one put at the target) is the same
+    // race as a swapped link.
     throw err.code !== undefined && RACE_CODES.has(err.code) ? refuse(MOVED) : err;
   });
 }
 
-const RACE_CODES = new Set(['ENOENT', 'ENOTDIR', 'ELOOP', 'EEXIST', 'ENXIO']);
+const RACE_CODES = new Set(['ENOENT', 'ENOTDIR', 'ELOOP', 'EEXIST', 'ENXIO', 'EISDIR']);
 
 async function writeChecked(
   realRoot: string,
@@ -172,29 +174,36 @@ async function writeChecked(
   }
 }
 
-/** Opens `name` in `dir` without following a link, checks it is a lone regular file inside the root, writes it. */
+/**
+ * Writes `name` in `dir` as a whole: the content goes to a fresh temporary file beside it (created
+ * exclusively, never through a link), shown to be really inside the root, then renamed over `name`. A
+ * rename is atomic, so readers see the old file or the new one, never a mix, and two writers of one path
+ * both succeed: the last rename wins with a complete file. The target is checked before and just before
+ * the rename: a link, a folder or a file with other hard links there is refused, never replaced.
+ */
 async function writeInFolder(realRoot: string, dir: string, name: string, content: string): Promise<string> {
   const target = path.join(dir, name);
   checkTarget(await lstatOrNone(target));
-  let created = false;
-  const handle = await open(target, OPEN_EXISTING).catch(async (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'ENOENT') throw err;
-    created = true;
-    return await open(target, OPEN_NEW, 0o644);
-  });
+  const tempName = `.${name}.${randomBytes(6).toString('hex')}.tmp`;
+  const temp = path.join(dir, tempName);
+  const handle = await open(temp, OPEN_NEW, 0o644);
+  let where: string | undefined;
+  let renamed = false;
   try {
     const held = await handle.stat();
-    checkTarget(held);
-    const where = await locate(handle, held, dir, name).catch(() => undefined);
-    if (where === undefined || !isInside(realRoot, where)) {
-      if (created && where !== undefined) await unlink(where).catch(() => undefined);
-      throw refuse(MOVED);
-    }
-    await handle.truncate(0);
+    where = await locate(handle, held, dir, tempName).catch(() => undefined);
+    if (where === undefined || !isInside(realRoot, where)) throw refuse(MOVED);
     await handle.writeFile(content, 'utf8');
-    return where;
+    // On disk before it takes the name: a crash leaves the old file or the new one, never a torn one.
+    await handle.datasync();
+    checkTarget(await lstatOrNone(target));
+    await rename(temp, target);
+    renamed = true;
+    return path.join(path.dirname(where), name);
   } finally {
     await handle.close();
+    // A temporary file that did not take the name is removed, wherever its folder went meanwhile.
+    if (!renamed) await unlink(where ?? temp).catch(() => undefined);
   }
 }
 
