@@ -47,6 +47,11 @@ export interface ChildRuns {
   answers(runId: string, callIds: string[]): Promise<Array<ToolResult | undefined>>;
   /** Asks child runs to stop; each answers its parent's call as cancelled when it ends. */
   cancel(runIds: string[]): Promise<void>;
+  /**
+   * Looks after a started child that has not answered: one whose job is gone (removed from the queue,
+   * lost with Redis) is queued again under the same id, or answers from its record when it ended.
+   */
+  revive?(request: ChildRunRequest): Promise<'alive' | 'answered' | 'restarted'>;
 }
 
 /** Longest `input` a call of an agent tool may pass, in characters. */
@@ -119,13 +124,17 @@ export async function awaitChildren(run: RunContext, owed: OwedCall[]): Promise<
   for (const [i, call] of calls.entries()) {
     if (answers[i]) continue;
     const child = childOf(state, call.id);
-    if (child && !late) continue;
+    const agent = tools.get(call.name)?.agent ?? '';
+    if (child && !late) {
+      await children.revive?.(childRequest(run, call, child.agent));
+      continue;
+    }
     const refused = late ? deadlinePassed(state) : refusal(run, call);
     if (refused) {
       refusals.push(errorResult({ toolCallId: call.id, name: call.name }, refused));
       continue;
     }
-    await startChild(run, call, tools.get(call.name)?.agent ?? '', children);
+    await startChild(run, call, agent, children);
   }
   if (refusals.length > 0) {
     await deps.dispatcher.recordLocal?.(state.runId, refusals);
@@ -156,20 +165,9 @@ async function startChild(
   children: ChildRuns,
 ): Promise<void> {
   const { state } = run;
-  const depth = (state.parent?.depth ?? 0) + 1;
-  const runId = await children.start({
-    parentRunId: state.runId,
-    callId: call.id,
-    tool: call.name,
-    agent,
-    input: inputOf(call.arguments) ?? '',
-    traceId: state.traceId,
-    ...(state.tenant ? { tenant: state.tenant } : {}),
-    ...(state.key ? { key: state.key } : {}),
-    depth,
-    maxDepth: maxDepthOf(run),
-    deadlineAt: state.deadlineAt,
-  });
+  const request = childRequest(run, call, agent);
+  const { depth } = request;
+  const runId = await children.start(request);
   if (childOf(state, call.id)) return;
   state.children = [...(state.children ?? []), { toolCallId: call.id, tool: call.name, agent, runId }];
   run.emit({
@@ -180,6 +178,24 @@ async function startChild(
     child_run_id: runId,
     depth,
   });
+}
+
+/** What starting the child run of a call asks for (the same every time: its id derives from it). */
+function childRequest(run: RunContext, call: OwedCall, agent: string): ChildRunRequest {
+  const { state } = run;
+  return {
+    parentRunId: state.runId,
+    callId: call.id,
+    tool: call.name,
+    agent,
+    input: inputOf(call.arguments) ?? '',
+    traceId: state.traceId,
+    ...(state.tenant ? { tenant: state.tenant } : {}),
+    ...(state.key ? { key: state.key } : {}),
+    depth: (state.parent?.depth ?? 0) + 1,
+    maxDepth: maxDepthOf(run),
+    deadlineAt: state.deadlineAt,
+  };
 }
 
 /**

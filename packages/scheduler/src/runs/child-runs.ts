@@ -114,6 +114,27 @@ export class ChildRunControl implements ChildRuns {
     await this.#wake(parent.runId);
   }
 
+  /**
+   * A started child that has not answered its parent's call: alive while its job exists; ended (its
+   * answer lost) it answers again from its record; with no job — removed from the queue, or lost with
+   * Redis's data — it is queued again under the same id (resuming from its record when it has one).
+   */
+  async revive(req: ChildRunRequest): Promise<'alive' | 'answered' | 'restarted'> {
+    const runId = childRunId(req.parentRunId, req.callId);
+    if (await this.#queue.getJob(runId)) return 'alive';
+    const { state } = await this.#store.load(runId);
+    if (state?.outcome) {
+      await this.answerParent(state);
+      return 'answered';
+    }
+    this.logger.warn(
+      { runId, parent: req.parentRunId, record: state !== undefined },
+      'child run has no job: queued again under its id',
+    );
+    await this.start(req);
+    return 'restarted';
+  }
+
   /** Whether a child of the run has answered a call the run still waits for (then wake it now). */
   async anyAnswered(state: RunState): Promise<boolean> {
     const open = (state.children ?? []).filter((c) => !c.answered).map((c) => c.toolCallId);
@@ -129,6 +150,16 @@ export class ChildRunControl implements ChildRuns {
     const job = await this.#queue.getJob(runId);
     if (job && (await job.isDelayed())) await job.promote().catch(() => undefined);
   }
+}
+
+/**
+ * When a run parked for its children wakes to look after them (`revive`) at the latest: a child whose
+ * job was lost would otherwise leave it waiting until its deadline. Every `checkMs` (the run worker's
+ * stalled-job interval) while a child owes an answer; `wakeAt` otherwise.
+ */
+export function childCheckAt(state: RunState, wakeAt: number, checkMs: number): number {
+  const waiting = (state.children ?? []).some((c) => !c.answered);
+  return waiting ? Math.min(wakeAt, Date.now() + checkMs) : wakeAt;
 }
 
 /**

@@ -25,6 +25,7 @@ import { createRunState, markFinished, type RunOutcome, type RunState } from '..
 import { emitFinishedSpan } from './run-span.js';
 import { notifyRunCallback, type CallbackSink } from './run-callbacks.js';
 import { TenantQuotas } from './tenant-quotas.js';
+import { childCheckAt } from './child-runs.js';
 import type { LlmClient } from '../model/llm.js';
 import { createCheckpointSaver } from './checkpoint-saver.js';
 import type { RunCheckpointer, RunClaim, RunStore } from './run-store.js';
@@ -390,7 +391,11 @@ async function driveRun(
       throw new DelayedError();
     }
     if (result === 'parked') {
-      const wakeAt = parkedUntil(state, options.approvalTimeoutMs);
+      const wakeAt = childCheckAt(
+        state,
+        parkedUntil(state, options.approvalTimeoutMs),
+        options.stalledIntervalMs,
+      );
       log.info({ wakeAt }, 'run parked until a person decides');
       if (state.status === 'awaiting_approval')
         await notifyRunCallback(options.callbacks, state, 'awaiting_approval', data);
