@@ -544,10 +544,12 @@ describe('guardrails in a scheduler: run store, ledger, stored events and metric
   });
 
   it('replays a run with tool and agent guardrails from their recorded verdicts, asking neither again', async () => {
+    h.sim.addScenario({ name: 'replayed-judged', turns: [{ content: 'Sunny.' }] });
+    // The guardrail agent declares no model: it asks the scheduler's default one, as a run of it would.
     h.sim.addScenario({
-      name: 'replayed-judged',
+      name: 'echo',
       schemas: { [VERDICT]: { content: '{"tripped": false, "reason": "not medical"}' } },
-      turns: [{ content: 'Sunny.' }],
+      turns: [{ content: 'hello' }],
     });
     h.sim.addScenario({ name: 'replayed-moderated', turns: [{ content: 'Here is the forbidden recipe.' }] });
     const judged = await h.control.start({ agent: 'judged', input: 'weather?', model: 'replayed-judged' });
@@ -559,12 +561,13 @@ describe('guardrails in a scheduler: run store, ledger, stored events and metric
     expect(await h.control.wait(judged, 20_000)).toMatchObject({ status: 'succeeded', answer: 'Sunny.' });
     expect(await h.control.wait(moderated, 20_000)).toMatchObject({ reason: 'guardrail_tripped' });
     const moderations = await executions('moderate_text');
-    const verdictsAsked = h.sim.requests.filter((r) => r.scenario === 'replayed-judged').length;
+    const verdictsAsked = h.sim.requests.filter((r) => r.scenario === 'echo').length;
+    expect(verdictsAsked).toBe(1);
     const deps = { runner: h.schedulers[0]!.runner, store: h.control.store };
     expect((await replayRun(judged, deps)).outcome).toMatchObject({ status: 'succeeded', answer: 'Sunny.' });
     const replayed = await replayRun(moderated, deps);
     expect(replayed.outcome).toMatchObject({ status: 'failed', reason: 'guardrail_tripped' });
     expect(await executions('moderate_text')).toBe(moderations);
-    expect(h.sim.requests.filter((r) => r.scenario === 'replayed-judged')).toHaveLength(verdictsAsked);
+    expect(h.sim.requests.filter((r) => r.scenario === 'echo')).toHaveLength(verdictsAsked);
   });
 });

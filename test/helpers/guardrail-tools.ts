@@ -47,6 +47,26 @@ export function guardrailTools(redis: RedisClient, k: (name: string) => string):
       },
     }),
     defineTool({
+      name: 'latched_guardrail',
+      description:
+        'Guardrail tool that answers only once the test pushes to its latch list, then trips on "forbidden". Test tool.',
+      parameters: VerdictArgs,
+      timeoutMs: 30_000,
+      retry: { maxAttempts: 1 },
+      handler: async ({ text, stage }) => {
+        await count('latched_guardrail');
+        // A connection of its own: BLPOP holds the one it runs on.
+        const latch = redis.duplicate();
+        try {
+          await latch.blpop(k('guardrail-latch'), 25);
+        } finally {
+          latch.disconnect();
+        }
+        const tripped = /forbidden/i.test(text);
+        return { tripped, reason: tripped ? `the ${stage} mentions a forbidden subject` : 'clean' };
+      },
+    }),
+    defineTool({
       name: 'broken_guardrail',
       description: 'Guardrail tool whose backend is down. Test tool.',
       parameters: VerdictArgs,

@@ -192,6 +192,8 @@ export type RunEventBody =
       reason: string;
       tool_call_id?: string;
       tool?: string;
+      /** An `agent` check: the model that answered (`provider/model`); its tokens and cost are the run's. */
+      model?: string;
       duration_ms: number;
     }
   | {

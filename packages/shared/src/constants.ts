@@ -105,6 +105,11 @@ export const DEFAULT_GUARDRAIL_TIMEOUT_MS = 10_000;
  */
 export const GUARDRAIL_CALL_GRACE_MS = 1000;
 /**
+ * Quantifiers a guardrail's regular expression may hold (safe-regex2's repetition limit): past it, or with
+ * a quantifier nested in another's group, the agents file is refused (docs/guardrails.md).
+ */
+export const GUARDRAIL_REGEX_MAX_QUANTIFIERS = 25;
+/**
  * Smallest domain share (0–1: the weight of the request's words that the agent's tools, topics and examples
  * know over the weight of all its words; words many domains share weigh a quarter, unknown words 0.6) at
  * which a request counts as within an agent's topics.

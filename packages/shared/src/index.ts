@@ -23,6 +23,7 @@ export {
   guardrailCheck,
   guardrailTools,
   piiDetectors,
+  runsInParallel,
   toolPatternMatches,
   GUARDRAIL_CHECKS,
   PII_DETECTORS,

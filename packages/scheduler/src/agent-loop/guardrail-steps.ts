@@ -4,6 +4,7 @@ import { runGuardrails, type GuardrailTrip } from './guardrails.js';
 import type { RunContext } from './run-context.js';
 import type { NextStep, OwedCall, StepResult } from './steps.js';
 import { resultForModel } from './tool-calls.js';
+import { inputGuardrails, parallelInputVerdict, runTripped } from './parallel-guardrails.js';
 
 /**
  * Where the agent's guardrails meet the loop (docs/guardrails.md): input guardrails as a step before
@@ -18,11 +19,21 @@ export function needsInputGuardrails(run: RunContext): boolean {
   return (run.deps.agent.guardrails?.input?.length ?? 0) > 0 && run.state.iterations === 0;
 }
 
-/** Checks the request; a trip ends the run `guardrail_tripped` before any model call or tool runs. */
-export async function inputGuardrailStep(run: RunContext, after: NextStep): Promise<StepResult> {
-  const specs = run.deps.agent.guardrails?.input ?? [];
-  const trip = await runGuardrails(run, specs, { stage: 'input', text: run.state.input, ref: 'request' });
-  return { checkpoint: 'tool_results', next: trip ? tripped(trip, 'input') : after };
+/**
+ * Checks the request with the blocking input guardrails; a trip ends the run `guardrail_tripped` before
+ * any model call or tool runs. Then starts the parallel ones (parallel-guardrails.ts), which the first
+ * turn waits for; context providers call tools, so a run that asks them first waits for them here.
+ */
+export async function inputGuardrailStep(
+  run: RunContext,
+  after: NextStep,
+  waitForParallel: boolean,
+): Promise<StepResult> {
+  const specs = inputGuardrails(run, false);
+  let trip = await runGuardrails(run, specs, { stage: 'input', text: run.state.input, ref: 'request' });
+  const parallel = trip ? undefined : parallelInputVerdict(run);
+  if (parallel && waitForParallel) trip = await parallel;
+  return { checkpoint: 'tool_results', next: trip ? runTripped(trip, 'input') : after };
 }
 
 /**
@@ -56,7 +67,7 @@ export async function outputGuardrailStep(run: RunContext): Promise<StepResult> 
   delete run.state.pendingFinal;
   const said = trip ? `[answer withheld by guardrail "${trip.spec.name}"]` : held.said;
   if (said !== undefined) run.state.messages.push({ role: 'assistant', content: said });
-  if (trip) return { next: tripped(trip, 'output') };
+  if (trip) return { next: runTripped(trip, 'output') };
   return {
     next: {
       type: 'final_output',
@@ -64,15 +75,6 @@ export async function outputGuardrailStep(run: RunContext): Promise<StepResult> 
       truncated: held.truncated,
       ...(held.output !== undefined ? { output: held.output } : {}),
     },
-  };
-}
-
-function tripped(trip: GuardrailTrip, stage: 'input' | 'output'): NextStep {
-  const how = trip.verdict.verdict === 'error' ? 'failed (fail_closed)' : 'tripped';
-  return {
-    type: 'fail',
-    reason: 'guardrail_tripped',
-    report: `${stage} guardrail "${trip.spec.name}" ${how}: ${trip.verdict.reason}`,
   };
 }
 
@@ -130,20 +132,21 @@ export async function guardToolArguments(run: RunContext, owed: OwedCall[]): Pro
 }
 
 /**
- * Checks the results of the dispatched calls that the tool guardrails watch, as the model would read
- * them: a result that trips is replaced, for the model, by a `guardrail` error (the executor's record
- * keeps what the tool returned).
+ * Checks the results of the calls that the tool guardrails watch, as the model would read them, however
+ * they were answered: by an executor, by a child run (an agent tool's answer is a model's text), or by the
+ * loop itself (a refusal, a person's rejection). A result that trips is replaced, for the model, by a
+ * `guardrail` error (the call's record keeps what the tool or the child returned). A call a guardrail
+ * already blocked is not checked again.
  */
 export async function guardToolResults(
   run: RunContext,
   owed: OwedCall[],
   results: ToolResult[],
-  answeredLocally: ReadonlySet<string>,
 ): Promise<ToolResult[]> {
   const out = [...results];
   for (const [i, call] of owed.entries()) {
     const result = results[i];
-    if (!result || answeredLocally.has(call.id)) continue;
+    if (!result || result.error?.kind === 'guardrail') continue;
     const specs = watching(run, call.name, 'result');
     if (specs.length === 0) continue;
     const target = {

@@ -10,6 +10,10 @@ export interface GuardrailVerdict {
   reason: string;
   /** Epoch ms it was decided. */
   at: number;
+  /** An `agent` check: the model that answered (`provider/model`, or the model's name unrouted). */
+  model?: string;
+  /** An `agent` check: its answer's cost, when that model has a price. */
+  cost?: number;
 }
 
 /** What a guardrail looks at: the stage, the text, and the call when it is a tool call's. */

@@ -8,7 +8,8 @@ import {
   type GuardrailSpec,
 } from '@agent-reach/shared';
 import { agentInCharge } from './run-state.js';
-import { addUsage, type RunContext } from './run-context.js';
+import type { RunContext } from './run-context.js';
+import { chargeAnswer } from './model-usage.js';
 import {
   builtinVerdict,
   guardrailCallId,
@@ -88,8 +89,9 @@ function decide(
   verdict: GuardrailVerdict['verdict'],
   reason: string,
   started: number,
+  asked: Asked = {},
 ): GuardrailVerdict {
-  const v: GuardrailVerdict = { verdict, reason: reason.slice(0, 1000), at: Date.now() };
+  const v: GuardrailVerdict = { verdict, reason: reason.slice(0, 1000), at: Date.now(), ...asked };
   (run.state.guardrailVerdicts ??= {})[verdictKey(spec, target)] = v;
   if (verdict === 'passed') return v;
   const open = verdict === 'error' && spec.on_error === 'fail_open';
@@ -103,6 +105,7 @@ function decide(
     reason: v.reason,
     ...(target.toolCallId ? { tool_call_id: target.toolCallId } : {}),
     ...(target.tool ? { tool: target.tool } : {}),
+    ...(asked.model ? { model: asked.model } : {}),
     duration_ms: Math.round(performance.now() - started),
   });
   if (verdict === 'error')
@@ -153,9 +156,10 @@ async function askRemote(
         );
         const v =
           answer === TIMED_OUT ? { error: `the check gave no verdict within ${timeoutMs} ms` } : answer;
+        const asked = 'asked' in v ? v.asked : undefined;
         return 'error' in v
-          ? decide(run, spec, target, 'error', v.error, started)
-          : decide(run, spec, target, v.tripped ? 'tripped' : 'passed', v.reason, started);
+          ? decide(run, spec, target, 'error', v.error, started, asked)
+          : decide(run, spec, target, v.tripped ? 'tripped' : 'passed', v.reason, started, asked);
       }),
     );
   } finally {
@@ -163,7 +167,9 @@ async function askRemote(
   }
 }
 
-type Answer = { tripped: boolean; reason: string } | { error: string };
+/** The model that answered an `agent` check, and the answer's cost when the model has a price. */
+type Asked = Pick<GuardrailVerdict, 'model' | 'cost'>;
+type Answer = ({ tripped: boolean; reason: string } | { error: string }) & { asked?: Asked };
 
 /** A guardrail tool's verdict: its result's content must be `{tripped: boolean, reason?: string}`. */
 async function askTool(
@@ -200,8 +206,11 @@ function readToolVerdict(tool: string, result: ToolResult | undefined): Answer {
 }
 
 /**
- * A guardrail agent's verdict: one model call (the run's model client, no tools) with the agent's
- * instructions, asked for `{tripped, reason}` as a JSON Schema answer. Its tokens count in the run's usage.
+ * A guardrail agent's verdict: one model call, without tools, with the agent's instructions, asked for
+ * `{tripped, reason}` as a JSON Schema answer, of the model a run of that agent would ask (its model and
+ * fallbacks through their providers, else the default). Charged to the run like any of its model requests:
+ * its tokens to the run's usage and token budget, its tokens and cost to the account of the model that
+ * answered.
  */
 async function askAgent(
   run: RunContext,
@@ -219,7 +228,8 @@ async function askAgent(
   const onRelease = () => stop.abort(deps.release?.reason);
   deps.release?.addEventListener('abort', onRelease, { once: true });
   if (deps.release?.aborted) onRelease();
-  const res = await deps.llm
+  const llm = deps.llmOf?.(judge.name) ?? deps.llm;
+  const res = await llm
     .complete(
       [
         {
@@ -245,7 +255,11 @@ async function askAgent(
       clearTimeout(timer);
       deps.release?.removeEventListener('abort', onRelease);
     });
-  if (res.usage) addUsage(state, res.usage);
+  const { route, cost } = chargeAnswer(state, res, llm);
+  const asked: Asked = {
+    model: route?.id ?? ((typeof res.model === 'string' && res.model.slice(0, 200)) || llm.model),
+    ...(cost !== undefined ? { cost } : {}),
+  };
   const text = res.choices[0]?.message?.content ?? '';
   const checked = checkOutput(text, VERDICT_SCHEMA);
   if (!checked.ok)
@@ -254,6 +268,7 @@ async function askAgent(
         .map((p) => `${p.field} ${p.message}`)
         .join('; ')
         .slice(0, 300)}`,
+      asked,
     };
-  return checked.output as { tripped: boolean; reason: string };
+  return { ...(checked.output as { tripped: boolean; reason: string }), asked };
 }

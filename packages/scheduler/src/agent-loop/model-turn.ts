@@ -8,11 +8,13 @@ import { modelSignals, reachableTools, turnOptions, type RunContext } from './ru
 import { platformRefusals } from './run-end.js';
 import type { NextStep, StepResult } from './steps.js';
 import { finishOpenSteps } from './task-stack.js';
+import { remindOpenSteps } from './open-tasks.js';
 import { answerNotRun } from './tool-round.js';
 import { structuredAnswer, turnFormat } from './structured-output.js';
 import { chargeAnswer } from './model-usage.js';
 import { takeHandoff } from './handoffs.js';
 import { holdForOutputGuardrails } from './guardrail-steps.js';
+import { discardFirstTurn, guardFirstTurn, runTripped } from './parallel-guardrails.js';
 
 /** Asks the model for its next turn with the tools offered now, records the answer, and resolves it. */
 export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Promise<StepResult> {
@@ -21,22 +23,32 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
   const started = performance.now();
   const { deadline, signal, close } = modelSignals(run);
   let res;
-  const live = deps.answerDeltas?.(state.runId, turn);
+  // Beside parallel input guardrails the answer is not streamed: it may yet be discarded.
+  const guard = guardFirstTurn(run, signal);
+  const live = guard ? undefined : deps.answerDeltas?.(state.runId, turn);
   const format = turnFormat(run);
   try {
     res = await deps.llm.complete(
       buildMessages(deps.agent, state, tools),
       toolSpecs(tools),
-      signal,
+      guard?.signal ?? signal,
       live?.listener,
       { ...turnOptions(run), ...(format ? { responseFormat: format } : {}) },
     );
   } catch (err) {
-    return { next: llmFailed(run, err, turn, started, deadline) };
+    const trip = await guard?.verdict();
+    return { next: trip ? runTripped(trip, 'input') : llmFailed(run, err, turn, started, deadline) };
   } finally {
     close();
+    guard?.close();
     // The answer's last text is published before the turn is checkpointed, so followers see it first.
     await live?.close();
+  }
+  const trip = await guard?.verdict();
+  if (trip) {
+    const latency = Math.round(performance.now() - started);
+    const names = tools.map((t) => t.name);
+    return { checkpoint: 'llm_response', next: discardFirstTurn(run, res, trip, latency, names) };
   }
   const answer = readModelTurn(res, state, turn, reachableTools(deps));
   const { calls } = answer;
@@ -117,6 +129,8 @@ function resolveAnswer(run: RunContext, answer: ModelTurn, turn: number): NextSt
   state.messages.push({ role: 'assistant', content: text });
   const refused = platformRefusals(state);
   if (refused) return { type: 'fail', reason: 'no_tool_available', answer: text, report: refused };
+  const reminded = remindOpenSteps(run, turn);
+  if (reminded) return reminded;
   const next = structuredAnswer(run, text, turn, answer.finishReason === 'length' || answer.textCut);
   if (next.type === 'final_output')
     for (const step of finishOpenSteps(state)) run.emit({ type: 'step_done', step: { ...step } });

@@ -125,8 +125,10 @@ async function runStep(run: RunContext, step: WorkStep): Promise<StepResult> {
       return toolRound(run, step.calls, step.fresh);
     case 'handoff':
       return handoffStep(run);
-    case 'input_guardrails':
-      return inputGuardrailStep(run, afterInputGuardrails(run));
+    case 'input_guardrails': {
+      const after = afterInputGuardrails(run);
+      return inputGuardrailStep(run, after, after.type === 'context');
+    }
     case 'output_guardrails':
       return outputGuardrailStep(run);
   }

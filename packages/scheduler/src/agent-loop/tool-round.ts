@@ -76,7 +76,6 @@ async function answerCalls(
     run,
     owed,
     owed.map((c) => local.get(c.id) ?? (byId.get(c.id) as ToolResult)),
-    answeredLocally,
   );
   delete state.localResults;
   for (const [i, result] of results.entries()) {

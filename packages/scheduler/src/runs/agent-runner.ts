@@ -96,6 +96,8 @@ export interface StartRun {
   inCharge?: string;
   /** The model client of a handoff target, by agent (default: the runner's). */
   llmFor?: (agent: string) => LlmClient | undefined;
+  /** The model client a run of that agent would ask, by agent: guardrail agents' (default: the runner's). */
+  ownLlmFor?: (agent: string) => LlmClient | undefined;
   onEvent?: (event: RunEvent, state: RunState) => void;
   checkpoint?: (state: RunState, events: RunEvent[], step: StepKind) => CheckpointWrite;
   signal?: AbortSignal;
@@ -253,7 +255,15 @@ export class AgentRunner {
     state: RunState,
     req: Pick<
       StartRun,
-      'llm' | 'llmFor' | 'onEvent' | 'checkpoint' | 'signal' | 'release' | 'orderedCheckpoints' | 'limits'
+      | 'llm'
+      | 'llmFor'
+      | 'ownLlmFor'
+      | 'onEvent'
+      | 'checkpoint'
+      | 'signal'
+      | 'release'
+      | 'orderedCheckpoints'
+      | 'limits'
     > = {},
   ): Promise<RunOutcome | 'parked' | 'released'> {
     const agents = this.#opts.agents;
@@ -290,6 +300,7 @@ export class AgentRunner {
           return inCharge.agent(() => asRunSees(agents.agents.get(state.agent) ?? removed));
         },
         agentNamed: inCharge.agentNamed,
+        llmOf: (name) => req.ownLlmFor?.(name) ?? this.#opts.llm,
         logger: this.#opts.logger,
         get limits() {
           return inCharge.limits(startLimits);

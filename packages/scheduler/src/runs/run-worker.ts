@@ -381,6 +381,8 @@ async function driveRun(
       ...withLlm(options.llmFor?.(data.model, state.agent, state.variant?.overrides)),
       // A handoff target asks the job's model too (as the SDK's run-wide model), else its own.
       llmFor: (agent: string) => options.llmFor?.(data.model, agent),
+      // A guardrail agent asks what a run of it would: its own model, not the job's.
+      ownLlmFor: (agent: string) => options.llmFor?.(undefined, agent),
       ...(options.onEvent ? { onEvent: options.onEvent } : {}),
       checkpoint: saver.save,
     });

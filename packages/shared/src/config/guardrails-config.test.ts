@@ -96,6 +96,41 @@ describe('guardrails in the agents file', () => {
     ]);
   });
 
+  it('refuses a regular expression that can backtrack exponentially, naming it and how to rewrite it', () => {
+    const found = problems(
+      agent({
+        input: [
+          { name: 'nested', regex: '(a+)+$' },
+          { name: 'words', regex: { pattern: '^(\\w+\\s?)*$', flags: 'i' } },
+          { name: 'linear', regex: 'sk-[a-z0-9]{16,}' },
+        ],
+      }),
+    );
+    expect(found).toEqual([
+      'agents.yaml: agent "desk": guardrails.input[0] "nested": regex /(a+)+$/ may take exponential time on some texts (a quantifier over a group that holds another, such as (a+)+, or more than 25 quantifiers): rewrite it without nested quantifiers, e.g. (a+)+ as a+',
+      'agents.yaml: agent "desk": guardrails.input[1] "words": regex /^(\\w+\\s?)*$/ may take exponential time on some texts (a quantifier over a group that holds another, such as (a+)+, or more than 25 quantifiers): rewrite it without nested quantifiers, e.g. (a+)+ as a+',
+    ]);
+  });
+
+  it('takes run_in_parallel on input guardrails and the agent only, and lets tool guardrails watch agent tools', () => {
+    expect(
+      problems(
+        agent(
+          {
+            run_in_parallel: true,
+            input: [{ name: 'judged', agent: 'judge', run_in_parallel: false }],
+            tool: [{ name: 'child_pii', tools: ['ask_judge'], stage: 'result', pii: ['email'] }],
+          },
+          { agent_tools: ['judge'] },
+        ),
+      ),
+    ).toEqual([]);
+    const found = problems(agent({ output: [{ name: 'late', max_length: 5, run_in_parallel: true }] }));
+    expect(found).toEqual([
+      'agents.yaml: agent "desk": guardrails.output.0: unknown field "run_in_parallel"',
+    ]);
+  });
+
   it('matches tool names and globs exactly, escaping every other character', () => {
     expect(toolPatternMatches('send_*', 'send_email')).toBe(true);
     expect(toolPatternMatches('send_*', 'resend_email')).toBe(false);

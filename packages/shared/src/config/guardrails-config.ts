@@ -4,7 +4,10 @@
  * the loop runs them (scheduler `agent-loop/guardrails*.ts`). Reference: docs/guardrails.md.
  */
 import { NAME_PATTERN } from '@agent-reach/protocol';
+import safeRegex from 'safe-regex2';
 import { closestName } from '../tools/suggest.js';
+import { GUARDRAIL_REGEX_MAX_QUANTIFIERS } from '../constants.js';
+import { agentToolName } from './agent-tools-config.js';
 
 /** PII detectors of the `pii` check. */
 export const PII_DETECTORS = ['email', 'phone', 'cn_id', 'card'] as const;
@@ -40,6 +43,11 @@ export interface GuardrailSpec {
   readonly on_error?: GuardrailOnError;
   /** Time the check may take, in ms (tool and agent checks). Default `DEFAULT_GUARDRAIL_TIMEOUT_MS`. */
   readonly timeout_ms?: number;
+  /**
+   * Input guardrails only: run beside the first model call instead of before it (its answer is discarded
+   * when this trips). Default: the `guardrails.run_in_parallel` of the agent, else false (blocking).
+   */
+  readonly run_in_parallel?: boolean;
 }
 
 /** A guardrail on tool calls: the tools it watches (names or `*`/`?` globs) and which stage. */
@@ -51,6 +59,8 @@ export interface ToolGuardrailSpec extends GuardrailSpec {
 
 /** The `guardrails` field of an agent. */
 export interface AgentGuardrails {
+  /** Default of the input guardrails' `run_in_parallel`. Default false. */
+  readonly run_in_parallel?: boolean;
   readonly input?: readonly GuardrailSpec[];
   readonly output?: readonly GuardrailSpec[];
   readonly tool?: readonly ToolGuardrailSpec[];
@@ -120,7 +130,8 @@ export const guardrailsProperties = {
     type: 'object',
     additionalProperties: false,
     properties: {
-      input: guardrailList(),
+      run_in_parallel: { type: 'boolean' },
+      input: guardrailList({ run_in_parallel: { type: 'boolean' } }),
       output: guardrailList(),
       tool: guardrailList(
         {
@@ -143,6 +154,11 @@ export function toolPatternMatches(pattern: string, name: string): boolean {
   return new RegExp(`^${source}$`).test(name);
 }
 
+/** Whether an input guardrail runs beside the first model call: its own setting, else its agent's. */
+export function runsInParallel(guardrails: AgentGuardrails | undefined, spec: GuardrailSpec): boolean {
+  return spec.run_in_parallel ?? guardrails?.run_in_parallel ?? false;
+}
+
 /** The tools of the fleet an agent's guardrails call (executors authorize them for the agent). */
 export function guardrailTools(guardrails: AgentGuardrails | undefined): string[] {
   const all = [...(guardrails?.input ?? []), ...(guardrails?.output ?? []), ...(guardrails?.tool ?? [])];
@@ -156,7 +172,7 @@ export function guardrailTools(guardrails: AgentGuardrails | undefined): string[
  * agent does not have (a glob must match at least one).
  */
 export function guardrailProblems(
-  spec: { name?: unknown; tools?: unknown; guardrails?: unknown },
+  spec: { name?: unknown; tools?: unknown; agent_tools?: unknown; guardrails?: unknown },
   where: string,
   agentNames: ReadonlySet<string>,
 ): string[] {
@@ -164,7 +180,10 @@ export function guardrailProblems(
   if (!g || typeof g !== 'object') return [];
   const problems: string[] = [];
   const seen = new Set<string>();
-  const tools = Array.isArray(spec.tools) ? spec.tools.filter((t): t is string => typeof t === 'string') : [];
+  const tools = [
+    ...(Array.isArray(spec.tools) ? spec.tools.filter((t): t is string => typeof t === 'string') : []),
+    ...agentToolNamesOf(spec.agent_tools),
+  ];
   for (const stage of ['input', 'output', 'tool'] as const) {
     const list = g[stage];
     if (!Array.isArray(list)) continue;
@@ -195,16 +214,38 @@ export function guardrailProblems(
   return problems;
 }
 
+/** The tool names of an agent's `agent_tools` as the file writes them (malformed entries are the schema's). */
+function agentToolNamesOf(list: unknown): string[] {
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((t: unknown) => {
+    if (typeof t === 'string') return [agentToolName(t)];
+    const o = t as { name?: unknown; agent?: unknown } | null;
+    if (typeof o?.name === 'string') return [o.name];
+    return typeof o?.agent === 'string' ? [agentToolName(o.agent)] : [];
+  });
+}
+
+/**
+ * A pattern that does not compile, or that can backtrack exponentially (a quantifier over a group that
+ * holds one, as in `(a+)+$`, or more than `GUARDRAIL_REGEX_MAX_QUANTIFIERS` quantifiers): such a pattern
+ * would hold the scheduler's thread for minutes on a crafted text, so the file is refused instead.
+ */
 function regexProblems(item: GuardrailSpec, at: string): string[] {
   const r = item.regex;
   const pattern = typeof r === 'string' ? r : r?.pattern;
   if (typeof pattern !== 'string') return [];
+  let re: RegExp;
   try {
-    new RegExp(pattern, typeof r === 'object' ? r.flags : undefined);
-    return [];
+    re = new RegExp(pattern, typeof r === 'object' ? r.flags : undefined);
   } catch (err) {
     return [`${at}: regex does not compile: ${(err as Error).message}`];
   }
+  if (safeRegex(re, { limit: GUARDRAIL_REGEX_MAX_QUANTIFIERS })) return [];
+  return [
+    `${at}: regex /${pattern}/ may take exponential time on some texts (a quantifier over a group that ` +
+      `holds another, such as (a+)+, or more than ${GUARDRAIL_REGEX_MAX_QUANTIFIERS} quantifiers): ` +
+      'rewrite it without nested quantifiers, e.g. (a+)+ as a+',
+  ];
 }
 
 function watchedToolProblems(item: ToolGuardrailSpec, tools: string[], at: string): string[] {
