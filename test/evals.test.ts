@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,6 +11,7 @@ import { RunControl } from '@agent-reach/scheduler';
 import { openRunArchive, RunStore, type OpenedRunArchive } from '@agent-reach/scheduler/internal';
 import { FULL_KEY, request, startApiHarness, TEST_MODELS, type ApiHarness } from './helpers/api.js';
 import { runCli } from './helpers/cli.js';
+import { cliArgs } from './helpers/node-run.js';
 import { startTestArchiver, testDatabase } from './helpers/postgres.js';
 import { waitFor } from './helpers/redis.js';
 
@@ -287,6 +290,49 @@ cases:
       15_000,
       'the parked run to be cancelled',
     );
+  });
+
+  it('stops on SIGINT with exit 130, cancelling the runs it has in flight and starting no more', async () => {
+    const file = path.join(dir, 'slow.yaml');
+    await writeFile(
+      file,
+      `agent: test_agent\ncases:\n${[1, 2, 3].map((i) => `  - { id: interrupted-${i}, input: wait, model: eval-slow }`).join('\n')}\n`,
+    );
+    const child = spawn('node', cliArgs(['eval', file, '--concurrency', '2', '--no-upload']), {
+      env: { ...process.env, LOG_LEVEL: 'warn', AGENT_REACH_URL: h.url, AGENT_REACH_KEY: FULL_KEY },
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = once(child, 'exit');
+    const inFlight = async () =>
+      (
+        await Promise.all(
+          [1, 2, 3].map((i) => h.client.listRuns({ metadata: { eval_case: `interrupted-${i}` } })),
+        )
+      ).flatMap((l) => l.runs);
+    try {
+      await waitFor(
+        async () => (await inFlight()).filter((r) => r.status === 'running').length === 2,
+        30_000,
+        'two runs in flight',
+      );
+      child.kill('SIGINT');
+      const [code] = await exited;
+      expect(code, stderr).toBe(130);
+      expect(stderr).toContain('interrupted: 2 run(s) in flight cancelled');
+      const runs = await inFlight();
+      expect(runs).toHaveLength(2);
+      await waitFor(
+        async () =>
+          (await Promise.all(runs.map((r) => h.client.getRun(r.run_id)))).every(
+            (r) => r.status === 'cancelled',
+          ),
+        15_000,
+        'the interrupted runs to be cancelled',
+      );
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 
   it('refuses a dataset that does not validate with exit 2, naming each case, field and line', async () => {

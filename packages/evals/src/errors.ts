@@ -12,3 +12,12 @@ export class EvalInputError extends Error {
     this.problems = problems;
   }
 }
+
+/** The eval was stopped (SIGINT, SIGTERM, an aborted signal): the runs it had in flight were cancelled. */
+export class EvalInterrupted extends Error {
+  readonly code = 'EVAL_INTERRUPTED';
+  constructor(readonly cancelled: number) {
+    super(`interrupted: ${cancelled} run(s) in flight cancelled`);
+    this.name = 'EvalInterrupted';
+  }
+}

@@ -11,7 +11,7 @@ import {
   MAX_RUN_TIMEOUT_MS,
 } from './constants.js';
 import { loadDataset } from './dataset.js';
-import { EvalInputError } from './errors.js';
+import { EvalInputError, EvalInterrupted } from './errors.js';
 import { formatJunit } from './format-junit.js';
 import { formatMarkdown, formatTable } from './format-text.js';
 import { datasetFromRuns } from './from-runs.js';
@@ -31,6 +31,8 @@ export const EVAL_EXIT = {
   badInput: 2,
   /** The platform could not be used: unreachable, a 5xx, the report not stored. */
   platform: 3,
+  /** Stopped by SIGINT or SIGTERM: the runs in flight were cancelled, no report was made. */
+  interrupted: 130,
 } as const;
 
 export const EVAL_USAGE = `Usage: agent-reach eval DATASET [options]
@@ -64,7 +66,8 @@ cases that flipped (docs/evals.md).
 
 The API: AGENT_REACH_URL (default http://127.0.0.1:8080) and AGENT_REACH_KEY (or --url, --api-key).
 Exit codes: 0 ok; 1 a gate failed; 2 bad input (usage, dataset, variant, a run the platform refused);
-3 the platform could not be used (unreachable, 5xx, report not stored).`;
+3 the platform could not be used (unreachable, 5xx, report not stored); 130 stopped by SIGINT or
+SIGTERM (the runs in flight cancelled).`;
 
 const OPTIONS = {
   variant: { type: 'string', multiple: true },
@@ -107,6 +110,10 @@ export async function evalCommand(
   try {
     return await evalMain(argv, env, io);
   } catch (err) {
+    if (err instanceof EvalInterrupted) {
+      io.err(err.message);
+      return EVAL_EXIT.interrupted;
+    }
     if (err instanceof EvalInputError) {
       for (const p of err.problems) io.err(`problem: ${p}`);
       return EVAL_EXIT.badInput;
@@ -205,18 +212,31 @@ async function evalMain(argv: string[], env: NodeJS.ProcessEnv, io: EvalIo): Pro
   needKey();
   const total = dataset.cases.length * repeat * variants.length;
   let done = 0;
-  const report = await runEval({
-    client,
-    dataset,
-    variants,
-    repeat,
-    concurrency,
-    runTimeoutMs,
-    onAttempt: ({ variant, case: id, attempt }) =>
-      io.err(
-        `[${++done}/${total}] ${variant} ${id} ${attempt.passed ? 'pass' : 'FAIL'} ${attempt.run_id}`.trimEnd(),
-      ),
-  });
+  // Ctrl-C (or a CI job's SIGTERM) stops the eval and cancels its runs in flight, instead of leaving
+  // them to spend the tenant's quota for a report no one will read.
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  let report: EvalReport;
+  try {
+    report = await runEval({
+      client,
+      dataset,
+      variants,
+      repeat,
+      concurrency,
+      runTimeoutMs,
+      signal: stop.signal,
+      onAttempt: ({ variant, case: id, attempt }) =>
+        io.err(
+          `[${++done}/${total}] ${variant} ${id} ${attempt.passed ? 'pass' : 'FAIL'} ${attempt.run_id}`.trimEnd(),
+        ),
+    });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
   const failures = gateFailures(report, gates);
   if (values.out) {
     await writeFile(values.out, renderReport(report, format));

@@ -8,7 +8,7 @@ import {
 import type { EvalAttempt, EvalReport, EvalVariantResult } from '@agent-reach/protocol';
 import { createAjv, type Ajv } from './ajv.js';
 import { DEFAULT_EVAL_CONCURRENCY, DEFAULT_RUN_TIMEOUT_MS } from './constants.js';
-import { EvalInputError } from './errors.js';
+import { EvalInputError, EvalInterrupted } from './errors.js';
 import { judgeAnswer } from './judge.js';
 import { comparisons, variantMetrics } from './metrics.js';
 import { runFacts } from './run-facts.js';
@@ -30,6 +30,8 @@ export interface RunEvalOptions {
   id?: string;
   /** How long one run may take before its attempt fails, in ms. Default 10 minutes. */
   runTimeoutMs?: number;
+  /** Stops the eval: no attempt starts after it, the runs in flight are cancelled ({@link EvalInterrupted}). */
+  signal?: AbortSignal;
   /** Hears of each finished attempt. */
   onAttempt?: (a: { variant: string; case: string; attempt: EvalAttempt }) => void;
 }
@@ -49,6 +51,9 @@ interface RunContext {
   id: string;
   ajv: Ajv;
   runTimeoutMs: number;
+  signal: AbortSignal | undefined;
+  /** Runs cancelled because the eval was stopped. */
+  interrupted: number;
 }
 
 /**
@@ -63,6 +68,8 @@ export async function runEval(o: RunEvalOptions): Promise<EvalReport> {
     id: o.id ?? newEvalId(),
     ajv: createAjv(),
     runTimeoutMs: o.runTimeoutMs ?? DEFAULT_RUN_TIMEOUT_MS,
+    signal: o.signal,
+    interrupted: 0,
   };
   const repeat = o.repeat ?? 1;
   const concurrency = o.concurrency ?? DEFAULT_EVAL_CONCURRENCY;
@@ -78,7 +85,7 @@ export async function runEval(o: RunEvalOptions): Promise<EvalReport> {
   let next = 0;
   let fatal: unknown;
   const worker = async () => {
-    while (fatal === undefined && next < tasks.length) {
+    while (fatal === undefined && !o.signal?.aborted && next < tasks.length) {
       const t = tasks[next++] as Task;
       try {
         const attempt = await runAttempt(ctx, t);
@@ -91,6 +98,7 @@ export async function runEval(o: RunEvalOptions): Promise<EvalReport> {
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, tasks.length) }, worker));
+  if (o.signal?.aborted) throw new EvalInterrupted(ctx.interrupted);
   if (fatal !== undefined) throw fatal;
   const variants: EvalVariantResult[] = o.variants.map((v) => {
     const cases = o.dataset.cases.map((c, i) => ({ id: c.id, attempts: results.get(key(v.name, i)) ?? [] }));
@@ -136,6 +144,13 @@ async function runAttempt(ctx: RunContext, t: Task): Promise<EvalAttempt> {
   try {
     run = await startAndWait(ctx, request, t, (id) => (started = id));
   } catch (err) {
+    if (ctx.signal?.aborted) {
+      if (started) {
+        ctx.interrupted++;
+        await ctx.client.cancel(started).catch(() => undefined);
+      }
+      throw err;
+    }
     if (err instanceof AgentReachApiError && err.status >= 400 && err.status < 500)
       throw new EvalInputError([
         `case "${t.c.id}", variant "${t.variant.name}": the platform refused the run: ${describeApiError(err)}`,
@@ -190,7 +205,7 @@ async function startAndWait(
 ): Promise<Run> {
   const wait = async (run: Run) => {
     onStarted(run.run_id);
-    const end = await waitForEndOrApproval(ctx.client, run.run_id, ctx.runTimeoutMs);
+    const end = await waitForEndOrApproval(ctx.client, run.run_id, ctx.runTimeoutMs, ctx.signal);
     // A parked run has no one to approve it: it is cancelled, so it stops holding the tenant's quota.
     if (end.status === 'awaiting_approval') await ctx.client.cancel(end.run_id).catch(() => undefined);
     return end;

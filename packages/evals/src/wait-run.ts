@@ -9,8 +9,12 @@ export async function waitForEndOrApproval(
   client: AgentReachClient,
   runId: string,
   timeoutMs: number,
+  signal?: AbortSignal,
 ): Promise<Run> {
   const stop = new AbortController();
+  const abort = () => stop.abort(signal?.reason);
+  if (signal?.aborted) abort();
+  signal?.addEventListener('abort', abort, { once: true });
   const parked = (async (): Promise<Run | undefined> => {
     try {
       for await (const e of client.streamEvents(runId, { signal: stop.signal })) {
@@ -29,6 +33,7 @@ export async function waitForEndOrApproval(
     const first = await Promise.race([finished, parked.then((run) => run ?? finished)]);
     return first;
   } finally {
+    signal?.removeEventListener('abort', abort);
     stop.abort();
     finished.catch(() => undefined);
   }
