@@ -11,6 +11,7 @@
  * other domains again), written after the first held-out set had been looked at and never tuned on.
  *
  *   pnpm bench:intent
+ *   pnpm bench:intent --dev     (the development set only: what tuning may look at)
  */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -107,7 +108,9 @@ const sets: Array<[title: string, dir: string]> = [
     'test/fixtures/intent-holdout-2',
   ],
 ];
-for (const [title, dir] of sets) await judgeSet(title, dir);
+// While tuning, `--dev` judges the development set alone, so the held-out figures are not seen.
+const devOnly = process.argv.slice(2).includes('--dev');
+for (const [title, dir] of devOnly ? sets.slice(0, 1) : sets) await judgeSet(title, dir);
 
 interface BenchRequest {
   agent: string;

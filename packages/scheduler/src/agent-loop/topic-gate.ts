@@ -43,10 +43,15 @@ export function agentVocabulary(
   return vocabulary;
 }
 
+/** Letters the vocabulary reads words of (Latin and Han), and any others (which it cannot read). */
+const LATIN_OR_HAN = /[A-Za-z\p{Script=Han}]/gu;
+const OTHER_LETTERS = /\p{L}/u;
+
 /**
  * Places a request against the agent's topics: within them when its domain share (its words the agent's
  * tools, topics and examples know, words many domains share weighing less) is at least
- * `DEFAULT_TOPIC_MIN_SCORE` (greetings are never off topic). Undefined for an agent with no topics.
+ * `DEFAULT_TOPIC_MIN_SCORE` (greetings, and requests of nothing but words that carry no topic, are never
+ * off topic; one in a script the vocabulary does not read is placed by its score). Undefined for an agent with no topics.
  */
 export function checkTopic(agent: AgentSpec, vocabulary: Vocabulary, input: string): TopicCheck | undefined {
   const topics = agent.allowed_topic ?? [];
@@ -54,6 +59,10 @@ export function checkTopic(agent: AgentSpec, vocabulary: Vocabulary, input: stri
   const action = agent.topic_policy ?? 'refuse';
   if (isSmallTalk(input)) return { verdict: 'on_topic', action, topics: [...topics], score: 1 };
   const scored = vocabulary.score(input);
+  // Nothing but politeness and request phrases ("好的，谢谢", "can you help me") asks for nothing to refuse.
+  if (scored.words === 0 && !OTHER_LETTERS.test(input.replace(LATIN_OR_HAN, ''))) {
+    return { verdict: 'on_topic', action, topics: [...topics], score: 1 };
+  }
   const [best] = scored.labels;
   const score = best ? scored.domain : 0;
   return {

@@ -1,4 +1,5 @@
 import { SHARED_TERMS, ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
+import { ZH_PLACE_NAMES } from './zh-service-words.js';
 import { requestActions, toolAction, WRITES, type Action } from './verb-senses.js';
 
 /**
@@ -51,6 +52,11 @@ export interface RequestScore {
   coverage: number;
   /** The request's terms the vocabulary knows, for the run's events (at most 10). */
   known: string[];
+  /**
+   * How many words the request has that may carry a topic: 0 for one of nothing but words that carry
+   * none (greetings, thanks, "好的", "帮我", "can you").
+   */
+  words: number;
 }
 
 export interface Vocabulary {
@@ -74,6 +80,7 @@ const STOP_WORDS = new Set(
     'been being am do does did done have has had having i me my mine we our us you your yours he she it ' +
     'its they them their this that these those there here what which who whom whose when where why how ' +
     'can could would should will shall may might must not no yes please pls thanks thank hi hello hey ' +
+    'ok okay bye cheers ' +
     'tell show give let make get got need want like just also any some all each every one two more most ' +
     'very much many so than then too up out now today tomorrow yesterday e.g eg ie etc per via use used ' +
     'using only same other another own new old right know see look find help check still again back ' +
@@ -167,6 +174,8 @@ const FURTHER_LABEL_FACTOR = 2;
 interface Word {
   alts: string[];
   shared: boolean;
+  /** A place the request names (see `ZH_PLACE_NAMES`): it counts only where the agent knows it. */
+  place?: boolean;
   /** An action the request asks for (see `verb-senses.ts`): it says which tool, not which domain. */
   action?: Action;
 }
@@ -188,7 +197,17 @@ const reads = (label: string) =>
 const IDENTIFIER = /\b[A-Za-z]{2,}-\d+\b|\bref_\w+/g;
 
 const segmenter = new Intl.Segmenter('zh', { granularity: 'word' });
-const GLOSSARY_MAX_CHARS = Math.max(...Object.keys(ZH_GLOSSARY).map((k) => [...k].length));
+const GLOSSARY_MAX_CHARS = Math.max(
+  ...[...Object.keys(ZH_GLOSSARY), ...ZH_PLACE_NAMES].map((k) => [...k].length),
+);
+/** A glossary word, or a place name (see `ZH_PLACE_NAMES`). */
+const readAsWord = (w: string) => ZH_GLOSSARY[w] !== undefined || ZH_PLACE_NAMES.has(w);
+/**
+ * A number with its measure word ("两张", "三天", "第二", "几点"): how many or which, of anything, so it
+ * carries no topic.
+ */
+const NUMBER_WORD =
+  /^(?:[零〇一二三四五六七八九十百千万两几半每第多]+[个张间位份次天号点本辆件条趟节周月年日晚夜人台块元分钟小时层楼瓶盒箱双套些]*|[个张间位份次天号点本辆件条趟节些])$/;
 
 /** The words of a text, each once. */
 export function words(text: string): Word[] {
@@ -203,6 +222,7 @@ export function words(text: string): Word[] {
     for (const w of chineseWords(run)) {
       const english = ZH_GLOSSARY[w]?.split(' ').map(stem) ?? [];
       add(w, [w, ...pairs(w), ...english], SHARED_TERMS.has(w));
+      if (ZH_PLACE_NAMES.has(w)) (out.get(w) as Word).place = true;
     }
   }
   return [...out.values()];
@@ -221,7 +241,7 @@ function chineseWords(run: string): string[] {
   };
   for (let i = 0; i < chars.length;) {
     let len = Math.min(GLOSSARY_MAX_CHARS, chars.length - i);
-    for (; len >= 1; len -= 1) if (ZH_GLOSSARY[chars.slice(i, i + len).join('')] !== undefined) break;
+    for (; len >= 1; len -= 1) if (readAsWord(chars.slice(i, i + len).join(''))) break;
     if (len === 0) {
       rest += chars[i];
       i += 1;
@@ -235,7 +255,8 @@ function chineseWords(run: string): string[] {
   return out;
 }
 
-const isContentWord = (w: string) => !ZH_STOP_WORDS.has(w) && [...w].some((c) => !STOP_CHARS.has(c));
+const isContentWord = (w: string) =>
+  !ZH_STOP_WORDS.has(w) && !NUMBER_WORD.test(w) && [...w].some((c) => !STOP_CHARS.has(c));
 
 /** Neighbouring-character pairs of a Chinese word (none for a word of one or two characters). */
 function pairs(word: string): string[] {
@@ -298,6 +319,8 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
   };
   // A shared word that a third of the agent's labels know is its core ("order" on an orders desk).
   const central = (w: Word) => w.alts.some((t) => (df.get(t) ?? 0) * 3 >= n);
+  // A place the agent does not know is where, not what: it neither places a request nor displaces it.
+  const read = (text: string) => words(text).filter((w) => !w.place || known(w));
   const weigh = (query: Word[], label: string | 'all', keep: (w: Word) => boolean = () => true) =>
     query.reduce((sum, w) => sum + (keep(w) ? weight(w, label) : 0), 0);
   // A tool that takes another action than the request asks for is named only on much more of it.
@@ -311,8 +334,8 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
     tools: source.tools.map((t) => t.name),
     topics: [...(source.topics ?? [])],
     score(text) {
-      const query = words(text);
-      if (query.length === 0) return { labels: [], domain: 1, coverage: 1, known: [] };
+      const query = read(text);
+      if (query.length === 0) return { labels: [], domain: 1, coverage: 1, known: [], words: 0 };
       // What the request asks to do weighs for the tools that do it, and for nothing else.
       const asked = [...query, ...actionWords(text)];
       const total = weigh(asked, 'all');
@@ -337,10 +360,11 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
         domain: round(inDomain / all),
         coverage: round(knownWords.length / query.length),
         known: knownWords.map((w) => w.alts[0] as string).slice(0, 10),
+        words: query.length,
       };
     },
     named(text, kind, minScore) {
-      const query = [...words(text), ...actionWords(text)];
+      const query = [...read(text), ...actionWords(text)];
       const total = weigh(query, 'all', (w) => !w.action);
       const explained = new Set<Word>();
       const named: string[] = [];
