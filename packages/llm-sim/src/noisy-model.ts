@@ -37,6 +37,8 @@ interface ToolError {
 /** Where the current task stands, replayed from the model's own earlier turns. */
 interface Progress {
   step: number;
+  /** Final answers given so far in this task: more than none, the model was sent back after answering. */
+  answers: number;
   tries: number;
   results: FillContext['results'];
   failed: Array<{ tool: string; message: string }>;
@@ -58,11 +60,12 @@ function parseArgs(text: string): Record<string, unknown> {
 
 /** Replays the turns after the task's user message: which step is next, what succeeded, what failed. */
 function replay(history: readonly ChatMessage[]): Progress {
-  const p: Progress = { step: 0, tries: 0, results: [], failed: [] };
+  const p: Progress = { step: 0, answers: 0, tries: 0, results: [], failed: [] };
   const results = new Map<string, unknown>();
   for (const m of history)
     if (m.role === 'tool') results.set(m.tool_call_id ?? '', parseJson(messageText(m.content)));
   for (const m of history) {
+    if (m.role === 'assistant' && !m.tool_calls?.length) p.answers += 1;
     for (const call of m.role === 'assistant' ? (m.tool_calls ?? []) : []) {
       const result = results.get(call.id) as
         { ok?: unknown; error?: ToolError; content?: unknown } | undefined;
@@ -161,7 +164,9 @@ function nextCall(t: TurnInput): NoisyAnswer {
     };
   }
   const forget = t.taskStack ? rates.forgotten_step_with_stack : rates.forgotten_step;
-  if (p.step > 0 && new Draws(seed, t.conversation, 'forget', p.step).chance(forget)) {
+  // Sent back after answering (the platform's reminder of open steps), the model draws afresh.
+  const again = p.answers > 0 ? [p.answers] : [];
+  if (p.step > 0 && new Draws(seed, t.conversation, 'forget', p.step, ...again).chance(forget)) {
     return { answer: finalAnswer(t.request, p), mistakes: [{ kind: 'forgotten_step', tool: tool.name }] };
   }
   const drawn = applyMistakes(intended, {

@@ -378,7 +378,7 @@ const summaryFields = {
   reason: Type.Optional(
     Type.String({
       description:
-        'why the run ended, once it has: final_answer, final_answer_truncated, max_iterations, repeat, token_budget, deadline, failed_rounds, refused, content_filter, empty_answer, output_truncated, no_tool_available, invalid_output, llm_error, internal_error, invalid_job or cancelled',
+        'why the run ended, once it has: final_answer, final_answer_truncated, tasks_incomplete, max_iterations, repeat, token_budget, deadline, failed_rounds, refused, content_filter, empty_answer, output_truncated, no_tool_available, invalid_output, llm_error, internal_error, invalid_job or cancelled',
     }),
   ),
   config_version: Type.Optional(
@@ -433,6 +433,15 @@ export const RunView = Type.Object({
     Type.Array(ModelUsageView, { description: 'tokens and cost by the model that answered' }),
   ),
   steps: Type.Array(Step),
+  tasks: Type.Optional(
+    Type.Array(
+      Type.Object({ title: Type.String(), tool: Type.Optional(Type.String()), done: Type.Boolean() }),
+      {
+        description:
+          "the run's task stack: the steps of its plan in order, each done or still open (absent: the run was not planned)",
+      },
+    ),
+  ),
   turns: Type.Optional(Type.Array(Turn, { description: 'model turns: tokens, latency, reasoning' })),
   pending_approvals: Type.Array(PendingApproval),
   granted_by_approval: Type.Optional(

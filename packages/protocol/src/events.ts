@@ -197,6 +197,18 @@ export type RunEventBody =
       duration_ms: number;
     }
   | {
+      /**
+       * The model answered while steps of the task stack that name a tool were open: `remind`, it is sent
+       * back once more naming them; `accept`, the run ends with the answer, reason `tasks_incomplete`.
+       */
+      type: 'tasks_open';
+      turn: number;
+      open: TaskStep[];
+      action: 'remind' | 'accept';
+      /** Times the model may still be sent back for open steps (`loop.task_reminders`). */
+      reminders_left: number;
+    }
+  | {
       /** A final answer missed the run's output schema: the model is told `problems` and asked again. */
       type: 'output_invalid';
       turn: number;
@@ -271,6 +283,7 @@ export const RUN_EVENT_TYPES = [
   'approval_decided',
   'guard',
   'guardrail',
+  'tasks_open',
   'output_invalid',
   'compaction',
   'handoff',

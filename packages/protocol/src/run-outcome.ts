@@ -78,7 +78,9 @@ export type GuardName =
  * How a run ended. `reason` is one stable word:
  * - `succeeded`: `final_answer`, or `final_answer_truncated` (the answer hit the output token cap), or
  *   `off_topic` (the request is outside the agent's `allowed_topic`: answered with a refusal naming the
- *   topics, without a model call);
+ *   topics, without a model call), or `tasks_incomplete` (the model gave its final answer while steps of
+ *   the task stack naming a tool were still open, and again after being sent back with them: the answer is
+ *   kept, the report names the open steps, the run's `tasks` show them);
  * - `not_converged`: a guard — `max_iterations`, `repeat`, `token_budget`, `deadline`, `max_handoffs`;
  * - `failed`: `failed_rounds`, `argument_fix_rounds` (guards); `context_failed` (a required context
  *   provider's call failed before the first model call); `refused` (the model declined: `message.refusal`);
@@ -131,6 +133,7 @@ export function readStepRecord(step: StepRecord): StepRecord {
 export const RUN_REASONS = [
   'final_answer',
   'final_answer_truncated',
+  'tasks_incomplete',
   'max_iterations',
   'repeat',
   'token_budget',

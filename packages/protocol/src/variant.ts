@@ -40,6 +40,7 @@ export interface VariantOverrides {
     max_argument_fix_rounds?: number;
     max_output_tokens?: number;
     compaction_threshold_tokens?: number;
+    task_reminders?: number;
   };
   /** Whether a multi-step request is planned first (the task stack). Default: the fleet's (true). */
   planning?: boolean;

@@ -124,6 +124,12 @@ export const DEFAULT_RUN_DEADLINE_MS = 10 * 60_000;
  * before it fails `invalid_output` (an agent's `output_retries` overrides it; env `OUTPUT_RETRIES`).
  */
 export const DEFAULT_OUTPUT_RETRIES = 2;
+/**
+ * Times a final answer given while steps of the task stack naming a tool are open is sent back to the
+ * model naming them, before the run ends `succeeded`/`tasks_incomplete` (an agent's `loop.task_reminders`
+ * overrides it). Each reminder is a model turn, counted in the run's budgets.
+ */
+export const DEFAULT_TASK_REMINDERS = 1;
 /** Largest output schema accepted (as JSON), in characters. */
 export const MAX_OUTPUT_SCHEMA_CHARS = 64 * 1024;
 /** Most schema problems of one answer the model is told about. */

@@ -24,6 +24,8 @@ export interface LoopLimits extends GuardLimits {
   maxOutputTokens?: number;
   /** Handoffs a run may make before a further one stops it (`max_handoffs`). Default 5. */
   maxHandoffs: number;
+  /** Final answers leaving task-stack steps open sent back to the model before `tasks_incomplete`. Default 1. */
+  taskReminders: number;
 }
 
 export interface AgentLoopDeps {
@@ -102,6 +104,7 @@ export function resolveLimits(
     compactionKeepRounds: limits.compactionKeepRounds ?? constants.DEFAULT_COMPACTION_KEEP_ROUNDS,
     planning: limits.planning ?? true,
     maxHandoffs: limits.maxHandoffs ?? constants.DEFAULT_MAX_HANDOFFS,
+    taskReminders: limits.taskReminders ?? constants.DEFAULT_TASK_REMINDERS,
     outputRetries: agent.output_retries ?? limits.outputRetries ?? constants.DEFAULT_OUTPUT_RETRIES,
     ...(limits.maxOutputTokens === undefined ? {} : { maxOutputTokens: limits.maxOutputTokens }),
   };
@@ -122,6 +125,7 @@ export function agentLoopLimits(agent: AgentSpec): Partial<LoopLimits> {
     ...set('maxOutputTokens', loop.max_output_tokens),
     ...set('compactionThresholdTokens', loop.compaction_threshold_tokens),
     ...set('maxHandoffs', loop.max_handoffs),
+    ...set('taskReminders', loop.task_reminders),
   };
 }
 

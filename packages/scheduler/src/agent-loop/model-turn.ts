@@ -8,6 +8,7 @@ import { modelSignals, reachableTools, turnOptions, type RunContext } from './ru
 import { platformRefusals } from './run-end.js';
 import type { NextStep, StepResult } from './steps.js';
 import { finishOpenSteps } from './task-stack.js';
+import { remindOpenSteps } from './open-tasks.js';
 import { answerNotRun } from './tool-round.js';
 import { structuredAnswer, turnFormat } from './structured-output.js';
 import { chargeAnswer } from './model-usage.js';
@@ -35,7 +36,9 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
       { ...turnOptions(run), ...(format ? { responseFormat: format } : {}) },
     );
   } catch (err) {
-    const trip = await guard?.verdict();
+    // A run cancelled or let go does not wait for the verdicts.
+    const stopped = deps.signal?.aborted === true || deps.release?.aborted === true;
+    const trip = stopped ? undefined : await guard?.verdict();
     return { next: trip ? runTripped(trip, 'input') : llmFailed(run, err, turn, started, deadline) };
   } finally {
     close();
@@ -128,6 +131,8 @@ function resolveAnswer(run: RunContext, answer: ModelTurn, turn: number): NextSt
   state.messages.push({ role: 'assistant', content: text });
   const refused = platformRefusals(state);
   if (refused) return { type: 'fail', reason: 'no_tool_available', answer: text, report: refused };
+  const reminded = remindOpenSteps(run, turn);
+  if (reminded) return reminded;
   const next = structuredAnswer(run, text, turn, answer.finishReason === 'length' || answer.textCut);
   if (next.type === 'final_output')
     for (const step of finishOpenSteps(state)) run.emit({ type: 'step_done', step: { ...step } });

@@ -10,6 +10,7 @@ import {
 } from './run-state.js';
 import { rejectedByPerson } from './approvals.js';
 import { cancelChildren } from './agent-tools.js';
+import { incompleteTasks } from './open-tasks.js';
 import { CheckpointFailed, RunLost } from './checkpoints.js';
 import { RunRecordBehind } from '../fleet/dispatcher.js';
 import type { RunContext } from './run-context.js';
@@ -18,17 +19,21 @@ import type { EndStep } from './steps.js';
 /** Ends the run with the outcome an end step names, and checkpoints it. */
 export async function endRun(run: RunContext, step: EndStep): Promise<RunOutcome> {
   switch (step.type) {
-    case 'final_output':
+    case 'final_output': {
+      // An answer leaving task-stack steps open still ends the run, marked so (see open-tasks.ts).
+      const open = step.reason === undefined ? incompleteTasks(run.state) : undefined;
+      const report = open?.report ?? step.report;
       return finish(
         run,
         'succeeded',
-        step.reason ?? (step.truncated ? 'final_answer_truncated' : 'final_answer'),
+        open?.reason ?? step.reason ?? (step.truncated ? 'final_answer_truncated' : 'final_answer'),
         {
           answer: step.answer,
           ...(step.output !== undefined ? { output: step.output } : {}),
-          ...(step.report ? { report: step.report } : {}),
+          ...(report ? { report } : {}),
         },
       );
+    }
     case 'fail':
       return finish(run, 'failed', step.reason, {
         ...(step.answer !== undefined ? { answer: step.answer } : {}),

@@ -123,6 +123,8 @@ export interface RunState {
   variant?: RunVariant;
   /** Final answers sent back to the model so far for missing the output schema. */
   outputRetries?: number;
+  /** Final answers sent back to the model so far for leaving steps of the task stack open. */
+  taskReminders?: number;
   outcome?: RunOutcome;
   /** The agent in charge once the run handed off (absent: `agent`, the one it started with). */
   inCharge?: string;

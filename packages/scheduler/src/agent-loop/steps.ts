@@ -34,13 +34,16 @@ export type NextStep =
   | { type: 'park_for_approval' }
   /** Calls of agent tools wait for their child runs: the run parks until a child's end wakes it. */
   | { type: 'await_children' }
-  /** `off_topic`: the answer is the platform's refusal of a request outside the agent's topics. */
+  /**
+   * `off_topic`: the answer is the platform's refusal of a request outside the agent's topics;
+   * `tasks_incomplete`: steps of the task stack naming a tool are still open (see open-tasks.ts).
+   */
   | {
       type: 'final_output';
       answer: string;
       truncated: boolean;
       output?: unknown;
-      reason?: 'off_topic';
+      reason?: 'off_topic' | 'tasks_incomplete';
       report?: string;
     }
   | { type: 'fail'; reason: FailReason; report: string; answer?: string }

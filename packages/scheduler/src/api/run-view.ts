@@ -100,6 +100,8 @@ function stateView(state: RunState, summary: RunSummary | undefined): RunView {
       ...(s.ref ? { ref: s.ref } : {}),
       ...(s.child_run_id ? { child_run_id: s.child_run_id } : {}),
     })),
+    // The task stack, each step done or open (a run that ended tasks_incomplete shows which).
+    ...(state.plan?.steps.length ? { tasks: state.plan.steps.map((t) => ({ ...t })) } : {}),
     pending_approvals: Object.values(state.approvals)
       .filter((a) => !a.decision)
       .map((a) => ({

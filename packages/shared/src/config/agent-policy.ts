@@ -23,6 +23,8 @@ export interface AgentLoopSettings {
   readonly compaction_threshold_tokens?: number;
   /** Handoffs a run may have made when this agent is in charge and hands off again (see docs/handoffs.md). */
   readonly max_handoffs?: number;
+  /** Times a final answer leaving steps of the task stack open is sent back before the run ends `tasks_incomplete`. */
+  readonly task_reminders?: number;
 }
 
 /** A tool called with the request before the loop; its shaped result is attached to the model's input. */
@@ -70,6 +72,7 @@ export const agentPolicyProperties = {
       max_output_tokens: positive(16, 200_000),
       compaction_threshold_tokens: positive(1000, 10_000_000),
       max_handoffs: positive(1, 100),
+      task_reminders: positive(0, 5),
     },
   },
   context_providers: {
