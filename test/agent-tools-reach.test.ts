@@ -116,6 +116,24 @@ describe('agents as tools: the reach rule at every door (real Redis, real fleet,
       status: 'succeeded',
       answer: 'chief: planner: found it',
     });
+    // The schedulers count the child runs by calling and called agent, and how each answered.
+    const counted = async (name: string) => {
+      const rows = new Map<string, number>();
+      for (const s of harness.schedulers)
+        for (const v of (await s.metricsRegistry.getSingleMetric(name)?.get())?.values ?? []) {
+          const key = Object.values(v.labels).join('/');
+          rows.set(key, (rows.get(key) ?? 0) + v.value);
+        }
+      return Object.fromEntries(rows);
+    };
+    expect(await counted('agent_reach_child_runs_started_total')).toEqual({
+      'vouching_planner/researcher': 2,
+      'chief/vouching_planner': 1,
+    });
+    expect(await counted('agent_reach_child_runs_total')).toEqual({
+      'vouching_planner/researcher/succeeded': 2,
+      'chief/vouching_planner/succeeded': 1,
+    });
   });
 
   it('refuses the same run at the session, schedule, OpenAI and MCP doors', async () => {

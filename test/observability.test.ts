@@ -603,6 +603,8 @@ describe.skipIf(!HAVE_PROMETHEUS)(
       'agent_reach_llm_tokens_total',
       'agent_reach_llm_cost_total',
       'agent_reach_tenant_quota_refusals_total',
+      'agent_reach_child_runs_started_total',
+      'agent_reach_child_runs_total',
     ];
     /** The sum of a metric's series as the processes serve it now. */
     const served = async (name: string) => {
@@ -650,8 +652,8 @@ describe.skipIf(!HAVE_PROMETHEUS)(
     /**
      * One phase: acme's run of the reaching agent (its first model's provider refuses connections, its
      * fallback answers, calls MCP and HTTP tools, is priced), a second acme run refused at the tenant's
-     * quota while the first is in flight, and the operator's runs of an agent whose only model is down and
-     * of one whose provider refuses its key.
+     * quota while the first is in flight, and the operator's runs of an agent whose only model is down, of
+     * one whose provider refuses its key, and of one that calls the first as an agent tool (a child run).
      */
     const phase = async (name: string) => {
       const first = await post(ACME_KEY, 'reach_agent', `${name}: reach`);
@@ -671,7 +673,7 @@ describe.skipIf(!HAVE_PROMETHEUS)(
       );
       expect(refused).toBe(true);
       const others = await Promise.all(
-        ['stranded_agent', 'locked_agent'].map(async (agent) => {
+        ['stranded_agent', 'locked_agent', 'delegating_agent'].map(async (agent) => {
           const res = await post(OPS_KEY, agent, `${name}: ${agent}`);
           expect(res.status).toBe(201);
           return ((await res.json()) as { run_id: string }).run_id;
@@ -708,6 +710,12 @@ describe.skipIf(!HAVE_PROMETHEUS)(
             },
             { name: 'stranded_agent', tools: [], model: 'down/m' },
             { name: 'locked_agent', tools: [], model: 'locked/m' },
+            {
+              name: 'delegating_agent',
+              tools: [],
+              model: 'primary/obs-delegate',
+              agent_tools: ['stranded_agent'],
+            },
           ],
           tool_groups: {
             default: {
@@ -734,7 +742,7 @@ describe.skipIf(!HAVE_PROMETHEUS)(
         providersFile,
         JSON.stringify({
           providers: [
-            { name: 'primary', base_url: h.sim.url, models: ['obs-reach'] },
+            { name: 'primary', base_url: h.sim.url, models: ['obs-reach', 'obs-delegate'] },
             // Refuses connections (the discard port): one failure opens its breaker for the whole test.
             {
               name: 'down',
@@ -761,6 +769,13 @@ describe.skipIf(!HAVE_PROMETHEUS)(
             ],
           },
           { content: 'reached' },
+        ],
+      });
+      h.sim.addScenario({
+        name: 'obs-delegate',
+        turns: [
+          { tool_calls: [{ name: 'ask_stranded_agent', arguments: { input: 'try' } }] },
+          { content: 'delegated: {{ last.error.type }}' },
         ],
       });
 
@@ -824,9 +839,9 @@ describe.skipIf(!HAVE_PROMETHEUS)(
         'every target to be up',
       );
       // Two phases, the first scraped before the second, so that every rate and quantile has a value.
-      expect(await phase('first')).toEqual(['succeeded', 'failed', 'failed']);
+      expect(await phase('first')).toEqual(['succeeded', 'failed', 'failed', 'succeeded']);
       await scrapedAsServed('first phase');
-      expect(await phase('second')).toEqual(['succeeded', 'failed', 'failed']);
+      expect(await phase('second')).toEqual(['succeeded', 'failed', 'failed', 'succeeded']);
       await scrapedAsServed('second phase');
       await waitFor(
         async () => ((await scalar('sum(agent_reach_archive_runs_total)')) ?? 0) >= 1,

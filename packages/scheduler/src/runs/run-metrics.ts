@@ -25,6 +25,10 @@ export function recordRunMetrics(metrics: SchedulerMetrics): (event: RunEvent, s
         break;
       case 'tool_result':
         metrics.toolResults.inc({ error_kind: event.error?.kind ?? 'none' });
+        if (event.child_run_id) countChildAnswer(metrics, event, state);
+        break;
+      case 'child_run_started':
+        metrics.childRunsStarted.inc({ parent_agent: agentInCharge(state), child_agent: event.agent });
         break;
       case 'guard':
         metrics.guardFirings.inc({ guard: event.guard, action: event.action });
@@ -55,4 +59,20 @@ export function recordRunMetrics(metrics: SchedulerMetrics): (event: RunEvent, s
       default:
     }
   };
+}
+
+/** A call of an agent tool answered by its child run: counted by how the child ended. */
+function countChildAnswer(
+  metrics: SchedulerMetrics,
+  event: Extract<RunEvent, { type: 'tool_result' }>,
+  state: RunState,
+): void {
+  const child = state.children?.find((c) => c.runId === event.child_run_id);
+  const ended = event.error?.type?.startsWith('agent_') ? event.error.type.slice('agent_'.length) : undefined;
+  const outcome = event.ok ? 'succeeded' : (ended ?? 'unanswered');
+  metrics.childRuns.inc({
+    parent_agent: agentInCharge(state),
+    child_agent: child?.agent ?? 'unknown',
+    outcome,
+  });
 }

@@ -212,6 +212,18 @@ export function createSchedulerMetrics(registry: Registry) {
       help: 'Calls that parked a run until a person decides.',
       registers,
     }),
+    childRunsStarted: new Counter({
+      name: `${METRIC_PREFIX}child_runs_started_total`,
+      help: 'Child runs started by calls of agent tools, by the calling agent and the called one.',
+      labelNames: ['parent_agent', 'child_agent'] as const,
+      registers,
+    }),
+    childRuns: new Counter({
+      name: `${METRIC_PREFIX}child_runs_total`,
+      help: "Calls of agent tools answered by their child run, by the calling agent, the called one and how the child ended (succeeded, failed, not_converged, cancelled, unanswered: the caller's deadline came first).",
+      labelNames: ['parent_agent', 'child_agent', 'outcome'] as const,
+      registers,
+    }),
   };
 }
 
