@@ -69,7 +69,7 @@ describe('the Chinese service glossary', () => {
   });
 
   it('lets politeness and request phrases neither decide a refusal nor change how a request scores', () => {
-    for (const text of ['好的，谢谢', '好的，麻烦了，不好意思', 'ok, thanks', '嗯嗯，收到，辛苦了']) {
+    for (const text of ['好的，谢谢', '好的，麻烦了，不好意思', 'ok, thanks', '嗯嗯，明白，辛苦了']) {
       expect(verdict(bank, text), text).toBe('on_topic');
     }
     const vocabulary = agentVocabulary(bank, catalog);

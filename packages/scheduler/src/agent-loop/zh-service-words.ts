@@ -625,6 +625,22 @@ const DOMAINS: Readonly<Record<string, string>> = {
     免费 free
     赔 compensation refund
     押金退还 deposit refund
+    剩 left remaining
+    还剩 left remaining
+    剩下 left remaining
+    剩余 remaining left
+    慢 slow
+    丢 lost
+    丢了 lost
+    弄丢 lost
+    寄丢 lost parcel
+    收到 received receive
+    没收到 not received missing
+    派人 engineer technician visit
+    师傅 engineer technician
+    上门 home visit doorstep
+    取个件 pickup parcel collect
+    寄个件 send parcel shipment
   `,
 };
 
