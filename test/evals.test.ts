@@ -644,6 +644,9 @@ describe('agent-reach eval --from-runs: recorded runs, archived to PostgreSQL, r
       15_000,
       'Redis to let the archived runs go',
     );
+    const refused = await evalHere(url, ['--from-runs', 'status=lost']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/^problem: VALIDATION_FAILED: .*status/);
     const file = path.join(dir, 'replay.yaml');
     const env = { AGENT_REACH_URL: url, AGENT_REACH_KEY: FULL_KEY };
     const made = await runCli(env, [

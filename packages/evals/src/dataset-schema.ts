@@ -99,6 +99,8 @@ export const CASE_SCHEMA = {
       type: 'object',
       propertyNames: { pattern: '^[A-Za-z0-9_.:-]{1,64}$', not: { pattern: '^eval(_variant|_case)?$' } },
       additionalProperties: { type: 'string', maxLength: 1000 },
+      // A run takes 50 metadata entries; the runner adds eval, eval_variant and eval_case.
+      maxProperties: 47,
     },
     grants: toolNames,
     output_schema: { type: 'object' },

@@ -17,7 +17,7 @@ import { formatMarkdown, formatTable } from './format-text.js';
 import { datasetFromRuns } from './from-runs.js';
 import { gateFailures, parseGate } from './gates.js';
 import { quotaFetch } from './quota-fetch.js';
-import { runEval } from './runner.js';
+import { describeApiError, runEval } from './runner.js';
 import { uploadReport } from './upload.js';
 import { parseVariants } from './variants.js';
 
@@ -113,6 +113,11 @@ export async function evalCommand(
     if (err instanceof EvalInterrupted) {
       io.err(err.message);
       return EVAL_EXIT.interrupted;
+    }
+    // A request the API refused as bad (a --from-runs filter, the key): bad input, named as the API named it.
+    if (err instanceof AgentReachApiError && err.status >= 400 && err.status < 500) {
+      io.err(`problem: ${describeApiError(err)}`);
+      return EVAL_EXIT.badInput;
     }
     if (err instanceof EvalInputError) {
       for (const p of err.problems) io.err(`problem: ${p}`);

@@ -11,6 +11,7 @@ import {
   type VariantMetrics,
 } from '@agent-reach/protocol';
 import { pairedBootstrap, percentile, wilsonDifference } from './stats.js';
+import { attemptComplete } from './task-completion.js';
 
 type Rate = [k: number, n: number];
 
@@ -26,7 +27,7 @@ export function rateCounts(attempts: readonly EvalAttempt[]): Record<string, Rat
       sum((a) => a.facts?.validatable_calls ?? 0),
     ],
     self_healed_args: [sum((a) => a.facts?.self_healed ?? 0), sum((a) => a.facts?.invalid_args ?? 0)],
-    task_completion: [attempts.filter((a) => a.facts?.status === 'succeeded').length, attempts.length],
+    task_completion: [attempts.filter((a) => attemptComplete(a.facts)).length, attempts.length],
   };
 }
 

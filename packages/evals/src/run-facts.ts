@@ -23,6 +23,8 @@ export interface RunFacts {
   tokens: number;
   cost: number;
   latencyMs: number;
+  /** The run's task stack, each step done or open (empty: the run was not planned). */
+  tasks: { title: string; tool?: string; done: boolean }[];
 }
 
 // Calls that never ran the tool: refused before it for its name, its scope or its arguments.
@@ -66,5 +68,6 @@ export function runFacts(run: Run): RunFacts {
     tokens: run.usage.total_tokens,
     cost: run.cost ?? 0,
     latencyMs: Math.max(0, run.updated_at - run.created_at),
+    tasks: run.tasks ?? [],
   };
 }

@@ -12,6 +12,7 @@ import { EvalInputError, EvalInterrupted } from './errors.js';
 import { judgeAnswer } from './judge.js';
 import { comparisons, variantMetrics } from './metrics.js';
 import { runFacts } from './run-facts.js';
+import { taskCompletion } from './task-completion.js';
 import { scoreRun } from './scorer.js';
 import { waitForEndOrApproval } from './wait-run.js';
 import type { Dataset, EvalCase, EvalVariant } from './types.js';
@@ -162,6 +163,7 @@ async function runAttempt(ctx: RunContext, t: Task): Promise<EvalAttempt> {
   }
   const facts = runFacts(run);
   const score = scoreRun(t.c.expect, facts, ctx.ajv);
+  const tasks = taskCompletion(t.c.expect, facts);
   const attempt: EvalAttempt = {
     run_id: run.run_id,
     passed: score.failures.length === 0,
@@ -181,6 +183,8 @@ async function runAttempt(ctx: RunContext, t: Task): Promise<EvalAttempt> {
       self_healed: facts.selfHealed,
       unknown_tool_calls: facts.unknownTools,
       forbidden_calls: facts.forbidden,
+      tasks_complete: tasks.complete,
+      ...(tasks.open.length ? { open_tasks: tasks.open.slice(0, 20) } : {}),
     },
   };
   // Deterministic checks first: a judge is asked only about an answer that passed them, and never

@@ -38,6 +38,12 @@ describe('the eval command before it reaches the platform', () => {
     expect((await run(['x.yaml', '--max-regression', 'reach_success=0.1'])).stderr).toBe(
       'problem: --max-regression needs two variants or more (the first is the baseline)',
     );
+    expect((await run(['--from-runs', 'agent=a&colour=blue'], { AGENT_REACH_KEY: 'k' })).stderr).toBe(
+      'problem: --from-runs: unknown filter "colour"; use agent, status, since, until, metadata, trace_id, tool, error_kind, limit',
+    );
+    expect((await run(['--from-runs', 'since=yesterday'], { AGENT_REACH_KEY: 'k' })).stderr).toBe(
+      'problem: --from-runs: since must be an ISO date or epoch ms, got "yesterday"',
+    );
     const help = await run(['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/^Usage: agent-reach eval DATASET/);
