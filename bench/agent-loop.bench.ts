@@ -12,6 +12,9 @@
  * tool step, its platform overhead = step wall time − the simulator's handling time of the turn − the
  * tool's `duration_ms`. Configurations rotate order each round; medians of rounds are reported.
  *
+ * The checkpointed configuration runs twice: with today's delta checkpoints and, as `ckpt (whole)`, with
+ * the whole state at every checkpoint (the format before deltas), so both are measured in the same run.
+ *
  *   pnpm bench:loop   (builds, then runs on the packages' built dist/ as shipped:
  *                      tsx --conditions=agent-reach-dist bench/agent-loop.bench.ts)
  *     BENCH_LOOP_RUNS_SEQ (default 150)   runs at 1 in flight per phase
@@ -50,7 +53,8 @@ import {
 import { stepsOf, type RunProbe, type StepSample } from './agent-loop/probe.js';
 import { taskInput, TOOL_STEPS } from './agent-loop/task.js';
 import { envInt } from './env.js';
-import { formatTarget, roundRatio, target } from './targets.js';
+import { formatTarget, roundRatio, target, type Target } from './targets.js';
+import { checkpointTargets } from './agent-loop/checkpoint-targets.js';
 
 const TARGET_OVERHEAD_P50_MS = 3;
 const TOP_COMMANDS = 10;
@@ -92,7 +96,10 @@ async function measurePhase(
   const redisAfter = await sampleRedisBytes(admin);
   const steps: StepSample[] = probes.flatMap((p) => stepsOf(p, sim.handledMs));
   // Only the checkpointed configuration keeps a run's whole record (state, messages, events).
-  const weighed = config === 'checkpoints' ? probes.flatMap((p) => (p.runId ? [p.runId] : [])) : [];
+  const weighed =
+    config === 'checkpoints' || config === 'wholeCheckpoints'
+      ? probes.flatMap((p) => (p.runId ? [p.runId] : []))
+      : [];
   const record = await runRecordBytes(admin, harness.keys, weighed.slice(-WEIGHED_RUNS));
   const recordBytes = record.perRun;
   if (recordBytes.length > 0) {
@@ -131,7 +138,7 @@ async function main(): Promise<void> {
   const simMode = process.env.BENCH_LOOP_SIM === 'inline' ? 'inline' : 'process';
   const executorMode = process.env.BENCH_LOOP_EXECUTOR === 'process' ? 'process' : 'inline';
   const llmLatencyMs = envInt('BENCH_LOOP_LLM_LATENCY_MS', 0, 0);
-  const configs = CONFIGS.filter((c) => withCheckpoints || c !== 'checkpoints');
+  const configs = CONFIGS.filter((c) => withCheckpoints || (c !== 'checkpoints' && c !== 'wholeCheckpoints'));
   const levels = [
     { inFlight: 1, runs: seqRuns },
     { inFlight: inFlightLoad, runs: loadRuns },
@@ -308,7 +315,7 @@ async function main(): Promise<void> {
     // Each ratio is the median of the rounds' own ratios (`roundRatio`).
     const paired = (a: Key, b: Key, pick: (f: PhaseFigures) => number) =>
       roundRatio(figures.get(a) ?? [], figures.get(b) ?? [], pick);
-    const loopTargets = [
+    const loopTargets: Target[] = [
       ...levels.map(({ inFlight }) =>
         target(
           `overhead/step p50 @${inFlight}, platform/job`,
@@ -338,6 +345,7 @@ async function main(): Promise<void> {
           ]
         : []),
     ];
+    if (withCheckpoints) loopTargets.push(...checkpointTargets(figures, levels));
     console.log("\ntargets (ratios: the median of the rounds' own ratios)");
     for (const t of loopTargets) console.log(`  ${formatTarget(t)}`);
     // Where the loop with each call a bare BullMQ job already costs more than a target allows, the target

@@ -54,7 +54,15 @@ import { recordingCheckpoint } from '../../test/helpers/ledger.js';
  * design pays (the job, a check-and-start and a record-and-reply round trip, the reply read back), through
  * the platform, and durable.
  */
-export const CONFIGS = ['baseline', 'job', 'design', 'platform', 'unstreamed', 'checkpoints'] as const;
+export const CONFIGS = [
+  'baseline',
+  'job',
+  'design',
+  'platform',
+  'unstreamed',
+  'checkpoints',
+  'wholeCheckpoints',
+] as const;
 export type ConfigName = (typeof CONFIGS)[number];
 
 export const CONFIG_LABELS: Record<ConfigName, string> = {
@@ -64,6 +72,7 @@ export const CONFIG_LABELS: Record<ConfigName, string> = {
   platform: 'platform',
   unstreamed: 'not streamed',
   checkpoints: 'platform+ckpt',
+  wholeCheckpoints: 'ckpt (whole)',
 };
 
 export interface LoopHarness {
@@ -137,6 +146,8 @@ export async function startLoopHarness(options: {
     const runner = await AgentRunner.start({ connection: producer, keys, agents, llm, logger });
     closers.push(() => runner.close());
     const store = new RunStore(producer, keys);
+    // Checkpoints as records were written before deltas (the whole state each time), measured beside them.
+    const wholeStore = new RunStore(producer, keys, { stateFormat: 'whole' });
     const agent = agents.agents.get(AGENT) as AgentSpec;
 
     const board = new BreakerBoard(
@@ -229,7 +240,9 @@ export async function startLoopHarness(options: {
             const state = runner.newState({ agent: AGENT, input });
             probe.runId = state.runId;
             // As the run worker does: claim the run, then write each step through its checkpointer.
-            const writer = name === 'checkpoints' ? (await store.claim(state.runId)).writer : undefined;
+            const ckptStore =
+              name === 'checkpoints' ? store : name === 'wholeCheckpoints' ? wholeStore : undefined;
+            const writer = ckptStore ? (await ckptStore.claim(state.runId)).writer : undefined;
             // Without checkpoints the run still records itself and its calls (executors verify every
             // call against that record), as little as that takes: the run's status and its ledger.
             const ledgerOnly = recordingCheckpoint(runner.connection, runner.keys);

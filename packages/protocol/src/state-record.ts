@@ -71,7 +71,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 /** When a writer writes a new base instead of a delta. */
 export interface StateDeltaLimits {
-  /** Deltas after a base at most. Default 32. */
+  /** Deltas after a base at most. Default 1000. */
   maxDeltas?: number;
   /** A new base once the deltas since the last one hold more bytes than this many times the base. Default 2. */
   maxDeltaRatio?: number;
@@ -96,7 +96,7 @@ export class StateDeltaWriter {
   readonly #maxDeltaRatio: number;
 
   constructor(limits: StateDeltaLimits = {}) {
-    this.#maxDeltas = limits.maxDeltas ?? 32;
+    this.#maxDeltas = limits.maxDeltas ?? 1000;
     this.#maxDeltaRatio = limits.maxDeltaRatio ?? 2;
   }
 

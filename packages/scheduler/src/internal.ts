@@ -46,6 +46,7 @@ export type { TopicCheck } from './agent-loop/topic-gate.js';
 export { AgentRunner } from './runs/agent-runner.js';
 export type { AgentRunnerOptions, StartRun } from './runs/agent-runner.js';
 export { RunStore, RunCheckpointer, CheckpointRefused } from './runs/run-store.js';
+export type { StateFormat } from './runs/stored-state.js';
 export { ChildRunControl, childResult, childRunId } from './runs/child-runs.js';
 export type { RunStoreOptions, RunArchive, RunClaim, CheckpointVerdict } from './runs/run-store.js';
 export { openRunArchive, type OpenedRunArchive } from './runs/run-archive.js';
