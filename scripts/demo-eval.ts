@@ -47,7 +47,10 @@ const TASK_STACK: Experiment = {
   title: 'the task stack (section 4.2)',
   dataset: path.join(EVALS, 'long-tasks.yaml'),
   variants: ['without_task_stack={"planning":false}', 'with_task_stack={"planning":true}'],
-  rows: [['tasks not completed', 'reach_success']],
+  rows: [
+    ['tasks not right (every expectation)', 'reach_success'],
+    ['tasks left unfinished (task_completion)', 'task_completion'],
+  ],
 };
 
 async function main(): Promise<number> {

@@ -9,6 +9,8 @@ export { runEval, newEvalId } from './runner.js';
 export type { RunEvalOptions } from './runner.js';
 export { scoreRun, isSubsequence } from './scorer.js';
 export { runFacts } from './run-facts.js';
+export { taskCompletion } from './task-completion.js';
+export type { TaskCompletion } from './task-completion.js';
 export type { RunFacts } from './run-facts.js';
 export { variantMetrics, compare, comparisons, casePassed, LOWER_IS_BETTER } from './metrics.js';
 export { wilson, wilsonDifference, pairedBootstrap, percentile } from './stats.js';

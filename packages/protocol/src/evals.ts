@@ -83,6 +83,15 @@ export const AttemptFacts = Type.Object({
   self_healed: Count,
   unknown_tool_calls: Count,
   forbidden_calls: Count,
+  tasks_complete: Type.Optional(
+    Type.Boolean({
+      description:
+        'whether the run finished its task: it succeeded, no step of its task stack is open and every tool the case requires was reached',
+    }),
+  ),
+  open_tasks: Type.Optional(
+    Type.Array(Type.String(), { description: 'the steps it left open (task-stack steps, required tools)' }),
+  ),
   error: Type.Optional(Type.String({ description: 'why the attempt has no finished run' })),
 });
 export type AttemptFacts = Static<typeof AttemptFacts>;
