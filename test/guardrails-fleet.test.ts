@@ -35,6 +35,12 @@ const AGENTS = {
       guardrails: { run_in_parallel: true, input: [{ name: 'moderation', tool: 'latched_guardrail' }] },
     },
     {
+      name: 'parallel_reader',
+      tools: ['fetch_page'],
+      context_providers: [{ tool: 'fetch_page', arguments: { url: 'https://shop.example/{{input}}' } }],
+      guardrails: { run_in_parallel: true, input: [{ name: 'moderation', tool: 'moderate_text' }] },
+    },
+    {
       name: 'blocking_desk',
       tools: ['http_post'],
       guardrails: { input: [{ name: 'moderation', tool: 'moderate_text' }] },
@@ -205,6 +211,24 @@ describe('guardrails on the fleet: guardrail agents, parallel input guardrails, 
     );
     expect(blocked.outcome).toMatchObject({ status: 'failed', reason: 'guardrail_tripped', iterations: 0 });
     expect(h.sim.requests.filter((r) => r.scenario === 'blocking-trip')).toHaveLength(0);
+  });
+
+  it('asks no context provider before the parallel input guardrails passed: they call tools with the request', async () => {
+    h.sim.addScenario({ name: 'parallel-context', turns: [{ content: 'never asked' }] });
+    const before = await executions('fetch_page');
+    const tripped = await finished(
+      await h.control.start({ agent: 'parallel_reader', input: 'forbidden', model: 'parallel-context' }),
+    );
+    expect(tripped.outcome).toMatchObject({ status: 'failed', reason: 'guardrail_tripped', iterations: 0 });
+    expect(await executions('fetch_page')).toBe(before);
+    expect(h.sim.requests.filter((r) => r.scenario === 'parallel-context')).toHaveLength(0);
+
+    h.sim.addScenario({ name: 'parallel-context-ok', turns: [{ content: 'read it' }] });
+    const passed = await finished(
+      await h.control.start({ agent: 'parallel_reader', input: 'rates', model: 'parallel-context-ok' }),
+    );
+    expect(passed.outcome).toMatchObject({ status: 'succeeded', answer: 'read it' });
+    expect(await executions('fetch_page')).toBe(before + 1);
   });
 
   it("withholds an agent tool's answer a result guardrail trips on: the parent's model never reads the child's text", async () => {
