@@ -352,6 +352,7 @@ function startRunner(ctx: ServingContext): Promise<AgentRunner> {
     },
     runDeadlineMs: config.scheduler.runDeadlineMs,
     toolStartWaitMs: config.scheduler.toolStartWaitMs,
+    tenantQuotas: config.tenantQuotas,
   });
 }
 

@@ -52,6 +52,11 @@ export interface ChildRuns {
    * lost with Redis) is queued again under the same id, or answers from its record when it ended.
    */
   revive?(request: ChildRunRequest): Promise<'alive' | 'answered' | 'restarted'>;
+  /**
+   * Admits a child into its tenant's quota, knowing how many other children of the run are running;
+   * a refusal is the call's error.
+   */
+  admit?(request: ChildRunRequest, othersRunning: number): Promise<ToolErrorInfo | undefined>;
 }
 
 /** Longest `input` a call of an agent tool may pass, in characters. */
@@ -129,7 +134,10 @@ export async function awaitChildren(run: RunContext, owed: OwedCall[]): Promise<
       await children.revive?.(childRequest(run, call, child.agent));
       continue;
     }
-    const refused = late ? deadlinePassed(state) : refusal(run, call);
+    const refused = late
+      ? deadlinePassed(state)
+      : (refusal(run, call) ??
+        (await children.admit?.(childRequest(run, call, agent), openChildren(state).length)));
     if (refused) {
       refusals.push(errorResult({ toolCallId: call.id, name: call.name }, refused));
       continue;

@@ -36,6 +36,7 @@ import { createAnswerDeltas, type AnswerDeltas } from '../model/answer-deltas.js
 import { ToolCatalog } from '../fleet/tool-catalog.js';
 import { inChargeDeps } from './agent-in-charge.js';
 import { ChildRunControl } from './child-runs.js';
+import type { TenantQuota } from './tenant-quotas.js';
 import { variantAgentView, variantDeps, variantLimits } from './run-variant.js';
 
 export interface AgentRunnerOptions {
@@ -55,6 +56,8 @@ export interface AgentRunnerOptions {
   runDeadlineMs?: number;
   /** See DispatcherOptions.startWaitMs. */
   toolStartWaitMs?: number;
+  /** Tenants' quotas (`TENANT_QUOTAS`): child runs of agent tools are admitted against them. */
+  tenantQuotas?: ReadonlyArray<{ tenant: string } & TenantQuota>;
 }
 
 /** The runner's options with every default filled in. */
@@ -141,7 +144,13 @@ export class AgentRunner {
       logger: opts.logger,
       ...(opts.toolStartWaitMs === undefined ? {} : { startWaitMs: opts.toolStartWaitMs }),
     });
-    this.children = new ChildRunControl(opts.connection, opts.keys, opts.agents, opts.logger);
+    this.children = new ChildRunControl(
+      opts.connection,
+      opts.keys,
+      opts.agents,
+      opts.logger,
+      new Map((opts.tenantQuotas ?? []).map(({ tenant, ...q }) => [tenant, q])),
+    );
   }
 
   hasAgent(name: string): boolean {

@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import {
+  DEFAULT_TENANT,
   errorResult,
   runJob,
   runJobOptions,
   type Keys,
   type RunJobData,
+  type ToolErrorInfo,
   type ToolResult,
 } from '@agent-reach/protocol';
 import {
@@ -20,6 +22,7 @@ import type { ChildRunRequest, ChildRuns } from '../agent-loop/agent-tools.js';
 import type { RunState } from '../agent-loop/run-state.js';
 import { createRunQueue } from './run-jobs.js';
 import { RunStore } from './run-store.js';
+import { runLiveness, TenantQuotas, type TenantQuota } from './tenant-quotas.js';
 
 /**
  * The id of the child run a call of an agent tool starts: derived from the parent run and the call, so
@@ -39,16 +42,58 @@ export function childRunId(parentRunId: string, callId: string): string {
 export class ChildRunControl implements ChildRuns {
   readonly #queue: Queue<RunJobData>;
   readonly #store: RunStore;
+  readonly #quotas: TenantQuotas;
 
   constructor(
     private readonly connection: RedisClient,
     private readonly keys: Keys,
     private readonly agents: AgentsFile,
     private readonly logger: Logger,
+    tenantQuotas: ReadonlyMap<string, TenantQuota> = new Map(),
   ) {
     this.#queue = createRunQueue(connection, keys);
     this.#queue.on('error', (err) => logger.warn({ err }, 'child run queue error'));
     this.#store = new RunStore(connection, keys);
+    this.#quotas = new TenantQuotas(connection, keys, tenantQuotas);
+  }
+
+  /**
+   * Admits a child run into its tenant's runs in flight (docs/agent-tools.md#tenants): a child counts
+   * like any run. Under the tenant's limits it is admitted; at its limit of runs in flight, a caller with
+   * no other child still running gets this one all the same (counted over the limit, so a caller never
+   * waits on its own tenant's quota and the excess is bounded: one child a level per run); otherwise —
+   * and when the tenant used its tokens of the day — the call is refused with an error the model reads.
+   */
+  async admit(req: ChildRunRequest, othersRunning: number): Promise<ToolErrorInfo | undefined> {
+    const tenant = req.tenant ?? DEFAULT_TENANT;
+    const runId = childRunId(req.parentRunId, req.callId);
+    const liveness = runLiveness(
+      (id) => this.#store.summary(id),
+      (id) => this.#queue.getJob(id),
+    );
+    const got = await this.#quotas.admit(tenant, runId, liveness);
+    if (got.verdict === 'ok') return undefined;
+    const q = this.#quotas.quota(tenant);
+    if (got.verdict === 'runs' && othersRunning === 0) {
+      await this.#quotas.track(tenant, runId);
+      return undefined;
+    }
+    this.logger.info(
+      { tenant, runId, parent: req.parentRunId, quota: got.verdict },
+      'child run refused by tenant quota',
+    );
+    return {
+      kind: 'unavailable',
+      type: 'quota_exceeded',
+      message:
+        got.verdict === 'runs'
+          ? `"${req.tool}" was not called: tenant "${tenant}" has ${got.inFlight} runs in flight, its limit is ` +
+            `${q.maxRunsInFlight}, and ${othersRunning} other agent call(s) of this run are still running; ` +
+            'call it again once they have answered'
+          : `"${req.tool}" was not called: tenant "${tenant}" used ${got.tokensToday} tokens today (UTC), ` +
+            `its limit is ${q.maxTokensPerDay} a day; answer without it`,
+      retryable: got.verdict === 'runs',
+    };
   }
 
   agent(name: string): AgentSpec | undefined {
