@@ -3,7 +3,9 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
-import { writeAgentsFile } from './helpers/mcp.js';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { tempDir, writeAgentsFile } from './helpers/mcp.js';
 
 /**
  * The reach rule of agents called as tools, the same as handoffs': a key limited to some agents may not
@@ -27,6 +29,15 @@ const AGENTS = {
     { name: 'researcher', tools: [], model: 'reach-researcher' },
   ],
 };
+/** One workflow whose only node is the planner. */
+function workflowsFile(): string {
+  const file = path.join(tempDir('reach-workflows'), 'workflows.json');
+  writeFileSync(
+    file,
+    JSON.stringify({ workflows: [{ name: 'plan_flow', nodes: [{ id: 'plan', agent: 'planner' }] }] }),
+  );
+  return file;
+}
 const MODELS = 'echo,reach-planner,reach-chief,reach-researcher';
 const KEY = 'planners-key-0123456789abcdef';
 
@@ -48,7 +59,7 @@ describe('agents as tools: the reach rule at every door (real Redis, real fleet,
         ],
         allowedModels: MODELS.split(','),
       },
-      { AGENTS_FILE: writeAgentsFile(AGENTS), ALLOWED_MODELS: MODELS },
+      { AGENTS_FILE: writeAgentsFile(AGENTS), ALLOWED_MODELS: MODELS, WORKFLOWS_FILE: workflowsFile() },
     );
     h.sim.addScenario({
       name: 'reach-planner',
@@ -136,9 +147,9 @@ describe('agents as tools: the reach rule at every door (real Redis, real fleet,
     });
   });
 
-  it('refuses the same run at the session, schedule, OpenAI and MCP doors', async () => {
+  it('refuses the same run at the session, workflow, schedule, OpenAI and MCP doors', async () => {
     const harness = await start();
-    const path = 'planner → researcher';
+    const route = 'planner → researcher';
     const session = await harness.call('POST', '/v1/sessions', { key: KEY, body: { agent: 'planner' } });
     expect(session.status).toBe(201);
     const message = await harness.call('POST', `/v1/sessions/${session.json.session_id}/messages`, {
@@ -146,14 +157,27 @@ describe('agents as tools: the reach rule at every door (real Redis, real fleet,
       body: { input: 'plan it' },
     });
     expect(message.status).toBe(403);
-    expect(message.json.error.message).toContain(path);
+    expect(message.json.error.message).toContain(route);
+
+    const workflow = await harness.call('POST', '/v1/workflows', {
+      key: KEY,
+      body: { workflow: 'plan_flow', input: 'plan it' },
+    });
+    expect(workflow.status).toBe(403);
+    expect(workflow.json.error.message).toContain(route);
+    const workflowSchedule = await harness.call('POST', '/v1/schedules', {
+      key: KEY,
+      body: { workflow: 'plan_flow', input: 'plan it', every_ms: 3_600_000 },
+    });
+    expect(workflowSchedule.status).toBe(403);
+    expect(workflowSchedule.json.error.message).toContain(route);
 
     const schedule = await harness.call('POST', '/v1/schedules', {
       key: KEY,
       body: { agent: 'planner', input: 'plan it', every_ms: 3_600_000 },
     });
     expect(schedule.status).toBe(403);
-    expect(schedule.json.error.message).toContain(path);
+    expect(schedule.json.error.message).toContain(route);
 
     const completion = await harness.call('POST', '/v1/chat/completions', {
       key: KEY,
@@ -161,7 +185,7 @@ describe('agents as tools: the reach rule at every door (real Redis, real fleet,
     });
     expect(completion.status).toBe(403);
     expect(completion.json.error).toMatchObject({ code: 'forbidden' });
-    expect(completion.json.error.message).toContain(path);
+    expect(completion.json.error.message).toContain(route);
 
     const client = new Client({ name: 'reach-test', version: '1.0.0' });
     clients.push(client);
@@ -175,7 +199,7 @@ describe('agents as tools: the reach rule at every door (real Redis, real fleet,
       arguments: { input: 'plan it' },
     })) as CallToolResult;
     expect(result.isError).toBe(true);
-    expect(JSON.stringify(result.content)).toContain(path);
+    expect(JSON.stringify(result.content)).toContain(route);
     expect(await harness.control.list()).toEqual([]);
   });
 });
