@@ -131,18 +131,34 @@ export async function playTask(
   openai: OpenAI,
   model: string,
   task: string,
-  opts: { tools: ChatCompletionTool[]; system?: string; vague?: boolean; maxTurns?: number },
+  opts: {
+    tools: ChatCompletionTool[];
+    system?: string;
+    vague?: boolean;
+    maxTurns?: number;
+    /** A system message sending the model back once after its first answer, as the platform's reminder does. */
+    remind?: string;
+  },
 ): Promise<{ succeeded: string[]; turns: number }> {
   const messages: ChatCompletionMessageParam[] = [
     ...(opts.system ? [{ role: 'system' as const, content: opts.system }] : []),
     { role: 'user', content: task },
   ];
   const succeeded: string[] = [];
+  let reminded = false;
   for (let turn = 0; turn < (opts.maxTurns ?? 10); turn += 1) {
     const res = await openai.chat.completions.create({ model, messages, tools: opts.tools });
     const calls = (res.choices[0]!.message.tool_calls ?? []).flatMap((c) =>
       c.type === 'function' ? [c] : [],
     );
+    if (calls.length === 0 && opts.remind !== undefined && !reminded) {
+      reminded = true;
+      messages.push(
+        { role: 'assistant', content: res.choices[0]!.message.content ?? '' },
+        { role: 'system', content: opts.remind },
+      );
+      continue;
+    }
     if (calls.length === 0) return { succeeded, turns: turn + 1 };
     messages.push({ role: 'assistant', content: null, tool_calls: calls });
     for (const c of calls) {

@@ -194,6 +194,26 @@ describe('the noisy model', () => {
     expect(withStack).toBeLessThan(0.95);
   });
 
+  it('draws afresh when sent back after answering with a step left out, so most reminded tasks go on', async () => {
+    const tools = [weatherTool(true), fileTool, mailTool];
+    const remind = 'Guard: you gave a final answer, but steps of the task stack are still open.';
+    let forgot = 0;
+    let wentOn = 0;
+    for (let i = 0; i < 150; i += 1) {
+      const task = THREE_STEPS(CITIES[i % 6]!, i);
+      // The task stack in the prompt both times: the reminder changes nothing of the rate, only the draw.
+      const plain = await playTask(openai, `sim-noisy-${i}`, task, { tools, system: TASK_STACK });
+      if (plain.succeeded.length === 3) continue;
+      forgot += 1;
+      const sentBack = await playTask(openai, `sim-noisy-${i}`, task, { tools, system: TASK_STACK, remind });
+      // The same turns up to the first answer: only the reminder changes what comes after.
+      expect(sentBack.succeeded.slice(0, plain.succeeded.length)).toEqual(plain.succeeded);
+      if (sentBack.succeeded.length > plain.succeeded.length) wentOn += 1;
+    }
+    expect(forgot).toBeGreaterThan(8);
+    expect(wentOn / forgot).toBeGreaterThan(0.6);
+  }, 60_000);
+
   it('calls the steps of a task in the order the request gives them', async () => {
     const tools = [mailTool, fileTool, weatherTool(true)];
     const task = '先查一下上海天气，然后写一份周末出行建议存成 md 文件，最后发邮件通知我';
