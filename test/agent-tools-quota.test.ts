@@ -23,13 +23,13 @@ describe('agents as tools: child runs and the tenant quota (real Redis, real fle
     h = undefined;
   });
 
-  it('admits one child of a caller whose tenant is at its limit, refuses the other calls of the turn as quota_exceeded, and admits the call again once the first child answered', async () => {
+  const start = async (quota: { maxRunsInFlight?: number; maxTokensPerDay?: number }, env: string) => {
     h = await startApiHarness(
-      { tenantQuotas: [{ tenant: 'default', maxRunsInFlight: 1 }] },
+      { tenantQuotas: [{ tenant: 'default', ...quota }] },
       {
         AGENTS_FILE: writeAgentsFile(AGENTS),
         ALLOWED_MODELS: 'echo,quota-fanout,quota-helper',
-        TENANT_QUOTAS: 'default:runs=1',
+        TENANT_QUOTAS: env,
       },
     );
     h.sim.addScenario({
@@ -42,14 +42,18 @@ describe('agents as tools: child runs and the tenant quota (real Redis, real fle
           ],
         },
         { tool_calls: [{ name: 'ask_helper', arguments: { input: 'second, again' } }] },
-        { content: 'fanout: {{ last.content }}' },
+        { content: 'fanout: {{ last.content ?? last.error.type }}' },
       ],
     });
     h.sim.addScenario({
       name: 'quota-helper',
       turns: [{ tool_calls: [{ name: 'slow', arguments: { ms: 300 } }] }, { content: 'helped' }],
     });
-    const harness = h;
+    return h;
+  };
+
+  it('admits one child of a caller whose tenant is at its limit, refuses the other calls of the turn as quota_exceeded, and admits the call again once the first child answered', async () => {
+    const harness = await start({ maxRunsInFlight: 1 }, 'default:runs=1');
     const started = await harness.call('POST', '/v1/runs', { body: { agent: 'fanout', input: 'go' } });
     expect(started.status).toBe(201);
     const parentId = started.json.run_id as string;
@@ -86,5 +90,22 @@ describe('agents as tools: child runs and the tenant quota (real Redis, real fle
       10_000,
       'the tenant to have no run in flight',
     );
+  });
+
+  it('refuses every agent call of a tenant that used its tokens of the day, starting no child run', async () => {
+    const harness = await start({ maxTokensPerDay: 5 }, 'default:tokens=5');
+    const day = new Date().toISOString().slice(0, 10);
+    await harness.redis.set(harness.keys.tenantTokens('default', day), 10);
+    // Started past the door (as enqueueRun does): the door would refuse the run itself.
+    const parentId = await harness.control.start({ agent: 'fanout', input: 'go' });
+    const outcome = await harness.control.wait(parentId, 30_000);
+    expect(outcome.answer).toBe('fanout: quota_exceeded');
+    const results = ofType(await harness.control.events(parentId), 'tool_result');
+    expect(results).toHaveLength(3);
+    for (const r of results) {
+      expect(r.error).toMatchObject({ kind: 'unavailable', type: 'quota_exceeded', retryable: false });
+      expect(r.error?.message).toContain('tenant "default" used 10 tokens today (UTC), its limit is 5 a day');
+    }
+    expect(ofType(await harness.control.events(parentId), 'child_run_started')).toEqual([]);
   });
 });
