@@ -225,6 +225,8 @@ describe('HTTP API: bad input, agents, health, metrics, docs, admin board, rate 
         '/readyz',
         '/v1/agents',
         '/v1/archive/dead-letters',
+        '/v1/callbacks/dead-letters',
+        '/v1/callbacks/{id}/redeliver',
         '/v1/chat/completions',
         '/v1/evals',
         '/v1/evals/{id}',
