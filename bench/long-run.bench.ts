@@ -94,8 +94,16 @@ async function playRun(
       },
     ]);
     // The executor records the result in the run's results hash before it replies.
-    const result: ToolResult = { ok: true, result: { text: 'r'.repeat(resultBytes), page: turn } };
-    const resultJson = JSON.stringify({ ...result, attempts: 1, executor_id: 'executor_1' });
+    const result: ToolResult = {
+      tool_call_id: id,
+      name: 'fetch_page',
+      ok: true,
+      status: 'ok',
+      content: { text: 'r'.repeat(resultBytes), page: turn },
+      duration_ms: 3,
+      attempts: 1,
+    };
+    const resultJson = JSON.stringify({ ...result, executor_id: 'executor_1' });
     recorded += Buffer.byteLength(resultJson);
     await redis.hset(keys.results(state.runId), id, resultJson);
     state.messages.push({ role: 'tool', tool_call_id: id, content: toolMessageContent(result) });
@@ -125,7 +133,7 @@ async function playRun(
         kind: 'ok',
         answered: 'dispatched',
         executor_id: 'executor_1',
-        result: { ...result, attempts: 1 },
+        result,
       } as RunEvent,
     ]);
   }
