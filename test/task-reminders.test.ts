@@ -174,6 +174,26 @@ describe('a final answer given while steps of the task stack are open', () => {
     expect(res.text).toContain('task_reminders');
   });
 
+  it("holds a session's next run to its own steps only: one left open by the run before is shown, not reminded", async () => {
+    const { session_id } = await h.client.createSession();
+    const first = await h.client.sendMessage(session_id, {
+      agent: 'test_agent',
+      input: `${INPUT} (session)`,
+      model: 'tasks-never',
+    });
+    expect(await h.client.waitForRun(first.run_id, { timeoutMs: 30_000 })).toMatchObject({
+      reason: 'tasks_incomplete',
+    });
+    const next = await h.client.sendMessage(session_id, {
+      input: 'thanks, that is all',
+      model: 'tasks-never',
+    });
+    const run = await h.client.waitForRun(next.run_id, { timeoutMs: 30_000 });
+    expect(run).toMatchObject({ status: 'succeeded', reason: 'final_answer', iterations: 1 });
+    expect(run.tasks).toEqual([{ ...PLAN[1], done: false, carried: true }]);
+    expect((await eventsOf(run.run_id)).some((e) => e.type === 'tasks_open')).toBe(false);
+  });
+
   it('never sends back a model that did every step', async () => {
     const run = await h.client.run(
       { agent: 'test_agent', input: INPUT, model: 'tasks-all-done' },

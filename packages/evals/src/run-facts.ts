@@ -24,7 +24,7 @@ export interface RunFacts {
   cost: number;
   latencyMs: number;
   /** The run's task stack, each step done or open (empty: the run was not planned). */
-  tasks: { title: string; tool?: string; done: boolean }[];
+  tasks: { title: string; tool?: string; done: boolean; carried?: true }[];
 }
 
 // Calls that never ran the tool: refused before it for its name, its scope or its arguments.

@@ -18,7 +18,9 @@ export interface TaskCompletion {
  */
 export function taskCompletion(e: Expectations, f: RunFacts): TaskCompletion {
   const reached = new Set(f.reached);
-  const planned = f.tasks.filter((t) => !t.done).map((t) => (t.tool ? `${t.title} (${t.tool})` : t.title));
+  const planned = f.tasks
+    .filter((t) => !t.done && !t.carried)
+    .map((t) => (t.tool ? `${t.title} (${t.tool})` : t.title));
   const required = [...new Set([...(e.tools_called ?? []), ...(e.tools_in_order ?? [])])];
   const open = [...planned, ...required.filter((t) => !reached.has(t)).map((t) => `${t} (required)`)];
   return { complete: f.status === 'succeeded' && open.length === 0, open };

@@ -41,9 +41,12 @@ const stack = (done: boolean[]) =>
   }));
 
 describe('task completion', () => {
-  it('counts a run that did every step of its task stack and every required tool as complete', () => {
+  it('counts a run that did every step of its task stack and every required tool as complete, a step an earlier run of its session left open aside', () => {
     const run = finished(['query_air_quality', 'query_forecast', 'write_markdown_file'], {
-      tasks: stack([true, true, true]),
+      tasks: [
+        { title: 'mail the plan', tool: 'send_email', done: false, carried: true },
+        ...stack([true, true, true]),
+      ],
     });
     expect(taskCompletion(THREE, runFacts(run))).toEqual({ complete: true, open: [] });
   });

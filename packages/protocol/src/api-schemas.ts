@@ -435,7 +435,16 @@ export const RunView = Type.Object({
   steps: Type.Array(Step),
   tasks: Type.Optional(
     Type.Array(
-      Type.Object({ title: Type.String(), tool: Type.Optional(Type.String()), done: Type.Boolean() }),
+      Type.Object({
+        title: Type.String(),
+        tool: Type.Optional(Type.String()),
+        done: Type.Boolean(),
+        carried: Type.Optional(
+          Type.Literal(true, {
+            description: "left open by a session's earlier run; this run is not held to it",
+          }),
+        ),
+      }),
       {
         description:
           "the run's task stack: the steps of its plan in order, each done or still open (absent: the run was not planned)",

@@ -10,6 +10,8 @@ export interface TaskStep {
   /** The tool the step expects, when the plan named one. */
   tool?: string;
   done: boolean;
+  /** Left open by an earlier run of the session: shown, but this run is not held to it. */
+  carried?: true;
 }
 
 /** Earlier steps folded out of the history by compaction. */

@@ -12,9 +12,12 @@ import { renderTaskStack } from './task-stack.js';
  * answer, `succeeded`/`tasks_incomplete`, the report naming the steps left open.
  */
 
-/** Steps of the task stack naming a tool that are still open (steps naming none are done by the answer). */
+/**
+ * This run's steps of the task stack naming a tool that are still open (steps naming none are done by
+ * the answer; steps carried from a session's earlier run are shown to the model but not held against it).
+ */
 export function openToolSteps(state: Pick<RunState, 'plan'>): TaskStep[] {
-  return (state.plan?.steps ?? []).filter((s) => !s.done && s.tool !== undefined);
+  return (state.plan?.steps ?? []).filter((s) => !s.done && s.tool !== undefined && !s.carried);
 }
 
 /**

@@ -216,7 +216,11 @@ export function createRunState(init: {
     status: 'queued',
     createdAt: init.createdAt ?? now,
     deadlineAt: now + init.deadlineMs,
-    plan: { requested: false, steps: (init.steps ?? []).filter((s) => !s.done) },
+    // Steps a session's earlier run left open stay in view, marked as carried (see open-tasks.ts).
+    plan: {
+      requested: false,
+      steps: (init.steps ?? []).filter((s) => !s.done).map((s) => ({ ...s, carried: true as const })),
+    },
     // A session's summary was written for an earlier run: this run's goal is its own input.
     ...(init.summary ? { summary: retarget(init.summary, init.input) } : {}),
     messages: [...(init.history ?? []), { role: 'user', content: init.input }],
