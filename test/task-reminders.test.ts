@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RecordedRequest, Scenario } from '@agent-reach/llm-sim';
 import type { RunEvent } from '@agent-reach/protocol';
+import { renderTimeline } from '@agent-reach/scheduler';
 import { startApiHarness, type ApiHarness } from './helpers/api.js';
 
 /** A multi-step request: the intent classifier plans it, so the run has a task stack. */
@@ -136,6 +137,12 @@ describe('a final answer given while steps of the task stack are open', () => {
       status: 'succeeded',
       reason: 'tasks_incomplete',
     });
+    // The timeline `agent-reach runs show` prints says both.
+    const timeline = renderTimeline(await h.control.events(run.run_id));
+    expect(timeline).toContain(
+      'answer with 1 task-stack step(s) open, sent back (0 reminder(s) left): write the plan to a file',
+    );
+    expect(timeline).toContain('answer with 1 task-stack step(s) open, accepted: write the plan to a file');
     // The run's record says the same.
     const listed = await h.call('GET', '/v1/runs?agent=test_agent&limit=100');
     const runs = (listed.json as { runs: Array<{ run_id: string; reason?: string }> }).runs;

@@ -52,6 +52,8 @@ function describe(e: RunEvent): string {
       return `guardrail ${e.guardrail} ${e.verdict === 'error' ? 'failed' : 'tripped'} on the ${e.stage}${e.tool ? ` of ${e.tool} [${e.tool_call_id}]` : ''}: ${e.action.replace('_', ' ')}: ${clip(e.reason, 160)}`;
     case 'output_invalid':
       return `answer misses the output schema, ${e.retries_left} retries left: ${clip(e.problems.map((p) => `${p.field} ${p.message}`).join('; '), 160)}`;
+    case 'tasks_open':
+      return `answer with ${e.open.length} task-stack step(s) open, ${e.action === 'remind' ? `sent back (${e.reminders_left} reminder(s) left)` : 'accepted'}: ${clip(e.open.map((t) => t.title).join('; '), 160)}`;
     case 'compaction':
       return `compaction: ${e.before_tokens} → ${e.after_tokens} tokens, ${e.folded_turns} turn(s) folded`;
     case 'handoff':
