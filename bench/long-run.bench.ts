@@ -7,7 +7,7 @@
  * results hash; what the steps carry is their messages (the assistant message with the call's arguments,
  * the tool message with the result). Ratios to the carried bytes are printed with the issue's target.
  *
- *   node --import tsx bench/long-run.bench.ts
+ *   pnpm bench:long
  *     BENCH_LONG_STEPS (default 50), BENCH_LONG_RESULT_BYTES (default 4096), REDIS_URL
  */
 import { randomUUID } from 'node:crypto';

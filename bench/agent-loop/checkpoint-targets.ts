@@ -41,7 +41,7 @@ export function checkpointTargets(figures: Rounds, levels: ReadonlyArray<{ inFli
       console.log(
         `  checkpoints @${inFlight}: +${fmt(now, 1)} ${what} (the whole-state format, same run: +${fmt(before, 1)})`,
       );
-      out.push(target(`checkpoint ${what} @${inFlight}, delta/whole`, now / before, '<=', 1 / 3));
+      out.push(target(`checkpoint ${what} @${inFlight}, delta/whole`, now / before, '<=', 0.33));
     }
     out.push(
       target(
