@@ -177,6 +177,8 @@ export function createRunState(init: {
   agent: string;
   input: string;
   deadlineMs: number;
+  /** The latest the deadline may be, epoch ms (a child run's parent's deadline). */
+  deadlineCapAt?: number;
   history?: ChatMessage[];
   /** Carried from a session's earlier runs. */
   summary?: CompactionSummary;
@@ -215,7 +217,7 @@ export function createRunState(init: {
     approvals: {},
     status: 'queued',
     createdAt: init.createdAt ?? now,
-    deadlineAt: now + init.deadlineMs,
+    deadlineAt: Math.min(now + init.deadlineMs, init.deadlineCapAt ?? Infinity),
     // Steps a session's earlier run left open stay in view, marked as carried (see open-tasks.ts).
     plan: {
       requested: false,

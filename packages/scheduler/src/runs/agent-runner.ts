@@ -227,10 +227,10 @@ export class AgentRunner {
       ...(req.traceParent ? { traceParent: req.traceParent } : {}),
       agent: req.agent,
       input: req.input,
-      // A child run ends no later than its parent (at least 1 ms, so it ends at once by its deadline).
-      deadlineMs: req.parent
-        ? Math.max(1, Math.min(ownDeadlineMs, req.parent.deadline_at - Date.now()))
-        : ownDeadlineMs,
+      deadlineMs: ownDeadlineMs,
+      // A child run ends no later than its parent: its deadline is capped at the parent's instant (a
+      // remaining time taken from the clock would land a millisecond past it when the clock moves on).
+      ...(req.parent ? { deadlineCapAt: req.parent.deadline_at } : {}),
       ...(this.#opts.configVersion ? { configVersion: this.#opts.configVersion() } : {}),
       ...(req.history ? { history: req.history } : {}),
       ...(req.summary ? { summary: req.summary } : {}),
