@@ -64,8 +64,11 @@ describe(
       expect(res.status, JSON.stringify(res.json)).toBe(201);
       return res.json.schedule_id as string;
     };
-    const firingsOf = async (id: string) =>
-      (await call('GET', `/v1/schedules/${id}`)).json.firings as Firing[];
+    const firingsOf = async (id: string) => {
+      const res = await call('GET', `/v1/schedules/${id}`);
+      expect(res.status, JSON.stringify(res.json)).toBe(200);
+      return res.json.firings as Firing[];
+    };
     const started = (firings: Firing[]) => firings.filter((f) => f.outcome === 'started');
     const waitFirings = (id: string, check: (f: Firing[]) => boolean, what: string) =>
       waitFor(
@@ -86,6 +89,16 @@ describe(
       const runs = started(firings).map((f) => f.run_id);
       expect(new Set(runs).size).toBe(runs.length);
     };
+    /** Each firing stands for a slot of the interval: whole intervals from the first. */
+    const onSlots = (firings: Firing[], everyMs: number) => {
+      const first = Math.min(...firings.map((f) => f.scheduled_at));
+      return firings.every((f) => (f.scheduled_at - first) % everyMs === 0);
+    };
+    /** Every slot from the first firing to the last fired: none passed over. */
+    const everySlot = (firings: Firing[], everyMs: number) => {
+      const slots = [...new Set(firings.map((f) => f.scheduled_at))].sort((a, b) => a - b);
+      return onSlots(firings, everyMs) && slots.every((x, i) => i === 0 || x - slots[i - 1]! === everyMs);
+    };
 
     beforeAll(async () => {
       t = testRedis();
@@ -103,6 +116,9 @@ describe(
         API_PORT: '0',
         API_HOST: '127.0.0.1',
         ALLOWED_MODELS: 'echo,approval',
+        // The waits poll the API every 25 ms: over the default 600 requests a minute, a long wait would be
+        // answered 429 and read as a schedule without firings.
+        API_RATE_LIMIT_PER_MINUTE: '1000000',
       });
       config = loadConfig(env);
       executor = await startExecutor(config, { extraTools: testTools, logger });
@@ -183,6 +199,8 @@ describe(
         'three firings after the restart',
       );
       expectOncePerSlot(after);
+      // A firing's time is its slot, not the time the previous firing was taken.
+      expect(onSlots(after, 1_000), JSON.stringify(after)).toBe(true);
       await call('POST', `/v1/schedules/${id}/pause`);
       // Each run is an ordinary run: its metadata links it to the schedule, its input carries its slot.
       const firing = started(after)[0] as Firing;
@@ -350,7 +368,7 @@ describe(
       for (const id of [skip, buffer, all]) await call('POST', `/v1/schedules/${id}/pause`);
     });
 
-    it('after a downtime, starts the missed firing within the catch-up window and skips the one beyond it', async () => {
+    it('after a downtime, starts the missed firings within the catch-up window, each slot once, and skips the ones beyond it', async () => {
       const inside = await create({ input: 'catch up', every_ms: 2_000, overlap: 'allow_all' });
       const beyond = await create({
         input: 'too late',
@@ -374,11 +392,13 @@ describe(
         (f) => f.some((x) => x.outcome === 'skipped_late'),
         'the late firing skipped',
       );
+      // The slots of the downtime within the window start late, each once; none is passed over.
       const late = await waitFirings(
         inside,
-        (f) => started(f).some((x) => x.fired_at - x.scheduled_at > 1_500),
-        'the late firing started',
+        (f) => started(f).some((x) => x.scheduled_at > due) && everySlot(f, 2_000),
+        'every slot of the downtime started',
       );
+      expect(started(late).some((x) => x.fired_at - x.scheduled_at > 1_500)).toBe(true);
       expectOncePerSlot(late);
       await startSchedulerAt(1);
       for (const id of [inside, beyond]) await call('POST', `/v1/schedules/${id}/pause`);
@@ -407,6 +427,9 @@ describe('schedules across scheduler processes, one killed mid-firing', { timeou
       API_KEYS: `test:${KEY}`,
       API_PORT: '0',
       API_HOST: '127.0.0.1',
+      // The waits poll the API every 25 ms: over the default 600 requests a minute, a long wait (a loaded
+      // machine) was answered 429, and the runs listing read without its runs.
+      API_RATE_LIMIT_PER_MINUTE: '1000000',
       // A killed scheduler's firing job is taken again within seconds.
       RUN_LOCK_DURATION_MS: '3000',
       RUN_STALLED_INTERVAL_MS: '1000',
@@ -426,16 +449,26 @@ describe('schedules across scheduler processes, one killed mid-firing', { timeou
 
   it('fires every slot once while a scheduler process is killed and another started', async () => {
     const [doomedUrl, survivorUrl] = await Promise.all([start(), start()]);
-    const call = async (base: string, method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${base}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${KEY}`,
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-        },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      });
-      return (await res.json()) as Json;
+    // A busy machine may answer 503 (a Redis command past the API's timeout): asked again after
+    // Retry-After, as a client would. Any other error fails the test naming the request and the answer,
+    // instead of reading a field the error lacks.
+    const call = async (base: string, method: string, path: string, body?: unknown): Promise<Json> => {
+      for (let tries = 1; ; tries += 1) {
+        const res = await fetch(`${base}${path}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${KEY}`,
+            ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          },
+          ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        });
+        const text = await res.text();
+        if (res.ok) return (text ? JSON.parse(text) : {}) as Json;
+        if (res.status !== 503 || tries >= 10)
+          throw new Error(`${method} ${path} answered ${res.status}: ${text}`);
+        const after = Number(res.headers.get('retry-after') ?? '1');
+        await new Promise((r) => setTimeout(r, Math.min(Number.isFinite(after) ? after : 1, 10) * 1000));
+      }
     };
     const created = await call(doomedUrl, 'POST', '/v1/schedules', {
       agent: 'test_agent',

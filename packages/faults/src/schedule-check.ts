@@ -47,8 +47,9 @@ export function checkFirings(
         detail: `${ids.length} runs: ${ids.join(', ')}`,
       });
   const slots = [...new Set([...bySlot.keys(), ...firings.map((f) => f.scheduled_at)])].sort((a, b) => a - b);
-  // BullMQ's job scheduler places slots `everyMs` apart give or take a few ms: a gap of about two
-  // intervals or more is a slot that never fired.
+  // A firing's time is its slot, whole intervals from the first: a gap of two intervals or more is a
+  // slot that never fired (BullMQ passes over the slots that fall due while a firing waits to be taken;
+  // the scheduler that takes it late fires them).
   for (let i = 1; i < slots.length; i += 1) {
     const missing = Math.round((slots[i]! - slots[i - 1]!) / everyMs) - 1;
     for (let k = 1; k <= missing; k += 1)

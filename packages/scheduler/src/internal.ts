@@ -76,7 +76,13 @@ export { LiveOrder, turnRecorded } from './api/live-order.js';
 export { ModelProviders } from './model/providers.js';
 export { createProviderMetrics } from './model/provider-metrics.js';
 export { ScheduleStore } from './triggers/schedule-store.js';
-export { scheduleOf, nextFiring, ScheduleInvalid, OVERLAP_POLICIES } from './triggers/schedule-spec.js';
+export {
+  scheduleOf,
+  nextFiring,
+  slotsBetween,
+  ScheduleInvalid,
+  OVERLAP_POLICIES,
+} from './triggers/schedule-spec.js';
 export type { Schedule, ScheduleFiring, ScheduleRequest, OverlapPolicy } from './triggers/schedule-spec.js';
 export { ApiKeyTable } from './api/auth.js';
 export { loadInboundEvents } from './triggers/inbound-events.js';

@@ -12,6 +12,11 @@ export const SCHEDULE_FIRINGS_KEPT = 20;
 export const SCHEDULE_FIRING_RECORD_TTL_S = 24 * 60 * 60;
 /** How long a buffered firing (overlap policy `buffer_one`) waits before it looks at the previous run again. */
 export const SCHEDULE_BUFFER_RECHECK_MS = 500;
+/**
+ * The most slots a late firing catches up at once: the slots BullMQ's job scheduler passed over while the
+ * firing waited to be taken (within the catch-up window), newest kept.
+ */
+export const SCHEDULE_MISSED_FIRINGS_MAX = 100;
 /** How many firing jobs one scheduler process handles at a time. */
 export const SCHEDULE_WORKER_CONCURRENCY = 4;
 

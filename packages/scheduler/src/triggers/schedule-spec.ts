@@ -114,6 +114,30 @@ export function nextFiring(s: Schedule, afterMs: number): number | undefined {
   return getNextMillis(afterMs, { pattern: s.cron, tz: s.timezone ?? 'UTC' });
 }
 
+/**
+ * The slots of a schedule strictly between `after` (itself a slot) and `before`, not earlier than
+ * `notBefore`, oldest first: an interval's are `after` plus whole intervals (BullMQ keeps an interval's
+ * offset), a cron's as its expression reads.
+ */
+export function slotsBetween(s: Schedule, after: number, before: number, notBefore = after): number[] {
+  const slots: number[] = [];
+  let at = after;
+  if (notBefore > after)
+    at =
+      s.every_ms !== undefined
+        ? after + Math.floor((notBefore - after) / s.every_ms) * s.every_ms
+        : notBefore - 1;
+  for (;;) {
+    const next =
+      s.every_ms !== undefined
+        ? at + s.every_ms
+        : getNextMillis(at, { pattern: s.cron, tz: s.timezone ?? 'UTC' });
+    if (next === undefined || !Number.isFinite(next) || next <= at || next >= before) return slots;
+    if (next >= notBefore) slots.push(next);
+    at = next;
+  }
+}
+
 /** The schedule a checked request makes, owned by the key and tenant given. */
 export function scheduleOf(
   id: string,

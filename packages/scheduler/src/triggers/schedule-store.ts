@@ -9,10 +9,13 @@ export interface FiringJob {
   schedule_id: string;
   /** Set by `trigger`: a firing out of the schedule's timing, at this time (epoch ms). */
   manual_at?: number;
+  /** Set for a slot the job scheduler passed over while a late firing waited (epoch ms): see `addMissed`. */
+  slot_at?: number;
 }
 
 /** How many times a firing job is tried when starting its run fails for a passing reason (Redis away). */
 const FIRING_ATTEMPTS = 3;
+const FIRING_JOB_OPTS = { attempts: FIRING_ATTEMPTS, removeOnComplete: 100, removeOnFail: 100 };
 
 /**
  * Schedules in Redis (a record per schedule, an index by creation time, the last firings of each) and
@@ -86,7 +89,24 @@ export class ScheduleStore {
     await this.queue.add(
       'fire',
       { schedule_id: id, manual_at: at },
-      { jobId: `manual:${id}:${at}`, attempts: FIRING_ATTEMPTS, removeOnComplete: 100, removeOnFail: 100 },
+      { jobId: `manual:${id}:${at}`, ...FIRING_JOB_OPTS },
+    );
+  }
+
+  /**
+   * A firing job for each slot the job scheduler passed over: BullMQ places the next slot after the time
+   * a firing is taken, so a firing taken more than an interval late leaves the slots between without a
+   * job. Each job's id derives from the schedule and the slot, so that every scheduler that notices adds
+   * one job.
+   */
+  async addMissed(id: string, slots: readonly number[]): Promise<void> {
+    if (slots.length === 0) return;
+    await this.queue.addBulk(
+      slots.map((at) => ({
+        name: 'fire',
+        data: { schedule_id: id, slot_at: at },
+        opts: { jobId: `missed:${id}:${at}`, ...FIRING_JOB_OPTS },
+      })),
     );
   }
 
@@ -133,6 +153,11 @@ export class ScheduleStore {
     await multi.exec();
   }
 
+  /** True once a firing of the slot is recorded. */
+  async wasRecorded(id: string, scheduledAt: number): Promise<boolean> {
+    return (await this.#redis.exists(this.#key(id, `recorded:${scheduledAt}`))) === 1;
+  }
+
   /** The last firings, newest first. */
   async firings(id: string): Promise<ScheduleFiring[]> {
     const texts = await this.#redis.lrange(this.#key(id, 'firings'), 0, -1);
@@ -174,7 +199,7 @@ export class ScheduleStore {
       {
         name: 'fire',
         data: { schedule_id: schedule.id },
-        opts: { attempts: FIRING_ATTEMPTS, removeOnComplete: 100, removeOnFail: 100 },
+        opts: FIRING_JOB_OPTS,
       },
     );
   }

@@ -1,8 +1,13 @@
 import { DelayedError, Worker, type Job } from 'bullmq';
 import type { Keys } from '@agent-reach/protocol';
 import type { Logger, RedisClient } from '@agent-reach/shared';
-import { SCHEDULE_BUFFER_RECHECK_MS, SCHEDULE_QUEUE, SCHEDULE_WORKER_CONCURRENCY } from './constants.js';
-import type { Schedule, ScheduleFiring } from './schedule-spec.js';
+import {
+  SCHEDULE_BUFFER_RECHECK_MS,
+  SCHEDULE_MISSED_FIRINGS_MAX,
+  SCHEDULE_QUEUE,
+  SCHEDULE_WORKER_CONCURRENCY,
+} from './constants.js';
+import { slotsBetween, type Schedule, type ScheduleFiring } from './schedule-spec.js';
 import type { FiringJob, ScheduleStore } from './schedule-store.js';
 import type { TriggerMetrics } from './trigger-metrics.js';
 
@@ -54,9 +59,43 @@ export function createScheduleWorker(
   return { worker, close: () => worker.close() };
 }
 
-/** The time a firing job stands for: a trigger's, else the job scheduler's slot for it. */
+/** The slot of a job of the schedule's job scheduler, from its id `repeat:<schedule id>:<epoch ms>`. */
+function schedulerSlotOf(job: Job<FiringJob>): number | undefined {
+  const prefix = `repeat:${job.data.schedule_id}:`;
+  const id = String(job.id);
+  const slot = id.startsWith(prefix) ? Number(id.slice(prefix.length)) : NaN;
+  return Number.isSafeInteger(slot) ? slot : undefined;
+}
+
+/**
+ * The time a firing job stands for: a trigger's, a passed-over slot's, else the job scheduler's slot in
+ * the job's id. Neither `prevMillis` (unset for an interval) nor the job's timestamp (the time the
+ * previous firing was taken) is the slot.
+ */
 function scheduledAtOf(job: Job<FiringJob>): number {
-  return job.data.manual_at ?? job.opts.prevMillis ?? job.timestamp;
+  return job.data.manual_at ?? job.data.slot_at ?? schedulerSlotOf(job) ?? job.timestamp;
+}
+
+/**
+ * Adds a firing job for each slot the job scheduler passed over while this firing waited to be taken
+ * (BullMQ places the next slot after the time a firing is taken): those within the catch-up window, the
+ * newest {@link SCHEDULE_MISSED_FIRINGS_MAX}. Only a job of the job scheduler does, before the next
+ * slot it placed.
+ */
+async function addPassedOver(deps: ScheduleFiringDeps, schedule: Schedule, job: Job<FiringJob>) {
+  const slot = schedulerSlotOf(job);
+  if (slot === undefined) return;
+  const next = await deps.store.next(schedule.id);
+  if (next === undefined) return;
+  const missed = slotsBetween(schedule, slot, next, Date.now() - schedule.catchup_window_ms).slice(
+    -SCHEDULE_MISSED_FIRINGS_MAX,
+  );
+  if (missed.length === 0) return;
+  deps.logger.info(
+    { scheduleId: schedule.id, scheduledAt: slot, missed },
+    'schedule firing taken late: the slots passed over fire now',
+  );
+  await deps.store.addMissed(schedule.id, missed);
 }
 
 /**
@@ -75,8 +114,11 @@ async function fire(deps: ScheduleFiringDeps, job: Job<FiringJob>, token: string
     deps.metrics?.firings.inc({ outcome: firing.outcome });
     return store.recordFiring(id, { scheduled_at: scheduledAt, fired_at: Date.now(), ...firing });
   };
+  // A passed-over slot its job scheduler's job fired in the meantime is done.
+  if (job.data.slot_at !== undefined && (await store.wasRecorded(id, scheduledAt))) return;
   // The buffered firing waits for the last run, however long: the catch-up window is not its limit.
   const buffered = schedule.overlap === 'buffer_one' && (await store.holdsBuffer(id, jobId));
+  if (!buffered) await addPassedOver(deps, schedule, job);
   if (
     !buffered &&
     job.data.manual_at === undefined &&
