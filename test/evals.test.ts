@@ -9,6 +9,7 @@ import { evalCommand, parseDataset, type EvalIo } from '@agent-reach/evals';
 import { MAX_EVAL_REPORT_BYTES, type EvalReport } from '@agent-reach/protocol';
 import { RunControl } from '@agent-reach/scheduler';
 import { openRunArchive, RunStore, type OpenedRunArchive } from '@agent-reach/scheduler/internal';
+import { loadConfig } from '@agent-reach/shared';
 import { FULL_KEY, request, startApiHarness, TEST_MODELS, type ApiHarness } from './helpers/api.js';
 import { runCli } from './helpers/cli.js';
 import { cliArgs } from './helpers/node-run.js';
@@ -355,6 +356,38 @@ cases:
     expect(usage.stderr).toMatch(/unknown metric "reach"/);
   });
 
+  it('refuses a dataset whose answer or argument regex could backtrack catastrophically, naming the case and field, with exit 2 and no run started', async () => {
+    const file = path.join(dir, 'redos.yaml');
+    await writeFile(
+      file,
+      [
+        'agent: test_agent',
+        'cases:',
+        '  - id: nested',
+        '    input: hello',
+        "    expect: { answer: { regex: '^(a+)+$' } }",
+        '  - id: args',
+        '    input: hello',
+        "    expect: { arguments: { query_weather: { city: { regex: '(x*)*y' } } } }",
+        '  - id: fine',
+        '    input: hello',
+        "    expect: { answer: { regex: '^he(l+)o$' } }",
+        '',
+      ].join('\n'),
+    );
+    const runs = async () => (await h.call('GET', '/v1/runs?metadata=eval_case=nested')).json.runs.length;
+    const cli = await evalHere(h.url, [file]);
+    expect(cli.code, cli.stderr).toBe(2);
+    expect(cli.stderr).toContain(
+      `${file}: case "nested" (line 5): expect.answer.regex: regex /^(a+)+$/ may take exponential time`,
+    );
+    expect(cli.stderr).toContain(
+      'case "args" (line 8): expect.arguments.query_weather.city.regex: regex /(x*)*y/ may take exponential time',
+    );
+    expect(cli.stderr).not.toContain('case "fine"');
+    expect(await runs()).toBe(0);
+  });
+
   it('stops with exit 2 when the platform refuses a run of the dataset, naming the case and the code', async () => {
     const unknown = path.join(dir, 'unknown-agent.jsonl');
     await writeFile(unknown, '{"id":"x","input":"hi","agent":"no_such_agent"}\n');
@@ -547,6 +580,49 @@ describe('/v1/evals: eval reports stored per tenant (real Redis)', () => {
     });
     expect(unnamed.status).toBe(403);
     expect(unnamed.json.error.message).toMatch(/must name the agents of its eval/);
+  });
+
+  it('refuses with 409 a key limited to some agents storing the id of an eval of its tenant that it may not read, and keeps that report as it was', async () => {
+    const post = (key: string, body: EvalReport) => request(url, 'POST', '/v1/evals', { key, body });
+    const named = (name: string, agents?: string[]) => ({
+      dataset: { name, cases: 1, ...(agents ? { agents } : {}) },
+    });
+    expect(
+      (await post(ACME, minimalReport('ev_taken_mixed', named('mixed', ['test_agent', 'weather_only']))))
+        .status,
+    ).toBe(201);
+    expect((await post(ACME, minimalReport('ev_taken_unnamed', named('unnamed')))).status).toBe(201);
+    for (const id of ['ev_taken_mixed', 'ev_taken_unnamed']) {
+      const over = await post(ACME_WEATHER, minimalReport(id, named('overwritten', ['weather_only'])));
+      expect(over.status, over.text).toBe(409);
+      expect(over.json.error.code).toBe('CONFLICT');
+      expect(over.json.error.message).toContain(`eval ${id} is already stored`);
+      const kept = await request(url, 'GET', `/v1/evals/${id}`, { key: ACME });
+      expect(kept.json.dataset.name).not.toBe('overwritten');
+    }
+    // Its own eval it may store again; another tenant still may not take the id.
+    expect((await post(ACME_WEATHER, minimalReport('ev_own', named('own', ['weather_only'])))).status).toBe(
+      201,
+    );
+    expect((await post(ACME_WEATHER, minimalReport('ev_own', named('own-2', ['weather_only'])))).status).toBe(
+      201,
+    );
+    expect((await post(GLOBEX, minimalReport('ev_own'))).status).toBe(409);
+    expect((await request(url, 'GET', '/v1/evals/ev_own', { key: ACME })).json.dataset.name).toBe('own-2');
+  });
+
+  it('refuses two API keys of one name, in the configuration and at the API, since callbacks, their secret and dead letters belong to a key by name', async () => {
+    await expect(
+      h.extraServer({
+        apiKeys: [
+          { key: ACME, name: 'ci', tenants: ['acme'] },
+          { key: GLOBEX, name: 'ci', tenants: ['globex'] },
+        ],
+      }),
+    ).rejects.toThrow('apiKeys[1].name "ci" is the name of apiKeys[0] too');
+    expect(() =>
+      loadConfig({ API_KEYS: `ci:${ACME}:*:acme,ci:${GLOBEX}:*:globex`, AGENTS_FILE: 'agents.yaml' }),
+    ).toThrow('API_KEYS names "ci" twice');
   });
 
   it('refuses a report that is malformed, names the field, and one over 2 MB with 413', async () => {

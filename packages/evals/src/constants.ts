@@ -27,3 +27,8 @@ export const DEFAULT_JUDGE_MIN_SCORE = 0.5;
 /** Runs read per page by `--from-runs`, and at most this many runs become cases. */
 export const FROM_RUNS_PAGE = 200;
 export const DEFAULT_FROM_RUNS_LIMIT = 200;
+/**
+ * Quantifiers a dataset's regular expression may hold (safe-regex2's repetition limit, as guardrails'):
+ * past it, or with a quantifier nested in another's group, the dataset is refused.
+ */
+export const EVAL_REGEX_MAX_QUANTIFIERS = 25;

@@ -1,7 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import safeRegex from 'safe-regex2';
 import { LineCounter, parseDocument, isNode } from 'yaml';
 import { createAjv, errorLines, schemaProblem, type Ajv } from './ajv.js';
+import { EVAL_REGEX_MAX_QUANTIFIERS } from './constants.js';
 import { CASE_SCHEMA, DATASET_SCHEMA } from './dataset-schema.js';
 import { EvalInputError } from './errors.js';
 import type { Dataset, EvalCase, Expectations, JudgeSpec, Matcher, MatchersByPath } from './types.js';
@@ -200,11 +202,8 @@ function semanticProblems(cases: EvalCase[], ajv: Ajv, file: string, raw: Parsed
       ),
     ];
     for (const [field, r] of regexes) {
-      try {
-        new RegExp(r, 'u');
-      } catch (err) {
-        problems.push(`${at(field)}: not a regular expression: ${(err as Error).message}`);
-      }
+      const problem = regexProblem(r);
+      if (problem) problems.push(`${at(field)}: ${problem}`);
     }
     const schemas: [string, unknown][] = [
       ...(c.output_schema ? [['output_schema', c.output_schema] as [string, unknown]] : []),
@@ -240,4 +239,24 @@ function matcherEntries(e: Expectations): [string, Matcher][] {
       m as Matcher,
     ]),
   ];
+}
+
+/**
+ * What is wrong with a dataset's regular expression: one that does not compile, or one that may take
+ * exponential time on some answers (a quantifier over a group that holds another, as in `(a+)+$`, or more
+ * than `EVAL_REGEX_MAX_QUANTIFIERS` quantifiers), which would hold the command for minutes on one answer.
+ */
+function regexProblem(pattern: string): string | undefined {
+  let re: RegExp;
+  try {
+    re = new RegExp(pattern, 'u');
+  } catch (err) {
+    return `not a regular expression: ${(err as Error).message}`;
+  }
+  if (safeRegex(re, { limit: EVAL_REGEX_MAX_QUANTIFIERS })) return undefined;
+  return (
+    `regex /${pattern}/ may take exponential time on some answers (a quantifier over a group that holds ` +
+    `another, such as (a+)+, or more than ${EVAL_REGEX_MAX_QUANTIFIERS} quantifiers): rewrite it without ` +
+    'nested quantifiers, e.g. (a+)+ as a+'
+  );
 }

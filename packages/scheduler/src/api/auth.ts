@@ -67,6 +67,7 @@ export class ApiKeyTable {
 
   constructor(keys: readonly ApiKeyConfig[]) {
     const seen = new Set<string>();
+    const names = new Map<string, number>();
     this.#entries = keys.map((k, i) => {
       if (typeof k.key !== 'string' || k.key.length < 8)
         throw new AgentReachError(
@@ -81,11 +82,20 @@ export class ApiKeyTable {
       for (const t of tenants)
         if (typeof t !== 'string' || !TENANT_PATTERN.test(t))
           throw new AgentReachError('CONFIG_INVALID', `apiKeys[${i}].tenants must match ${TENANT_PATTERN}`);
+      const name = k.name ?? `key-${id.slice(0, 8)}`;
+      const first = names.get(name);
+      // A key's callbacks (their signing secret, their dead letters) belong to it by name.
+      if (first !== undefined)
+        throw new AgentReachError(
+          'CONFIG_INVALID',
+          `apiKeys[${i}].name "${name}" is the name of apiKeys[${first}] too: each key needs a name of its own`,
+        );
+      names.set(name, i);
       return {
         digest: d,
         principal: Object.freeze({
           id,
-          name: k.name ?? `key-${id.slice(0, 8)}`,
+          name,
           agents: k.agents ? new Set(k.agents) : undefined,
           tenant: tenants[0] as string,
           tenants: new Set(tenants),

@@ -21,11 +21,6 @@ export class EvalStore {
     private readonly retentionS: number = constants.DEFAULT_RUN_RETENTION_S,
   ) {}
 
-  /** The tenant a stored eval belongs to, if it is stored. */
-  async tenantOf(id: string): Promise<string | undefined> {
-    return (await this.read(id))?.tenant;
-  }
-
   async put(tenant: string, report: EvalReport, now = Date.now()): Promise<void> {
     const index = this.keys.evalIndex(tenant);
     // The report and the index are on two slots: written one after the other, the index last, so a

@@ -434,6 +434,7 @@ export function loadConfig(env: Record<string, string | undefined>): AgentReachC
     );
   }
   markVariantKeys(raw, env.API_VARIANT_KEYS, problems);
+  problems.push(...repeatedKeyNames(raw));
   if (!validateConfig(raw) || problems.length > 0) {
     // A path fed by two variables is reported under the one that is set.
     const byPath = new Map<string, string>();
@@ -503,6 +504,25 @@ function markVariantKeys(raw: Record<string, unknown>, value: string | undefined
   for (const name of names)
     if (!known.has(name)) problems.push(`API_VARIANT_KEYS names "${name}", which is not a key of API_KEYS`);
   for (const k of keys) k.variants = names.has(String(k.name));
+}
+
+/**
+ * Names `API_KEYS` gives twice: a key's name owns its callbacks (their signing secret in `CALLBACK_SECRETS`
+ * and their dead letters) and marks it in `API_VARIANT_KEYS`, so two keys of one name (of two tenants,
+ * say) would share them.
+ */
+function repeatedKeyNames(raw: Record<string, unknown>): string[] {
+  const keys = ((raw.api as { keys?: unknown } | undefined)?.keys ?? []) as Array<Record<string, unknown>>;
+  const seen = new Set<unknown>();
+  const problems: string[] = [];
+  for (const k of keys) {
+    if (seen.has(k.name))
+      problems.push(
+        `API_KEYS names "${String(k.name)}" twice: each key needs a name of its own (its callbacks, their signing secret and dead letters belong to it by name)`,
+      );
+    seen.add(k.name);
+  }
+  return problems;
 }
 
 /**

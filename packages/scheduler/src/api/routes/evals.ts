@@ -12,7 +12,7 @@ const TAGS = ['evals'];
 /**
  * `/v1/evals`: reports of `agent-reach eval` (docs/evals.md), stored per tenant with the run retention.
  * A key sees the evals of its tenants (a key limited to some agents, those of its agents only); storing an
- * id another tenant holds is a 409.
+ * id another tenant holds, or one of its tenant's evals the key may not read, is a 409.
  */
 export function evalRoutes(app: FastifyInstance, ctx: ApiContext): void {
   const store = new EvalStore(ctx.deps.redis, ctx.deps.keys);
@@ -40,11 +40,13 @@ export function evalRoutes(app: FastifyInstance, ctx: ApiContext): void {
         const other = agents.find((a) => !principal.agents?.has(a));
         if (other !== undefined) throw new ApiError('FORBIDDEN', `this key may not use agent ${other}`);
       }
-      const owner = await store.tenantOf(report.id);
-      if (owner !== undefined && owner !== principal.tenant)
+      // Replacing a report is its tenant's, and only with a key that may read it: a key limited to some
+      // agents never overwrites an eval of its tenant's other agents, which it cannot even see.
+      const stored = await store.get(report.id);
+      if (stored && (stored.tenant !== principal.tenant || !mayRead(principal, stored.report.dataset.agents)))
         throw new ApiError(
           'CONFLICT',
-          `eval ${report.id} is already stored by another tenant; use another id`,
+          `eval ${report.id} is already stored by another tenant or a key this key may not read; use another id`,
         );
       await store.put(principal.tenant, report);
       return reply.code(201).send({ id: report.id });
