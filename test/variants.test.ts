@@ -285,6 +285,42 @@ describe('per-run variants: overrides of an agent for one run only, through the 
     expect(noTopics.json.error.message).toContain('topic_policy "warn" needs allowed_topic');
   });
 
+  it("refuses a variant raising a limit past what the agent may use (the fleet's, as the agent sets none), naming each field and ceiling, with 400, and takes one that lowers them", async () => {
+    const limits = (max_iterations: number, max_tokens: number, max_wall_time_ms: number, out: number) => ({
+      max_iterations,
+      max_tokens,
+      max_wall_time_ms,
+      loop: { max_output_tokens: out },
+    });
+    const raised = await start({
+      agent: 'test_agent',
+      input: 'hello',
+      variant: { name: 'unbounded', overrides: limits(20, 1_000_000, 86_400_000, 100_000) },
+    });
+    expect(raised.status, raised.text).toBe(400);
+    expect(raised.json.error.code).toBe('VALIDATION_FAILED');
+    const message = raised.json.error.message as string;
+    expect(message).toContain('overrides.max_iterations 20 is above what agent "test_agent" may use (15,');
+    expect(message).toContain(
+      `overrides.max_tokens 1000000 is above what agent "test_agent" may use (200000, the fleet's RUN_TOKEN_BUDGET)`,
+    );
+    expect(message).toContain(
+      `overrides.max_wall_time_ms 86400000 is above what agent "test_agent" may use (600000, the fleet's RUN_DEADLINE_MS)`,
+    );
+    expect(message).toContain(
+      `overrides.loop.max_output_tokens 100000 is above what agent "test_agent" may use (2000, the fleet's MAX_OUTPUT_TOKENS)`,
+    );
+    expect(message).toContain('a variant may lower a limit, never raise it');
+    const lowered = await start({
+      agent: 'test_agent',
+      input: 'hello',
+      model: 'echo',
+      variant: { name: 'bounded', overrides: limits(3, 5000, 60_000, 500) },
+    });
+    expect(lowered.status, lowered.text).toBe(201);
+    expect((await finished(lowered.json.run_id)).status).toBe('succeeded');
+  });
+
   it('refuses a variant naming a model that is not declared, with 400 MODEL_NOT_ALLOWED naming it', async () => {
     const res = await start({
       agent: 'test_agent',

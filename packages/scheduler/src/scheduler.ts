@@ -353,6 +353,7 @@ function startRunner(ctx: ServingContext): Promise<AgentRunner> {
     runDeadlineMs: config.scheduler.runDeadlineMs,
     toolStartWaitMs: config.scheduler.toolStartWaitMs,
     tenantQuotas: config.tenantQuotas,
+    maxOutputTokens: config.scheduler.maxOutputTokens,
   });
 }
 

@@ -40,6 +40,7 @@ export type {
 export { handoffTargets, handoffToolName } from './config/handoff-config.js';
 export { variantAgent, variantProblems } from './config/agent-variant.js';
 export type { VariantCheckContext } from './config/agent-variant.js';
+export { DEFAULT_VARIANT_CEILINGS, type VariantCeilings } from './config/variant-limits.js';
 export { agentToolName, agentToolTargets } from './config/agent-tools-config.js';
 export type { AgentTools, AgentToolSpec } from './config/agent-tools-config.js';
 export type {

@@ -28,8 +28,11 @@ export interface ApiServerDeps {
   /** Workflows of the workflows file; without it, no workflow can be started and none is found. */
   workflows?: WorkflowControl;
   sessions: SessionStore;
-  /** For the tool catalog (`/v1/agents`, Bull Board's tool queues) and the fleet's breaker states. */
-  runner: Pick<AgentRunner, 'catalog' | 'breakers'>;
+  /**
+   * For the tool catalog (`/v1/agents`, Bull Board's tool queues), the fleet's breaker states and the
+   * limits no variant may exceed (without `variantCeilings`: the defaults').
+   */
+  runner: Pick<AgentRunner, 'catalog' | 'breakers'> & Partial<Pick<AgentRunner, 'variantCeilings'>>;
   agents: AgentsFile;
   /** A non-blocking connection; event streams and rate limits make their own use of it (see docs/api.md). */
   redis: RedisClient;

@@ -8,7 +8,8 @@ import type { ApiContext } from './options.js';
  * Checks a run request's variant before anything is stored: the key must be allowed variants (403
  * FORBIDDEN saying why), its models must be ones a request may name (400 MODEL_NOT_ALLOWED naming them),
  * and the variant must pass `variantProblems` — keys it may hold, tools the agent lists, aliases the
- * tool's schema allows, the merged agent as the agents file checks it (400 VALIDATION_FAILED naming each).
+ * tool's schema allows, limits no higher than the agent may use, the merged agent as the agents file
+ * checks it (400 VALIDATION_FAILED naming each).
  */
 export function checkVariant(
   ctx: ApiContext,
@@ -43,6 +44,7 @@ export function checkVariant(
     {
       agents: ctx.deps.agents,
       parametersOf: (tool) => ctx.deps.runner.catalog.get(tool)?.parameters,
+      ...(ctx.deps.runner.variantCeilings ? { ceilings: ctx.deps.runner.variantCeilings() } : {}),
     },
     agent,
     variant,

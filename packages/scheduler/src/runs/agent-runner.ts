@@ -8,6 +8,7 @@ import {
 } from '@agent-reach/protocol';
 import {
   constants,
+  DEFAULT_VARIANT_CEILINGS,
   mcpServersOf,
   parseAgentsCheck,
   withRunTrace,
@@ -15,6 +16,7 @@ import {
   type AgentsFile,
   type Logger,
   type RedisClient,
+  type VariantCeilings,
   variantAgent,
   variantProblems,
 } from '@agent-reach/shared';
@@ -58,6 +60,8 @@ export interface AgentRunnerOptions {
   toolStartWaitMs?: number;
   /** Tenants' quotas (`TENANT_QUOTAS`): child runs of agent tools are admitted against them. */
   tenantQuotas?: ReadonlyArray<{ tenant: string } & TenantQuota>;
+  /** The model client's output tokens per turn (`MAX_OUTPUT_TOKENS`): no variant raises a turn's past it. Default 2000. */
+  maxOutputTokens?: number;
 }
 
 /** The runner's options with every default filled in. */
@@ -165,10 +169,26 @@ export class AgentRunner {
   /** What is wrong with a variant for a run of `agent` (see `variantProblems`); empty when nothing is. */
   variantProblems(agent: string, variant: RunVariant): string[] {
     return variantProblems(
-      { agents: this.#opts.agents, parametersOf: (tool) => this.catalog.get(tool)?.parameters },
+      {
+        agents: this.#opts.agents,
+        parametersOf: (tool) => this.catalog.get(tool)?.parameters,
+        ceilings: this.variantCeilings(),
+      },
       agent,
       variant,
     );
+  }
+
+  /** This fleet's limits of a run whose agent sets none: no variant may raise a run's past them. */
+  variantCeilings(): VariantCeilings {
+    const { limits = {} } = this.#opts;
+    return {
+      max_iterations: limits.maxIterations ?? DEFAULT_VARIANT_CEILINGS.max_iterations,
+      max_tokens: limits.tokenBudget ?? DEFAULT_VARIANT_CEILINGS.max_tokens,
+      max_wall_time_ms: this.#opts.runDeadlineMs,
+      max_output_tokens:
+        limits.maxOutputTokens ?? this.#opts.maxOutputTokens ?? DEFAULT_VARIANT_CEILINGS.max_output_tokens,
+    };
   }
 
   get keys(): Keys {

@@ -90,6 +90,35 @@ describe('variantProblems', () => {
   });
 });
 
+describe('variant limits', () => {
+  it("refuses a limit above the agent's own setting, naming it, and one above the fleet's where the agent sets none", () => {
+    const own = check({ max_iterations: 7 });
+    expect(own).toEqual([
+      'overrides.max_iterations 7 is above what agent "weather" may use (6, its max_iterations in the agents file): a variant may lower a limit, never raise it; raise it in the agents file',
+    ]);
+    const fleet = variantProblems(
+      {
+        agents: AGENTS,
+        ceilings: { max_iterations: 15, max_tokens: 1000, max_wall_time_ms: 5000, max_output_tokens: 300 },
+      },
+      'weather',
+      {
+        name: 'v1',
+        overrides: { max_tokens: 1001, max_wall_time_ms: 5000, loop: { max_output_tokens: 301 } },
+      },
+    );
+    expect(fleet).toHaveLength(2);
+    expect(fleet[0]).toContain(
+      'overrides.max_tokens 1001 is above what agent "weather" may use (1000, the fleet\'s RUN_TOKEN_BUDGET)',
+    );
+    expect(fleet[1]).toContain('overrides.loop.max_output_tokens 301');
+  });
+
+  it("accepts limits at or under the agent's", () => {
+    expect(check({ max_iterations: 6, max_tokens: 200_000, loop: { max_output_tokens: 2000 } })).toEqual([]);
+  });
+});
+
 describe('API_VARIANT_KEYS', () => {
   const env = {
     API_KEYS: 'ops:ops-key-0123456789abcdef,desk:desk-key-0123456789abcdef:weather',

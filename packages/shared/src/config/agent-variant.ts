@@ -8,6 +8,7 @@ import {
 import { aliasProblems } from '../tools/reach-policy.js';
 import { closestName } from '../tools/suggest.js';
 import { parseAgents, type AgentSpec, type AgentsFile } from './agents.js';
+import { variantLimitProblems, type VariantCeilings } from './variant-limits.js';
 
 /**
  * A run's variant over its agent: the agent as the run sees it (its fields replaced by the variant's, its
@@ -33,13 +34,15 @@ export interface VariantCheckContext {
   agents: Pick<AgentsFile, 'agents' | 'document'>;
   /** The JSON Schema of a tool's arguments, when the fleet serves it (its aliases are checked against it). */
   parametersOf?: (tool: string) => unknown;
+  /** The fleet's limits of an agent that sets none, which no variant may exceed. Default: the defaults'. */
+  ceilings?: Readonly<VariantCeilings>;
 }
 
 /**
  * What is wrong with a variant for a run of `agentName`, each problem naming the key, the tool or the
  * field: a key a variant may not hold, a tool the agent does not list, aliases for an argument the tool
- * does not have (or a value outside its enum), and every problem the agents file's checks find in the
- * merged agent. Empty when the variant may be used. Models are the caller's to check (what is declared
+ * does not have (or a value outside its enum), a limit raised past what the agent may use (see
+ * `variant-limits.ts`), and every problem the agents file's checks find in the merged agent. Empty when the variant may be used. Models are the caller's to check (what is declared
  * depends on the providers in force).
  */
 export function variantProblems(ctx: VariantCheckContext, agentName: string, variant: RunVariant): string[] {
@@ -55,6 +58,7 @@ export function variantProblems(ctx: VariantCheckContext, agentName: string, var
     );
   }
   problems.push(...toolProblems(ctx, agent, variant.overrides.tools));
+  problems.push(...variantLimitProblems(agent, variant.overrides, ctx.ceilings));
   if (problems.length > 0) return problems;
   return mergedAgentProblems(ctx, agent, variant);
 }
