@@ -321,6 +321,40 @@ describe('per-run variants: overrides of an agent for one run only, through the 
     expect((await finished(lowered.json.run_id)).status).toBe('succeeded');
   });
 
+  it("refuses a body nested thousands of levels deep (a variant's tool examples or loop, an eval report's overrides) with 400 naming the depth, where it answered 500", async () => {
+    const deep = (n: number) => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
+    const bodies: Array<[string, string]> = [
+      [
+        '/v1/runs',
+        `{"agent":"test_agent","input":"hi","variant":{"name":"d","overrides":{"tools":{"query_weather":{"examples":[${deep(5000)}]}}}}}`,
+      ],
+      [
+        '/v1/runs',
+        `{"agent":"test_agent","input":"hi","variant":{"name":"d","overrides":{"loop":${deep(5000)}}}}`,
+      ],
+      [
+        '/v1/evals',
+        `{"id":"ev_deep","dataset":{"name":"x","cases":1},"variants":[{"overrides":${deep(5000)}}]}`,
+      ],
+    ];
+    for (const [path, raw] of bodies) {
+      const res = await h.call('POST', path, { raw });
+      expect(res.status, res.text).toBe(400);
+      expect(res.json.error).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        message: 'the body nests objects and arrays more than 128 levels deep',
+      });
+    }
+    // Nesting inside strings is text, not depth; a body at the bound is parsed and checked as usual.
+    const text = await start({ agent: 'test_agent', input: '{['.repeat(1000), model: 'echo' });
+    expect(text.status, text.text).toBe(201);
+    const atBound = await h.call('POST', '/v1/runs', {
+      raw: `{"agent":"test_agent","input":"hi","metadata":${deep(127)}}`,
+    });
+    expect(atBound.status).toBe(400);
+    expect(atBound.json.error.message).not.toContain('levels deep');
+  });
+
   it('refuses a variant naming a model that is not declared, with 400 MODEL_NOT_ALLOWED naming it', async () => {
     const res = await start({
       agent: 'test_agent',

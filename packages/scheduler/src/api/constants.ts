@@ -53,3 +53,8 @@ export const OPENAI_RESPONSES_PATH = '/v1/responses';
 export const OPENAI_MODELS_PATH = '/v1/models';
 /** How many characters of a recorded answer each streamed delta of the OpenAI-compatible door carries, at most. */
 export const ANSWER_CHUNK_CHARS = 64;
+/**
+ * Objects and arrays a JSON body may nest inside each other: far beyond any request's or report's shape,
+ * far below the few thousand levels at which a recursive walk of it overflows the stack.
+ */
+export const MAX_JSON_BODY_DEPTH = 128;
