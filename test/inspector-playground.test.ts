@@ -439,6 +439,52 @@ describe.skipIf(!HAVE_CHROMIUM)(
       await page.context().close();
     });
 
+    it("shows hostile text of an eval report (case ids, failure messages, a variant's name, overrides, run ids) and of a run's answer in the playground as text: no element, no script runs", async () => {
+      const XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>';
+      const runIds = await startRuns();
+      const report = evalReport(`ui-xss-${Date.now()}`, ...(runIds as [string, string, string]));
+      report.dataset.name = XSS;
+      const [baseline, variant] = report.variants as [EvalReport['variants'][0], EvalReport['variants'][0]];
+      baseline.cases[0]!.id = XSS;
+      baseline.cases[0]!.attempts[0]!.failures = [{ check: XSS, message: XSS }];
+      baseline.cases[0]!.attempts[0]!.run_id = 'javascript:window.__xss=3';
+      variant.overrides = { instructions: XSS, [XSS]: XSS };
+      report.comparisons[0]!.variant = XSS;
+      report.comparisons[0]!.flipped[0]!.case = XSS;
+      report.comparisons[0]!.flipped[0]!.baseline_runs = ['javascript:window.__xss=4'];
+      const posted = await h.call('POST', '/v1/evals', { body: report });
+      expect(posted.status, posted.text).toBe(201);
+
+      const page = await signedIn(FULL_KEY);
+      await page.goto(`${h.url}/ui#/evals/${report.id}`);
+      await page.getByRole('heading', { name: `Eval ${report.id}` }).waitFor();
+      const section = page.locator('section.eval');
+      await section.locator('details.summary summary').first().click();
+      expect(await section.locator('img, script').count()).toBe(0);
+      const text = await section.innerText();
+      expect(text.split(XSS).length - 1).toBeGreaterThanOrEqual(6);
+      for (const href of await section
+        .locator('a.run-link')
+        .evaluateAll((as) => as.map((a) => a.getAttribute('href'))))
+        expect(href).toMatch(/^#\/runs\//);
+      await section.locator('a.run-link', { hasText: 'javascript:window.__xss=3' }).click();
+      expect(await page.evaluate('window.__xss')).toBeUndefined();
+
+      await page.goto(`${h.url}/ui#/playground`);
+      await page.getByRole('heading', { name: 'Playground' }).waitFor();
+      await expect.poll(() => page.getByLabel('Agent').inputValue()).toBe('test_agent');
+      // `recall` answers with the user's words: the answer holds the markup.
+      await page.getByLabel('Model').selectOption('recall');
+      await page.getByLabel('Input').fill(XSS);
+      await page.getByRole('button', { name: 'Start run' }).click();
+      const tried = page.locator('article.tried');
+      await expect.poll(() => tried.locator('h2 .badge').innerText()).toBe('succeeded');
+      await expect.poll(() => tried.locator('.playground-answer').innerText()).toContain(XSS);
+      expect(await page.locator('main img, main script').count()).toBe(0);
+      expect(await page.evaluate('window.__xss')).toBeUndefined();
+      await page.context().close();
+    });
+
     it('fits a phone (390×844) and passes axe-core there: the playground with a saved case, and an eval report', async () => {
       const phone = await signedIn(FULL_KEY, 390, 844);
       const fits = async () =>
