@@ -611,6 +611,24 @@ describe('/v1/evals: eval reports stored per tenant (real Redis)', () => {
     expect((await request(url, 'GET', '/v1/evals/ev_own', { key: ACME })).json.dataset.name).toBe('own-2');
   });
 
+  it("gives an id to one tenant only when two tenants store it at the same time: the other gets 409 and the stored report is the winner's", async () => {
+    const ids = Array.from({ length: 30 }, (_, i) => `ev_race_${i}`);
+    const outcomes = await Promise.all(
+      ids.map(async (id) => {
+        const post = (key: string) => request(url, 'POST', '/v1/evals', { key, body: minimalReport(id) });
+        const [acme, globex] = await Promise.all([post(ACME), post(GLOBEX)]);
+        return { id, acme: acme.status, globex: globex.status };
+      }),
+    );
+    for (const { id, acme, globex } of outcomes) {
+      expect([acme, globex].sort(), id).toEqual([201, 409]);
+      const winner = acme === 201 ? ACME : GLOBEX;
+      const loser = acme === 201 ? GLOBEX : ACME;
+      expect((await request(url, 'GET', `/v1/evals/${id}`, { key: winner })).status).toBe(200);
+      expect((await request(url, 'GET', `/v1/evals/${id}`, { key: loser })).status).toBe(404);
+    }
+  });
+
   it('refuses two API keys of one name, in the configuration and at the API, since callbacks, their secret and dead letters belong to a key by name', async () => {
     await expect(
       h.extraServer({

@@ -21,17 +21,37 @@ export class EvalStore {
     private readonly retentionS: number = constants.DEFAULT_RUN_RETENTION_S,
   ) {}
 
+  /**
+   * Stores a report under an id no report holds, in one command, so that of two tenants storing one id at
+   * once only one gets it; false when a report holds the id (see `put` to replace it).
+   */
+  async create(tenant: string, report: EvalReport, now = Date.now()): Promise<boolean> {
+    const value = JSON.stringify({ tenant, report });
+    const set = await this.redis.set(this.keys.evalReport(report.id), value, 'EX', this.retentionS, 'NX');
+    if (set === null) return false;
+    await this.#list(tenant, report.id, now);
+    return true;
+  }
+
+  /** Stores a report, replacing the one its id holds (whose owner the caller has checked). */
   async put(tenant: string, report: EvalReport, now = Date.now()): Promise<void> {
-    const index = this.keys.evalIndex(tenant);
-    // The report and the index are on two slots: written one after the other, the index last, so a
-    // listed id always has its report (a report without its listing expires with the retention).
     await this.redis.set(
       this.keys.evalReport(report.id),
       JSON.stringify({ tenant, report }),
       'EX',
       this.retentionS,
     );
-    await this.redis.zadd(index, now, report.id);
+    await this.#list(tenant, report.id, now);
+  }
+
+  /**
+   * Lists a stored report in its tenant's index. The report and the index are on two slots: written one
+   * after the other, the index last, so a listed id always has its report (a report without its listing
+   * expires with the retention).
+   */
+  async #list(tenant: string, id: string, now: number): Promise<void> {
+    const index = this.keys.evalIndex(tenant);
+    await this.redis.zadd(index, now, id);
     await this.redis.zremrangebyscore(index, '-inf', now - this.retentionS * 1000);
     await this.redis.expire(index, this.retentionS);
   }

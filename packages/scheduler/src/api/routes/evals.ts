@@ -40,6 +40,7 @@ export function evalRoutes(app: FastifyInstance, ctx: ApiContext): void {
         const other = agents.find((a) => !principal.agents?.has(a));
         if (other !== undefined) throw new ApiError('FORBIDDEN', `this key may not use agent ${other}`);
       }
+      if (await store.create(principal.tenant, report)) return reply.code(201).send({ id: report.id });
       // Replacing a report is its tenant's, and only with a key that may read it: a key limited to some
       // agents never overwrites an eval of its tenant's other agents, which it cannot even see.
       const stored = await store.get(report.id);
