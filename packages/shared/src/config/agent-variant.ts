@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   AgentReachError,
   VARIANT_AGENT_FIELDS,
@@ -95,7 +96,10 @@ const MAX_VERDICTS = 200;
 function mergedAgentProblems(ctx: VariantCheckContext, agent: AgentSpec, variant: RunVariant): string[] {
   const byDocument = verdicts.get(ctx.agents.document) ?? new Map<string, string[]>();
   verdicts.set(ctx.agents.document, byDocument);
-  const key = JSON.stringify([agent.name, variant.name, variant.overrides]);
+  // A digest, not the text: a cached verdict holds 64 characters whatever the size of the overrides.
+  const key = createHash('sha256')
+    .update(JSON.stringify([agent.name, variant.name, variant.overrides]))
+    .digest('hex');
   const known = byDocument.get(key);
   if (known) return [...known];
   const problems = checkMerged(ctx, agent, variant);
