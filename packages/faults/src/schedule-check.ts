@@ -2,10 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { Invariant } from './fault-check.js';
 import type { Fleet } from './fleet.js';
 import type { FaultScenario, ScenarioAttachment } from './scenarios.js';
-import { poll } from './util.js';
+import { poll, sleep } from './util.js';
 
 /** The interval of the schedule of `schedule-scheduler-killed`, in ms (the shortest a schedule may have). */
 export const FAULT_SCHEDULE_EVERY_MS = 1000;
+
+/** How many times a request the API answers 503 (a loaded machine) is sent. */
+const UNAVAILABLE_TRIES = 10;
 
 /** Firings started before the scheduler is killed, and again after it is back. */
 const FIRINGS_AROUND_THE_KILL = 3;
@@ -92,17 +95,23 @@ class ScheduleApi {
   /** A scheduler's API (its URL from its ready message; the one not killed, for reads). */
   async call(method: string, path: string, body?: unknown, index = 1): Promise<Record<string, unknown>> {
     const url = String((await this.fleet.member('scheduler', index).child.ready).apiUrl);
-    const res = await fetch(`${url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${this.key}`,
-        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-    return (text ? JSON.parse(text) : {}) as Record<string, unknown>;
+    // A loaded machine may answer 503 (a Redis command past the API's timeout): asked again after
+    // Retry-After, as a client would, so that the check reads every firing instead of stopping early.
+    for (let tries = 1; ; tries += 1) {
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${this.key}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await res.text();
+      if (res.ok) return (text ? JSON.parse(text) : {}) as Record<string, unknown>;
+      if (res.status !== 503 || tries >= UNAVAILABLE_TRIES)
+        throw new Error(`${method} ${path}: ${res.status} ${text}`);
+      await sleep(Math.min(Number(res.headers.get('retry-after')) || 1, 5) * 1000);
+    }
   }
 
   async firings(id: string): Promise<RecordedFiring[]> {
@@ -175,10 +184,13 @@ export function scheduleSchedulerKilled(): FaultScenario {
           // A firing in flight at the pause is recorded a moment later; then the runs linked to the
           // schedule are its firings' runs, unless one was lost or doubled.
           let runs: LinkedRun[] = [];
+          // A read that fails is a wait that goes on: ending early would take the firings not yet read
+          // for lost ones.
           await poll(
             async () => {
-              await look();
-              runs = await api!.linkedRuns(id);
+              const read = await Promise.all([look(), api!.linkedRuns(id)]).catch(() => undefined);
+              if (!read) return false;
+              runs = read[1];
               const recorded = [...seen.values()].flatMap((f) => (f.run_id ? [f.run_id] : []));
               return runs.length === recorded.length && runs.every((r) => recorded.includes(r.runId));
             },

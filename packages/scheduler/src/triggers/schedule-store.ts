@@ -15,6 +15,13 @@ export interface FiringJob {
 
 /** How many times a firing job is tried when starting its run fails for a passing reason (Redis away). */
 const FIRING_ATTEMPTS = 3;
+/** Marks a slot recorded (KEYS[1]) and, the first time only, records its firing and its run. */
+const RECORD_FIRING = `
+if not redis.call('SET', KEYS[1], '1', 'EX', ARGV[1], 'NX') then return 0 end
+redis.call('LPUSH', KEYS[2], ARGV[2])
+redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)
+if ARGV[4] ~= '' then redis.call('SET', KEYS[3], ARGV[4]) end
+return 1`;
 const FIRING_JOB_OPTS = { attempts: FIRING_ATTEMPTS, removeOnComplete: 100, removeOnFail: 100 };
 
 /**
@@ -133,24 +140,21 @@ export class ScheduleStore {
 
   /**
    * Records what became of a firing (the last {@link SCHEDULE_FIRINGS_KEPT} are kept), once per slot: a
-   * firing job taken again (its scheduler died while it ran) records nothing more.
+   * firing job taken again (its scheduler died while it ran, or a command timed out) records nothing
+   * more. The mark and the record are one script: a mark without its record would lose the firing.
    */
   async recordFiring(id: string, firing: ScheduleFiring): Promise<void> {
-    const once = await this.#redis.set(
+    await this.#redis.eval(
+      RECORD_FIRING,
+      3,
       this.#key(id, `recorded:${firing.scheduled_at}`),
-      '1',
-      'EX',
+      this.#key(id, 'firings'),
+      this.#key(id, 'last-run'),
       SCHEDULE_FIRING_RECORD_TTL_S,
-      'NX',
+      JSON.stringify(firing),
+      SCHEDULE_FIRINGS_KEPT,
+      firing.run_id ?? firing.workflow_id ?? '',
     );
-    if (once !== 'OK') return;
-    const multi = this.#redis
-      .multi()
-      .lpush(this.#key(id, 'firings'), JSON.stringify(firing))
-      .ltrim(this.#key(id, 'firings'), 0, SCHEDULE_FIRINGS_KEPT - 1);
-    const started = firing.run_id ?? firing.workflow_id;
-    if (started) multi.set(this.#key(id, 'last-run'), started);
-    await multi.exec();
   }
 
   /** True once a firing of the slot is recorded. */
