@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { GuardrailStage } from '@agent-reach/protocol';
 import { guardrailCheck, piiDetectors, type GuardrailSpec } from '@agent-reach/shared';
-import { describePii, findPii, foldText } from './pii-detectors.js';
+import { describePii, findPii, foldTerms, foldText } from './pii-detectors.js';
 
 /** One guardrail's verdict on one thing it looked at, as the run's state keeps it. */
 export interface GuardrailVerdict {
@@ -87,8 +87,8 @@ export function builtinVerdict(
         : { tripped: false, reason: `${n} of ${max} characters` };
     }
     case 'blocked_terms': {
-      const text = checkedText(target.text).toLowerCase();
-      const hit = (spec.blocked_terms ?? []).find((t) => text.includes(foldText(t).toLowerCase()));
+      const text = foldTerms(checkedText(target.text));
+      const hit = (spec.blocked_terms ?? []).find((t) => text.includes(foldTerms(t)));
       return hit
         ? { tripped: true, reason: `${where} ${v('holds', 'hold')} the blocked term "${hit}"` }
         : { tripped: false, reason: 'no blocked term' };

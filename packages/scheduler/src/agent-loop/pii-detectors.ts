@@ -6,15 +6,68 @@ export interface PiiFinding {
   masked: string;
 }
 
-/**
- * Text as the checks read it: Unicode NFKC (full-width digits and `＠` become ASCII) without zero-width
- * characters, so that `ｊｏｈｎ＠ｅｘａｍｐｌｅ．ｃｏｍ` or a number split by U+200B is still seen.
- */
-export function foldText(text: string): string {
-  return text.normalize('NFKC').replace(/[\u200B-\u200D\u2060\uFEFF\u00AD]/g, '');
+/** HTML entities that write the characters PII is made of (numeric ones are decoded whatever they write). */
+const NAMED_ENTITIES: Record<string, string> = {
+  commat: '@',
+  period: '.',
+  hyphen: '-',
+  dash: '-',
+  plus: '+',
+  nbsp: ' ',
+  lpar: '(',
+  rpar: ')',
+};
+
+/** A numeric character reference as its character; one that writes no character is left as written. */
+function numericEntity(whole: string, hex: string | undefined, dec: string | undefined): string {
+  const cp = hex !== undefined ? parseInt(hex, 16) : Number(dec);
+  return Number.isInteger(cp) && cp > 0 && cp <= 0x10ffff ? String.fromCodePoint(cp) : whole;
 }
 
-const EMAIL = /[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/g;
+/**
+ * A decimal digit of any script as its ASCII digit. Unicode writes every script's digits as runs of ten
+ * code points, 0 to 9, so the digit's value is its place in its run.
+ */
+function asciiDigit(digit: string): string {
+  const cp = digit.codePointAt(0) as number;
+  let first = cp;
+  while (first - cp < 60 && /\p{Nd}/u.test(String.fromCodePoint(first - 1))) first -= 1;
+  return String((cp - first) % 10);
+}
+
+/**
+ * Text as the checks read it: HTML character references decoded (`&#64;`, `&#x40;`, `&commat;`), Unicode
+ * NFKC (full-width digits and `＠` become ASCII), format characters dropped (zero-width spaces and joiners,
+ * soft hyphens, bidi controls), every dash written `-`, the ideographic full stop written `.` and every
+ * script's decimal digits written 0–9, so that `ｊｏｈｎ＠ｅｘａｍｐｌｅ．ｃｏｍ`, `li&#64;example。com` or a card
+ * number split by U+200B or en dashes is still seen.
+ */
+export function foldText(text: string): string {
+  return text
+    .replace(/&#(?:[xX]([0-9a-fA-F]{1,6})|(\d{1,7}));/g, numericEntity)
+    .replace(/&([a-z]+);/g, (whole, name: string) => NAMED_ENTITIES[name] ?? whole)
+    .normalize('NFKC')
+    .replace(/\p{Cf}/gu, '')
+    .replace(/\p{Pd}/gu, '-')
+    .replace(/\u3002/g, '.')
+    .replace(/(?![0-9])\p{Nd}/gu, asciiDigit);
+}
+
+/**
+ * Text as blocked terms are matched against it: folded, lower case, without accents or other combining
+ * marks (`Pássword` and `passwórd` are `password`).
+ */
+export function foldTerms(text: string): string {
+  return foldText(text).toLowerCase().normalize('NFD').replace(/\p{M}/gu, '').normalize('NFC');
+}
+
+/**
+ * Addresses with letters of any script (internationalised addresses, and Latin look-alikes in Cyrillic).
+ * Every part is bounded (RFC 5321: 64 for the local part, 63 a label), so a long run of letters is scanned
+ * a bounded distance from each position, not to its end.
+ */
+const EMAIL =
+  /[\p{L}\p{N}._%+-]{1,64}@[\p{L}\p{N}-]{1,63}(?:\.[\p{L}\p{N}-]{1,63}){0,8}\.\p{L}{2,24}(?![\p{L}\p{N}-])/gu;
 /** Mainland China mobile numbers, with or without +86, spaced or not. */
 const CN_MOBILE = /(?<![\d])(?:\+?86[ -]?)?1[3-9]\d[ -]?\d{4}[ -]?\d{4}(?!\d)/g;
 /** International numbers written with a leading `+` and a country code. */
@@ -25,6 +78,8 @@ const NANP = /(?<!\d)(?:\(\d{3}\)\s?|\d{3}[.-])\d{3}[.-]\d{4}(?!\d)/g;
 const CN_ID = /(?<![0-9A-Za-z])\d{17}[\dXx](?![0-9A-Za-z])/g;
 /** Runs of 13 to 19 digits, possibly grouped by spaces or dashes. */
 const CARD = /(?<![\d])\d(?:[ -]?\d){12,18}(?!\d)/g;
+/** 16 digits in four groups of four split by dots (a decimal or a version is not grouped so). */
+const CARD_DOTTED = /(?<![\d.])\d{4}(?:\.\d{4}){3}(?!\.?\d)/g;
 
 const CN_ID_WEIGHTS = [7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2];
 const CN_ID_CHECK = '10X98765432';
@@ -96,8 +151,9 @@ export function findPii(text: string, detectors: readonly PiiDetector[]): PiiFin
     for (const m of text.matchAll(CN_ID))
       if (validCnId(m[0])) found.push({ detector: 'cn_id', masked: `${m[0].slice(0, 6)}…${m[0].slice(-2)}` });
   if (on.has('card'))
-    for (const m of text.matchAll(CARD))
-      if (validCard(digitsOf(m[0]))) found.push({ detector: 'card', masked: lastFour(m[0]) });
+    for (const re of [CARD, CARD_DOTTED])
+      for (const m of text.matchAll(re))
+        if (validCard(digitsOf(m[0]))) found.push({ detector: 'card', masked: lastFour(m[0]) });
   return found;
 }
 
