@@ -629,6 +629,21 @@ describe('/v1/evals: eval reports stored per tenant (real Redis)', () => {
     }
   });
 
+  it("keeps a tenant's 200 newest reports: storing more drops the oldest, report and listing, and no other tenant's", async () => {
+    const ids = Array.from({ length: 205 }, (_, i) => `ev_cap_${String(i).padStart(3, '0')}`);
+    for (const id of ids)
+      expect((await request(url, 'POST', '/v1/evals', { key: GLOBEX, body: minimalReport(id) })).status).toBe(
+        201,
+      );
+    expect(await h.producer.zcard(h.keys.evalIndex('globex'))).toBe(200);
+    for (const id of ids.slice(0, 5)) {
+      expect((await request(url, 'GET', `/v1/evals/${id}`, { key: GLOBEX })).status).toBe(404);
+      expect(await h.producer.exists(h.keys.evalReport(id))).toBe(0);
+    }
+    expect((await request(url, 'GET', '/v1/evals/ev_cap_204', { key: GLOBEX })).status).toBe(200);
+    expect((await request(url, 'GET', '/v1/evals/ev_acme_1', { key: ACME })).status).toBe(200);
+  });
+
   it('refuses two API keys of one name, in the configuration and at the API, since callbacks, their secret and dead letters belong to a key by name', async () => {
     await expect(
       h.extraServer({

@@ -9,6 +9,8 @@ interface StoredEval {
 
 /** Most evals `GET /v1/evals` lists, newest first. */
 export const MAX_EVAL_LIST = 200;
+/** Reports a tenant keeps: storing one more drops its oldest (a key could otherwise fill Redis with them). */
+export const MAX_EVALS_PER_TENANT = 200;
 
 /**
  * Eval reports in Redis (docs/evals.md): one string per report and a sorted set per tenant, both expiring
@@ -54,6 +56,14 @@ export class EvalStore {
     await this.redis.zadd(index, now, id);
     await this.redis.zremrangebyscore(index, '-inf', now - this.retentionS * 1000);
     await this.redis.expire(index, this.retentionS);
+    const excess = (await this.redis.zcard(index)) - MAX_EVALS_PER_TENANT;
+    if (excess <= 0) return;
+    const dropped = await this.redis.zpopmin(index, excess);
+    // Member, score, member, score…: each report is on a slot of its own, so one at a time.
+    for (let i = 0; i < dropped.length; i += 2) {
+      const old = dropped[i] as string;
+      if ((await this.read(old))?.tenant === tenant) await this.redis.del(this.keys.evalReport(old));
+    }
   }
 
   async get(id: string): Promise<StoredEval | undefined> {
