@@ -107,7 +107,10 @@ async function fire(deps: ScheduleFiringDeps, job: Job<FiringJob>, token: string
   const { store, logger } = deps;
   const id = job.data.schedule_id;
   const schedule = await store.get(id);
-  if (!schedule || (schedule.paused && job.data.manual_at === undefined)) return;
+  // A pause stops firings from being taken, not one taken before it (its scheduler died, or its try
+  // failed): that one may have started its run already, which it goes on to record.
+  const taken = job.stalledCounter > 0 || job.attemptsMade > 0;
+  if (!schedule || (schedule.paused && job.data.manual_at === undefined && !taken)) return;
   const scheduledAt = scheduledAtOf(job);
   const jobId = String(job.id);
   const record = (firing: Omit<ScheduleFiring, 'scheduled_at' | 'fired_at'>) => {
