@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { replayRun } from '@agent-reach/scheduler';
+import { constants } from '@agent-reach/shared';
 import { addScenarios, AGENTS, MODELS, ofType } from './helpers/agent-tools.js';
 import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
 import { writeAgentsFile } from './helpers/mcp.js';
@@ -188,6 +189,21 @@ describe('agents as tools: a call runs a child agent on the fleet (real Redis, l
     expect(outcome.answer).toBe('refused: invalid_arguments at /input');
     expect(ofType(await harness.control.events(runId), 'child_run_started')).toEqual([]);
     expect((await harness.control.list()).filter((r) => r.agent === 'researcher')).toEqual([]);
+  });
+
+  it('starts at most MAX_CHILD_RUNS_PER_RUN child runs for one run and refuses the calls past it as forbidden', async () => {
+    const harness = await start();
+    const runId = await harness.control.start({ agent: 'greedy_clerk', input: 'go' });
+    const outcome = await harness.control.wait(runId, 30_000);
+    expect(outcome.answer).toBe('asked');
+    const events = await harness.control.events(runId);
+    expect(ofType(events, 'child_run_started')).toHaveLength(constants.MAX_CHILD_RUNS_PER_RUN);
+    const refused = ofType(events, 'tool_result').filter((r) => r.error?.kind === 'forbidden');
+    expect(refused).toHaveLength(10 - constants.MAX_CHILD_RUNS_PER_RUN);
+    expect(refused[0]?.error?.message).toContain(`at most ${constants.MAX_CHILD_RUNS_PER_RUN} runs`);
+    expect((await harness.control.list()).filter((r) => r.agent === 'judge')).toHaveLength(
+      constants.MAX_CHILD_RUNS_PER_RUN,
+    );
   });
 
   it('refuses a call past max_agent_depth as forbidden without starting a run, so a cycle of agents ends', async () => {

@@ -54,6 +54,7 @@ export const AGENTS = {
       max_wall_time_ms: 3000,
     },
     { name: 'sloppy_planner', tools: [], model: 'at-sloppy', agent_tools: ['researcher'] },
+    { name: 'greedy_clerk', tools: [], model: 'at-greedy', agent_tools: ['judge'] },
     { name: 'clerk', tools: [], model: 'at-clerk', agent_tools: ['judge'] },
     { name: 'ping', tools: [], model: 'at-ping', agent_tools: ['pong'], max_agent_depth: 2 },
     { name: 'pong', tools: [], model: 'at-pong', agent_tools: ['ping'] },
@@ -63,7 +64,7 @@ export const AGENTS = {
 /** The scenarios the agents' models name, allowed on llm-sim's (the default) provider. */
 export const MODELS = {
   ALLOWED_MODELS:
-    'echo,at-planner,at-researcher,at-slow-researcher,at-planner-slow,at-ping,at-pong,at-judge,at-clerk,at-busy-planner,at-sloppy',
+    'echo,at-planner,at-researcher,at-slow-researcher,at-planner-slow,at-ping,at-pong,at-judge,at-clerk,at-busy-planner,at-sloppy,at-greedy',
 };
 
 const PLANNER_TURNS = [
@@ -112,6 +113,19 @@ export function addScenarios(sim: LlmSim): void {
         ],
       },
       { content: 'both answered' },
+    ],
+  });
+  // Ten agent calls in one turn: past the run's limit of child runs the rest are refused.
+  sim.addScenario({
+    name: 'at-greedy',
+    turns: [
+      {
+        tool_calls: Array.from({ length: 10 }, (_, i) => ({
+          name: 'ask_judge',
+          arguments: { input: `refund order ${i}?` },
+        })),
+      },
+      { content: 'asked' },
     ],
   });
   sim.addScenario({

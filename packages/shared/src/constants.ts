@@ -351,5 +351,12 @@ export const CONFIG_APPLY_MCP_POLL_MS = 200;
  */
 export const DEFAULT_MAX_AGENT_DEPTH = 3;
 
+/**
+ * Child runs one run may start through its agent tools, over its whole life: a model that calls agent
+ * tools again and again (up to `MAX_TOOL_CALLS_PER_TURN` a turn) is refused past it, so one run's tree
+ * stays within this to the power of the depth even where no tenant quota is set.
+ */
+export const MAX_CHILD_RUNS_PER_RUN = 8;
+
 /** Longest answer of a child run (an agent called as a tool) its parent's model reads, in characters. */
 export const AGENT_TOOL_RESULT_MAX_CHARS = 20_000;

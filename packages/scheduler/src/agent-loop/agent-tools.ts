@@ -241,6 +241,16 @@ function refusal(run: RunContext, call: OwedCall): ToolErrorInfo | undefined {
       retryable: false,
     };
   }
+  const started = run.state.children?.length ?? 0;
+  if (started >= constants.MAX_CHILD_RUNS_PER_RUN) {
+    return {
+      kind: 'forbidden',
+      message:
+        `"${call.name}" was not called: a run may start at most ${constants.MAX_CHILD_RUNS_PER_RUN} runs of ` +
+        `agents called as tools and this one has started ${started}; answer with what they gave`,
+      retryable: false,
+    };
+  }
   if (inputOf(call.arguments) === undefined) {
     return {
       kind: 'invalid_arguments',
