@@ -4,6 +4,7 @@
  * `agents.ts`), checked here.
  */
 import { NAME_PATTERN } from '@agent-reach/protocol';
+import { agentReferenceList, MAX_TOOL_NAME_CHARS } from './agent-references.js';
 
 /** One agent an agent may call as a tool, as declared (a bare name is `{agent: name}`). */
 export interface AgentToolSpec {
@@ -26,30 +27,9 @@ export interface AgentTools {
 
 /** JSON Schema properties of the agents-as-tools fields, merged into the agent's schema. */
 export const agentToolsProperties = {
-  agent_tools: {
-    type: 'array',
-    maxItems: 32,
-    items: {
-      anyOf: [
-        { type: 'string', minLength: 1 },
-        {
-          type: 'object',
-          additionalProperties: false,
-          required: ['agent'],
-          properties: {
-            agent: { type: 'string', minLength: 1 },
-            name: { type: 'string', pattern: NAME_PATTERN.source },
-            description: { type: 'string', maxLength: 2000 },
-          },
-        },
-      ],
-    },
-  },
+  agent_tools: agentReferenceList({ name: { type: 'string', pattern: NAME_PATTERN.source } }),
   max_agent_depth: { type: 'integer', minimum: 1, maximum: 10 },
 } as const;
-
-/** Longest tool name a model provider accepts (OpenAI's function names). */
-const MAX_TOOL_NAME_CHARS = 64;
 
 /** An agent's agent tools, each as a full spec with its tool name, in declared order. */
 export function agentToolTargets(spec: AgentTools): Array<AgentToolSpec & { name: string }> {

@@ -4,6 +4,8 @@
  * start itself. Parsed as part of the agents document (see `agents.ts`), checked here.
  */
 
+import { agentReferenceList, MAX_TOOL_NAME_CHARS } from './agent-references.js';
+
 /** What of the conversation the target of a handoff keeps. */
 export type HandoffInputFilter = 'all' | 'summary' | { readonly last_n: number };
 
@@ -31,43 +33,24 @@ export interface AgentHandoffs {
   readonly handoff_reach?: HandoffReach;
 }
 
-/** Longest tool name a model provider accepts (OpenAI's function names). */
-const MAX_TOOL_NAME_CHARS = 64;
-
 /** The largest `last_n` a filter keeps. */
 const MAX_LAST_N = 1000;
 
 /** JSON Schema properties of the handoff fields, merged into the agent's schema. */
 export const agentHandoffProperties = {
-  handoffs: {
-    type: 'array',
-    maxItems: 32,
-    items: {
+  handoffs: agentReferenceList({
+    input_filter: {
       anyOf: [
-        { type: 'string', minLength: 1 },
+        { enum: ['all', 'summary'] },
         {
           type: 'object',
           additionalProperties: false,
-          required: ['agent'],
-          properties: {
-            agent: { type: 'string', minLength: 1 },
-            description: { type: 'string', maxLength: 2000 },
-            input_filter: {
-              anyOf: [
-                { enum: ['all', 'summary'] },
-                {
-                  type: 'object',
-                  additionalProperties: false,
-                  required: ['last_n'],
-                  properties: { last_n: { type: 'integer', minimum: 1, maximum: MAX_LAST_N } },
-                },
-              ],
-            },
-          },
+          required: ['last_n'],
+          properties: { last_n: { type: 'integer', minimum: 1, maximum: MAX_LAST_N } },
         },
       ],
     },
-  },
+  }),
   handoff_reach: { enum: HANDOFF_REACHES },
 } as const;
 
