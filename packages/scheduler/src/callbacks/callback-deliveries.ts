@@ -58,6 +58,16 @@ export interface DeadLetteredDelivery {
 /** What asking to deliver a dead letter again did. */
 export type RedeliverOutcome = 'queued' | 'not_found' | 'not_dead_lettered';
 
+/** A URL without its query or fragment, which may carry a token (a stored one that is no URL: its text up to them). */
+function withoutQuery(text: string): string {
+  try {
+    const url = new URL(text);
+    return `${url.origin}${url.pathname}`;
+  } catch {
+    return text.split(/[?#]/, 1)[0] ?? '';
+  }
+}
+
 /** Dead-lettered jobs looked at per listing, newest first (BullMQ keeps them for the retention). */
 const DEAD_LETTER_SCAN = 1000;
 
@@ -166,12 +176,11 @@ export class CallbackDeliveries {
       .sort((a, b) => (b.finishedOn ?? 0) - (a.finishedOn ?? 0))
       .slice(0, limit)
       .map((job) => {
-        const url = new URL(job.data.url);
         return {
           id: job.data.id,
           run_id: job.data.run_id,
           event: job.data.type,
-          url: `${url.origin}${url.pathname}`,
+          url: withoutQuery(job.data.url),
           attempts: job.attemptsMade,
           last_error: job.failedReason ?? '',
           dead_lettered_at: job.finishedOn ?? job.timestamp,
