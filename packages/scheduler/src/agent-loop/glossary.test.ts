@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AgentSpec, ToolCatalogEntry } from '@agent-reach/shared';
 import { ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
 import { agentVocabulary, checkTopic } from './topic-gate.js';
-import { words } from './vocabulary.js';
+import { words } from './vocabulary-words.js';
 import { readTable, ZH_PLACE_NAMES } from './zh-service-words.js';
 
 /** A catalog entry of a tool described in English only, as most tools are. */

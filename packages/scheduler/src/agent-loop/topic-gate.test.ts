@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { AgentSpec } from '@agent-reach/shared';
 import { agentVocabulary, checkTopic, offTopicAnswer } from './topic-gate.js';
 import { requestActions, toolAction } from './verb-senses.js';
-import { buildVocabulary, terms, words } from './vocabulary.js';
+import { buildVocabulary } from './vocabulary.js';
+import { terms, words } from './vocabulary-words.js';
 
 const INVOICES = {
   name: 'get_invoice',
