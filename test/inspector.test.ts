@@ -255,9 +255,33 @@ describe('run inspector sessions: a login is a cookie, and a write on it needs t
     );
     expect((await decide({ 'x-agent-reach-ui': '1' })).status).toBe(200);
 
-    const out = await fetch(`${h.url}/ui/logout`, { method: 'POST', headers: { cookie: full } });
+    const out = await fetch(`${h.url}/ui/logout`, {
+      method: 'POST',
+      headers: { cookie: full, 'x-agent-reach-ui': '1' },
+    });
     expect(out.status).toBe(204);
     expect((await fetch(`${h.url}/ui/api/me`, { headers: { cookie: full } })).status).toBe(401);
+  });
+
+  it('refuses a cross-site logout without the inspector header and keeps the session', async () => {
+    const cookie = await login(h, FULL_KEY);
+    // What a form on another site can send: the browser's cookie, a simple content type, no custom header.
+    const forged = await fetch(`${h.url}/ui/logout`, {
+      method: 'POST',
+      headers: {
+        cookie,
+        'content-type': 'text/plain',
+        origin: 'https://evil.example',
+      },
+      body: '',
+    });
+    expect(forged.status).toBe(403);
+    expect(forged.headers.get('set-cookie')).toBeNull();
+    expect(((await forged.json()) as { error: { code: string; message: string } }).error).toEqual({
+      code: 'FORBIDDEN',
+      message: 'a request on an inspector session must send x-agent-reach-ui: 1',
+    });
+    expect((await fetch(`${h.url}/ui/api/me`, { headers: { cookie } })).status).toBe(200);
   });
 });
 

@@ -178,7 +178,11 @@ describe('HTTP API: /v1/workflows (real Redis, real scheduler and executor, llm-
       });
       expect(login.status).toBe(204);
       const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
-      const res = await h.call('POST', '/ui/logout', { ...empty, key: null, headers: { cookie } });
+      const res = await h.call('POST', '/ui/logout', {
+        ...empty,
+        key: null,
+        headers: { cookie, 'x-agent-reach-ui': '1' },
+      });
       expect(res.status, res.text).toBe(204);
       expect((await fetch(`${h.url}/ui/api/me`, { headers: { cookie } })).status).toBe(401);
     });

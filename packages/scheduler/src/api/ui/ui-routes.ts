@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { DEFAULT_TENANT } from '@agent-reach/protocol';
 import { searchRuns } from '../../runs/run-search.js';
 import { requirePrincipal } from '../auth.js';
-import { UI_APPROVALS_RUNS, UI_PATH } from '../constants.js';
+import { UI_APPROVALS_RUNS, UI_CSRF_HEADER, UI_PATH } from '../constants.js';
 import { ApiError, sendError } from '../errors.js';
 import type { ApiContext } from '../options.js';
 import { visibleRuns } from '../session-access.js';
@@ -85,6 +85,9 @@ export function uiRoutes(app: FastifyInstance, ctx: ApiContext, sessions: UiSess
   );
 
   app.post(`${UI_PATH}/logout`, { schema: hide }, async (request, reply) => {
+    // A write like any other: a cross-site form could otherwise end a person's session.
+    if (request.headers[UI_CSRF_HEADER] !== '1')
+      throw new ApiError('FORBIDDEN', `a request on an inspector session must send ${UI_CSRF_HEADER}: 1`);
     await sessions.close(reply, request);
     return reply.code(204).send();
   });
