@@ -64,6 +64,9 @@ export interface RunSummary {
   retries?: number;
 }
 
+/** How often a store trims the index of runs at most (see `trimIndexSoon`). */
+const TRIM_INTERVAL_MS = 1000;
+
 /** How much of a run's input its listing keeps. */
 export const INPUT_PREVIEW_CHARS = 160;
 
@@ -149,6 +152,10 @@ export class RunCheckpointer {
   #count: number;
   #compactions: number | undefined;
   #listed = false;
+  /** Whether this writer's checkpoints have checked the stored message count once (LLEN). */
+  #checked = false;
+  /** Whether this writer gave the call ledger its TTL. */
+  #ledgerTtl = false;
   /** The listing fields this writer has written, as written; none before its first checkpoint. */
   #listing: Map<string, string> | undefined;
   readonly #state: StoredStateWriter;
@@ -201,11 +208,18 @@ export class RunCheckpointer {
     this.#seq += 1;
     this.#count = messages.length;
     this.#compactions = state.compactions;
+    // A writer's first checkpoint counts the stored messages itself (LLEN): the listing's count may be
+    // another release's; from then on the count this writer stored is checked.
+    const counted = rewrite ? 1 : this.#checked ? 0 : 2;
+    this.#checked = true;
+    const ledgerTtl = calls.length > 0 && !this.#ledgerTtl ? this.store.retentionS : '';
+    if (calls.length > 0) this.#ledgerTtl = true;
+    const final = state.outcome !== undefined;
     const args: Array<string | number> = [
       this.epoch,
       this.#seq,
       base,
-      rewrite ? 1 : 0,
+      counted,
       this.#state.next(rest, messages, fresh, rewrite),
       fresh.length,
       ...fresh.map((m) => JSON.stringify(m)),
@@ -215,12 +229,15 @@ export class RunCheckpointer {
       ...meta,
       calls.length,
       ...calls,
-      state.outcome ? 1 : 0,
+      ledgerTtl,
+      final ? 1 : 0,
       this.store.retentionS,
-      ...(state.outcome ? resultsHeldElsewhere(state) : []),
+      Object.keys(state.approvals).length > 0 ? 1 : 0,
+      ...(final ? resultsHeldElsewhere(state) : []),
     ];
+    // The script is given the keys it writes: the ledger's neighbours only with calls, all at the end.
+    const keyCount = final ? 8 : calls.length > 0 ? 7 : 4;
     const { createdAt } = state;
-    const final = state.outcome !== undefined;
     return async () => {
       // Handed to the archive before the run is final, so that no crash can leave a finished run unarchived.
       if (final) await this.store.archive?.handOff(this.runId);
@@ -228,8 +245,8 @@ export class RunCheckpointer {
       // Both are sent at once: the checkpoint must go out now, ahead of any call dispatched after it.
       const listed = this.#listed ? undefined : this.store.index(this.runId, createdAt);
       this.#listed = true;
-      const [written] = await Promise.all([this.store.write(this.runId, args), listed]);
-      if (final) await this.store.trimIndex();
+      const [written] = await Promise.all([this.store.write(this.runId, args, keyCount), listed]);
+      if (final) this.store.trimIndexSoon();
       return written;
     };
   }
@@ -260,6 +277,8 @@ export class RunStore {
   readonly retentionCount: number;
   readonly archive: RunArchive | undefined;
   readonly stateFormat: StateFormat | undefined;
+  /** When this store last trimmed the index of runs (epoch ms). */
+  #trimmedAt = 0;
 
   constructor(
     private readonly redis: RedisClient,
@@ -275,8 +294,6 @@ export class RunStore {
     const commands = redis as unknown as Record<string, unknown>;
     if (typeof commands.agentReachAcceptRun !== 'function')
       redis.defineCommand('agentReachAcceptRun', { numberOfKeys: 1, lua: ACCEPT_LUA });
-    if (typeof commands.agentReachStartRun !== 'function')
-      redis.defineCommand('agentReachStartRun', { numberOfKeys: 1, lua: START_LUA });
   }
 
   /** The connection checkpoints are written on. */
@@ -322,16 +339,10 @@ export class RunStore {
    */
   async claim(runId: string): Promise<RunClaim> {
     const k = this.keys;
-    const [epoch, seq, cancel, stateJson, messages, decisions] = await this.#scripts.claim([
-      k.runMeta(runId),
-      k.runState(runId),
-      k.runMessages(runId),
-      k.runApprovals(runId),
-    ]);
-    if (!stateJson) {
-      const started = (this.redis as unknown as { agentReachStartRun: StartCommand }).agentReachStartRun;
-      await started.call(this.redis, k.runMeta(runId), String(Date.now()));
-    }
+    const [epoch, seq, cancel, stateJson, messages, decisions] = await this.#scripts.claim(
+      [k.runMeta(runId), k.runState(runId), k.runMessages(runId), k.runApprovals(runId)],
+      [Date.now()],
+    );
     const { state, problems } = parseRecord(stateJson, messages, decisions);
     return {
       state,
@@ -348,20 +359,32 @@ export class RunStore {
     };
   }
 
-  /** Sends a prepared checkpoint; throws `CheckpointRefused` unless it was applied (now or before). */
-  async write(runId: string, args: Array<string | number>): Promise<{ cancelRequested: boolean }> {
+  /**
+   * Sends a prepared checkpoint with the first `keyCount` of the run's keys (4, 7 or 8: see
+   * checkpoint-n.lua); throws `CheckpointRefused` unless it was applied (now or before).
+   */
+  async write(
+    runId: string,
+    args: Array<string | number>,
+    keyCount: 4 | 7 | 8 = 8,
+  ): Promise<{ cancelRequested: boolean }> {
     const k = this.keys;
+    const keys = [
+      k.runMeta(runId),
+      k.runState(runId),
+      k.runMessages(runId),
+      k.runEvents(runId),
+      k.results(runId),
+      k.runApprovals(runId),
+      k.runCalls(runId),
+      k.runStarts(runId),
+    ] as const;
     const [verdict, cancel] = await this.#scripts.checkpoint(
-      [
-        k.runMeta(runId),
-        k.runState(runId),
-        k.runMessages(runId),
-        k.runEvents(runId),
-        k.results(runId),
-        k.runApprovals(runId),
-        k.runCalls(runId),
-        k.runStarts(runId),
-      ],
+      keyCount === 4
+        ? [keys[0], keys[1], keys[2], keys[3]]
+        : keyCount === 7
+          ? (keys.slice(0, 7) as unknown as typeof keys)
+          : keys,
       args,
     );
     if (verdict !== 'ok' && verdict !== 'dup') {
@@ -380,9 +403,18 @@ export class RunStore {
   }
 
   /**
-   * Drops from the index the runs past the retention time, then the oldest beyond the retention count.
-   * Run on each run's end; one that fails is made up for by the next.
+   * Trims the index (`trimIndex`) in the background on a run's end, at most once a second per store: the
+   * index then holds at most a second's worth of finished runs beyond its retention count, and a run's end
+   * waits for no trim. One that fails is made up for by the next.
    */
+  trimIndexSoon(): void {
+    const now = Date.now();
+    if (now - this.#trimmedAt < TRIM_INTERVAL_MS) return;
+    this.#trimmedAt = now;
+    void this.trimIndex();
+  }
+
+  /** Drops from the index the runs past the retention time, then the oldest beyond the retention count. */
   async trimIndex(): Promise<void> {
     await this.redis
       .pipeline()
@@ -568,15 +600,7 @@ redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 `;
 
-/** KEYS[1] run meta; ARGV[1] now (ms). A run listed at its acceptance and never checkpointed is running now. */
-const START_LUA = `
-if redis.call('HGET', KEYS[1], 'status') ~= 'queued' or redis.call('HEXISTS', KEYS[1], 'seq') == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'status', 'running', 'updatedAt', ARGV[1])
-return 1
-`;
-
 type AcceptCommand = (key: string, ...fieldsAndValues: string[]) => Promise<number>;
-type StartCommand = (key: string, now: string) => Promise<number>;
 
 /** The listing of a run just accepted, field for field as its first checkpoint will write it. */
 function acceptedListing(job: RunJobData, createdAt: number): Record<string, string> {

@@ -4,27 +4,37 @@ import type { RedisClient } from './connection.js';
 type Arg = string | number;
 
 /**
- * The platform's Lua scripts, one file each in `commands/` (`<name>-<number of keys>.lua`, with a header
+ * The platform's Lua scripts, one file each in `commands/` (`<name>-<number of keys>.lua`, or `<name>-n.lua`
+ * for a script given as many keys as a call needs, with a header
  * listing KEYS and ARGV), as typed functions: keys first, then arguments, in the order the header lists.
  */
 export interface RedisScripts {
-  /** `checkpoint-8.lua`: one fenced, sequenced checkpoint of a run; resolves to `[verdict, cancel flag]`. */
+  /**
+   * `checkpoint-n.lua`: one fenced, sequenced checkpoint of a run; resolves to `[verdict, cancel flag]`.
+   * It is given the keys it writes: the first four, seven when it records calls, all eight at the end.
+   */
   checkpoint(
-    keys: readonly [
-      meta: string,
-      state: string,
-      messages: string,
-      events: string,
-      results: string,
-      approvals: string,
-      calls: string,
-      starts: string,
-    ],
+    keys:
+      | readonly [meta: string, state: string, messages: string, events: string]
+      | readonly [
+          meta: string,
+          state: string,
+          messages: string,
+          events: string,
+          results: string,
+          approvals: string,
+          calls: string,
+          starts?: string,
+        ],
     args: readonly Arg[],
   ): Promise<[verdict: string, cancel: string]>;
-  /** `claim-4.lua`: takes ownership of a run and reads its record. */
+  /**
+   * `claim-4.lua`: takes ownership of a run and reads its record; a run listed `queued` that has no
+   * checkpoint yet is `running` from `now` on.
+   */
   claim(
     keys: readonly [meta: string, state: string, messages: string, approvals: string],
+    args: readonly [now: number],
   ): Promise<
     [epoch: number, seq: string, cancel: string, state: string, messages: string[], decisions: string[]]
   >;
@@ -126,7 +136,7 @@ export interface RedisScripts {
 }
 
 const FILES: Readonly<Record<keyof RedisScripts, string>> = {
-  checkpoint: 'checkpoint-8',
+  checkpoint: 'checkpoint-n',
   claim: 'claim-4',
   recordResult: 'record-result-2',
   recordReply: 'record-reply-3',
@@ -169,12 +179,20 @@ export function redisScripts(client: RedisClient): RedisScripts {
   const scripts = Object.fromEntries(
     Object.entries(FILES).map(([name, file]) => {
       const command = `agentReach_${name}`;
-      const numberOfKeys = Number(/-(\d+)$/.exec(file)?.[1]);
+      // `-n`: as many keys as each call passes, their count sent first (EVALSHA's numkeys).
+      const fixed = /-(\d+)$/.exec(file)?.[1];
       if (typeof commands[command] !== 'function') {
-        client.defineCommand(command, { numberOfKeys, lua: source(file) });
+        client.defineCommand(command, {
+          ...(fixed === undefined ? {} : { numberOfKeys: Number(fixed) }),
+          lua: source(file),
+        });
       }
-      const call = (keys: readonly string[], args: readonly Arg[] = []) =>
-        (commands[command] as (...keysAndArgs: Arg[]) => Promise<unknown>).call(client, ...keys, ...args);
+      const run = commands[command] as (...keysAndArgs: Arg[]) => Promise<unknown>;
+      const call =
+        fixed === undefined
+          ? (keys: readonly string[], args: readonly Arg[] = []) =>
+              run.call(client, keys.length, ...keys, ...args)
+          : (keys: readonly string[], args: readonly Arg[] = []) => run.call(client, ...keys, ...args);
       return [name, call];
     }),
   ) as unknown as RedisScripts;
