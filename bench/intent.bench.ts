@@ -138,10 +138,12 @@ async function judgeSet(title: string, dir: string): Promise<void> {
   const labelled = JSON.parse(await readFile(path.join(at, 'requests.json'), 'utf8')) as {
     requests: BenchRequest[];
   };
+  // The set's agents are one fleet: its catalog lists every tool of theirs.
+  const fleet = { get: (name: string) => byName.get(name), names: () => byName.keys() };
   const vocabularies = new Map(
     [...benchAgents.agents.values()].map((a) => [
       a.name,
-      { agent: a, vocabulary: agentVocabulary(a, byName) },
+      { agent: a, vocabulary: agentVocabulary(a, fleet) },
     ]),
   );
   const judged = labelled.requests.map((r) => {

@@ -1,5 +1,6 @@
 import { constants, type AgentSpec, type ToolCatalogEntry, type TopicPolicy } from '@agent-reach/shared';
 import { isSmallTalk } from './intent.js';
+import { fleetTerms, type FleetTerms } from './fleet-terms.js';
 import { buildVocabulary, type Vocabulary } from './vocabulary.js';
 
 /** How a request stood against its agent's `allowed_topic`, decided once before the first model call. */
@@ -13,24 +14,35 @@ export interface TopicCheck {
   best?: string;
 }
 
-/** The vocabulary last built for an agent, and the catalog entries of its tools it was built from. */
+/** The tool catalog as the vocabulary reads it: a tool by name and, when it can list them, every tool. */
+export interface VocabularyCatalog {
+  get(name: string): ToolCatalogEntry | undefined;
+  /** Every tool the fleet serves: its words shared with other agents' tools weigh less for each agent. */
+  names?(): Iterable<string>;
+}
+
+/** The vocabulary last built for an agent, and what it was built from. */
 const vocabularies = new WeakMap<
   AgentSpec,
-  { entries: Array<ToolCatalogEntry | undefined>; vocabulary: Vocabulary }
+  { entries: Array<ToolCatalogEntry | undefined>; fleet: FleetTerms | undefined; vocabulary: Vocabulary }
 >();
+
+/** The fleet's terms last read from a catalog, and the entries they were read from. */
+const fleets = new WeakMap<object, { entries: ToolCatalogEntry[]; fleet: FleetTerms }>();
 
 /**
  * An agent's vocabulary: its tools as the fleet serves them now (descriptions and parameters from the
- * catalog; a tool no executor serves contributes its name), its topics and its examples. Built once per
- * agent and catalog entries (the catalog keeps an unchanged entry's identity), not once per run.
+ * catalog; a tool no executor serves contributes its name), its topics and its examples, beside what the
+ * fleet's tools say (see `fleet-terms.ts`). Built once per agent and catalog entries (the catalog keeps
+ * an unchanged entry's identity), not once per run.
  */
-export function agentVocabulary(
-  agent: AgentSpec,
-  catalog: { get(name: string): ToolCatalogEntry | undefined },
-): Vocabulary {
+export function agentVocabulary(agent: AgentSpec, catalog: VocabularyCatalog): Vocabulary {
   const entries = agent.tools.map((name) => catalog.get(name));
+  const fleet = catalogTerms(catalog);
   const built = vocabularies.get(agent);
-  if (built && built.entries.every((entry, i) => entry === entries[i])) return built.vocabulary;
+  if (built && built.fleet === fleet && built.entries.every((entry, i) => entry === entries[i])) {
+    return built.vocabulary;
+  }
   const vocabulary = buildVocabulary({
     tools: agent.tools.map((name, i) => {
       const entry = entries[i];
@@ -38,9 +50,23 @@ export function agentVocabulary(
     }),
     topics: agent.allowed_topic ?? [],
     ...(agent.examples ? { examples: agent.examples } : {}),
+    ...(fleet ? { fleet } : {}),
   });
-  vocabularies.set(agent, { entries, vocabulary });
+  vocabularies.set(agent, { entries, fleet, vocabulary });
   return vocabulary;
+}
+
+/** What the catalog's tools say, read again only when one of its entries changed. */
+function catalogTerms(catalog: VocabularyCatalog): FleetTerms | undefined {
+  if (!catalog.names) return undefined;
+  const entries = [...catalog.names()].flatMap((name) => catalog.get(name) ?? []);
+  const read = fleets.get(catalog);
+  if (read?.entries.length === entries.length && read.entries.every((e, i) => e === entries[i])) {
+    return read.fleet;
+  }
+  const fleet = fleetTerms(entries);
+  fleets.set(catalog, { entries, fleet });
+  return fleet;
 }
 
 /** Letters the vocabulary reads words of (Latin and Han), and any others (which it cannot read). */

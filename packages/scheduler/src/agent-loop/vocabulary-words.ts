@@ -1,5 +1,5 @@
 import { SHARED_TERMS, ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
-import type { Action } from './verb-senses.js';
+import { requestActions, type Action } from './verb-senses.js';
 import { ZH_PLACE_NAMES } from './zh-service-words.js';
 
 /**
@@ -77,6 +77,15 @@ export interface Word {
   shared: boolean;
   /** A place the request names (see `ZH_PLACE_NAMES`): it counts only where the agent knows it. */
   place?: boolean;
+  /**
+   * A word that asks for an action ("推迟", "换成", "留个": a cue of `verb-senses.ts`): unknown to the
+   * agent, it says what to do, not about what, so it does not weigh against the agent's domain.
+   */
+  verb?: boolean;
+  /** A word of the glossary (see `glossary.ts`): a service word of some domain. */
+  service?: boolean;
+  /** A Chinese word. */
+  han?: boolean;
   /** An action the request asks for (see `verb-senses.ts`): it says which tool, not which domain. */
   action?: Action;
 }
@@ -96,6 +105,12 @@ const readAsWord = (w: string) => ZH_GLOSSARY[w] !== undefined || ZH_PLACE_NAMES
 const NUMBER_WORD =
   /^(?:[零〇一二三四五六七八九十百千万两几半每第多]+[个张间位份次天号点本辆件条趟节周月年日晚夜人台块元分钟小时层楼瓶盒箱双套些]*|[个张间位份次天号点本辆件条趟节些])$/;
 
+/**
+ * A time word ("这周", "下周一", "这几个月", "整天", "小时"): when, of anything, so it carries no topic.
+ */
+const TIME_WORD =
+  /^(?:这|那|上|下|本|每|前|后|整|当|同|隔)?[几一二三四五六七八九十两半多]*个?(?:周[一二三四五六日天末]?|星期[一二三四五六日天]?|礼拜[一二三四五六日天]?|月|月份|年|天|日|小时|钟头|分钟|季度|晚|夜)$/;
+
 /** The words of a text, each once. */
 export function words(text: string): Word[] {
   const out = new Map<string, Word>();
@@ -110,6 +125,9 @@ export function words(text: string): Word[] {
       const english = ZH_GLOSSARY[w]?.split(' ').map(stem) ?? [];
       add(w, [w, ...pairs(w), ...english], SHARED_TERMS.has(w));
       if (ZH_PLACE_NAMES.has(w)) (out.get(w) as Word).place = true;
+      if (requestActions(w).size > 0) (out.get(w) as Word).verb = true;
+      if (english.length > 0) (out.get(w) as Word).service = true;
+      (out.get(w) as Word).han = true;
     }
   }
   return [...out.values()];
@@ -143,7 +161,10 @@ function chineseWords(run: string): string[] {
 }
 
 const isContentWord = (w: string) =>
-  !ZH_STOP_WORDS.has(w) && !NUMBER_WORD.test(w) && [...w].some((c) => !STOP_CHARS.has(c));
+  !ZH_STOP_WORDS.has(w) &&
+  !NUMBER_WORD.test(w) &&
+  !TIME_WORD.test(w) &&
+  [...w].some((c) => !STOP_CHARS.has(c));
 
 /** Neighbouring-character pairs of a Chinese word (none for a word of one or two characters). */
 function pairs(word: string): string[] {

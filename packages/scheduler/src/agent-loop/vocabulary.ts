@@ -1,5 +1,6 @@
 import { requestActions, toolAction, WRITES, type Action } from './verb-senses.js';
-import { stem, terms, words, type Word } from './vocabulary-words.js';
+import { sharedWithFleet, termsOf, toolTerms, type FleetTerms, type VocabularyTool } from './fleet-terms.js';
+import { stem, words, type Word } from './vocabulary-words.js';
 
 /**
  * An agent's vocabulary: what its tools (names, descriptions, parameter names, enum values), its topics
@@ -13,19 +14,15 @@ import { stem, terms, words, type Word } from './vocabulary-words.js';
  * that distinguish it, and words the agent does not know weigh against it.
  */
 
-/** A tool as the vocabulary reads it. */
-export interface VocabularyTool {
-  name: string;
-  description?: string;
-  /** The tool's JSON Schema: property names, their descriptions and enum values join its terms. */
-  parameters?: Record<string, unknown>;
-}
+export type { VocabularyTool } from './fleet-terms.js';
 
 export interface VocabularySource {
   tools: readonly VocabularyTool[];
   topics?: readonly string[];
   /** Example requests by label (a tool's or a topic's name). */
   examples?: Readonly<Record<string, readonly string[]>>;
+  /** What the fleet's tools say (see `fleet-terms.ts`); without it, no word is shared with the fleet. */
+  fleet?: FleetTerms;
 }
 
 /** How much a request is about one label, 0–1: the share of its terms' weight that the label knows. */
@@ -40,8 +37,9 @@ export interface RequestScore {
   labels: LabelScore[];
   /**
    * How much the request is about the agent's domain, 0–1: the weight of its words that any label knows
-   * over the weight of all of them, words many domains share weighing `SHARED_WORD_WEIGHT`, unknown
-   * ones `UNKNOWN_WORD_WEIGHT`, others 1.
+   * over the weight of all of them: words many domains or the fleet's other tools share weigh
+   * `SHARED_WORD_WEIGHT`; unknown ones 0 (a verb), `SERVICE_WORD_WEIGHT` (a glossary word),
+   * `ZH_UNKNOWN_WORD_WEIGHT` (another Chinese word) or `UNKNOWN_WORD_WEIGHT`; others 1.
    */
   domain: number;
   /** Share of the request's terms the vocabulary knows at all, 0–1 (1 for a request with no terms). */
@@ -69,34 +67,21 @@ export interface Vocabulary {
   actionOf(tool: string): Action | undefined;
 }
 
-/** The text a tool's schema contributes: property names, descriptions, enum and example values. */
-function schemaText(schema: unknown, depth = 0): string[] {
-  if (!schema || typeof schema !== 'object' || depth > 4) return [];
-  const s = schema as Record<string, unknown>;
-  const out: string[] = [];
-  if (typeof s.description === 'string') out.push(s.description);
-  for (const key of ['enum', 'examples'] as const) {
-    const values = s[key];
-    if (Array.isArray(values)) out.push(...values.filter((v) => typeof v === 'string').slice(0, 100));
-  }
-  if (typeof s.const === 'string') out.push(s.const);
-  const props = s.properties;
-  if (props && typeof props === 'object') {
-    for (const [name, sub] of Object.entries(props as Record<string, unknown>)) {
-      out.push(name, ...schemaText(sub, depth + 1));
-    }
-  }
-  for (const key of ['items', 'anyOf', 'oneOf', 'allOf'] as const) {
-    const sub = s[key];
-    for (const one of Array.isArray(sub) ? sub : [sub]) out.push(...schemaText(one, depth + 1));
-  }
-  return out;
-}
-
-/** Weight in a request's domain share of a known word that many domains share. */
+/** Weight in a request's domain share of a known word that many domains, or the fleet's other tools, share. */
 const SHARED_WORD_WEIGHT = 0.25;
-/** Weight in a request's domain share of a word the agent does not know (a known distinct word: 1). */
+/** Weight in a request's domain share of an English word the agent does not know (a known distinct word: 1). */
 const UNKNOWN_WORD_WEIGHT = 0.6;
+/**
+ * Weight in a request's domain share of a Chinese word neither the agent nor the glossary knows: most
+ * are names and pieces of names ("王", "宏观经济"), the segmenter's cut of words it does not know either.
+ */
+const ZH_UNKNOWN_WORD_WEIGHT = 0.5;
+/**
+ * Weight in a request's domain share of a glossary word (a service word of some domain: "机票", "理发")
+ * the agent does not know: a word of another domain, it weighs against the agent's as much as a known
+ * distinct word weighs for it.
+ */
+const SERVICE_WORD_WEIGHT = 1;
 /** How much more a term weighs for a label whose own name holds it ("log" for `get_recent_logs`). */
 const NAME_TERM_BOOST = 1.5;
 /** A tool's score when it takes another action than the request asks for (cancel for "change"). */
@@ -121,16 +106,15 @@ const reads = (label: string) =>
 /** Builds an agent's vocabulary; labels with no terms of their own are kept (they score nothing). */
 export function buildVocabulary(source: VocabularySource): Vocabulary {
   const docs = new Map<string, { kind: 'tool' | 'topic'; terms: Set<string> }>();
-  const termsOf = (text: string) => [...terms(text), ...words(text).flatMap((w) => w.alts)];
   // The terms of a label's own name: what the label is, beyond what its description mentions.
   const named = new Map<string, Set<string>>();
   // What each tool does (see `verb-senses.ts`), and the verb of its name that says so.
   const actions = new Map(source.tools.map((tool) => [tool.name, toolAction(tool)]));
+  const own = new Map(source.tools.map((tool) => [tool.name, toolTerms(tool)]));
   for (const tool of source.tools) {
-    const text = [tool.name, tool.description ?? '', ...schemaText(tool.parameters)];
     const action = actions.get(tool.name)?.action;
     const extra = action ? [actionTerm(action)] : [];
-    docs.set(tool.name, { kind: 'tool', terms: new Set([...text.flatMap(termsOf), ...extra]) });
+    docs.set(tool.name, { kind: 'tool', terms: new Set([...(own.get(tool.name) ?? []), ...extra]) });
     named.set(tool.name, new Set([...termsOf(tool.name), ...extra]));
   }
   // A verb another tool's name holds as its object ("book" of `book_table`, "booking" of
@@ -151,6 +135,7 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
     const doc = docs.get(label);
     if (doc) for (const t of examples.flatMap(termsOf)) doc.terms.add(t);
   }
+  const fleetShared = sharedWithFleet(source.fleet, own);
   const df = new Map<string, number>();
   for (const doc of docs.values()) for (const t of doc.terms) df.set(t, (df.get(t) ?? 0) + 1);
   const n = docs.size;
@@ -204,8 +189,15 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
         (a, b) => b.score - a.score || (asks ? Number(reads(b.label)) - Number(reads(a.label)) : 0),
       );
       const knownWords = query.filter(known);
-      const domainWeight = (w: Word) =>
-        known(w) ? (w.shared && !central(w) ? SHARED_WORD_WEIGHT : 1) : UNKNOWN_WORD_WEIGHT;
+      const domainWeight = (w: Word) => {
+        if (!known(w)) {
+          if (w.verb) return 0;
+          return w.service ? SERVICE_WORD_WEIGHT : w.han ? ZH_UNKNOWN_WORD_WEIGHT : UNKNOWN_WORD_WEIGHT;
+        }
+        // A word the fleet's other tools share is shared too, unless it is this agent's core.
+        const shared = (w.shared || w.alts.some((t) => df.has(t) && fleetShared(t))) && !central(w);
+        return shared ? SHARED_WORD_WEIGHT : 1;
+      };
       const all = query.reduce((sum, w) => sum + domainWeight(w), 0);
       const inDomain = knownWords.reduce((sum, w) => sum + domainWeight(w), 0);
       return {
