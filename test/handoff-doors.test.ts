@@ -1,9 +1,14 @@
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunEvent } from '@agent-reach/protocol';
 import { replayRun } from '@agent-reach/scheduler';
-import { FULL_KEY, startApiHarness, type ApiHarness } from './helpers/api.js';
+import { FULL_KEY, request, startApiHarness, type ApiHarness } from './helpers/api.js';
+import { ofType } from './helpers/agent-tools.js';
+import { writeAgentsFile } from './helpers/mcp.js';
 import { ROOT } from './helpers/processes.js';
+import { waitFor } from './helpers/redis.js';
+import { startRunsHarness } from './helpers/runs.js';
 
 const HANDOFF_AGENTS = path.join(ROOT, 'test/fixtures/handoff-agents.yaml');
 const MODELS = ['echo', 'handoff-technical', 'handoff-frontdesk', 'desk', 'ping-pong'];
@@ -128,5 +133,103 @@ describe('handoffs at the API: the reach rule and sessions (real Redis, real fle
       ['needs_approval', 'slow', 'transfer_to_billing', 'transfer_to_technical'],
     ]);
     expect((await h.call('GET', `/v1/sessions/${sessionId}`)).json.last_agent).toBeUndefined();
+  });
+});
+
+describe('the reach rule at each call of a live run, after the agents file changed (real scheduler, llm-sim)', () => {
+  const DESK_KEY = 'desk-key-0123456789abcdef';
+  /** `desk` vouches for its targets (handoff_reach: configured) until the file is changed. */
+  const deskAgents = (reach: Record<string, string>) => ({
+    agents: [
+      {
+        name: 'desk',
+        tools: ['needs_approval'],
+        model: 'reach-desk',
+        handoffs: ['billing'],
+        agent_tools: ['researcher'],
+        ...reach,
+      },
+      { name: 'billing', tools: [], model: 'echo' },
+      { name: 'researcher', tools: [], model: 'echo' },
+    ],
+  });
+  let h: Awaited<ReturnType<typeof startRunsHarness>> | undefined;
+  afterEach(async () => {
+    await h?.close();
+    h = undefined;
+  });
+
+  it('refuses forbidden, naming the rule, a handoff and an agent-tool call that the changed configuration no longer lets the key reach, and runs neither', async () => {
+    const file = writeAgentsFile(deskAgents({ handoff_reach: 'configured' }));
+    h = await startRunsHarness({
+      AGENTS_FILE: file,
+      ALLOWED_MODELS: 'echo,reach-desk',
+      // The scheduler serves the API: it knows each key's agents.
+      API_KEYS: `tester:${FULL_KEY},desk:${DESK_KEY}:desk`,
+      API_PORT: '0',
+      API_HOST: '127.0.0.1',
+    });
+    const scheduler = h.schedulers[0]!;
+    const url = scheduler.apiUrl!.replace('://0.0.0.0:', '://127.0.0.1:');
+    h.sim.addScenario({
+      name: 'reach-desk',
+      turns: [
+        { tool_calls: [{ name: 'needs_approval', arguments: {} }] },
+        { tool_calls: [{ name: 'ask_researcher', arguments: { input: 'find it' } }] },
+        { tool_calls: [{ name: 'transfer_to_billing', arguments: {} }] },
+        { content: 'desk: {{ last.error.message }}' },
+      ],
+    });
+    const started = await request(url, 'POST', '/v1/runs', {
+      key: DESK_KEY,
+      body: { agent: 'desk', input: 'help' },
+    });
+    expect(started.status).toBe(201);
+    const runId = started.json.run_id as string;
+    const parked = await waitFor(
+      async () => {
+        const run = (await request(url, 'GET', `/v1/runs/${runId}`, { key: DESK_KEY })).json;
+        return run?.pending_approvals?.[0] ? run : undefined;
+      },
+      20_000,
+      'the run to wait for its approval',
+    );
+
+    // While the run waits, desk stops vouching for its targets: the key (desk only) reaches neither now.
+    writeFileSync(file, JSON.stringify(deskAgents({})));
+    await waitFor(
+      () => scheduler.config.agents.agents.get('desk')?.handoff_reach === undefined,
+      10_000,
+      'the scheduler to take up the changed file',
+    );
+    const refusedAtStart = await request(url, 'POST', '/v1/runs', {
+      key: DESK_KEY,
+      body: { agent: 'desk', input: 'help' },
+    });
+    expect(refusedAtStart.status).toBe(403);
+    await h.control.decide({
+      runId,
+      toolCallId: parked.pending_approvals[0].tool_call_id,
+      decision: 'approved',
+    });
+
+    const rule = (tool: string, to: string, edge: string) =>
+      `"${tool}" was not run: this run's API key may not use agent "${to}", and the ${edge} from "desk" ` +
+      'reaches it only with handoff_reach: configured on "desk" (the configuration in force); go on without it';
+    const outcome = await h.control.wait(runId, 30_000);
+    expect(outcome).toMatchObject({
+      status: 'succeeded',
+      answer: `desk: ${rule('transfer_to_billing', 'billing', 'handoff')}`,
+    });
+    const stored = await h.control.events(runId);
+    const refused = ofType(stored, 'tool_result').filter((e) => e.tool !== 'needs_approval');
+    expect(refused.map((e) => [e.tool, e.error?.kind, e.error?.message])).toEqual([
+      ['ask_researcher', 'forbidden', rule('ask_researcher', 'researcher', 'agent tool ask_researcher')],
+      ['transfer_to_billing', 'forbidden', rule('transfer_to_billing', 'billing', 'handoff')],
+    ]);
+    // Neither ran: no child run was started and desk stayed in charge.
+    const types = stored.map((e) => e.event.type);
+    expect(types.filter((t) => t === 'child_run_started' || t === 'handoff')).toEqual([]);
+    expect((await h.control.list()).map((r) => r.agent)).toEqual(['desk']);
   });
 });

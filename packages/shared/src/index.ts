@@ -37,7 +37,7 @@ export type {
   ToolGuardrailSpec,
   ToolGuardrailStage,
 } from './config/guardrails-config.js';
-export { handoffTargets, handoffToolName } from './config/handoff-config.js';
+export { handoffTargets, handoffToolName, reachRefusal } from './config/handoff-config.js';
 export { variantAgent, variantProblems } from './config/agent-variant.js';
 export type { VariantCheckContext } from './config/agent-variant.js';
 export { DEFAULT_VARIANT_CEILINGS, type VariantCeilings } from './config/variant-limits.js';

@@ -7,6 +7,7 @@ import {
   type ToolCatalogEntry,
   waitAtMost,
 } from '@agent-reach/shared';
+import { keyReachRefusal } from './handoffs.js';
 import type { ChildRunLink, RunState } from './run-state.js';
 import type { RunContext } from './run-context.js';
 import type { OwedCall } from './steps.js';
@@ -113,8 +114,9 @@ export function childOf(state: RunState, toolCallId: string): ChildRunLink | und
 /**
  * Answers the owed calls of agent tools that have a recorded result (into `localResults`, where the
  * round reads them) once all of them have one; starts the child run of each call that has neither a
- * result nor a child; refuses a call past the depth limit or with a bad `input`. Returns true while a
- * child has still to answer: the run then parks (no worker slot held) until a child's end wakes it.
+ * result nor a child; refuses a call the reach rule forbids now, one past the depth or child-run limit,
+ * or one with a bad `input`. Returns true while a child has still to answer: the run then parks (no
+ * worker slot held) until a child's end wakes it.
  */
 export async function awaitChildren(run: RunContext, owed: OwedCall[]): Promise<boolean> {
   const { state, deps } = run;
@@ -136,7 +138,7 @@ export async function awaitChildren(run: RunContext, owed: OwedCall[]): Promise<
     }
     const refused = late
       ? deadlinePassed(state)
-      : (refusal(run, call) ??
+      : (refusal(run, call, agent) ??
         (await children.admit?.(childRequest(run, call, agent), openChildren(state).length)));
     if (refused) {
       refusals.push(errorResult({ toolCallId: call.id, name: call.name }, refused));
@@ -229,7 +231,9 @@ function maxDepthOf(run: RunContext): number {
 }
 
 /** Why a call of an agent tool is answered without a child run, if it is. */
-function refusal(run: RunContext, call: OwedCall): ToolErrorInfo | undefined {
+function refusal(run: RunContext, call: OwedCall, agent: string): ToolErrorInfo | undefined {
+  const forbidden = keyReachRefusal(run, call.name, agent, `agent tool ${call.name}`);
+  if (forbidden) return forbidden;
   const depth = (run.state.parent?.depth ?? 0) + 1;
   const max = maxDepthOf(run);
   if (depth > max) {

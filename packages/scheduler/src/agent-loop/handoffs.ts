@@ -1,7 +1,8 @@
-import { errorResult, type ToolResult } from '@agent-reach/protocol';
+import { errorResult, type ToolErrorInfo, type ToolResult } from '@agent-reach/protocol';
 import {
   handoffTargets,
   handoffToolName,
+  reachRefusal,
   type AgentSpec,
   type HandoffSpec,
   type ToolCatalogEntry,
@@ -57,9 +58,39 @@ export function handoffToolNames(deps: Pick<RunContext['deps'], 'agent' | 'agent
 }
 
 /**
- * Reads a turn's calls for transfers: the first is answered as taken and recorded as the run's pending
- * handoff, any other transfer as ignored; the turn's other calls are left to run. Returns the guard stop
- * when the run has already handed off as often as the agent in charge allows (`loop.max_handoffs`).
+ * Why the agent in charge may not reach `to` by the call `tool` (a transfer, an agent tool) under the
+ * run's API key, as the configuration stands now (the reach rule, see `reachRefusal`): the call is
+ * refused `forbidden`, not run, and logged as a security event. The doors checked the rule when the run
+ * started; a configuration changed since may have taken the way away.
+ */
+export function keyReachRefusal(
+  run: RunContext,
+  tool: string,
+  to: string,
+  edge: string,
+): ToolErrorInfo | undefined {
+  const from = run.deps.agent;
+  const rule = reachRefusal(from, to, edge, run.deps.keyAgents);
+  if (!rule) return undefined;
+  run.log.warn({ tool, from: from.name, to, key: run.state.key }, 'call refused by the reach rule');
+  return {
+    kind: 'forbidden',
+    message:
+      `"${tool}" was not run: this run's API key may not use agent "${to}", and ${rule} ` +
+      '(the configuration in force); go on without it',
+    retryable: false,
+  };
+}
+
+/** The reach rule's refusal of a transfer to `to` now, if it refuses it. */
+const transferRefusal = (run: RunContext, tool: string, to: string) =>
+  keyReachRefusal(run, tool, to, 'handoff');
+
+/**
+ * Reads a turn's calls for transfers: one the reach rule refuses now is answered `forbidden`; of the
+ * others, the first is answered as taken and recorded as the run's pending handoff, any other as
+ * ignored; the turn's other calls are left to run. Returns the guard stop when the run has already
+ * handed off as often as the agent in charge allows (`loop.max_handoffs`).
  */
 export function takeHandoff(
   run: RunContext,
@@ -67,9 +98,18 @@ export function takeHandoff(
 ): GuardStop | undefined {
   const { state, deps, limits } = run;
   const byTool = new Map(handoffsOf(deps.agent, deps.agentNamed).map((h) => [h.tool, h]));
-  const transfers = calls.filter((c) => !c.refused && byTool.has(c.name));
+  const forbidden: ToolResult[] = [];
+  const transfers = calls.filter((c) => {
+    if (c.refused || !byTool.has(c.name)) return false;
+    const refused = transferRefusal(run, c.name, byTool.get(c.name)?.agent ?? '');
+    if (refused) forbidden.push(errorResult({ toolCallId: c.id, name: c.name }, refused));
+    return !refused;
+  });
   const first = transfers[0];
-  if (!first) return undefined;
+  if (!first) {
+    if (forbidden.length > 0) state.localResults = [...(state.localResults ?? []), ...forbidden];
+    return undefined;
+  }
   const made = state.handoffs ?? 0;
   if (made >= limits.maxHandoffs) {
     const to = byTool.get(first.name)?.agent ?? first.name;
@@ -101,7 +141,7 @@ export function takeHandoff(
           },
         ),
   );
-  state.localResults = [...(state.localResults ?? []), ...answers];
+  state.localResults = [...(state.localResults ?? []), ...forbidden, ...answers];
   state.pendingHandoff = { to: byTool.get(first.name)?.agent ?? '', toolCallId: first.id };
   return undefined;
 }
@@ -123,6 +163,15 @@ export function handoffStep(run: RunContext): StepResult {
     state.messages.push({
       role: 'system',
       content: `Guard: the handoff to "${pending.to}" was not made: no such agent is declared any more. Go on yourself.`,
+    });
+    return { checkpoint: 'handoff', next: { type: 'run_again' } };
+  }
+  // The turn's other calls may have waited long (a person, a slow tool): the rule is asked again now.
+  const refused = transferRefusal(run, handoffToolName(pending.to), pending.to);
+  if (refused) {
+    state.messages.push({
+      role: 'system',
+      content: `Guard: the handoff to "${pending.to}" was not made: ${refused.message}.`,
     });
     return { checkpoint: 'handoff', next: { type: 'run_again' } };
   }

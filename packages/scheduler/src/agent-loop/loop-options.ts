@@ -80,6 +80,11 @@ export interface AgentLoopDeps {
   release?: AbortSignal;
   /** Starts and reads the child runs of agent-tool calls; without it, no agent tool is offered. */
   children?: ChildRuns;
+  /**
+   * The agents the run's API key may use when it is limited: each handoff and agent-tool call is checked
+   * against them by the reach rule, as the configuration stands at the call. Default: no limit.
+   */
+  keyAgents?: ReadonlySet<string> | undefined;
 }
 
 /** A run's limits: the run's own, its agent's, then the defaults (15 model turns for multi-step requests). */

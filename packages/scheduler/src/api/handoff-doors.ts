@@ -1,4 +1,10 @@
-import { agentToolTargets, handoffTargets, type AgentSpec, type AgentsFile } from '@agent-reach/shared';
+import {
+  agentToolTargets,
+  handoffTargets,
+  reachRefusal,
+  type AgentSpec,
+  type AgentsFile,
+} from '@agent-reach/shared';
 import type { Principal } from './auth.js';
 import { ApiError } from './errors.js';
 import type { ApiContext } from './options.js';
@@ -11,7 +17,8 @@ import { sessionForCaller } from './session-access.js';
  * `handoff_reach` is `configured`. Every agent the run could reach that way, from `agent` on and through
  * children's handoffs and calls alike, is looked at against the configuration in force: an edge from an
  * agent of the default reach (`key`) to an agent the key may not use refuses the run (403), naming the
- * path. A key of every agent passes.
+ * path. A key of every agent passes. A run's scheduler checks each handoff and agent-tool call again, against
+ * the configuration in force at that call (agent-loop/handoffs.ts).
  */
 export function assertHandoffReach(principal: Principal, agent: string, agents: AgentsFile): void {
   const allowed = principal.agents;
@@ -25,12 +32,12 @@ export function assertHandoffReach(principal: Principal, agent: string, agents: 
     for (const { to, how } of reachedFrom(spec)) {
       if (!agents.agents.has(to)) continue;
       // Every edge is checked, also one to an agent already reached another way.
-      if (!allowed.has(to) && spec.handoff_reach !== 'configured')
+      const rule = reachRefusal(spec, to, how.edge, allowed);
+      if (rule)
         throw new ApiError(
           'FORBIDDEN',
           `this key may not use agent "${to}", which a run of "${agent}" may reach ${how.phrase} ` +
-            `(${[...path, to].join(' → ')}); the ${how.edge} from "${from}" reaches it only with ` +
-            `handoff_reach: configured on "${from}"`,
+            `(${[...path, to].join(' → ')}); ${rule}`,
         );
       if (paths.has(to)) continue;
       paths.set(to, [...path, to]);

@@ -62,6 +62,11 @@ export interface AgentRunnerOptions {
   tenantQuotas?: ReadonlyArray<{ tenant: string } & TenantQuota>;
   /** The model client's output tokens per turn (`MAX_OUTPUT_TOKENS`): no variant raises a turn's past it. Default 2000. */
   maxOutputTokens?: number;
+  /**
+   * The agents an API key may use, by the key's name (undefined: every agent): a run's handoffs and agent
+   * tools are checked against its key's at each call. Default: keys unknown, the doors' check stands alone.
+   */
+  keyAgents?: (key: string) => ReadonlySet<string> | undefined;
 }
 
 /** The runner's options with every default filled in. */
@@ -336,6 +341,7 @@ export class AgentRunner {
         },
         ...variantDeps(state.variant, this.catalog, this.dispatcher),
         children: this.children,
+        keyAgents: state.key === undefined ? undefined : this.#opts.keyAgents?.(state.key),
         ...(req.onEvent ? { onEvent: req.onEvent } : {}),
         ...(req.checkpoint ? { checkpoint: req.checkpoint } : {}),
         ...(req.signal ? { signal: req.signal } : {}),

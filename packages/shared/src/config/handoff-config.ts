@@ -27,6 +27,22 @@ export type HandoffReach = 'configured' | 'key';
 
 export const HANDOFF_REACHES: readonly HandoffReach[] = ['configured', 'key'];
 
+/**
+ * The reach rule of one edge (docs/handoffs.md#who-may-do-what): under a key limited to `keyAgents`, the
+ * agent `from` may hand off to `to`, or call it as a tool (`edge` names which), only when the key may use
+ * `to` or `from` says `handoff_reach: configured`. Returns the rule that refuses it, or undefined when it
+ * may; a key of every agent (`keyAgents` undefined) reaches every agent.
+ */
+export function reachRefusal(
+  from: AgentHandoffs & { readonly name: string },
+  to: string,
+  edge: string,
+  keyAgents: ReadonlySet<string> | undefined,
+): string | undefined {
+  if (!keyAgents || keyAgents.has(to) || from.handoff_reach === 'configured') return undefined;
+  return `the ${edge} from "${from.name}" reaches it only with handoff_reach: configured on "${from.name}"`;
+}
+
 /** The handoff fields of an agent's declaration. */
 export interface AgentHandoffs {
   readonly handoffs?: ReadonlyArray<string | HandoffSpec>;
