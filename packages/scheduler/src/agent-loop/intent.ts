@@ -33,12 +33,16 @@ const SEQUENCE = [
   /\bfirst\b.*\b(then|and|after)\b/i,
   /\b(step \d|steps)\b/i,
   /然后|接着|之后|随后|最后|首先|其次|再把|再帮|再写|再查|再给|并且|并把|同时|顺便|第[一二三四五1-5]步|先.{1,30}再/,
+  // A second action on a condition: "先查…，要是丢了就…", "没课的话帮我选…", "if it has not left, redirect it".
+  /先.{1,30}(?:就|然后)|(?:如果|要是|假如|万一|的话).{0,20}(?:就|再|帮我|给我|替我)/,
+  /\b(?:and|,)\s*if\b.{1,60},\s*\w+/i,
 ];
 
 /** Words that ask for one action over several things: "compare", "each", "both", "分别", "所有". */
 const SEVERAL = [
   /\b(compare|comparison|each|every|both|all (?:of|the|my)|for all|summar(?:y|ize|ise) of|report on|between)\b/i,
-  /比较|对比|分别|每个|每一个|各个|所有|全部|两个|三个|几个|这些|哪个更|汇总|总结一下/,
+  // "两个城市" asks about two things; "碎了两个" counts what happened to one.
+  /比较|对比|分别|每个|每一个|各个|所有|全部|(?:两|三|几)个(?=\p{Script=Han})|这些|哪个更|汇总|总结一下/u,
 ];
 
 /** Verbs that ask for an action (a tool), in English and Chinese. */
@@ -67,7 +71,8 @@ const LIST_ITEMS = /(?:^|\n)\s*(?:\d+[.)、]|[-*•])\s+\S/g;
 
 /** Places, orders and other things named several times: "上海和北京", "ORD-1 and ORD-2", "A、B". */
 const ENUMERATION = [
-  /[\u4e00-\u9fa5A-Za-z0-9-]{1,12}\s*(?:和|与|跟|及|、|以及)\s*[\u4e00-\u9fa5A-Za-z0-9-]{1,12}/,
+  // 及 joins two things, not the 及 of "来得及", "不及".
+  /[\u4e00-\u9fa5A-Za-z0-9-]{1,12}\s*(?:和|与|跟|(?<![得不])及|、|以及)\s*[\u4e00-\u9fa5A-Za-z0-9-]{1,12}/,
   /\b[A-Z][\w-]+\s*(?:,\s*[A-Z][\w-]+\s*)*(?:,\s*)?(?:and|or|vs\.?|versus)\s+[A-Z][\w-]+/,
   /\b([A-Z]{2,})-\d+.*\b\1-\d+/,
 ];

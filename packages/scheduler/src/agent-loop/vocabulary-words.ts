@@ -1,6 +1,6 @@
 import { SHARED_TERMS, ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
 import { requestActions, type Action } from './verb-senses.js';
-import { ZH_PLACE_NAMES } from './zh-service-words.js';
+import { ZH_COUNTRY_NAMES, ZH_PLACE_NAMES } from './zh-service-words.js';
 
 /**
  * How the vocabulary reads text: English words (split at `_`, `-` and camelCase, stop words out, a light
@@ -94,10 +94,13 @@ const IDENTIFIER = /\b[A-Za-z]{2,}-\d+\b|\bref_\w+/g;
 
 const segmenter = new Intl.Segmenter('zh', { granularity: 'word' });
 const GLOSSARY_MAX_CHARS = Math.max(
-  ...[...Object.keys(ZH_GLOSSARY), ...ZH_PLACE_NAMES].map((k) => [...k].length),
+  ...[...Object.keys(ZH_GLOSSARY), ...ZH_PLACE_NAMES, ...ZH_COUNTRY_NAMES].map((k) => [...k].length),
 );
 /** A glossary word, or a place name (see `ZH_PLACE_NAMES`). */
-const readAsWord = (w: string) => ZH_GLOSSARY[w] !== undefined || ZH_PLACE_NAMES.has(w);
+const readAsWord = (w: string) =>
+  ZH_GLOSSARY[w] !== undefined || ZH_PLACE_NAMES.has(w) || ZH_COUNTRY_NAMES.has(w);
+/** What a country means to a service: somewhere abroad. */
+const ABROAD = ['abroad', 'international', 'overseas', 'country'];
 /**
  * A number with its measure word ("两张", "三天", "第二", "几点"): how many or which, of anything, so it
  * carries no topic.
@@ -122,11 +125,12 @@ export function words(text: string): Word[] {
   for (const t of terms(plain.replace(CJK, ' '))) add(t, [t], SHARED_TERMS.has(t));
   for (const run of plain.match(CJK) ?? []) {
     for (const w of chineseWords(run)) {
-      const english = ZH_GLOSSARY[w]?.split(' ').map(stem) ?? [];
+      // A country is somewhere abroad: a place an agent knows when its tools speak of going abroad.
+      const english = ZH_COUNTRY_NAMES.has(w) ? ABROAD : (ZH_GLOSSARY[w]?.split(' ').map(stem) ?? []);
       add(w, [w, ...pairs(w), ...english], SHARED_TERMS.has(w));
-      if (ZH_PLACE_NAMES.has(w)) (out.get(w) as Word).place = true;
+      if (ZH_PLACE_NAMES.has(w) || ZH_COUNTRY_NAMES.has(w)) (out.get(w) as Word).place = true;
       if (requestActions(w).size > 0) (out.get(w) as Word).verb = true;
-      if (english.length > 0) (out.get(w) as Word).service = true;
+      if (ZH_GLOSSARY[w] !== undefined) (out.get(w) as Word).service = true;
       (out.get(w) as Word).han = true;
     }
   }

@@ -1,5 +1,6 @@
 import { requestActions, toolAction, WRITES, type Action } from './verb-senses.js';
 import { sharedWithFleet, termsOf, toolTerms, type FleetTerms, type VocabularyTool } from './fleet-terms.js';
+import { SHARED_TERMS } from './glossary.js';
 import { stem, words, type Word } from './vocabulary-words.js';
 
 /**
@@ -219,7 +220,7 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
         for (const [label, doc] of candidates) {
           if (named.includes(label)) continue;
           // A further tool is named only by words other domains do not share ("服务", "search").
-          const keep = (w: Word) => !explained.has(w) && (named.length === 0 || !w.shared);
+          const keep = (w: Word) => !explained.has(w) && (named.length === 0 || !sharedSense(w));
           // The action asked for names no tool by itself: it adds to the words that name one. A further
           // tool takes an action asked for: another action on the same thing is not asked for, and a
           // second change asked for on it names the tool that makes it by the thing's words.
@@ -244,5 +245,8 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
     actionOf: (tool) => actions.get(tool)?.action,
   };
 }
+
+/** A word many domains share, or one of whose senses is ("书" is a "book", and so is booking one). */
+const sharedSense = (w: Word) => w.shared || w.alts.some((t) => SHARED_TERMS.has(t));
 
 const round = (x: number) => Math.round(x * 1000) / 1000;

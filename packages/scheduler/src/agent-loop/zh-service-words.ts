@@ -283,7 +283,30 @@ const DOMAINS: Readonly<Record<string, string>> = {
     漫游 roaming
     路由器 router
     网速 speed internet
-    上网 internet
+    上网 internet data
+    月租 monthly fee plan
+    合约 contract plan
+    合约期 contract term
+    流量包 data pack
+    通话时长 call minutes
+    时长 duration minutes
+    用量 usage
+    已用 used usage
+    超出 over exceeded
+    超额 overage extra charge
+    降档 downgrade plan
+    升档 upgrade plan
+    降级 downgrade
+    国际漫游 international roaming
+    境外 abroad international overseas
+    国外 abroad overseas
+    海外 overseas abroad
+    出国 abroad travel
+    出境 abroad travel
+    停号 suspend line
+    补卡 replacement sim card
+    换卡 replacement sim card
+    销号 close line cancel
   `,
   utilities: `
     水费 water bill
@@ -351,7 +374,22 @@ const DOMAINS: Readonly<Record<string, string>> = {
   education: `
     学校 school
     学生 student
-    老师 teacher
+    老师 teacher instructor
+    教授 professor instructor
+    大学 university college
+    学期 term semester
+    上学期 last term semester
+    下学期 next term semester
+    本学期 this term semester
+    必修课 required course
+    选修课 elective course
+    通识课 general course
+    候补 waitlist
+    退选 drop course withdraw
+    加选 add course enrol
+    成绩单 transcript grades
+    绩点 gpa grade
+    课程表 timetable schedule
     课堂 class
     上课 class lesson
     选课 course enrol
@@ -582,6 +620,20 @@ const DOMAINS: Readonly<Record<string, string>> = {
     钥匙 key
     会议间 meeting room
   `,
+  'personal care': `
+    理发 haircut hair salon
+    剪发 haircut hair
+    美发 hair salon
+    烫发 hair perm salon
+    染发 hair dye salon
+    美甲 manicure nails
+    美容 beauty salon
+    按摩 massage
+    足疗 foot massage
+    洗牙 dental cleaning
+    美容院 beauty salon
+    理发店 barber hair salon
+  `,
   'general service words': `
     订单号 order number
     预订号 booking reference
@@ -602,6 +654,7 @@ const DOMAINS: Readonly<Record<string, string>> = {
     时间段 time slot
     时段 time slot
     空位 availability available seat
+    位置 seat place table location
     名额 place slot
     排期 schedule
     日程 schedule calendar
@@ -653,6 +706,18 @@ export const ZH_PLACE_NAMES: ReadonlySet<string> = new Set(
   '北京 上海 广州 深圳 天津 重庆 成都 杭州 南京 武汉 西安 苏州 长沙 郑州 青岛 厦门 大连 宁波 沈阳 昆明 合肥 济南 福州 哈尔滨 三亚 香港 澳门 台北'.split(
     ' ',
   ),
+);
+
+/**
+ * Countries and regions a request names: a place (see `ZH_PLACE_NAMES`) that is also abroad, so an agent
+ * whose tools speak of travel abroad (roaming, international shipping) knows it by that.
+ */
+export const ZH_COUNTRY_NAMES: ReadonlySet<string> = new Set(
+  (
+    '日本 韩国 泰国 越南 新加坡 马来西亚 印尼 印度尼西亚 菲律宾 印度 美国 加拿大 墨西哥 巴西 英国 法国 德国 ' +
+    '意大利 西班牙 葡萄牙 荷兰 瑞士 瑞典 挪威 丹麦 芬兰 希腊 土耳其 俄罗斯 澳大利亚 澳洲 新西兰 埃及 迪拜 ' +
+    '欧洲 美洲 非洲 东南亚 中东'
+  ).split(' '),
 );
 
 /** The table read: each Chinese word once, the English of every line that has it. */
