@@ -236,9 +236,11 @@ describe('what a request asks to do with a thing', () => {
     expect([...requestActions('我的会议室预订确认了吗')]).toEqual(['get']);
   });
 
-  it('takes looking something up, or asking whether it exists, as reading one record or a list', () => {
+  it('takes looking something up as reading one record or a list, and asking whether one exists as a search', () => {
     expect([...requestActions('帮我查一下会议室')].sort()).toEqual(['get', 'list']);
-    expect([...requestActions('三楼有空的会议室吗')].sort()).toEqual(['get', 'list']);
+    expect([...requestActions('三楼有空的会议室吗')]).toEqual(['list']);
+    expect([...requestActions('周六去南京还有票吗')]).toEqual(['list']);
+    expect([...requestActions('Is there a copy of Dune I could borrow?')]).toEqual(['list']);
     expect([...requestActions('先查一下三楼，再帮我订一间')].sort()).toEqual(['create', 'get', 'list']);
     expect([...requestActions('想约个时间做检查')]).toEqual(['create']);
     // A booking asked for stays one beside a question; a further action after a first one is its own.

@@ -71,25 +71,25 @@ export function toolAction(tool: {
 /** Cues of each action in a request, English then Chinese. */
 const CUES: Readonly<Record<Action, readonly RegExp[]>> = {
   cancel: [
-    /\b(?:cancel\w*|call(?:ing)? (?:it |them )?off|delete|remove|withdraw|scrap|drop (?:my|our|the|it)|(?:can(?:no|')?t|won'?t|will not|couldn'?t) make it|no longer (?:need|want|coming|come)|(?:don'?t|do not) need (?:it|them|the|my|our)\b.*\b(?:any ?more|after all))\b/i,
+    /\b(?:cancel\w*|call(?:ing)? (?:it |them )?off|delete|remove|withdraw|scrap|void|drop (?:my|our|the|it)|(?:can(?:no|')?t|won'?t|will not|couldn'?t) make it|no longer (?:need|want|coming|come)|(?:don'?t|do not) need (?:to \w+ )?(?:it|them|the|my|our)\b.*\b(?:any ?more|after all))\b/i,
     /取消|退订|退掉|退了|退票|退课|不(?:要|用|需要|去|来|住|上|看|租|订|定|约|参加|办|坐|练)了|去不了|来不了|算了|放弃|删除|删掉|删了|撤销|撤回|撤了|撤掉|作废/,
   ],
   change: [
-    /\b(?:change|move|reschedul\w*|postpone|push (?:it|my|our|the|back|forward)|bring (?:it |my |our |the )?forward|switch|swap|update|modify|edit|amend|extend|shorten|instead of)\b/i,
-    /改|换|调整|调到|调成|调一下|推迟|推后|推到|推一|推个|延后|延期|提前|挪|变更|延长|缩短|往后|往前|多住|多待|多留|续住|晚一[点些]|早一[点些]/,
+    /\b(?:change|move|reschedul\w*|postpone|push (?:it|my|our|the|back|forward)|bring (?:it |my |our |the )?forward|switch|swap|update|modify|edit|amend|extend|shorten|downgrade|upgrade|instead of)\b/i,
+    /改|换|调整|降档|升档|降级|升级|调到|调成|调一下|推迟|推后|推到|推一|推个|延后|延期|提前|挪|变更|延长|缩短|往后|往前|多住|多待|多留|续住|晚一[点些]|早一[点些]/,
   ],
   list: [
     /\b(?:list|all (?:of )?(?:my|our|the)|upcoming|coming up|so far|history)\b|\b(?:what|which|any) (?:\w+ )?(?!(?:does|is|was|has|this|its|always|yours)\b)\w{2,}[^\Wsu]s\b|\b(?:show|see|view|check)(?: me)? (?:my|our) (?:\w+ )?\w+[^s']s\b/i,
-    /有什么|有哪些|哪些|列出|列一下|列个|所有|全部|一共|都有|名下|清单|列表|有几个|有多少个|都.{0,4}什么/,
+    /有什么|有啥|有哪些|哪些|哪几|列出|列一下|列个|所有|全部|一共|都有|名下|清单|列表|有几个|有多少个|都.{0,4}什么/,
   ],
   get: [
-    /\b(?:what time|when(?:'s| is| was| does| do)|where (?:is|do|does|should|will)|which \w+ (?:is|was)|details? (?:of|for|on)|status of|how much (?:is|was|does|do)|what \w+ did (?:i|we)|who (?:is|was|'s)|what (?:is|was|'s) (?:my|our|the))\b/i,
-    /几[号点月楼层天个位间时周]|什么时候|什么时间|哪天|哪一天|哪里|哪儿|在哪|是多少|多少钱|是哪|是谁|来着|详情|进度|怎么样了|了(?:没有|没|吗)[?？]?\s*$/,
+    /\b(?:what time|when(?:'s| is| was| does| do)|where (?:is|do|does|should|will)|which \w+ (?:is|was)|details? (?:of|for|on)|status of|how much (?:is|was|does|do|would|will)|what \w+ did (?:i|we)|who (?:is|was|'s)|what (?:is|was|'s) (?:my|our|the))\b/i,
+    /几[号点月楼层天个位间时周]|什么时候|什么时间|哪天|哪一天|哪里|哪儿|在哪|是多少|多少钱|是哪|是谁|来着|详情|进度|怎么样了|(?:怎么|为什么|咋)?还没(?:到|来|收到|送到|发货)|了(?:没有|没|吗)[?？]?\s*$/,
   ],
   create: [
     /(?<!\bdid (?:i|we) )\b(?:book|reserve|rent|schedule|arrange|write|save|draft|send(?! (?:me|us)\b)|join|make (?:a|an|me a) (?:booking|reservation|appointment)|sign (?:me |us )?up|put (?:me|us) down|register|enrol+|i'?d like (?:a|an|to book)|get me (?:a|an)|set up)\b/i,
     // A booking word after 的/把/那/这/单 … is the thing booked, and 订的/订了/订过 one booked already.
-    /(?<![的把那这么些个单次有大确一决固肯规设指预])(?:预订|预定|预约|订|定|约|安排|报名|报个|报一|挂号|挂个|登记|办理|申请|租|留个|留一|开个|开一|占个|占一)(?![的了过单期金义律])|写|保存|生成|发送|记到|记下|下单|买(?![的了过])|(?<![需还不])要[一两][个张间份位辆节桌]|(?:想|要|打算)(?:上|去|参加|报|约|订|定|挂|租|住|看(?![看一下]))/,
+    /(?<![的把那这么些个单次有大确一决固肯规设指预])(?:预订|预定|预约|订|定|约|安排|报名|报个|报一|挂号|挂个|登记|办理|申请|租|留个|留一|开个|开一|占个|占一)(?![的了过单期金义律])|写|保存|生成|发送|记到|记下|下单|下(?:个|一个|一)(?:寄件|快递|订)?单|买(?![的了过])|(?<![需还不])要[一两][个张间份位辆节桌]|(?:想|要|打算)(?:上|去|参加|报|约|订|定|挂|租|住|看(?![看一下]))/,
   ],
 };
 
@@ -146,11 +146,10 @@ export function requestActions(text: string): Set<Action> {
     if (!FURTHER.test(between)) found.delete('create');
   }
   if (found.has('list')) found.delete('get');
-  const reads =
-    found.has('get') || found.has('list')
-      ? false
-      : some(LOOK_UP, text) || (found.size === 0 && some(EXISTS, text));
-  if (reads) ['get', 'list'].forEach((a) => found.add(a as Action));
+  const lookedAt = !found.has('get') && !found.has('list');
+  if (lookedAt && some(LOOK_UP, text)) ['get', 'list'].forEach((a) => found.add(a as Action));
+  // Whether something exists ("还有票吗", "is there a copy") asks to search what there is.
+  else if (lookedAt && found.size === 0 && some(EXISTS, text)) found.add('list');
   if (found.size === 0 && some(MADE, text) && QUESTION.test(text)) found.add('get');
   return found;
 }
