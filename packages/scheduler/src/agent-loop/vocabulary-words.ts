@@ -1,6 +1,6 @@
 import { SHARED_TERMS, ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
 import { requestActions, type Action } from './verb-senses.js';
-import { ZH_COUNTRY_NAMES, ZH_PLACE_NAMES } from './zh-service-words.js';
+import { EN_COUNTRY_NAMES, ZH_COUNTRY_NAMES, ZH_PLACE_NAMES } from './zh-service-words.js';
 
 /**
  * How the vocabulary reads text: English words (split at `_`, `-` and camelCase, stop words out, a light
@@ -20,7 +20,14 @@ const STOP_WORDS = new Set(
     'tell show give let make get got need want like just also any some all each every one two more most ' +
     'very much many so than then too up out now today tomorrow yesterday e.g eg ie etc per via use used ' +
     'using only same other another own new old right know see look find help check still again back ' +
-    'already yet ever'
+    'already yet ever ' +
+    // Words of when and how many, of anything: like a date, they carry no topic.
+    'monday tuesday wednesday thursday friday saturday sunday mon tue wed thu fri sat sun morning ' +
+    'afternoon evening night tonight weekend week month year hour minute next last three four five six ' +
+    'seven eight nine ten twenty hundred first second third half ' +
+    // Verbs and adverbs of any request, and the pieces of contractions ("don't", "I'll").
+    'since while way far nothing something anything come came coming said say take took bring put go ' +
+    'going went try set thing lot bit really maybe don doesn didn isn won ll ve re'
   ).split(' '),
 );
 
@@ -43,7 +50,9 @@ export function terms(text: string): string[] {
     .split(/[^a-z0-9]+/);
   for (const word of latin) {
     if (word.length < 2 || STOP_WORDS.has(word) || /^\d+$/.test(word)) continue;
-    out.push(stem(word));
+    // A stop word with an ending ("whats", "weeks") is one too.
+    const stemmed = stem(word);
+    if (!STOP_WORDS.has(stemmed)) out.push(stemmed);
   }
   for (const run of text.match(CJK) ?? []) {
     const chars = [...run];
@@ -122,7 +131,10 @@ export function words(text: string): Word[] {
   };
   // An identifier (ORD-100001, ref_ab12) names a thing, not a domain: it neither places nor displaces.
   const plain = text.replace(IDENTIFIER, ' ');
-  for (const t of terms(plain.replace(CJK, ' '))) add(t, [t], SHARED_TERMS.has(t));
+  for (const t of terms(plain.replace(CJK, ' '))) {
+    add(t, EN_COUNTRY_NAMES.has(t) ? [t, ...ABROAD] : [t], SHARED_TERMS.has(t));
+    if (EN_COUNTRY_NAMES.has(t)) (out.get(t) as Word).place = true;
+  }
   for (const run of plain.match(CJK) ?? []) {
     for (const w of chineseWords(run)) {
       // A country is somewhere abroad: a place an agent knows when its tools speak of going abroad.

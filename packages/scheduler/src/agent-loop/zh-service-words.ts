@@ -720,6 +720,16 @@ export const ZH_COUNTRY_NAMES: ReadonlySet<string> = new Set(
   ).split(' '),
 );
 
+/** The same countries and regions in English, as `terms` reads them (lower case, stemmed). */
+export const EN_COUNTRY_NAMES: ReadonlySet<string> = new Set(
+  (
+    'japan korea thailand vietnam singapore malaysia indonesia philippine india usa america canada ' +
+    'mexico brazil argentina uk britain england france germany italy spain portugal netherland ' +
+    'switzerland sweden norway denmark finland greece turkey russia australia zealand egypt dubai ' +
+    'europe africa asia'
+  ).split(' '),
+);
+
 /** The table read: each Chinese word once, the English of every line that has it. */
 export const ZH_SERVICE_WORDS: Readonly<Record<string, string>> = readTable(Object.values(DOMAINS));
 
