@@ -120,6 +120,25 @@ const ASKED_TO_BOOK =
 /** Words that join a further action to a first one. */
 const FURTHER = /再|然后|接着|之后|并且|同时|另外|还要|\b(?:and|then|also)\b/i;
 
+/** Every cue, matching all its occurrences. */
+const ALL_CUES = [...Object.values(CUES).flat(), ...LOOK_UP, ...EXISTS].map(
+  (r) => new RegExp(r.source, r.flags.includes('g') ? r.flags : `${r.flags}g`),
+);
+
+/**
+ * The English words of a request's cues ("call off", "push it back", "is there"), lower case: they say
+ * what to do, not about what.
+ */
+export function cueWords(text: string): Set<string> {
+  const out = new Set<string>();
+  for (const cue of ALL_CUES) {
+    for (const m of text.matchAll(cue)) {
+      for (const w of m[0].toLowerCase().split(/[^a-z]+/)) if (w) out.add(w);
+    }
+  }
+  return out;
+}
+
 const some = (cues: readonly RegExp[], text: string) => cues.some((r) => r.test(text));
 
 /** Where a request first gives one of the cues, if it does. */

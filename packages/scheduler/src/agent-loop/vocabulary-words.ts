@@ -1,6 +1,6 @@
 import { SHARED_TERMS, ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
-import { requestActions, type Action } from './verb-senses.js';
-import { EN_COUNTRY_NAMES, ZH_COUNTRY_NAMES, ZH_PLACE_NAMES } from './zh-service-words.js';
+import { cueWords, requestActions, type Action } from './verb-senses.js';
+import { EN_CITY_NAMES, EN_COUNTRY_NAMES, ZH_COUNTRY_NAMES, ZH_PLACE_NAMES } from './zh-service-words.js';
 
 /**
  * How the vocabulary reads text: English words (split at `_`, `-` and camelCase, stop words out, a light
@@ -23,7 +23,7 @@ const STOP_WORDS = new Set(
     'already yet ever ' +
     // Words of when and how many, of anything: like a date, they carry no topic.
     'monday tuesday wednesday thursday friday saturday sunday mon tue wed thu fri sat sun morning ' +
-    'afternoon evening night tonight weekend week month year hour minute next last three four five six ' +
+    'afternoon evening night tonight day weekend week month year hour minute next last three four five six ' +
     'seven eight nine ten twenty hundred first second third half ' +
     // Verbs and adverbs of any request, and the pieces of contractions ("don't", "I'll").
     'since while way far nothing something anything come came coming said say take took bring put go ' +
@@ -40,6 +40,9 @@ const STOP_CHARS = new Set(
 
 const CJK = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+/g;
 
+/** A number with its unit of weight, length or volume ("20kg", "3m"): how much, of anything. */
+const MEASURE = /^\d+(?:\.\d+)?(?:kg|kgs|lb|lbs|oz|km|mi|m|cm|mm|ml|l)$/;
+
 /** The terms of a text, with repeats. */
 export function terms(text: string): string[] {
   const out: string[] = [];
@@ -49,7 +52,7 @@ export function terms(text: string): string[] {
     .toLowerCase()
     .split(/[^a-z0-9]+/);
   for (const word of latin) {
-    if (word.length < 2 || STOP_WORDS.has(word) || /^\d+$/.test(word)) continue;
+    if (word.length < 2 || STOP_WORDS.has(word) || /^\d+$/.test(word) || MEASURE.test(word)) continue;
     // A stop word with an ending ("whats", "weeks") is one too.
     const stemmed = stem(word);
     if (!STOP_WORDS.has(stemmed)) out.push(stemmed);
@@ -72,6 +75,8 @@ export function stem(word: string): string {
   if (word.length <= 3) return word;
   if (word.endsWith('ies') && word.length > 4) return `${word.slice(0, -3)}y`;
   if (word.endsWith('sses')) return word.slice(0, -2);
+  // "boxes", "branches", "wishes": the plural adds -es.
+  if (/(?:x|ch|sh)es$/.test(word)) return word.slice(0, -2);
   // A plural of an -ing or -ed word ("trainings") meets the word: the plural goes first.
   const single =
     word.endsWith('s') && !word.endsWith('ss') && !word.endsWith('us') ? word.slice(0, -1) : word;
@@ -131,9 +136,12 @@ export function words(text: string): Word[] {
   };
   // An identifier (ORD-100001, ref_ab12) names a thing, not a domain: it neither places nor displaces.
   const plain = text.replace(IDENTIFIER, ' ');
+  const cues = new Set([...cueWords(plain)].map(stem));
   for (const t of terms(plain.replace(CJK, ' '))) {
     add(t, EN_COUNTRY_NAMES.has(t) ? [t, ...ABROAD] : [t], SHARED_TERMS.has(t));
-    if (EN_COUNTRY_NAMES.has(t)) (out.get(t) as Word).place = true;
+    const word = out.get(t) as Word;
+    if (EN_COUNTRY_NAMES.has(t) || EN_CITY_NAMES.has(t)) word.place = true;
+    if (cues.has(t)) word.verb = true;
   }
   for (const run of plain.match(CJK) ?? []) {
     for (const w of chineseWords(run)) {

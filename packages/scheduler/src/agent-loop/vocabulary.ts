@@ -203,7 +203,8 @@ export function buildVocabulary(source: VocabularySource): Vocabulary {
       const inDomain = knownWords.reduce((sum, w) => sum + domainWeight(w), 0);
       return {
         labels,
-        domain: round(inDomain / all),
+        // A request of nothing but verbs ("call it off") has no word to place it elsewhere.
+        domain: all === 0 ? 1 : round(inDomain / all),
         coverage: round(knownWords.length / query.length),
         known: knownWords.map((w) => w.alts[0] as string).slice(0, 10),
         words: query.length,

@@ -720,6 +720,16 @@ export const ZH_COUNTRY_NAMES: ReadonlySet<string> = new Set(
   ).split(' '),
 );
 
+/** Cities in English, as `terms` reads them: places, like the Chinese ones of `ZH_PLACE_NAMES`. */
+export const EN_CITY_NAMES: ReadonlySet<string> = new Set(
+  (
+    'london paris berlin rome madrid barcelona lisbon amsterdam brussel vienna prague munich milan ' +
+    'zurich geneva dublin edinburgh glasgow manchester leed liverpool birmingham bristol oxford ' +
+    'cambridge york boston chicago seattle toronto vancouver sydney melbourne tokyo osaka seoul ' +
+    'bangkok beijing shanghai hangzhou shenzhen guangzhou dubai istanbul moscow cairo'
+  ).split(' '),
+);
+
 /** The same countries and regions in English, as `terms` reads them (lower case, stemmed). */
 export const EN_COUNTRY_NAMES: ReadonlySet<string> = new Set(
   (
