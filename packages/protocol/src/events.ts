@@ -104,6 +104,23 @@ export type RunEventBody =
       cost?: number;
     }
   | {
+      /**
+       * A model request the platform made for the run beside its turns: the plan (`plan`) or a guardrail
+       * agent's verdict (`guardrail`, naming the guardrail). Its tokens and cost are the run's as a turn's
+       * are, and the metrics count it as they count a turn's `llm_request`.
+       */
+      type: 'llm_usage';
+      purpose: 'plan' | 'guardrail';
+      guardrail?: string;
+      model: string;
+      latency_ms: number;
+      prompt_tokens: number;
+      completion_tokens: number;
+      answered_by?: string;
+      fallback?: Array<{ model: string; reason: 'breaker_open' | 'failed'; message?: string }>;
+      cost?: number;
+    }
+  | {
       type: 'llm_error';
       turn: number;
       model: string;
@@ -274,6 +291,7 @@ export const RUN_EVENT_TYPES = [
   'context',
   'plan',
   'llm_request',
+  'llm_usage',
   'llm_error',
   'tool_dispatched',
   'child_run_started',

@@ -9,7 +9,7 @@ import {
 } from '@agent-reach/shared';
 import { agentInCharge } from './run-state.js';
 import type { RunContext } from './run-context.js';
-import { chargeAnswer } from './model-usage.js';
+import { chargeSideRequest } from './model-usage.js';
 import {
   builtinVerdict,
   guardrailCallId,
@@ -218,7 +218,7 @@ async function askAgent(
   target: GuardTarget,
   timeoutMs: number,
 ): Promise<Answer> {
-  const { deps, state } = run;
+  const { deps } = run;
   const judge = spec.agent ? deps.agentNamed?.(spec.agent) : undefined;
   if (!judge)
     return { error: `guardrail agent "${spec.agent}" is not an agent of the configuration in force` };
@@ -229,6 +229,7 @@ async function askAgent(
   deps.release?.addEventListener('abort', onRelease, { once: true });
   if (deps.release?.aborted) onRelease();
   const llm = deps.llmOf?.(judge.name) ?? deps.llm;
+  const started = performance.now();
   const res = await llm
     .complete(
       [
@@ -255,11 +256,14 @@ async function askAgent(
       clearTimeout(timer);
       deps.release?.removeEventListener('abort', onRelease);
     });
-  const { route, cost } = chargeAnswer(state, res, llm);
-  const asked: Asked = {
-    model: route?.id ?? ((typeof res.model === 'string' && res.model.slice(0, 200)) || llm.model),
-    ...(cost !== undefined ? { cost } : {}),
-  };
+  const { answered_by, model, cost } = chargeSideRequest(
+    run,
+    res,
+    llm,
+    Math.round(performance.now() - started),
+    { purpose: 'guardrail', guardrail: spec.name },
+  );
+  const asked: Asked = { model: answered_by ?? model, ...(cost !== undefined ? { cost } : {}) };
   const text = res.choices[0]?.message?.content ?? '';
   const checked = checkOutput(text, VERDICT_SCHEMA);
   if (!checked.ok)

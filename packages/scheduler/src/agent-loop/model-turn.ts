@@ -11,7 +11,7 @@ import { finishOpenSteps } from './task-stack.js';
 import { remindOpenSteps } from './open-tasks.js';
 import { answerNotRun } from './tool-round.js';
 import { structuredAnswer, turnFormat } from './structured-output.js';
-import { chargeAnswer } from './model-usage.js';
+import { chargeRequest } from './model-usage.js';
 import { takeHandoff } from './handoffs.js';
 import { holdForOutputGuardrails } from './guardrail-steps.js';
 import { discardFirstTurn, guardFirstTurn, runTripped } from './parallel-guardrails.js';
@@ -56,14 +56,11 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
   const { calls } = answer;
   state.iterations = turn;
   // Which declared model answered (routed runs), its tokens and cost.
-  const { usage, route, cost } = chargeAnswer(state, res, deps.llm);
+  const charged = chargeRequest(state, res, deps.llm, Math.round(performance.now() - started));
   run.emit({
     type: 'llm_request',
     turn,
-    model: (typeof res.model === 'string' && res.model.slice(0, 200)) || deps.llm.model,
-    latency_ms: Math.round(performance.now() - started),
-    prompt_tokens: usage?.prompt_tokens ?? 0,
-    completion_tokens: usage?.completion_tokens ?? 0,
+    ...charged,
     finish_reason: answer.finishReason,
     tool_calls: calls.length,
     tools_offered: tools.map((t) => t.name),
@@ -85,9 +82,6 @@ export async function modelTurn(run: RunContext, tools: ToolCatalogEntry[]): Pro
     },
     ...(answer.droppedCalls > 0 ? { dropped_tool_calls: answer.droppedCalls } : {}),
     ...(answer.reasoning !== undefined ? { reasoning: answer.reasoning } : {}),
-    ...(route ? { answered_by: route.id } : {}),
-    ...(route?.skipped.length ? { fallback: route.skipped } : {}),
-    ...(cost !== undefined ? { cost } : {}),
   });
   if (calls.length > 0 && answer.refusal === undefined && answer.finishReason !== 'content_filter')
     return resolveCalls(run, answer);

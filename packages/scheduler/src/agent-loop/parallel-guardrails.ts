@@ -1,7 +1,7 @@
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import { runsInParallel, type GuardrailSpec } from '@agent-reach/shared';
 import { runGuardrails, type GuardrailTrip } from './guardrails.js';
-import { chargeAnswer } from './model-usage.js';
+import { chargeRequest } from './model-usage.js';
 import type { RunState } from './run-state.js';
 import type { RunContext } from './run-context.js';
 import type { NextStep } from './steps.js';
@@ -96,21 +96,14 @@ export function discardFirstTurn(
 ): NextStep {
   const { state, deps } = run;
   state.iterations += 1;
-  const { usage, route, cost } = chargeAnswer(state, res, deps.llm);
   run.emit({
     type: 'llm_request',
     turn: state.iterations,
-    model: (typeof res.model === 'string' && res.model.slice(0, 200)) || deps.llm.model,
-    latency_ms: latencyMs,
-    prompt_tokens: usage?.prompt_tokens ?? 0,
-    completion_tokens: usage?.completion_tokens ?? 0,
+    ...chargeRequest(state, res, deps.llm, latencyMs),
     finish_reason: res.choices[0]?.finish_reason ?? 'stop',
     tool_calls: 0,
     tools_offered: tools,
     message: { content: null },
-    ...(route ? { answered_by: route.id } : {}),
-    ...(route?.skipped.length ? { fallback: route.skipped } : {}),
-    ...(cost !== undefined ? { cost } : {}),
   });
   return runTripped(trip, 'input');
 }

@@ -1,7 +1,7 @@
 import type { ChatCompletion } from 'openai/resources/chat/completions';
 import type { LlmClient } from '../model/llm.js';
 import { llmFailed } from './llm-failure.js';
-import { chargeAnswer } from './model-usage.js';
+import { chargeSideRequest } from './model-usage.js';
 import { modelSignals, offeredTools, reachableTools, turnOptions, type RunContext } from './run-context.js';
 import type { StepResult } from './steps.js';
 import { keepReachable, requestPlan } from './task-stack.js';
@@ -41,7 +41,8 @@ export async function planStep(run: RunContext): Promise<StepResult> {
     requested: true,
     steps: [...state.plan.steps, ...(kept.length > 1 ? kept : [])],
   };
-  if (answer) chargeAnswer(state, answer, deps.llm);
+  if (answer)
+    chargeSideRequest(run, answer, deps.llm, Math.round(performance.now() - started), { purpose: 'plan' });
   run.emit({
     type: 'plan',
     steps: state.plan.steps,

@@ -47,7 +47,7 @@ export function createProviderMetrics(registry: Registry) {
     }),
     answered: new Counter({
       name: `${METRIC_PREFIX}llm_turns_answered_total`,
-      help: 'Model turns by the provider and model that answered them (after any fallback).',
+      help: "Model requests of runs (turns, plans, guardrail agents' verdicts) by the provider and model that answered them (after any fallback).",
       labelNames: ['provider', 'model'] as const,
       registers,
     }),
@@ -65,7 +65,7 @@ export function createProviderMetrics(registry: Registry) {
     }),
     cost: new Counter({
       name: `${METRIC_PREFIX}llm_cost_total`,
-      help: 'Cost of model turns from the price table (tokens in and out × price), by agent, model, API key and tenant.',
+      help: "Cost of runs' model requests (turns, plans, guardrail agents' verdicts) from the price table (tokens in and out × price), by agent, model, API key and tenant.",
       labelNames: ['agent', 'model', 'key', 'tenant'] as const,
       registers,
     }),

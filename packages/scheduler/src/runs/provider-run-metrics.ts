@@ -4,13 +4,16 @@ import type { RunState } from '../agent-loop/run-state.js';
 import type { ProviderMetrics } from '../model/provider-metrics.js';
 
 /**
- * Counts answered turns, fallbacks and cost from a run's `llm_request` events, and turns no model of the
- * chain answered from its `llm_error` events that list the models passed over.
+ * Counts answered requests, fallbacks and cost from a run's `llm_request` events (its turns) and
+ * `llm_usage` events (its plan, its guardrail agents' verdicts), as the run's usage counts them, and
+ * turns no model of the chain answered from its `llm_error` events that list the models passed over.
  */
 export function recordProviderMetrics(metrics: ProviderMetrics): (event: RunEvent, state: RunState) => void {
   return (event, state) => {
     if (event.type === 'llm_error' && event.fallback?.length) metrics.unanswered.inc({ agent: state.agent });
-    if (event.type !== 'llm_request' || event.answered_by === undefined) return;
+    // Every model request of the run is counted and priced: its turns and the requests beside them.
+    if (event.type !== 'llm_request' && event.type !== 'llm_usage') return;
+    if (event.answered_by === undefined) return;
     const slash = event.answered_by.indexOf('/');
     const provider = event.answered_by.slice(0, slash);
     metrics.answered.inc({ provider, model: event.answered_by.slice(slash + 1) });

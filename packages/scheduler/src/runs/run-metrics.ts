@@ -7,7 +7,9 @@ import { agentInCharge, type RunState } from '../agent-loop/run-state.js';
 export function recordRunMetrics(metrics: SchedulerMetrics): (event: RunEvent, state: RunState) => void {
   return (event, state) => {
     switch (event.type) {
-      case 'llm_request': {
+      // A plan's or a guardrail agent's request (`llm_usage`) is the run's like a turn: counted alike.
+      case 'llm_request':
+      case 'llm_usage': {
         metrics.llmDuration.observe({ model: event.model, result: 'ok' }, event.latency_ms / 1000);
         // Tokens are the agent's in charge of the turn (after a handoff, not the one the run started with).
         const labels = {
