@@ -71,7 +71,7 @@ export function toolAction(tool: {
 /** Cues of each action in a request, English then Chinese. */
 const CUES: Readonly<Record<Action, readonly RegExp[]>> = {
   cancel: [
-    /\b(?:cancel\w*|call(?:ing)? (?:it |them )?off|delete|remove|withdraw|scrap|void|drop (?:my|our|the|it)|(?:can(?:no|')?t|won'?t|will not|couldn'?t) make it|no longer (?:need|want|coming|come)|(?:don'?t|do not) need (?:to \w+ )?(?:it|them|the|my|our)\b.*\b(?:any ?more|after all))\b/i,
+    /\b(?:cancel\w*|call(?:ing)? (?:it |them )?off|delete|remove|withdraw|scrap|void|drop(?! (?:off|by|in|me|us)\b)|(?:can(?:no|')?t|won'?t|will not|couldn'?t) make it|no longer (?:need|want|coming|come)|(?:don'?t|do not) need (?:to \w+ )?(?:it|them|the|my|our)\b.*\b(?:any ?more|after all))\b/i,
     /取消|退订|退掉|退了|退票|退课|不(?:要|用|需要|去|来|住|上|看|租|订|定|约|参加|办|坐|练)了|去不了|来不了|算了|放弃|删除|删掉|删了|撤销|撤回|撤了|撤掉|作废/,
   ],
   change: [
@@ -87,7 +87,7 @@ const CUES: Readonly<Record<Action, readonly RegExp[]>> = {
     /几[号点月楼层天个位间时周]|什么时候|什么时间|哪天|哪一天|哪里|哪儿|在哪|是多少|多少钱|是哪|是谁|来着|详情|进度|怎么样了|(?:怎么|为什么|咋)?还没(?:到|来|收到|送到|发货)|了(?:没有|没|吗)[?？]?\s*$/,
   ],
   create: [
-    /(?<!\bdid (?:i|we) )\b(?:book|reserve|rent|schedule|arrange|write|save|draft|send(?! (?:me|us)\b)|join|make (?:a|an|me a) (?:booking|reservation|appointment)|sign (?:me |us )?up|put (?:me|us) down|register|enrol+|i'?d like (?:a|an|to book)|get me (?:a|an)|set (?:\w+ )?up)\b/i,
+    /(?<!\bdid (?:i|we) )\b(?:book|reserve|rent|(?<!\b(?:my|our|your|the|a|this|that) )schedule|arrange|write|save|draft|send(?! (?:me|us)\b)|join|make (?:a|an|me a) (?:booking|reservation|appointment)|sign (?:me |us )?up|put (?:me|us) down|register|enrol+|i'?d like (?:a|an|to book)|get me (?:a|an)|set (?:\w+ )?up)\b/i,
     // A booking word after 的/把/那/这/单 … is the thing booked, and 订的/订了/订过 one booked already.
     /(?<![的把那这么些个单次有大确一决固肯规设指预])(?:预订|预定|预约|订|定|约|安排|报名|报个|报一|挂号|挂个|登记|办理|申请|租|留个|留一|开个|开一|占个|占一)(?![的了过单期金义律])|写|保存|生成|发送|记到|记下|下单|下(?:个|一个|一)(?:寄件|快递|订)?单|买(?![的了过])|(?<![需还不])要[一两][个张间份位辆节桌]|(?:想|要|打算)(?:上|去|参加|报|约|订|定|挂|租|住|看(?![看一下]))/,
   ],

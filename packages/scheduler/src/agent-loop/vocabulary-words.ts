@@ -1,4 +1,4 @@
-import { SHARED_TERMS, ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
+import { EN_SENSES, SHARED_TERMS, ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
 import { cueWords, requestActions, type Action } from './verb-senses.js';
 import { EN_CITY_NAMES, EN_COUNTRY_NAMES, ZH_COUNTRY_NAMES, ZH_PLACE_NAMES } from './zh-service-words.js';
 
@@ -128,6 +128,11 @@ const NUMBER_WORD =
 const TIME_WORD =
   /^(?:这|那|上|下|本|每|前|后|整|当|同|隔)?[几一二三四五六七八九十两半多]*个?(?:周[一二三四五六日天末]?|星期[一二三四五六日天]?|礼拜[一二三四五六日天]?|月|月份|年|天|日|小时|钟头|分钟|季度|晚|夜)$/;
 
+/** `EN_SENSES` as `terms` reads words: stemmed. */
+const SENSES = new Map(
+  Object.entries(EN_SENSES).map(([word, senses]) => [stem(word), senses.split(' ').map(stem)]),
+);
+
 /** The words of a text, each once. */
 export function words(text: string): Word[] {
   const out = new Map<string, Word>();
@@ -138,7 +143,7 @@ export function words(text: string): Word[] {
   const plain = text.replace(IDENTIFIER, ' ');
   const cues = new Set([...cueWords(plain)].map(stem));
   for (const t of terms(plain.replace(CJK, ' '))) {
-    add(t, EN_COUNTRY_NAMES.has(t) ? [t, ...ABROAD] : [t], SHARED_TERMS.has(t));
+    add(t, EN_COUNTRY_NAMES.has(t) ? [t, ...ABROAD] : [t, ...(SENSES.get(t) ?? [])], SHARED_TERMS.has(t));
     const word = out.get(t) as Word;
     if (EN_COUNTRY_NAMES.has(t) || EN_CITY_NAMES.has(t)) word.place = true;
     if (cues.has(t)) word.verb = true;
