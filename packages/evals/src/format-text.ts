@@ -5,7 +5,8 @@ import {
   type MetricComparison,
   type VariantMetricName,
 } from '@agent-reach/protocol';
-import { casePassed } from './metrics.js';
+import { BOOTSTRAP_RESAMPLES } from './constants.js';
+import { casePassed, rateIntervalMethod } from './metrics.js';
 import { inline } from './terminal.js';
 
 const RATES: ReadonlySet<string> = new Set(RATE_METRIC_NAMES);
@@ -28,6 +29,15 @@ export function formatDiff(metric: string, c: MetricComparison): string {
   const ci =
     c.low === null || c.high === null ? '' : ` [${signed(metric, c.low)}, ${signed(metric, c.high)}]`;
   return `${signed(metric, c.diff)}${ci}`;
+}
+
+/** Which 95 % intervals the report's comparisons carry (docs/evals.md#comparisons); none without one. */
+export function intervalsNote(report: EvalReport): string | undefined {
+  if (report.comparisons.length === 0) return undefined;
+  const bootstrap = `a paired bootstrap over cases (${BOOTSTRAP_RESAMPLES} resamples)`;
+  return rateIntervalMethod(report.variants) === 'case_bootstrap'
+    ? `95% intervals: every metric by ${bootstrap}, rates included: the attempts of one case are not independent`
+    : `95% intervals: rates by Newcombe's score method over attempts (each case ran once), the other metrics by ${bootstrap}`;
 }
 
 /** A rate with its counts where it has them: `80.0% (24/30)`. */
@@ -66,6 +76,8 @@ export function formatTable(report: EvalReport): string {
     ...report.comparisons.map((c) => (c.metrics[m] ? formatDiff(m, c.metrics[m]) : '')),
   ]);
   out.push(...table([header, ...rows]));
+  const note = intervalsNote(report);
+  if (note) out.push(note);
   for (const v of report.variants) {
     const failing = v.cases.filter((c) => !casePassed(c));
     if (failing.length === 0) continue;
@@ -116,6 +128,8 @@ export function formatMarkdown(report: EvalReport): string {
         ...report.comparisons.map((c) => (c.metrics[m] ? formatDiff(m, c.metrics[m]) : '')),
       ].join(' | ')} |`,
     );
+  const note = intervalsNote(report);
+  if (note) out.push('', note);
   for (const c of report.comparisons) {
     if (c.flipped.length === 0) continue;
     out.push(

@@ -12,9 +12,16 @@ export { runFacts } from './run-facts.js';
 export { taskCompletion } from './task-completion.js';
 export type { TaskCompletion } from './task-completion.js';
 export type { RunFacts } from './run-facts.js';
-export { variantMetrics, compare, comparisons, casePassed, LOWER_IS_BETTER } from './metrics.js';
+export {
+  variantMetrics,
+  compare,
+  comparisons,
+  casePassed,
+  rateIntervalMethod,
+  LOWER_IS_BETTER,
+} from './metrics.js';
 export { wilson, wilsonDifference, pairedBootstrap, percentile } from './stats.js';
-export { formatTable, formatMarkdown } from './format-text.js';
+export { formatTable, formatMarkdown, intervalsNote } from './format-text.js';
 export { formatJunit } from './format-junit.js';
 export { parseGate, gateFailures } from './gates.js';
 export type { Gate } from './gates.js';

@@ -69,6 +69,26 @@ export function variantMetrics(cases: readonly EvalCaseResult[]): VariantMetrics
   };
 }
 
+/**
+ * How the differences of rates get their intervals. When every case ran once, Newcombe's score interval
+ * over the attempts, each an independent draw (`newcombe`). When a case ran more than once (`--repeat`),
+ * its attempts share the case and are not independent: counted as such they give an interval narrower
+ * than the truth, so cases are resampled instead, with all their attempts (`case_bootstrap`: the paired
+ * bootstrap the other metrics use).
+ */
+export function rateIntervalMethod(variants: readonly EvalVariantResult[]): 'newcombe' | 'case_bootstrap' {
+  return variants.some((v) => v.cases.some((c) => c.attempts.length > 1)) ? 'case_bootstrap' : 'newcombe';
+}
+
+/** A case as both sides ran it. */
+type Paired = { b: EvalCaseResult; v: EvalCaseResult };
+
+/** A rate over one side's attempts of a sample of paired cases; NaN when it has nothing to measure. */
+function rateOf(sample: readonly Paired[], side: keyof Paired, metric: string): number {
+  const [k, n] = rateCounts(sample.flatMap((p) => p[side].attempts))[metric] ?? [0, 0];
+  return n === 0 ? Number.NaN : k / n;
+}
+
 /** Whether a case passed: more than half of its attempts did. */
 export function casePassed(c: EvalCaseResult): boolean {
   return c.attempts.filter((a) => a.passed).length * 2 > c.attempts.length;
@@ -98,13 +118,17 @@ export function compare(baseline: EvalVariantResult, variant: EvalVariantResult)
     const b = byId.get(c.id);
     return b ? [{ b, v: c }] : [];
   });
+  const clustered = rateIntervalMethod([baseline, variant]) === 'case_bootstrap';
   for (const m of COMPARED) {
     const b = baseline.metrics[m];
     const v = variant.metrics[m];
     if (RATES.has(m)) {
       const [k1, n1] = bCounts[m] ?? [0, 0];
       const [k2, n2] = vCounts[m] ?? [0, 0];
-      const d = wilsonDifference(k1, n1, k2, n2);
+      const d =
+        n1 === 0 || n2 === 0 || !clustered
+          ? wilsonDifference(k1, n1, k2, n2)
+          : pairedBootstrap(paired, (sample) => rateOf(sample, 'v', m) - rateOf(sample, 'b', m));
       metrics[m] = { baseline: b, variant: v, diff: v - b, low: d.low, high: d.high };
     } else {
       const ci = pairedBootstrap(
@@ -117,7 +141,7 @@ export function compare(baseline: EvalVariantResult, variant: EvalVariantResult)
   return { baseline: baseline.name, variant: variant.name, metrics, flipped: flipped(paired) };
 }
 
-function flipped(paired: { b: EvalCaseResult; v: EvalCaseResult }[]): FlippedCase[] {
+function flipped(paired: Paired[]): FlippedCase[] {
   const runs = (c: EvalCaseResult) => c.attempts.map((a) => a.run_id).filter(Boolean);
   return paired.flatMap(({ b, v }) => {
     const from = casePassed(b);

@@ -55,7 +55,8 @@ function generator(seed: number): () => number {
 
 /**
  * The 95 % percentile-bootstrap interval of a statistic of paired units (cases): units are resampled
- * with replacement, the same draw for both sides; null for no unit.
+ * with replacement, the same draw for both sides; null for no unit. A resample whose statistic is not a
+ * number (NaN: a rate with nothing to measure in that draw) is left out; null when every one is.
  */
 export function pairedBootstrap<U>(
   units: readonly U[],
@@ -68,8 +69,10 @@ export function pairedBootstrap<U>(
   const stats: number[] = [];
   for (let r = 0; r < resamples; r++) {
     const sample = units.map(() => units[Math.floor(random() * units.length)] as U);
-    stats.push(statistic(sample));
+    const value = statistic(sample);
+    if (Number.isFinite(value)) stats.push(value);
   }
+  if (stats.length === 0) return { low: null, high: null };
   stats.sort((a, b) => a - b);
   return { low: percentile(stats, 2.5), high: percentile(stats, 97.5) };
 }

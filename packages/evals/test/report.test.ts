@@ -6,8 +6,11 @@ import {
   formatMarkdown,
   formatTable,
   gateFailures,
+  intervalsNote,
+  pairedBootstrap,
   parseGate,
   percentile,
+  rateIntervalMethod,
   variantMetrics,
   wilson,
   wilsonDifference,
@@ -49,13 +52,22 @@ function variant(name: string, passes: boolean[], calls?: [number, number]): Eva
   return { name, overrides: {}, metrics: variantMetrics(cases), cases };
 }
 
+/** The variant with each case run `times` times, every attempt of a case alike (`--repeat`). */
+function repeated(v: EvalVariantResult, times: number): EvalVariantResult {
+  const cases = v.cases.map((c) => ({
+    id: c.id,
+    attempts: Array.from({ length: times }, (_, r) => ({ ...c.attempts[0]!, run_id: `${c.id}-${r}` })),
+  }));
+  return { ...v, metrics: variantMetrics(cases), cases };
+}
+
 function report(variants: EvalVariantResult[]): EvalReport {
   return {
     id: 'ev_test',
     dataset: { name: 'cities', cases: variants[0]?.cases.length ?? 0 },
     started_at: '2026-01-01T00:00:00.000Z',
     finished_at: '2026-01-01T00:01:00.000Z',
-    repeat: 1,
+    repeat: variants[0]?.cases[0]?.attempts.length ?? 1,
     concurrency: 4,
     variants,
     comparisons: comparisons(variants),
@@ -75,6 +87,14 @@ describe('statistics', () => {
     expect(d.diff).toBeCloseTo(0.2, 6);
     expect(d.low).toBeCloseTo(0.0524, 3);
     expect(d.high).toBeCloseTo(0.3339, 3);
+  });
+
+  it('leaves out a bootstrap resample whose statistic is NaN, and gives null when every one is', () => {
+    const units = [1, 2, 3, 4];
+    expect(pairedBootstrap(units, (s) => Math.max(...s)).high).toBe(4);
+    // Every draw holding a 4 is left out: what is left never reaches 4.
+    expect(pairedBootstrap(units, (s) => (s.includes(4) ? Number.NaN : Math.max(...s))).high).toBe(3);
+    expect(pairedBootstrap(units, () => Number.NaN)).toEqual({ low: null, high: null });
   });
 
   it('takes nearest-rank percentiles', () => {
@@ -126,6 +146,27 @@ describe('variant metrics and comparisons', () => {
         variant_runs: ['aliases-3'],
       },
     ]);
+  });
+
+  it("resamples cases for a rate's interval when each case ran more than once: wider than Newcombe's over the attempts counted as independent", () => {
+    const passes = (k: number) => Array.from({ length: 10 }, (_, i) => i < k);
+    const once = [variant('baseline', passes(5)), variant('aliases', passes(8))];
+    const thrice = once.map((v) => repeated(v, 3));
+    expect(rateIntervalMethod(once)).toBe('newcombe');
+    expect(rateIntervalMethod(thrice)).toBe('case_bootstrap');
+    // Every case ran once: Newcombe over the 10 attempts, as before.
+    expect(comparisons(once)[0]!.metrics.reach_success).toMatchObject(wilsonDifference(5, 10, 8, 10));
+    const clustered = comparisons(thrice)[0]!.metrics.reach_success!;
+    expect(clustered.diff).toBeCloseTo(0.3, 12);
+    // Three alike attempts of a case tell no more than one: the interval is that of the 10 cases' rates,
+    // not Newcombe's over 30 attempts counted as independent, which is narrower.
+    const byCase = pairedBootstrap(
+      passes(10).map((_, i) => i),
+      (s) => s.filter((i) => i < 8).length / s.length - s.filter((i) => i < 5).length / s.length,
+    );
+    expect({ low: clustered.low, high: clustered.high }).toEqual(byCase);
+    const independent = wilsonDifference(15, 30, 24, 30);
+    expect(clustered.high! - clustered.low!).toBeGreaterThan(independent.high! - independent.low!);
   });
 
   it('gives a non-rate metric a bootstrap interval that holds the difference', () => {
@@ -192,6 +233,20 @@ describe('report formats', () => {
     expect(text).toContain(
       'flipped cases, baseline → aliases:\n  case-1  fail → pass  runs baseline-1 → aliases-1',
     );
+  });
+
+  it('says under the table which intervals the comparisons carry: Newcombe for rates of cases run once, the case bootstrap with --repeat', () => {
+    const once =
+      "95% intervals: rates by Newcombe's score method over attempts (each case ran once), the other metrics by a paired bootstrap over cases (2000 resamples)";
+    const thrice =
+      '95% intervals: every metric by a paired bootstrap over cases (2000 resamples), rates included: the attempts of one case are not independent';
+    expect(intervalsNote(r)).toBe(once);
+    expect(formatTable(r)).toContain(`\n${once}\n`);
+    expect(formatMarkdown(r)).toContain(`\n\n${once}\n`);
+    const repeatedReport = report(r.variants.map((v) => repeated(v, 3)));
+    expect(formatTable(repeatedReport)).toContain(`\n${thrice}\n`);
+    expect(formatMarkdown(repeatedReport)).toContain(`\n\n${thrice}\n`);
+    expect(intervalsNote(report([r.variants[0]!]))).toBeUndefined();
   });
 
   it('writes Markdown tables', () => {
