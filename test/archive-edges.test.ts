@@ -146,7 +146,12 @@ describe('run archive edges: bad filters refused before SQL, replays read, late 
     };
     await writer.prepare(state, [])();
     await waitFor(async () => (await archived([runId])).length === 1, 20_000, 'the late run to be archived');
-    expect(await outbox.size()).toBe(0);
+    // Its entry is gone (the outbox is shared with the other runs of this file, which may still be in it).
+    await waitFor(
+      async () => (await h.producer.zscore(outbox.key, runId)) === null,
+      20_000,
+      'the archived run to leave the outbox',
+    );
   });
 
   it('stores NUL and lone surrogates as U+FFFD, and archives the ordinary runs due with them', async () => {

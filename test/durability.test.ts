@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import { afterEach, describe, expect, it } from 'vitest';
-import { toolJobId, type ToolCallJob } from '@agent-reach/protocol';
+import { resolveToolMessageRefs, toolJobId, type ToolCallJob } from '@agent-reach/protocol';
 import { createLogger, loadConfig } from '@agent-reach/shared';
 import { startExecutor, type ExecutorProcess } from '@agent-reach/executor';
 import { handAddedJobs } from './helpers/ledger.js';
@@ -96,10 +96,11 @@ describe('durability: calls that never start, shutdown with work in flight, rete
     expect(await queue.getJob(toolJobId(runId, callId))).toBeUndefined();
     expect(await queue.getWaitingCount()).toBe(0);
     await queue.close();
-    // The record keeps the answer in the call's tool message (the run's end dropped the results-hash entry).
-    const messages = (await h.redis.lrange(h.keys.runMessages(runId), 0, -1)).map(
-      (m) => JSON.parse(m) as { role: string; tool_call_id?: string; content?: string },
-    );
+    // The record keeps the answer once: the call's tool message, or its results-hash entry it refers to.
+    const messages = resolveToolMessageRefs(
+      await h.redis.lrange(h.keys.runMessages(runId), 0, -1),
+      await h.redis.hgetall(h.keys.results(runId)),
+    ).map((m) => JSON.parse(m) as { role: string; tool_call_id?: string; content?: string });
     const recorded = JSON.parse(messages.find((m) => m.tool_call_id === callId)!.content!) as {
       error: { kind: string };
     };

@@ -1,4 +1,4 @@
-import { DEFAULT_TENANT, foldStateRecord, type Keys } from '@agent-reach/protocol';
+import { DEFAULT_TENANT, foldStateRecord, resolveToolMessageRefs, type Keys } from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
 
 /**
@@ -62,7 +62,8 @@ export async function readRunRecord(
     runId,
     meta,
     state: state ?? '',
-    messages,
+    // Tool messages stored as references to the results hash are archived whole.
+    messages: resolveToolMessageRefs(messages, results),
     approvals,
     results,
     events: events.map(([id, fields]) => [id, fields[1] ?? 'null']),

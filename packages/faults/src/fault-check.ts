@@ -1,7 +1,12 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { isDeepStrictEqual } from 'node:util';
 import type { Queue } from 'bullmq';
-import { FINAL_STATUSES as PROTOCOL_FINAL_STATUSES, foldStateRecord, type Keys } from '@agent-reach/protocol';
+import {
+  FINAL_STATUSES as PROTOCOL_FINAL_STATUSES,
+  foldStateRecord,
+  resolveToolMessageRefs,
+  type Keys,
+} from '@agent-reach/protocol';
 import type { RedisClient } from '@agent-reach/shared';
 import { effectFile, startsKey, type StartRecord } from './fault-tools.js';
 
@@ -287,7 +292,8 @@ async function readRecord(redis: RedisClient, keys: Keys, runId: string): Promis
     status: meta.status ?? '(no record)',
     events,
     types,
-    messages: stored.map((m) => parseJson(m) as Message),
+    // Tool messages stored as references to the results hash, made whole.
+    messages: resolveToolMessageRefs(stored, recorded).map((m) => parseJson(m) as Message),
     recorded,
   };
 }
@@ -481,7 +487,7 @@ export async function checkCallOutcomes(input: {
       redis.hgetall(keys.results(runId)),
       redis.get(keys.runState(runId)),
     ]);
-    const messages = stored.map((s) => parseJson(s) as Message | undefined);
+    const messages = resolveToolMessageRefs(stored, hash).map((s) => parseJson(s) as Message | undefined);
     // A finished run's record keeps an answered call's result in its tool message (the tries in its step),
     // no longer in the results hash: the hash holds the others.
     const recorded: Record<string, string> = { ...hash };

@@ -78,6 +78,14 @@ export { RUN_STATUSES, FINAL_STATUSES, isFinalStatus } from './run-status.js';
 export type { RunStatus, FinalStatus } from './run-status.js';
 export { readStepRecord, RUN_REASONS } from './run-outcome.js';
 export {
+  hasToolMessageRefs,
+  resolveToolMessageRefs,
+  toolMessageOf,
+  toolMessageRef,
+  toolMessageRefOf,
+  ToolMessageRefError,
+} from './tool-message-refs.js';
+export {
   foldStateRecord,
   applyStateDelta,
   StateDeltaWriter,

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { toolMessageContent, type ToolResult } from '@agent-reach/protocol';
+import { toolMessageContent, toolMessageRef, type ToolResult } from '@agent-reach/protocol';
 import { callLedgerEntry } from '@agent-reach/shared';
 import type { RunEvent, RunState } from '@agent-reach/scheduler';
 import { createRunState, RunStore, type RunCheckpointer } from '@agent-reach/scheduler/internal';
@@ -203,6 +203,12 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
       executor_id: 'executor-1',
     } as const;
     state.steps.push({ ...shared });
+    // Recorded by the executor before the loop reads it; and the result of a call whose tool message
+    // compaction folded away.
+    await t.redis.hset(t.keys.results(state.runId), {
+      call_1: JSON.stringify({ ...result, executor_id: 'executor-1' }),
+      call_0: JSON.stringify({ ...result, tool_call_id: 'call_0', executor_id: 'executor-1' }),
+    });
     await send([
       {
         type: 'tool_dispatched',
@@ -213,11 +219,6 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
       { type: 'tool_result', at: 3, ...shared, result },
     ]);
     await t.redis.hset(t.keys.runStarts(state.runId), 'call_1', 'started:2:executor-1');
-    // Recorded by the executor; and the result of a call whose tool message compaction folded away.
-    await t.redis.hset(t.keys.results(state.runId), {
-      call_1: JSON.stringify({ ...result, executor_id: 'executor-1' }),
-      call_0: JSON.stringify({ ...result, tool_call_id: 'call_0', executor_id: 'executor-1' }),
-    });
     state.messages.push({ role: 'assistant', content: 'sunny' });
     state.outcome = {
       status: 'succeeded',
@@ -248,10 +249,14 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
     expect(raw.join('\n')).not.toContain('"name"');
     expect(raw.join('\n')).not.toContain('"input"');
     expect(await t.redis.get(t.keys.runState(state.runId))).not.toContain('"input"');
-    // A final run's ledger and starts are gone (no call of it starts again), and so is the results-hash
-    // entry the tool message and the step repeat; the folded call's stays. The rest keeps its TTL.
+    // A final run's ledger and starts are gone (no call of it starts again). The tool message refers to
+    // its result in the results hash, which is stored there only; the folded call's stays too. The rest
+    // keeps its TTL.
     expect(await t.redis.exists(t.keys.runCalls(state.runId), t.keys.runStarts(state.runId))).toBe(0);
-    expect(await t.redis.hkeys(t.keys.results(state.runId))).toEqual(['call_0']);
+    expect((await t.redis.hkeys(t.keys.results(state.runId))).sort()).toEqual(['call_0', 'call_1']);
+    const history = await t.redis.lrange(t.keys.runMessages(state.runId), 0, -1);
+    expect(history).toContain(toolMessageRef('call_1'));
+    expect(history.join('\n')).not.toContain('晴');
     expect(await t.redis.ttl(t.keys.results(state.runId))).toBeGreaterThan(0);
     expect(await t.redis.ttl(t.keys.results(state.runId))).toBeLessThanOrEqual(60);
   });

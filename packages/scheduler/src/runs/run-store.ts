@@ -5,6 +5,8 @@ import {
   foldStateRecord,
   readEvent,
   readStepRecord,
+  resolveToolMessageRefs,
+  toolMessageRefOf,
   type Keys,
   type RunJobData,
 } from '@agent-reach/protocol';
@@ -25,6 +27,7 @@ import {
   storedEventJson,
 } from './stored-record.js';
 import { StoredStateWriter, type StateFormat } from './stored-state.js';
+import { historyRefs, storedMessages, type HistoryRefs } from './history-refs.js';
 import type { RunEvent } from '../agent-loop/events.js';
 import {
   agentInCharge,
@@ -110,7 +113,7 @@ export function resolveRunStoreOptions(o: RunStoreOptions): ResolvedRunStoreOpti
 }
 
 /** Why a checkpoint was not written; `fenced` and `final` mean another process owns (or ended) the run. */
-export type CheckpointVerdict = 'ok' | 'dup' | 'fenced' | 'final' | 'gap';
+export type CheckpointVerdict = 'ok' | 'dup' | 'fenced' | 'final' | 'gap' | 'refs';
 
 /** A checkpoint the store refused: the run belongs to another process now, or its record moved on. */
 export class CheckpointRefused extends Error {
@@ -121,14 +124,16 @@ export class CheckpointRefused extends Error {
     super(
       verdict === 'gap'
         ? `checkpoint of run ${runId} does not follow the stored one`
-        : `run ${runId} is owned by another process now (${verdict})`,
+        : verdict === 'refs'
+          ? `checkpoint of run ${runId} refers to results its record does not hold`
+          : `run ${runId} is owned by another process now (${verdict})`,
     );
     this.name = 'CheckpointRefused';
   }
 
   /** True when this process lost the run (it must stop without writing), false for a gap. */
   get lost(): boolean {
-    return this.verdict !== 'gap';
+    return this.verdict === 'fenced' || this.verdict === 'final';
   }
 }
 
@@ -156,6 +161,8 @@ export class RunCheckpointer {
   #checked = false;
   /** Whether this writer gave the call ledger its TTL. */
   #ledgerTtl = false;
+  /** Calls whose stored tool message refers to their results-hash entry (kept at the run's end). */
+  readonly #referred: Set<string>;
   /** The listing fields this writer has written, as written; none before its first checkpoint. */
   #listing: Map<string, string> | undefined;
   readonly #state: StoredStateWriter;
@@ -167,7 +174,9 @@ export class RunCheckpointer {
     seq: number,
     count: number,
     compactions: number | undefined,
+    referred: Iterable<string> = [],
   ) {
+    this.#referred = new Set(referred);
     this.#seq = seq;
     this.#count = count;
     this.#compactions = compactions;
@@ -215,14 +224,25 @@ export class RunCheckpointer {
     const ledgerTtl = calls.length > 0 && !this.#ledgerTtl ? this.store.retentionS : '';
     if (calls.length > 0) this.#ledgerTtl = true;
     const final = state.outcome !== undefined;
-    const args: Array<string | number> = [
-      this.epoch,
-      this.#seq,
-      base,
-      counted,
-      this.#state.next(rest, messages, fresh, rewrite),
+    // New tool messages of calls answered through the record are stored as references to their results
+    // (one copy of each result per run); a rewritten history is stored whole.
+    const history = rewrite || this.store.stateFormat === 'whole' ? new Map() : historyRefs(fresh, events);
+    if (rewrite) this.#referred.clear();
+    for (const id of history.keys()) this.#referred.add(id);
+    const stateLine = this.#state.next(rest, messages, fresh, rewrite);
+    // The results a history refers to live as long as the run: the hash loses the TTL a call's record
+    // gives it when a checkpoint refers to it, and again when the run parks (it may wait for days).
+    const parks = !final && state.status !== 'running';
+    const persist = history.size > 0 || (parks && this.#referred.size > 0);
+    const messagesPart = (refs: HistoryRefs) => [
       fresh.length,
-      ...fresh.map((m) => JSON.stringify(m)),
+      ...storedMessages(fresh, refs),
+      refs.size * 2,
+      ...[...refs].flat(),
+      persist ? 1 : 0,
+    ];
+    const head = [this.epoch, this.#seq, base, counted, stateLine];
+    const tail: Array<string | number> = [
       events.length,
       ...events.map((e) => storedEventJson(e, refs)),
       meta.length,
@@ -233,10 +253,15 @@ export class RunCheckpointer {
       final ? 1 : 0,
       this.store.retentionS,
       Object.keys(state.approvals).length > 0 ? 1 : 0,
-      ...(final ? resultsHeldElsewhere(state) : []),
+      // The results that tool messages refer to stay.
+      ...(final ? resultsHeldElsewhere(state).filter((id) => !this.#referred.has(id)) : []),
     ];
-    // The script is given the keys it writes: the ledger's neighbours only with calls, all at the end.
-    const keyCount = final ? 8 : calls.length > 0 ? 7 : 4;
+    const args = [...head, ...messagesPart(history), ...tail];
+    // Should the results hash not hold what a reference expects, the step goes again with them whole.
+    const whole = history.size > 0 ? [...head, ...messagesPart(new Map()), ...tail] : undefined;
+    // The script is given the keys it writes: the ledger's neighbours only with calls or references,
+    // all at the end.
+    const keyCount = final ? 8 : calls.length > 0 || persist ? 7 : 4;
     const { createdAt } = state;
     return async () => {
       // Handed to the archive before the run is final, so that no crash can leave a finished run unarchived.
@@ -245,7 +270,9 @@ export class RunCheckpointer {
       // Both are sent at once: the checkpoint must go out now, ahead of any call dispatched after it.
       const listed = this.#listed ? undefined : this.store.index(this.runId, createdAt);
       this.#listed = true;
-      const [written] = await Promise.all([this.store.write(this.runId, args, keyCount), listed]);
+      const [written] = await Promise.all([this.store.write(this.runId, args, keyCount, whole), listed]);
+      // Stored whole after all: the run's end may drop these results (its history holds them).
+      if (written.wholeSent) for (const id of history.keys()) this.#referred.delete(id);
       if (final) this.store.trimIndexSoon();
       return written;
     };
@@ -343,7 +370,13 @@ export class RunStore {
       [k.runMeta(runId), k.runState(runId), k.runMessages(runId), k.runApprovals(runId)],
       [Date.now()],
     );
-    const { state, problems } = parseRecord(stateJson, messages, decisions);
+    // A history that refers to results is read with them (a second read, only for such a record).
+    const referred = messages.flatMap((m) => toolMessageRefOf(m) ?? []);
+    const history =
+      referred.length > 0
+        ? resolveToolMessageRefs(messages, await this.redis.hgetall(k.results(runId)))
+        : messages;
+    const { state, problems } = parseRecord(stateJson, history, decisions);
     return {
       state,
       cancelRequested: cancel === '1',
@@ -355,6 +388,7 @@ export class RunStore {
         Number(seq),
         state?.messages.length ?? 0,
         state?.compactions,
+        referred,
       ),
     };
   }
@@ -367,7 +401,8 @@ export class RunStore {
     runId: string,
     args: Array<string | number>,
     keyCount: 4 | 7 | 8 = 8,
-  ): Promise<{ cancelRequested: boolean }> {
+    whole?: Array<string | number>,
+  ): Promise<{ cancelRequested: boolean; wholeSent: boolean }> {
     const k = this.keys;
     const keys = [
       k.runMeta(runId),
@@ -379,18 +414,21 @@ export class RunStore {
       k.runCalls(runId),
       k.runStarts(runId),
     ] as const;
-    const [verdict, cancel] = await this.#scripts.checkpoint(
+    const given =
       keyCount === 4
-        ? [keys[0], keys[1], keys[2], keys[3]]
+        ? ([keys[0], keys[1], keys[2], keys[3]] as const)
         : keyCount === 7
-          ? (keys.slice(0, 7) as unknown as typeof keys)
-          : keys,
-      args,
-    );
+          ? ([keys[0], keys[1], keys[2], keys[3], keys[4], keys[5], keys[6]] as const)
+          : keys;
+    let [verdict, cancel] = await this.#scripts.checkpoint(given, args);
+    // `refs`: a tool message's results-hash entry is not the result the step expected (nothing was
+    // written): the step is written with its messages whole.
+    const wholeSent = verdict === 'refs' && whole !== undefined;
+    if (wholeSent) [verdict, cancel] = await this.#scripts.checkpoint(given, whole);
     if (verdict !== 'ok' && verdict !== 'dup') {
       throw new CheckpointRefused(runId, verdict as Exclude<CheckpointVerdict, 'ok' | 'dup'>);
     }
-    return { cancelRequested: cancel === '1' };
+    return { cancelRequested: cancel === '1', wholeSent };
   }
 
   /**
@@ -430,25 +468,28 @@ export class RunStore {
    */
   async load(runId: string): Promise<{ state: RunState | undefined; cancelRequested: boolean }> {
     const k = this.keys;
-    const [[, state], [, messages], [, decisions], [, [cancel, listed]]] = (await this.redis
+    const [[, state], [, stored], [, decisions], [, [cancel, listed]], [, results]] = (await this.redis
       .multi()
       .get(k.runState(runId))
       .lrange(k.runMessages(runId), 0, -1)
       .hgetall(k.runApprovals(runId))
       .hmget(k.runMeta(runId), 'cancel_requested', 'runId')
+      .hgetall(k.results(runId))
       .exec()) as [
       [null, string | null],
       [null, string[]],
       [null, Record<string, string>],
       [null, [string | null, string | null]],
+      [null, Record<string, string>],
     ];
+    const messages = resolveToolMessageRefs(stored, results);
     // A run Redis holds (listed, not checkpointed yet) is read from Redis alone: PostgreSQL is not asked.
     if (state === null && listed === null && this.archive) {
       const archived = await this.archive.record(runId);
       if (archived) {
         const parsed = parseRecord(
           archived.state,
-          archived.messages,
+          resolveToolMessageRefs(archived.messages, archived.results),
           Object.entries(archived.approvals).flat(),
         );
         return { state: parsed.state, cancelRequested: archived.meta.cancel_requested === '1' };
@@ -791,7 +832,7 @@ function readEvents(
   results: Record<string, string>,
 ): StoredEvent[] {
   if (!stored.some(({ event }) => refersToRecord(event))) return stored;
-  const state = parseRecord(stateJson, messages, []).state;
+  const state = parseRecord(stateJson, resolveToolMessageRefs(messages, results), []).state;
   const refs = new RecordRefs({
     steps: state?.steps ?? [],
     messages: state?.messages ?? [],

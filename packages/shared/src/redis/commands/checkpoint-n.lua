@@ -13,7 +13,7 @@
   is never half-written.
 
   A checkpoint passes only the keys it writes: 4 (meta, state, messages, events), 7 when it records calls
-  in the ledger, 8 at the run's end.
+  in the ledger or refers to results, 8 at the run's end.
 
   KEYS[1] run meta (hash)
   KEYS[2] run state (string)
@@ -24,14 +24,16 @@
   KEYS[7] run call ledger (hash)        (7 or 8 keys)
   KEYS[8] run call starts (hash)        (8 keys)
 
-  ARGV epoch, seq, base, rewrite ('1': the messages are rewritten; '2': counted with LLEN; '0'), state (a base, '\n' and a delta, or ''), n, messages…, n, events…, n, meta fields…, n,
+  ARGV epoch, seq, base, rewrite ('1': the messages are rewritten; '2': counted with LLEN; '0'), state (a base, '\n' and a delta, or ''), n, messages…,
+       n, (call id, SHA-1 of the results-hash entry a message refers to)…, persist ('1': the results hash
+       loses its TTL), n, events…, n, meta fields…, n,
        (call id, entry)…, ledger TTL ('' when the ledger has its TTL), final ('1' or '0'), retention TTL in s,
        approvals ('1' when people decided calls of the run: its hash is kept as long as the record, else
        it keeps the TTL each decision set), then on
        the run's end the call ids whose results-hash entries the final record holds elsewhere (each call's
        tool message and step)
 
-  Returns { verdict, cancel }: verdict is ok | dup | fenced | final | gap.
+  Returns { verdict, cancel }: verdict is ok | dup | fenced | final | gap | refs.
 ]]
 local cur = redis.call('HMGET', KEYS[1], 'epoch', 'seq', 'final', 'cancel_requested', 'msgs')
 local cancel = cur[4] or ''
@@ -47,10 +49,25 @@ if ARGV[4] ~= '1' then
   if count ~= base then return { 'gap', cancel } end
 end
 local i = 6
-if ARGV[4] == '1' then redis.call('DEL', KEYS[3]) end
 local n = tonumber(ARGV[i]); i = i + 1
-for j = i, i + n - 1, 200 do redis.call('RPUSH', KEYS[3], unpack(ARGV, j, math.min(j + 199, i + n - 1))) end
+local messages = i
 i = i + n
+-- A tool message stored as a reference to its call's results-hash entry is written only when the entry
+-- is the result the step expected (its SHA-1): else nothing is written and the caller sends it whole.
+local refs = tonumber(ARGV[i]); i = i + 1
+for j = i, i + refs - 1, 2 do
+  local entry = redis.call('HGET', KEYS[5], ARGV[j])
+  if not entry or redis.sha1hex(entry) ~= ARGV[j + 1] then return { 'refs', cancel } end
+end
+i = i + refs
+-- A history that refers to results keeps them while the run lives: the results hash has no TTL from the
+-- first checkpoint that refers to it, and from a parking one (a call's record gives it a TTL again).
+if ARGV[i] == '1' then redis.call('PERSIST', KEYS[5]) end
+i = i + 1
+if ARGV[4] == '1' then redis.call('DEL', KEYS[3]) end
+for j = messages, messages + n - 1, 200 do
+  redis.call('RPUSH', KEYS[3], unpack(ARGV, j, math.min(j + 199, messages + n - 1)))
+end
 local count = base + n
 -- The state: a base replaces the record, a delta line (starting with a line feed) is appended to it, and
 -- nothing is written when nothing changed (see protocol's state-record.ts).
