@@ -70,20 +70,34 @@ export async function recordResult(writer: RedisClient, r: CallRecord): Promise<
  * until `deadlineMs` or until one of `signals` aborts; then rethrows. A tool that ran keeps its result instead of
  * failing its job, so it is not run again once Redis is back. The writes it retries are idempotent.
  */
-export async function untilWritten<T>(
+export function untilWritten<T>(
   write: () => Promise<T>,
   deadlineMs: number,
   signals: readonly AbortSignal[],
   onRetry: (why: string) => void,
 ): Promise<T> {
+  // The first try is the write itself, with no async frame around it: one on every call's path.
+  return write().catch((err: unknown) => writeAgain(err, write, deadlineMs, signals, onRetry));
+}
+
+/** The tries after a first one failed with `first` (see `untilWritten`). */
+async function writeAgain<T>(
+  first: unknown,
+  write: () => Promise<T>,
+  deadlineMs: number,
+  signals: readonly AbortSignal[],
+  onRetry: (why: string) => void,
+): Promise<T> {
+  let err = first;
   for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 2000)) {
+    const why = redisUnavailable(err);
+    if (!why || signals.some((s) => s.aborted) || Date.now() + delayMs > deadlineMs) throw err;
+    onRetry(why);
+    await sleep(delayMs);
     try {
       return await write();
-    } catch (err) {
-      const why = redisUnavailable(err);
-      if (!why || signals.some((s) => s.aborted) || Date.now() + delayMs > deadlineMs) throw err;
-      onRetry(why);
-      await sleep(delayMs);
+    } catch (next) {
+      err = next;
     }
   }
 }

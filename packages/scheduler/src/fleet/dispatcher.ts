@@ -258,35 +258,57 @@ export class Dispatcher {
       // addBulk builds a pipeline, which on BullMQ's script-laden connection costs more than one add.
       // A failover of the queue's master refuses the adds for a few seconds: they are tried again (the job
       // ids make that idempotent) rather than failing the run's step, which would wait out its backoff.
-      const published = Promise.all(
-        [...byQueue].map(([name, jobs]) => {
-          const queue = this.#queue(name);
-          const [only] = jobs;
-          return this.#retrying<unknown>(
+      const publishing: Array<Promise<unknown>> = [];
+      for (const [name, jobs] of byQueue) {
+        const queue = this.#queue(name);
+        const [only] = jobs;
+        publishing.push(
+          this.#retrying<unknown>(
             () =>
               jobs.length === 1 && only ? queue.add(only.name, only.data, only.opts) : queue.addBulk(jobs),
             options.signal,
-          );
-        }),
-      );
-      await endSpans(spans, published);
-      return await Promise.all(results);
+          ),
+        );
+      }
+      // A turn of one call to one queue (the usual one) awaits its add as it is: no Promise.all around it.
+      const [one] = publishing;
+      const published = publishing.length === 1 && one ? one : Promise.all(publishing);
+      if (spans.length > 0) await endSpans(spans, published);
+      else await published;
+      const [first] = results;
+      return results.length === 1 && first ? [await first] : await Promise.all(results);
     } finally {
       options.signal?.removeEventListener('abort', abandon);
     }
   }
 
-  /** Runs `publish` again while Redis cannot serve it, up to DISPATCH_PUBLISH_RETRY_MS or until `signal` aborts. */
-  async #retrying<T>(publish: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  /**
+   * Runs `publish` again while Redis cannot serve it, up to DISPATCH_PUBLISH_RETRY_MS or until `signal`
+   * aborts. The first try is the publication itself, with no async frame of its own around it: one per
+   * turn on every call's path.
+   */
+  #retrying<T>(publish: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
     const until = Date.now() + constants.DISPATCH_PUBLISH_RETRY_MS;
+    return publish().catch((err: unknown) => this.#retryPublishing(err, publish, signal, until));
+  }
+
+  /** The tries after a first one failed with `err` (see `#retrying`). */
+  async #retryPublishing<T>(
+    first: unknown,
+    publish: () => Promise<T>,
+    signal: AbortSignal | undefined,
+    until: number,
+  ): Promise<T> {
+    let err = first;
     for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 1000)) {
+      const why = redisUnavailable(err);
+      if (!why || signal?.aborted || this.#closed || Date.now() + delayMs > until) throw err;
+      this.#opts.logger.warn({ why }, 'could not publish tool calls yet; retrying');
+      await sleep(delayMs);
       try {
         return await publish();
-      } catch (err) {
-        const why = redisUnavailable(err);
-        if (!why || signal?.aborted || this.#closed || Date.now() + delayMs > until) throw err;
-        this.#opts.logger.warn({ why }, 'could not publish tool calls yet; retrying');
-        await sleep(delayMs);
+      } catch (next) {
+        err = next;
       }
     }
   }
