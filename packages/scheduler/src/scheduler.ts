@@ -360,16 +360,16 @@ function startRunner(ctx: ServingContext): Promise<AgentRunner> {
 
 /**
  * The agents each API key may use, by its name, for the reach rule a run's calls are checked against:
- * undefined for a key of every agent, none for a name no key has (any more). A scheduler without keys
- * serves no API and knows none: the doors' check at a run's start stands alone.
+ * undefined for a key of every agent, and for a name no key has (an inbound event's runs, which may use
+ * every agent; a key removed since, of which nothing is known any more). A scheduler without keys serves
+ * no API and knows none: the doors' check at a run's start stands alone.
  */
 function keyAgentsOf(keys: AgentReachConfig['api']['keys']): {
   keyAgents?: (key: string) => ReadonlySet<string> | undefined;
 } {
   if (keys.length === 0) return {};
   const byName = new Map(keys.map((k) => [k.name, k.agents ? new Set(k.agents) : undefined]));
-  const none: ReadonlySet<string> = new Set();
-  return { keyAgents: (key) => (byName.has(key) ? byName.get(key) : none) };
+  return { keyAgents: (key) => byName.get(key) };
 }
 
 /** The run worker on `agent-runs`, its events recorded as metrics and handed to the caller's `onEvent`. */
