@@ -140,6 +140,41 @@ describe('intent among tools that act on one thing', () => {
   });
 });
 
+describe('intent of a request with a condition', () => {
+  const courier = buildVocabulary({
+    tools: [
+      {
+        name: 'track_parcel',
+        description: 'Where a parcel is: its latest scan and status, by tracking number.',
+      },
+      { name: 'file_claim', description: 'Open a claim for a parcel that was lost or arrived damaged.' },
+      {
+        name: 'change_delivery',
+        description: 'Change how an incoming parcel is delivered: another day or address.',
+      },
+    ],
+  });
+
+  it('takes a second action on a condition as a sequence, in Chinese and English', () => {
+    for (const input of [
+      '先帮我查下这个单号的物流，要是丢了就直接申请理赔',
+      '看看包裹到哪了，还没发的话帮我改个地址',
+      'Check where parcel 8823 is and, if it has not left the depot, redirect it to my office',
+    ]) {
+      expect(classifyIntent(input, courier)).toMatchObject({
+        intent: 'multi_step',
+        signals: expect.arrayContaining(['sequence']),
+      });
+    }
+  });
+
+  it('does not take the 及 of 来得及, or a count of what broke, for several things', () => {
+    expect(classifyIntent('包裹还来得及改地址吗，来得及就帮我改到公司', courier).intent).toBe('single_tool');
+    expect(classifyIntent('收到的包裹破了，里面的杯子碎了两个，怎么赔', courier).intent).toBe('single_tool');
+    expect(classifyIntent('比较一下两个包裹的物流', courier)).toMatchObject({ intent: 'multi_step' });
+  });
+});
+
 describe('iteration limit by intent', () => {
   it("is 15 for multi-step requests and 10 otherwise, and an agent's own max_iterations wins over both", () => {
     const agent = { name: 'a', tools: ['noop'] };
