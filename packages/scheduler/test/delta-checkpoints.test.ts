@@ -1,8 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { foldStateRecord, StateDeltaWriter, type StepRecord } from '@agent-reach/protocol';
 import type { RunState } from '@agent-reach/scheduler';
-import { createRunState, RunStore } from '@agent-reach/scheduler/internal';
-import { testRedis } from '@agent-reach/testing';
+import { RunStore } from '@agent-reach/scheduler/internal';
+import { runningRun, useRunStore, type TestRedis } from './store-fixture.js';
 
 /** One model turn calling `lookup` with `args`, its tool message and its step, as the loop records them. */
 function playTurn(state: RunState, turn: number, args: string): void {
@@ -28,21 +28,12 @@ function playTurn(state: RunState, turn: number, args: string): void {
 }
 
 describe('delta checkpoints: a checkpoint writes what changed, the state is rebuilt on load (real Redis)', () => {
-  let t: ReturnType<typeof testRedis>;
+  const fixture = useRunStore();
+  let t: TestRedis;
   let store: RunStore;
-  beforeEach(() => {
-    t = testRedis();
-    store = new RunStore(t.redis, t.keys, { retentionS: 60 });
-  });
-  afterEach(async () => {
-    await t.cleanup();
-  });
+  beforeEach(() => ({ t, store } = fixture()));
 
-  const newRun = (runId: string): RunState => {
-    const state = createRunState({ runId, agent: 'agent_a', input: 'hello', deadlineMs: 60_000 });
-    state.status = 'running';
-    return state;
-  };
+  const newRun = runningRun;
   const rawState = async (runId: string) => (await t.redis.get(t.keys.runState(runId))) ?? '';
 
   it('appends per step only what changed, and loading the record gives exactly the state after every step', async () => {

@@ -1,9 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { toolMessageContent, toolMessageRef, type ToolResult } from '@agent-reach/protocol';
 import { readRunRecord } from '@agent-reach/archive';
 import type { RunEvent, RunState } from '@agent-reach/scheduler';
 import { createRunState, RunStore } from '@agent-reach/scheduler/internal';
-import { testRedis } from '@agent-reach/testing';
+import { useRunStore, type TestRedis } from './store-fixture.js';
 
 /** A result as an executor recorded it: its own fields, then its id (set last, as the executor does). */
 const recorded = (id: string, sky: string): ToolResult & { executor_id: string } => ({
@@ -18,15 +18,10 @@ const recorded = (id: string, sky: string): ToolResult & { executor_id: string }
 });
 
 describe("a run's history refers to its recorded results instead of repeating them (real Redis)", () => {
-  let t: ReturnType<typeof testRedis>;
+  const fixture = useRunStore();
+  let t: TestRedis;
   let store: RunStore;
-  beforeEach(() => {
-    t = testRedis();
-    store = new RunStore(t.redis, t.keys, { retentionS: 60 });
-  });
-  afterEach(async () => {
-    await t.cleanup();
-  });
+  beforeEach(() => ({ t, store } = fixture()));
 
   /**
    * A run whose model called `call_1`, answered by an executor whose record the results hash holds as

@@ -1,28 +1,19 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { toolMessageContent, toolMessageRef, type ToolResult } from '@agent-reach/protocol';
 import { callLedgerEntry } from '@agent-reach/shared';
 import type { RunEvent, RunState } from '@agent-reach/scheduler';
-import { createRunState, RunStore, type RunCheckpointer } from '@agent-reach/scheduler/internal';
-import { testRedis } from '@agent-reach/testing';
+import { RunStore, type RunCheckpointer } from '@agent-reach/scheduler/internal';
+import { runningRun, useRunStore, type TestRedis } from './store-fixture.js';
 
 const started = (): RunEvent => ({ type: 'run_started', at: Date.now(), agent: 'a', input: 'x', model: 'm' });
 
 describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
-  let t: ReturnType<typeof testRedis>;
+  const fixture = useRunStore();
+  let t: TestRedis;
   let store: RunStore;
-  beforeEach(() => {
-    t = testRedis();
-    store = new RunStore(t.redis, t.keys, { retentionS: 60 });
-  });
-  afterEach(async () => {
-    await t.cleanup();
-  });
+  beforeEach(() => ({ t, store } = fixture()));
 
-  const newRun = (runId = 'run_a'): RunState => {
-    const state = createRunState({ runId, agent: 'agent_a', input: 'hello', deadlineMs: 60_000 });
-    state.status = 'running';
-    return state;
-  };
+  const newRun = runningRun;
   /** Ends the run with its final answer (its next checkpoint is its last). */
   const finish = (state: RunState) => {
     state.outcome = {
