@@ -2,9 +2,11 @@ import { terms, words } from './vocabulary-words.js';
 
 /**
  * What the tools of a whole fleet say, term by term, so that an agent's vocabulary can tell the words
- * that distinguish its domain from those it shares with the fleet's other agents: "book", "reserve" and
- * "预约" are what a restaurant desk, a vet clinic and a driving school all do, and place a request within
- * none of them. Read from the tool catalog (every tool the fleet serves), once per catalog.
+ * that distinguish its domain from those it shares with the fleet's other agents: "schedule" is what a
+ * billing desk, a driving school and a courier all do, and alone places a request within none of them,
+ * where "invoice" places it on the billing desk (an agent's core word, one a third of its tools and
+ * topics know, stays its own: see `vocabulary.ts`). Read from the tool catalog (every tool the fleet
+ * serves), again only when one of its entries changed.
  */
 
 /** A tool as the vocabulary reads it. */

@@ -8,11 +8,12 @@ import { stem, words, type Word } from './vocabulary-words.js';
  * and its labelled example requests say, as one bag of terms per label (a tool or a topic). A request is
  * scored against it without a model call: which labels it names, and how much of it the agent knows.
  *
- * A request is read as words (see `vocabulary-words.ts`). Labels are
- * ranked by the inverse document frequency of the words they know, so a word every tool shares says
- * little about which one is meant; a request is within the agent's domain by the share of its words
- * the agent knows, where words many domains share ("stock", "office", "预约") weigh less than those
- * that distinguish it, and words the agent does not know weigh against it.
+ * A request is read as words (see `vocabulary-words.ts`). Labels are ranked by the inverse document
+ * frequency of the words they know, so a word every tool shares says little about which one is meant.
+ * A request is within the agent's domain by the share of its words the agent knows, where words many
+ * domains share ("stock", "office", "预约") or the fleet's other tools share (see `fleet-terms.ts`)
+ * weigh less than those that distinguish it, and words the agent does not know weigh against it: a
+ * service word of another domain fully, a name less, a verb not at all.
  */
 
 export type { VocabularyTool } from './fleet-terms.js';
