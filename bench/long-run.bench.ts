@@ -26,9 +26,15 @@ const bytes = (args: ReadonlyArray<string | number>) =>
 /** A store that counts the bytes of every checkpoint it sends. */
 class CountingStore extends RunStore {
   sent = 0;
-  override async write(runId: string, args: Array<string | number>) {
-    this.sent += bytes(args);
-    return super.write(runId, args);
+  override async write(
+    runId: string,
+    args: Array<string | number>,
+    keyCount?: 4 | 7 | 8,
+    whole?: Array<string | number>,
+  ) {
+    const written = await super.write(runId, args, keyCount, whole);
+    this.sent += bytes(written.wholeSent && whole ? whole : args);
+    return written;
   }
 }
 
