@@ -159,9 +159,20 @@ describe('the reach rule at each call of a live run, after the agents file chang
     h = undefined;
   });
 
-  it('refuses forbidden, naming the rule, a handoff and an agent-tool call that the changed configuration no longer lets the key reach, and runs neither', async () => {
+  const rule = (to: string, edge: string) =>
+    `this run's API key may not use agent "${to}", and the ${edge} from "desk" reaches it only with ` +
+    'handoff_reach: configured on "desk" (the configuration in force)';
+  const refusal = (tool: string, to: string, edge: string) =>
+    `"${tool}" was not run: ${rule(to, edge)}; go on without it`;
+
+  /**
+   * Starts a run of `desk` for its key (desk only) while desk vouches for its targets; once its first turn
+   * waits for a person, desk stops vouching (the file changes and the scheduler takes it up: a new run is
+   * refused at the door now), and the call is approved. Returns the run's outcome and stored events.
+   */
+  const runAcrossTheChange = async (turns: Array<Record<string, unknown>>) => {
     const file = writeAgentsFile(deskAgents({ handoff_reach: 'configured' }));
-    h = await startRunsHarness({
+    const harness = await startRunsHarness({
       AGENTS_FILE: file,
       ALLOWED_MODELS: 'echo,reach-desk',
       // The scheduler serves the API: it knows each key's agents.
@@ -169,21 +180,13 @@ describe('the reach rule at each call of a live run, after the agents file chang
       API_PORT: '0',
       API_HOST: '127.0.0.1',
     });
-    const scheduler = h.schedulers[0]!;
+    h = harness;
+    const scheduler = harness.schedulers[0]!;
     const url = scheduler.apiUrl!.replace('://0.0.0.0:', '://127.0.0.1:');
-    h.sim.addScenario({
-      name: 'reach-desk',
-      turns: [
-        { tool_calls: [{ name: 'needs_approval', arguments: {} }] },
-        { tool_calls: [{ name: 'ask_researcher', arguments: { input: 'find it' } }] },
-        { tool_calls: [{ name: 'transfer_to_billing', arguments: {} }] },
-        { content: 'desk: {{ last.error.message }}' },
-      ],
-    });
-    const started = await request(url, 'POST', '/v1/runs', {
-      key: DESK_KEY,
-      body: { agent: 'desk', input: 'help' },
-    });
+    harness.sim.addScenario({ name: 'reach-desk', turns });
+    const start = () =>
+      request(url, 'POST', '/v1/runs', { key: DESK_KEY, body: { agent: 'desk', input: 'help' } });
+    const started = await start();
     expect(started.status).toBe(201);
     const runId = started.json.run_id as string;
     const parked = await waitFor(
@@ -194,42 +197,62 @@ describe('the reach rule at each call of a live run, after the agents file chang
       20_000,
       'the run to wait for its approval',
     );
-
-    // While the run waits, desk stops vouching for its targets: the key (desk only) reaches neither now.
     writeFileSync(file, JSON.stringify(deskAgents({})));
     await waitFor(
       () => scheduler.config.agents.agents.get('desk')?.handoff_reach === undefined,
       10_000,
       'the scheduler to take up the changed file',
     );
-    const refusedAtStart = await request(url, 'POST', '/v1/runs', {
-      key: DESK_KEY,
-      body: { agent: 'desk', input: 'help' },
-    });
-    expect(refusedAtStart.status).toBe(403);
-    await h.control.decide({
+    expect((await start()).status).toBe(403);
+    await harness.control.decide({
       runId,
       toolCallId: parked.pending_approvals[0].tool_call_id,
       decision: 'approved',
     });
-
-    const rule = (tool: string, to: string, edge: string) =>
-      `"${tool}" was not run: this run's API key may not use agent "${to}", and the ${edge} from "desk" ` +
-      'reaches it only with handoff_reach: configured on "desk" (the configuration in force); go on without it';
-    const outcome = await h.control.wait(runId, 30_000);
-    expect(outcome).toMatchObject({
-      status: 'succeeded',
-      answer: `desk: ${rule('transfer_to_billing', 'billing', 'handoff')}`,
-    });
-    const stored = await h.control.events(runId);
-    const refused = ofType(stored, 'tool_result').filter((e) => e.tool !== 'needs_approval');
-    expect(refused.map((e) => [e.tool, e.error?.kind, e.error?.message])).toEqual([
-      ['ask_researcher', 'forbidden', rule('ask_researcher', 'researcher', 'agent tool ask_researcher')],
-      ['transfer_to_billing', 'forbidden', rule('transfer_to_billing', 'billing', 'handoff')],
-    ]);
+    const outcome = await harness.control.wait(runId, 30_000);
+    const stored = await harness.control.events(runId);
     // Neither ran: no child run was started and desk stayed in charge.
     const types = stored.map((e) => e.event.type);
     expect(types.filter((t) => t === 'child_run_started' || t === 'handoff')).toEqual([]);
-    expect((await h.control.list()).map((r) => r.agent)).toEqual(['desk']);
+    expect((await harness.control.list({ agent: 'researcher' })).length).toBe(0);
+    return { outcome, stored };
+  };
+
+  it('refuses forbidden, naming the rule, a handoff and an agent-tool call that the changed configuration no longer lets the key reach, and runs neither', async () => {
+    const { outcome, stored } = await runAcrossTheChange([
+      { tool_calls: [{ name: 'needs_approval', arguments: {} }] },
+      { tool_calls: [{ name: 'ask_researcher', arguments: { input: 'find it' } }] },
+      { tool_calls: [{ name: 'transfer_to_billing', arguments: {} }] },
+      { content: 'desk: {{ last.error.message }}' },
+    ]);
+    expect(outcome).toMatchObject({
+      status: 'succeeded',
+      answer: `desk: ${refusal('transfer_to_billing', 'billing', 'handoff')}`,
+    });
+    const refused = ofType(stored, 'tool_result').filter((e) => e.tool !== 'needs_approval');
+    expect(refused.map((e) => [e.tool, e.error?.kind, e.error?.message])).toEqual([
+      ['ask_researcher', 'forbidden', refusal('ask_researcher', 'researcher', 'agent tool ask_researcher')],
+      ['transfer_to_billing', 'forbidden', refusal('transfer_to_billing', 'billing', 'handoff')],
+    ]);
+  });
+
+  it('does not make a handoff taken before the change once its turn is answered after it: the agent goes on, told why', async () => {
+    // The transfer is taken with the turn; the turn waits for a person across the change.
+    const { outcome } = await runAcrossTheChange([
+      {
+        tool_calls: [
+          { name: 'needs_approval', arguments: {} },
+          { name: 'transfer_to_billing', arguments: {} },
+        ],
+      },
+      { content: 'desk went on' },
+    ]);
+    expect(outcome).toMatchObject({ status: 'succeeded', answer: 'desk went on' });
+    const last = h!.sim.requests.filter((r) => r.scenario === 'reach-desk').at(-1)!;
+    const { messages } = last.body as { messages: Array<{ role: string; content: string }> };
+    const system = messages.filter((m) => m.role === 'system');
+    expect(system.map((m) => m.content)).toContain(
+      `Guard: the handoff to "billing" was not made: ${rule('billing', 'handoff')}. Go on yourself.`,
+    );
   });
 });

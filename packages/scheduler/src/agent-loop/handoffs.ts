@@ -59,27 +59,29 @@ export function handoffToolNames(deps: Pick<RunContext['deps'], 'agent' | 'agent
 
 /**
  * Why the agent in charge may not reach `to` by the call `tool` (a transfer, an agent tool) under the
- * run's API key, as the configuration stands now (the reach rule, see `reachRefusal`): the call is
- * refused `forbidden`, not run, and logged as a security event. The doors checked the rule when the run
- * started; a configuration changed since may have taken the way away.
+ * run's API key, as the configuration stands now (the reach rule, see `reachRefusal`), logged as a
+ * security event. The doors checked the rule when the run started; a configuration changed since may have
+ * taken the way away.
  */
+function reachForbidden(run: RunContext, tool: string, to: string, edge: string): string | undefined {
+  const from = run.deps.agent;
+  const rule = reachRefusal(from, to, edge, run.deps.keyAgents);
+  if (!rule) return undefined;
+  run.log.warn({ tool, from: from.name, to, key: run.state.key }, 'call refused by the reach rule');
+  return `this run's API key may not use agent "${to}", and ${rule} (the configuration in force)`;
+}
+
+/** The answer to a call the reach rule forbids now (see `reachForbidden`): `forbidden`, not run. */
 export function keyReachRefusal(
   run: RunContext,
   tool: string,
   to: string,
   edge: string,
 ): ToolErrorInfo | undefined {
-  const from = run.deps.agent;
-  const rule = reachRefusal(from, to, edge, run.deps.keyAgents);
-  if (!rule) return undefined;
-  run.log.warn({ tool, from: from.name, to, key: run.state.key }, 'call refused by the reach rule');
-  return {
-    kind: 'forbidden',
-    message:
-      `"${tool}" was not run: this run's API key may not use agent "${to}", and ${rule} ` +
-      '(the configuration in force); go on without it',
-    retryable: false,
-  };
+  const why = reachForbidden(run, tool, to, edge);
+  return why === undefined
+    ? undefined
+    : { kind: 'forbidden', message: `"${tool}" was not run: ${why}; go on without it`, retryable: false };
 }
 
 /** The reach rule's refusal of a transfer to `to` now, if it refuses it. */
@@ -167,11 +169,11 @@ export function handoffStep(run: RunContext): StepResult {
     return { checkpoint: 'handoff', next: { type: 'run_again' } };
   }
   // The turn's other calls may have waited long (a person, a slow tool): the rule is asked again now.
-  const refused = transferRefusal(run, handoffToolName(pending.to), pending.to);
-  if (refused) {
+  const forbidden = reachForbidden(run, handoffToolName(pending.to), pending.to, 'handoff');
+  if (forbidden) {
     state.messages.push({
       role: 'system',
-      content: `Guard: the handoff to "${pending.to}" was not made: ${refused.message}.`,
+      content: `Guard: the handoff to "${pending.to}" was not made: ${forbidden}. Go on yourself.`,
     });
     return { checkpoint: 'handoff', next: { type: 'run_again' } };
   }
