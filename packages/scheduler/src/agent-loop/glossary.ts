@@ -283,30 +283,3 @@ export const SHARED_TERMS: ReadonlySet<string> = new Set(
     '预约 预订 订 办公室 附近 地方 系统 服务 账户 记录 计划 信息 问题 情况 申请 取消 修改 时间 钱'
   ).split(' '),
 );
-
-/**
- * English words of service requests and the words tools describe the same thing by ("left" and
- * "remains", "crushed" and "damaged"), read as one more sense of the request's word.
- */
-export const EN_SENSES: Readonly<Record<string, string>> = {
-  left: 'remain remaining',
-  remaining: 'remain left',
-  cost: 'price fee',
-  cheap: 'price cost',
-  cheapest: 'price cost',
-  cheaper: 'price cost',
-  expensive: 'price cost',
-  price: 'cost fee',
-  broken: 'damaged damage',
-  crushed: 'damaged damage',
-  smashed: 'damaged damage',
-  cracked: 'damaged damage',
-  torn: 'damaged damage',
-  damaged: 'broken damage',
-  lost: 'missing',
-  missing: 'lost',
-  delayed: 'late delay',
-  arrived: 'delivery delivered',
-  downgrade: 'change switch',
-  upgrade: 'change switch',
-};

@@ -1,4 +1,5 @@
-import { EN_SENSES, SHARED_TERMS, ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
+import { EN_SENSES } from './en-senses.js';
+import { SHARED_TERMS, ZH_GLOSSARY, ZH_STOP_WORDS } from './glossary.js';
 import { cueWords, requestActions, type Action } from './verb-senses.js';
 import { EN_CITY_NAMES, EN_COUNTRY_NAMES, ZH_COUNTRY_NAMES, ZH_PLACE_NAMES } from './zh-service-words.js';
 
