@@ -634,6 +634,61 @@ const DOMAINS: Readonly<Record<string, string>> = {
     美容院 beauty salon
     理发店 barber hair salon
   `,
+  'home services': `
+    家政 housekeeping cleaning home service
+    保洁 cleaning cleaner
+    搬家 moving removal
+    水管 plumbing pipe
+    漏水 leak plumbing
+    水电工 plumber electrician
+    电工 electrician
+    开锁 locksmith lock
+    疏通 unblock drain plumbing
+    电梯 elevator lift
+    上门维修 repair visit technician
+  `,
+  'entertainment and venues': `
+    电影 movie film cinema
+    电影票 movie ticket cinema
+    影院 cinema
+    场次 showtime session
+    取票 collect ticket
+    选座 choose seat
+    博物馆 museum
+    展馆 exhibition hall
+    讲解 guided tour guide
+    球场 court pitch
+    羽毛球 badminton
+    网球 tennis
+    篮球 basketball
+    足球 football
+    游泳池 pool swimming
+  `,
+  'parking and charging': `
+    停车场 car park parking
+    车位 parking space
+    月租车位 parking permit monthly
+    充电 charging charge
+    充电桩 charging point charger
+  `,
+  'childcare and tutoring': `
+    托管 childcare after school care
+    托儿所 nursery childcare
+    幼儿园 kindergarten nursery
+    家教 tutor tutoring
+    辅导 tutoring lesson
+    保姆 nanny babysitter
+    月嫂 maternity nurse
+  `,
+  'opticians and photography': `
+    眼镜 glasses spectacles
+    隐形眼镜 contact lenses
+    验光 eye test
+    配镜 glasses fitting
+    摄影 photography photo shoot
+    写真 photo shoot
+    证件照 id photo
+  `,
   'general service words': `
     订单号 order number
     预订号 booking reference
