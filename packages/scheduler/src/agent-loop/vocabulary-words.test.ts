@@ -21,6 +21,8 @@ describe('words that carry no topic', () => {
     expect(read).not.toContain('周');
     expect(read).not.toContain('下周一');
     expect(read).toContain('快递');
+    const plain = words('关于明晚的事，直接帮我写一封信').map(first);
+    expect(plain.filter((w) => ['关于', '明晚', '直接'].includes(w as string))).toEqual([]);
     expect(terms('whats the cheapest way to ship a 20kg box on Friday morning next week')).toEqual([
       'cheapest',
       'ship',
