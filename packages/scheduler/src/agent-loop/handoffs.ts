@@ -84,10 +84,6 @@ export function keyReachRefusal(
     : { kind: 'forbidden', message: `"${tool}" was not run: ${why}; go on without it`, retryable: false };
 }
 
-/** The reach rule's refusal of a transfer to `to` now, if it refuses it. */
-const transferRefusal = (run: RunContext, tool: string, to: string) =>
-  keyReachRefusal(run, tool, to, 'handoff');
-
 /**
  * Reads a turn's calls for transfers: one the reach rule refuses now is answered `forbidden`; of the
  * others, the first is answered as taken and recorded as the run's pending handoff, any other as
@@ -103,7 +99,7 @@ export function takeHandoff(
   const forbidden: ToolResult[] = [];
   const transfers = calls.filter((c) => {
     if (c.refused || !byTool.has(c.name)) return false;
-    const refused = transferRefusal(run, c.name, byTool.get(c.name)?.agent ?? '');
+    const refused = keyReachRefusal(run, c.name, byTool.get(c.name)?.agent ?? '', 'handoff');
     if (refused) forbidden.push(errorResult({ toolCallId: c.id, name: c.name }, refused));
     return !refused;
   });
