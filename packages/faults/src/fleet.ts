@@ -37,13 +37,15 @@ export class Fleet {
   /** Processes that exited without being told to: which, exit code, and the error they printed. */
   readonly crashes: Array<{ name: string; code: number | null; error: string }> = [];
   readonly #members: Member[] = [];
+  readonly env: Record<string, string>;
   #closed = false;
   readonly #closer = () => this.close();
 
   constructor(
-    private readonly env: Record<string, string>,
+    env: Record<string, string>,
     private readonly size = { schedulers: 2, executors: 2, archivers: 0 },
   ) {
+    this.env = { ...env };
     live.add(this.#closer);
   }
 
@@ -58,6 +60,11 @@ export class Fleet {
     const started = roles.map((role) => this.#spawn(role, counters[role]++));
     this.#members.splice(0, this.#members.length, ...started);
     await Promise.all(started.map((m) => m.child.ready));
+  }
+
+  /** Settings of the processes started from now on (an upgrade's new release, say); running ones keep theirs. */
+  setEnv(changes: Record<string, string>): void {
+    Object.assign(this.env, changes);
   }
 
   member(role: Role, index: number): Member {

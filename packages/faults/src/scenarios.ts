@@ -160,6 +160,20 @@ export const SCENARIOS: readonly FaultScenario[] = [
     },
   },
   {
+    id: 'previous-format-takeover',
+    title:
+      'the schedulers write records as the release before deltas did (CHECKPOINT_FORMAT=whole) and are ' +
+      'killed (kill -9) mid-load one after the other, replaced by schedulers of this format that take their runs over',
+    async attach() {
+      return { env: { CHECKPOINT_FORMAT: 'whole' }, close: async () => undefined };
+    },
+    async inject({ fleet }) {
+      fleet.setEnv({ CHECKPOINT_FORMAT: 'delta' });
+      await fleet.kill9('scheduler', 0);
+      await fleet.kill9('scheduler', 1);
+    },
+  },
+  {
     id: 'executor-killed',
     title: 'an executor (and the MCP server it started) is killed (kill -9) mid-load and started again',
     async inject({ fleet }) {

@@ -310,10 +310,15 @@ async function closeServing(ctx: ServingContext, parts: ServingParts): Promise<v
 }
 
 /** How long runs are kept, and how many the index holds, as the configuration says. */
-function retentionOf(config: AgentReachConfig): { retentionS: number; retentionCount: number } {
+function retentionOf(config: AgentReachConfig): {
+  retentionS: number;
+  retentionCount: number;
+  stateFormat: 'delta' | 'whole';
+} {
   return {
     retentionS: config.scheduler.runRetentionS,
     retentionCount: config.scheduler.runRetentionCount,
+    stateFormat: config.scheduler.checkpointFormat,
   };
 }
 

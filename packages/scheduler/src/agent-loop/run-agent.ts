@@ -58,8 +58,9 @@ export async function runAgent(
   let next = firstStep(run);
   try {
     // Stored before anything else happens, so that the stream's stored events come before the first
-    // turn's live text, and the run's record exists from its first step.
-    if (started && !isEndStep(next)) await run.checkpoint('started');
+    // turn's live text, and the run's record exists from its first step. A plan's request publishes no
+    // text: the start is stored with the plan, in one checkpoint (a crash before it starts the run anew).
+    if (started && !isEndStep(next) && next.type !== 'plan') await run.checkpoint('started');
     for (;;) {
       // A cancelled run does no more work; a step already ending it still ends it as it says.
       if (deps.signal?.aborted && !isEndStep(next)) next = { type: 'cancel' };

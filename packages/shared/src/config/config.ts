@@ -63,6 +63,11 @@ export interface AgentReachConfig {
     readonly llmMaxRetries: number;
     /** Ask model turns streamed and publish their text live (`LLM_STREAM`, default true). */
     readonly llmStream: boolean;
+    /**
+     * How checkpoints store a run's state (`CHECKPOINT_FORMAT`): `delta` (default), or `whole`, the state
+     * whole at every checkpoint and tool messages whole, as the release before deltas wrote records.
+     */
+    readonly checkpointFormat: 'delta' | 'whole';
     /** How often the queue sampler leader samples queue depths, in ms. */
     readonly queueSampleIntervalMs: number;
     /** How long a tool call no executor has started may wait (republished) before it is `unavailable`, in ms. */
@@ -163,6 +168,7 @@ const ENV_MAP: ReadonlyArray<readonly [string, string]> = [
   ['LLM_TIMEOUT_MS', 'scheduler.llmTimeoutMs'],
   ['LLM_MAX_RETRIES', 'scheduler.llmMaxRetries'],
   ['LLM_STREAM', 'scheduler.llmStream'],
+  ['CHECKPOINT_FORMAT', 'scheduler.checkpointFormat'],
   ['QUEUE_SAMPLE_INTERVAL_MS', 'scheduler.queueSampleIntervalMs'],
   ['TOOL_START_WAIT_MS', 'scheduler.toolStartWaitMs'],
   ['RUN_TOKEN_BUDGET', 'scheduler.runTokenBudget'],
@@ -260,6 +266,7 @@ const schema = {
         llmTimeoutMs: { type: 'integer', minimum: 1, default: C.DEFAULT_LLM_TIMEOUT_MS },
         llmMaxRetries: { type: 'integer', minimum: 0, maximum: 20, default: C.DEFAULT_LLM_MAX_RETRIES },
         llmStream: { type: 'boolean', default: C.DEFAULT_LLM_STREAM },
+        checkpointFormat: { type: 'string', enum: ['delta', 'whole'], default: 'delta' },
         queueSampleIntervalMs: {
           type: 'integer',
           minimum: 100,
