@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunEvent } from '@agent-reach/scheduler';
 import { startApiServer } from '@agent-reach/scheduler';
-import { toolMessageRef } from '@agent-reach/protocol';
 import { bareApiDeps, request, TEST_API_KEYS, TEST_MODELS } from './helpers/api.js';
 import { startRunsHarness } from './helpers/runs.js';
 import { toolMessages } from './helpers/loop.js';
@@ -88,14 +87,15 @@ describe('runs as jobs: records, approvals, cancellation, sessions, retention', 
     expect(stored.find((e) => e.type === 'llm_request')).not.toHaveProperty('tool_calls');
     expect(stored.find((e) => e.type === 'run_started')).not.toHaveProperty('input');
     // The final state keeps each call's arguments once (the assistant message's), the input once (the
-    // first user message's), and each result once: in the results hash, the tool message referring to it.
+    // first user message's), and each result once: its tool message took the recorded entry in at the
+    // run's end (it referred to it while the run lived), and the results hash is gone.
     expect(await h.producer.get(h.keys.runState(runId))).not.toContain('"arguments"');
     expect(await h.producer.get(h.keys.runState(runId))).not.toContain('"input"');
     const history = await h.producer.lrange(h.keys.runMessages(runId), 0, -1);
-    const results = await h.producer.hgetall(h.keys.results(runId));
     const storedTools = history.filter((m) => m.startsWith('{"role":"tool"'));
-    expect(storedTools).toEqual(Object.keys(results).map((id) => toolMessageRef(id)));
     expect(storedTools).toHaveLength(1);
+    expect(storedTools[0]).toContain('"$entry":');
+    expect(await h.producer.exists(h.keys.results(runId))).toBe(0);
 
     const state = (await h.control.get(runId))?.state;
     const message = state?.messages.find((m) => m.role === 'tool');

@@ -80,6 +80,7 @@ export { readStepRecord, RUN_REASONS } from './run-outcome.js';
 export {
   hasToolMessageRefs,
   resolveToolMessageRefs,
+  toolMessageEntryPrefix,
   toolMessageOf,
   toolMessageRef,
   toolMessageRefOf,

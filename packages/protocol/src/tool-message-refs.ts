@@ -10,12 +10,25 @@ import { toolMessageContent, type ToolResult } from './tool-call.js';
  * and a reader of the record puts the content back from the entry. A message is stored so only when the
  * entry gives back exactly its content: the writer checks that the result it expects gives the message,
  * and the checkpoint script that the entry is that result (by SHA-1), else the message is stored whole.
- * A record with no reference reads as before.
+ * The checkpoint that ends the run takes each referred entry into its message and drops it from the hash
+ * (a list holds it more compactly than a hash of long values):
+ *
+ *   {"role":"tool","tool_call_id":"call_1","$entry":{…the entry as recorded…}}
+ *
+ * which reads back the same way. A record with neither form reads as before.
  */
 
 /** A reference to the results-hash entry of `toolCallId`, as the history's list stores it. */
 export function toolMessageRef(toolCallId: string): string {
   return `{"role":"tool","tool_call_id":${JSON.stringify(toolCallId)},"$result":1}`;
+}
+
+/**
+ * A finished run's tool message with its results-hash entry taken in, up to the entry: the checkpoint
+ * that ends a run turns each reference into this followed by the entry and `}`.
+ */
+export function toolMessageEntryPrefix(toolCallId: string): string {
+  return `{"role":"tool","tool_call_id":${JSON.stringify(toolCallId)},"$entry":`;
 }
 
 /** The call id a stored message refers to in the results hash, or undefined when it is stored whole. */
@@ -53,6 +66,16 @@ export function resolveToolMessageRefs(
 ): string[] {
   let out: string[] | undefined;
   stored.forEach((m, i) => {
+    if (m.startsWith('{"role":"tool"') && m.includes(',"$entry":')) {
+      // A finished run's message with its entry taken in.
+      const { tool_call_id: id, $entry: entry } = JSON.parse(m) as {
+        tool_call_id: string;
+        $entry: ToolResult;
+      };
+      out ??= [...stored];
+      out[i] = JSON.stringify({ role: 'tool', tool_call_id: id, content: toolMessageContent(entry) });
+      return;
+    }
     const id = toolMessageRefOf(m);
     if (id === undefined) return;
     const entry = Object.hasOwn(results, id) ? results[id] : undefined;

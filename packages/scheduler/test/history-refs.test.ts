@@ -1,5 +1,10 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { toolMessageContent, toolMessageRef, type ToolResult } from '@agent-reach/protocol';
+import {
+  toolMessageContent,
+  toolMessageEntryPrefix,
+  toolMessageRef,
+  type ToolResult,
+} from '@agent-reach/protocol';
 import { readRunRecord } from '@agent-reach/archive';
 import type { RunEvent, RunState } from '@agent-reach/scheduler';
 import { createRunState, RunStore } from '@agent-reach/scheduler/internal';
@@ -105,14 +110,15 @@ describe("a run's history refers to its recorded results instead of repeating th
     expect(await t.redis.hexists(t.keys.results(state.runId), 'call_1')).toBe(0);
   });
 
-  it("keeps the result a finished run's history refers to, with the record's TTL, and hands the archive the message whole", async () => {
-    const { state, writer } = await answeredCall(JSON.stringify(recorded('call_1', '晴')));
+  it("takes a referred result into its tool message at the run's end, drops it from the results hash, and hands the archive the message whole", async () => {
+    const entry = JSON.stringify(recorded('call_1', '晴'));
+    const { state, writer } = await answeredCall(entry);
     await finish(state, writer);
-    expect(await t.redis.hexists(t.keys.results(state.runId), 'call_1')).toBe(1);
-    const ttl = await t.redis.ttl(t.keys.results(state.runId));
+    expect(await t.redis.exists(t.keys.results(state.runId))).toBe(0);
+    expect(await storedTool()).toBe(`${toolMessageEntryPrefix('call_1')}${entry}}`);
+    const ttl = await t.redis.ttl(t.keys.runMessages(state.runId));
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(60);
-    expect(await storedTool()).toBe(toolMessageRef('call_1'));
 
     const record = await readRunRecord(t.redis, t.keys, state.runId);
     expect(record?.messages.map((m) => JSON.parse(m) as unknown)).toEqual(state.messages);

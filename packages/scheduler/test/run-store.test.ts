@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { toolMessageContent, toolMessageRef, type ToolResult } from '@agent-reach/protocol';
+import { toolMessageContent, toolMessageEntryPrefix, type ToolResult } from '@agent-reach/protocol';
 import { callLedgerEntry } from '@agent-reach/shared';
 import type { RunEvent, RunState } from '@agent-reach/scheduler';
 import { RunStore, type RunCheckpointer } from '@agent-reach/scheduler/internal';
@@ -240,14 +240,16 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
     expect(raw.join('\n')).not.toContain('"name"');
     expect(raw.join('\n')).not.toContain('"input"');
     expect(await t.redis.get(t.keys.runState(state.runId))).not.toContain('"input"');
-    // A final run's ledger and starts are gone (no call of it starts again). The tool message refers to
-    // its result in the results hash, which is stored there only; the folded call's stays too. The rest
-    // keeps its TTL.
+    // A final run's ledger and starts are gone (no call of it starts again). The tool message, which
+    // referred to its result while the run lived, took the entry in: the entry left the hash; the folded
+    // call's stays. The rest keeps its TTL.
     expect(await t.redis.exists(t.keys.runCalls(state.runId), t.keys.runStarts(state.runId))).toBe(0);
-    expect((await t.redis.hkeys(t.keys.results(state.runId))).sort()).toEqual(['call_0', 'call_1']);
+    expect(await t.redis.hkeys(t.keys.results(state.runId))).toEqual(['call_0']);
     const history = await t.redis.lrange(t.keys.runMessages(state.runId), 0, -1);
-    expect(history).toContain(toolMessageRef('call_1'));
-    expect(history.join('\n')).not.toContain('晴');
+    const entry = await t.redis.hget(t.keys.results(state.runId), 'call_0');
+    expect(history.filter((m) => m.includes('晴'))).toEqual([
+      `${toolMessageEntryPrefix('call_1')}${entry?.replaceAll('call_0', 'call_1')}}`,
+    ]);
     expect(await t.redis.ttl(t.keys.results(state.runId))).toBeGreaterThan(0);
     expect(await t.redis.ttl(t.keys.results(state.runId))).toBeLessThanOrEqual(60);
   });

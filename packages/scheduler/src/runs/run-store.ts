@@ -6,6 +6,7 @@ import {
   readEvent,
   readStepRecord,
   resolveToolMessageRefs,
+  toolMessageEntryPrefix,
   toolMessageRefOf,
   type Keys,
   type RunJobData,
@@ -253,12 +254,26 @@ export class RunCheckpointer {
       final ? 1 : 0,
       this.store.retentionS,
       Object.keys(state.approvals).length > 0 ? 1 : 0,
-      // The results that tool messages refer to stay.
-      ...(final ? resultsHeldElsewhere(state).filter((id) => !this.#referred.has(id)) : []),
     ];
-    const args = [...head, ...messagesPart(history), ...tail];
+    // At the run's end each message that refers to its result takes the entry in (`$entry`), and every
+    // entry the history holds leaves the hash. Which messages refer is known once the earlier writes
+    // settled (one may have gone whole), so this part is made when the write is sent.
+    const tools = final
+      ? messages.flatMap((m, i) => (m.role === 'tool' ? [[i, m.tool_call_id] as const] : []))
+      : [];
+    const held = final ? resultsHeldElsewhere(state) : [];
+    const ended = (referring: ReadonlySet<string>) => {
+      const embeds = tools.flatMap(([index, id]) =>
+        referring.has(id) ? [index, id, toolMessageEntryPrefix(id)] : [],
+      );
+      return [embeds.length, ...embeds, ...held];
+    };
+    const args = () => [...head, ...messagesPart(history), ...tail, ...ended(this.#referred)];
     // Should the results hash not hold what a reference expects, the step goes again with them whole.
-    const whole = history.size > 0 ? [...head, ...messagesPart(new Map()), ...tail] : undefined;
+    const whole = () => {
+      const referring = new Set([...this.#referred].filter((id) => !history.has(id)));
+      return [...head, ...messagesPart(new Map()), ...tail, ...ended(referring)];
+    };
     // The script is given the keys it writes: the ledger's neighbours only with calls or references,
     // all at the end.
     const keyCount = final ? 8 : calls.length > 0 || persist ? 7 : 4;
@@ -270,7 +285,10 @@ export class RunCheckpointer {
       // Both are sent at once: the checkpoint must go out now, ahead of any call dispatched after it.
       const listed = this.#listed ? undefined : this.store.index(this.runId, createdAt);
       this.#listed = true;
-      const [written] = await Promise.all([this.store.write(this.runId, args, keyCount, whole), listed]);
+      const [written] = await Promise.all([
+        this.store.write(this.runId, args(), keyCount, history.size > 0 ? whole() : undefined),
+        listed,
+      ]);
       // Stored whole after all: the run's end may drop these results (its history holds them).
       if (written.wholeSent) for (const id of history.keys()) this.#referred.delete(id);
       if (final) this.store.trimIndexSoon();

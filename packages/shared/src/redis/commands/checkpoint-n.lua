@@ -29,9 +29,10 @@
        loses its TTL), n, events…, n, meta fields…, n,
        (call id, entry)…, ledger TTL ('' when the ledger has its TTL), final ('1' or '0'), retention TTL in s,
        approvals ('1' when people decided calls of the run: its hash is kept as long as the record, else
-       it keeps the TTL each decision set), then on
-       the run's end the call ids whose results-hash entries the final record holds elsewhere (each call's
-       tool message and step)
+       it keeps the TTL each decision set), n, (index in the history, call id, the message up to its
+       entry)… of the tool messages that refer to results (at the run's end each takes its entry in, and
+       the entry leaves the hash), then on the run's end the call ids whose results-hash entries the final
+       record holds elsewhere (each call's tool message and step)
 
   Returns { verdict, cancel }: verdict is ok | dup | fenced | final | gap | refs.
 ]]
@@ -104,9 +105,18 @@ if final then
   -- never start again (an executor's check refuses the job of a final run before it reads either), and
   -- no reader of a run's record needs them.
   redis.call('DEL', KEYS[7], KEYS[8])
+  -- A finished history takes in the results its tool messages refer to (a list holds them more compactly
+  -- than a hash of long values): each reference becomes the message with its entry whole, as readers read
+  -- either form.
+  local embeds = tonumber(ARGV[i + 4])
+  for j = i + 5, i + 4 + embeds, 3 do
+    local entry = redis.call('HGET', KEYS[5], ARGV[j + 1])
+    if entry then redis.call('LSET', KEYS[3], tonumber(ARGV[j]), ARGV[j + 2] .. entry .. '}') end
+  end
   -- The results hash repeats each answered call's tool message (the step keeps the executor's tries and
   -- id): its entries go, but for calls whose message compaction folded away. Emptied, the hash is gone.
-  for j = i + 4, #ARGV, 200 do redis.call('HDEL', KEYS[5], unpack(ARGV, j, math.min(j + 199, #ARGV))) end
+  local ids = i + 5 + embeds
+  for j = ids, #ARGV, 200 do redis.call('HDEL', KEYS[5], unpack(ARGV, j, math.min(j + 199, #ARGV))) end
   for k = 1, 5 do redis.call('EXPIRE', KEYS[k], ttl) end
   if ARGV[i + 3] == '1' then redis.call('EXPIRE', KEYS[6], ttl) end
 end
