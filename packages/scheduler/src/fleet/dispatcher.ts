@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Queue } from 'bullmq';
 import {
   AgentReachError,
@@ -732,11 +732,7 @@ export class Dispatcher {
             'COUNT',
             constants.REPLY_BATCH_SIZE,
           )) as [string, string[]] | null;
-          if (!batch) continue;
-          for (const raw of batch[1]) this.#deliver(raw);
-          // The calls just answered go on before the next read is sent: that write is off their path, and
-          // replies pushed meanwhile wait in the list for the next batch.
-          await nextTurn();
+          if (batch) for (const raw of batch[1]) this.#deliver(raw);
         } catch (err) {
           if (this.#closed) return;
           this.#opts.logger.warn({ err }, 'reading replies failed; retrying');
