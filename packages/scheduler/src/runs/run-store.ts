@@ -5,7 +5,9 @@ import {
   foldStateRecord,
   readEvent,
   readStepRecord,
+  hasToolMessageRefs,
   resolveToolMessageRefs,
+  ToolMessageRefError,
   toolMessageEntryPrefix,
   toolMessageRefOf,
   type Keys,
@@ -390,10 +392,10 @@ export class RunStore {
     );
     // A history that refers to results is read with them (a second read, only for such a record).
     const referred = messages.flatMap((m) => toolMessageRefOf(m) ?? []);
-    const history =
-      referred.length > 0
-        ? resolveToolMessageRefs(messages, await this.redis.hgetall(k.results(runId)))
-        : messages;
+    const history = resolveToolMessageRefs(
+      messages,
+      referred.length > 0 ? await this.redis.hgetall(k.results(runId)) : {},
+    );
     const { state, problems } = parseRecord(stateJson, history, decisions);
     return {
       state,
@@ -485,22 +487,36 @@ export class RunStore {
    * parked merged in, and whether its cancellation was requested. Read-only: one round trip.
    */
   async load(runId: string): Promise<{ state: RunState | undefined; cancelRequested: boolean }> {
+    return this.#load(runId, true);
+  }
+
+  async #load(
+    runId: string,
+    again: boolean,
+  ): Promise<{ state: RunState | undefined; cancelRequested: boolean }> {
     const k = this.keys;
-    const [[, state], [, stored], [, decisions], [, [cancel, listed]], [, results]] = (await this.redis
+    const [[, state], [, stored], [, decisions], [, [cancel, listed]]] = (await this.redis
       .multi()
       .get(k.runState(runId))
       .lrange(k.runMessages(runId), 0, -1)
       .hgetall(k.runApprovals(runId))
       .hmget(k.runMeta(runId), 'cancel_requested', 'runId')
-      .hgetall(k.results(runId))
       .exec()) as [
       [null, string | null],
       [null, string[]],
       [null, Record<string, string>],
       [null, [string | null, string | null]],
-      [null, Record<string, string>],
     ];
-    const messages = resolveToolMessageRefs(stored, results);
+    // A live run's history that refers to its results is read with them (a finished run's took them in:
+    // should it have ended between the two reads, it is read again).
+    let messages: string[];
+    try {
+      const results = hasToolMessageRefs(stored) ? await this.redis.hgetall(k.results(runId)) : {};
+      messages = resolveToolMessageRefs(stored, results);
+    } catch (err) {
+      if (!(err instanceof ToolMessageRefError) || !again) throw err;
+      return this.#load(runId, false);
+    }
     // A run Redis holds (listed, not checkpointed yet) is read from Redis alone: PostgreSQL is not asked.
     if (state === null && listed === null && this.archive) {
       const archived = await this.archive.record(runId);
