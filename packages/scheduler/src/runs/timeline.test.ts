@@ -121,4 +121,25 @@ describe('guardrail events in the timeline', () => {
       'ask_researcher [call_5] 200 ms, 1 attempt(s), answered by child run run_child',
     );
   });
+
+  it("prints a plan request and a guardrail agent's request with their tokens and the model that answered", () => {
+    const usage = { latency_ms: 40, prompt_tokens: 120, completion_tokens: 30 } as const;
+    const lines = render([
+      { type: 'llm_usage', at: T0, purpose: 'plan', model: 'm', ...usage },
+      {
+        type: 'llm_usage',
+        at: T0 + 5,
+        purpose: 'guardrail',
+        guardrail: 'pii_judge',
+        model: 'm',
+        ...usage,
+        answered_by: 'openai/gpt',
+        cost: 0.0012,
+      },
+    ]).split('\n');
+    expect(lines[0]).toMatch(/plan request: 40 ms, 120\+30 tokens$/);
+    expect(lines[1]).toMatch(
+      /guardrail pii_judge request: 40 ms, 120\+30 tokens; answered by openai\/gpt, cost /,
+    );
+  });
 });

@@ -30,6 +30,9 @@ function describe(e: RunEvent): string {
         : `no plan${e.error ? ` (${e.error})` : ''}`;
     case 'llm_request':
       return `model turn ${e.turn}: ${e.tool_calls ? `${e.tool_calls} tool call(s)` : 'answer'}, ${e.latency_ms} ms, ${e.prompt_tokens}+${e.completion_tokens} tokens, ${e.finish_reason}${answeredBy(e)}${e.reasoning ? `; reasoning: ${clip(e.reasoning)}` : ''}`;
+    case 'llm_usage':
+      // A model request made for the run beside its turns: its plan, a guardrail agent's verdict.
+      return `${e.purpose === 'plan' ? 'plan' : `guardrail ${e.guardrail ?? ''}`} request: ${e.latency_ms} ms, ${e.prompt_tokens}+${e.completion_tokens} tokens${answeredBy(e)}`;
     case 'llm_error':
       // The message lists every model of a routed turn and why it was passed over.
       return `model turn ${e.turn} failed after ${e.latency_ms} ms: ${e.message}`;
@@ -90,7 +93,9 @@ function attemptsLine(log: AttemptTiming[] | undefined): string {
 }
 
 /** Which declared model answered a routed turn, what it passed over, and the turn's cost. */
-function answeredBy(e: Extract<RunEvent, { type: 'llm_request' }>): string {
+function answeredBy(
+  e: Pick<Extract<RunEvent, { type: 'llm_request' }>, 'answered_by' | 'fallback' | 'cost'>,
+): string {
   if (e.answered_by === undefined) return '';
   const over = (e.fallback ?? []).map((f) =>
     f.reason === 'failed' ? `${f.model} failed: ${clip(f.message ?? '', 200)}` : `${f.model} breaker open`,
