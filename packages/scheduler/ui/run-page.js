@@ -113,6 +113,13 @@ function Event({ e, start }) {
         ${e.reasoning ? html`<details class="reasoning"><summary>Reasoning</summary><div class="text">${e.reasoning}</div></details>` : null}
         ${e.message?.content ? html`<div class="said"><${Prose} text=${e.message.content} /></div>` : null}`,
       );
+    case 'llm_usage':
+      // A model request made beside the turns: the plan's, a guardrail agent's verdict.
+      return row(
+        'turn',
+        html`<div><b>${e.purpose === 'plan' ? 'Plan request' : `Guardrail ${e.guardrail ?? ''} request`}</b> <span class="muted">${e.model} · ${duration(e.latency_ms)} · ${e.prompt_tokens} in / ${e.completion_tokens} out tokens${typeof e.cost === 'number' ? ` · cost ${money(e.cost)}` : ''}</span></div>
+        <${Route} e=${e} />`,
+      );
     case 'llm_error':
       return row(
         'bad',
