@@ -138,7 +138,9 @@ async function main(): Promise<void> {
   const simMode = process.env.BENCH_LOOP_SIM === 'inline' ? 'inline' : 'process';
   const executorMode = process.env.BENCH_LOOP_EXECUTOR === 'process' ? 'process' : 'inline';
   const llmLatencyMs = envInt('BENCH_LOOP_LLM_LATENCY_MS', 0, 0);
-  const configs = CONFIGS.filter((c) => withCheckpoints || (c !== 'checkpoints' && c !== 'wholeCheckpoints'));
+  const configs = CONFIGS.filter(
+    (c) => withCheckpoints || (c !== 'checkpoints' && c !== 'wholeCheckpoints' && c !== 'checkpointFloor'),
+  );
   const levels = [
     { inFlight: 1, runs: seqRuns },
     { inFlight: inFlightLoad, runs: loadRuns },

@@ -32,14 +32,26 @@ export function checkpointTargets(figures: Rounds, levels: ReadonlyArray<{ inFli
         0.95,
       ),
     );
+    const floorRunsPerS = ratio(
+      `checkpointFloor@${inFlight}`,
+      `platform@${inFlight}`,
+      (f) => f.runsPerS,
+    ).paired;
+    if (Number.isFinite(floorRunsPerS))
+      console.log(
+        `  the checkpoint floor @${inFlight} (one fenced script per checkpoint, the step as one stream ` +
+          `entry: checkpoint-floor.ts): runs/s ${floorRunsPerS.toFixed(2)}× without checkpoints`,
+      );
     for (const [what, pick] of [
       ['redis commands/step', (f: PhaseFigures) => f.redisCommandsPerStep],
       ['redis bytes in/step', (f: PhaseFigures) => f.redisBytesInPerStep],
     ] as const) {
       const now = median(addedPerStep(figures, 'checkpoints', inFlight, pick));
       const before = median(addedPerStep(figures, 'wholeCheckpoints', inFlight, pick));
+      const floor = median(addedPerStep(figures, 'checkpointFloor', inFlight, pick));
       console.log(
-        `  checkpoints @${inFlight}: +${fmt(now, 1)} ${what} (the whole-state format, same run: +${fmt(before, 1)})`,
+        `  checkpoints @${inFlight}: +${fmt(now, 1)} ${what} (the whole-state format, same run: +${fmt(before, 1)}; ` +
+          `the checkpoint floor: +${fmt(floor, 1)}, ${fmt(floor / before, 2)}× the whole-state format)`,
       );
       out.push(target(`checkpoint ${what} @${inFlight}, delta/whole`, now / before, '<=', 0.33));
     }

@@ -47,6 +47,7 @@ import { instrumentLlm, RunProbe } from './probe.js';
 import { startSimHost, type SimHost, type SimMode } from './sim-host.js';
 import { AGENT, AGENTS_YAML, FINAL_ANSWER, noopTool, SCENARIO, TOOL_STEPS } from './task.js';
 import { recordingCheckpoint } from '../../test/helpers/ledger.js';
+import { floorCheckpoints } from './checkpoint-floor.js';
 
 /**
  * The configurations compared: the same loop with tools in-process, with each call a bare BullMQ job (the
@@ -62,6 +63,7 @@ export const CONFIGS = [
   'unstreamed',
   'checkpoints',
   'wholeCheckpoints',
+  'checkpointFloor',
 ] as const;
 export type ConfigName = (typeof CONFIGS)[number];
 
@@ -73,6 +75,7 @@ export const CONFIG_LABELS: Record<ConfigName, string> = {
   unstreamed: 'not streamed',
   checkpoints: 'platform+ckpt',
   wholeCheckpoints: 'ckpt (whole)',
+  checkpointFloor: 'ckpt floor',
 };
 
 export interface LoopHarness {
@@ -148,6 +151,7 @@ export async function startLoopHarness(options: {
     const store = new RunStore(producer, keys);
     // Checkpoints as records were written before deltas (the whole state each time), measured beside them.
     const wholeStore = new RunStore(producer, keys, { stateFormat: 'whole' });
+    const floorClaim = floorCheckpoints(producer, keys);
     const agent = agents.agents.get(AGENT) as AgentSpec;
 
     const board = new BreakerBoard(
@@ -243,6 +247,8 @@ export async function startLoopHarness(options: {
             const ckptStore =
               name === 'checkpoints' ? store : name === 'wholeCheckpoints' ? wholeStore : undefined;
             const writer = ckptStore ? (await ckptStore.claim(state.runId)).writer : undefined;
+            // The least a checkpoint can be (checkpoint-floor.ts), written as the store's are.
+            const floorWrite = name === 'checkpointFloor' ? await floorClaim(state.runId) : undefined;
             // Without checkpoints the run still records itself and its calls (executors verify every
             // call against that record), as little as that takes: the run's status and its ledger.
             const ledgerOnly = recordingCheckpoint(runner.connection, runner.keys);
@@ -256,9 +262,9 @@ export async function startLoopHarness(options: {
                       await send();
                     };
                   }
-                : (s) => ledgerOnly(s),
+                : (floorWrite ?? ((s) => ledgerOnly(s))),
               // As the run worker does: the store and the dispatcher share the producer connection.
-              orderedCheckpoints: writer ? store.connection === runner.connection : true,
+              orderedCheckpoints: writer || floorWrite ? store.connection === runner.connection : true,
             });
             check(probe, outcome, state);
           }
