@@ -30,10 +30,10 @@ class CountingStore extends RunStore {
     runId: string,
     args: Array<string | number>,
     keyCount?: 4 | 7 | 8,
-    whole?: Array<string | number>,
+    whole?: () => Array<string | number>,
   ) {
     const written = await super.write(runId, args, keyCount, whole);
-    this.sent += bytes(written.wholeSent && whole ? whole : args);
+    this.sent += bytes(args) + (written.wholeSent && whole ? bytes(whole()) : 0);
     return written;
   }
 }

@@ -288,7 +288,7 @@ export class RunCheckpointer {
       const listed = this.#listed ? undefined : this.store.index(this.runId, createdAt);
       this.#listed = true;
       const [written] = await Promise.all([
-        this.store.write(this.runId, args(), keyCount, history.size > 0 ? whole() : undefined),
+        this.store.write(this.runId, args(), keyCount, history.size > 0 ? whole : undefined),
         listed,
       ]);
       // Stored whole after all: the run's end may drop these results (its history holds them).
@@ -421,7 +421,7 @@ export class RunStore {
     runId: string,
     args: Array<string | number>,
     keyCount: 4 | 7 | 8 = 8,
-    whole?: Array<string | number>,
+    whole?: () => Array<string | number>,
   ): Promise<{ cancelRequested: boolean; wholeSent: boolean }> {
     const k = this.keys;
     const keys = [
@@ -444,7 +444,7 @@ export class RunStore {
     // `refs`: a tool message's results-hash entry is not the result the step expected (nothing was
     // written): the step is written with its messages whole.
     const wholeSent = verdict === 'refs' && whole !== undefined;
-    if (wholeSent) [verdict, cancel] = await this.#scripts.checkpoint(given, whole);
+    if (wholeSent) [verdict, cancel] = await this.#scripts.checkpoint(given, whole());
     if (verdict !== 'ok' && verdict !== 'dup') {
       throw new CheckpointRefused(runId, verdict as Exclude<CheckpointVerdict, 'ok' | 'dup'>);
     }
