@@ -177,9 +177,6 @@ describe(
       addCommonScenarios(sim);
       const env = testEnv(t.prefix, sim, {
         ...apiEnv(API_KEY),
-        // The tests poll runs through the API until their deliveries settle: how many polls that takes
-        // depends on the machine's speed, and none of them is about the request rate.
-        API_RATE_LIMIT_PER_MINUTE: '1000000',
         ALLOWED_MODELS: 'echo,approval',
         CALLBACK_SECRETS: `test=${SECRET},*=${REDIS_SECRET}`,
         CALLBACK_ALLOWED_HOSTS: '127.0.0.1',

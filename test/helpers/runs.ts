@@ -32,7 +32,14 @@ export function testEnv(
 
 /** The environment of a scheduler serving the HTTP API with one key, on a free local port. */
 export function apiEnv(apiKey: string): Record<string, string> {
-  return { API_KEYS: `test:${apiKey}`, API_PORT: '0', API_HOST: '127.0.0.1' };
+  return {
+    API_KEYS: `test:${apiKey}`,
+    API_PORT: '0',
+    API_HOST: '127.0.0.1',
+    // Tests poll through the API until what they wait for happens: how many requests that takes depends
+    // on the machine's speed, so the key's request rate is not limited here (tests of the limit set theirs).
+    API_RATE_LIMIT_PER_MINUTE: '1000000',
+  };
 }
 
 /** llm-sim, an executor and a scheduler in this process, a RunControl, on a prefix of their own. */
