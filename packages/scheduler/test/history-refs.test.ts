@@ -8,7 +8,7 @@ import {
 import { readRunRecord } from '@agent-reach/archive';
 import type { RunEvent, RunState } from '@agent-reach/scheduler';
 import { createRunState, RunStore } from '@agent-reach/scheduler/internal';
-import { useRunStore, type TestRedis } from './store-fixture.js';
+import { endWithAnswer, useRunStore, type TestRedis } from './store-fixture.js';
 
 /** A result as an executor recorded it: its own fields, then its id (set last, as the executor does). */
 const recorded = (id: string, sky: string): ToolResult & { executor_id: string } => ({
@@ -75,16 +75,7 @@ describe("a run's history refers to its recorded results instead of repeating th
   /** The stored tool message of `call_1`, as the history's list holds it. */
   const storedTool = async () => (await stored()).find((m) => m.includes('"call_1"') && m.includes('"tool"'));
   const finish = async (state: RunState, writer: RunCheckpointerOf) => {
-    state.messages.push({ role: 'assistant', content: 'sunny' });
-    state.status = 'succeeded';
-    state.outcome = {
-      status: 'succeeded',
-      reason: 'final_answer',
-      answer: 'sunny',
-      usage: state.usage,
-      iterations: 2,
-      steps: state.steps,
-    };
+    endWithAnswer(state, 'sunny');
     await writer.prepare(state, [])();
   };
 

@@ -1,9 +1,14 @@
 import { beforeEach, describe, expect, it } from 'vitest';
-import { toolMessageContent, toolMessageEntryPrefix, type ToolResult } from '@agent-reach/protocol';
+import {
+  toolMessageContent,
+  toolMessageEntryPrefix,
+  type RunOutcome,
+  type ToolResult,
+} from '@agent-reach/protocol';
 import { callLedgerEntry } from '@agent-reach/shared';
 import type { RunEvent, RunState } from '@agent-reach/scheduler';
 import { RunStore, type RunCheckpointer } from '@agent-reach/scheduler/internal';
-import { runningRun, useRunStore, type TestRedis } from './store-fixture.js';
+import { endWithAnswer, runningRun, useRunStore, type TestRedis } from './store-fixture.js';
 
 const started = (): RunEvent => ({ type: 'run_started', at: Date.now(), agent: 'a', input: 'x', model: 'm' });
 
@@ -42,6 +47,22 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
     });
     expect(await t.redis.llen(t.keys.runMessages(state.runId))).toBe(1);
     expect(await eventTypes(state.runId)).toEqual(['run_started']);
+  });
+
+  it("counts the stored messages itself at a writer's first checkpoint, so a record another release appended to without the listing's count is taken over", async () => {
+    const state = newRun();
+    const first = await store.claim(state.runId);
+    await first.writer.prepare(state, [started()])();
+    // A scheduler of the release before this one appends a message and leaves the listing's count alone.
+    const other = { role: 'assistant', content: 'from the release before' } as const;
+    await t.redis.rpush(t.keys.runMessages(state.runId), JSON.stringify(other));
+    const { state: taken, writer } = await store.claim(state.runId);
+    expect(taken?.messages).toEqual([...state.messages, other]);
+    taken!.messages.push({ role: 'assistant', content: 'one' });
+    await writer.prepare(taken!, [])();
+    taken!.messages.push({ role: 'assistant', content: 'two' });
+    await writer.prepare(taken!, [])();
+    expect((await store.load(state.runId)).state?.messages).toEqual(taken!.messages);
   });
 
   it('applies a checkpoint sent twice (a re-sent command after a reconnect) only once', async () => {
@@ -210,17 +231,8 @@ describe('run store: fenced, sequenced checkpoints (real Redis)', () => {
       { type: 'tool_result', at: 3, ...shared, result },
     ]);
     await t.redis.hset(t.keys.runStarts(state.runId), 'call_1', 'started:2:executor-1');
-    state.messages.push({ role: 'assistant', content: 'sunny' });
-    state.outcome = {
-      status: 'succeeded',
-      reason: 'final_answer',
-      answer: 'sunny',
-      usage: state.usage,
-      iterations: 2,
-      steps: state.steps,
-    };
-    state.status = 'succeeded';
-    await send([{ type: 'run_finished', at: 4, outcome: state.outcome }]);
+    endWithAnswer(state, 'sunny');
+    await send([{ type: 'run_finished', at: 4, outcome: state.outcome as RunOutcome }]);
     return emitted;
   };
 

@@ -27,3 +27,17 @@ export function runningRun(runId = 'run_a'): RunState {
   state.status = 'running';
   return state;
 }
+
+/** Ends a run with the model's final answer `answer` (its next checkpoint is its last). */
+export function endWithAnswer(state: RunState, answer: string): void {
+  state.messages.push({ role: 'assistant', content: answer });
+  state.outcome = {
+    status: 'succeeded',
+    reason: 'final_answer',
+    answer,
+    usage: state.usage,
+    iterations: 2,
+    steps: state.steps,
+  };
+  state.status = 'succeeded';
+}
